@@ -1,0 +1,472 @@
+/*
+ * tft_format.h — the tftrace trace format: record layouts, the rank-file
+ * writer, the streaming reader, the multi-rank merger and the manifest.
+ *
+ * formats/FORMAT.md is the normative specification; this header mirrors it.
+ * All multi-byte fields are little-endian; records are 8-byte aligned.
+ *
+ * Conventions: functions return 0 or a negative errno; constructors return
+ * NULL and set errno.  The library never prints: diagnostics go to the log
+ * callback given in the options (none = silent).
+ *
+ * Workload: the writer takes millions of small records per second from one
+ * thread (the collector); the reader streams files of any size with memory
+ * bounded by one chunk (<= 4 MiB raw) per open rank file.
+ */
+#ifndef TFT_FORMAT_H
+#define TFT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TFT_API __attribute__((visibility("default")))
+#else
+#define TFT_API
+#endif
+
+#define TFT_FORMAT_MAJOR 1
+#define TFT_FORMAT_MINOR 0
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum tft_log_level { TFT_LOG_ERROR = 0, TFT_LOG_WARN = 1, TFT_LOG_INFO = 2, TFT_LOG_DEBUG = 3 };
+/* Called with a complete one-line message (no trailing newline). */
+typedef void (*tft_log_fn)(void *ctx, int level, const char *msg);
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations shared by the recorder, the format and the analyzer          */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tft_dtype {
+    TFT_F32 = 0, TFT_F64 = 1, TFT_F16 = 2, TFT_BF16 = 3,
+    TFT_I32 = 4, TFT_I64 = 5, TFT_U8 = 6, TFT_I8 = 7, TFT_I16 = 8,
+    TFT_U16 = 9, TFT_U32 = 10, TFT_U64 = 11, TFT_BOOL = 12,
+    TFT_DTYPE_COUNT
+} tft_dtype;
+
+/* Record kinds (u16 in the record header). Readers skip unknown kinds. */
+enum tft_rec_kind {
+    TFT_REC_STRING = 1,     /* interned string definition */
+    TFT_REC_STEP = 2,       /* step begin / end */
+    TFT_REC_OP = 3,         /* one op: name, scope, kind, inputs, outputs */
+    TFT_REC_TENSOR = 4,     /* tensor shape, dtype and statistics */
+    TFT_REC_ALLOC = 5,      /* allocation */
+    TFT_REC_FREE = 6,       /* deallocation */
+    TFT_REC_COLLECTIVE = 7, /* collective / point-to-point communication */
+    TFT_REC_KERNEL = 8,     /* device kernel or copy activity */
+    TFT_REC_CHECKPOINT = 9, /* checkpoint save / resume */
+    TFT_REC_PROCESS = 10,   /* process start / exit / memory sample */
+    TFT_REC_DROPPED = 11,   /* records lost by the recorder */
+    TFT_REC_KIND_MAX = 12
+};
+
+enum tft_op_kind {
+    TFT_OP_RUNTIME = 0, TFT_OP_GEMM = 1, TFT_OP_COLLECTIVE = 2,
+    TFT_OP_KERNEL = 3, TFT_OP_COPY = 4, TFT_OP_OTHER = 5
+};
+
+enum tft_device_kind { TFT_DEV_CPU = 0, TFT_DEV_CUDA = 1 };
+
+/* Statistics recording mode (which fields of tft_stats are valid). */
+enum tft_stats_mode {
+    TFT_STATS_SHAPE = 0,  /* shape and dtype only */
+    TFT_STATS_HEALTH = 1, /* + numel, counts, min, max, fingerprint */
+    TFT_STATS_FULL = 2    /* + mean, std, l1, l2, absmax, precision risks */
+};
+
+enum tft_coll_type {
+    TFT_COLL_ALLREDUCE = 0, TFT_COLL_REDUCE = 1, TFT_COLL_BCAST = 2,
+    TFT_COLL_ALLGATHER = 3, TFT_COLL_REDUCE_SCATTER = 4, TFT_COLL_ALLTOALL = 5,
+    TFT_COLL_BARRIER = 6, TFT_COLL_SEND = 7, TFT_COLL_RECV = 8,
+    TFT_COLL_GATHER = 9, TFT_COLL_SCATTER = 10, TFT_COLL_TYPE_COUNT
+};
+
+enum tft_redop {
+    TFT_REDOP_NONE = 0, TFT_REDOP_SUM = 1, TFT_REDOP_PROD = 2,
+    TFT_REDOP_MIN = 3, TFT_REDOP_MAX = 4, TFT_REDOP_AVG = 5, TFT_REDOP_OTHER = 6
+};
+
+enum tft_step_phase { TFT_STEP_BEGIN = 0, TFT_STEP_END = 1 };
+enum tft_ckpt_action { TFT_CKPT_SAVE = 0, TFT_CKPT_RESUME = 1 };
+enum tft_proc_event { TFT_PROC_START = 0, TFT_PROC_EXIT = 1, TFT_PROC_RSS = 2 };
+enum tft_drop_reason { TFT_DROP_RING_FULL = 0, TFT_DROP_TOO_BIG = 1, TFT_DROP_OTHER = 2 };
+
+/* ------------------------------------------------------------------------ */
+/* Record layouts (FORMAT.md §5). Every record starts with tft_rec.          */
+/* ------------------------------------------------------------------------ */
+
+#define TFT_REC_ALIGN 8u
+#define TFT_REC_MAX_BYTES 65536u /* largest record a writer accepts */
+#define TFT_MAX_NDIM 8
+#define TFT_SEQ_NONE INT64_MIN  /* seq field when no op is current */
+#define TFT_STEP_NONE INT64_MIN /* step field when outside any step */
+
+typedef struct tft_rec {
+    uint16_t kind;  /* enum tft_rec_kind */
+    uint16_t flags; /* kind-specific flag bits */
+    uint32_t len;   /* total bytes including this header, multiple of 8 */
+    uint64_t ts;    /* CLOCK_MONOTONIC nanoseconds (see file header clocks) */
+    int64_t step;   /* training step, TFT_STEP_NONE when unknown */
+    int64_t seq;    /* op sequence number this record belongs to, or TFT_SEQ_NONE */
+} tft_rec;          /* 32 bytes */
+
+typedef struct tft_rec_string {
+    tft_rec h;
+    uint64_t id;  /* xxh3-64 of the text */
+    uint32_t n;   /* text bytes (no terminator is stored) */
+    uint32_t pad;
+    char text[];  /* n bytes, then zero padding to 8 */
+} tft_rec_string;
+
+typedef struct tft_rec_step {
+    tft_rec h;      /* h.step is the step */
+    uint32_t phase; /* enum tft_step_phase */
+    uint32_t pad;
+} tft_rec_step;
+
+/* An op: h.seq is its own sequence number (0,1,2,... per rank). */
+typedef struct tft_rec_op {
+    tft_rec h;
+    uint64_t name;  /* string id of the op name */
+    uint64_t scope; /* string id of the scope path ("L0/attn"), 0 = none */
+    uint16_t op_kind; /* enum tft_op_kind */
+    uint8_t n_in;   /* input tensor ids that follow */
+    uint8_t n_out;  /* output tensor ids that follow */
+    uint8_t n_attr; /* int64 attributes that follow (gemm: M,N,K,transA,transB,dtype) */
+    uint8_t pad[3];
+    uint64_t ids[]; /* n_in input ids, n_out output ids, then n_attr int64 attrs */
+} tft_rec_op;
+
+/* Tensor statistics. Validity by mode: SHAPE none; HEALTH numel..max and
+ * fingerprint; FULL everything. Counts are exact; moments are computed in
+ * double. */
+typedef struct tft_stats {
+    uint64_t numel;
+    uint64_t nan, pinf, ninf, zero;
+    uint64_t over_fp16;   /* finite |x| > 65504 */
+    uint64_t over_bf16;   /* finite |x| > bf16 max (3.3895314e38) */
+    uint64_t under_fp16;  /* nonzero finite |x| < 2^-14 (fp16 smallest normal) */
+    uint64_t fingerprint; /* xxh3-64 of the raw bytes */
+    double min, max;      /* over finite values; 0 when none */
+    double mean, std;     /* over finite values (population std) */
+    double l1, l2;        /* sum |x|, sqrt(sum x^2) over finite values */
+    double absmax;        /* max |x| over finite values */
+} tft_stats;
+
+#define TFT_TENSOR_HAS_DATA 0x1u /* flag: record comes with captured bytes (reserved) */
+
+typedef struct tft_rec_tensor {
+    tft_rec h;           /* h.seq: the op that produced (or consumed) it */
+    uint64_t id;         /* tensor id, unique within the rank file */
+    uint64_t name;       /* string id of the tensor name */
+    uint8_t dtype;       /* enum tft_dtype */
+    uint8_t device_kind; /* enum tft_device_kind */
+    int16_t device;      /* device ordinal, -1 for host */
+    uint8_t mode;        /* enum tft_stats_mode: which stats are valid */
+    uint8_t ndim;        /* 0..TFT_MAX_NDIM */
+    uint8_t pad[2];
+    int64_t shape[TFT_MAX_NDIM]; /* first ndim entries valid */
+    tft_stats stats;
+} tft_rec_tensor;
+
+typedef struct tft_rec_alloc {
+    tft_rec h;
+    uint64_t ptr;
+    uint64_t bytes;
+    uint64_t site;   /* string id of the allocation site */
+    uint8_t device_kind;
+    uint8_t pad;
+    int16_t device;
+    uint32_t pad2;
+    uint64_t stream;
+} tft_rec_alloc;
+
+typedef struct tft_rec_free {
+    tft_rec h;
+    uint64_t ptr;
+    uint64_t bytes;  /* 0 when unknown */
+    uint8_t device_kind;
+    uint8_t pad;
+    int16_t device;
+    uint32_t pad2;
+} tft_rec_free;
+
+typedef struct tft_rec_collective {
+    tft_rec h;
+    uint64_t comm;      /* communicator id, equal across ranks */
+    uint64_t coll_seq;  /* per-communicator sequence number */
+    uint64_t count;     /* elements */
+    uint64_t t_enter, t_exit; /* CLOCK_MONOTONIC ns */
+    uint64_t result;    /* tensor id of the result buffer's stats, 0 = none */
+    uint64_t name;      /* string id of the API name ("MPI_Allreduce") */
+    uint16_t type;      /* enum tft_coll_type */
+    uint8_t dtype;      /* enum tft_dtype */
+    uint8_t redop;      /* enum tft_redop */
+    int32_t root;       /* root or peer rank, -1 none */
+    int32_t rank;       /* rank within the communicator */
+    int32_t nranks;
+} tft_rec_collective;
+
+typedef struct tft_rec_kernel {
+    tft_rec h;
+    uint64_t name;      /* string id of the kernel name */
+    uint64_t start, end;/* ns, device clock converted to CLOCK_MONOTONIC */
+    uint64_t stream;
+    uint64_t corr;      /* correlation id */
+    uint32_t grid[3];
+    uint32_t block[3];
+    int32_t device;
+    uint32_t kind;      /* enum tft_op_kind: KERNEL or COPY */
+} tft_rec_kernel;
+
+typedef struct tft_rec_checkpoint {
+    tft_rec h;          /* h.step: the step saved / resumed */
+    uint64_t path;      /* string id of the checkpoint path */
+    uint64_t recipe;    /* string id of a resume recipe (command fragment), 0 none */
+    uint32_t action;    /* enum tft_ckpt_action */
+    uint32_t pad;
+} tft_rec_checkpoint;
+
+typedef struct tft_rec_process {
+    tft_rec h;
+    uint32_t event;     /* enum tft_proc_event */
+    int32_t pid;
+    int32_t exit_code;  /* valid for EXIT when signal == 0 */
+    int32_t signal;     /* terminating signal, 0 none */
+    uint64_t rss;       /* bytes, for RSS samples */
+} tft_rec_process;
+
+typedef struct tft_rec_dropped {
+    tft_rec h;
+    uint64_t count;
+    uint32_t reason;    /* enum tft_drop_reason */
+    uint32_t pad;
+} tft_rec_dropped;
+
+/* Fixed size of a record kind (without variable tail), 0 if unknown. */
+TFT_API size_t tft_rec_min_size(uint16_t kind);
+/* Structural check of one record: length, alignment, counts vs length.
+ * Returns 0 when well-formed, -EBADMSG otherwise. Unknown kinds pass when
+ * their length is sane. */
+TFT_API int tft_rec_check(const tft_rec *rec, size_t avail);
+/* Name of a record kind / dtype / op kind / coll type / redop ("?" if unknown). */
+TFT_API const char *tft_rec_kind_name(uint16_t kind);
+TFT_API const char *tft_dtype_name(int dtype);
+TFT_API int tft_dtype_parse(const char *s); /* -EINVAL if unknown */
+TFT_API size_t tft_dtype_size(int dtype);   /* 0 if unknown */
+TFT_API const char *tft_op_kind_name(int kind);
+TFT_API const char *tft_coll_type_name(int type);
+TFT_API const char *tft_redop_name(int op);
+/* String id of a text: xxh3-64. */
+TFT_API uint64_t tft_string_id(const char *s, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Rank-file identity (the header frame)                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tft_file_info {
+    uint16_t major, minor;     /* format version of the file */
+    uint8_t run_id[16];        /* equal for all ranks of one run */
+    int32_t rank;              /* this file's rank */
+    int32_t world_size;        /* -1 when unknown */
+    int32_t pid;
+    uint32_t flags;            /* reserved */
+    uint64_t start_realtime_ns;   /* CLOCK_REALTIME at open */
+    uint64_t start_monotonic_ns;  /* CLOCK_MONOTONIC at open (same instant) */
+    char host[64];             /* NUL-terminated */
+} tft_file_info;
+
+/* ------------------------------------------------------------------------ */
+/* Writer                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tft_writer tft_writer;
+
+typedef struct tft_writer_opts {
+    size_t sz;             /* sizeof(tft_writer_opts), for ABI growth */
+    int zstd_level;        /* 1..19, default 1 */
+    size_t chunk_bytes;    /* raw bytes per chunk, 1..4 MiB, default 1 MiB */
+    int sync;              /* fsync at close (default 1) */
+    tft_log_fn log;        /* diagnostics, default none */
+    void *log_ctx;
+} tft_writer_opts;
+#define TFT_WRITER_OPTS(...) ((tft_writer_opts){ .sz = sizeof(tft_writer_opts), __VA_ARGS__ })
+
+/* Creates (truncates) a rank file at path and writes the header frame.
+ * info->major/minor are ignored (the writer's version is written).
+ * opts may be NULL. Returns NULL and sets errno on failure. */
+TFT_API tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
+                                    const tft_writer_opts *opts);
+/* Registers a string and returns its id (xxh3-64). The writer emits its
+ * definition in every chunk whose records reference the id; records may also
+ * reference ids registered later, as long as that happens before the chunk
+ * seals. Returns 0 on allocation failure (0 is never a valid id). */
+TFT_API uint64_t tft_writer_string(tft_writer *w, const char *s, size_t n);
+/* Appends one record (rec->len bytes, copied). String ids the record refers
+ * to (by kind) are noted so their definitions go into the chunk. Seals the
+ * chunk when it is full. Returns 0, -EINVAL for a malformed record, or a
+ * negative errno from I/O (the writer is then failed; later calls return it). */
+TFT_API int tft_writer_append(tft_writer *w, const tft_rec *rec);
+/* Adds n to the dropped count of the current chunk. */
+TFT_API void tft_writer_add_dropped(tft_writer *w, uint64_t n);
+/* Seals the current chunk now (if it holds records) and writes it out, so it
+ * survives a crash of the writer's process. */
+TFT_API int tft_writer_flush(tft_writer *w);
+/* Seals, writes the index and seek table, fsyncs (opts.sync) and frees.
+ * NULL-safe. Returns 0 or the first error seen. */
+TFT_API int tft_writer_close(tft_writer *w);
+/* Frees without writing index (simulates a crash in tests). NULL-safe. */
+TFT_API void tft_writer_abandon(tft_writer *w);
+
+typedef struct tft_writer_stats {
+    uint64_t records, chunks, raw_bytes, file_bytes, dropped;
+} tft_writer_stats;
+TFT_API void tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* Reader                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tft_reader tft_reader;
+
+typedef struct tft_reader_opts {
+    size_t sz;
+    tft_log_fn log;
+    void *log_ctx;
+    const char *display_name; /* name used in messages, default the path */
+} tft_reader_opts;
+#define TFT_READER_OPTS(...) ((tft_reader_opts){ .sz = sizeof(tft_reader_opts), __VA_ARGS__ })
+
+enum tft_integrity {
+    TFT_INTACT = 0,   /* closed with index, every chunk verified so far */
+    TFT_TORN = 1,     /* ends inside a chunk or without index: tail dropped */
+    TFT_DAMAGED = 2   /* a checksum or structure error before the end */
+};
+
+typedef struct tft_chunk_info {
+    uint64_t offset;       /* file offset of the chunk header frame */
+    uint32_t chunk_no;
+    uint32_t records;
+    uint32_t raw_size, comp_size;
+    int64_t first_step, last_step; /* TFT_STEP_NONE when no record has a step */
+    int64_t first_seq, last_seq;
+    uint64_t first_ts, last_ts;
+    uint64_t dropped;
+} tft_chunk_info;
+
+typedef struct tft_reader_status {
+    int integrity;          /* enum tft_integrity (worst seen so far) */
+    int closed;             /* file had an index and seek table */
+    int index_rebuilt;      /* index was missing or damaged and rebuilt by scanning */
+    uint64_t chunks, chunks_bad;
+    uint64_t records;       /* records read so far */
+    uint64_t dropped;       /* dropped counts of chunks read */
+    uint64_t file_bytes, raw_bytes;
+    uint64_t torn_offset;   /* where the torn tail starts (file offset) */
+    uint64_t bad_offset;    /* offset of the first damaged frame */
+    char first_problem[512];/* message of the first problem, "" if none */
+} tft_reader_status;
+
+/* Opens a rank file: checks the header frame, loads the index (or rebuilds
+ * it by scanning the frame structure). Chunks are decompressed lazily.
+ * Returns NULL with errno: ENOENT/EACCES..., EPROTO = not a tftrace file,
+ * EPROTONOSUPPORT = newer major version. The log callback receives the reason. */
+TFT_API tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts);
+TFT_API void tft_reader_close(tft_reader *r); /* NULL-safe */
+TFT_API const tft_file_info *tft_reader_info(const tft_reader *r);
+/* Next record in file order. Returns 1 and sets *rec (valid until the next
+ * call), 0 at the end, negative errno on I/O failure. Damaged chunks are
+ * skipped (reported through the log and the status). STRING records are
+ * consumed internally and not returned. */
+TFT_API int tft_reader_next(tft_reader *r, const tft_rec **rec);
+/* Text of a string id seen so far in the file, or NULL. */
+TFT_API const char *tft_reader_string(const tft_reader *r, uint64_t id);
+/* Positions before the first chunk that may hold records of step >= step;
+ * the caller skips records with smaller steps. */
+TFT_API int tft_reader_seek_step(tft_reader *r, int64_t step);
+TFT_API int tft_reader_rewind(tft_reader *r);
+TFT_API size_t tft_reader_chunk_count(const tft_reader *r);
+TFT_API const tft_chunk_info *tft_reader_chunk(const tft_reader *r, size_t i);
+TFT_API void tft_reader_get_status(const tft_reader *r, tft_reader_status *out);
+/* Reads every chunk and checks every checksum; fills the status. Returns 0
+ * when intact, 1 when torn or damaged, negative errno on I/O failure.
+ * Leaves the reader rewound. */
+TFT_API int tft_reader_verify(tft_reader *r, tft_reader_status *out);
+
+/* ------------------------------------------------------------------------ */
+/* Manifest and trace directory                                              */
+/* ------------------------------------------------------------------------ */
+
+#define TFT_MANIFEST_MAX_RANKS 65536
+
+typedef struct tft_manifest_rank {
+    int32_t rank;
+    int32_t pid;
+    char file[64];          /* "rank-00000.tft" relative to the trace dir */
+    int exited;             /* exit known */
+    int exit_code;          /* when exited and signal == 0 */
+    int signal;             /* terminating signal, 0 none */
+} tft_manifest_rank;
+
+typedef struct tft_manifest {
+    int major, minor;
+    char run_id[33];        /* 32 hex digits */
+    char tool_version[32];
+    char host[64];
+    char cwd[1024];
+    char **argv;            /* command line, argc entries (owned) */
+    int argc;
+    uint64_t start_ns, end_ns; /* CLOCK_REALTIME ns; end 0 while running */
+    int world_size;
+    int complete;           /* rewritten at end */
+    int exit_status;        /* the launcher's status (128+sig when killed), -1 unknown */
+    char *options_json;     /* recording options as a JSON object text (owned), may be NULL */
+    tft_manifest_rank *ranks; /* nranks entries (owned) */
+    int nranks;
+} tft_manifest;
+
+/* Parses manifest JSON text (len bytes, need not be NUL-terminated).
+ * Fills *m (release with tft_manifest_free). Returns 0, -EPROTO (not valid
+ * JSON / missing keys; err gets the reason) or -EPROTONOSUPPORT (newer major). */
+TFT_API int tft_manifest_parse(const char *text, size_t len, tft_manifest *m,
+                               char *err, size_t errlen);
+TFT_API int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errlen);
+/* Serialises to a malloc'd NUL-terminated JSON string (NULL on ENOMEM). */
+TFT_API char *tft_manifest_to_json(const tft_manifest *m);
+/* Writes dir/manifest.json atomically (temp file, fsync, rename). */
+TFT_API int tft_manifest_write(const char *dir, const tft_manifest *m);
+TFT_API void tft_manifest_free(tft_manifest *m); /* NULL-safe, leaves *m zeroed */
+
+/* A trace directory opened for reading: the manifest plus one reader per rank.
+ * Rank files not listed in the manifest (or all rank-*.tft files when the
+ * manifest is missing) are found by listing the directory. */
+typedef struct tft_trace tft_trace;
+TFT_API tft_trace *tft_trace_open(const char *dir, const tft_reader_opts *opts);
+TFT_API void tft_trace_close(tft_trace *t);
+TFT_API const tft_manifest *tft_trace_manifest(const tft_trace *t); /* NULL if none */
+TFT_API int tft_trace_nranks(const tft_trace *t);
+TFT_API int tft_trace_rank_id(const tft_trace *t, int i);
+TFT_API tft_reader *tft_trace_reader(tft_trace *t, int i);
+
+/* Merge of all ranks of a trace in one order. */
+enum tft_merge_order { TFT_ORDER_TIME = 0, TFT_ORDER_STEP_SEQ = 1 };
+typedef struct tft_merge tft_merge;
+TFT_API tft_merge *tft_merge_open(tft_trace *t, int order);
+/* Returns 1 with *rec and *rank_index set, 0 at the end, negative errno. */
+TFT_API int tft_merge_next(tft_merge *m, const tft_rec **rec, int *rank_index);
+TFT_API void tft_merge_close(tft_merge *m);
+
+/* Library version string ("0.1.0"). */
+TFT_API const char *tft_format_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFT_FORMAT_H */

@@ -1,0 +1,125 @@
+/*
+ * format_internal.h — on-disk frame layouts and helpers shared by the writer
+ * and the reader. Not installed. FORMAT.md §3–§4 describe these bytes.
+ */
+#ifndef TFT_FORMAT_INTERNAL_H
+#define TFT_FORMAT_INTERNAL_H
+
+#include "tft_format.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tftrace writes little-endian records in host order; a big-endian port needs byte swapping"
+#endif
+
+/* zstd skippable-frame magics (0x184D2A50..5F are skippable). */
+#define FRAME_MAGIC_HEADER 0x184D2A50u
+#define FRAME_MAGIC_CHUNK  0x184D2A51u
+#define FRAME_MAGIC_INDEX  0x184D2A52u
+#define FRAME_MAGIC_SEEKTABLE 0x184D2A5Eu
+#define SEEKTABLE_FOOTER_MAGIC 0x8F92EAB1u
+#define ZSTD_FRAME_MAGIC 0xFD2FB528u
+#define SKIPPABLE_HDR 8u /* u32 magic + u32 payload size */
+
+#define FILE_MAGIC "TFTRACE"   /* 8 bytes with the NUL */
+#define CHUNK_MAGIC "TFCK"
+#define INDEX_MAGIC "TFIX"
+
+/* Bounds that guard allocations against damaged headers. */
+#define CHUNK_RAW_MIN (64u * 1024u)
+#define CHUNK_RAW_MAX (4u * 1024u * 1024u)
+#define CHUNK_RAW_LIMIT (CHUNK_RAW_MAX + 2u * TFT_REC_MAX_BYTES + 16u * 1024u * 1024u)
+
+/* Payload of the header frame (136 bytes in version 1.0). */
+typedef struct file_hdr_disk {
+    char magic[8];          /* "TFTRACE\0" */
+    uint16_t major, minor;
+    uint32_t hdr_bytes;     /* payload bytes, >= sizeof(file_hdr_disk) in newer minors */
+    uint8_t run_id[16];
+    int32_t rank, world_size, pid;
+    uint32_t flags;
+    uint64_t start_realtime_ns, start_monotonic_ns;
+    char host[64];
+    uint32_t reserved;
+    uint32_t checksum;      /* low 32 bits of xxh3-64 of the payload bytes before it */
+} file_hdr_disk;
+
+/* Payload of a chunk header frame (88 bytes). */
+typedef struct chunk_hdr_disk {
+    char magic[4];          /* "TFCK" */
+    uint32_t chunk_no;
+    uint32_t records;       /* records in the chunk, string definitions included */
+    uint32_t raw_size;      /* decompressed bytes */
+    uint32_t comp_size;     /* bytes of the zstd frame that follows */
+    uint32_t comp_checksum; /* low 32 bits of xxh3-64 of those bytes */
+    int64_t first_step, last_step;
+    int64_t first_seq, last_seq;
+    uint64_t first_ts, last_ts;
+    uint64_t dropped;
+    uint32_t reserved1;
+    uint32_t checksum;
+} chunk_hdr_disk;
+
+/* One index entry (80 bytes). */
+typedef struct index_entry_disk {
+    uint64_t offset;        /* of the chunk header frame */
+    uint32_t chunk_no, records, raw_size, comp_size;
+    int64_t first_step, last_step, first_seq, last_seq;
+    uint64_t first_ts, last_ts, dropped;
+} index_entry_disk;
+
+typedef struct index_hdr_disk {
+    char magic[4];          /* "TFIX" */
+    uint32_t n_chunks;
+    uint64_t records, dropped, raw_bytes;
+    /* n_chunks index_entry_disk follow, then u32 reserved, u32 checksum */
+} index_hdr_disk;
+
+_Static_assert(sizeof(tft_rec) == 32, "record header is 32 bytes");
+_Static_assert(sizeof(file_hdr_disk) == 136, "file header payload");
+_Static_assert(sizeof(chunk_hdr_disk) == 88, "chunk header payload");
+_Static_assert(sizeof(index_entry_disk) == 80, "index entry");
+_Static_assert(sizeof(index_hdr_disk) == 32, "index header");
+_Static_assert(sizeof(tft_rec_tensor) % 8 == 0, "tensor record aligned");
+_Static_assert(sizeof(tft_rec_collective) % 8 == 0, "collective record aligned");
+_Static_assert(sizeof(tft_rec_kernel) % 8 == 0, "kernel record aligned");
+
+uint32_t fmt_checksum32(const void *p, size_t n);
+void fmt_log(tft_log_fn fn, void *ctx, int level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Collects the string ids a record refers to; returns how many (<= 4). */
+int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4]);
+/* Reads exactly n bytes at off; returns 0, -EIO or -ENODATA at end of file. */
+int fmt_pread_full(int fd, void *buf, size_t n, uint64_t off);
+/* Writes all bytes; returns 0 or negative errno. */
+int fmt_write_full(int fd, const void *buf, size_t n);
+
+static inline uint32_t fmt_get_u32(const void *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+
+/* Open-addressing map from string id to text, shared by writer and reader. */
+typedef struct strmap_entry {
+    uint64_t id;       /* 0 = empty slot */
+    char *text;        /* NUL-terminated copy, owned */
+    uint32_t len;
+    uint32_t mark;     /* writer: chunk number + 1 that last referenced it */
+    uint32_t emitted;  /* writer: chunk number + 1 that last defined it */
+} strmap_entry;
+
+typedef struct strmap {
+    strmap_entry *slots;
+    size_t cap, count;
+} strmap;
+
+strmap_entry *strmap_find(const strmap *m, uint64_t id);
+/* Inserts (copying text) if absent; returns the entry or NULL on ENOMEM. */
+strmap_entry *strmap_put(strmap *m, uint64_t id, const char *text, size_t len);
+void strmap_free(strmap *m);
+
+#endif

@@ -1,0 +1,278 @@
+/*
+ * record.c — record kinds: sizes, structural checks, names, string refs;
+ * plus the small I/O, logging and string-map helpers of the format library.
+ */
+#include "format_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#ifndef TFT_VERSION_STRING
+#define TFT_VERSION_STRING "0.0.0"
+#endif
+
+const char *tft_format_version(void) { return TFT_VERSION_STRING; }
+
+static const struct {
+    const char *name;
+    size_t size; /* fixed part */
+} kinds[TFT_REC_KIND_MAX] = {
+    [TFT_REC_STRING] = {"string", sizeof(tft_rec_string)},
+    [TFT_REC_STEP] = {"step", sizeof(tft_rec_step)},
+    [TFT_REC_OP] = {"op", sizeof(tft_rec_op)},
+    [TFT_REC_TENSOR] = {"tensor", sizeof(tft_rec_tensor)},
+    [TFT_REC_ALLOC] = {"alloc", sizeof(tft_rec_alloc)},
+    [TFT_REC_FREE] = {"free", sizeof(tft_rec_free)},
+    [TFT_REC_COLLECTIVE] = {"collective", sizeof(tft_rec_collective)},
+    [TFT_REC_KERNEL] = {"kernel", sizeof(tft_rec_kernel)},
+    [TFT_REC_CHECKPOINT] = {"checkpoint", sizeof(tft_rec_checkpoint)},
+    [TFT_REC_PROCESS] = {"process", sizeof(tft_rec_process)},
+    [TFT_REC_DROPPED] = {"dropped", sizeof(tft_rec_dropped)},
+};
+
+size_t tft_rec_min_size(uint16_t kind)
+{
+    return kind < TFT_REC_KIND_MAX ? kinds[kind].size : 0;
+}
+
+const char *tft_rec_kind_name(uint16_t kind)
+{
+    return (kind < TFT_REC_KIND_MAX && kinds[kind].name) ? kinds[kind].name : "?";
+}
+
+/* Checks one record's framing and its kind's counts against its length.
+ * avail: bytes from rec to the end of the buffer. Never reads past avail. */
+int tft_rec_check(const tft_rec *rec, size_t avail)
+{
+    if (avail < sizeof(tft_rec))
+        return -EBADMSG;
+    uint32_t len = rec->len;
+    if (len < sizeof(tft_rec) || len % TFT_REC_ALIGN || len > avail || len > TFT_REC_MAX_BYTES)
+        return -EBADMSG;
+    size_t min = tft_rec_min_size(rec->kind);
+    if (min == 0)
+        return 0; /* unknown kind: skipped by length */
+    if (len < min)
+        return -EBADMSG;
+    switch (rec->kind) {
+    case TFT_REC_STRING: {
+        const tft_rec_string *s = (const tft_rec_string *)rec;
+        return (size_t)s->n + sizeof(*s) <= len ? 0 : -EBADMSG;
+    }
+    case TFT_REC_OP: {
+        const tft_rec_op *o = (const tft_rec_op *)rec;
+        size_t need = sizeof(*o) + 8u * ((size_t)o->n_in + o->n_out + o->n_attr);
+        return need <= len ? 0 : -EBADMSG;
+    }
+    case TFT_REC_TENSOR: {
+        const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
+        return t->ndim <= TFT_MAX_NDIM ? 0 : -EBADMSG;
+    }
+    default:
+        return 0;
+    }
+}
+
+int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4])
+{
+    int n = 0;
+    switch (rec->kind) {
+    case TFT_REC_OP:
+        ids[n++] = ((const tft_rec_op *)rec)->name;
+        ids[n++] = ((const tft_rec_op *)rec)->scope;
+        break;
+    case TFT_REC_TENSOR: ids[n++] = ((const tft_rec_tensor *)rec)->name; break;
+    case TFT_REC_ALLOC: ids[n++] = ((const tft_rec_alloc *)rec)->site; break;
+    case TFT_REC_COLLECTIVE: ids[n++] = ((const tft_rec_collective *)rec)->name; break;
+    case TFT_REC_KERNEL: ids[n++] = ((const tft_rec_kernel *)rec)->name; break;
+    case TFT_REC_CHECKPOINT:
+        ids[n++] = ((const tft_rec_checkpoint *)rec)->path;
+        ids[n++] = ((const tft_rec_checkpoint *)rec)->recipe;
+        break;
+    default: break;
+    }
+    return n;
+}
+
+static const char *const dtype_names[TFT_DTYPE_COUNT] = {
+    "f32", "f64", "f16", "bf16", "i32", "i64", "u8", "i8", "i16", "u16", "u32", "u64", "bool",
+};
+static const uint8_t dtype_sizes[TFT_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1, 1, 2, 2, 4, 8, 1};
+
+const char *tft_dtype_name(int dtype)
+{
+    return (dtype >= 0 && dtype < TFT_DTYPE_COUNT) ? dtype_names[dtype] : "?";
+}
+
+size_t tft_dtype_size(int dtype)
+{
+    return (dtype >= 0 && dtype < TFT_DTYPE_COUNT) ? dtype_sizes[dtype] : 0;
+}
+
+int tft_dtype_parse(const char *s)
+{
+    static const struct { const char *alias; int dtype; } aliases[] = {
+        {"fp32", TFT_F32}, {"float32", TFT_F32}, {"fp64", TFT_F64}, {"float64", TFT_F64},
+        {"fp16", TFT_F16}, {"float16", TFT_F16}, {"bfloat16", TFT_BF16},
+        {"int32", TFT_I32}, {"int64", TFT_I64}, {"uint8", TFT_U8},
+    };
+    if (!s)
+        return -EINVAL;
+    for (int i = 0; i < TFT_DTYPE_COUNT; i++)
+        if (strcmp(s, dtype_names[i]) == 0)
+            return i;
+    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+        if (strcmp(s, aliases[i].alias) == 0)
+            return aliases[i].dtype;
+    return -EINVAL;
+}
+
+const char *tft_op_kind_name(int kind)
+{
+    static const char *const n[] = {"runtime", "gemm", "collective", "kernel", "copy", "other"};
+    return (kind >= 0 && kind < (int)(sizeof(n) / sizeof(n[0]))) ? n[kind] : "?";
+}
+
+const char *tft_coll_type_name(int type)
+{
+    static const char *const n[TFT_COLL_TYPE_COUNT] = {
+        "allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall",
+        "barrier", "send", "recv", "gather", "scatter",
+    };
+    return (type >= 0 && type < TFT_COLL_TYPE_COUNT) ? n[type] : "?";
+}
+
+const char *tft_redop_name(int op)
+{
+    static const char *const n[] = {"none", "sum", "prod", "min", "max", "avg", "other"};
+    return (op >= 0 && op < (int)(sizeof(n) / sizeof(n[0]))) ? n[op] : "?";
+}
+
+uint64_t tft_string_id(const char *s, size_t n)
+{
+    uint64_t id = XXH3_64bits(s, n);
+    return id ? id : 1; /* 0 means "no string" */
+}
+
+uint32_t fmt_checksum32(const void *p, size_t n)
+{
+    return (uint32_t)XXH3_64bits(p, n);
+}
+
+void fmt_log(tft_log_fn fn, void *ctx, int level, const char *fmt, ...)
+{
+    if (!fn)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    fn(ctx, level, buf);
+}
+
+int fmt_pread_full(int fd, void *buf, size_t n, uint64_t off)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            return -ENODATA;
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+int fmt_write_full(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t r = write(fd, p, n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* ---- string map ---------------------------------------------------------- */
+
+strmap_entry *strmap_find(const strmap *m, uint64_t id)
+{
+    if (!m->cap || !id)
+        return NULL;
+    size_t mask = m->cap - 1;
+    for (size_t i = (size_t)id & mask;; i = (i + 1) & mask) {
+        if (m->slots[i].id == id)
+            return &m->slots[i];
+        if (m->slots[i].id == 0)
+            return NULL;
+    }
+}
+
+static int strmap_grow(strmap *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 256;
+    strmap_entry *ns = calloc(ncap, sizeof(*ns));
+    if (!ns)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->slots[i].id)
+            continue;
+        size_t j = (size_t)m->slots[i].id & (ncap - 1);
+        while (ns[j].id)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = m->slots[i];
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    return 0;
+}
+
+strmap_entry *strmap_put(strmap *m, uint64_t id, const char *text, size_t len)
+{
+    strmap_entry *e = strmap_find(m, id);
+    if (e)
+        return e;
+    if (!id)
+        return NULL;
+    if ((m->count + 1) * 2 > m->cap && strmap_grow(m) < 0)
+        return NULL;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    size_t mask = m->cap - 1;
+    size_t i = (size_t)id & mask;
+    while (m->slots[i].id)
+        i = (i + 1) & mask;
+    m->slots[i] = (strmap_entry){.id = id, .text = copy, .len = (uint32_t)len};
+    m->count++;
+    return &m->slots[i];
+}
+
+void strmap_free(strmap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->slots[i].text);
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->count = 0;
+}

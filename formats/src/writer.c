@@ -1,0 +1,508 @@
+/*
+ * writer.c — appends records to a rank file: buffers one chunk of raw
+ * records, prefixes the string definitions the chunk refers to, compresses it
+ * as one zstd frame with a content checksum behind a skippable chunk header,
+ * and at close writes the index and the seek table (FORMAT.md §4).
+ *
+ * Workload: one thread (the collector) appends millions of 32–300 byte
+ * records per second; the cost per record is a memcpy and a few compares,
+ * compression happens once per chunk. Not thread-safe: one writer, one thread.
+ */
+#include "format_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zstd.h>
+
+struct tft_writer {
+    int fd;
+    int err;                  /* first I/O error, sticky */
+    tft_writer_opts opts;
+    ZSTD_CCtx *cctx;
+    uint64_t offset;          /* file bytes written so far */
+    uint32_t header_frame_bytes;
+
+    /* current chunk */
+    char *raw;                /* records of the chunk, chunk_bytes + one max record */
+    size_t raw_len;
+    uint32_t rec_count;
+    uint64_t dropped;         /* dropped count to attach to the current chunk */
+    int64_t first_step, last_step, first_seq, last_seq;
+    uint64_t first_ts, last_ts;
+    uint64_t *needed;         /* string ids referenced by the chunk, deduplicated */
+    size_t n_needed, cap_needed;
+
+    char *strbuf;             /* string definitions block, built at seal */
+    size_t strbuf_cap;
+    char *comp;               /* compressed frame */
+    size_t comp_cap;
+
+    strmap strings;           /* every registered string */
+    index_entry_disk *index;  /* one entry per sealed chunk */
+    size_t n_index, cap_index;
+    tft_writer_stats stats;
+};
+
+static void chunk_reset(tft_writer *w)
+{
+    w->raw_len = 0;
+    w->rec_count = 0;
+    w->dropped = 0;
+    w->first_step = w->last_step = TFT_STEP_NONE;
+    w->first_seq = w->last_seq = TFT_SEQ_NONE;
+    w->first_ts = w->last_ts = 0;
+    w->n_needed = 0;
+}
+
+static int write_skippable(tft_writer *w, uint32_t magic, const void *payload, uint32_t n)
+{
+    uint32_t hdr[2] = {magic, n};
+    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, n}};
+    size_t total = sizeof(hdr) + n;
+    ssize_t r;
+    do {
+        r = writev(w->fd, iov, 2);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    if ((size_t)r < total) { /* short write: finish the rest plainly */
+        size_t done = (size_t)r;
+        if (done < sizeof(hdr)) {
+            int e = fmt_write_full(w->fd, (char *)hdr + done, sizeof(hdr) - done);
+            if (e)
+                return e;
+            done = sizeof(hdr);
+        }
+        int e = fmt_write_full(w->fd, (const char *)payload + (done - sizeof(hdr)), total - done);
+        if (e)
+            return e;
+    }
+    w->offset += total;
+    return 0;
+}
+
+static size_t clamp_chunk(size_t v)
+{
+    if (v == 0)
+        return 1u << 20;
+    if (v < CHUNK_RAW_MIN)
+        return CHUNK_RAW_MIN;
+    return v > CHUNK_RAW_MAX ? CHUNK_RAW_MAX : v;
+}
+
+/* Fills defaults for fields an older caller's (smaller) opts lacks. */
+static void opts_resolve(tft_writer_opts *dst, const tft_writer_opts *src)
+{
+    *dst = TFT_WRITER_OPTS(.zstd_level = 1, .chunk_bytes = 1u << 20, .sync = 1);
+    if (src) {
+        size_t n = src->sz < sizeof(*dst) ? src->sz : sizeof(*dst);
+        memcpy(dst, src, n);
+        dst->sz = sizeof(*dst);
+        if (n <= offsetof(tft_writer_opts, sync))
+            dst->sync = 1;
+    }
+    if (dst->zstd_level < 1 || dst->zstd_level > 19)
+        dst->zstd_level = 1;
+    dst->chunk_bytes = clamp_chunk(dst->chunk_bytes);
+}
+
+static int write_file_header(tft_writer *w, const tft_file_info *info)
+{
+    file_hdr_disk h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, FILE_MAGIC, sizeof(FILE_MAGIC));
+    h.major = TFT_FORMAT_MAJOR;
+    h.minor = TFT_FORMAT_MINOR;
+    h.hdr_bytes = sizeof(h);
+    if (info) {
+        memcpy(h.run_id, info->run_id, sizeof(h.run_id));
+        h.rank = info->rank;
+        h.world_size = info->world_size;
+        h.pid = info->pid;
+        h.flags = info->flags;
+        h.start_realtime_ns = info->start_realtime_ns;
+        h.start_monotonic_ns = info->start_monotonic_ns;
+        memcpy(h.host, info->host, sizeof(h.host));
+        h.host[sizeof(h.host) - 1] = '\0';
+    } else {
+        h.world_size = -1;
+    }
+    h.checksum = fmt_checksum32(&h, offsetof(file_hdr_disk, checksum));
+    w->header_frame_bytes = SKIPPABLE_HDR + sizeof(h);
+    return write_skippable(w, FRAME_MAGIC_HEADER, &h, sizeof(h));
+}
+
+tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
+                            const tft_writer_opts *opts)
+{
+    tft_writer *w = calloc(1, sizeof(*w));
+    if (!w) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int e = 0;
+    opts_resolve(&w->opts, opts);
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        e = errno;
+        fmt_log(w->opts.log, w->opts.log_ctx, TFT_LOG_ERROR, "%s: cannot create: %s", path,
+                strerror(e));
+        goto err_out;
+    }
+    w->raw = malloc(w->opts.chunk_bytes + TFT_REC_MAX_BYTES);
+    w->cctx = ZSTD_createCCtx();
+    if (!w->raw || !w->cctx) {
+        e = ENOMEM;
+        goto err_out;
+    }
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->opts.zstd_level);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+    chunk_reset(w);
+    e = -write_file_header(w, info);
+    if (e)
+        goto err_out;
+    return w;
+err_out:
+    if (w->fd >= 0)
+        close(w->fd);
+    ZSTD_freeCCtx(w->cctx);
+    free(w->raw);
+    free(w);
+    errno = e ? e : EIO;
+    return NULL;
+}
+
+uint64_t tft_writer_string(tft_writer *w, const char *s, size_t n)
+{
+    uint64_t id = tft_string_id(s, n);
+    return strmap_put(&w->strings, id, s, n) ? id : 0;
+}
+
+static int need_string(tft_writer *w, uint64_t id)
+{
+    if (!id)
+        return 0;
+    /* Ids of registered strings carry the chunk that last listed them; the
+     * rare unregistered id (registered later) is deduplicated at seal. */
+    strmap_entry *e = strmap_find(&w->strings, id);
+    uint32_t mark = (uint32_t)w->stats.chunks + 1;
+    if (e) {
+        if (e->mark == mark)
+            return 0;
+        e->mark = mark;
+    }
+    if (w->n_needed == w->cap_needed) {
+        size_t ncap = w->cap_needed ? w->cap_needed * 2 : 64;
+        uint64_t *nn = realloc(w->needed, ncap * sizeof(*nn));
+        if (!nn)
+            return -ENOMEM;
+        w->needed = nn;
+        w->cap_needed = ncap;
+    }
+    w->needed[w->n_needed++] = id;
+    return 0;
+}
+
+/* Builds the STRING records of the current chunk into w->strbuf. */
+static int build_strings(tft_writer *w, size_t *out_len, uint32_t *out_count)
+{
+    size_t len = 0;
+    uint32_t count = 0;
+    uint32_t mark = (uint32_t)w->stats.chunks + 1;
+    for (size_t i = 0; i < w->n_needed; i++) {
+        strmap_entry *e = strmap_find(&w->strings, w->needed[i]);
+        if (!e)
+            continue; /* never registered: readers show the id */
+        if (e->emitted == mark)
+            continue; /* listed twice (registered after its first reference) */
+        e->emitted = mark;
+        size_t rl = (sizeof(tft_rec_string) + e->len + 7u) & ~(size_t)7u;
+        if (len + rl > w->strbuf_cap) {
+            size_t ncap = w->strbuf_cap ? w->strbuf_cap : 4096;
+            while (ncap < len + rl)
+                ncap *= 2;
+            char *nb = realloc(w->strbuf, ncap);
+            if (!nb)
+                return -ENOMEM;
+            w->strbuf = nb;
+            w->strbuf_cap = ncap;
+        }
+        tft_rec_string *s = (tft_rec_string *)(w->strbuf + len);
+        memset(s, 0, rl);
+        s->h.kind = TFT_REC_STRING;
+        s->h.len = (uint32_t)rl;
+        s->h.step = TFT_STEP_NONE;
+        s->h.seq = TFT_SEQ_NONE;
+        s->id = e->id;
+        s->n = e->len;
+        memcpy(s->text, e->text, e->len);
+        len += rl;
+        count++;
+    }
+    *out_len = len;
+    *out_count = count;
+    return 0;
+}
+
+static int index_push(tft_writer *w, const index_entry_disk *ie)
+{
+    if (w->n_index == w->cap_index) {
+        size_t ncap = w->cap_index ? w->cap_index * 2 : 64;
+        index_entry_disk *ni = realloc(w->index, ncap * sizeof(*ni));
+        if (!ni)
+            return -ENOMEM;
+        w->index = ni;
+        w->cap_index = ncap;
+    }
+    w->index[w->n_index++] = *ie;
+    return 0;
+}
+
+static int compress_chunk(tft_writer *w, size_t str_len, size_t *comp_len)
+{
+    size_t total = str_len + w->raw_len;
+    size_t bound = ZSTD_compressBound(total);
+    if (bound > w->comp_cap) {
+        char *nc = realloc(w->comp, bound);
+        if (!nc)
+            return -ENOMEM;
+        w->comp = nc;
+        w->comp_cap = bound;
+    }
+    ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_setPledgedSrcSize(w->cctx, total);
+    ZSTD_outBuffer out = {w->comp, w->comp_cap, 0};
+    ZSTD_inBuffer in1 = {w->strbuf, str_len, 0};
+    while (in1.pos < in1.size) {
+        size_t r = ZSTD_compressStream2(w->cctx, &out, &in1, ZSTD_e_continue);
+        if (ZSTD_isError(r))
+            return -EIO;
+    }
+    ZSTD_inBuffer in2 = {w->raw, w->raw_len, 0};
+    for (;;) {
+        size_t r = ZSTD_compressStream2(w->cctx, &out, &in2, ZSTD_e_end);
+        if (ZSTD_isError(r))
+            return -EIO;
+        if (r == 0)
+            break;
+    }
+    *comp_len = out.pos;
+    return 0;
+}
+
+/* Seals the current chunk: strings + records -> header frame + zstd frame. */
+static int seal_chunk(tft_writer *w)
+{
+    if (w->err)
+        return w->err;
+    if (w->rec_count == 0 && w->dropped == 0)
+        return 0;
+    size_t str_len = 0, comp_len = 0;
+    uint32_t str_count = 0;
+    int e = build_strings(w, &str_len, &str_count);
+    if (!e)
+        e = compress_chunk(w, str_len, &comp_len);
+    if (e)
+        return w->err = e;
+
+    chunk_hdr_disk h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, CHUNK_MAGIC, 4);
+    h.chunk_no = (uint32_t)w->stats.chunks;
+    h.records = w->rec_count + str_count;
+    h.raw_size = (uint32_t)(str_len + w->raw_len);
+    h.comp_size = (uint32_t)comp_len;
+    h.comp_checksum = fmt_checksum32(w->comp, comp_len);
+    h.first_step = w->first_step;
+    h.last_step = w->last_step;
+    h.first_seq = w->first_seq;
+    h.last_seq = w->last_seq;
+    h.first_ts = w->first_ts;
+    h.last_ts = w->last_ts;
+    h.dropped = w->dropped;
+    h.checksum = fmt_checksum32(&h, offsetof(chunk_hdr_disk, checksum));
+
+    index_entry_disk ie = {
+        .offset = w->offset, .chunk_no = h.chunk_no, .records = h.records,
+        .raw_size = h.raw_size, .comp_size = h.comp_size,
+        .first_step = h.first_step, .last_step = h.last_step,
+        .first_seq = h.first_seq, .last_seq = h.last_seq,
+        .first_ts = h.first_ts, .last_ts = h.last_ts, .dropped = h.dropped,
+    };
+    e = write_skippable(w, FRAME_MAGIC_CHUNK, &h, sizeof(h));
+    if (!e)
+        e = fmt_write_full(w->fd, w->comp, comp_len);
+    if (e)
+        return w->err = e;
+    w->offset += comp_len;
+    if ((e = index_push(w, &ie)) < 0)
+        return w->err = e;
+    w->stats.chunks++;
+    w->stats.raw_bytes += h.raw_size;
+    w->stats.dropped += w->dropped;
+    chunk_reset(w);
+    return 0;
+}
+
+static void note_range(tft_writer *w, const tft_rec *rec)
+{
+    if (rec->step != TFT_STEP_NONE) {
+        if (w->first_step == TFT_STEP_NONE || rec->step < w->first_step)
+            w->first_step = rec->step;
+        if (w->last_step == TFT_STEP_NONE || rec->step > w->last_step)
+            w->last_step = rec->step;
+    }
+    if (rec->seq != TFT_SEQ_NONE) {
+        if (w->first_seq == TFT_SEQ_NONE || rec->seq < w->first_seq)
+            w->first_seq = rec->seq;
+        if (w->last_seq == TFT_SEQ_NONE || rec->seq > w->last_seq)
+            w->last_seq = rec->seq;
+    }
+    if (w->rec_count == 0)
+        w->first_ts = rec->ts;
+    if (rec->ts > w->last_ts)
+        w->last_ts = rec->ts;
+}
+
+int tft_writer_append(tft_writer *w, const tft_rec *rec)
+{
+    if (!w || !rec)
+        return -EINVAL;
+    if (w->err)
+        return w->err;
+    if (tft_rec_check(rec, rec->len) < 0 || rec->kind == TFT_REC_STRING)
+        return -EINVAL;
+    if (w->raw_len + rec->len > w->opts.chunk_bytes && w->rec_count) {
+        int e = seal_chunk(w);
+        if (e)
+            return e;
+    }
+    uint64_t ids[4];
+    int n = fmt_rec_string_refs(rec, ids);
+    for (int i = 0; i < n; i++)
+        if (need_string(w, ids[i]) < 0)
+            return -ENOMEM;
+    note_range(w, rec);
+    memcpy(w->raw + w->raw_len, rec, rec->len);
+    w->raw_len += rec->len;
+    w->rec_count++;
+    w->stats.records++;
+    return 0;
+}
+
+void tft_writer_add_dropped(tft_writer *w, uint64_t n)
+{
+    if (w)
+        w->dropped += n;
+}
+
+int tft_writer_flush(tft_writer *w)
+{
+    return w ? seal_chunk(w) : -EINVAL;
+}
+
+static int write_index(tft_writer *w)
+{
+    size_t n = w->n_index;
+    size_t payload = sizeof(index_hdr_disk) + n * sizeof(index_entry_disk) + 8;
+    char *buf = calloc(1, payload);
+    if (!buf)
+        return -ENOMEM;
+    index_hdr_disk *ih = (index_hdr_disk *)buf;
+    memcpy(ih->magic, INDEX_MAGIC, 4);
+    ih->n_chunks = (uint32_t)n;
+    ih->records = 0;
+    for (size_t i = 0; i < n; i++)
+        ih->records += w->index[i].records;
+    ih->dropped = w->stats.dropped;
+    ih->raw_bytes = w->stats.raw_bytes;
+    memcpy(buf + sizeof(*ih), w->index, n * sizeof(index_entry_disk));
+    uint32_t sum = fmt_checksum32(buf, payload - 4);
+    memcpy(buf + payload - 4, &sum, 4);
+    int e = write_skippable(w, FRAME_MAGIC_INDEX, buf, (uint32_t)payload);
+    free(buf);
+    return e;
+}
+
+/* Seek table in the zstd seekable layout: one (compressed, decompressed)
+ * entry per frame before it; skippable frames decompress to 0 bytes. */
+static int write_seek_table(tft_writer *w, uint32_t index_frame_bytes)
+{
+    size_t nframes = 1 + 2 * w->n_index + 1;
+    size_t payload = nframes * 8 + 9;
+    char *buf = malloc(payload);
+    if (!buf)
+        return -ENOMEM;
+    uint32_t *ent = (uint32_t *)buf;
+    size_t k = 0;
+    ent[k++] = w->header_frame_bytes;
+    ent[k++] = 0;
+    for (size_t i = 0; i < w->n_index; i++) {
+        ent[k++] = SKIPPABLE_HDR + sizeof(chunk_hdr_disk);
+        ent[k++] = 0;
+        ent[k++] = w->index[i].comp_size;
+        ent[k++] = w->index[i].raw_size;
+    }
+    ent[k++] = index_frame_bytes;
+    ent[k++] = 0;
+    uint32_t nf = (uint32_t)nframes, magic = SEEKTABLE_FOOTER_MAGIC;
+    memcpy(buf + nframes * 8, &nf, 4);
+    buf[nframes * 8 + 4] = 0; /* descriptor: no per-frame checksums */
+    memcpy(buf + nframes * 8 + 5, &magic, 4);
+    int e = write_skippable(w, FRAME_MAGIC_SEEKTABLE, buf, (uint32_t)payload);
+    free(buf);
+    return e;
+}
+
+static void writer_free(tft_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    ZSTD_freeCCtx(w->cctx);
+    strmap_free(&w->strings);
+    free(w->raw);
+    free(w->needed);
+    free(w->strbuf);
+    free(w->comp);
+    free(w->index);
+    free(w);
+}
+
+int tft_writer_close(tft_writer *w)
+{
+    if (!w)
+        return 0;
+    int e = seal_chunk(w);
+    if (!e) {
+        uint64_t before = w->offset;
+        e = write_index(w);
+        if (!e)
+            e = write_seek_table(w, (uint32_t)(w->offset - before));
+    }
+    if (!e && w->opts.sync && fsync(w->fd) < 0 && errno != EINVAL && errno != EROFS)
+        e = -errno;
+    if (close(w->fd) < 0 && !e)
+        e = -errno;
+    w->fd = -1;
+    writer_free(w);
+    return e;
+}
+
+void tft_writer_abandon(tft_writer *w)
+{
+    if (w)
+        writer_free(w);
+}
+
+void tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out)
+{
+    if (!w || !out)
+        return;
+    *out = w->stats;
+    out->file_bytes = w->offset;
+}

@@ -1,0 +1,39 @@
+/*
+ * tft_test.h — a minimal check harness for our C tests: CHECK() records a
+ * failure with file:line and continues; tests end with TEST_DONE(), which
+ * prints "N passed, N failed" and returns the exit status.
+ */
+#ifndef TFT_TEST_H
+#define TFT_TEST_H
+
+#include <stdio.h>
+
+static int tft_test_pass_, tft_test_fail_;
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (cond) {                                                                    \
+            tft_test_pass_++;                                                          \
+        } else {                                                                       \
+            tft_test_fail_++;                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+        }                                                                              \
+    } while (0)
+
+#define CHECKF(cond, ...)                                                              \
+    do {                                                                               \
+        if (cond) {                                                                    \
+            tft_test_pass_++;                                                          \
+        } else {                                                                       \
+            tft_test_fail_++;                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);   \
+            fprintf(stderr, __VA_ARGS__);                                              \
+            fputc('\n', stderr);                                                       \
+        }                                                                              \
+    } while (0)
+
+#define TEST_DONE()                                                                    \
+    (printf("%d passed, %d failed\n", tft_test_pass_, tft_test_fail_),                 \
+     tft_test_fail_ ? 1 : 0)
+
+#endif
