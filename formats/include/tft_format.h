@@ -198,6 +198,11 @@ typedef struct tft_rec_free {
     uint32_t pad2;
 } tft_rec_free;
 
+/* tft_rec_collective.h.flags: written before the call (t_exit 0, no result)
+ * or after it; a rank stuck in the call leaves an ENTER without an EXIT. */
+#define TFT_COLL_FLAG_ENTER 0x1u
+#define TFT_COLL_FLAG_EXIT 0x2u
+
 typedef struct tft_rec_collective {
     tft_rec h;
     uint64_t comm;      /* communicator id, equal across ranks */

@@ -1,0 +1,147 @@
+/*
+ * bench_record.c — recorder cost, each figure next to a baseline from the
+ * same run (never a timed assertion):
+ *   1. ns per record on the hot path without statistics (tft_alloc and
+ *      tft_tensor in shape mode), traced in-process, vs an untraced call;
+ *   2. a workload recording 1,000 tensors of 64 KiB per step, traced
+ *      (stats full) vs untraced, alternated, best of 5: the wall-time ratio.
+ * Each measurement runs in a child process so the recording mode (fixed at
+ * a process's first API call) can differ.
+ *   bench_record [--steps N] [--reps R]
+ */
+#define _GNU_SOURCE
+#include "tft.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* child: ns per call of kind over n calls */
+static double hot(const char *kind, long n)
+{
+    static float buf[16];
+    int64_t shape = 16;
+    tft_step_begin(0);
+    tft_alloc(buf, 1, "warm"); /* initialise outside the timed loop */
+    double t0 = now();
+    if (!strcmp(kind, "alloc"))
+        for (long i = 0; i < n; i++)
+            tft_alloc((void *)(uintptr_t)(i * 64 + 4096), 64, "bench:site");
+    else
+        for (long i = 0; i < n; i++)
+            tft_tensor("bench.tensor", TFT_F32, buf, 1, &shape);
+    return (now() - t0) / (double)n * 1e9;
+}
+
+/* child: seconds for steps x 1000 tensors of 64 KiB, with a light compute
+ * pass per tensor standing in for the op that produced it */
+static double workload(int steps)
+{
+    enum { NT = 1000, NE = 16384 };
+    float *data = malloc(sizeof(float) * NE * 8);
+    for (int i = 0; i < NE * 8; i++)
+        data[i] = (float)((i * 2654435761u) >> 8) / (float)(1u << 24);
+    int64_t shape = NE;
+    double t0 = now();
+    for (int s = 0; s < steps; s++) {
+        tft_step_begin(s);
+        for (int k = 0; k < NT; k++) {
+            float *t = data + (size_t)(k % 8) * NE;
+            for (int i = 0; i < NE; i++) /* the "op": an axpy over the tensor */
+                t[i] = t[i] * 0.999f + 0.001f;
+            tft_tensor("act", TFT_F32, t, 1, &shape);
+        }
+        tft_step_end(s);
+    }
+    double dt = now() - t0;
+    free(data);
+    return dt;
+}
+
+/* Runs this program as a child with extra environment; returns its number. */
+static double run_child(char *self, const char *mode, const char *arg, const char *env_out,
+                        const char *stats)
+{
+    int fd[2];
+    if (pipe(fd) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        unsetenv("TFT_SHM");
+        if (env_out) {
+            setenv("TFT_OUTPUT", env_out, 1);
+            setenv("TFT_STATS", stats, 1);
+        } else {
+            unsetenv("TFT_OUTPUT");
+        }
+        execl(self, self, "--child", mode, arg, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[64] = {0};
+    ssize_t n = read(fd[0], buf, sizeof(buf) - 1);
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return n > 0 ? atof(buf) : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && !strcmp(argv[1], "--child")) {
+        double v = !strcmp(argv[2], "workload") ? workload(atoi(argv[3])) : hot(argv[2], atol(argv[3]));
+        printf("%.6f\n", v);
+        return 0;
+    }
+    int steps = 20, reps = 5;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--steps"))
+            steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+    }
+    char dir[] = "/tmp/tft-bench-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char out[128];
+    snprintf(out, sizeof(out), "%s/b.trace", dir);
+    setenv("TFT_RING_KB", "65536", 1);
+    printf("hot path (ns per call, best of %d, in-process collector on the other core)\n", reps);
+    const char *kinds[] = {"alloc", "tensor"};
+    for (int k = 0; k < 2; k++) {
+        double best_t = 1e9, best_u = 1e9;
+        for (int r = 0; r < reps; r++) {
+            double u = run_child(argv[0], kinds[k], "200000", NULL, "shape");
+            double t = run_child(argv[0], kinds[k], "200000", out, "shape");
+            best_u = u < best_u ? u : best_u;
+            best_t = t < best_t ? t : best_t;
+        }
+        printf("  %-28s traced %7.1f ns   untraced %5.1f ns\n",
+               k ? "tft_tensor (shape, 2 records)" : "tft_alloc (1 record)", best_t, best_u);
+    }
+    printf("workload: %d steps x 1000 tensors x 64 KiB (stats full), best of %d, alternated\n", steps, reps);
+    char sarg[16];
+    snprintf(sarg, sizeof(sarg), "%d", steps);
+    double bt = 1e9, bu = 1e9;
+    for (int r = 0; r < reps; r++) {
+        double u = run_child(argv[0], "workload", sarg, NULL, "full");
+        double t = run_child(argv[0], "workload", sarg, out, "full");
+        bu = u < bu ? u : bu;
+        bt = t < bt ? t : bt;
+    }
+    printf("  untraced %.3f s   traced %.3f s   ratio %.3f\n", bu, bt, bt / bu);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : 1;
+}

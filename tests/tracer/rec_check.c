@@ -1,0 +1,138 @@
+/*
+ * rec_check.c — reads a trace written by rec_prog under tftrace and checks
+ * what a user would rely on:
+ *   rec_check threads TRACE N     every tensor present, stats equal to a
+ *                                 recomputation on the same bytes, seqs unique
+ *   rec_check crash TRACE STEP KIND  tensors of steps 0..STEP present, exit recorded
+ *   rec_check sleep TRACE         the tensor before the hang, exit by SIGTERM/SIGKILL
+ *   rec_check dropped TRACE       a dropped count recorded
+ */
+#include "tft_format.h"
+#include "tft_stats.h"
+#include "../common/tft_test.h"
+#include "rec_data.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct seen {
+    int tensors, ops, exits, exit_code, exit_signal;
+    uint64_t dropped;
+    int64_t max_step_x;
+    unsigned char *seq_seen;
+    size_t seq_cap;
+    int dup_seq, stats_bad;
+    int found_before_sleep;
+} seen;
+
+static void check_threads_tensor(tft_reader *r, const tft_rec_tensor *t, seen *s)
+{
+    const char *name = tft_reader_string(r, t->name);
+    int th, i;
+    if (!name || sscanf(name, "t%d.%d", &th, &i) != 2)
+        return;
+    static float buf[4096];
+    int64_t n = rec_fill(buf, th, i);
+    tft_stats ref;
+    memset(&ref, 0, sizeof(ref));
+    tft_stats_compute(TFT_F32, buf, (size_t)n, TFT_STATS_FULL, &ref);
+    ref.numel = (uint64_t)n;
+    if (t->ndim != 1 || t->shape[0] != n || t->mode != TFT_STATS_FULL || memcmp(&ref, &t->stats, sizeof(ref))) {
+        if (s->stats_bad++ < 3)
+            fprintf(stderr, "%s: stats differ (numel %llu vs %lld, nan %llu vs %llu)\n", name,
+                    (unsigned long long)t->stats.numel, (long long)n, (unsigned long long)t->stats.nan,
+                    (unsigned long long)ref.nan);
+    }
+}
+
+static void visit(tft_reader *r, const tft_rec *rec, seen *s, const char *mode)
+{
+    switch (rec->kind) {
+    case TFT_REC_TENSOR: {
+        const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
+        s->tensors++;
+        const char *name = tft_reader_string(r, t->name);
+        if (!strcmp(mode, "threads"))
+            check_threads_tensor(r, t, s);
+        if (name && !strcmp(name, "x") && rec->step > s->max_step_x)
+            s->max_step_x = rec->step;
+        if (name && !strcmp(name, "before_sleep"))
+            s->found_before_sleep = 1;
+        break;
+    }
+    case TFT_REC_OP:
+        s->ops++;
+        if (rec->seq >= 0 && (size_t)rec->seq < s->seq_cap) {
+            s->dup_seq += s->seq_seen[rec->seq];
+            s->seq_seen[rec->seq] = 1;
+        }
+        break;
+    case TFT_REC_PROCESS: {
+        const tft_rec_process *p = (const tft_rec_process *)rec;
+        if (p->event == TFT_PROC_EXIT) {
+            s->exits++;
+            s->exit_code = p->exit_code;
+            s->exit_signal = p->signal;
+        }
+        break;
+    }
+    case TFT_REC_DROPPED:
+        s->dropped += ((const tft_rec_dropped *)rec)->count;
+        break;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: rec_check MODE TRACE [ARGS]\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    tft_trace *t = tft_trace_open(argv[2], NULL);
+    CHECK(t != NULL);
+    if (!t)
+        return TEST_DONE();
+    CHECK(tft_trace_nranks(t) == 1);
+    seen s = {0};
+    s.max_step_x = -1;
+    s.seq_cap = 1 << 20;
+    s.seq_seen = calloc(s.seq_cap, 1);
+    tft_reader *r = tft_trace_reader(t, 0);
+    const tft_rec *rec;
+    while (tft_reader_next(r, &rec) == 1)
+        visit(r, rec, &s, mode);
+    tft_reader_status st;
+    tft_reader_get_status(r, &st);
+    CHECKF(st.integrity == TFT_INTACT, "integrity %d: %s", st.integrity, st.first_problem);
+    if (!strcmp(mode, "threads")) {
+        int n = atoi(argv[3]);
+        CHECKF(s.tensors == n * 100, "tensors %d", s.tensors);
+        CHECK(s.ops == n * 100);
+        CHECK(s.dup_seq == 0);
+        CHECK(s.stats_bad == 0);
+        CHECK(s.exits == 1 && s.exit_code == 0 && s.exit_signal == 0);
+    } else if (!strcmp(mode, "crash")) {
+        int at = atoi(argv[3]);
+        const char *kind = argv[4];
+        CHECKF(s.max_step_x == at, "last step recorded %lld, crash at %d", (long long)s.max_step_x, at);
+        CHECK(s.tensors == at + 1);
+        int want_sig = !strcmp(kind, "segv") ? SIGSEGV : !strcmp(kind, "abort") ? SIGABRT
+                     : !strcmp(kind, "kill") ? SIGKILL : 0;
+        CHECKF(s.exits >= 1 && s.exit_signal == want_sig, "exits %d signal %d want %d", s.exits,
+               s.exit_signal, want_sig);
+        if (!want_sig)
+            CHECK(s.exit_code == 3);
+    } else if (!strcmp(mode, "sleep")) {
+        CHECK(s.found_before_sleep);
+        CHECKF(s.exits >= 1 && (s.exit_signal == SIGTERM || s.exit_signal == SIGKILL), "signal %d",
+               s.exit_signal);
+    } else if (!strcmp(mode, "dropped")) {
+        CHECKF(s.dropped > 0 && st.dropped == s.dropped, "dropped records %llu, chunks %llu",
+               (unsigned long long)s.dropped, (unsigned long long)st.dropped);
+    }
+    free(s.seq_seen);
+    tft_trace_close(t);
+    return TEST_DONE();
+}

@@ -1,0 +1,98 @@
+/*
+ * tft.h — the tftrace recording API (libtftrace.so).
+ *
+ * Instrumented programs call these functions to record steps, ops, tensors
+ * with their statistics, allocations, collectives and checkpoints. Records
+ * go to per-thread lock-free rings in shared memory drained by the tftrace
+ * collector (or, without the launcher but with TFT_OUTPUT set, by a writer
+ * thread inside the process).
+ *
+ * Without tftrace and without TFT_* configuration every call is a cheap
+ * no-op returning 0, so programs can ship with the calls in. Functions never
+ * abort or print; they return 0 or a negative errno (-ENOSPC when a record
+ * was dropped because its ring was full). All functions are thread-safe;
+ * each thread records into its own ring.
+ */
+#ifndef TFT_H
+#define TFT_H
+
+#include "tft_format.h" /* tft_dtype, enum tft_op_kind, tft_coll_type, tft_redop */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when recording is active in this process, 0 when calls are no-ops. */
+TFT_API int tft_enabled(void);
+
+/* Marks the start / end of a training step. Records between them carry the
+ * step number; tensors are sampled per TFT_EVERY on step numbers. */
+TFT_API int tft_step_begin(int64_t step);
+TFT_API int tft_step_end(int64_t step);
+
+/* Starts an op: assigns the next sequence number of this rank and records
+ * the op with the ids of its input tensors (from tft_last_tensor_id()).
+ * Tensors recorded by this thread until tft_op_end() (or the next
+ * tft_op_begin) are its outputs. Returns the seq (>= 0), or a negative errno;
+ * returns 0 when recording is off. */
+TFT_API int64_t tft_op_begin(const char *name, int op_kind, int n_in, const uint64_t *in_ids);
+TFT_API void tft_op_end(void);
+
+/* Records a host tensor: shape, dtype and statistics per the recording mode.
+ * Outside an op bracket the tensor is its own op (named like the tensor).
+ * data may be NULL only when numel is 0. Never aborts the caller. */
+TFT_API int tft_tensor(const char *name, tft_dtype dtype, const void *data, int ndim,
+                       const int64_t *shape);
+/* Id of the last tensor this thread recorded (0 = none), for op inputs. */
+TFT_API uint64_t tft_last_tensor_id(void);
+
+/* Name nesting (layers, modules); the scope path joins names with '/'. */
+TFT_API void tft_scope_push(const char *name);
+TFT_API void tft_scope_pop(void);
+
+/* Host allocations (for leak reports); site names where it came from. */
+TFT_API int tft_alloc(const void *ptr, size_t bytes, const char *site);
+TFT_API int tft_free(const void *ptr);
+/* Device allocations (device = CUDA ordinal). */
+TFT_API int tft_alloc_dev(const void *ptr, size_t bytes, int device, const char *site);
+TFT_API int tft_free_dev(const void *ptr, int device);
+
+/* A collective: call tft_coll_enter before the communication and
+ * tft_coll_exit after it, with the result buffer (host memory) for its
+ * statistics. A rank stuck in a collective leaves an enter without exit.
+ * The per-communicator sequence number is assigned by the recorder. */
+typedef struct tft_coll_info {
+    size_t sz;          /* sizeof(tft_coll_info) */
+    const char *name;   /* API name, e.g. "MPI_Allreduce" */
+    uint64_t comm;      /* communicator id, equal across its ranks */
+    int type;           /* enum tft_coll_type */
+    int dtype;          /* tft_dtype of the buffer elements */
+    uint64_t count;     /* elements */
+    int redop;          /* enum tft_redop */
+    int root;           /* root or peer, -1 none */
+    int rank, nranks;   /* position in the communicator */
+} tft_coll_info;
+#define TFT_COLL_INFO(...) ((tft_coll_info){ .sz = sizeof(tft_coll_info), .root = -1, __VA_ARGS__ })
+
+/* Returns a token for tft_coll_exit (>= 0) or a negative errno. */
+TFT_API int64_t tft_coll_enter(const tft_coll_info *ci);
+/* result: host buffer holding count elements of dtype after the call, or NULL. */
+TFT_API int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result);
+
+/* A checkpoint saved (TFT_CKPT_SAVE) or resumed (TFT_CKPT_RESUME) at step,
+ * with the path and a resume recipe (e.g. "--resume DIR"), may be NULL. */
+TFT_API int tft_checkpoint(int action, int64_t step, const char *path, const char *recipe);
+
+/* Flushes this process's records towards the trace (best effort). */
+TFT_API int tft_flush(void);
+
+/* CLOCK_MONOTONIC nanoseconds, the clock of record timestamps. */
+TFT_API uint64_t tft_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFT_H */

@@ -1,0 +1,375 @@
+/*
+ * collector.c — ring drain loop: one rank file per traced process, created
+ * when its first record arrives; strings registered with the writer; process
+ * death detected (the launcher's waitpid, or the pid vanishing), after which
+ * everything the process committed is drained, its exit recorded and its
+ * file closed with an index.
+ */
+#include "collector.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <time.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct cproc {
+    tft_writer *w;
+    int opened, closed, failed;
+    int rank;
+    pid_t pid;
+    char file[64];
+    int exit_known, exit_code, signal;
+    uint64_t records;
+    int64_t first_step, last_step;
+} cproc;
+
+struct collector {
+    shm_hdr *h;
+    char *dir;
+    uint8_t run_id[16];
+    collector_opts o;
+    cproc procs[SHM_MAX_PROCS];
+    uint64_t *ring_dropped;       /* dropped counts already attributed, per ring */
+    uint64_t last_liveness_ns;
+    collector_rank *ranks;
+    uint64_t dropped_total;
+    int write_errors;
+};
+
+#define CLOG(c, lvl, ...) fmt_log_c((c), (lvl), __VA_ARGS__)
+static void fmt_log_c(collector *c, int lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fmt_log_c(collector *c, int lvl, const char *fmt, ...)
+{
+    if (!c->o.log)
+        return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    c->o.log(c->o.log_ctx, lvl, buf);
+}
+
+collector *collector_new(shm_hdr *h, const char *dir, const uint8_t run_id[16], const collector_opts *o)
+{
+    collector *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->h = h;
+    c->dir = strdup(dir);
+    c->ring_dropped = calloc(h->n_rings ? h->n_rings : 1, sizeof(uint64_t));
+    if (!c->dir || !c->ring_dropped) {
+        collector_free(c);
+        return NULL;
+    }
+    memcpy(c->run_id, run_id, 16);
+    if (o)
+        memcpy(&c->o, o, o->sz < sizeof(c->o) ? o->sz : sizeof(c->o));
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
+        c->procs[i].first_step = c->procs[i].last_step = TFT_STEP_NONE;
+    return c;
+}
+
+static void proc_record(cproc *p, const tft_rec *rec)
+{
+    p->records++;
+    if (rec->step != TFT_STEP_NONE) {
+        if (p->first_step == TFT_STEP_NONE || rec->step < p->first_step)
+            p->first_step = rec->step;
+        if (p->last_step == TFT_STEP_NONE || rec->step > p->last_step)
+            p->last_step = rec->step;
+    }
+}
+
+static int proc_open(collector *c, uint32_t idx)
+{
+    cproc *p = &c->procs[idx];
+    const shm_proc *sp = &c->h->procs[idx];
+    p->opened = 1;
+    p->pid = sp->pid;
+    p->rank = (sp->rank >= 0 && sp->rank < 10000000) ? sp->rank : (int)(sp->index % 10000000);
+    snprintf(p->file, sizeof(p->file), "rank-%05d.tft", p->rank);
+    for (uint32_t j = 0; j < SHM_MAX_PROCS; j++) /* two processes claiming one rank */
+        if (j != idx && c->procs[j].opened && strcmp(c->procs[j].file, p->file) == 0)
+            snprintf(p->file, sizeof(p->file), "rank-%05d-p%d.tft", p->rank, (int)p->pid);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", c->dir, p->file);
+    tft_file_info fi = {0};
+    memcpy(fi.run_id, c->run_id, 16);
+    fi.rank = p->rank;
+    fi.world_size = sp->world_size;
+    fi.pid = sp->pid;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    fi.start_monotonic_ns = shm_now_ns();
+    fi.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    gethostname(fi.host, sizeof(fi.host) - 1);
+    tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = c->o.zstd_level, .chunk_bytes = c->o.chunk_bytes,
+                                         .log = c->o.log, .log_ctx = c->o.log_ctx);
+    p->w = tft_writer_open(path, &fi, &wo);
+    if (!p->w) {
+        p->failed = 1;
+        c->write_errors++;
+        CLOG(c, TFT_LOG_ERROR, "%s: cannot create rank file: %s", path, strerror(errno));
+        return -1;
+    }
+    tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = fi.start_monotonic_ns,
+                                .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
+                          .event = TFT_PROC_START, .pid = sp->pid};
+    tft_writer_append(p->w, &pr.h);
+    return 0;
+}
+
+static void on_record(void *ctx, uint32_t proc, const tft_rec *rec)
+{
+    collector *c = ctx;
+    if (proc >= SHM_MAX_PROCS)
+        return;
+    cproc *p = &c->procs[proc];
+    if (p->closed || p->failed)
+        return;
+    if (!p->opened && proc_open(c, proc) < 0)
+        return;
+    if (rec->kind == TFT_REC_STRING) {
+        const tft_rec_string *s = (const tft_rec_string *)rec;
+        if (tft_rec_check(rec, rec->len) == 0)
+            tft_writer_string(p->w, s->text, s->n);
+        return;
+    }
+    if (rec->kind == TFT_REC_PROCESS && rec->len >= sizeof(tft_rec_process)) {
+        const tft_rec_process *pr = (const tft_rec_process *)rec;
+        if (pr->event == TFT_PROC_EXIT) {
+            p->exit_known = 1;
+            p->exit_code = pr->exit_code;
+            p->signal = pr->signal;
+        }
+    }
+    int e = tft_writer_append(p->w, rec);
+    if (e == 0)
+        proc_record(p, rec);
+    else if (e != -EINVAL && !p->failed) {
+        p->failed = 1;
+        c->write_errors++;
+        CLOG(c, TFT_LOG_ERROR, "%s/%s: write failed: %s; recording of this rank stopped", c->dir,
+             p->file, strerror(-e));
+    }
+}
+
+static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
+{
+    uint64_t d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    if (d <= c->ring_dropped[i] || r->proc >= SHM_MAX_PROCS)
+        return;
+    uint64_t delta = d - c->ring_dropped[i];
+    c->ring_dropped[i] = d;
+    cproc *p = &c->procs[r->proc];
+    if (!p->opened && proc_open(c, r->proc) < 0)
+        return;
+    if (!p->w || p->closed)
+        return;
+    c->dropped_total += delta;
+    tft_writer_add_dropped(p->w, delta);
+    tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = shm_now_ns(),
+                                .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
+                          .count = delta, .reason = TFT_DROP_RING_FULL};
+    tft_writer_append(p->w, &dr.h);
+}
+
+static void ring_release(collector *c, uint32_t i, shm_ring *r)
+{
+    atomic_store_explicit(&r->head, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->dropped, 0, memory_order_relaxed);
+    c->ring_dropped[i] = 0;
+    atomic_store_explicit(&r->state, RING_FREE, memory_order_release);
+}
+
+static size_t drain_rings(collector *c, int only_proc)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; i < c->h->n_rings; i++) {
+        shm_ring *r = shm_ring_at(c->h, i);
+        uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
+        if (st == RING_FREE)
+            continue;
+        if (only_proc >= 0 && r->proc != (uint32_t)only_proc)
+            continue;
+        total += ring_drain(c->h, r, on_record, c);
+        attribute_dropped(c, i, r);
+        if (st == RING_RETIRED)
+            ring_release(c, i, r);
+    }
+    return total;
+}
+
+/* A process is gone when its pid no longer exists or is a zombie. */
+static int pid_gone(pid_t pid)
+{
+    if (pid <= 0)
+        return 1;
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return 1;
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* Drains a finished process, records its exit and closes its file. */
+static void proc_finish(collector *c, uint32_t idx)
+{
+    cproc *p = &c->procs[idx];
+    drain_rings(c, (int)idx);
+    for (uint32_t i = 0; i < c->h->n_rings; i++) {
+        shm_ring *r = shm_ring_at(c->h, i);
+        if (atomic_load(&r->state) != RING_FREE && r->proc == idx)
+            ring_release(c, i, r);
+    }
+    atomic_store(&c->h->procs[idx].state, PROC_DONE);
+    if (!p->opened || p->closed || !p->w)
+        return;
+    if (!p->exit_known) /* SIGKILL of a process that is not our child */
+        CLOG(c, TFT_LOG_WARN, "%s/%s: process %d vanished without an exit status", c->dir, p->file,
+             (int)p->pid);
+    int e = tft_writer_close(p->w);
+    p->w = NULL;
+    p->closed = 1;
+    if (e) {
+        c->write_errors++;
+        CLOG(c, TFT_LOG_ERROR, "%s/%s: closing failed: %s", c->dir, p->file, strerror(-e));
+    }
+}
+
+static void append_exit(collector *c, cproc *p)
+{
+    if (!p->w || p->closed)
+        return;
+    tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = shm_now_ns(),
+                                .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
+                          .event = TFT_PROC_EXIT, .pid = p->pid, .exit_code = p->exit_code,
+                          .signal = p->signal};
+    tft_writer_append(p->w, &pr.h);
+}
+
+void collector_child_exit(collector *c, pid_t pid, int status)
+{
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        shm_proc *sp = &c->h->procs[i];
+        if (atomic_load(&sp->state) == PROC_FREE || sp->pid != pid)
+            continue;
+        cproc *p = &c->procs[i];
+        drain_rings(c, (int)i);
+        if (!p->opened && p->records == 0) { /* recorded nothing: no rank file */
+            atomic_store(&sp->state, PROC_DONE);
+            continue;
+        }
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+        int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        if (!p->exit_known || p->signal != sig || (!sig && p->exit_code != code)) {
+            p->exit_known = 1;
+            p->exit_code = code;
+            p->signal = sig;
+            append_exit(c, p);
+        }
+        proc_finish(c, i);
+    }
+}
+
+static void check_liveness(collector *c)
+{
+    uint64_t now = shm_now_ns();
+    if (now - c->last_liveness_ns < 20000000u)
+        return;
+    c->last_liveness_ns = now;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        shm_proc *sp = &c->h->procs[i];
+        if (atomic_load(&sp->state) == PROC_ACTIVE && pid_gone(sp->pid))
+            proc_finish(c, i);
+    }
+}
+
+size_t collector_poll(collector *c)
+{
+    atomic_store_explicit(&c->h->heartbeat_ns, shm_now_ns(), memory_order_relaxed);
+    size_t n = drain_rings(c, -1);
+    check_liveness(c);
+    return n;
+}
+
+int collector_live_procs(collector *c)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
+        n += atomic_load(&c->h->procs[i].state) == PROC_ACTIVE;
+    return n;
+}
+
+void collector_flush(collector *c)
+{
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
+        if (c->procs[i].w && !c->procs[i].closed)
+            tft_writer_flush(c->procs[i].w);
+}
+
+int collector_finish(collector *c, collector_summary *s)
+{
+    drain_rings(c, -1);
+    atomic_store(&c->h->collector_done, 1);
+    memset(s, 0, sizeof(*s));
+    s->first_step = s->last_step = TFT_STEP_NONE;
+    int n = 0;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
+        n += c->procs[i].opened;
+    free(c->ranks);
+    c->ranks = calloc((size_t)n + 1, sizeof(*c->ranks));
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (!p->opened)
+            continue;
+        if (p->w) {
+            int e = tft_writer_close(p->w);
+            p->w = NULL;
+            p->closed = 1;
+            if (e)
+                c->write_errors++;
+        }
+        if (c->ranks)
+            c->ranks[s->nranks++] = (collector_rank){.rank = p->rank, .pid = p->pid, .exited = p->exit_known,
+                                                     .exit_code = p->exit_code, .signal = p->signal};
+        if (c->ranks)
+            snprintf(c->ranks[s->nranks - 1].file, sizeof(c->ranks[0].file), "%s", p->file);
+        s->records += p->records;
+        if (p->first_step != TFT_STEP_NONE &&
+            (s->first_step == TFT_STEP_NONE || p->first_step < s->first_step))
+            s->first_step = p->first_step;
+        if (p->last_step != TFT_STEP_NONE && (s->last_step == TFT_STEP_NONE || p->last_step > s->last_step))
+            s->last_step = p->last_step;
+    }
+    s->ranks = c->ranks;
+    s->dropped = c->dropped_total;
+    s->errors = c->write_errors;
+    return c->write_errors ? -EIO : 0;
+}
+
+void collector_free(collector *c)
+{
+    if (!c)
+        return;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
+        tft_writer_abandon(c->procs[i].w);
+    free(c->ranks);
+    free(c->ring_dropped);
+    free(c->dir);
+    free(c);
+}

@@ -1,0 +1,320 @@
+/*
+ * init.c — the recorder's set-up: configuration from TFT_* variables,
+ * attaching to the collector's region (TFT_SHM) or starting an in-process
+ * writer thread (TFT_OUTPUT), process registration, fork, exit and crash
+ * records. Runs once, on the first API call, never on the hot path.
+ */
+#include "collector.h"
+#include "recorder_internal.h"
+#include "tft.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { ST_UNINIT = 0, ST_OFF = 1, ST_ON = 2 };
+enum { PROC_CLAIMING = 3 };
+
+static struct {
+    int active;
+    collector *col;
+    char dir[4096];
+    int rank;
+    uint8_t run_id[16];
+    pthread_t thread;
+    _Atomic int stop;
+    _Atomic int flush_req, flush_ack;
+} inproc;
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+#define NFATAL ((int)(sizeof(fatal_signals) / sizeof(fatal_signals[0])))
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end ? dflt : x;
+}
+
+static int env_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                       "SLURM_PROCID", "RANK", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        long r = env_long(vars[i], -1);
+        if (r >= 0)
+            return (int)r;
+    }
+    return -1;
+}
+
+static int env_world(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        long r = env_long(vars[i], -1);
+        if (r > 0)
+            return (int)r;
+    }
+    return -1;
+}
+
+static int parse_mode(void)
+{
+    const char *m = getenv("TFT_STATS");
+    if (!m || !strcmp(m, "full"))
+        return TFT_STATS_FULL;
+    if (!strcmp(m, "health"))
+        return TFT_STATS_HEALTH;
+    if (!strcmp(m, "shape"))
+        return TFT_STATS_SHAPE;
+    return TFT_STATS_FULL;
+}
+
+/* Takes a process slot; -1 when the region is full. */
+static int register_proc(int rank)
+{
+    shm_hdr *h = g_rec.h;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        uint32_t expect = PROC_FREE;
+        if (!atomic_compare_exchange_strong(&h->procs[i].state, &expect, PROC_CLAIMING))
+            continue;
+        h->procs[i].pid = (int32_t)getpid();
+        h->procs[i].rank = rank;
+        h->procs[i].world_size = env_world();
+        h->procs[i].index = atomic_fetch_add(&h->next_index, 1);
+        atomic_store_explicit(&h->procs[i].state, PROC_ACTIVE, memory_order_release);
+        g_rec.proc = i;
+        return 0;
+    }
+    return -1;
+}
+
+static int attach(const char *name)
+{
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct stat sb;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0)
+        p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return -EIO;
+    if (!shm_region_valid(p, (size_t)sb.st_size)) {
+        munmap(p, (size_t)sb.st_size);
+        return -EPROTO;
+    }
+    g_rec.h = p;
+    g_rec.bytes = (size_t)sb.st_size;
+    return 0;
+}
+
+/* ---- in-process writer (TFT_OUTPUT without the launcher) ---------------- */
+
+static void *inproc_main(void *arg)
+{
+    (void)arg;
+    uint64_t last_flush = shm_now_ns();
+    while (!atomic_load(&inproc.stop)) {
+        size_t n = collector_poll(inproc.col);
+        uint64_t now = shm_now_ns();
+        int req = atomic_load(&inproc.flush_req);
+        if (req != atomic_load(&inproc.flush_ack) || now - last_flush > 1000000000ull) {
+            collector_poll(inproc.col);
+            collector_flush(inproc.col);
+            last_flush = now;
+            atomic_store(&inproc.flush_ack, req);
+        }
+        if (n == 0) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+int rec_inproc_flush(int timeout_ms)
+{
+    if (!inproc.active)
+        return 0;
+    int want = atomic_fetch_add(&inproc.flush_req, 1) + 1;
+    for (int i = 0; i < timeout_ms; i++) {
+        if (atomic_load(&inproc.flush_ack) >= want)
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return -ETIMEDOUT;
+}
+
+/* Picks this process's rank file number in dir: its launcher rank, else the
+ * first number whose file it can create exclusively. */
+static int inproc_rank(const char *dir)
+{
+    int r = env_rank();
+    if (r >= 0)
+        return r;
+    for (int k = 0; k < 100000; k++) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/rank-%05d.tft", dir, k);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            close(fd);
+            return k;
+        }
+    }
+    return 0;
+}
+
+static int inproc_start(const char *dir)
+{
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    size_t ring = (size_t)env_long("TFT_RING_KB", 4096) * 1024u;
+    ring = ring < 65536 ? 65536 : (ring + 4095) / 4096 * 4096;
+    uint32_t nrings = 32;
+    size_t bytes = shm_region_size(nrings, ring);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    shm_region_init(p, bytes, nrings, ring, env_long("TFT_NO_DROP", 0) ? SHM_NO_DROP : 0);
+    g_rec.h = p;
+    g_rec.bytes = bytes;
+    uint8_t *run_id = inproc.run_id;
+    if (getrandom(run_id, 16, 0) != 16)
+        memset(run_id, 0x42, 16);
+    snprintf(inproc.dir, sizeof(inproc.dir), "%s", dir);
+    inproc.rank = inproc_rank(dir);
+    collector_opts co = {.sz = sizeof(co), .zstd_level = (int)env_long("TFT_ZSTD_LEVEL", 1)};
+    inproc.col = collector_new(p, dir, run_id, &co);
+    if (!inproc.col)
+        return -ENOMEM;
+    if (pthread_create(&inproc.thread, NULL, inproc_main, NULL) != 0)
+        return -EAGAIN;
+    inproc.active = 1;
+    return 0;
+}
+
+static void inproc_finish(int code, int sig)
+{
+    if (!inproc.active)
+        return;
+    inproc.active = 0;
+    atomic_store(&inproc.stop, 1);
+    pthread_join(inproc.thread, NULL);
+    collector_summary s;
+    collector_finish(inproc.col, &s);
+    tft_manifest_rank mr[1];
+    int n = 0;
+    if (s.nranks > 0) {
+        mr[0] = (tft_manifest_rank){.rank = s.ranks[0].rank, .pid = s.ranks[0].pid, .exited = 1,
+                                    .exit_code = code, .signal = sig};
+        snprintf(mr[0].file, sizeof(mr[0].file), "%s", s.ranks[0].file);
+        n = 1;
+    }
+    manifest_run run = {.run_id = inproc.run_id, .options_json = NULL};
+    manifest_merge_rank(inproc.dir, &run, mr, n, sig ? 128 + sig : code);
+    collector_free(inproc.col);
+    inproc.col = NULL;
+}
+
+/* ---- exit, crash, fork ----------------------------------------------------- */
+
+static struct sigaction old_actions[NFATAL];
+
+static void on_fatal(int sig)
+{
+    rec_record_exit(0, sig);
+    if (inproc.active)
+        rec_inproc_flush(1000);
+    for (int i = 0; i < NFATAL; i++)
+        if (fatal_signals[i] == sig)
+            sigaction(sig, &old_actions[i], NULL);
+    raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+    if (env_long("TFT_NO_SIGNALS", 0))
+        return;
+    for (int i = 0; i < NFATAL; i++) {
+        struct sigaction cur;
+        if (sigaction(fatal_signals[i], NULL, &cur) < 0 || cur.sa_handler != SIG_DFL ||
+            (cur.sa_flags & SA_SIGINFO))
+            continue; /* the program handles it: leave it alone */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_fatal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_NODEFER | SA_RESETHAND;
+        old_actions[i] = cur;
+        sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+static void on_process_exit(int status, void *arg)
+{
+    (void)arg;
+    rec_record_exit(status & 0xff, 0);
+    if (inproc.active)
+        inproc_finish(status & 0xff, 0);
+}
+
+static void after_fork_child(void)
+{
+    atomic_fetch_add(&g_rec.gen, 1);
+    if (atomic_load(&g_rec.state) != ST_ON)
+        return;
+    if (inproc.active) { /* the writer thread did not come along */
+        inproc.active = 0;
+        atomic_store(&g_rec.state, ST_OFF);
+        return;
+    }
+    atomic_store(&g_rec.seq, 0);
+    atomic_store(&g_rec.tensor_id, 0);
+    atomic_store(&g_rec.exit_recorded, 0);
+    if (register_proc(-1) < 0)
+        atomic_store(&g_rec.state, ST_OFF);
+}
+
+void rec_init(void)
+{
+    int state = ST_OFF;
+    g_rec.mode = parse_mode();
+    g_rec.every = (int)env_long("TFT_EVERY", 1);
+    if (g_rec.every < 1)
+        g_rec.every = 1;
+    atomic_store(&g_rec.step, TFT_STEP_NONE);
+    rec_thread_key_init();
+    const char *shm = getenv("TFT_SHM");
+    const char *out = getenv("TFT_OUTPUT");
+    if (env_long("TFT_DISABLE", 0)) {
+        /* off */
+    } else if (shm && *shm) {
+        if (attach(shm) == 0 && register_proc(env_rank()) == 0)
+            state = ST_ON;
+    } else if (out && *out) {
+        if (inproc_start(out) == 0 && register_proc(inproc.rank) == 0)
+            state = ST_ON;
+    }
+    if (state == ST_ON) {
+        pthread_atfork(NULL, NULL, after_fork_child);
+        on_exit(on_process_exit, NULL);
+        install_signal_handlers();
+    }
+    atomic_store_explicit(&g_rec.state, state, memory_order_release);
+}

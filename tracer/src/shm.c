@@ -1,0 +1,139 @@
+/*
+ * shm.c — the shared-memory region: layout, ring claim, the producer's ring
+ * write (hot path: no locks, no allocation, no I/O) and the collector's drain.
+ */
+#include "shm_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t shm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+size_t shm_region_size(uint32_t n_rings, size_t ring_bytes)
+{
+    size_t stride = round_up(sizeof(shm_ring) + ring_bytes, 4096);
+    return round_up(sizeof(shm_hdr), 4096) + (size_t)n_rings * stride;
+}
+
+void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_bytes, uint32_t flags)
+{
+    h->version = SHM_VERSION;
+    h->flags = flags;
+    h->total_bytes = bytes;
+    h->ring_bytes = ring_bytes;
+    h->ring_stride = round_up(sizeof(shm_ring) + ring_bytes, 4096);
+    h->rings_offset = round_up(sizeof(shm_hdr), 4096);
+    h->n_rings = n_rings;
+    atomic_store(&h->heartbeat_ns, shm_now_ns());
+    atomic_store_explicit((_Atomic uint64_t *)&h->magic, SHM_MAGIC, memory_order_release);
+}
+
+bool shm_region_valid(const shm_hdr *h, size_t bytes)
+{
+    if (bytes < sizeof(*h) || h->magic != SHM_MAGIC || h->version != SHM_VERSION)
+        return false;
+    if (h->total_bytes != bytes || h->ring_bytes < 4096 || h->ring_bytes % 4096 ||
+        h->ring_stride < sizeof(shm_ring) + h->ring_bytes || h->rings_offset < sizeof(*h))
+        return false;
+    return h->rings_offset + (uint64_t)h->n_rings * h->ring_stride <= bytes;
+}
+
+shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid)
+{
+    for (uint32_t i = 0; i < h->n_rings; i++) {
+        shm_ring *r = shm_ring_at(h, i);
+        uint32_t expect = RING_FREE;
+        if (atomic_load_explicit(&r->state, memory_order_relaxed) != RING_FREE)
+            continue;
+        /* the collector resets head/tail before marking a ring FREE; the
+         * fields below are published to it by the first record's head store */
+        if (atomic_compare_exchange_strong(&r->state, &expect, RING_ACTIVE)) {
+            r->proc = proc;
+            r->tid = tid;
+            memset(r->sent_ids, 0, sizeof(r->sent_ids));
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static bool collector_alive(shm_hdr *h)
+{
+    if (atomic_load_explicit(&h->collector_done, memory_order_acquire))
+        return false;
+    uint64_t hb = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
+    return shm_now_ns() - hb < 5000000000ull; /* 5 s without a heartbeat = gone */
+}
+
+int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
+{
+    uint64_t cap = h->ring_bytes;
+    uint32_t len = rec->len;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t pos = head % cap;
+    uint64_t pad = pos + len > cap ? cap - pos : 0;
+    for (;;) {
+        uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (head + pad + len - tail <= cap)
+            break;
+        if (!(h->flags & SHM_NO_DROP) || !collector_alive(h)) {
+            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+            return -ENOSPC;
+        }
+        sched_yield();
+    }
+    if (pad) {
+        uint32_t filler[2] = {RING_PAD_KIND, (uint32_t)pad};
+        memcpy(r->data + pos, filler, sizeof(filler));
+        pos = 0;
+    }
+    memcpy(r->data + pos, rec, len);
+    atomic_store_explicit(&r->head, head + pad + len, memory_order_release);
+    return 0;
+}
+
+size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx)
+{
+    uint64_t cap = h->ring_bytes;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t start = tail;
+    if (head < tail || head - tail > cap) { /* corrupt counters */
+        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+        atomic_store_explicit(&r->tail, head, memory_order_release);
+        return 0;
+    }
+    _Alignas(8) char buf[TFT_REC_MAX_BYTES];
+    while (tail < head) {
+        uint64_t pos = tail % cap;
+        uint32_t w[2];
+        memcpy(w, r->data + pos, sizeof(w));
+        uint32_t kind = w[0] & 0xFFFFu, len = w[1];
+        if (kind == RING_PAD_KIND && len == cap - pos) {
+            tail += len;
+            continue;
+        }
+        if (len < sizeof(tft_rec) || len % 8 || len > TFT_REC_MAX_BYTES || pos + len > cap ||
+            tail + len > head) {
+            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+            tail = head;
+            break;
+        }
+        /* copy out first: the producer's memory is not trusted to hold still */
+        memcpy(buf, r->data + pos, len);
+        ((tft_rec *)buf)->len = len;
+        fn(ctx, r->proc, (const tft_rec *)buf);
+        tail += len;
+    }
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    return (size_t)(tail - start);
+}

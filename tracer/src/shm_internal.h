@@ -1,0 +1,98 @@
+/*
+ * shm_internal.h — the shared-memory region between traced processes and
+ * the collector: a header with process slots, and per-thread SPSC byte rings
+ * of variable-length records (the trace format's records, 8-byte aligned).
+ *
+ * Producers (traced threads) never lock, allocate or do I/O: a ring write is
+ * a bounds check, a memcpy and a release store. The collector trusts nothing
+ * in the region: lengths and indices are checked before use, because the
+ * traced program can scribble over its own memory.
+ */
+#ifndef TFT_SHM_INTERNAL_H
+#define TFT_SHM_INTERNAL_H
+
+#include "tft_format.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SHM_MAGIC 0x314d4853745466ull /* "fTtSHM1" */
+#define SHM_VERSION 1u
+#define SHM_MAX_PROCS 256u
+#define SHM_SENT_IDS 1024u            /* per-ring cache of string ids already sent */
+#define RING_PAD_KIND 0xFFFFu         /* filler to the end of the ring buffer */
+
+enum { PROC_FREE = 0, PROC_ACTIVE = 1, PROC_DONE = 2 };
+enum { RING_FREE = 0, RING_ACTIVE = 1, RING_RETIRED = 2 };
+enum { SHM_NO_DROP = 1u };
+
+typedef struct shm_proc {
+    _Atomic uint32_t state;     /* PROC_* */
+    int32_t pid;
+    int32_t rank;               /* from the launcher environment, -1 none */
+    int32_t world_size;         /* -1 unknown */
+    uint32_t index;             /* process index in the session */
+    uint32_t pad;
+} shm_proc;
+
+typedef struct shm_ring {
+    _Atomic uint64_t head;      /* bytes published by the producer */
+    char pad0[56];
+    _Atomic uint64_t tail;      /* bytes consumed by the collector */
+    char pad1[56];
+    _Atomic uint32_t state;     /* RING_* */
+    uint32_t proc;              /* index of the owning shm_proc */
+    int32_t tid;
+    uint32_t pad2;
+    _Atomic uint64_t dropped;   /* records the producer could not fit */
+    uint64_t sent_ids[SHM_SENT_IDS]; /* producer-private */
+    /* data[ring_bytes] follows at offsetof(shm_ring, data) */
+    _Alignas(64) char data[];
+} shm_ring;
+
+typedef struct shm_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t flags;             /* SHM_NO_DROP */
+    uint64_t total_bytes;       /* size of the mapping */
+    uint64_t ring_bytes;        /* data bytes per ring, multiple of 4096 */
+    uint64_t ring_stride;       /* bytes between ring headers */
+    uint64_t rings_offset;
+    uint32_t n_rings;
+    _Atomic uint32_t next_index;      /* process index counter */
+    _Atomic uint64_t heartbeat_ns;    /* collector liveness (CLOCK_MONOTONIC) */
+    _Atomic uint32_t collector_done;  /* collector has stopped draining */
+    uint32_t pad;
+    shm_proc procs[SHM_MAX_PROCS];
+} shm_hdr;
+
+/* Bytes of a region with n_rings rings of ring_bytes each. */
+size_t shm_region_size(uint32_t n_rings, size_t ring_bytes);
+/* Initialises a zeroed region of size bytes. */
+void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_bytes, uint32_t flags);
+/* Checks a region's header before a producer or collector uses it. */
+bool shm_region_valid(const shm_hdr *h, size_t bytes);
+static inline shm_ring *shm_ring_at(shm_hdr *h, uint32_t i)
+{
+    return (shm_ring *)((char *)h + h->rings_offset + (uint64_t)i * h->ring_stride);
+}
+
+/* Producer side. ring_write copies one record (rec->len bytes); returns 0,
+ * or -ENOSPC when the ring is full (dropped and counted; with SHM_NO_DROP it
+ * waits while the collector is alive). */
+int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec);
+/* Claims a free ring for the calling thread of process proc, NULL if none. */
+shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid);
+
+/* Collector side: calls fn for each published record, then releases them.
+ * Returns bytes consumed. A malformed length ends the ring's data as
+ * corrupt: everything published is skipped and counted as dropped. */
+typedef void (*ring_record_fn)(void *ctx, uint32_t proc, const tft_rec *rec);
+size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx);
+
+uint64_t shm_now_ns(void);
+
+#endif

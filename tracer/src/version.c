@@ -1,2 +1,0 @@
-/* libtftrace: library identity. The recorder API lands in tracer/src. */
-#include "tft_format.h"
