@@ -144,8 +144,8 @@ typedef struct tft_rec_op {
     uint64_t ids[]; /* n_in input ids, n_out output ids, then n_attr int64 attrs */
 } tft_rec_op;
 
-/* Tensor statistics. Validity by mode: SHAPE none; HEALTH numel..max and
- * fingerprint; FULL everything. Counts are exact; moments are computed in
+/* Tensor statistics. Validity by mode: SHAPE numel only; HEALTH + nan,
+ * pinf, ninf, zero, min, max and fingerprint; FULL everything. Counts are exact; moments are computed in
  * double. */
 typedef struct tft_stats {
     uint64_t numel;
@@ -386,6 +386,8 @@ typedef struct tft_reader_status {
 TFT_API tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts);
 TFT_API void tft_reader_close(tft_reader *r); /* NULL-safe */
 TFT_API const tft_file_info *tft_reader_info(const tft_reader *r);
+/* The name used in messages (display_name or the path). */
+TFT_API const char *tft_reader_name(const tft_reader *r);
 /* Next record in file order. Returns 1 and sets *rec (valid until the next
  * call), 0 at the end, negative errno on I/O failure. Damaged chunks are
  * skipped (reported through the log and the status). STRING records are
@@ -449,9 +451,10 @@ TFT_API char *tft_manifest_to_json(const tft_manifest *m);
 TFT_API int tft_manifest_write(const char *dir, const tft_manifest *m);
 TFT_API void tft_manifest_free(tft_manifest *m); /* NULL-safe, leaves *m zeroed */
 
-/* A trace directory opened for reading: the manifest plus one reader per rank.
- * Rank files not listed in the manifest (or all rank-*.tft files when the
- * manifest is missing) are found by listing the directory. */
+/* A trace directory opened for reading: the manifest (if readable) plus one
+ * reader per rank file. Rank files are found by listing the directory
+ * (rank-*.tft), whatever the manifest says, so a trace whose manifest was
+ * never rewritten still opens; comparing the two is the caller's business. */
 typedef struct tft_trace tft_trace;
 TFT_API tft_trace *tft_trace_open(const char *dir, const tft_reader_opts *opts);
 TFT_API void tft_trace_close(tft_trace *t);

@@ -40,14 +40,16 @@ static uint64_t get_ns(const cJSON *j)
 {
     if (cJSON_IsString(j) && j->valuestring)
         return strtoull(j->valuestring, NULL, 10);
-    if (cJSON_IsNumber(j) && j->valuedouble > 0)
+    if (cJSON_IsNumber(j) && j->valuedouble > 0 && j->valuedouble < 1.8e19)
         return (uint64_t)j->valuedouble;
     return 0;
 }
 
 static int get_int(const cJSON *j, int dflt)
 {
-    return cJSON_IsNumber(j) ? (int)j->valuedouble : dflt;
+    if (!cJSON_IsNumber(j) || !(j->valuedouble >= -2147483648.0 && j->valuedouble <= 2147483647.0))
+        return dflt; /* also rejects NaN */
+    return (int)j->valuedouble;
 }
 
 /* A rank file name must stay inside the trace directory. */

@@ -386,7 +386,8 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
         e = ENOMEM;
         goto err_out;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat sb;
     if (r->fd < 0 || fstat(r->fd, &sb) < 0) {
         e = errno;
@@ -436,6 +437,7 @@ void tft_reader_close(tft_reader *r)
 }
 
 const tft_file_info *tft_reader_info(const tft_reader *r) { return &r->info; }
+const char *tft_reader_name(const tft_reader *r) { return r->name; }
 size_t tft_reader_chunk_count(const tft_reader *r) { return r->n_chunks; }
 
 const tft_chunk_info *tft_reader_chunk(const tft_reader *r, size_t i)
@@ -558,8 +560,8 @@ static int load_chunk(tft_reader *r, size_t i)
             r->chunk_state[i] = CHUNK_BAD;
             r->st.chunks_bad++;
             problem(r, TFT_DAMAGED, ci->offset,
-                    "chunk %zu %s at byte %llu; its %u records are lost, the other chunks are intact",
-                    i, why, (unsigned long long)ci->offset, ci->records);
+                    "chunk %zu %s at byte %llu; its records are lost, the other chunks are intact",
+                    i, why, (unsigned long long)ci->offset);
         }
         return 1;
     }

@@ -53,7 +53,8 @@ static int list_rank_files(const char *dir, char ***out)
         n++;
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof(*names), cmp_str);
+    if (n > 1)
+        qsort(names, (size_t)n, sizeof(*names), cmp_str);
     *out = names;
     return n;
 nomem:
@@ -178,6 +179,7 @@ tft_reader *tft_trace_reader(tft_trace *t, int i) { return (i >= 0 && i < t->n) 
 typedef struct merge_head {
     const tft_rec *rec;
     int64_t step;   /* effective step: last seen step for records without one */
+    int64_t seq;    /* effective seq: last seen seq for records without one */
     int idx;
 } merge_head;
 
@@ -188,6 +190,7 @@ struct tft_merge {
     int n;
     int pending;    /* reader index to advance before the next pop, -1 none */
     int64_t *last_step;
+    int64_t *last_seq;
 };
 
 static bool head_less(const tft_merge *m, const merge_head *a, const merge_head *b)
@@ -198,8 +201,8 @@ static bool head_less(const tft_merge *m, const merge_head *a, const merge_head 
     } else {
         if (a->step != b->step)
             return a->step < b->step;
-        if (a->rec->seq != b->rec->seq)
-            return a->rec->seq < b->rec->seq;
+        if (a->seq != b->seq)
+            return a->seq < b->seq;
     }
     return a->idx < b->idx;
 }
@@ -243,7 +246,9 @@ static int merge_fill(tft_merge *m, int idx)
         return e;
     if (rec->step != TFT_STEP_NONE)
         m->last_step[idx] = rec->step;
-    m->heap[m->n] = (merge_head){rec, m->last_step[idx], idx};
+    if (rec->seq != TFT_SEQ_NONE)
+        m->last_seq[idx] = rec->seq;
+    m->heap[m->n] = (merge_head){rec, m->last_step[idx], m->last_seq[idx], idx};
     sift_up(m, m->n++);
     return 0;
 }
@@ -258,14 +263,17 @@ tft_merge *tft_merge_open(tft_trace *t, int order)
     m->pending = -1;
     m->heap = calloc((size_t)t->n + 1, sizeof(*m->heap));
     m->last_step = calloc((size_t)t->n + 1, sizeof(*m->last_step));
-    if (!m->heap || !m->last_step)
+    m->last_seq = calloc((size_t)t->n + 1, sizeof(*m->last_seq));
+    if (!m->heap || !m->last_step || !m->last_seq)
         goto nomem;
     for (int i = 0; i < t->n; i++) {
         m->last_step[i] = INT64_MIN;
+        m->last_seq[i] = INT64_MIN;
         tft_reader_rewind(t->readers[i]);
-        if (merge_fill(m, i) < 0) {
+        int e = merge_fill(m, i);
+        if (e < 0) {
             tft_merge_close(m);
-            errno = EIO;
+            errno = -e;
             return NULL;
         }
     }
@@ -301,5 +309,6 @@ void tft_merge_close(tft_merge *m)
         return;
     free(m->heap);
     free(m->last_step);
+    free(m->last_seq);
     free(m);
 }

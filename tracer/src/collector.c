@@ -36,6 +36,7 @@ struct collector {
     cproc procs[SHM_MAX_PROCS];
     uint64_t *ring_dropped;       /* dropped counts already attributed, per ring */
     uint64_t last_liveness_ns;
+    uint64_t last_refine_ns;
     collector_rank *ranks;
     uint64_t dropped_total;
     int write_errors;
@@ -125,9 +126,29 @@ static int proc_open(collector *c, uint32_t idx)
     return 0;
 }
 
-static void on_record(void *ctx, uint32_t proc, const tft_rec *rec)
+/* Raw TSC ticks of a record to CLOCK_MONOTONIC ns. */
+static uint64_t to_ns(const collector *c, uint64_t t)
+{
+    if (!(c->h->flags & SHM_TSC) || !t)
+        return t;
+    double d = ((double)t - (double)c->h->tsc0) * c->h->ns_per_tick;
+    return (uint64_t)((double)c->h->ns0 + d);
+}
+
+static void convert_times(const collector *c, tft_rec *rec)
+{
+    rec->ts = to_ns(c, rec->ts);
+    if (rec->kind == TFT_REC_COLLECTIVE && rec->len >= sizeof(tft_rec_collective)) {
+        tft_rec_collective *k = (tft_rec_collective *)rec;
+        k->t_enter = to_ns(c, k->t_enter);
+        k->t_exit = to_ns(c, k->t_exit);
+    }
+}
+
+static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
 {
     collector *c = ctx;
+    convert_times(c, rec);
     if (proc >= SHM_MAX_PROCS)
         return;
     cproc *p = &c->procs[proc];
@@ -173,11 +194,13 @@ static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
     if (!p->w || p->closed)
         return;
     c->dropped_total += delta;
-    tft_writer_add_dropped(p->w, delta);
     tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = shm_now_ns(),
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .count = delta, .reason = TFT_DROP_RING_FULL};
+    /* the record first: it may seal the chunk, and the chunk header's count
+     * must summarise the DROPPED records of the same chunk */
     tft_writer_append(p->w, &dr.h);
+    tft_writer_add_dropped(p->w, delta);
 }
 
 static void ring_release(collector *c, uint32_t i, shm_ring *r)
@@ -299,9 +322,29 @@ static void check_liveness(collector *c)
     }
 }
 
+/* Refines the TSC rate against CLOCK_MONOTONIC over the whole run so far
+ * (the collector is the only reader of ns_per_tick). */
+static void refine_clock(collector *c, uint64_t now_ns)
+{
+#if defined(__x86_64__)
+    if (!(c->h->flags & SHM_TSC) || now_ns - c->last_refine_ns < 1000000000u)
+        return;
+    c->last_refine_ns = now_ns;
+    uint64_t t = __rdtsc();
+    uint64_t n = shm_now_ns();
+    if (t > c->h->tsc0 && n > c->h->ns0 + 500000000u)
+        c->h->ns_per_tick = (double)(n - c->h->ns0) / (double)(t - c->h->tsc0);
+#else
+    (void)c;
+    (void)now_ns;
+#endif
+}
+
 size_t collector_poll(collector *c)
 {
-    atomic_store_explicit(&c->h->heartbeat_ns, shm_now_ns(), memory_order_relaxed);
+    uint64_t now = shm_now_ns();
+    atomic_store_explicit(&c->h->heartbeat_ns, now, memory_order_relaxed);
+    refine_clock(c, now);
     size_t n = drain_rings(c, -1);
     check_liveness(c);
     return n;

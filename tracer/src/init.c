@@ -192,6 +192,7 @@ static int inproc_start(const char *dir)
     if (p == MAP_FAILED)
         return -errno;
     shm_region_init(p, bytes, nrings, ring, env_long("TFT_NO_DROP", 0) ? SHM_NO_DROP : 0);
+    shm_setup_clock(p);
     g_rec.h = p;
     g_rec.bytes = bytes;
     uint8_t *run_id = inproc.run_id;

@@ -103,7 +103,7 @@ static void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq)
     h->kind = kind;
     h->flags = 0;
     h->len = len;
-    h->ts = shm_now_ns();
+    h->ts = shm_stamp(g_rec.h);
     h->step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
     h->seq = seq;
 }

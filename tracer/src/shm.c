@@ -5,7 +5,10 @@
 #include "shm_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,6 +17,34 @@ uint64_t shm_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void shm_setup_clock(shm_hdr *h)
+{
+#if defined(__x86_64__)
+    char cs[32] = "";
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (f) {
+        if (!fgets(cs, sizeof(cs), f))
+            cs[0] = '\0';
+        fclose(f);
+    }
+    if (strncmp(cs, "tsc", 3) != 0 || getenv("TFT_NO_TSC"))
+        return;
+    uint64_t n0 = shm_now_ns(), t0 = __rdtsc(), n1, t1;
+    do {
+        n1 = shm_now_ns();
+        t1 = __rdtsc();
+    } while (n1 - n0 < 2000000u);
+    if (t1 <= t0)
+        return;
+    h->tsc0 = t0;
+    h->ns0 = n0;
+    h->ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
+    h->flags |= SHM_TSC;
+#else
+    (void)h;
+#endif
 }
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -47,6 +78,18 @@ bool shm_region_valid(const shm_hdr *h, size_t bytes)
     return h->rings_offset + (uint64_t)h->n_rings * h->ring_stride <= bytes;
 }
 
+/* Maps the ring's pages into this process now, once per thread, so page
+ * faults stay off the record path. */
+static void prefault(char *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p, n, MADV_POPULATE_WRITE) == 0)
+        return;
+#endif
+    for (size_t i = 0; i < n; i += 4096)
+        atomic_fetch_add_explicit((_Atomic char *)(p + i), 0, memory_order_relaxed);
+}
+
 shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid)
 {
     for (uint32_t i = 0; i < h->n_rings; i++) {
@@ -59,6 +102,8 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid)
         if (atomic_compare_exchange_strong(&r->state, &expect, RING_ACTIVE)) {
             r->proc = proc;
             r->tid = tid;
+            r->cached_tail = 0;
+            prefault(r->data, h->ring_bytes);
             memset(r->sent_ids, 0, sizeof(r->sent_ids));
             return r;
         }
@@ -81,8 +126,9 @@ int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t pos = head % cap;
     uint64_t pad = pos + len > cap ? cap - pos : 0;
-    for (;;) {
+    while (head + pad + len - r->cached_tail > cap) {
         uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        r->cached_tail = tail;
         if (head + pad + len - tail <= cap)
             break;
         if (!(h->flags & SHM_NO_DROP) || !collector_alive(h)) {
@@ -131,7 +177,7 @@ size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx)
         /* copy out first: the producer's memory is not trusted to hold still */
         memcpy(buf, r->data + pos, len);
         ((tft_rec *)buf)->len = len;
-        fn(ctx, r->proc, (const tft_rec *)buf);
+        fn(ctx, r->proc, (tft_rec *)buf);
         tail += len;
     }
     atomic_store_explicit(&r->tail, tail, memory_order_release);

@@ -244,6 +244,7 @@ static shm_hdr *create_region(const opts *o, size_t *bytes)
         return NULL;
     }
     shm_region_init(p, *bytes, nrings, ring, o->no_drop ? SHM_NO_DROP : 0);
+    shm_setup_clock(p);
     return p;
 }
 

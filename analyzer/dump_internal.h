@@ -1,0 +1,149 @@
+/*
+ * dump_internal.h — the parts of tfdump (analyzer/tfdump.c wires them):
+ * options, diagnostics collection, stdout handling, rank-file names, record
+ * rendering (text and JSON) and the four modes (summary, events, verify,
+ * chunks). Not installed; nothing here is a library API.
+ *
+ * Exit statuses shared by every mode: DUMP_OK (0), DUMP_FINDINGS (1, only
+ * --verify), DUMP_USAGE (2, usage errors and unreadable input).
+ */
+#ifndef TFT_DUMP_INTERNAL_H
+#define TFT_DUMP_INTERNAL_H
+
+#include "tft_format.h"
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { DUMP_OK = 0, DUMP_FINDINGS = 1, DUMP_USAGE = 2 };
+
+enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS };
+
+/* Bit 0 of dump_opts.kinds selects every kind this build does not know. */
+#define KIND_BIT_UNKNOWN 1ull
+
+typedef struct dump_opts {
+    const char *path;    /* TRACE: a trace directory or one rank file */
+    int mode;            /* enum dump_mode */
+    int json;            /* JSON output (one object, or one per line) */
+    int order;           /* TFT_ORDER_STEP_SEQ (default) or TFT_ORDER_TIME */
+    int rank;            /* --rank: rank id to keep, -1 = every rank */
+    int have_steps;      /* --steps given: keep records with lo <= step <= hi */
+    int64_t step_lo, step_hi;
+    const char *name_glob; /* --name: fnmatch pattern on the record's name */
+    uint64_t kinds;      /* --kind: bit k keeps kind k (< 64); 0 = every kind */
+} dump_opts;
+
+/* ---- diagnostics (dump_util.c) ------------------------------------------ */
+
+/* Collects the format library's ERROR/WARN messages. While `hold` is set the
+ * messages are only kept (they are printed once the caller knows whether the
+ * trace opened); otherwise each is also echoed to stderr as "tfdump: MSG".
+ * Messages repeated verbatim are kept once; past DUMP_LOG_KEEP messages the
+ * rest are only counted, so a badly damaged trace cannot flood the output. */
+#define DUMP_LOG_KEEP 100
+typedef struct dump_log {
+    char **msgs;         /* owned copies, in arrival order */
+    size_t n, cap;
+    size_t more;         /* messages past DUMP_LOG_KEEP, counted only */
+    int hold;
+} dump_log;
+
+void dump_log_fn(void *ctx, int level, const char *msg);
+void dump_log_echo(const dump_log *l, size_t from); /* to stderr, prefixed */
+void dump_log_free(dump_log *l);
+
+/* Prints "tfdump: MESSAGE" on stderr. */
+void dump_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- stdout (dump_util.c) -------------------------------------------------- */
+
+/* Output to stdout goes through stdio; SIGPIPE is ignored at start. out_ok()
+ * returns false once a write failed (the reader went away: stop producing).
+ * out_finish() flushes and turns the mode's status into the exit status: a
+ * closed pipe is a quiet success, any other write error is reported. */
+void out_init(void);
+bool out_ok(void);
+int out_finish(int status);
+/* Prints a cJSON value as one line; returns false when stdout failed. */
+bool out_json_line(const cJSON *j);
+
+/* ---- the opened trace (dump_util.c) -------------------------------------- */
+
+typedef struct dump_trace {
+    tft_trace *t;
+    int n;               /* rank files */
+    char **names;        /* display name of each rank file (owned) */
+    dump_log log;
+} dump_trace;
+
+/* Opens o->path with the log collecting messages. On failure prints what the
+ * library said (or a generic message) and returns DUMP_USAGE. */
+int dump_trace_open(dump_trace *d, const dump_opts *o);
+void dump_trace_close(dump_trace *d);
+/* Checks the rank files against manifest.json (every listed rank present,
+ * same run id); each problem goes to d->log. Returns the number found. */
+int dump_trace_check(dump_trace *d, const char *path);
+
+/* ---- record rendering (dump_text.c, dump_json.c) -------------------------- */
+
+/* Text of string id `id` in reader r: the text, "#<16 hex>" when the id has no
+ * definition, NULL for id 0 ("none"). buf must hold 18 bytes. */
+const char *rec_string(const tft_reader *r, uint64_t id, char buf[18]);
+/* The record's name (op, tensor, collective, kernel name; alloc site;
+ * checkpoint path) or NULL for kinds without one. */
+const char *rec_name(const tft_rec *rec, const tft_reader *r, char buf[18]);
+/* "tensor", "op", ... or "unknown(N)"; buf must hold 24 bytes. */
+const char *rec_kind_label(uint16_t kind, char buf[24]);
+const char *proc_event_name(uint32_t event);   /* start / exit / rss / ? */
+const char *drop_reason_name(uint32_t reason); /* ring_full / too_big / other / ? */
+
+void rec_print_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r);
+cJSON *rec_to_json(const tft_rec *rec, int rank, const tft_reader *r);
+
+/* JSON helpers: integers are written as exact decimal text (cJSON numbers
+ * are doubles and would round ids and nanosecond times above 2^53). */
+void json_u64(cJSON *o, const char *key, uint64_t v);
+void json_i64(cJSON *o, const char *key, int64_t v);
+void json_hex(cJSON *o, const char *key, uint64_t v); /* "9f2c...", 16 digits */
+void json_str_or_null(cJSON *o, const char *key, const char *s);
+
+const char *integrity_name(int integrity); /* complete / torn / damaged */
+
+/* ---- collective calls (dump_coll.c) ---------------------------------------- */
+
+/* Counts collective calls across the ranks of a summary pass and keeps the
+ * ones that were entered and never returned (an ENTER record without its
+ * EXIT: the rank hung in the call, or died in it). A call is one EXIT record,
+ * one record without ENTER/EXIT flags (written after the call), or one
+ * unmatched ENTER. Ranks are fed one after the other (coll_rank_begin). */
+typedef struct coll_open {
+    uint64_t comm, coll_seq, name;
+    int64_t step;
+    int idx;             /* rank file index */
+} coll_open;
+
+typedef struct coll_track {
+    coll_open *open;     /* unmatched ENTERs, in order */
+    size_t n, cap;
+    size_t rank_start;   /* first entry of the rank being read */
+    uint64_t calls;      /* completed calls so far */
+    uint64_t lost;       /* unmatched ENTERs not kept (out of memory) */
+} coll_track;
+
+void coll_rank_begin(coll_track *t);
+void coll_note(coll_track *t, const tft_rec_collective *c, int idx);
+uint64_t coll_calls(const coll_track *t); /* completed + unfinished */
+void coll_free(coll_track *t);
+
+/* ---- modes ----------------------------------------------------------------- */
+
+int dump_summary(dump_trace *d, const dump_opts *o);
+int dump_events(dump_trace *d, const dump_opts *o);
+int dump_verify(dump_trace *d, const dump_opts *o);
+int dump_chunks(dump_trace *d, const dump_opts *o);
+
+#endif

@@ -1,0 +1,233 @@
+/*
+ * dump_json.c — one JSON object per record for `tfdump --events --json`.
+ *
+ * Every object has rank, seq, step (null when the record has none), kind,
+ * ts and name (null for kinds without a name); the other keys depend on the
+ * kind (see tfdump --help and examples/sample/README.md). Integers are exact;
+ * 64-bit hashes (fingerprint, communicator) are 16-hex-digit strings.
+ */
+#include "dump_internal.h"
+
+#include <inttypes.h>
+
+static void json_device(cJSON *o, int kind, int dev)
+{
+    char b[32];
+    if (kind == TFT_DEV_CPU)
+        snprintf(b, sizeof(b), "cpu");
+    else if (kind == TFT_DEV_CUDA)
+        snprintf(b, sizeof(b), "cuda:%d", dev);
+    else
+        snprintf(b, sizeof(b), "dev%d:%d", kind, dev);
+    cJSON_AddStringToObject(o, "device", b);
+}
+
+static cJSON *json_stats(int mode, const tft_stats *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return o;
+    json_u64(o, "numel", s->numel); /* valid from SHAPE on (FORMAT.md 5.4) */
+    if (mode < TFT_STATS_HEALTH)
+        return o;
+    json_u64(o, "nan", s->nan);
+    json_u64(o, "pinf", s->pinf);
+    json_u64(o, "ninf", s->ninf);
+    json_u64(o, "zero", s->zero);
+    cJSON_AddNumberToObject(o, "min", s->min);
+    cJSON_AddNumberToObject(o, "max", s->max);
+    json_hex(o, "fingerprint", s->fingerprint);
+    if (mode < TFT_STATS_FULL)
+        return o;
+    cJSON_AddNumberToObject(o, "mean", s->mean);
+    cJSON_AddNumberToObject(o, "std", s->std);
+    cJSON_AddNumberToObject(o, "l1", s->l1);
+    cJSON_AddNumberToObject(o, "l2", s->l2);
+    cJSON_AddNumberToObject(o, "absmax", s->absmax);
+    json_u64(o, "over_fp16", s->over_fp16);
+    json_u64(o, "over_bf16", s->over_bf16);
+    json_u64(o, "under_fp16", s->under_fp16);
+    return o;
+}
+
+static const char *mode_name(int mode)
+{
+    static const char *const n[] = {"shape", "health", "full"};
+    return (mode >= 0 && mode < 3) ? n[mode] : "?";
+}
+
+static void json_tensor(cJSON *o, const tft_rec_tensor *t)
+{
+    json_u64(o, "id", t->id);
+    cJSON_AddStringToObject(o, "dtype", tft_dtype_name(t->dtype));
+    json_device(o, t->device_kind, t->device);
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int i = 0; shape && i < t->ndim; i++) {
+        char b[24];
+        snprintf(b, sizeof(b), "%" PRId64, t->shape[i]);
+        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
+    }
+    cJSON_AddStringToObject(o, "mode", mode_name(t->mode));
+    cJSON_AddItemToObject(o, "stats", json_stats(t->mode, &t->stats));
+}
+
+static cJSON *json_id_array(const uint64_t *ids, int n, int is_signed)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        char b[24];
+        if (is_signed)
+            snprintf(b, sizeof(b), "%" PRId64, (int64_t)ids[i]);
+        else
+            snprintf(b, sizeof(b), "%" PRIu64, ids[i]);
+        cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
+    }
+    return a;
+}
+
+static void json_op(cJSON *o, const tft_rec_op *op, const tft_reader *r)
+{
+    char b[18];
+    cJSON_AddStringToObject(o, "op_kind", tft_op_kind_name(op->op_kind));
+    json_str_or_null(o, "scope", rec_string(r, op->scope, b));
+    cJSON_AddItemToObject(o, "inputs", json_id_array(op->ids, op->n_in, 0));
+    cJSON_AddItemToObject(o, "outputs", json_id_array(op->ids + op->n_in, op->n_out, 0));
+    cJSON_AddItemToObject(o, "attrs", json_id_array(op->ids + op->n_in + op->n_out, op->n_attr, 1));
+}
+
+/* The collective's rank within its communicator is "comm_rank": "rank" is
+ * the rank file's rank on every event. */
+/* ENTER: written as the rank entered the call (no t_exit, no result yet);
+ * otherwise the record describes the finished call. */
+static const char *coll_phase(const tft_rec_collective *c)
+{
+    uint16_t f = c->h.flags & (TFT_COLL_FLAG_ENTER | TFT_COLL_FLAG_EXIT);
+    return f == TFT_COLL_FLAG_ENTER ? "enter" : "exit";
+}
+
+static void json_collective(cJSON *o, const tft_rec_collective *c)
+{
+    cJSON_AddStringToObject(o, "phase", coll_phase(c));
+    json_hex(o, "comm", c->comm);
+    json_u64(o, "coll_seq", c->coll_seq);
+    cJSON_AddStringToObject(o, "type", tft_coll_type_name(c->type));
+    json_u64(o, "count", c->count);
+    cJSON_AddStringToObject(o, "dtype", tft_dtype_name(c->dtype));
+    cJSON_AddStringToObject(o, "op", tft_redop_name(c->redop));
+    cJSON_AddNumberToObject(o, "root", c->root);
+    cJSON_AddNumberToObject(o, "comm_rank", c->rank);
+    cJSON_AddNumberToObject(o, "nranks", c->nranks);
+    json_u64(o, "t_enter", c->t_enter);
+    json_u64(o, "t_exit", c->t_exit);
+    if (c->result)
+        json_u64(o, "result", c->result);
+    else
+        cJSON_AddNullToObject(o, "result");
+}
+
+static void json_ptr(cJSON *o, uint64_t ptr)
+{
+    char b[24];
+    snprintf(b, sizeof(b), "0x%" PRIx64, ptr);
+    cJSON_AddStringToObject(o, "ptr", b);
+}
+
+static void json_alloc(cJSON *o, const tft_rec_alloc *a, const tft_reader *r)
+{
+    char b[18];
+    json_ptr(o, a->ptr);
+    json_u64(o, "bytes", a->bytes);
+    json_str_or_null(o, "site", rec_string(r, a->site, b));
+    json_device(o, a->device_kind, a->device);
+    json_u64(o, "stream", a->stream);
+}
+
+static void json_free(cJSON *o, const tft_rec_free *x)
+{
+    json_ptr(o, x->ptr);
+    json_u64(o, "bytes", x->bytes);
+    json_device(o, x->device_kind, x->device);
+}
+
+static void json_kernel(cJSON *o, const tft_rec_kernel *k)
+{
+    uint64_t grid[3] = {k->grid[0], k->grid[1], k->grid[2]};
+    uint64_t block[3] = {k->block[0], k->block[1], k->block[2]};
+    cJSON_AddStringToObject(o, "op_kind", tft_op_kind_name((int)k->kind));
+    json_u64(o, "start", k->start);
+    json_u64(o, "end", k->end);
+    json_u64(o, "stream", k->stream);
+    json_u64(o, "corr", k->corr);
+    cJSON_AddItemToObject(o, "grid", json_id_array(grid, 3, 0));
+    cJSON_AddItemToObject(o, "block", json_id_array(block, 3, 0));
+    json_device(o, TFT_DEV_CUDA, k->device); /* kernels run on a device */
+}
+
+static void json_process(cJSON *o, const tft_rec_process *p)
+{
+    bool is_exit = p->event == TFT_PROC_EXIT;
+    cJSON_AddStringToObject(o, "event", proc_event_name(p->event));
+    cJSON_AddNumberToObject(o, "pid", p->pid);
+    if (is_exit && !p->signal)
+        cJSON_AddNumberToObject(o, "code", p->exit_code);
+    else
+        cJSON_AddNullToObject(o, "code");
+    if (is_exit && p->signal)
+        cJSON_AddNumberToObject(o, "signal", p->signal);
+    else
+        cJSON_AddNullToObject(o, "signal");
+    json_u64(o, "rss", p->rss);
+}
+
+static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
+{
+    char b[18];
+    switch (rec->kind) {
+    case TFT_REC_STEP:
+        cJSON_AddStringToObject(o, "phase", ((const tft_rec_step *)rec)->phase == TFT_STEP_END ? "end" : "begin");
+        break;
+    case TFT_REC_OP: json_op(o, (const tft_rec_op *)rec, r); break;
+    case TFT_REC_TENSOR: json_tensor(o, (const tft_rec_tensor *)rec); break;
+    case TFT_REC_ALLOC: json_alloc(o, (const tft_rec_alloc *)rec, r); break;
+    case TFT_REC_FREE: json_free(o, (const tft_rec_free *)rec); break;
+    case TFT_REC_COLLECTIVE: json_collective(o, (const tft_rec_collective *)rec); break;
+    case TFT_REC_KERNEL: json_kernel(o, (const tft_rec_kernel *)rec); break;
+    case TFT_REC_CHECKPOINT: {
+        const tft_rec_checkpoint *c = (const tft_rec_checkpoint *)rec;
+        cJSON_AddStringToObject(o, "action", c->action == TFT_CKPT_RESUME ? "resume" : "save");
+        json_str_or_null(o, "path", rec_string(r, c->path, b));
+        json_str_or_null(o, "recipe", rec_string(r, c->recipe, b));
+        break;
+    }
+    case TFT_REC_PROCESS: json_process(o, (const tft_rec_process *)rec); break;
+    case TFT_REC_DROPPED: {
+        const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
+        json_u64(o, "count", d->count);
+        cJSON_AddStringToObject(o, "reason", drop_reason_name(d->reason));
+        break;
+    }
+    default: cJSON_AddNumberToObject(o, "len", rec->len); break;
+    }
+}
+
+cJSON *rec_to_json(const tft_rec *rec, int rank, const tft_reader *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char kb[24], nb[18];
+    cJSON_AddNumberToObject(o, "rank", rank);
+    if (rec->seq == TFT_SEQ_NONE)
+        cJSON_AddNullToObject(o, "seq");
+    else
+        json_i64(o, "seq", rec->seq);
+    if (rec->step == TFT_STEP_NONE)
+        cJSON_AddNullToObject(o, "step");
+    else
+        json_i64(o, "step", rec->step);
+    cJSON_AddStringToObject(o, "kind", rec_kind_label(rec->kind, kb));
+    json_u64(o, "ts", rec->ts);
+    json_str_or_null(o, "name", rec_name(rec, r, nb));
+    json_body(o, rec, r);
+    return o;
+}

@@ -1,0 +1,406 @@
+/*
+ * dump_summary.c — `tfdump TRACE` and `tfdump --json TRACE`: one pass over
+ * every record of every rank file, counting by kind, then a human summary or
+ * one JSON object with the keys: trace, ranks (count), rank_ids, steps
+ * ([first, last] or null), records, records_by_kind, ops, tensors,
+ * collectives (calls), collectives_unfinished ([{rank, name, comm, coll_seq,
+ * step}]), allocs, frees, dropped (the chunk headers' totals, FORMAT.md §5.11), bytes (of
+ * the rank files), raw_bytes, ratio, integrity (complete|torn|damaged), exit
+ * ({rank: {code}|{signal}|null}: the PROCESS exit record, else the manifest),
+ * problems, problems_not_shown, manifest (null or {run_id, command,
+ * world_size, complete, host, tool_version, format_version, exit_status}),
+ * files ([{file, rank, integrity, closed, chunks, chunks_bad, records,
+ * bytes, raw_bytes, dropped, steps}]).
+ *
+ * Memory: one chunk per rank file (the reader) plus a 512 KiB table of
+ * counts by record kind; time: one decompression of the whole trace.
+ */
+#include "dump_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KINDS 65536
+
+typedef struct rank_sum {
+    int rank;
+    int exit_known;          /* from a PROCESS exit record or the manifest */
+    int exit_code, exit_signal;
+    int64_t step_first, step_last; /* TFT_STEP_NONE when no record has a step */
+    uint64_t records;
+    tft_reader_status st;
+} rank_sum;
+
+typedef struct trace_sum {
+    uint64_t *by_kind;       /* KINDS counters */
+    uint64_t records, dropped;
+    int64_t step_first, step_last;
+    uint64_t bytes, raw_bytes;
+    int integrity;           /* worst over the rank files and the checks */
+    rank_sum *ranks;         /* one per rank file */
+    coll_track coll;         /* collective calls, unfinished ones kept */
+} trace_sum;
+
+static void step_range(int64_t *first, int64_t *last, int64_t step)
+{
+    if (step == TFT_STEP_NONE)
+        return;
+    if (*first == TFT_STEP_NONE || step < *first)
+        *first = step;
+    if (*last == TFT_STEP_NONE || step > *last)
+        *last = step;
+}
+
+static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec)
+{
+    s->by_kind[rec->kind]++;
+    rs->records++;
+    step_range(&rs->step_first, &rs->step_last, rec->step);
+    if (rec->kind == TFT_REC_COLLECTIVE)
+        coll_note(&s->coll, (const tft_rec_collective *)rec, idx);
+    if (rec->kind == TFT_REC_PROCESS) {
+        const tft_rec_process *p = (const tft_rec_process *)rec;
+        if (p->event == TFT_PROC_EXIT) {
+            rs->exit_known = 1;
+            rs->exit_code = p->exit_code;
+            rs->exit_signal = p->signal;
+        }
+    }
+}
+
+/* Reads rank file idx to the end. Returns 0 or a negative errno. */
+static int sum_rank(dump_trace *d, int idx, trace_sum *s)
+{
+    rank_sum *rs = &s->ranks[idx];
+    tft_reader *r = tft_trace_reader(d->t, idx);
+    rs->rank = tft_trace_rank_id(d->t, idx);
+    rs->step_first = rs->step_last = TFT_STEP_NONE;
+    const tft_rec *rec;
+    int e;
+    tft_reader_rewind(r);
+    coll_rank_begin(&s->coll);
+    while ((e = tft_reader_next(r, &rec)) > 0)
+        count_record(s, rs, idx, rec);
+    tft_reader_get_status(r, &rs->st);
+    if (e < 0)
+        return e;
+    s->records += rs->records;
+    s->dropped += rs->st.dropped;
+    s->bytes += rs->st.file_bytes;
+    s->raw_bytes += rs->st.raw_bytes;
+    if (rs->st.integrity > s->integrity)
+        s->integrity = rs->st.integrity;
+    step_range(&s->step_first, &s->step_last, rs->step_first);
+    step_range(&s->step_first, &s->step_last, rs->step_last);
+    return 0;
+}
+
+/* Exit statuses the rank files did not record come from the manifest. */
+static void exits_from_manifest(const tft_manifest *m, trace_sum *s, int n)
+{
+    for (int i = 0; m && i < n; i++) {
+        rank_sum *rs = &s->ranks[i];
+        for (int k = 0; k < m->nranks && !rs->exit_known; k++) {
+            if (m->ranks[k].rank != rs->rank || !m->ranks[k].exited)
+                continue;
+            rs->exit_known = 1;
+            rs->exit_code = m->ranks[k].exit_code;
+            rs->exit_signal = m->ranks[k].signal;
+        }
+    }
+}
+
+static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
+{
+    s->by_kind = calloc(KINDS, sizeof(*s->by_kind));
+    s->ranks = calloc((size_t)d->n + 1, sizeof(*s->ranks));
+    if (!s->by_kind || !s->ranks) {
+        dump_err("out of memory");
+        return DUMP_USAGE;
+    }
+    s->step_first = s->step_last = TFT_STEP_NONE;
+    for (int i = 0; i < d->n; i++) {
+        int e = sum_rank(d, i, s);
+        if (e < 0) {
+            dump_err("%s: read error: %s", d->names[i], strerror(-e));
+            return DUMP_USAGE;
+        }
+    }
+    if (dump_trace_check(d, o->path) > 0)
+        s->integrity = TFT_DAMAGED;
+    exits_from_manifest(tft_trace_manifest(d->t), s, d->n);
+    return DUMP_OK;
+}
+
+/* ---- text -------------------------------------------------------------------- */
+
+static void text_kinds(const trace_sum *s)
+{
+    printf("records      %" PRIu64, s->records);
+    const char *sep = " (";
+    for (int k = 0; k < KINDS; k++) {
+        if (!s->by_kind[k])
+            continue;
+        char kb[24];
+        printf("%s%s %" PRIu64, sep, rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
+        sep = ", ";
+    }
+    printf("%s\n", s->records ? ")" : "");
+}
+
+static void exit_text(const rank_sum *rs, char *buf, size_t n)
+{
+    if (!rs->exit_known)
+        snprintf(buf, n, "unknown (no exit recorded)");
+    else if (rs->exit_signal)
+        snprintf(buf, n, "killed by signal %d", rs->exit_signal);
+    else
+        snprintf(buf, n, "code %d", rs->exit_code);
+}
+
+static void text_exits(const trace_sum *s, int n)
+{
+    char first[64], cur[64];
+    bool same = true;
+    if (n <= 0)
+        return;
+    exit_text(&s->ranks[0], first, sizeof(first));
+    for (int i = 1; i < n && same; i++) {
+        exit_text(&s->ranks[i], cur, sizeof(cur));
+        same = strcmp(first, cur) == 0;
+    }
+    if (same) {
+        printf("exit         %s%s\n", n > 1 ? "every rank: " : "", first);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        exit_text(&s->ranks[i], cur, sizeof(cur));
+        printf("%s rank %d: %s\n", i ? "            " : "exit        ", s->ranks[i].rank, cur);
+    }
+}
+
+static void text_manifest(const tft_manifest *m)
+{
+    if (!m) {
+        printf("manifest     none\n");
+        return;
+    }
+    printf("run          %s  host %s  world size %d  %s\n", m->run_id[0] ? m->run_id : "?",
+           m->host[0] ? m->host : "?", m->world_size,
+           m->complete ? "(run finished)" : "(run did not finish: manifest not final)");
+    printf("command     ");
+    for (int i = 0; i < m->argc; i++)
+        printf(" %s", m->argv[i]);
+    printf("\n");
+}
+
+static const char *name_or_dash(const char *s) { return s ? s : "-"; }
+
+/* Collective calls, and those a rank entered and never returned from. */
+static void text_collectives(dump_trace *d, const trace_sum *s)
+{
+    const coll_track *t = &s->coll;
+    printf("collectives  %" PRIu64 " calls", coll_calls(t));
+    if (t->n)
+        printf(", %zu entered and never returned (hang or crash):", t->n);
+    printf("\n");
+    for (size_t i = 0; i < t->n && i < 16; i++) {
+        const coll_open *o = &t->open[i];
+        char b[18];
+        printf("             rank %d: %s comm=%016" PRIx64 " cseq=%" PRIu64,
+               tft_trace_rank_id(d->t, o->idx), name_or_dash(rec_string(tft_trace_reader(d->t, o->idx), o->name, b)),
+               o->comm, o->coll_seq);
+        if (o->step != TFT_STEP_NONE)
+            printf(" step %" PRId64, o->step);
+        printf("\n");
+    }
+    if (t->n > 16)
+        printf("             ... and %zu more\n", t->n - 16);
+}
+
+static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
+{
+    printf("trace        %s\n", o->path);
+    text_manifest(tft_trace_manifest(d->t));
+    printf("ranks        %d\n", d->n);
+    if (s->step_first == TFT_STEP_NONE)
+        printf("steps        none\n");
+    else
+        printf("steps        %" PRId64 "..%" PRId64 "\n", s->step_first, s->step_last);
+    text_kinds(s);
+    printf("tensors      %" PRIu64 "\n", s->by_kind[TFT_REC_TENSOR]);
+    text_collectives(d, s);
+    printf("allocations  %" PRIu64 " (%" PRIu64 " frees)\n", s->by_kind[TFT_REC_ALLOC],
+           s->by_kind[TFT_REC_FREE]);
+    printf("bytes        %" PRIu64 " on disk, %" PRIu64 " uncompressed (ratio %.2fx)\n", s->bytes,
+           s->raw_bytes, s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
+    printf("dropped      %" PRIu64 "\n", s->dropped);
+    printf("integrity    %s\n", integrity_name(s->integrity));
+    text_exits(s, d->n);
+    for (size_t i = 0; i < d->log.n; i++)
+        printf("%s %s\n", i ? "            " : "problems    ", d->log.msgs[i]);
+    if (d->log.more)
+        printf("             ... and %zu more\n", d->log.more);
+}
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+static cJSON *json_steps(int64_t first, int64_t last)
+{
+    if (first == TFT_STEP_NONE)
+        return cJSON_CreateNull();
+    cJSON *a = cJSON_CreateArray();
+    char b[24];
+    snprintf(b, sizeof(b), "%" PRId64, first);
+    cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
+    snprintf(b, sizeof(b), "%" PRId64, last);
+    cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
+    return a;
+}
+
+static cJSON *json_exit(const rank_sum *rs)
+{
+    if (!rs->exit_known)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    if (rs->exit_signal)
+        cJSON_AddNumberToObject(o, "signal", rs->exit_signal);
+    else
+        cJSON_AddNumberToObject(o, "code", rs->exit_code);
+    return o;
+}
+
+static cJSON *json_manifest(const tft_manifest *m)
+{
+    if (!m)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "run_id", m->run_id);
+    cJSON *cmd = cJSON_AddArrayToObject(o, "command");
+    for (int i = 0; cmd && i < m->argc; i++)
+        cJSON_AddItemToArray(cmd, cJSON_CreateString(m->argv[i]));
+    cJSON_AddNumberToObject(o, "world_size", m->world_size);
+    cJSON_AddBoolToObject(o, "complete", m->complete);
+    cJSON_AddStringToObject(o, "host", m->host);
+    cJSON_AddStringToObject(o, "tool_version", m->tool_version);
+    char ver[24];
+    snprintf(ver, sizeof(ver), "%d.%d", m->major, m->minor);
+    cJSON_AddStringToObject(o, "format_version", ver);
+    if (m->exit_status >= 0)
+        cJSON_AddNumberToObject(o, "exit_status", m->exit_status);
+    else
+        cJSON_AddNullToObject(o, "exit_status");
+    return o;
+}
+
+static cJSON *json_unfinished(dump_trace *d, const trace_sum *s)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < s->coll.n; i++) {
+        const coll_open *o = &s->coll.open[i];
+        cJSON *j = cJSON_CreateObject();
+        char b[18];
+        cJSON_AddNumberToObject(j, "rank", tft_trace_rank_id(d->t, o->idx));
+        json_str_or_null(j, "name", rec_string(tft_trace_reader(d->t, o->idx), o->name, b));
+        json_hex(j, "comm", o->comm);
+        json_u64(j, "coll_seq", o->coll_seq);
+        if (o->step == TFT_STEP_NONE)
+            cJSON_AddNullToObject(j, "step");
+        else
+            json_i64(j, "step", o->step);
+        cJSON_AddItemToArray(a, j);
+    }
+    return a;
+}
+
+static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", d->names[i]);
+    cJSON_AddNumberToObject(o, "rank", rs->rank);
+    cJSON_AddStringToObject(o, "integrity", integrity_name(rs->st.integrity));
+    cJSON_AddBoolToObject(o, "closed", rs->st.closed);
+    json_u64(o, "chunks", rs->st.chunks);
+    json_u64(o, "chunks_bad", rs->st.chunks_bad);
+    json_u64(o, "records", rs->records);
+    json_u64(o, "bytes", rs->st.file_bytes);
+    json_u64(o, "raw_bytes", rs->st.raw_bytes);
+    json_u64(o, "dropped", rs->st.dropped);
+    cJSON_AddItemToObject(o, "steps", json_steps(rs->step_first, rs->step_last));
+    return o;
+}
+
+static void json_counts(cJSON *o, const trace_sum *s)
+{
+    json_u64(o, "records", s->records);
+    cJSON *bk = cJSON_AddObjectToObject(o, "records_by_kind");
+    for (int k = 0; bk && k < KINDS; k++) {
+        char kb[24];
+        if (s->by_kind[k])
+            json_u64(bk, rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
+    }
+    json_u64(o, "ops", s->by_kind[TFT_REC_OP]);
+    json_u64(o, "tensors", s->by_kind[TFT_REC_TENSOR]);
+    json_u64(o, "collectives", coll_calls(&s->coll));
+    json_u64(o, "allocs", s->by_kind[TFT_REC_ALLOC]);
+    json_u64(o, "frees", s->by_kind[TFT_REC_FREE]);
+    json_u64(o, "dropped", s->dropped);
+    json_u64(o, "bytes", s->bytes);
+    json_u64(o, "raw_bytes", s->raw_bytes);
+    cJSON_AddNumberToObject(o, "ratio", s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
+}
+
+static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "trace", o->path);
+    cJSON_AddNumberToObject(j, "ranks", d->n);
+    cJSON *ids = cJSON_AddArrayToObject(j, "rank_ids");
+    for (int i = 0; ids && i < d->n; i++)
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(s->ranks[i].rank));
+    cJSON_AddItemToObject(j, "steps", json_steps(s->step_first, s->step_last));
+    json_counts(j, s);
+    cJSON_AddItemToObject(j, "collectives_unfinished", json_unfinished(d, s));
+    cJSON_AddStringToObject(j, "integrity", integrity_name(s->integrity));
+    cJSON *ex = cJSON_AddObjectToObject(j, "exit");
+    for (int i = 0; ex && i < d->n; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "%d", s->ranks[i].rank);
+        cJSON_AddItemToObject(ex, key, json_exit(&s->ranks[i]));
+    }
+    cJSON *pr = cJSON_AddArrayToObject(j, "problems");
+    for (size_t i = 0; pr && i < d->log.n; i++)
+        cJSON_AddItemToArray(pr, cJSON_CreateString(d->log.msgs[i]));
+    json_u64(j, "problems_not_shown", d->log.more);
+    cJSON_AddItemToObject(j, "manifest", json_manifest(tft_trace_manifest(d->t)));
+    cJSON *files = cJSON_AddArrayToObject(j, "files");
+    for (int i = 0; files && i < d->n; i++)
+        cJSON_AddItemToArray(files, json_file(d, i, &s->ranks[i]));
+    return j;
+}
+
+int dump_summary(dump_trace *d, const dump_opts *o)
+{
+    trace_sum s = {0};
+    int status = sum_collect(d, o, &s);
+    if (status == DUMP_OK && o->json) {
+        cJSON *j = summary_json(d, o, &s);
+        char *text = j ? cJSON_Print(j) : NULL;
+        if (text) {
+            puts(text);
+        } else {
+            dump_err("out of memory");
+            status = DUMP_USAGE;
+        }
+        cJSON_free(text);
+        cJSON_Delete(j);
+    } else if (status == DUMP_OK) {
+        summary_text(d, o, &s);
+    }
+    free(s.by_kind);
+    free(s.ranks);
+    coll_free(&s.coll);
+    return status;
+}

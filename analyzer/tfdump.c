@@ -1,0 +1,229 @@
+/*
+ * tfdump — inspect a tftrace trace: summary, events, verification, chunks.
+ *
+ * This file parses the command line and wires the parts (dump_*.c); see
+ * usage() for the interface and its exit statuses. The trace is untrusted
+ * input: every problem with it is a message and an exit status, never a
+ * crash, and memory stays bounded by a few chunks per rank file.
+ */
+#include "dump_internal.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fputs("Usage: tfdump [OPTIONS] TRACE\n"
+          "Inspect a tftrace trace. TRACE is a trace directory (NAME.trace/) or one rank\n"
+          "file (rank-NNNNN.tft).\n"
+          "\n"
+          "Modes (default: a summary of ranks, steps, records, bytes, integrity, exits):\n"
+          "  -e, --events        one line per record, merged across ranks in (step, seq) order\n"
+          "      --verify        check every checksum and record of every rank file\n"
+          "      --chunks        list the chunks of every rank file\n"
+          "  -j, --json          JSON: one object (summary, --verify) or one object per\n"
+          "                      line (--events, --chunks)\n"
+          "\n"
+          "Filters for --events (all must match):\n"
+          "  -r, --rank R        only rank R (also for --chunks)\n"
+          "  -s, --steps A:B     only steps A..B, inclusive (also A:, :B, A); records\n"
+          "                      outside any step are left out\n"
+          "  -n, --name GLOB     only records whose name matches GLOB (fnmatch): tensor,\n"
+          "                      op, collective and kernel names, alloc sites, checkpoint paths\n"
+          "  -k, --kind K[,K]    only these kinds: step op tensor alloc free collective\n"
+          "                      kernel checkpoint process dropped unknown (repeatable)\n"
+          "      --order ORDER   step (by step, then op sequence number; default) or time\n"
+          "\n"
+          "Event lines read 'r0 s3 q17 tensor L0.qkv f32[4,64,768] nan=0 min=..': rank,\n"
+          "step, op sequence number ('-' = none), kind, then the kind's fields.\n"
+          "\n"
+          "  -h, --help          show this help\n"
+          "  -V, --version       show the version\n"
+          "\n"
+          "Exit status: 0 success; 1 --verify found a torn or damaged trace; 2 usage error\n"
+          "or unusable input (missing path, not a trace, newer major format version,\n"
+          "garbage, a file cut inside its header). A torn or damaged trace that still\n"
+          "opens is shown with warnings and its integrity.\n",
+          f);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("tfdump: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'tfdump --help' for more information.\n", stderr);
+    return DUMP_USAGE;
+}
+
+/* Parses a decimal int64; the whole of s[0..n) must be the number. */
+static bool parse_i64(const char *s, size_t n, int64_t *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof(buf))
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A:B, A:, :B or A. */
+static bool parse_steps(const char *s, dump_opts *o)
+{
+    const char *colon = strchr(s, ':');
+    o->step_lo = INT64_MIN + 1; /* INT64_MIN is TFT_STEP_NONE */
+    o->step_hi = INT64_MAX;
+    o->have_steps = 1;
+    if (!colon) {
+        if (!parse_i64(s, strlen(s), &o->step_lo))
+            return false;
+        o->step_hi = o->step_lo;
+        return true;
+    }
+    if (colon > s && !parse_i64(s, (size_t)(colon - s), &o->step_lo))
+        return false;
+    if (colon[1] && !parse_i64(colon + 1, strlen(colon + 1), &o->step_hi))
+        return false;
+    return (colon > s || colon[1]) && o->step_lo <= o->step_hi;
+}
+
+/* Comma-separated kind names into the o->kinds bit set. */
+static bool parse_kinds(const char *s, dump_opts *o)
+{
+    char buf[256];
+    if (snprintf(buf, sizeof(buf), "%s", s) >= (int)sizeof(buf))
+        return false;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "unknown") == 0) {
+            o->kinds |= KIND_BIT_UNKNOWN;
+            continue;
+        }
+        int k = TFT_REC_STEP;
+        while (k < TFT_REC_KIND_MAX && strcmp(tok, tft_rec_kind_name((uint16_t)k)) != 0)
+            k++;
+        if (k == TFT_REC_KIND_MAX)
+            return false;
+        o->kinds |= 1ull << k;
+    }
+    return o->kinds != 0;
+}
+
+enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER };
+
+static const struct option long_opts[] = {
+    {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
+    {"chunks", no_argument, NULL, OPT_CHUNKS}, {"json", no_argument, NULL, 'j'},
+    {"rank", required_argument, NULL, 'r'}, {"steps", required_argument, NULL, 's'},
+    {"name", required_argument, NULL, 'n'}, {"kind", required_argument, NULL, 'k'},
+    {"order", required_argument, NULL, OPT_ORDER}, {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},  {NULL, 0, NULL, 0},
+};
+
+static int set_mode(dump_opts *o, int mode)
+{
+    if (o->mode != MODE_SUMMARY && o->mode != mode)
+        return usage_error("%s", "--events, --verify and --chunks exclude each other");
+    o->mode = mode;
+    return DUMP_OK;
+}
+
+/* Handles one option; returns DUMP_OK, DUMP_USAGE, or -1 for "exit 0 now". */
+static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
+{
+    int64_t v;
+    switch (c) {
+    case 'e': return set_mode(o, MODE_EVENTS);
+    case OPT_VERIFY: return set_mode(o, MODE_VERIFY);
+    case OPT_CHUNKS: return set_mode(o, MODE_CHUNKS);
+    case 'j': o->json = 1; return DUMP_OK;
+    case 'r':
+        if (!parse_i64(arg, strlen(arg), &v) || v < 0 || v > INT32_MAX)
+            return usage_error("--rank needs a rank number, not '%s'", arg);
+        o->rank = (int)v;
+        return DUMP_OK;
+    case 's':
+        return parse_steps(arg, o) ? DUMP_OK
+                                   : usage_error("--steps needs A:B with A <= B (or A:, :B, A), not '%s'", arg);
+    case 'n': o->name_glob = arg; return DUMP_OK;
+    case 'k':
+        return parse_kinds(arg, o) ? DUMP_OK : usage_error("--kind: unknown record kind in '%s'", arg);
+    case OPT_ORDER:
+        if (strcmp(arg, "step") == 0 || strcmp(arg, "time") == 0) {
+            o->order = arg[0] == 't' ? TFT_ORDER_TIME : TFT_ORDER_STEP_SEQ;
+            return DUMP_OK;
+        }
+        return usage_error("--order must be 'step' or 'time', not '%s'", arg);
+    case 'h': usage(stdout); return -1;
+    case 'V': printf("tfdump (tftrace) %s\n", tft_format_version()); return -1;
+    case ':': return usage_error("option '%s' needs an argument", opt);
+    default: return usage_error("unknown option '%s'", opt);
+    }
+}
+
+/* Fills *o from argv. Returns DUMP_OK, DUMP_USAGE, or -1 (help/version shown). */
+static int parse_args(int argc, char **argv, dump_opts *o)
+{
+    *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1};
+    bool by_rank = false, filtered = false;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":ejr:s:n:k:hV", long_opts, NULL)) != -1) {
+        char opt[64];
+        if ((c == '?' || c == ':') && optopt > 0 && optopt < 256)
+            snprintf(opt, sizeof(opt), "-%c", optopt);
+        else
+            snprintf(opt, sizeof(opt), "%s", argv[optind - 1]);
+        int e = parse_one(c, optarg, opt, o);
+        if (e)
+            return e;
+        by_rank |= c == 'r';
+        filtered |= c == 's' || c == 'n' || c == 'k' || c == OPT_ORDER;
+    }
+    if (optind != argc - 1)
+        return usage_error("%s", optind >= argc ? "missing TRACE (a trace directory or a rank file)"
+                                                : "give exactly one TRACE");
+    o->path = argv[optind];
+    if ((filtered && o->mode != MODE_EVENTS) ||
+        (by_rank && o->mode != MODE_EVENTS && o->mode != MODE_CHUNKS))
+        return usage_error("%s", "--rank, --steps, --name, --kind and --order only apply to --events");
+    return DUMP_OK;
+}
+
+static int run(const dump_opts *o)
+{
+    dump_trace d;
+    int status = dump_trace_open(&d, o);
+    if (status)
+        return status;
+    if (o->mode != MODE_VERIFY) {
+        dump_log_echo(&d.log, 0); /* warnings about a torn or damaged trace */
+        d.log.hold = 0;
+    }
+    switch (o->mode) {
+    case MODE_EVENTS: status = dump_events(&d, o); break;
+    case MODE_VERIFY: status = dump_verify(&d, o); break;
+    case MODE_CHUNKS: status = dump_chunks(&d, o); break;
+    default: status = dump_summary(&d, o); break;
+    }
+    dump_trace_close(&d);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    dump_opts o;
+    out_init();
+    int status = parse_args(argc, argv, &o);
+    if (status < 0)
+        return out_finish(DUMP_OK);
+    if (status)
+        return status;
+    return out_finish(run(&o));
+}
