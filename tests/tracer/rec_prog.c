@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "rec_data.h"
@@ -57,8 +58,8 @@ static int run_crash(const char *kind, int at)
         tft_tensor("x", TFT_F32, x, 1, &n);
         tft_step_end(step);
         if (step == at) {
-            if (!strcmp(kind, "segv")) {
-                volatile int *volatile bad = NULL;
+            if (!strcmp(kind, "segv")) { /* a real fault, on a page we may not touch */
+                volatile int *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 *bad = 1;
             }
             if (!strcmp(kind, "abort"))

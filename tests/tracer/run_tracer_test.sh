@@ -5,6 +5,9 @@ case_name=$1 tftrace=$2 prog=$3 check=$4
 tmp=$(mktemp -d /tmp/tft-tracer-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 tr=$tmp/t.trace
+# in sanitizer builds, let crashes reach the program's (the recorder's) handlers
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}handle_segv=0:handle_abort=0"
 expect_status() { # want got
   if [ "$1" != "$2" ]; then echo "FAIL: exit status $2, want $1"; exit 1; fi
 }

@@ -1,0 +1,738 @@
+/*
+ * stats.c — tensor statistics on the CPU (tft_stats.h): the driver, the
+ * portable C kernels, fp16/bf16 conversions and the fingerprints.
+ *
+ * One pass over the data: the tensor is cut into blocks of 8 KiB; each
+ * block's statistics are computed (stats_kernels, two cache-hot sweeps at
+ * most), merged into the running totals in block order, and then the same
+ * bytes go to the XXH3 streaming state while they are still in L1. fp16,
+ * bf16, integer and misaligned blocks are first decoded or copied into an
+ * 8 KiB stack buffer.
+ *
+ * Moments: all sums are taken in a frame shifted by K, the mean of the first
+ * block that has finite values: each block accumulates sum(x-K),
+ * sum((x-K)^2) and sum|x| in double. A block whose shifted sums are badly
+ * conditioned (sum((x-K)^2) above 1024 times its own sum of squared
+ * deviations, i.e. K is far from the block's values) is summed again about
+ * its own mean. Blocks are combined in the frame with Chan's pairwise
+ * update, so means and their differences stay small numbers and std is
+ * accurate to ~1e-15 for data like 1e8 + noise. f64 data beyond ~1e154,
+ * whose squares overflow, get a second, scaled pass for the moments.
+ *
+ * Limits: any numel whose byte size fits size_t; about 9 KiB of stack.
+ * Workload: called by the recorder on the thread that produced the tensor.
+ */
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+#ifdef TFT_XXH_DISPATCH
+#define XXH_DISPATCH_DISABLE_REPLACE
+#include <xxh_x86dispatch.h>
+#endif
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
+
+#include "stats_internal.h"
+
+#define F16_MAX 65504.0
+#define F16_TINY 0x1p-14              /* smallest normal fp16 */
+#define BF16_MAX 0x1.fep127           /* 3.3895313892515355e38 */
+#define ILL_CONDITIONED 1024.0        /* see the file comment */
+
+/* Running totals over the blocks merged so far. */
+struct acc {
+    struct part c;  /* counts, min and max */
+    double k;       /* frame shift K: the first finite block's mean (FULL) */
+    int have_k;     /* k is set */
+    double mean;    /* mean of the finite elements so far, minus k */
+    double m2;      /* sum of squared deviations from the mean */
+    double sumsq;   /* sum of x^2 */
+    double l1;      /* sum of |x| */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Floating-point environment                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Puts the FPU in the state the kernels assume (round to nearest, no
+ * denormals-are-zero or flush-to-zero, exceptions masked) and returns the
+ * caller's state for fpenv_leave. Training code often sets DAZ/FTZ, and a
+ * debugger may unmask FE_INVALID: neither may change or crash a statistic. */
+static unsigned fpenv_enter(void)
+{
+#ifdef HAVE_MXCSR
+    unsigned saved = _mm_getcsr();
+    _mm_setcsr(0x1f80u);
+    return saved;
+#else
+    return 0;
+#endif
+}
+
+/* Restores the state saved by fpenv_enter, exception flags included, so the
+ * caller sees no trace of the computation. */
+static void fpenv_leave(unsigned saved)
+{
+#ifdef HAVE_MXCSR
+    _mm_setcsr(saved);
+#else
+    (void)saved;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scalar conversions                                                         */
+/* ------------------------------------------------------------------------ */
+
+static inline uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Integer-only except for the subnormal case, which converts an integer
+ * below 1024 exactly; so DAZ/FTZ never matter. NaNs come out quiet (as
+ * F16C's vcvtph2ps makes them), keeping sign and payload. */
+TFT_API float tft_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t em = h & 0x7fffu;
+    if (em >= 0x7c00u) {
+        uint32_t m = (em & 0x3ffu) << 13;
+        return f32_from_bits(sign | 0x7f800000u | m | (m ? 0x00400000u : 0));
+    }
+    if (em >= 0x0400u)
+        return f32_from_bits(sign | ((em << 13) + 0x38000000u));
+    return f32_from_bits(sign | f32_bits((float)em * 0x1p-24f));
+}
+
+/* Round to nearest even on the bit pattern; the same results as F16C's
+ * vcvtps2ph with rounding immediate 0. */
+TFT_API uint16_t tft_f32_to_f16(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)                    /* NaN: quiet, top payload bits */
+        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax >= 0x477ff000u)                   /* >= 65520 rounds to Inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax >= 0x38800000u) {                 /* normal fp16 */
+        uint32_t h = (ax - 0x38000000u) >> 13, r = ax & 0x1fffu;
+        h += (r > 0x1000u) || (r == 0x1000u && (h & 1u));
+        return (uint16_t)(sign | h);
+    }
+    if (ax <= 0x33000000u)                   /* <= 2^-25 rounds to 0 */
+        return sign;
+    uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+    unsigned s = 126u - (ax >> 23);          /* 14..24 */
+    uint32_t h = mant >> s, r = mant & ((1u << s) - 1u), half = 1u << (s - 1u);
+    h += (r > half) || (r == half && (h & 1u));
+    return (uint16_t)(sign | h);
+}
+
+TFT_API float tft_bf16_to_f32(uint16_t h)
+{
+    return f32_from_bits((uint32_t)h << 16);
+}
+
+/* Adding 0x7fff plus the lowest kept bit rounds to nearest even and carries
+ * into the exponent (up to Inf) by itself. */
+TFT_API uint16_t tft_f32_to_bf16(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x0040u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Portable kernels (the reference lane structure, stats_internal.h)         */
+/* ------------------------------------------------------------------------ */
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE double load_el(const void *x, size_t i, int is64)
+{
+    return is64 ? ((const double *)x)[i] : (double)((const float *)x)[i];
+}
+
+static void part_init(struct part *p)
+{
+    memset(p, 0, sizeof *p);
+    p->min = INFINITY;
+    p->max = -INFINITY;
+}
+
+/* Counts one element of any class into p (min and max over finite ones).
+ * Returns 1 when v is finite. */
+static ALWAYS_INLINE int classify(double v, struct part *p)
+{
+    double a = fabs(v);
+    if (isnan(v)) {
+        p->nan++;
+        return 0;
+    }
+    if (isinf(v)) {
+        if (v > 0)
+            p->pinf++;
+        else
+            p->ninf++;
+        return 0;
+    }
+    p->nfin++;
+    p->zero += v == 0.0;
+    p->tiny += a < F16_TINY;
+    p->over16 += a > F16_MAX;
+    p->overbf += a > BF16_MAX;
+    p->min = v < p->min ? v : p->min;
+    p->max = v > p->max ? v : p->max;
+    return 1;
+}
+
+/* Lane sums of n elements (a multiple of 8) about k; non-finite elements
+ * add +0.0, exactly as the AVX2 kernels' masks do. */
+static ALWAYS_INLINE void gen_sums(const void *x, size_t n, int is64, double k, lane_sums s)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        for (int j = 0; j < 4; j++) {
+            double lo = load_el(x, i + (size_t)j, is64);
+            double hi = load_el(x, i + (size_t)j + 4, is64);
+            int flo = isfinite(lo), fhi = isfinite(hi);
+            double dl = flo ? lo - k : 0.0, dh = fhi ? hi - k : 0.0;
+            double al = flo ? fabs(lo) : 0.0, ah = fhi ? fabs(hi) : 0.0;
+            s[0][j] += dl + dh;
+            s[1][j] += dl * dl + dh * dh;
+            s[2][j] += al + ah;
+        }
+    }
+}
+
+static ALWAYS_INLINE void gen_masked(const void *x, size_t n, int is64, int full, double k,
+                                     struct part *p, lane_sums s)
+{
+    part_init(p);
+    for (size_t i = 0; i < n; i++)
+        classify(load_el(x, i, is64), p);
+    if (full)
+        gen_sums(x, n, is64, k, s);
+}
+
+/* The generic counts pass classifies everything, so it never asks for the
+ * masked pass. */
+static int gen_counts_f32(const float *x, size_t n, int full, struct part *p)
+{
+    gen_masked(x, n, 0, 0, 0.0, p, NULL);
+    (void)full;
+    return 0;
+}
+
+static void gen_sums_f32(const float *x, size_t n, double k, lane_sums s)
+{
+    gen_sums(x, n, 0, k, s);
+}
+
+static void gen_masked_f32(const float *x, size_t n, int full, double k, struct part *p,
+                           lane_sums s)
+{
+    gen_masked(x, n, 0, full, k, p, s);
+}
+
+static int gen_counts_f64(const double *x, size_t n, int full, struct part *p)
+{
+    gen_masked(x, n, 1, 0, 0.0, p, NULL);
+    (void)full;
+    return 0;
+}
+
+static void gen_sums_f64(const double *x, size_t n, double k, lane_sums s)
+{
+    gen_sums(x, n, 1, k, s);
+}
+
+static void gen_masked_f64(const double *x, size_t n, int full, double k, struct part *p,
+                           lane_sums s)
+{
+    gen_masked(x, n, 1, full, k, p, s);
+}
+
+static void gen_dec_f16(const unsigned char *raw, size_t n, float *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, raw + 2 * i, 2);
+        out[i] = tft_f16_to_f32(h);
+    }
+}
+
+static void gen_dec_bf16(const unsigned char *raw, size_t n, float *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, raw + 2 * i, 2);
+        out[i] = tft_bf16_to_f32(h);
+    }
+}
+
+static void gen_enc_f16(const float *in, size_t n, uint16_t *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = tft_f32_to_f16(in[i]);
+}
+
+static void gen_enc_bf16(const float *in, size_t n, uint16_t *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = tft_f32_to_bf16(in[i]);
+}
+
+static const struct stats_kernels kernels_generic = {
+    .name = "generic",
+    .counts_f32 = gen_counts_f32,
+    .sums_f32 = gen_sums_f32,
+    .masked_f32 = gen_masked_f32,
+    .counts_f64 = gen_counts_f64,
+    .sums_f64 = gen_sums_f64,
+    .masked_f64 = gen_masked_f64,
+    .dec_f16 = gen_dec_f16,
+    .dec_bf16 = gen_dec_bf16,
+    .enc_f16 = gen_enc_f16,
+    .enc_bf16 = gen_enc_bf16,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Kernel selection                                                           */
+/* ------------------------------------------------------------------------ */
+
+static int isa_forced; /* enum stats_isa; tests and the benchmark only */
+
+/* The AVX2 kernel set when this build has it and the CPU (and OS) support
+ * AVX2, FMA and F16C; else NULL. Compiled for the baseline ISA. */
+static const struct stats_kernels *kernels_avx2(void)
+{
+#ifdef STATS_HAVE_AVX2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return &stats_kernels_avx2;
+#endif
+    return NULL;
+}
+
+static const struct stats_kernels *kernels_get(void)
+{
+    const struct stats_kernels *k = NULL;
+    if (isa_forced != STATS_ISA_GENERIC)
+        k = kernels_avx2();
+    return k ? k : &kernels_generic;
+}
+
+int tft_stats_set_isa(int isa)
+{
+    if (isa == STATS_ISA_AVX2 && !kernels_avx2())
+        return -ENOTSUP;
+    if (isa != STATS_ISA_AUTO && isa != STATS_ISA_GENERIC && isa != STATS_ISA_AVX2)
+        return -EINVAL;
+    isa_forced = isa;
+    return 0;
+}
+
+const char *tft_stats_isa_name(void)
+{
+    return kernels_get()->name;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocks: statistics and merging                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Sums the four lanes left to right, then the tail's scalar sum. */
+static double lanes_fold(const double lane[4], double tail)
+{
+    return lane[0] + lane[1] + lane[2] + lane[3] + tail;
+}
+
+static double first_finite(const void *x, size_t n, int is64)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = load_el(x, i, is64);
+        if (isfinite(v))
+            return v;
+    }
+    return 0.0;
+}
+
+/* Sums of a whole block about k: the kernel for the first n & ~15 elements,
+ * scalar code for the rest (shared by all kernel sets). out: sum(x-k),
+ * sum((x-k)^2), sum|x| over the finite elements. */
+static void block_sums(const struct stats_kernels *kk, const void *x, size_t n, int is64,
+                       int masked, double k, double out[3])
+{
+    lane_sums s = { { 0 } };
+    struct part scratch;
+    size_t n16 = n & ~(size_t)15;
+    if (is64 && masked)
+        kk->masked_f64(x, n16, 1, k, &scratch, s);
+    else if (is64)
+        kk->sums_f64(x, n16, k, s);
+    else if (masked)
+        kk->masked_f32(x, n16, 1, k, &scratch, s);
+    else
+        kk->sums_f32(x, n16, k, s);
+    double t[3] = { 0, 0, 0 };
+    for (size_t i = n16; i < n; i++) {
+        double v = load_el(x, i, is64);
+        if (isfinite(v)) {
+            double d = v - k;
+            t[0] += d;
+            t[1] += d * d;
+            t[2] += fabs(v);
+        }
+    }
+    for (int q = 0; q < 3; q++)
+        out[q] = lanes_fold(s[q], t[q]);
+}
+
+/* Counts, min and max of a whole block; returns 1 when the masked kernels
+ * had to be used (the sums must then be masked too). */
+static int block_counts(const struct stats_kernels *kk, const void *x, size_t n, int is64,
+                        int full, struct part *p)
+{
+    size_t n16 = n & ~(size_t)15;
+    int masked = is64 ? kk->counts_f64(x, n16, full, p) : kk->counts_f32(x, n16, full, p);
+    if (masked) {
+        if (is64)
+            kk->masked_f64(x, n16, 0, 0.0, p, NULL);
+        else
+            kk->masked_f32(x, n16, 0, 0.0, p, NULL);
+    }
+    for (size_t i = n16; i < n; i++)
+        classify(load_el(x, i, is64), p);
+    return masked;
+}
+
+/* Merges one block into the totals (Chan et al.'s pairwise update in the
+ * frame shifted by A->k). s: the block's sums about A->k + s[3]. */
+static void acc_merge(struct acc *A, const struct part *p, const double s[4], int full)
+{
+    struct part *c = &A->c;
+    uint64_t na = c->nfin, nb = p->nfin;
+    c->nfin += nb;
+    c->nan += p->nan;
+    c->pinf += p->pinf;
+    c->ninf += p->ninf;
+    c->zero += p->zero;
+    c->tiny += p->tiny;
+    c->over16 += p->over16;
+    c->overbf += p->overbf;
+    c->min = p->min < c->min ? p->min : c->min;
+    c->max = p->max > c->max ? p->max : c->max;
+    if (!full || nb == 0)
+        return;
+    double mb = s[3] + s[0] / (double)nb;
+    double m2b = s[1] - s[0] * (s[0] / (double)nb);
+    m2b = m2b > 0 ? m2b : 0.0;
+    double nt = (double)(na + nb), delta = mb - A->mean, xb = A->k + mb;
+    A->mean += delta * ((double)nb / nt);
+    A->m2 += m2b + delta * delta * ((double)na * (double)nb / nt);
+    A->sumsq += m2b + (double)nb * xb * xb;
+    A->l1 += s[2];
+}
+
+/* The frame shift: the mean of the first block with finite values, from
+ * sums about its first finite element. */
+static void frame_init(const struct stats_kernels *kk, const void *x, size_t n, int is64,
+                       int masked, uint64_t nfin, struct acc *A)
+{
+    double s[3];
+    double x0 = first_finite(x, n, is64);
+    block_sums(kk, x, n, is64, masked, x0, s);
+    A->k = x0 + s[0] / (double)nfin;
+    A->have_k = 1;
+}
+
+/* Statistics of one block of n floats (is64 = 0) or doubles (is64 = 1),
+ * element-aligned, merged into A. */
+static void block_stats(const struct stats_kernels *kk, const void *x, size_t n, int is64,
+                        int full, struct acc *A)
+{
+    struct part p;
+    part_init(&p);
+    int masked = block_counts(kk, x, n, is64, full, &p);
+    double s[4] = { 0, 0, 0, 0 };
+    if (full && p.nfin > 0) {
+        if (!A->have_k)
+            frame_init(kk, x, n, is64, masked, p.nfin, A);
+        double k = A->k;
+        block_sums(kk, x, n, is64, masked, k, s);
+        double m2 = s[1] - s[0] * (s[0] / (double)p.nfin);
+        if (s[1] > ILL_CONDITIONED * m2) {
+            k += s[0] / (double)p.nfin;
+            block_sums(kk, x, n, is64, masked, k, s);
+        }
+        s[3] = k - A->k;
+    }
+    acc_merge(A, &p, s, full);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The tensor: blocks, staging, hashing                                      */
+/* ------------------------------------------------------------------------ */
+
+static const unsigned char dtype_sizes[TFT_DTYPE_COUNT] = {
+    [TFT_F32] = 4, [TFT_F64] = 8, [TFT_F16] = 2, [TFT_BF16] = 2, [TFT_I32] = 4,
+    [TFT_I64] = 8, [TFT_U8] = 1, [TFT_I8] = 1, [TFT_I16] = 2, [TFT_U16] = 2,
+    [TFT_U32] = 4, [TFT_U64] = 8, [TFT_BOOL] = 1,
+};
+
+TFT_API size_t tft_stats_dtype_size(int dtype)
+{
+    return dtype >= 0 && dtype < TFT_DTYPE_COUNT ? dtype_sizes[dtype] : 0;
+}
+
+static void fp_update(XXH3_state_t *st, const void *p, size_t n)
+{
+#ifdef TFT_XXH_DISPATCH
+    XXH3_64bits_update_dispatch(st, p, n);
+#else
+    XXH3_64bits_update(st, p, n);
+#endif
+}
+
+static uint64_t fp_oneshot(const void *p, size_t n)
+{
+#ifdef TFT_XXH_DISPATCH
+    return XXH3_64bits_dispatch(p, n);
+#else
+    return XXH3_64bits(p, n);
+#endif
+}
+
+/* Converts n integer elements of dtype at raw (any alignment) to double. */
+static void dec_int(int dtype, const unsigned char *raw, size_t n, double *out)
+{
+#define DEC(T)                                      \
+    for (size_t i = 0; i < n; i++) {                \
+        T v_;                                       \
+        memcpy(&v_, raw + i * sizeof(T), sizeof(T)); \
+        out[i] = (double)v_;                        \
+    }                                               \
+    break
+    switch (dtype) {
+    case TFT_I32: DEC(int32_t);
+    case TFT_I64: DEC(int64_t);
+    case TFT_U8: DEC(uint8_t);
+    case TFT_BOOL: DEC(uint8_t);
+    case TFT_I8: DEC(int8_t);
+    case TFT_I16: DEC(int16_t);
+    case TFT_U16: DEC(uint16_t);
+    case TFT_U32: DEC(uint32_t);
+    case TFT_U64: DEC(uint64_t);
+    default: break;
+    }
+#undef DEC
+}
+
+/* Element-staging buffer: one block of floats or doubles. */
+union stage {
+    float f[STATS_BLOCK_F32];
+    double d[STATS_BLOCK_F64];
+};
+
+/* Returns a pointer to block b's n elements as floats (F32, F16, BF16) or
+ * doubles (everything else): b itself when it can be read in place,
+ * otherwise buf after decoding or copying. */
+static const void *block_elements(const struct stats_kernels *kk, int dtype,
+                                  const unsigned char *b, size_t n, double scale,
+                                  union stage *buf)
+{
+    size_t esz = dtype_sizes[dtype];
+    int aligned = ((uintptr_t)b % esz) == 0;
+    switch (dtype) {
+    case TFT_F64:
+        if (scale != 1.0) {
+            for (size_t i = 0; i < n; i++) {
+                double v;
+                memcpy(&v, b + 8 * i, 8);
+                buf->d[i] = v * scale;
+            }
+            return buf->d;
+        }
+        /* fall through */
+    case TFT_F32:
+        if (aligned)
+            return b;
+        memcpy(buf->d, b, n * esz);
+        return buf->d;
+    case TFT_F16:
+        kk->dec_f16(b, n, buf->f);
+        return buf->f;
+    case TFT_BF16:
+        kk->dec_bf16(b, n, buf->f);
+        return buf->f;
+    default:
+        dec_int(dtype, b, n, buf->d);
+        return buf->d;
+    }
+}
+
+/* Runs the whole tensor through block_stats and (st not NULL) the hash, a
+ * block at a time, hashing each block's bytes right after its statistics.
+ * F64 elements are multiplied by scale (a power of two) first. */
+static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigned char *raw,
+                        size_t numel, int full, double scale, struct acc *A, XXH3_state_t *st)
+{
+    size_t esz = dtype_sizes[dtype];
+    int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
+    size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
+    union stage buf;
+    for (size_t i = 0; i < numel; i += per_block) {
+        size_t n = numel - i < per_block ? numel - i : per_block;
+        const unsigned char *b = raw + i * esz;
+        block_stats(kk, block_elements(kk, dtype, b, n, scale, &buf), n, is64, full, A);
+        if (st)
+            fp_update(st, b, n * esz);
+    }
+}
+
+static void acc_init(struct acc *A)
+{
+    memset(A, 0, sizeof *A);
+    part_init(&A->c);
+}
+
+/* Writes the totals into out (numel and fingerprint already set), zeroing
+ * what mode does not record. Moments come from M, which saw the data
+ * multiplied by scale (M == A and scale 1 but for the f64 rescue). */
+static void acc_finish(const struct acc *A, const struct acc *M, double scale, int mode,
+                       tft_stats *out)
+{
+    const struct part *c = &A->c;
+    out->nan = c->nan;
+    out->pinf = c->pinf;
+    out->ninf = c->ninf;
+    out->zero = c->zero;
+    if (c->nfin > 0) {
+        out->min = c->min + 0.0; /* -0.0 -> +0.0: one answer for any order */
+        out->max = c->max + 0.0;
+    }
+    if (mode != TFT_STATS_FULL)
+        return;
+    out->over_fp16 = c->over16;
+    out->over_bf16 = c->overbf;
+    out->under_fp16 = c->tiny - c->zero;
+    if (c->nfin == 0)
+        return;
+    out->mean = (M->k + M->mean) / scale;
+    out->std = sqrt(M->m2 / (double)c->nfin) / scale;
+    out->l1 = M->l1 / scale;
+    out->l2 = sqrt(M->sumsq) / scale;
+    out->absmax = fabs(out->min) > fabs(out->max) ? fabs(out->min) : fabs(out->max);
+}
+
+/* FULL statistics of f64 data whose squares (or sums) overflowed: the
+ * moments again from the data scaled by a power of two that brings the
+ * largest |x| into [1, 2) (exact but for values that become subnormal, far
+ * below the sums' precision). */
+static void f64_rescue(const struct stats_kernels *kk, const unsigned char *raw, size_t numel,
+                       const struct acc *A, tft_stats *out)
+{
+    double absmax = fabs(A->c.min) > fabs(A->c.max) ? fabs(A->c.min) : fabs(A->c.max);
+    double scale = ldexp(1.0, -ilogb(absmax));
+    struct acc M;
+    acc_init(&M);
+    tensor_pass(kk, TFT_F64, raw, numel, 1, scale, &M, NULL);
+    acc_finish(A, &M, scale, TFT_STATS_FULL, out);
+}
+
+TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
+                              tft_stats *out)
+{
+    if (!out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    size_t esz = tft_stats_dtype_size(dtype);
+    if (esz == 0 || mode < TFT_STATS_SHAPE || mode > TFT_STATS_FULL || (!data && numel > 0))
+        return -EINVAL;
+    if (numel > SIZE_MAX / esz)
+        return -EOVERFLOW;
+    out->numel = numel;
+    if (mode == TFT_STATS_SHAPE)
+        return 0;
+    if (numel == 0) {
+        out->fingerprint = XXH3_64bits(NULL, 0);
+        return 0;
+    }
+    unsigned fpenv = fpenv_enter();
+    const struct stats_kernels *kk = kernels_get();
+    int full = mode == TFT_STATS_FULL;
+    struct acc A;
+    acc_init(&A);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    tensor_pass(kk, dtype, data, numel, full, 1.0, &A, &st);
+    out->fingerprint = XXH3_64bits_digest(&st);
+    if (full && dtype == TFT_F64 && A.c.nfin > 0 &&
+        !(isfinite(A.m2) && isfinite(A.sumsq) && isfinite(A.l1)))
+        f64_rescue(kk, data, numel, &A, out);
+    else
+        acc_finish(&A, &A, 1.0, mode, out);
+    fpenv_leave(fpenv);
+    return 0;
+}
+
+TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)
+{
+    if (bytes <= TFT_FP_BLOCK_BYTES)
+        return fp_oneshot(data, bytes);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    const unsigned char *p = data;
+    for (size_t off = 0; off < bytes; off += TFT_FP_BLOCK_BYTES) {
+        size_t n = bytes - off < TFT_FP_BLOCK_BYTES ? bytes - off : TFT_FP_BLOCK_BYTES;
+        uint64_t h = fp_oneshot(p + off, n);
+        unsigned char le[8];
+        for (int i = 0; i < 8; i++)
+            le[i] = (unsigned char)(h >> (8 * i));
+        XXH3_64bits_update(&st, le, sizeof le);
+    }
+    return XXH3_64bits_digest(&st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bulk conversions                                                          */
+/* ------------------------------------------------------------------------ */
+
+TFT_API void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n)
+{
+    kernels_get()->dec_f16((const unsigned char *)in, n, out);
+}
+
+TFT_API void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n)
+{
+    kernels_get()->dec_bf16((const unsigned char *)in, n, out);
+}
+
+TFT_API void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n)
+{
+    kernels_get()->enc_f16(in, n, out);
+}
+
+TFT_API void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n)
+{
+    kernels_get()->enc_bf16(in, n, out);
+}

@@ -1,0 +1,721 @@
+/*
+ * stats_cuda.cu — device tensor statistics (tft_stats_cuda.h).
+ *
+ * Everything that computes is __host__ __device__, so the host emulation
+ * (tft_stats_cuda_emulate, tft_stats_cuda_xxh3) runs the very code the GPU
+ * runs and the tests can check it on machines without a GPU. Compiled with
+ * --fmad=false so the device rounds like the host.
+ *
+ * Workload: one launch per recorded device tensor, on the tensor's stream,
+ * right after the op that produced it; a few microseconds of launch
+ * overhead plus one read of the tensor.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <new>
+
+#include <cuda_runtime.h>
+
+#include "tft_stats_cuda.h"
+
+#define HD __host__ __device__
+#define THREADS 256                       /* both stages */
+#define TILE_BYTES ((size_t)TFT_FP_BLOCK_BYTES)
+
+/* ------------------------------------------------------------------------ */
+/* XXH3_64bits (xxHash 0.8, seed 0, default secret), ported                  */
+/* ------------------------------------------------------------------------ */
+
+#define XXH3_SECRET_BYTES                                                               \
+    0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, \
+    0xad, 0x1c, 0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, \
+    0xb7, 0xb3, 0x67, 0x1f, 0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, \
+    0xd0, 0x7d, 0xcc, 0xff, 0x72, 0x21, 0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, \
+    0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c, 0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, \
+    0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3, 0x71, 0x64, 0x48, 0x97, \
+    0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8, 0xa8, 0xfa, \
+    0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d, \
+    0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, \
+    0x73, 0x64, 0xea, 0xc5, 0xac, 0x83, 0x34, 0xd3, 0xeb, 0xc3, 0xc5, 0x81, 0xa0, 0xff, \
+    0xfa, 0x13, 0x63, 0xeb, 0x17, 0x0d, 0xdd, 0x51, 0xb7, 0xf0, 0xda, 0x49, 0xd3, 0x16, \
+    0x55, 0x26, 0x29, 0xd4, 0x68, 0x9e, 0x2b, 0x16, 0xbe, 0x58, 0x7d, 0x47, 0xa1, 0xfc, \
+    0x8f, 0xf8, 0xb8, 0xd1, 0x7a, 0xd0, 0x31, 0xce, 0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, \
+    0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e
+
+#define XXH3_SECRET_SIZE 192
+static __constant__ __attribute__((unused)) uint8_t xxh3_secret_dev[XXH3_SECRET_SIZE] = { XXH3_SECRET_BYTES };
+static const __attribute__((unused)) uint8_t xxh3_secret_host[XXH3_SECRET_SIZE] = { XXH3_SECRET_BYTES };
+
+#define P32_1 0x9E3779B1ull
+#define P32_2 0x85EBCA77ull
+#define P32_3 0xC2B2AE3Dull
+#define P64_1 0x9E3779B185EBCA87ull
+#define P64_2 0xC2B2AE3D27D4EB4Full
+#define P64_3 0x165667B19E3779F9ull
+#define P64_4 0x85EBCA77C2B2AE63ull
+#define P64_5 0x27D4EB2F165667C5ull
+
+static HD const uint8_t *xxh3_secret(void)
+{
+#ifdef __CUDA_ARCH__
+    return xxh3_secret_dev;
+#else
+    return xxh3_secret_host;
+#endif
+}
+
+/* Little-endian loads at any alignment (aligned ones in one access). */
+static HD uint64_t rd64(const uint8_t *p)
+{
+#ifdef __CUDA_ARCH__
+    if (((uintptr_t)p & 7) == 0)
+        return *(const uint64_t *)p;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+#else
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#endif
+}
+
+static HD uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static HD uint64_t rotl64(uint64_t x, int r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+static HD uint64_t swap64(uint64_t x)
+{
+    x = ((x << 8) & 0xFF00FF00FF00FF00ull) | ((x >> 8) & 0x00FF00FF00FF00FFull);
+    x = ((x << 16) & 0xFFFF0000FFFF0000ull) | ((x >> 16) & 0x0000FFFF0000FFFFull);
+    return (x << 32) | (x >> 32);
+}
+
+static HD uint64_t mul128_fold64(uint64_t a, uint64_t b)
+{
+#ifdef __CUDA_ARCH__
+    return (a * b) ^ __umul64hi(a, b);
+#else
+    unsigned __int128 p = (unsigned __int128)a * b;
+    return (uint64_t)p ^ (uint64_t)(p >> 64);
+#endif
+}
+
+static HD uint64_t xxh64_avalanche(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= P64_2;
+    h ^= h >> 29;
+    h *= P64_3;
+    return h ^ (h >> 32);
+}
+
+static HD uint64_t xxh3_avalanche(uint64_t h)
+{
+    h ^= h >> 37;
+    h *= 0x165667919E3779F9ull;
+    return h ^ (h >> 32);
+}
+
+static HD uint64_t xxh3_rrmxmx(uint64_t h, uint64_t len)
+{
+    h ^= rotl64(h, 49) ^ rotl64(h, 24);
+    h *= 0x9FB21C651E98DF25ull;
+    h ^= (h >> 35) + len;
+    h *= 0x9FB21C651E98DF25ull;
+    return h ^ (h >> 28);
+}
+
+static HD uint64_t xxh3_0to16(const uint8_t *in, size_t len, const uint8_t *s)
+{
+    if (len > 8) {
+        uint64_t lo = rd64(in) ^ (rd64(s + 24) ^ rd64(s + 32));
+        uint64_t hi = rd64(in + len - 8) ^ (rd64(s + 40) ^ rd64(s + 48));
+        return xxh3_avalanche(len + swap64(lo) + hi + mul128_fold64(lo, hi));
+    }
+    if (len >= 4) {
+        uint64_t in64 = rd32(in + len - 4) + ((uint64_t)rd32(in) << 32);
+        return xxh3_rrmxmx(in64 ^ (rd64(s + 8) ^ rd64(s + 16)), len);
+    }
+    if (len > 0) {
+        uint32_t c = ((uint32_t)in[0] << 16) | ((uint32_t)in[len >> 1] << 24) |
+                     (uint32_t)in[len - 1] | ((uint32_t)len << 8);
+        return xxh64_avalanche((uint64_t)c ^ (uint64_t)(rd32(s) ^ rd32(s + 4)));
+    }
+    return xxh64_avalanche(rd64(s + 56) ^ rd64(s + 64));
+}
+
+static HD uint64_t mix16(const uint8_t *in, const uint8_t *s)
+{
+    return mul128_fold64(rd64(in) ^ rd64(s), rd64(in + 8) ^ rd64(s + 8));
+}
+
+static HD uint64_t xxh3_17to240(const uint8_t *in, size_t len, const uint8_t *s)
+{
+    uint64_t acc = len * P64_1;
+    if (len <= 128) {
+        if (len > 32) {
+            if (len > 64) {
+                if (len > 96) {
+                    acc += mix16(in + 48, s + 96);
+                    acc += mix16(in + len - 64, s + 112);
+                }
+                acc += mix16(in + 32, s + 64);
+                acc += mix16(in + len - 48, s + 80);
+            }
+            acc += mix16(in + 16, s + 32);
+            acc += mix16(in + len - 32, s + 48);
+        }
+        acc += mix16(in, s);
+        acc += mix16(in + len - 16, s + 16);
+        return xxh3_avalanche(acc);
+    }
+    int rounds = (int)len / 16;
+    for (int i = 0; i < 8; i++)
+        acc += mix16(in + 16 * i, s + 16 * i);
+    acc = xxh3_avalanche(acc);
+    for (int i = 8; i < rounds; i++)
+        acc += mix16(in + 16 * i, s + 16 * (i - 8) + 3);
+    acc += mix16(in + len - 16, s + 136 - 17);
+    return xxh3_avalanche(acc);
+}
+
+/* XXH3 of at most 240 bytes (one thread). */
+static HD uint64_t xxh3_short(const uint8_t *in, size_t len)
+{
+    const uint8_t *s = xxh3_secret();
+    return len <= 16 ? xxh3_0to16(in, len, s) : xxh3_17to240(in, len, s);
+}
+
+/* One 64-byte stripe's effect on accumulator lane l (0..7): lane l gets
+ * the neighbour's input word and its own multiply. */
+static HD uint64_t stripe_lane(uint64_t acc, const uint8_t *in, const uint8_t *s, int l)
+{
+    uint64_t v = rd64(in + 8 * l), k = v ^ rd64(s + 8 * l);
+    acc += rd64(in + 8 * (l ^ 1));
+    return acc + (uint64_t)(uint32_t)k * (k >> 32);
+}
+
+/* Accumulator lane l after a whole input of len > 240 bytes. The eight
+ * lanes are independent, so eight threads run them side by side. */
+static HD uint64_t xxh3_long_lane(const uint8_t *in, size_t len, int l)
+{
+    const uint64_t init[8] = { P32_3, P64_1, P64_2, P64_3, P64_4, P32_2, P64_5, P32_1 };
+    const uint8_t *s = xxh3_secret();
+    const size_t per_block = (XXH3_SECRET_SIZE - 64) / 8, block = 64 * per_block;
+    size_t nblocks = (len - 1) / block;
+    uint64_t acc = init[l];
+    for (size_t b = 0; b < nblocks; b++) {
+        for (size_t i = 0; i < per_block; i++)
+            acc = stripe_lane(acc, in + b * block + 64 * i, s + 8 * i, l);
+        acc ^= acc >> 47;
+        acc ^= rd64(s + XXH3_SECRET_SIZE - 64 + 8 * l);
+        acc *= P32_1;
+    }
+    size_t nstripes = ((len - 1) - block * nblocks) / 64;
+    for (size_t i = 0; i < nstripes; i++)
+        acc = stripe_lane(acc, in + nblocks * block + 64 * i, s + 8 * i, l);
+    return stripe_lane(acc, in + len - 64, s + XXH3_SECRET_SIZE - 64 - 7, l);
+}
+
+static HD uint64_t xxh3_long_merge(const uint64_t acc[8], size_t len)
+{
+    const uint8_t *s = xxh3_secret() + 11;
+    uint64_t r = (uint64_t)len * P64_1;
+    for (int i = 0; i < 4; i++)
+        r += mul128_fold64(acc[2 * i] ^ rd64(s + 16 * i), acc[2 * i + 1] ^ rd64(s + 16 * i + 8));
+    return xxh3_avalanche(r);
+}
+
+/* XXH3_64bits of any length, one thread (host emulation and tests). */
+static uint64_t xxh3_host(const uint8_t *in, size_t len)
+{
+    if (len <= 240)
+        return xxh3_short(in, len);
+    uint64_t acc[8];
+    for (int l = 0; l < 8; l++)
+        acc[l] = xxh3_long_lane(in, len, l);
+    return xxh3_long_merge(acc, len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Statistics: per-thread Welford, Chan merges                               */
+/* ------------------------------------------------------------------------ */
+
+/* Partial statistics of some elements (a thread's share, a tile, ...). */
+struct dpart {
+    unsigned long long nfin, nan, pinf, ninf, zero;
+    unsigned long long tiny;   /* finite |x| < 2^-14, zeros included */
+    unsigned long long over16; /* finite |x| > 65504 */
+    unsigned long long overbf; /* finite |x| > bf16 max */
+    double min, max;           /* finite; +Inf / -Inf when none */
+    double mean, m2;           /* Welford mean (minus the frame shift) and sum of
+                                * squared deviations */
+    double l1, sumsq;          /* sum |x|, sum x^2 */
+};
+
+static HD void dp_init(dpart *p)
+{
+    memset(p, 0, sizeof *p);
+    p->min = INFINITY;
+    p->max = -INFINITY;
+}
+
+static HD size_t dtype_bytes(int dtype)
+{
+    switch (dtype) {
+    case TFT_F64: case TFT_I64: case TFT_U64: return 8;
+    case TFT_F32: case TFT_I32: case TFT_U32: return 4;
+    case TFT_F16: case TFT_BF16: case TFT_I16: case TFT_U16: return 2;
+    case TFT_U8: case TFT_I8: case TFT_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+static HD float f16_decode(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu, u;
+    if (em >= 0x7c00u) {
+        uint32_t m = (em & 0x3ffu) << 13;
+        u = sign | 0x7f800000u | m | (m ? 0x00400000u : 0);
+    } else if (em >= 0x0400u) {
+        u = sign | ((em << 13) + 0x38000000u);
+    } else {
+        float f = (float)em * 0x1p-24f;
+        memcpy(&u, &f, 4);
+        u |= sign;
+    }
+    float r;
+    memcpy(&r, &u, 4);
+    return r;
+}
+
+/* Element i of an element-aligned array of T (the host reads through
+ * memcpy, so emulated data needs no alignment). */
+template <class T> static HD T ld(const uint8_t *base, size_t i)
+{
+#ifdef __CUDA_ARCH__
+    return ((const T *)base)[i];
+#else
+    T v;
+    memcpy(&v, base + i * sizeof(T), sizeof(T));
+    return v;
+#endif
+}
+
+/* Element i of an array of dtype, as a double. */
+static HD double load_elem(int dtype, const uint8_t *base, size_t i)
+{
+    switch (dtype) {
+    case TFT_F32: return ld<float>(base, i);
+    case TFT_F64: return ld<double>(base, i);
+    case TFT_F16: return f16_decode(ld<uint16_t>(base, i));
+    case TFT_BF16: {
+        uint32_t u = (uint32_t)ld<uint16_t>(base, i) << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case TFT_I32: return ld<int32_t>(base, i);
+    case TFT_I64: return (double)ld<int64_t>(base, i);
+    case TFT_U8: case TFT_BOOL: return ld<uint8_t>(base, i);
+    case TFT_I8: return ld<int8_t>(base, i);
+    case TFT_I16: return ld<int16_t>(base, i);
+    case TFT_U16: return ld<uint16_t>(base, i);
+    case TFT_U32: return ld<uint32_t>(base, i);
+    case TFT_U64: return (double)ld<uint64_t>(base, i);
+    default: return 0.0;
+    }
+}
+
+/* The frame shift k: the first finite element among the first 256 (0 if
+ * none). Moments are accumulated about it, so means stay small numbers and
+ * data like 1e8 + noise keep their std to ~1e-15. Every thread computes it
+ * (element 0 is almost always finite: one load). */
+static HD double frame_shift(int dtype, const uint8_t *data, size_t numel)
+{
+    for (size_t i = 0; i < numel && i < 256; i++) {
+        double v = load_elem(dtype, data, i);
+        if (isfinite(v))
+            return v;
+    }
+    return 0.0;
+}
+
+static HD void dp_add(dpart *p, double v, double k, int full)
+{
+    if (isnan(v)) {
+        p->nan++;
+        return;
+    }
+    if (isinf(v)) {
+        if (v > 0)
+            p->pinf++;
+        else
+            p->ninf++;
+        return;
+    }
+    double a = fabs(v);
+    p->nfin++;
+    p->zero += v == 0.0;
+    p->min = v < p->min ? v : p->min;
+    p->max = v > p->max ? v : p->max;
+    if (!full)
+        return;
+    p->tiny += a < 0x1p-14;
+    p->over16 += a > 65504.0;
+    p->overbf += a > 0x1.fep127;
+    double x = v - k, d = x - p->mean;
+    p->mean += d / (double)p->nfin;
+    p->m2 += d * (x - p->mean);
+    p->l1 += a;
+    p->sumsq += v * v;
+}
+
+/* a := a followed by b (Chan et al.); the order is fixed by the callers. */
+static HD void dp_merge(dpart *a, const dpart *b)
+{
+    unsigned long long na = a->nfin, nb = b->nfin;
+    a->nan += b->nan;
+    a->pinf += b->pinf;
+    a->ninf += b->ninf;
+    a->zero += b->zero;
+    a->tiny += b->tiny;
+    a->over16 += b->over16;
+    a->overbf += b->overbf;
+    a->min = b->min < a->min ? b->min : a->min;
+    a->max = b->max > a->max ? b->max : a->max;
+    a->nfin = na + nb;
+    if (nb == 0)
+        return;
+    double nt = (double)(na + nb), delta = b->mean - a->mean;
+    a->mean += delta * ((double)nb / nt);
+    a->m2 += b->m2 + delta * delta * ((double)na * (double)nb / nt);
+    a->l1 += b->l1;
+    a->sumsq += b->sumsq;
+}
+
+/* Thread t's share of tile elements [0, n): t, t + THREADS, ... */
+static HD void thread_partial(int dtype, const uint8_t *tile, size_t n, int t, double k,
+                              int full, dpart *p)
+{
+    dp_init(p);
+    for (size_t i = (size_t)t; i < n; i += THREADS)
+        dp_add(p, load_elem(dtype, tile, i), k, full);
+}
+
+/* One level of the fixed tree: sh[t] := sh[t] + sh[t + half], t < half. */
+static HD void tree_level(dpart *sh, int t, int half)
+{
+    if (t < half)
+        dp_merge(&sh[t], &sh[t + half]);
+}
+
+static HD void dp_finish(const dpart *p, double k, size_t numel, int mode, uint64_t fp,
+                         tft_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->numel = numel;
+    if (mode == TFT_STATS_SHAPE)
+        return;
+    out->fingerprint = fp;
+    out->nan = p->nan;
+    out->pinf = p->pinf;
+    out->ninf = p->ninf;
+    out->zero = p->zero;
+    if (p->nfin > 0) {
+        out->min = p->min + 0.0;
+        out->max = p->max + 0.0;
+    }
+    if (mode != TFT_STATS_FULL)
+        return;
+    out->over_fp16 = p->over16;
+    out->over_bf16 = p->overbf;
+    out->under_fp16 = p->tiny - p->zero;
+    if (p->nfin == 0)
+        return;
+    out->mean = k + p->mean;
+    out->std = sqrt(p->m2 / (double)p->nfin);
+    out->l1 = p->l1;
+    out->l2 = sqrt(p->sumsq);
+    out->absmax = fabs(out->min) > fabs(out->max) ? fabs(out->min) : fabs(out->max);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Stage 1: block b handles tile b: its partial statistics and its XXH3. */
+__global__ void __launch_bounds__(THREADS)
+stats_tiles(int dtype, const uint8_t *data, size_t numel, int full, dpart *parts,
+            uint64_t *hashes)
+{
+    __shared__ dpart sh[THREADS];
+    __shared__ uint64_t lanes[8];
+    size_t esz = dtype_bytes(dtype), per = TILE_BYTES / esz, tile = blockIdx.x;
+    size_t first = tile * per, n = numel - first < per ? numel - first : per;
+    const uint8_t *tp = data + first * esz;
+    int t = (int)threadIdx.x;
+    thread_partial(dtype, tp, n, t, frame_shift(dtype, data, numel), full, &sh[t]);
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        tree_level(sh, t, half);
+        __syncthreads();
+    }
+    if (t == 0)
+        parts[tile] = sh[0];
+    size_t bytes = n * esz;
+    if (bytes > 240) {
+        if (t < 8)
+            lanes[t] = xxh3_long_lane(tp, bytes, t);
+        __syncthreads();
+        if (t == 0)
+            hashes[tile] = xxh3_long_merge(lanes, bytes);
+    } else if (t == 0) {
+        hashes[tile] = xxh3_short(tp, bytes);
+    }
+}
+
+/* Stage 2, one block: fold the tiles in order and a fixed tree, hash the
+ * tile hashes (little-endian, as the device stores them), write *out. */
+__global__ void __launch_bounds__(THREADS)
+stats_final(int dtype, const uint8_t *data, size_t numel, int mode, size_t ntiles,
+            const dpart *parts, const uint64_t *hashes, tft_stats *out)
+{
+    __shared__ dpart sh[THREADS];
+    __shared__ uint64_t lanes[8];
+    int t = (int)threadIdx.x;
+    dp_init(&sh[t]);
+    for (size_t i = (size_t)t; i < ntiles; i += THREADS)
+        dp_merge(&sh[t], &parts[i]);
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        tree_level(sh, t, half);
+        __syncthreads();
+    }
+    const uint8_t *hb = (const uint8_t *)hashes;
+    size_t hbytes = 8 * ntiles;
+    uint64_t fp = 0;
+    if (ntiles == 1) {
+        fp = hashes[0];
+    } else if (hbytes > 240) {
+        if (t < 8)
+            lanes[t] = xxh3_long_lane(hb, hbytes, t);
+        __syncthreads();
+        fp = xxh3_long_merge(lanes, hbytes);
+    } else {
+        fp = xxh3_short(hb, hbytes);
+    }
+    if (t == 0)
+        dp_finish(&sh[0], frame_shift(dtype, data, numel), numel, mode, fp, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host entry points                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Scratch layout: per-tile partials, per-tile hashes, the final stats,
+ * each 256-byte aligned. */
+struct layout {
+    size_t ntiles, parts, hashes, final, total;
+};
+
+static size_t align256(size_t x)
+{
+    return (x + 255) & ~(size_t)255;
+}
+
+static int layout_of(int dtype, size_t numel, struct layout *L)
+{
+    size_t esz = dtype_bytes(dtype);
+    if (esz == 0 || numel > SIZE_MAX / esz)
+        return -EINVAL;
+    size_t per = TILE_BYTES / esz;
+    L->ntiles = numel / per + (numel % per != 0);
+    L->parts = 0;
+    L->hashes = align256(L->ntiles * sizeof(dpart));
+    L->final = L->hashes + align256(L->ntiles * 8);
+    L->total = L->final + align256(sizeof(tft_stats));
+    return 0;
+}
+
+extern "C" TFT_API size_t tft_stats_cuda_scratch_bytes(int dtype, size_t numel)
+{
+    struct layout L;
+    return layout_of(dtype, numel, &L) == 0 ? L.total : 0;
+}
+
+extern "C" TFT_API int tft_stats_cuda_available(void)
+{
+    static int cached = -1; /* benign race: every thread computes the same */
+    if (cached < 0) {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess) {
+            (void)cudaGetLastError();
+            n = 0;
+        }
+        cached = n > 0;
+    }
+    return cached;
+}
+
+static int check_args(int dtype, const void *data, size_t numel, int mode, const tft_stats *out)
+{
+    if (dtype_bytes(dtype) == 0 || mode < TFT_STATS_SHAPE || mode > TFT_STATS_FULL || !out ||
+        (!data && numel > 0))
+        return -EINVAL;
+    return 0;
+}
+
+/* Records the completion event of everything enqueued on st into pend. */
+static int record_pending(cudaStream_t st, tft_stats_cuda_pending *pend)
+{
+    cudaEvent_t ev;
+    if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -EIO;
+    }
+    if (cudaEventRecord(ev, st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        cudaEventDestroy(ev);
+        return -EIO;
+    }
+    pend->event = (void *)ev;
+    return 0;
+}
+
+extern "C" TFT_API int tft_stats_cuda_launch(int dtype, const void *dev_data, size_t numel,
+                                             int mode, void *stream, void *dev_scratch,
+                                             size_t scratch_bytes, tft_stats *host_out,
+                                             tft_stats_cuda_pending *pend)
+{
+    struct layout L;
+    if (!pend || check_args(dtype, dev_data, numel, mode, host_out) != 0 ||
+        layout_of(dtype, numel, &L) != 0 || L.ntiles > 0x7fffffff)
+        return -EINVAL;
+    pend->event = NULL;
+    if (!tft_stats_cuda_available())
+        return -ENODEV;
+    cudaStream_t st = (cudaStream_t)stream;
+    if (mode == TFT_STATS_SHAPE || numel == 0) {
+        dpart empty;
+        dp_init(&empty);
+        dp_finish(&empty, 0.0, numel, mode, xxh3_short(NULL, 0), host_out);
+        return record_pending(st, pend);
+    }
+    if (!dev_scratch || scratch_bytes < L.total)
+        return -ENOSPC;
+    uint8_t *scr = (uint8_t *)dev_scratch;
+    dpart *parts = (dpart *)(scr + L.parts);
+    uint64_t *hashes = (uint64_t *)(scr + L.hashes);
+    tft_stats *fin = (tft_stats *)(scr + L.final);
+    stats_tiles<<<(unsigned)L.ntiles, THREADS, 0, st>>>(dtype, (const uint8_t *)dev_data, numel,
+                                                        mode == TFT_STATS_FULL, parts, hashes);
+    stats_final<<<1, THREADS, 0, st>>>(dtype, (const uint8_t *)dev_data, numel, mode, L.ntiles,
+                                       parts, hashes, fin);
+    if (cudaGetLastError() != cudaSuccess ||
+        cudaMemcpyAsync(host_out, fin, sizeof *fin, cudaMemcpyDeviceToHost, st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -EIO;
+    }
+    return record_pending(st, pend);
+}
+
+extern "C" TFT_API int tft_stats_cuda_query(tft_stats_cuda_pending *pend)
+{
+    if (!pend || !pend->event)
+        return -EINVAL;
+    cudaError_t e = cudaEventQuery((cudaEvent_t)pend->event);
+    if (e == cudaErrorNotReady)
+        return 0;
+    cudaEventDestroy((cudaEvent_t)pend->event);
+    pend->event = NULL;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -EIO;
+    }
+    return 1;
+}
+
+extern "C" TFT_API int tft_stats_cuda_wait(tft_stats_cuda_pending *pend)
+{
+    if (!pend || !pend->event)
+        return -EINVAL;
+    cudaError_t e = cudaEventSynchronize((cudaEvent_t)pend->event);
+    cudaEventDestroy((cudaEvent_t)pend->event);
+    pend->event = NULL;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Stage 1 for one tile on the host: the same threads, tree and hash. */
+static void emulate_tile(int dtype, const uint8_t *tp, size_t n, double k, int full, dpart *sh,
+                         dpart *part, uint64_t *hash)
+{
+    for (int t = 0; t < THREADS; t++)
+        thread_partial(dtype, tp, n, t, k, full, &sh[t]);
+    for (int half = THREADS / 2; half > 0; half /= 2)
+        for (int t = 0; t < half; t++)
+            tree_level(sh, t, half);
+    *part = sh[0];
+    *hash = xxh3_host(tp, n * dtype_bytes(dtype));
+}
+
+extern "C" TFT_API int tft_stats_cuda_emulate(int dtype, const void *data, size_t numel, int mode,
+                                              tft_stats *out)
+{
+    struct layout L;
+    if (check_args(dtype, data, numel, mode, out) != 0 || layout_of(dtype, numel, &L) != 0)
+        return -EINVAL;
+    if (mode == TFT_STATS_SHAPE || numel == 0) {
+        dpart empty;
+        dp_init(&empty);
+        dp_finish(&empty, 0.0, numel, mode, xxh3_short(NULL, 0), out);
+        return 0;
+    }
+    size_t esz = dtype_bytes(dtype), per = TILE_BYTES / esz;
+    double k = frame_shift(dtype, (const uint8_t *)data, numel);
+    dpart *parts = new (std::nothrow) dpart[L.ntiles];
+    uint64_t *hashes = new (std::nothrow) uint64_t[L.ntiles];
+    dpart *sh = new (std::nothrow) dpart[THREADS];
+    int rc = (parts && hashes && sh) ? 0 : -ENOMEM;
+    for (size_t b = 0; rc == 0 && b < L.ntiles; b++) {
+        size_t first = b * per, n = numel - first < per ? numel - first : per;
+        emulate_tile(dtype, (const uint8_t *)data + first * esz, n, k, mode == TFT_STATS_FULL, sh,
+                     &parts[b], &hashes[b]);
+    }
+    if (rc == 0) {
+        for (int t = 0; t < THREADS; t++) {
+            dp_init(&sh[t]);
+            for (size_t i = (size_t)t; i < L.ntiles; i += THREADS)
+                dp_merge(&sh[t], &parts[i]);
+        }
+        for (int half = THREADS / 2; half > 0; half /= 2)
+            for (int t = 0; t < half; t++)
+                tree_level(sh, t, half);
+        uint64_t fp = L.ntiles == 1 ? hashes[0] : xxh3_host((const uint8_t *)hashes, 8 * L.ntiles);
+        dp_finish(&sh[0], k, numel, mode, fp, out);
+    }
+    delete[] parts;
+    delete[] hashes;
+    delete[] sh;
+    return rc;
+}
+
+extern "C" TFT_API uint64_t tft_stats_cuda_xxh3(const void *data, size_t len)
+{
+    return xxh3_host((const uint8_t *)data, len);
+}

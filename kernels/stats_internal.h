@@ -1,0 +1,92 @@
+/*
+ * stats_internal.h — what the statistics driver (stats.c) shares with its
+ * ISA-specific kernels (stats_avx2.c), plus hooks for tests and the
+ * benchmark. Not installed; not part of any ABI.
+ *
+ * A kernel works on one block (at most STATS_BLOCK_F32 floats or
+ * STATS_BLOCK_F64 doubles, aligned to the element size) and a length that is
+ * a multiple of 16; the driver does the tail, the merging and the hashing.
+ *
+ * Bit-identity: every kernel set computes the sums with the same lane
+ * structure. Elements are taken in groups of 8; lane j (0..3) of a group
+ * adds (x[j] - k) + (x[j+4] - k) to s[0][j], (x[j]-k)^2 + (x[j+4]-k)^2 to
+ * s[1][j] (each square rounded, then the sum) and |x[j]| + |x[j+4]| to
+ * s[2][j], all in double, with non-finite elements contributing +0.0. The
+ * driver adds the four lanes left to right. Counts, min and max are exact.
+ * So the generic C kernels and the AVX2 kernels give bit-identical results;
+ * the files are compiled with -ffp-contract=off to keep it that way.
+ */
+#ifndef TFT_STATS_INTERNAL_H
+#define TFT_STATS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tft_stats.h"
+
+#define STATS_BLOCK_BYTES 8192u                 /* stats + hash interleave unit */
+#define STATS_BLOCK_F32 (STATS_BLOCK_BYTES / 4)  /* 2048 floats */
+#define STATS_BLOCK_F64 (STATS_BLOCK_BYTES / 8)  /* 1024 doubles */
+
+/* Statistics of one block before merging. Sums are kept per lane (see
+ * above) by the kernels and folded by the driver. */
+struct part {
+    uint64_t nfin;   /* finite elements */
+    uint64_t nan;    /* NaN elements */
+    uint64_t pinf;   /* +Inf elements */
+    uint64_t ninf;   /* -Inf elements */
+    uint64_t zero;   /* elements == 0 */
+    uint64_t tiny;   /* finite |x| < 2^-14, zeros included */
+    uint64_t over16; /* finite |x| > 65504 */
+    uint64_t overbf; /* finite |x| > bf16 max */
+    double min, max; /* over finite elements; +Inf / -Inf when none */
+};
+
+/* Per-lane sums of one block: [0] sum(x-k), [1] sum((x-k)^2), [2] sum|x|. */
+typedef double lane_sums[3][4];
+
+/* One kernel set (generic C or AVX2). n is a multiple of 16 and may be 0.
+ *
+ * counts_*: fills p's counts, min and max for a block, assuming it is all
+ *   finite, and returns 0; returns 1 (p then undefined) when the block holds
+ *   a non-finite element, or, with full set, an |x| above the bf16 maximum:
+ *   the caller then uses masked_*. With full clear only nfin, zero, min and
+ *   max are filled.
+ * sums_*: adds the block's lane sums about k to s (all elements finite).
+ * masked_*: fills every count, min and max, and, when full is set, adds the
+ *   lane sums of the finite elements to s; any input.
+ * dec_*: decodes n (any n) fp16 / bf16 elements at raw (any alignment) to out.
+ */
+struct stats_kernels {
+    const char *name;
+    int (*counts_f32)(const float *x, size_t n, int full, struct part *p);
+    void (*sums_f32)(const float *x, size_t n, double k, lane_sums s);
+    void (*masked_f32)(const float *x, size_t n, int full, double k, struct part *p,
+                       lane_sums s);
+    int (*counts_f64)(const double *x, size_t n, int full, struct part *p);
+    void (*sums_f64)(const double *x, size_t n, double k, lane_sums s);
+    void (*masked_f64)(const double *x, size_t n, int full, double k, struct part *p,
+                       lane_sums s);
+    void (*dec_f16)(const unsigned char *raw, size_t n, float *out);
+    void (*dec_bf16)(const unsigned char *raw, size_t n, float *out);
+    void (*enc_f16)(const float *in, size_t n, uint16_t *out);
+    void (*enc_bf16)(const float *in, size_t n, uint16_t *out);
+};
+
+/* The AVX2+FMA+F16C kernels (stats_avx2.c, built on x86-64 only). Only
+ * for CPUs that have all three: stats.c checks before using them. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define STATS_HAVE_AVX2 1
+extern const struct stats_kernels stats_kernels_avx2;
+#endif
+
+/* Kernel selection, for tests and the benchmark (not thread-safe: call
+ * before computing statistics). */
+enum stats_isa { STATS_ISA_AUTO = 0, STATS_ISA_GENERIC = 1, STATS_ISA_AVX2 = 2 };
+/* Forces a kernel set. Returns 0, or -ENOTSUP when this build or CPU lacks
+ * the requested one (the selection is then unchanged). */
+int tft_stats_set_isa(int isa);
+/* Name of the kernel set tft_stats_compute would use now ("generic", "avx2"). */
+const char *tft_stats_isa_name(void);
+
+#endif /* TFT_STATS_INTERNAL_H */

@@ -1,0 +1,109 @@
+/*
+ * tft_stats.h — tensor statistics on the CPU: the numbers a tensor record
+ * carries (tft_stats, see tft_format.h), fingerprints, and fp16/bf16
+ * conversions.
+ *
+ * Semantics (normative; formats/FORMAT.md repeats them):
+ *
+ *   numel                 elements in the tensor.
+ *   nan, pinf, ninf       NaN, +Inf and -Inf elements.
+ *   zero                  elements equal to 0 (either sign).
+ *   over_fp16             finite |x| > 65504 (would overflow fp16).
+ *   over_bf16             finite |x| > 3.3895313892515355e38 (bf16 max).
+ *   under_fp16            nonzero finite |x| < 2^-14 (below fp16's smallest
+ *                         normal: loses precision or flushes in fp16).
+ *   min, max, mean, std,  over the finite elements only, accumulated in
+ *   l1, l2, absmax        double; std is the population standard deviation,
+ *                         l1 = sum |x|, l2 = sqrt(sum x^2). All are 0 when
+ *                         the tensor has no finite element.
+ *   fingerprint           XXH3_64bits (xxHash 0.8, seed 0, default secret)
+ *                         of the raw bytes, numel * element size of them;
+ *                         for an empty tensor, XXH3_64bits of zero bytes.
+ *                         Equal fingerprints = bit-identical tensors.
+ *
+ * Integer dtypes have no NaN or Inf; every statistic is computed on the
+ * element's value converted to double (I64/U64 beyond 2^53 round). BOOL is
+ * one byte per element, counted by the byte's value (0 or 1 for a valid
+ * bool; other byte values are kept as they are, so corruption shows).
+ * fp16 and bf16 elements are decoded exactly, subnormals included.
+ *
+ * Validity by mode (fields not valid are 0):
+ *   TFT_STATS_SHAPE   numel only (fingerprint 0).
+ *   TFT_STATS_HEALTH  numel, nan, pinf, ninf, zero, min, max, fingerprint.
+ *   TFT_STATS_FULL    every field.
+ *
+ * Two fingerprints exist, and a tensor record says which one it carries:
+ *   - tft_stats_compute() (CPU tensors) stores the plain XXH3_64bits of the
+ *     bytes in stats.fingerprint.
+ *   - Device tensors use the blocked fingerprint, tft_fingerprint_blocked():
+ *     XXH3 is sequential, so the device hashes fixed 64 KiB blocks in
+ *     parallel and then hashes the block hashes. The two agree for tensors of
+ *     at most 64 KiB and differ above; tft_fingerprint_blocked() computes the
+ *     device definition on the CPU so a host copy can be compared with a
+ *     device tensor.
+ *
+ * Workload: called by the recorder right after the op that produced a
+ * tensor, on one thread, for tensors from a few bytes to several GiB. One
+ * pass over the data; the hash reads each 8 KiB block again while it is
+ * still in cache. The floating-point environment of the caller (DAZ/FTZ,
+ * rounding mode, unmasked FP exceptions on x86) does not change the results
+ * and is restored on return. Results are bit-identical across runs and
+ * across x86-64 CPUs with and without AVX2.
+ */
+#ifndef TFT_STATS_H
+#define TFT_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tft_format.h" /* tft_stats, tft_dtype, enum tft_stats_mode, TFT_API */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Block size of the blocked (device) fingerprint, in bytes. */
+#define TFT_FP_BLOCK_BYTES 65536u
+
+/* Computes the statistics of numel elements of dtype (enum tft_dtype) at
+ * data, in mode (enum tft_stats_mode), into *out (fully overwritten).
+ * data needs no particular alignment and may be NULL when numel is 0.
+ * Returns 0; -EINVAL for an unknown dtype or mode, a NULL out, or NULL data
+ * with numel > 0; -EOVERFLOW when numel * element size overflows size_t.
+ * On error *out (if not NULL) is zeroed. Thread-safe; no allocation. */
+TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
+                              tft_stats *out);
+
+/* The blocked fingerprint of bytes bytes at data (the device definition):
+ *   bytes <= TFT_FP_BLOCK_BYTES: XXH3_64bits(data, bytes) — the plain one;
+ *   otherwise: split data into blocks of TFT_FP_BLOCK_BYTES (the last may
+ *   be shorter), h[i] = XXH3_64bits(block i), and return XXH3_64bits of the
+ *   array h[0..nblocks) stored as little-endian uint64 (8 * nblocks bytes).
+ * data may be NULL when bytes is 0. */
+TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes);
+
+/* Byte size of one element of dtype, 0 when dtype is unknown. */
+TFT_API size_t tft_stats_dtype_size(int dtype);
+
+/* IEEE binary16 -> binary32, exact (subnormals, +-Inf, NaN payload kept). */
+TFT_API float tft_f16_to_f32(uint16_t h);
+/* binary32 -> binary16, round to nearest even; values that round beyond
+ * 65504 become +-Inf; NaN stays NaN (quiet, sign and top payload bits kept). */
+TFT_API uint16_t tft_f32_to_f16(float f);
+/* bfloat16 -> binary32, exact. */
+TFT_API float tft_bf16_to_f32(uint16_t h);
+/* binary32 -> bfloat16, round to nearest even (overflow gives +-Inf); NaN
+ * stays NaN (quiet, sign and top payload bits kept). */
+TFT_API uint16_t tft_f32_to_bf16(float f);
+
+/* Bulk forms of the four conversions above, n elements, element-wise
+ * identical to them. in and out must not overlap. Vectorised. */
+TFT_API void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n);
+TFT_API void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n);
+TFT_API void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n);
+TFT_API void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TFT_STATS_H */
