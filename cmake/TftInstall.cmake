@@ -18,5 +18,12 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tftraceConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/tftraceConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tftrace)
 
+# tftrace.pc finds its prefix relative to itself (LIBDIR/pkgconfig), so an
+# installed tree can be moved: one "/.." per component of LIBDIR, plus one.
+string(REGEX MATCHALL "[^/]+" _libdir_parts "${CMAKE_INSTALL_LIBDIR}")
+set(TFT_PC_UP "/..")
+foreach(_p ${_libdir_parts})
+  string(APPEND TFT_PC_UP "/..")
+endforeach()
 configure_file(cmake/tftrace.pc.in ${CMAKE_CURRENT_BINARY_DIR}/tftrace.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tftrace.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

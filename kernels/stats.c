@@ -320,14 +320,33 @@ static const struct stats_kernels kernels_generic = {
 
 static int isa_forced; /* enum stats_isa; tests and the benchmark only */
 
+#ifdef STATS_HAVE_AVX2
+#include <cpuid.h>
+/* CPUID + XGETBV by hand: clang 14's __builtin_cpu_supports lacks "f16c". */
+static int cpu_has_avx2_fma_f16c(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!(fma && osxsave && avx && f16c))
+        return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6) != 6) /* the OS saves XMM and YMM state */
+        return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (b >> 5) & 1; /* AVX2 */
+}
+#endif
+
 /* The AVX2 kernel set when this build has it and the CPU (and OS) support
  * AVX2, FMA and F16C; else NULL. Compiled for the baseline ISA. */
 static const struct stats_kernels *kernels_avx2(void)
 {
 #ifdef STATS_HAVE_AVX2
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (cpu_has_avx2_fma_f16c())
         return &stats_kernels_avx2;
 #endif
     return NULL;

@@ -27,7 +27,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=address >build-
 cmake --build build-asan -j"$jobs"
 step "ASan+UBSan tests"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   ctest --output-on-failure -j"$jobs" -L asan)
+   ctest --output-on-failure -j"$jobs")
 
 step "TSan build"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=thread >build-tsan-configure.log 2>&1 || { cat build-tsan-configure.log; exit 1; }
@@ -40,6 +40,7 @@ if [ -f tests/fuzz/run-fuzz.sh ]; then
   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DTFT_FUZZ=ON \
         -DTFT_SANITIZE=address -DTFT_CUDA=OFF >build-fuzz-configure.log 2>&1 || { cat build-fuzz-configure.log; exit 1; }
   cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_manifest
+  (cd build-fuzz && ctest --output-on-failure -L fuzz)
   bash tests/fuzz/run-fuzz.sh build-fuzz "$fuzz_seconds"
 fi
 step "all test configurations passed"

@@ -3,7 +3,8 @@
  * linear regression y = W x by SGD, every op recorded through tft.h.
  *
  *   toy_train [--steps N] [--bug lr@S]     (lr@S: the learning rate is
- *                                           10x too large from step S on)
+ *                                           200x too large from step S on,
+ *                                           so the loss blows up)
  *
  * Shapes: x (B,D), W (D,1), pred (B,1). Deterministic: same flags, same trace.
  */
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
     for (int step = 0; step < steps; step++) {
         tft_step_begin(step);
         make_batch(m, w_true);
-        float lr = 0.1f * (bug_at >= 0 && step >= bug_at ? 10.0f : 1.0f);
+        float lr = 0.1f * (bug_at >= 0 && step >= bug_at ? 200.0f : 1.0f);
         loss = train_step(m, lr);
         tft_step_end(step);
         if (step % 10 == 0 || step == steps - 1)

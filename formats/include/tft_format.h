@@ -105,6 +105,7 @@ enum tft_drop_reason { TFT_DROP_RING_FULL = 0, TFT_DROP_TOO_BIG = 1, TFT_DROP_OT
 #define TFT_REC_ALIGN 8u
 #define TFT_REC_MAX_BYTES 65536u /* largest record a writer accepts */
 #define TFT_MAX_NDIM 8
+#define TFT_STRING_MAX 65000u    /* longest string text a writer accepts */
 #define TFT_SEQ_NONE INT64_MIN  /* seq field when no op is current */
 #define TFT_STEP_NONE INT64_MIN /* step field when outside any step */
 
@@ -312,7 +313,8 @@ TFT_API tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
 /* Registers a string and returns its id (xxh3-64). The writer emits its
  * definition in every chunk whose records reference the id; records may also
  * reference ids registered later, as long as that happens before the chunk
- * seals. Returns 0 on allocation failure (0 is never a valid id). */
+ * seals. Returns 0 (never a valid id) on allocation failure or when the
+ * text is longer than TFT_STRING_MAX bytes. */
 TFT_API uint64_t tft_writer_string(tft_writer *w, const char *s, size_t n);
 /* Appends one record (rec->len bytes, copied). String ids the record refers
  * to (by kind) are noted so their definitions go into the chunk. Seals the

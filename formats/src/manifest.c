@@ -98,6 +98,8 @@ static int parse_command(const cJSON *cmd, tft_manifest *m)
     m->argv = calloc((size_t)n + 1, sizeof(char *));
     if (!m->argv)
         return -ENOMEM;
+    if (!cJSON_IsArray(cmd)) /* an object would be walked member by member */
+        return 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, cmd)
     {

@@ -18,6 +18,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
+/* Room in front of a chunk's records for its STRING records, so the chunk
+ * compresses from one buffer; larger string blocks take the streaming path. */
+#define STRING_HEADROOM (256u * 1024u)
+
 struct tft_writer {
     int fd;
     int err;                  /* first I/O error, sticky */
@@ -27,7 +31,9 @@ struct tft_writer {
     uint32_t header_frame_bytes;
 
     /* current chunk */
-    char *raw;                /* records of the chunk, chunk_bytes + one max record */
+    char *rawbuf;             /* STRING_HEADROOM + chunk_bytes + one max record */
+    char *raw;                /* records of the chunk, after the headroom */
+    size_t str_bytes;         /* STRING record bytes the chunk will need */
     size_t raw_len;
     uint32_t rec_count;
     uint64_t dropped;         /* dropped count to attach to the current chunk */
@@ -56,6 +62,7 @@ static void chunk_reset(tft_writer *w)
     w->first_seq = w->last_seq = TFT_SEQ_NONE;
     w->first_ts = w->last_ts = 0;
     w->n_needed = 0;
+    w->str_bytes = 0;
 }
 
 static int write_skippable(tft_writer *w, uint32_t magic, const void *payload, uint32_t n)
@@ -153,9 +160,10 @@ tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
                 strerror(e));
         goto err_out;
     }
-    w->raw = malloc(w->opts.chunk_bytes + TFT_REC_MAX_BYTES);
+    w->rawbuf = malloc(STRING_HEADROOM + w->opts.chunk_bytes + TFT_REC_MAX_BYTES);
+    w->raw = w->rawbuf ? w->rawbuf + STRING_HEADROOM : NULL;
     w->cctx = ZSTD_createCCtx();
-    if (!w->raw || !w->cctx) {
+    if (!w->rawbuf || !w->cctx) {
         e = ENOMEM;
         goto err_out;
     }
@@ -171,7 +179,7 @@ err_out:
     if (w->fd >= 0)
         close(w->fd);
     ZSTD_freeCCtx(w->cctx);
-    free(w->raw);
+    free(w->rawbuf);
     free(w);
     errno = e ? e : EIO;
     return NULL;
@@ -179,6 +187,8 @@ err_out:
 
 uint64_t tft_writer_string(tft_writer *w, const char *s, size_t n)
 {
+    if (n > TFT_STRING_MAX)
+        return 0; /* its STRING record would pass TFT_REC_MAX_BYTES */
     uint64_t id = tft_string_id(s, n);
     return strmap_put(&w->strings, id, s, n) ? id : 0;
 }
@@ -195,6 +205,7 @@ static int need_string(tft_writer *w, uint64_t id)
         if (e->mark == mark)
             return 0;
         e->mark = mark;
+        w->str_bytes += (sizeof(tft_rec_string) + e->len + 7u) & ~(size_t)7u;
     }
     if (w->n_needed == w->cap_needed) {
         size_t ncap = w->cap_needed ? w->cap_needed * 2 : 64;
@@ -263,6 +274,9 @@ static int index_push(tft_writer *w, const index_entry_disk *ie)
     return 0;
 }
 
+/* Compresses strings + records as one frame. The strings go into the
+ * headroom in front of the records so zstd sees one contiguous input (two
+ * inputs would send it to its slower external-dictionary match finder). */
 static int compress_chunk(tft_writer *w, size_t str_len, size_t *comp_len)
 {
     size_t total = str_len + w->raw_len;
@@ -273,6 +287,14 @@ static int compress_chunk(tft_writer *w, size_t str_len, size_t *comp_len)
             return -ENOMEM;
         w->comp = nc;
         w->comp_cap = bound;
+    }
+    if (str_len <= STRING_HEADROOM) {
+        memcpy(w->raw - str_len, w->strbuf, str_len);
+        size_t r = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, w->raw - str_len, total);
+        if (ZSTD_isError(r))
+            return -EIO;
+        *comp_len = r;
+        return 0;
     }
     ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
     ZSTD_CCtx_setPledgedSrcSize(w->cctx, total);
@@ -377,7 +399,7 @@ int tft_writer_append(tft_writer *w, const tft_rec *rec)
         return w->err;
     if (tft_rec_check(rec, rec->len) < 0 || rec->kind == TFT_REC_STRING)
         return -EINVAL;
-    if (w->raw_len + rec->len > w->opts.chunk_bytes && w->rec_count) {
+    if (w->raw_len + w->str_bytes + rec->len > w->opts.chunk_bytes && w->rec_count) {
         int e = seal_chunk(w);
         if (e)
             return e;
@@ -421,7 +443,8 @@ static int write_index(tft_writer *w)
         ih->records += w->index[i].records;
     ih->dropped = w->stats.dropped;
     ih->raw_bytes = w->stats.raw_bytes;
-    memcpy(buf + sizeof(*ih), w->index, n * sizeof(index_entry_disk));
+    if (n)
+        memcpy(buf + sizeof(*ih), w->index, n * sizeof(index_entry_disk));
     uint32_t sum = fmt_checksum32(buf, payload - 4);
     memcpy(buf + payload - 4, &sum, 4);
     int e = write_skippable(w, FRAME_MAGIC_INDEX, buf, (uint32_t)payload);
@@ -465,7 +488,7 @@ static void writer_free(tft_writer *w)
         close(w->fd);
     ZSTD_freeCCtx(w->cctx);
     strmap_free(&w->strings);
-    free(w->raw);
+    free(w->rawbuf);
     free(w->needed);
     free(w->strbuf);
     free(w->comp);
