@@ -289,7 +289,8 @@ static int compress_chunk(tft_writer *w, size_t str_len, size_t *comp_len)
         w->comp_cap = bound;
     }
     if (str_len <= STRING_HEADROOM) {
-        memcpy(w->raw - str_len, w->strbuf, str_len);
+        if (str_len)
+            memcpy(w->raw - str_len, w->strbuf, str_len);
         size_t r = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, w->raw - str_len, total);
         if (ZSTD_isError(r))
             return -EIO;

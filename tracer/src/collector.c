@@ -122,7 +122,8 @@ static int proc_open(collector *c, uint32_t idx)
     tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = fi.start_monotonic_ns,
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .event = TFT_PROC_START, .pid = sp->pid};
-    tft_writer_append(p->w, &pr.h);
+    if (tft_writer_append(p->w, &pr.h) == 0)
+        proc_record(p, &pr.h);
     return 0;
 }
 
@@ -199,7 +200,8 @@ static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
                           .count = delta, .reason = TFT_DROP_RING_FULL};
     /* the record first: it may seal the chunk, and the chunk header's count
      * must summarise the DROPPED records of the same chunk */
-    tft_writer_append(p->w, &dr.h);
+    if (tft_writer_append(p->w, &dr.h) == 0)
+        proc_record(p, &dr.h);
     tft_writer_add_dropped(p->w, delta);
 }
 
@@ -282,7 +284,8 @@ static void append_exit(collector *c, cproc *p)
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .event = TFT_PROC_EXIT, .pid = p->pid, .exit_code = p->exit_code,
                           .signal = p->signal};
-    tft_writer_append(p->w, &pr.h);
+    if (tft_writer_append(p->w, &pr.h) == 0)
+        proc_record(p, &pr.h);
 }
 
 void collector_child_exit(collector *c, pid_t pid, int status)

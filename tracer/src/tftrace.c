@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -248,14 +249,28 @@ static shm_hdr *create_region(const opts *o, size_t *bytes)
     return p;
 }
 
+/* A sanitizer runtime loaded in this (sanitized) launcher must precede a
+ * sanitized libtftrace in LD_PRELOAD, or the runtime refuses to start. */
+static int find_sanitizer(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *n = info->dlpi_name;
+    if (n && (strstr(n, "/libasan.so") || strstr(n, "/libtsan.so")) && !*(char *)data) {
+        snprintf(data, PATH_MAX, "%s", n);
+        return 1;
+    }
+    return 0;
+}
+
 static void set_child_env(const opts *o, const char *lib)
 {
     const char *pre = getenv("LD_PRELOAD");
-    char buf[8192];
+    char buf[8192], san[PATH_MAX] = "";
+    dl_iterate_phdr(find_sanitizer, san);
     if (pre && *pre)
-        snprintf(buf, sizeof(buf), "%s:%s", lib, pre);
+        snprintf(buf, sizeof(buf), "%s%s%s:%s", san, san[0] ? ":" : "", lib, pre);
     else
-        snprintf(buf, sizeof(buf), "%s", lib);
+        snprintf(buf, sizeof(buf), "%s%s%s", san, san[0] ? ":" : "", lib);
     setenv("LD_PRELOAD", buf, 1);
     setenv("TFT_SHM", shm_name, 1);
     if (o->stats)
