@@ -322,8 +322,10 @@ static int isa_forced; /* enum stats_isa; tests and the benchmark only */
 
 #ifdef STATS_HAVE_AVX2
 #include <cpuid.h>
-/* CPUID + XGETBV by hand: clang 14's __builtin_cpu_supports lacks "f16c". */
-static int cpu_has_avx2_fma_f16c(void)
+#include <stdatomic.h>
+/* CPUID + XGETBV by hand: clang 14's __builtin_cpu_supports lacks "f16c".
+ * CPUID traps to the hypervisor in a VM (microseconds): asked once. */
+static int cpu_probe_avx2_fma_f16c(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
@@ -338,6 +340,17 @@ static int cpu_has_avx2_fma_f16c(void)
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
         return 0;
     return (b >> 5) & 1; /* AVX2 */
+}
+
+static int cpu_has_avx2_fma_f16c(void)
+{
+    static _Atomic int cached = -1; /* racing first calls compute the same answer */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        v = cpu_probe_avx2_fma_f16c();
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
 }
 #endif
 

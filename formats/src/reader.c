@@ -485,10 +485,6 @@ static int check_records(tft_reader *r, const tft_chunk_info *ci, size_t *bad_at
         }
         if (rec->kind == TFT_REC_STRING) {
             const tft_rec_string *s = (const tft_rec_string *)rec;
-            if (s->id == 0) { /* 0 means "no string": a writer never defines it */
-                *bad_at = pos;
-                return -EBADMSG;
-            }
             if (!strmap_put(&r->strings, s->id, s->text, s->n))
                 return -ENOMEM;
         }

@@ -61,7 +61,8 @@ int tft_rec_check(const tft_rec *rec, size_t avail)
     switch (rec->kind) {
     case TFT_REC_STRING: {
         const tft_rec_string *s = (const tft_rec_string *)rec;
-        return (size_t)s->n + sizeof(*s) <= len ? 0 : -EBADMSG;
+        /* id 0 means "no string": never defined */
+        return s->id != 0 && (size_t)s->n + sizeof(*s) <= len ? 0 : -EBADMSG;
     }
     case TFT_REC_OP: {
         const tft_rec_op *o = (const tft_rec_op *)rec;

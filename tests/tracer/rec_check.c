@@ -6,6 +6,9 @@
  *   rec_check crash TRACE STEP KIND  tensors of steps 0..STEP present, exit recorded
  *   rec_check sleep TRACE         the tensor before the hang, exit by SIGTERM/SIGKILL
  *   rec_check dropped TRACE       a dropped count recorded
+ *   rec_check names TRACE FILE:NAME=COUNT,... ...
+ *                                 exactly these rank files, each holding
+ *                                 these tensor names this many times, closed
  */
 #include "tft_format.h"
 #include "tft_stats.h"
@@ -83,8 +86,57 @@ static void visit(tft_reader *r, const tft_rec *rec, seen *s, const char *mode)
     }
 }
 
+/* Counts tensors named name in one rank file; -1 when it cannot be read. */
+static int count_named(const char *path, const char *name, int *intact)
+{
+    tft_reader *r = tft_reader_open(path, NULL);
+    if (!r)
+        return -1;
+    const tft_rec *rec;
+    int n = 0;
+    while (tft_reader_next(r, &rec) == 1) {
+        if (rec->kind != TFT_REC_TENSOR)
+            continue;
+        const char *s = tft_reader_string(r, ((const tft_rec_tensor *)rec)->name);
+        n += s && !strcmp(s, name);
+    }
+    tft_reader_status st;
+    tft_reader_get_status(r, &st);
+    *intact = st.integrity == TFT_INTACT;
+    tft_reader_close(r);
+    return n;
+}
+
+static int check_names(const char *dir, int nspec, char **spec)
+{
+    tft_trace *t = tft_trace_open(dir, NULL);
+    CHECK(t && tft_trace_nranks(t) == nspec);
+    tft_trace_close(t);
+    for (int i = 0; i < nspec; i++) {
+        char buf[1024], path[2048];
+        snprintf(buf, sizeof(buf), "%s", spec[i]);
+        char *colon = strchr(buf, ':');
+        if (!colon)
+            continue;
+        *colon = '\0';
+        snprintf(path, sizeof(path), "%s/%s", dir, buf);
+        for (char *item = strtok(colon + 1, ","); item; item = strtok(NULL, ",")) {
+            char *eq = strchr(item, '=');
+            if (!eq)
+                continue;
+            *eq = '\0';
+            int intact = 0, got = count_named(path, item, &intact);
+            CHECKF(got == atoi(eq + 1) && intact, "%s: %s x%d, want %s (intact %d)", path, item, got,
+                   eq + 1, intact);
+        }
+    }
+    return TEST_DONE();
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "names"))
+        return check_names(argv[2], argc - 3, argv + 3);
     if (argc < 3) {
         fprintf(stderr, "usage: rec_check MODE TRACE [ARGS]\n");
         return 2;

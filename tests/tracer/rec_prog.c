@@ -4,8 +4,11 @@
  *   rec_prog threads N        N threads x 100 tensors of 1..4096 floats
  *   rec_prog crash KIND STEP  steps 0..9, one tensor "x" per step; at STEP:
  *                             segv | abort | kill (SIGKILL itself) | exit3
- *   rec_prog sleep            one step, then sleeps forever
+ *   rec_prog sleep [noterm]   one step, then sleeps forever (ignoring SIGTERM)
  *   rec_prog flood N          N tensors as fast as possible (ring overflow)
+ *   rec_prog fork             records, forks a child that records, waits
+ *   rec_prog closefds         closes stdin/stdout/stderr, then records
+ *   rec_prog exec PROG ARGS   records one tensor, then execs PROG ARGS
  */
 #include "tft.h"
 
@@ -15,9 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rec_data.h"
+
+static _Atomic int api_errors; /* any non-zero return of the API */
 
 static void *thread_main(void *arg)
 {
@@ -28,7 +34,7 @@ static void *thread_main(void *arg)
         snprintf(name, sizeof(name), "t%d.%d", t, i);
         int64_t n = rec_fill(buf, t, i);
         if (tft_tensor(name, TFT_F32, buf, 1, &n) != 0)
-            fprintf(stderr, "tft_tensor failed\n");
+            api_errors++;
     }
     free(buf);
     return NULL;
@@ -44,7 +50,29 @@ static int run_threads(int n)
     for (int t = 0; t < n; t++)
         pthread_join(th[t], NULL);
     tft_step_end(0);
-    return 0;
+    if (api_errors)
+        fprintf(stderr, "rec_prog: %d API calls failed\n", (int)api_errors);
+    return api_errors ? 1 : 0;
+}
+
+/* Parent and child each record 100 tensors of their own. */
+static int run_fork(void)
+{
+    tft_step_begin(0);
+    float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int64_t n = 8;
+    tft_tensor("parent.before", TFT_F32, v, 1, &n);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < 100; i++)
+            tft_tensor("child", TFT_F32, v, 1, &n);
+        _exit(0);
+    }
+    for (int i = 0; i < 100; i++)
+        tft_tensor("parent", TFT_F32, v, 1, &n);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
 static int run_crash(const char *kind, int at)
@@ -80,6 +108,8 @@ int main(int argc, char **argv)
     if (argc >= 4 && !strcmp(argv[1], "crash"))
         return run_crash(argv[2], atoi(argv[3]));
     if (argc >= 2 && !strcmp(argv[1], "sleep")) {
+        if (argc >= 3 && !strcmp(argv[2], "noterm"))
+            signal(SIGTERM, SIG_IGN);
         tft_step_begin(0);
         float v = 1;
         int64_t n = 1;
@@ -96,6 +126,21 @@ int main(int argc, char **argv)
             failed += tft_tensor("flood", TFT_F32, buf, 1, &n) != 0;
         printf("flood: %ld of %ld dropped by the recorder\n", failed, count);
         return 0;
+    }
+    if (argc >= 2 && !strcmp(argv[1], "fork"))
+        return run_fork();
+    if (argc >= 2 && !strcmp(argv[1], "closefds")) {
+        close(0);
+        close(1);
+        close(2);
+        return run_threads(2);
+    }
+    if (argc >= 3 && !strcmp(argv[1], "exec")) {
+        float v = 2;
+        int64_t n = 1;
+        tft_tensor("before_exec", TFT_F32, &v, 1, &n);
+        execv(argv[2], argv + 2);
+        return 127;
     }
     fprintf(stderr, "usage: rec_prog threads N | crash KIND STEP | sleep | flood N\n");
     return 2;

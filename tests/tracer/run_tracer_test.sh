@@ -33,6 +33,28 @@ case $case_name in
     expect_status 143 $st
     [ $((end - start)) -lt 20 ] || { echo "FAIL: timeout took $((end - start)) s"; exit 1; }
     "$check" sleep "$tr" ;;
+  timeout-kill)
+    # a program that ignores SIGTERM is killed after the grace period
+    "$tftrace" -q --timeout 1 --grace 1 -o "$tr" -- "$prog" sleep noterm && st=0 || st=$?
+    expect_status 137 $st
+    "$check" sleep "$tr" ;;
+  default-name)
+    # without -o: a new name each run, never overwriting
+    (cd "$tmp" && "$tftrace" -q -- "$prog" threads 1 && "$tftrace" -q -- "$prog" threads 1)
+    n=$(ls -d "$tmp"/tftrace-*.trace | wc -l)
+    [ "$n" = 2 ] || { echo "FAIL: $n trace directories, want 2"; exit 1; }
+    for d in "$tmp"/tftrace-*.trace; do "$check" threads "$d" 1; done ;;
+  usage)
+    "$tftrace" --help | grep -q -- "--timeout" || { echo "FAIL: --help"; exit 1; }
+    "$tftrace" --version | grep -q "^tftrace " || { echo "FAIL: --version"; exit 1; }
+    for bad in "--bogus -- true" "--every 0 -- true" "--stats fast -- true" "--timeout x -- true" ""; do
+      # shellcheck disable=SC2086
+      "$tftrace" $bad >/dev/null 2>"$tmp/err" && st=0 || st=$?
+      expect_status 2 $st
+      [ -s "$tmp/err" ] || { echo "FAIL: no message for '$bad'"; exit 1; }
+    done
+    "$tftrace" -q -o "$tr" -- /nonexistent/program && st=0 || st=$?
+    expect_status 127 $st ;;
   overflow)
     out=$("$tftrace" -o "$tr" --ring-kb 64 -- "$prog" flood 300000 2>&1) && st=0 || st=$?
     expect_status 0 $st
@@ -49,6 +71,29 @@ case $case_name in
     TFT_OUTPUT=$tr "$prog" threads 3
     [ -f "$tr/manifest.json" ] || { echo "FAIL: no manifest"; exit 1; }
     "$check" threads "$tr" 3 ;;
+  fork)
+    # a forked child is its own process: its own rank file
+    "$tftrace" -q -o "$tr" -- "$prog" fork
+    "$check" names "$tr" "rank-00000.tft:parent.before=1,parent=100" "rank-00001.tft:child=100" ;;
+  exec)
+    # an exec'd program records through the same session: its own rank file
+    "$tftrace" -q -o "$tr" -- "$prog" exec "$prog" threads 1
+    "$check" names "$tr" "rank-00000.tft:before_exec=1" "rank-00001.tft:t0.0=1" ;;
+  closefds)
+    "$tftrace" -q -o "$tr" -- "$prog" closefds
+    "$check" threads "$tr" 2 ;;
+  mpirun)
+    # N copies of tftrace started by mpirun share one trace directory
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    mpirun --allow-run-as-root --oversubscribe -np 3 "$tftrace" -q -o "$tr" -- "$prog" threads 1
+    "$check" names "$tr" "rank-00000.tft:t0.0=1" "rank-00001.tft:t0.0=1" "rank-00002.tft:t0.0=1"
+    python3 - "$tr/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["complete"] and sorted(r["rank"] for r in m["ranks"]) == [0, 1, 2], m
+assert all(r["exit"] == {"code": 0} for r in m["ranks"]), m
+PY
+    ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 echo "PASS $case_name"

@@ -37,6 +37,7 @@ struct collector {
     uint64_t *ring_dropped;       /* dropped counts already attributed, per ring */
     uint64_t last_liveness_ns;
     uint64_t last_refine_ns;
+    pid_t child;                  /* the launcher's direct child, 0 none */
     collector_rank *ranks;
     uint64_t dropped_total;
     int write_errors;
@@ -265,7 +266,7 @@ static void proc_finish(collector *c, uint32_t idx)
     if (!p->opened || p->closed || !p->w)
         return;
     if (!p->exit_known) /* SIGKILL of a process that is not our child */
-        CLOG(c, TFT_LOG_WARN, "%s/%s: process %d vanished without an exit status", c->dir, p->file,
+        CLOG(c, TFT_LOG_INFO, "%s/%s: process %d vanished without an exit status", c->dir, p->file,
              (int)p->pid);
     int e = tft_writer_close(p->w);
     p->w = NULL;
@@ -288,6 +289,8 @@ static void append_exit(collector *c, cproc *p)
         proc_record(p, &pr.h);
 }
 
+void collector_set_child(collector *c, pid_t pid) { c->child = pid; }
+
 void collector_child_exit(collector *c, pid_t pid, int status)
 {
     for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
@@ -303,7 +306,7 @@ void collector_child_exit(collector *c, pid_t pid, int status)
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
         int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         if (!p->exit_known || p->signal != sig || (!sig && p->exit_code != code)) {
-            p->exit_known = 1;
+            p->exit_known = 1; /* the manifest gets it even if the file is closed */
             p->exit_code = code;
             p->signal = sig;
             append_exit(c, p);
@@ -320,7 +323,9 @@ static void check_liveness(collector *c)
     c->last_liveness_ns = now;
     for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
         shm_proc *sp = &c->h->procs[i];
-        if (atomic_load(&sp->state) == PROC_ACTIVE && pid_gone(sp->pid))
+        /* the launcher's own child is finished by collector_child_exit, with
+         * its wait status: a zombie seen here first would lose that */
+        if (atomic_load(&sp->state) == PROC_ACTIVE && sp->pid != c->child && pid_gone(sp->pid))
             proc_finish(c, i);
     }
 }

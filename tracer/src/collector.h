@@ -38,6 +38,9 @@ collector *collector_new(shm_hdr *h, const char *dir, const uint8_t run_id[16], 
 /* Drains every ring once, retires finished threads and dead processes.
  * Returns the bytes drained. */
 size_t collector_poll(collector *c);
+/* The launcher's direct child: left to collector_child_exit (its wait
+ * status), not finished when seen dead by the liveness check. */
+void collector_set_child(collector *c, pid_t pid);
 /* The launcher reaped a direct child: records its exit status. */
 void collector_child_exit(collector *c, pid_t pid, int wait_status);
 /* Number of processes that registered and have not exited. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -411,6 +412,8 @@ static int finish(collector *col, const char *dir, const opts *o, const run_stat
     return code;
 }
 
+static int prepare_manifest(const char *dir, const opts *o, const uint8_t run_id[16]);
+
 static int prepare_dir(const char *dir, const opts *o, const uint8_t run_id[16])
 {
     if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
@@ -422,7 +425,23 @@ static int prepare_dir(const char *dir, const opts *o, const uint8_t run_id[16])
         fprintf(stderr, "tftrace: %s: exists and is not a directory\n", dir);
         return -1;
     }
+    /* N instances of one run (mpirun -np N tftrace -o DIR) start together:
+     * clearing an old run and announcing this one happen under one lock */
+    char lock[4200];
+    snprintf(lock, sizeof(lock), "%s/.prepare.lock", dir);
+    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lfd >= 0)
+        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
+            ;
     clear_old_trace(dir);
+    int e = prepare_manifest(dir, o, run_id);
+    if (lfd >= 0)
+        close(lfd); /* releases the lock */
+    return e;
+}
+
+static int prepare_manifest(const char *dir, const opts *o, const uint8_t run_id[16])
+{
     char oj[512];
     options_json(o, oj, sizeof(oj));
     manifest_run run = {.run_id = run_id, .options_json = oj};
@@ -493,6 +512,7 @@ int main(int argc, char **argv)
         shm_unlink(shm_name);
         return 2;
     }
+    collector_set_child(col, rs.child);
     supervise(col, &o, &rs);
     shm_unlink(shm_name);
     int code = finish(col, o.out, &o, &rs);
