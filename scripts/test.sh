@@ -13,34 +13,50 @@ fuzz_seconds=${TFT_FUZZ_SECONDS:-30}
 bash scripts/install-deps.sh
 
 step() { printf '\n==== %s\n' "$*"; }
+passed=0 failed=0
+# Runs ctest in a build dir, adding its counts to the totals printed at the end.
+run_ctest() {
+  local dir=$1; shift
+  local log; log=$(mktemp)
+  local st=0
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" "$@") 2>&1 | tee "$log" || st=$?
+  local line; line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
+  rm -f "$log"
+  if [[ $line =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
+    failed=$((failed + BASH_REMATCH[1])); passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
+  fi
+  if [ "$st" -ne 0 ]; then echo "$passed passed, $((failed > 0 ? failed : 1)) failed"; exit 1; fi
+}
 
 step "release build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
 cmake --build build -j"$jobs"
 step "release tests"
-(cd build && ctest --output-on-failure -j"$jobs")
+run_ctest build
 
-if [ -n "${TFT_QUICK:-}" ]; then exit 0; fi
+if [ -n "${TFT_QUICK:-}" ]; then echo "$passed passed, $failed failed"; exit 0; fi
 
 step "ASan+UBSan build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=address >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; exit 1; }
 cmake --build build-asan -j"$jobs"
 step "ASan+UBSan tests"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   ctest --output-on-failure -j"$jobs")
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_ctest build-asan
 
 step "TSan build"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=thread >build-tsan-configure.log 2>&1 || { cat build-tsan-configure.log; exit 1; }
 cmake --build build-tsan -j"$jobs"
 step "TSan tests"
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j"$jobs" -L tsan)
+TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -L tsan
 
 if [ -f tests/fuzz/run-fuzz.sh ]; then
   step "libFuzzer (clang, ASan+UBSan), ${fuzz_seconds}s per target"
   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DTFT_FUZZ=ON \
         -DTFT_SANITIZE=address -DTFT_CUDA=OFF >build-fuzz-configure.log 2>&1 || { cat build-fuzz-configure.log; exit 1; }
   cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_manifest
-  (cd build-fuzz && ctest --output-on-failure -L fuzz)
-  bash tests/fuzz/run-fuzz.sh build-fuzz "$fuzz_seconds"
+  run_ctest build-fuzz -L fuzz
+  if bash tests/fuzz/run-fuzz.sh build-fuzz "$fuzz_seconds"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "$passed passed, $failed failed"; exit 1; fi
 fi
 step "all test configurations passed"
+echo "$passed passed, $failed failed"

@@ -30,6 +30,7 @@ static struct {
     char dir[4096];
     int rank;
     uint8_t run_id[16];
+    char claimed[4200];       /* rank file created to claim a number, "" none */
     pthread_t thread;
     _Atomic int stop;
     _Atomic int flush_req, flush_ack;
@@ -174,6 +175,7 @@ static int inproc_rank(const char *dir)
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
             close(fd);
+            snprintf(inproc.claimed, sizeof(inproc.claimed), "%s", path);
             return k;
         }
     }
@@ -227,8 +229,12 @@ static void inproc_finish(int code, int sig)
         snprintf(mr[0].file, sizeof(mr[0].file), "%s", s.ranks[0].file);
         n = 1;
     }
-    manifest_run run = {.run_id = inproc.run_id, .options_json = NULL};
-    manifest_merge_rank(inproc.dir, &run, mr, n, sig ? 128 + sig : code);
+    if (n) {
+        manifest_run run = {.run_id = inproc.run_id, .options_json = NULL};
+        manifest_merge_rank(inproc.dir, &run, mr, n, sig ? 128 + sig : code);
+    } else if (inproc.claimed[0]) {
+        unlink(inproc.claimed); /* recorded nothing: no empty rank file */
+    }
     collector_free(inproc.col);
     inproc.col = NULL;
 }

@@ -159,8 +159,10 @@ static int emit_op(shm_ring *r, const char *name, int kind, int n_in, const uint
 
 int64_t tft_op_begin(const char *name, int op_kind, int n_in, const uint64_t *in_ids)
 {
-    if (!on() || !name)
-        return name ? 0 : -EINVAL;
+    if (!on())
+        return 0;
+    if (!name)
+        return -EINVAL;
     shm_ring *r = my_ring();
     if (!r)
         return -ENOSPC;
