@@ -6,6 +6,7 @@
  *   rec_check crash TRACE STEP KIND  tensors of steps 0..STEP present, exit recorded
  *   rec_check sleep TRACE         the tensor before the hang, exit by SIGTERM/SIGKILL
  *   rec_check dropped TRACE       a dropped count recorded
+ *   rec_check api TRACE           the records of rec_prog api, field by field
  *   rec_check names TRACE FILE:NAME=COUNT,... ...
  *                                 exactly these rank files, each holding
  *                                 these tensor names this many times, closed
@@ -133,8 +134,76 @@ static int check_names(const char *dir, int nspec, char **spec)
     return TEST_DONE();
 }
 
+static const char *str(tft_reader *r, uint64_t id)
+{
+    const char *s = id ? tft_reader_string(r, id) : "";
+    return s ? s : "?";
+}
+
+/* The records of rec_prog api, in order (process start/exit aside). */
+static int check_api(const char *dir)
+{
+    tft_trace *t = tft_trace_open(dir, NULL);
+    CHECK(t && tft_trace_nranks(t) == 1);
+    if (!t)
+        return TEST_DONE();
+    tft_reader *r = tft_trace_reader(t, 0);
+    const tft_rec *rec;
+    const tft_rec *v[64];
+    char *copies[64];
+    int n = 0;
+    while (tft_reader_next(r, &rec) == 1 && n < 64) {
+        if (rec->kind == TFT_REC_PROCESS)
+            continue;
+        copies[n] = malloc(rec->len);
+        memcpy(copies[n], rec, rec->len);
+        v[n] = (const tft_rec *)copies[n];
+        n++;
+    }
+    /* step, op a, tensor a, op b, tensor b, op add, tensor sum,
+     * 2 x (op, enter, tensor, exit), op bcast, enter, exit, alloc, free, checkpoint, step */
+    CHECKF(n == 22, "%d records", n);
+    if (n == 22) {
+        const tft_rec_op *opa = (const void *)v[1], *opb = (const void *)v[3], *add = (const void *)v[5];
+        const tft_rec_tensor *ta = (const void *)v[2], *tb = (const void *)v[4], *sum = (const void *)v[6];
+        CHECK(v[0]->kind == TFT_REC_STEP && v[0]->step == 3);
+        CHECK(opa->h.kind == TFT_REC_OP && !strcmp(str(r, opa->name), "a") && !strcmp(str(r, opa->scope), "L0/attn"));
+        CHECK(ta->h.seq == opa->h.seq && opa->h.seq == 0 && ta->h.step == 3);
+        CHECK(!strcmp(str(r, opb->scope), "L0") && opb->h.seq == 1 && tb->h.seq == 1);
+        CHECK(!strcmp(str(r, add->name), "add") && add->h.seq == 2 && add->n_in == 2);
+        CHECK(add->ids[0] == ta->id && add->ids[1] == tb->id && add->scope == 0);
+        CHECK(sum->h.seq == 2 && !strcmp(str(r, sum->name), "sum") && sum->stats.max == 4.5);
+        for (int k = 0; k < 2; k++) {
+            const tft_rec_op *op = (const void *)v[7 + 4 * k];
+            const tft_rec_collective *en = (const void *)v[8 + 4 * k], *ex = (const void *)v[10 + 4 * k];
+            const tft_rec_tensor *res = (const void *)v[9 + 4 * k];
+            CHECK(op->op_kind == TFT_OP_COLLECTIVE && !strcmp(str(r, op->name), "MPI_Allreduce"));
+            CHECK(en->h.flags == TFT_COLL_FLAG_ENTER && en->coll_seq == (uint64_t)k && en->comm == 77);
+            CHECK(ex->h.flags == TFT_COLL_FLAG_EXIT && ex->coll_seq == (uint64_t)k && ex->result == res->id);
+            CHECK(ex->t_enter == en->t_enter && ex->t_exit >= ex->t_enter && en->h.seq == op->h.seq);
+            CHECK(ex->count == 4 && ex->redop == TFT_REDOP_SUM && ex->type == TFT_COLL_ALLREDUCE);
+        }
+        const tft_rec_collective *bc = (const void *)v[17];
+        CHECK(bc->comm == 88 && bc->coll_seq == 0 && bc->result == 0 && bc->root == 0);
+        const tft_rec_alloc *al = (const void *)v[18];
+        CHECK(al->h.kind == TFT_REC_ALLOC && al->ptr == 0x1000 && al->bytes == 4096 &&
+              !strcmp(str(r, al->site), "api:site"));
+        CHECK(v[19]->kind == TFT_REC_FREE && ((const tft_rec_free *)v[19])->ptr == 0x1000);
+        const tft_rec_checkpoint *ck = (const void *)v[20];
+        CHECK(ck->h.kind == TFT_REC_CHECKPOINT && ck->h.step == 3 && ck->action == TFT_CKPT_SAVE);
+        CHECK(!strcmp(str(r, ck->path), "/ckpt/step-3") && !strcmp(str(r, ck->recipe), "--resume /ckpt"));
+        CHECK(v[21]->kind == TFT_REC_STEP && ((const tft_rec_step *)v[21])->phase == TFT_STEP_END);
+    }
+    for (int i = 0; i < n; i++)
+        free(copies[i]);
+    tft_trace_close(t);
+    return TEST_DONE();
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "api"))
+        return check_api(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "names"))
         return check_names(argv[2], argc - 3, argv + 3);
     if (argc < 3) {

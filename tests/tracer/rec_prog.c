@@ -9,9 +9,11 @@
  *   rec_prog fork             records, forks a child that records, waits
  *   rec_prog closefds         closes stdin/stdout/stderr, then records
  *   rec_prog exec PROG ARGS   records one tensor, then execs PROG ARGS
+ *   rec_prog api              every record kind of tft.h once, in a known order
  */
 #include "tft.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -75,6 +77,56 @@ static int run_fork(void)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+/* Each API call once; rec_check api knows the expected records. */
+static int run_api(void)
+{
+    int bad = 0;
+    float a[4] = {1, 2, 3, 4}, b[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+    int64_t n = 4;
+    bad |= tft_step_begin(3);
+    tft_scope_push("L0");
+    tft_scope_push("attn");
+    bad |= tft_tensor("a", TFT_F32, a, 1, &n); /* its own op, scope L0/attn */
+    uint64_t ida = tft_last_tensor_id();
+    tft_scope_pop();
+    bad |= tft_tensor("b", TFT_F32, b, 1, &n); /* scope L0 */
+    uint64_t idb = tft_last_tensor_id();
+    tft_scope_pop();
+    uint64_t in[2] = {ida, idb};
+    int64_t seq = tft_op_begin("add", TFT_OP_RUNTIME, 2, in);
+    bad |= seq != 2;
+    for (int i = 0; i < 4; i++)
+        a[i] += b[i];
+    bad |= tft_tensor("sum", TFT_F32, a, 1, &n);
+    tft_op_end();
+    for (int k = 0; k < 2; k++) { /* two all-reduces on comm 77, one on comm 88 */
+        tft_coll_info ci = TFT_COLL_INFO(.name = "MPI_Allreduce", .comm = 77, .type = TFT_COLL_ALLREDUCE,
+                                         .dtype = TFT_F32, .count = 4, .redop = TFT_REDOP_SUM, .root = -1,
+                                         .rank = 0, .nranks = 1);
+        int64_t tok = tft_coll_enter(&ci);
+        bad |= tok != k;
+        bad |= tft_coll_exit(tok, &ci, a);
+    }
+    tft_coll_info c2 = TFT_COLL_INFO(.name = "MPI_Bcast", .comm = 88, .type = TFT_COLL_BCAST, .dtype = TFT_F32,
+                                     .count = 4, .root = 0, .rank = 0, .nranks = 1);
+    int64_t t2 = tft_coll_enter(&c2);
+    bad |= t2 != 0;
+    bad |= tft_coll_exit(t2, &c2, NULL);
+    bad |= tft_alloc((void *)0x1000, 4096, "api:site");
+    bad |= tft_free((void *)0x1000);
+    bad |= tft_checkpoint(TFT_CKPT_SAVE, 3, "/ckpt/step-3", "--resume /ckpt");
+    bad |= tft_step_end(3);
+    bad |= tft_tensor(NULL, TFT_F32, a, 1, &n) != -EINVAL;
+    bad |= tft_tensor("x", TFT_F32, NULL, 1, &n) != -EINVAL;
+    int64_t neg = -1;
+    bad |= tft_tensor("x", TFT_F32, a, 1, &neg) != -EINVAL;
+    bad |= tft_tensor("x", (tft_dtype)99, a, 1, &n) != -EINVAL;
+    bad |= tft_tensor("x", TFT_F32, a, 9, &n) != -EINVAL;
+    if (bad)
+        fprintf(stderr, "rec_prog api: an API call returned an unexpected value\n");
+    return bad ? 1 : 0;
+}
+
 static int run_crash(const char *kind, int at)
 {
     float x[16];
@@ -127,6 +179,8 @@ int main(int argc, char **argv)
         printf("flood: %ld of %ld dropped by the recorder\n", failed, count);
         return 0;
     }
+    if (argc >= 2 && !strcmp(argv[1], "api"))
+        return run_api();
     if (argc >= 2 && !strcmp(argv[1], "fork"))
         return run_fork();
     if (argc >= 2 && !strcmp(argv[1], "closefds")) {

@@ -79,6 +79,15 @@ case $case_name in
     # an exec'd program records through the same session: its own rank file
     "$tftrace" -q -o "$tr" -- "$prog" exec "$prog" threads 1
     "$check" names "$tr" "rank-00000.tft:before_exec=1" "rank-00001.tft:t0.0=1" ;;
+  api)
+    "$tftrace" -q -o "$tr" -- "$prog" api
+    "$check" api "$tr" ;;
+  no-drop)
+    # --no-drop: a tiny ring makes the program wait for the collector, nothing is lost
+    out=$("$tftrace" -o "$tr" --no-drop --ring-kb 64 -- "$prog" flood 100000 2>&1)
+    echo "$out"
+    echo "$out" | grep -q "flood: 0 of 100000 dropped" || { echo "FAIL: the program saw drops"; exit 1; }
+    "$check" names "$tr" "rank-00000.tft:flood=100000" ;;
   closefds)
     "$tftrace" -q -o "$tr" -- "$prog" closefds
     "$check" threads "$tr" 2 ;;

@@ -72,10 +72,11 @@ typedef struct tft_coll_info {
     int dtype;          /* tft_dtype of the buffer elements */
     uint64_t count;     /* elements */
     int redop;          /* enum tft_redop */
-    int root;           /* root or peer, -1 none */
+    int root;           /* root (bcast, reduce) or peer (send, recv); -1 when the call has none */
     int rank, nranks;   /* position in the communicator */
 } tft_coll_info;
-#define TFT_COLL_INFO(...) ((tft_coll_info){ .sz = sizeof(tft_coll_info), .root = -1, __VA_ARGS__ })
+/* Zero-initialised but for sz; set .root = -1 for calls without a root. */
+#define TFT_COLL_INFO(...) ((tft_coll_info){ .sz = sizeof(tft_coll_info), __VA_ARGS__ })
 
 /* Returns a token for tft_coll_exit (>= 0) or a negative errno. */
 TFT_API int64_t tft_coll_enter(const tft_coll_info *ci);
