@@ -1,0 +1,382 @@
+/*
+ * model.c — GPT forward and backward on the ops of kernels/tft_ops.h.
+ * Parameter layout, initialisation and the activation block are here; the
+ * training loop, recording and the bug zoo live in tftrain.c.
+ */
+#include "model.h"
+
+#include "tft_format.h" /* TFT_F32 */
+#include "tft_ops.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gpt_acts {
+    float *block;                       /* the one allocation */
+    uint8_t *mask;                      /* (B,T,T) */
+    float *maskf;                       /* (B,T,T) the mask as floats, for recording */
+    float *encoded;                     /* (B,T,C) */
+    float *ln1, *ln1_mean, *ln1_rstd;   /* (L,B,T,C), (L,B,T), (L,B,T) */
+    float *qkv;                         /* (L,B,T,3C) */
+    float *scores, *att;                /* (L,B,NH,T,T) pre- and post-softmax */
+    float *atty, *attproj, *res1;       /* (L,B,T,C) */
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *fc, *gelu;                   /* (L,B,T,4C) */
+    float *fcproj, *res2;               /* (L,B,T,C) */
+    float *lnf, *lnf_mean, *lnf_rstd;   /* (B,T,C), (B,T), (B,T) */
+    float *logits, *probs;              /* (B,T,V) */
+    float *losses;                      /* (B,T) */
+    /* backward scratch */
+    float *dres, *dtmp, *dln;           /* (B,T,C) */
+    float *dqkv;                        /* (B,T,3C) */
+    float *dbig, *dbig2;                /* (B,T,4C) */
+    float *dscores, *dprobs;            /* (B,NH,T,T) */
+    float *dlogits;                     /* (B,T,V) */
+};
+
+/* Per-layer parameter order inside the block (after wte, wpe). */
+static const struct { const char *suffix; int rows, cols; } layer_params[GPT_NPARAM_PER_LAYER] = {
+    /* rows/cols in units: 0 = 1, 1 = C, 3 = 3C, 4 = 4C */
+    {"ln1.w", 1, 0}, {"ln1.b", 1, 0}, {"qkv.w", 3, 1}, {"qkv.b", 3, 0},
+    {"attn.proj.w", 1, 1}, {"attn.proj.b", 1, 0}, {"ln2.w", 1, 0}, {"ln2.b", 1, 0},
+    {"fc.w", 4, 1}, {"fc.b", 4, 0}, {"fcproj.w", 1, 4}, {"fcproj.b", 1, 0},
+};
+enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB, P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPW, P_FCPB };
+
+static void add_param(gpt_model *m, const char *name, int64_t rows, int64_t cols)
+{
+    gpt_param *p = &m->params_info[m->nparams++];
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    p->offset = m->num_params;
+    p->count = (size_t)(rows * (cols ? cols : 1));
+    p->ndim = cols ? 2 : 1;
+    p->shape[0] = rows;
+    p->shape[1] = cols;
+    m->num_params += p->count;
+}
+
+static void layout(gpt_model *m)
+{
+    const gpt_config *c = &m->cfg;
+    int64_t C = c->channels;
+    add_param(m, "wte", c->vocab, C);
+    add_param(m, "wpe", c->max_seq, C);
+    for (int l = 0; l < c->layers; l++)
+        for (int k = 0; k < GPT_NPARAM_PER_LAYER; k++) {
+            char name[32];
+            snprintf(name, sizeof(name), "L%d.%s", l, layer_params[k].suffix);
+            int64_t rows = layer_params[k].rows * C;
+            int64_t cols = layer_params[k].cols ? layer_params[k].cols * C : 0;
+            add_param(m, name, rows, cols);
+        }
+    add_param(m, "lnf.w", C, 0);
+    add_param(m, "lnf.b", C, 0);
+}
+
+/* Parameter k of layer l (or a global one by index). */
+static float *lp(const gpt_model *m, float *base, int l, int k)
+{
+    return base + m->params_info[2 + l * GPT_NPARAM_PER_LAYER + k].offset;
+}
+static float *gp(const gpt_model *m, float *base, int idx) { return base + m->params_info[idx].offset; }
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float rng_normal(uint64_t *s)
+{
+    double u1 = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
+    double u2 = (double)(rng_next(s) >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+}
+
+static void init_params(gpt_model *m, uint64_t seed)
+{
+    uint64_t s = seed ^ 0x5eed5eed5eedull;
+    float proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.layers);
+    for (int i = 0; i < m->nparams; i++) {
+        gpt_param *p = &m->params_info[i];
+        float *x = m->params + p->offset;
+        const char *dot = strrchr(p->name, '.');
+        int is_ln_w = dot && !strcmp(dot, ".w") && strstr(p->name, "ln");
+        int is_bias = dot && !strcmp(dot, ".b");
+        float std = (strstr(p->name, "attn.proj.w") || strstr(p->name, "fcproj.w")) ? proj_std : 0.02f;
+        for (size_t j = 0; j < p->count; j++)
+            x[j] = is_ln_w ? 1.0f : is_bias ? 0.0f : std * rng_normal(&s);
+    }
+}
+
+static size_t acts_floats(const gpt_config *c, size_t B, size_t T)
+{
+    size_t L = (size_t)c->layers, C = (size_t)c->channels, NH = (size_t)c->heads, V = (size_t)c->vocab;
+    size_t BT = B * T, att = B * NH * T * T;
+    return BT * C + L * (BT * C * 3 + BT * 2 + BT * 3 * C + 2 * att + BT * C * 3 + BT * 2 + BT * 8 * C +
+                         BT * C * 2) /* per layer */
+           + BT * C + 2 * BT + 2 * BT * V + BT                    /* lnf, logits, probs, losses */
+           + 3 * BT * C + BT * 3 * C + 2 * BT * 4 * C + 2 * att + BT * V /* backward scratch */
+           + B * T * T;                                           /* maskf */
+}
+
+static int acts_alloc(gpt_model *m)
+{
+    const gpt_config *c = &m->cfg;
+    size_t L = (size_t)c->layers, C = (size_t)c->channels, NH = (size_t)c->heads, V = (size_t)c->vocab;
+    size_t BT = (size_t)m->B * (size_t)m->T, att = (size_t)m->B * NH * (size_t)m->T * (size_t)m->T;
+    gpt_acts *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    a->block = calloc(acts_floats(c, (size_t)m->B, (size_t)m->T), sizeof(float));
+    a->mask = calloc((size_t)m->B * (size_t)m->T * (size_t)m->T, 1);
+    if (!a->block || !a->mask) {
+        free(a->block);
+        free(a->mask);
+        free(a);
+        return -ENOMEM;
+    }
+    float *p = a->block;
+#define CARVE(field, n) (a->field = p, p += (n))
+    CARVE(encoded, BT * C);
+    CARVE(ln1, L * BT * C), CARVE(ln1_mean, L * BT), CARVE(ln1_rstd, L * BT);
+    CARVE(qkv, L * BT * 3 * C);
+    CARVE(scores, L * att), CARVE(att, L * att);
+    CARVE(atty, L * BT * C), CARVE(attproj, L * BT * C), CARVE(res1, L * BT * C);
+    CARVE(ln2, L * BT * C), CARVE(ln2_mean, L * BT), CARVE(ln2_rstd, L * BT);
+    CARVE(fc, L * BT * 4 * C), CARVE(gelu, L * BT * 4 * C);
+    CARVE(fcproj, L * BT * C), CARVE(res2, L * BT * C);
+    CARVE(lnf, BT * C), CARVE(lnf_mean, BT), CARVE(lnf_rstd, BT);
+    CARVE(logits, BT * V), CARVE(probs, BT * V), CARVE(losses, BT);
+    CARVE(dres, BT * C), CARVE(dtmp, BT * C), CARVE(dln, BT * C);
+    CARVE(dqkv, BT * 3 * C), CARVE(dbig, BT * 4 * C), CARVE(dbig2, BT * 4 * C);
+    CARVE(dscores, att), CARVE(dprobs, att), CARVE(dlogits, BT * V);
+    CARVE(maskf, (size_t)m->B * (size_t)m->T * (size_t)m->T);
+#undef CARVE
+    m->acts = a;
+    return 0;
+}
+
+int gpt_init(gpt_model *m, const gpt_config *cfg, int B, int T, uint64_t seed)
+{
+    memset(m, 0, sizeof(*m));
+    if (cfg->vocab < 2 || cfg->layers < 1 || cfg->channels < 1 || cfg->heads < 1 ||
+        cfg->channels % cfg->heads || cfg->max_seq < 1 || B < 1 || T < 1 || T > cfg->max_seq)
+        return -EINVAL;
+    m->cfg = *cfg;
+    m->B = B;
+    m->T = T;
+    m->params_info = calloc((size_t)(4 + cfg->layers * GPT_NPARAM_PER_LAYER), sizeof(gpt_param));
+    if (!m->params_info)
+        return -ENOMEM;
+    layout(m);
+    m->params = calloc(m->num_params * 4, sizeof(float)); /* params, grads, m, v */
+    if (!m->params || acts_alloc(m) < 0) {
+        gpt_free(m);
+        return -ENOMEM;
+    }
+    m->grads = m->params + m->num_params;
+    m->m = m->grads + m->num_params;
+    m->v = m->m + m->num_params;
+    init_params(m, seed);
+    return 0;
+}
+
+void gpt_free(gpt_model *m)
+{
+    if (m->acts) {
+        free(m->acts->block);
+        free(m->acts->mask);
+        free(m->acts);
+    }
+    free(m->params);
+    free(m->params_info);
+    memset(m, 0, sizeof(*m));
+}
+
+const gpt_param *gpt_param_find(const gpt_model *m, const char *name)
+{
+    for (int i = 0; i < m->nparams; i++)
+        if (!strcmp(m->params_info[i].name, name))
+            return &m->params_info[i];
+    return NULL;
+}
+
+const float *gpt_logits(const gpt_model *m) { return m->acts->logits; }
+
+void gpt_zero_grad(gpt_model *m) { memset(m->grads, 0, m->num_params * sizeof(float)); }
+
+/* mask[b,i,j] = 1 when query i may attend key j: causal (j <= i + offset),
+ * and, when combined, both positions are real tokens. */
+static void build_mask(uint8_t *mask, const uint8_t *pad, const gpt_variant *v, int B, int T)
+{
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++) {
+                int ok = j <= i + v->causal_offset;
+                if (v->combine_pad_mask && pad)
+                    ok = ok && pad[b * T + i] && pad[b * T + j];
+                mask[((size_t)b * T + i) * T + j] = (uint8_t)ok;
+            }
+}
+
+typedef struct fwd_ctx {
+    gpt_record_fn rec;
+    void *ctx;
+    int store;
+} fwd_ctx;
+
+/* Rounds an activation to the storage dtype, then reports it. */
+static void emit(const fwd_ctx *f, const char *name, float *x, size_t n, int ndim, const int64_t *shape,
+                 const char *const *in, int nin)
+{
+    op_round_storage(x, n, f->store);
+    if (f->rec)
+        f->rec(f->ctx, name, x, ndim, shape, in, nin);
+}
+
+static void layer_forward(gpt_model *m, const gpt_variant *var, const fwd_ctx *f, int l, const float *in,
+                          const char *in_name)
+{
+    gpt_acts *a = m->acts;
+    int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.heads, N = B * T;
+    size_t BTC = (size_t)N * C, att = (size_t)B * NH * T * T;
+    int64_t s3[3] = {B, T, C}, s3q[3] = {B, T, 3 * C}, s3f[3] = {B, T, 4 * C}, s4[4] = {B, NH, T, T};
+    char nm[16][48], pn[8][48];
+    const char *names[] = {"ln1", "qkv", "attn.mask", "attn.scores", "attn.probs", "attn.out", "attn.proj",
+                           "res1", "ln2", "fc", "gelu", "fcproj", "res2"};
+    for (int k = 0; k < 13; k++)
+        snprintf(nm[k], sizeof(nm[k]), "L%d.%s", l, names[k]);
+    for (int k = 0; k < 8; k++)
+        snprintf(pn[k], sizeof(pn[k]), "L%d.%s", l, layer_params[(int[]){0, 2, 4, 6, 8, 10, 1, 3}[k]].suffix);
+    float *ln1 = a->ln1 + l * BTC, *qkv = a->qkv + l * BTC * 3, *sc = a->scores + l * att;
+    float *pr = a->att + l * att, *atty = a->atty + l * BTC, *proj = a->attproj + l * BTC;
+    float *res1 = a->res1 + l * BTC, *ln2 = a->ln2 + l * BTC, *fc = a->fc + l * BTC * 4;
+    float *gl = a->gelu + l * BTC * 4, *fcp = a->fcproj + l * BTC, *res2 = a->res2 + l * BTC;
+    float *P = m->params;
+
+    op_layernorm_fwd(ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, in, lp(m, P, l, P_LN1W), lp(m, P, l, P_LN1B), N, C);
+    emit(f, nm[0], ln1, BTC, 3, s3, (const char *[]){in_name, pn[0], pn[6]}, 3);
+    op_matmul_fwd(qkv, ln1, lp(m, P, l, P_QKVW), lp(m, P, l, P_QKVB), N, C, 3 * C);
+    emit(f, nm[1], qkv, BTC * 3, 3, s3q, (const char *[]){nm[0], pn[1], pn[7]}, 3);
+    float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
+    op_attn_scores_fwd(sc, qkv, B, T, C, NH, scale);
+    op_masked_fill(sc, a->mask, var->mask_fill, B, NH, T);
+    emit(f, nm[3], sc, att, 4, s4, (const char *[]){nm[1], nm[2]}, 2);
+    op_softmax_fwd(pr, sc, B * NH * T, T);
+    emit(f, nm[4], pr, att, 4, s4, (const char *[]){nm[3]}, 1);
+    op_attn_values_fwd(atty, pr, qkv, B, T, C, NH);
+    emit(f, nm[5], atty, BTC, 3, s3, (const char *[]){nm[4], nm[1]}, 2);
+    op_matmul_fwd(proj, atty, lp(m, P, l, P_PROJW), lp(m, P, l, P_PROJB), N, C, C);
+    emit(f, nm[6], proj, BTC, 3, s3, (const char *[]){nm[5], pn[2]}, 2);
+    op_residual_fwd(res1, in, proj, BTC);
+    emit(f, nm[7], res1, BTC, 3, s3, (const char *[]){in_name, nm[6]}, 2);
+    op_layernorm_fwd(ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, res1, lp(m, P, l, P_LN2W), lp(m, P, l, P_LN2B), N, C);
+    emit(f, nm[8], ln2, BTC, 3, s3, (const char *[]){nm[7], pn[3]}, 2);
+    op_matmul_fwd(fc, ln2, lp(m, P, l, P_FCW), lp(m, P, l, P_FCB), N, C, 4 * C);
+    emit(f, nm[9], fc, BTC * 4, 3, s3f, (const char *[]){nm[8], pn[4]}, 2);
+    op_gelu_fwd(gl, fc, BTC * 4);
+    emit(f, nm[10], gl, BTC * 4, 3, s3f, (const char *[]){nm[9]}, 1);
+    op_matmul_fwd(fcp, gl, lp(m, P, l, P_FCPW), lp(m, P, l, P_FCPB), N, 4 * C, C);
+    emit(f, nm[11], fcp, BTC, 3, s3, (const char *[]){nm[10], pn[5]}, 2);
+    op_residual_fwd(res2, res1, fcp, BTC);
+    emit(f, nm[12], res2, BTC, 3, s3, (const char *[]){nm[7], nm[11]}, 2);
+}
+
+float gpt_forward(gpt_model *m, const gpt_variant *var, const int32_t *tokens, const int32_t *targets,
+                  const float *weight, const uint8_t *mask_pad, float denom, gpt_record_fn rec, void *ctx)
+{
+    gpt_acts *a = m->acts;
+    int B = m->B, T = m->T, C = m->cfg.channels, V = m->cfg.vocab, L = m->cfg.layers, N = B * T;
+    size_t BTC = (size_t)N * C;
+    fwd_ctx f = {rec, ctx, var->store_dtype};
+    int64_t s3[3] = {B, T, C}, sm[3] = {B, T, T}, sl[3] = {B, T, V}, s1[1] = {1};
+    float *P = m->params;
+
+    op_embedding_fwd(a->encoded, tokens, gp(m, P, 0), gp(m, P, 1), B, T, C);
+    emit(&f, "emb", a->encoded, BTC, 3, s3, (const char *[]){"tokens", "wte", "wpe"}, 3);
+    build_mask(a->mask, mask_pad, var, B, T);
+    for (size_t i = 0; i < (size_t)B * T * T; i++)
+        a->maskf[i] = a->mask[i];
+    for (int l = 0; l < L; l++) {
+        if (rec) { /* the same mask for every layer, recorded under each layer's name */
+            char nm[32];
+            snprintf(nm, sizeof(nm), "L%d.attn.mask", l);
+            rec(ctx, nm, a->maskf, 3, sm, (const char *[]){"tokens"}, 1);
+        }
+        char in_name[32];
+        snprintf(in_name, sizeof(in_name), "L%d.res2", l - 1);
+        layer_forward(m, var, &f, l, l ? a->res2 + (size_t)(l - 1) * BTC : a->encoded, l ? in_name : "emb");
+    }
+    char last[32];
+    snprintf(last, sizeof(last), "L%d.res2", L - 1);
+    op_layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, a->res2 + (size_t)(L - 1) * BTC,
+                     gp(m, P, m->nparams - 2), gp(m, P, m->nparams - 1), N, C);
+    emit(&f, "lnf", a->lnf, BTC, 3, s3, (const char *[]){last, "lnf.w", "lnf.b"}, 3);
+    op_matmul_fwd(a->logits, a->lnf, gp(m, P, 0), NULL, N, C, V);
+    emit(&f, "logits", a->logits, (size_t)N * V, 3, sl, (const char *[]){"lnf", "wte"}, 2);
+    if (!targets)
+        return NAN;
+    m->last_loss_sum = op_crossentropy_fwd(a->losses, a->probs, a->logits, targets, weight, N, V);
+    float loss = (float)(m->last_loss_sum / (double)denom);
+    if (rec)
+        rec(ctx, "loss", &loss, 1, s1, (const char *[]){"logits", "targets", "loss_mask"}, 3);
+    return loss;
+}
+
+static void layer_backward(gpt_model *m, const gpt_variant *var, int l, const float *in)
+{
+    gpt_acts *a = m->acts;
+    int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.heads, N = B * T;
+    size_t BTC = (size_t)N * C, att = (size_t)B * NH * T * T;
+    float *P = m->params, *G = m->grads;
+    /* res2 = res1 + fcproj: dres is d(res2) and passes to both */
+    memset(a->dbig, 0, BTC * 4 * sizeof(float));
+    op_matmul_bwd(a->dbig, lp(m, G, l, P_FCPW), lp(m, G, l, P_FCPB), a->dres, a->gelu + l * BTC * 4,
+                  lp(m, P, l, P_FCPW), N, 4 * C, C);
+    memset(a->dbig2, 0, BTC * 4 * sizeof(float));
+    op_gelu_bwd(a->dbig2, a->fc + l * BTC * 4, a->dbig, BTC * 4);
+    memset(a->dln, 0, BTC * sizeof(float));
+    op_matmul_bwd(a->dln, lp(m, G, l, P_FCW), lp(m, G, l, P_FCB), a->dbig2, a->ln2 + l * BTC,
+                  lp(m, P, l, P_FCW), N, C, 4 * C);
+    op_layernorm_bwd(a->dres, lp(m, G, l, P_LN2W), lp(m, G, l, P_LN2B), a->dln, a->res1 + l * BTC,
+                     lp(m, P, l, P_LN2W), a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C);
+    /* dres is now d(res1) = d(in) + d(attproj) */
+    memset(a->dtmp, 0, BTC * sizeof(float));
+    op_matmul_bwd(a->dtmp, lp(m, G, l, P_PROJW), lp(m, G, l, P_PROJB), a->dres, a->atty + l * BTC,
+                  lp(m, P, l, P_PROJW), N, C, C);
+    memset(a->dqkv, 0, BTC * 3 * sizeof(float));
+    op_attn_values_bwd(a->dprobs, a->dqkv, a->dtmp, a->att + l * att, a->qkv + l * BTC * 3, B, T, C, NH);
+    op_softmax_bwd(a->dscores, a->dprobs, a->att + l * att, B * NH * T, T);
+    op_masked_fill_bwd(a->dscores, a->mask, B, NH, T);
+    float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
+    op_attn_scores_bwd(a->dqkv, a->dscores, a->qkv + l * BTC * 3, B, T, C, NH, scale);
+    memset(a->dln, 0, BTC * sizeof(float));
+    op_matmul_bwd(a->dln, lp(m, G, l, P_QKVW), lp(m, G, l, P_QKVB), a->dqkv, a->ln1 + l * BTC,
+                  lp(m, P, l, P_QKVW), N, C, 3 * C);
+    op_layernorm_bwd(a->dres, lp(m, G, l, P_LN1W), lp(m, G, l, P_LN1B), a->dln, in, lp(m, P, l, P_LN1W),
+                     a->ln1_mean + l * N, a->ln1_rstd + l * N, N, C);
+}
+
+void gpt_backward(gpt_model *m, const gpt_variant *var, const int32_t *tokens, const int32_t *targets,
+                  const float *weight, float denom)
+{
+    gpt_acts *a = m->acts;
+    int B = m->B, T = m->T, C = m->cfg.channels, V = m->cfg.vocab, L = m->cfg.layers, N = B * T;
+    size_t BTC = (size_t)N * C;
+    float *P = m->params, *G = m->grads;
+    op_crossentropy_bwd(a->dlogits, a->probs, targets, weight, 1.0f / denom, N, V);
+    memset(a->dln, 0, BTC * sizeof(float));
+    op_matmul_bwd(a->dln, gp(m, G, 0), NULL, a->dlogits, a->lnf, gp(m, P, 0), N, C, V);
+    memset(a->dres, 0, BTC * sizeof(float));
+    op_layernorm_bwd(a->dres, gp(m, G, m->nparams - 2), gp(m, G, m->nparams - 1), a->dln,
+                     a->res2 + (size_t)(L - 1) * BTC, gp(m, P, m->nparams - 2), a->lnf_mean, a->lnf_rstd, N, C);
+    for (int l = L - 1; l >= 0; l--)
+        layer_backward(m, var, l, l ? a->res2 + (size_t)(l - 1) * BTC : a->encoded);
+    op_embedding_bwd(gp(m, G, 0), gp(m, G, 1), a->dres, tokens, B, T, C);
+}
