@@ -266,10 +266,13 @@ static void layer_forward(gpt_model *m, const gpt_variant *var, const fwd_ctx *f
     emit(f, nm[1], qkv, BTC * 3, 3, s3q, (const char *[]){nm[0], pn[1], pn[7]}, 3);
     float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
     op_attn_scores_fwd(sc, qkv, B, T, C, NH, scale);
+    emit(f, nm[3], sc, att, 4, s4, (const char *[]){nm[1]}, 1);
+    /* masked softmax: the fill is stored in the activation dtype (so -1e9
+     * becomes -inf in fp16), and a fully masked row of -inf gives NaN */
     op_masked_fill(sc, a->mask, var->mask_fill, B, NH, T);
-    emit(f, nm[3], sc, att, 4, s4, (const char *[]){nm[1], nm[2]}, 2);
+    op_round_storage(sc, att, f->store);
     op_softmax_fwd(pr, sc, B * NH * T, T);
-    emit(f, nm[4], pr, att, 4, s4, (const char *[]){nm[3]}, 1);
+    emit(f, nm[4], pr, att, 4, s4, (const char *[]){nm[3], nm[2]}, 2);
     op_attn_values_fwd(atty, pr, qkv, B, T, C, NH);
     emit(f, nm[5], atty, BTC, 3, s3, (const char *[]){nm[4], nm[1]}, 2);
     op_matmul_fwd(proj, atty, lp(m, P, l, P_PROJW), lp(m, P, l, P_PROJB), N, C, C);

@@ -1,0 +1,464 @@
+/*
+ * train.c — tftrain's training loop: batches, forward, backward, gradient
+ * all-reduce, clipping, LR schedule, AdamW, checkpoints, eval, and the bug
+ * zoo, every step recorded through tft.h under the canonical names of
+ * DESIGN.md §9. Messages go to stderr prefixed "tftrain:", progress to
+ * stdout on rank 0.
+ */
+#include "train.h"
+
+#include "tft.h"
+#include "tft_ops.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct run {
+    const train_opts *o;
+    dist *d;
+    data_corpus *corpus;
+    data_loader loader;
+    gpt_model m;
+    gpt_variant var;
+    rec_map *rec;
+    tft_rng rng;
+    int64_t step0;            /* first step of this run (> 0 after resume) */
+    int B, T;
+    int32_t *tokens, *targets;
+    float *loss_mask;
+    uint8_t *pad;
+    char err[512];
+} run;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool bug_at(const run *r, int kind, int64_t step)
+{
+    return r->o->bug.kind == kind && step == r->o->bug.step;
+}
+
+static bool bug_is(const run *r, int kind) { return r->o->bug.kind == kind; }
+
+/* The config line saved in checkpoints: a resume must match it. */
+static void config_text(const run *r, char *out, size_t cap)
+{
+    snprintf(out, cap, "layers=%d\nd_model=%d\nheads=%d\nseq=%d\nvocab=%d\nbatch=%d\nworld=%d\n",
+             r->o->layers, r->o->d_model, r->o->heads, r->o->seq, TFT_VOCAB, r->B, r->d->world);
+}
+
+static void variant_init(run *r)
+{
+    const train_opts *o = r->o;
+    r->var = (gpt_variant){.store_dtype = o->store_dtype, .causal_offset = 0, .combine_pad_mask = 1,
+                           .scale_scores = 1};
+    /* golden masked fill: the most negative finite value of the storage type */
+    r->var.mask_fill = o->store_dtype == TFT_F16 ? -65504.0f : -1e9f;
+    if (bug_is(r, BUG_FP16_MASK))
+        r->var.mask_fill = -1e9f; /* overflows fp16 to -inf */
+    if (bug_is(r, BUG_CAUSAL_OFFBYONE))
+        r->var.causal_offset = 1;
+    if (bug_is(r, BUG_PAD_MASK))
+        r->var.combine_pad_mask = 0;
+    if (bug_is(r, BUG_NO_SCALE))
+        r->var.scale_scores = 0;
+}
+
+static int setup_data(run *r)
+{
+    const train_opts *o = r->o;
+    int e = o->data ? data_corpus_open_file(&r->corpus, o->data, 0, r->err, sizeof(r->err))
+                    : data_corpus_synthetic(&r->corpus, o->seed, r->err, sizeof(r->err));
+    if (e)
+        return e;
+    unsigned flags = bug_is(r, BUG_DP_SHARD) ? DATA_SHARD_SAME : 0;
+    e = data_loader_init(&r->loader, r->corpus, DATA_TRAIN, r->B, r->T, r->d->rank, r->d->world, flags,
+                         r->err, sizeof(r->err));
+    if (e)
+        return e;
+    size_t n = (size_t)r->B * (size_t)r->T;
+    r->tokens = calloc(n, sizeof(int32_t));
+    r->targets = calloc(n, sizeof(int32_t));
+    r->loss_mask = calloc(n, sizeof(float));
+    r->pad = calloc(n, 1);
+    return r->tokens && r->targets && r->loss_mask && r->pad ? 0 : -ENOMEM;
+}
+
+static void record_params(run *r, const char *prefix, const float *base)
+{
+    for (int i = 0; i < r->m.nparams; i++) {
+        const gpt_param *p = &r->m.params_info[i];
+        char name[64], in[64];
+        snprintf(name, sizeof(name), "%s%s", prefix, p->name);
+        snprintf(in, sizeof(in), "grad.%s", p->name);
+        const char *inputs[2] = {in, p->name};
+        rec_tensor(r->rec, name, TFT_F32, base + p->offset, p->ndim, p->shape, inputs, prefix[0] ? 2 : 0);
+    }
+}
+
+/* Parameters at initialisation: seeded per rank; the golden run broadcasts
+ * rank 0's so all ranks start equal (dp-nosync forgets to). */
+static int setup_model(run *r)
+{
+    gpt_config cfg = {.vocab = TFT_VOCAB, .max_seq = r->o->seq, .layers = r->o->layers,
+                      .channels = r->o->d_model, .heads = r->o->heads};
+    int e = gpt_init(&r->m, &cfg, r->B, r->T, r->o->seed + (uint64_t)r->d->rank * 1000003u);
+    if (e) {
+        snprintf(r->err, sizeof(r->err), "cannot build the model (layers %d, d_model %d, heads %d, seq %d): %s",
+                 cfg.layers, cfg.channels, cfg.heads, cfg.max_seq,
+                 e == -EINVAL ? "d_model must be a multiple of heads, all sizes >= 1" : strerror(-e));
+        return e;
+    }
+    if (bug_is(r, BUG_POS_ZERO)) {
+        const gpt_param *wpe = gpt_param_find(&r->m, "wpe");
+        memset(r->m.params + wpe->offset, 0, wpe->count * sizeof(float));
+    }
+    return 0;
+}
+
+static int sync_initial_params(run *r)
+{
+    if (bug_is(r, BUG_DP_NOSYNC) || r->d->world == 1)
+        return 0;
+    return dist_bcast(r->d, r->m.params, r->m.num_params);
+}
+
+static void ckpt_tensors(run *r, ckpt_tensor *t, bool load_moments)
+{
+    t[0] = (ckpt_tensor){"params", r->m.params, r->m.num_params};
+    t[1] = (ckpt_tensor){"adam.m", load_moments ? r->m.m : NULL, r->m.num_params};
+    t[2] = (ckpt_tensor){"adam.v", load_moments ? r->m.v : NULL, r->m.num_params};
+}
+
+static int resume(run *r)
+{
+    char path[4096], cfg[1024];
+    int e = ckpt_find_latest(r->o->resume, path, sizeof(path), r->err, sizeof(r->err));
+    if (e)
+        return e;
+    ckpt_tensor t[3];
+    ckpt_tensors(r, t, !bug_is(r, BUG_CKPT_OPTIM)); /* ckpt-optim: moments not restored */
+    ckpt_meta meta;
+    config_text(r, cfg, sizeof(cfg));
+    e = ckpt_load(path, cfg, t, 3, &meta, r->err, sizeof(r->err));
+    if (e)
+        return e;
+    r->step0 = meta.step;
+    memcpy(r->rng.s, meta.rng, sizeof(r->rng.s));
+    if (!bug_is(r, BUG_CKPT_DATA)) /* ckpt-data: the cursor starts over */
+        data_cursor_set(&r->loader, meta.data_cursor);
+    tft_checkpoint(TFT_CKPT_RESUME, meta.step, path, NULL);
+    if (r->d->rank == 0 && !r->o->quiet)
+        printf("resumed from %s at step %lld\n", path, (long long)meta.step);
+    return 0;
+}
+
+static int save_ckpt(run *r, int64_t next_step)
+{
+    if (r->d->rank != 0)
+        return 0;
+    ckpt_meta meta = {.step = next_step, .data_cursor = data_cursor_get(&r->loader)};
+    memcpy(meta.rng, r->rng.s, sizeof(meta.rng));
+    config_text(r, meta.config, sizeof(meta.config));
+    ckpt_tensor t[3];
+    ckpt_tensors(r, t, true);
+    char path[4096], recipe[4200];
+    int e = ckpt_save(r->o->ckpt_dir, &meta, t, 3, path, sizeof(path), r->err, sizeof(r->err));
+    if (e)
+        return e;
+    snprintf(recipe, sizeof(recipe), "--resume %s", r->o->ckpt_dir);
+    tft_checkpoint(TFT_CKPT_SAVE, next_step, path, recipe);
+    return 0;
+}
+
+/* Learning rate: linear warm-up over `warmup` steps, then cosine decay to
+ * 10% at the last step. no-warmup skips the warm-up. */
+static float lr_at(const run *r, int64_t step)
+{
+    const train_opts *o = r->o;
+    int warm = bug_is(r, BUG_NO_WARMUP) ? 0 : o->warmup;
+    if (step < warm)
+        return o->lr * (float)(step + 1) / (float)warm;
+    double span = (double)(o->steps - warm);
+    double p = span > 0 ? (double)(step - warm) / span : 1.0;
+    if (p > 1)
+        p = 1;
+    return (float)(o->lr * (0.1 + 0.9 * 0.5 * (1.0 + cos(M_PI * p))));
+}
+
+/* Rows shortened to T-1 columns (short-batch): the batch the data bug makes. */
+static void drop_last_column(int32_t *x, int B, int T)
+{
+    for (int b = 0; b < B; b++)
+        memmove(x + (size_t)b * (T - 1), x + (size_t)b * T, (size_t)(T - 1) * sizeof(int32_t));
+}
+
+/* Loads, breaks (bug zoo), records and checks this step's batch. */
+static int load_batch(run *r, int64_t step)
+{
+    int B = r->B, T = r->T;
+    size_t n = (size_t)B * T;
+    int e = data_loader_next(&r->loader, r->tokens, r->targets, r->loss_mask);
+    if (e) {
+        snprintf(r->err, sizeof(r->err), "step %lld: cannot read a batch: %s", (long long)step, strerror(-e));
+        return e;
+    }
+    if (bug_is(r, BUG_LABEL_SHIFT)) /* targets are the current token, not the next */
+        memcpy(r->targets, r->tokens, n * sizeof(int32_t));
+    if (bug_is(r, BUG_LOSS_PAD)) /* padding positions count in the loss */
+        for (size_t i = 0; i < n; i++)
+            r->loss_mask[i] = 1.0f;
+    if (bug_at(r, BUG_TOKEN_OOB, step))
+        data_corrupt_token(r->tokens, n, (uint64_t)step);
+    int Tb = T;
+    if (bug_at(r, BUG_SHORT_BATCH, step)) { /* the last batch came one column short */
+        Tb = T - 1;
+        drop_last_column(r->tokens, B, T);
+        drop_last_column(r->targets, B, T);
+    }
+    int64_t shape[2] = {B, Tb};
+    rec_tensor(r->rec, "tokens", TFT_I32, r->tokens, 2, shape, NULL, 0);
+    rec_tensor(r->rec, "targets", TFT_I32, r->targets, 2, shape, (const char *[]){"tokens"}, 1);
+    rec_tensor(r->rec, "loss_mask", TFT_F32, r->loss_mask, 2, shape, (const char *[]){"targets"}, 1);
+    if (Tb != T) {
+        snprintf(r->err, sizeof(r->err), "step %lld: shape mismatch: tokens is (%d, %d) but the model takes (%d, %d)",
+                 (long long)step, B, Tb, B, T);
+        return -EINVAL;
+    }
+    char msg[256];
+    if (data_check_tokens(r->tokens, B, T, msg, sizeof(msg)) < 0) {
+        snprintf(r->err, sizeof(r->err), "step %lld: tokens: %s", (long long)step, msg);
+        return -ERANGE;
+    }
+    for (size_t i = 0; i < n; i++)
+        r->pad[i] = r->tokens[i] != TFT_PAD;
+    return 0;
+}
+
+/* Global norm of the gradients; nondet sums the parameters in reverse order. */
+static double grad_norm(run *r)
+{
+    double s = 0;
+    int np = r->m.nparams;
+    for (int k = 0; k < np; k++) {
+        const gpt_param *p = &r->m.params_info[bug_is(r, BUG_NONDET) ? np - 1 - k : k];
+        s += op_sum_squares(r->m.grads + p->offset, p->count);
+    }
+    return sqrt(s);
+}
+
+static void record_grads(run *r)
+{
+    for (int i = 0; i < r->m.nparams; i++) {
+        const gpt_param *p = &r->m.params_info[i];
+        char name[64];
+        snprintf(name, sizeof(name), "grad.%s", p->name);
+        rec_tensor(r->rec, name, TFT_F32, r->m.grads + p->offset, p->ndim, p->shape,
+                   (const char *[]){"loss"}, 1);
+    }
+}
+
+static void record_moments(run *r)
+{
+    for (int i = 0; i < r->m.nparams; i++) {
+        const gpt_param *p = &r->m.params_info[i];
+        char nm[64], nv[64], ng[64];
+        snprintf(nm, sizeof(nm), "adam.m.%s", p->name);
+        snprintf(nv, sizeof(nv), "adam.v.%s", p->name);
+        snprintf(ng, sizeof(ng), "grad.%s", p->name);
+        rec_tensor(r->rec, nm, TFT_F32, r->m.m + p->offset, p->ndim, p->shape, (const char *[]){ng, "lr"}, 2);
+        rec_tensor(r->rec, nv, TFT_F32, r->m.v + p->offset, p->ndim, p->shape, (const char *[]){ng}, 1);
+    }
+    record_params(r, "param.", r->m.params);
+}
+
+/* Gradient all-reduce (mean); dp-mean sums, dp-skip's last rank skips it once. */
+static int reduce_grads(run *r, int64_t step)
+{
+    if (bug_at(r, BUG_DP_SKIP, step) && r->d->rank == r->d->world - 1)
+        return 0;
+    return dist_allreduce(r->d, 0, r->m.grads, r->m.num_params, !bug_is(r, BUG_DP_MEAN));
+}
+
+typedef struct step_stats {
+    float loss;
+    double norm;
+    float lr;
+} step_stats;
+
+static int train_step(run *r, int64_t step, step_stats *st)
+{
+    if (bug_is(r, BUG_LEAK) && step >= r->o->bug.step) { /* a buffer kept every step */
+        size_t sz = 1u << 20;
+        char *p = malloc(sz);
+        if (p) {
+            memset(p, 1, sz);
+            tft_alloc(p, sz, "tftrain:leak_buffer");
+        }
+    }
+    int e = load_batch(r, step);
+    if (e)
+        return e;
+    size_t n = (size_t)r->B * r->T;
+    double cnt[2] = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        cnt[0] += r->loss_mask[i];
+    if ((e = dist_allreduce_f64(r->d, cnt, 1)) < 0)
+        return e;
+    float denom = cnt[0] > 0 ? (float)(cnt[0] / r->d->world) : 1.0f;
+    if (!bug_is(r, BUG_GRAD_ACCUM) || step == r->step0)
+        gpt_zero_grad(&r->m);
+    st->loss = gpt_forward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, r->pad, denom, rec_cb, r->rec);
+    gpt_backward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, denom);
+    if ((e = reduce_grads(r, step)) < 0)
+        return e;
+    record_grads(r);
+    st->norm = grad_norm(r);
+    float gn = (float)st->norm;
+    int64_t one = 1;
+    rec_tensor(r->rec, "grad_norm", TFT_F32, &gn, 1, &one, (const char *[]){"loss"}, 1);
+    if (!bug_is(r, BUG_NO_CLIP) && r->o->clip > 0 && st->norm > r->o->clip)
+        op_scale(r->m.grads, r->m.num_params, (float)(r->o->clip / st->norm));
+    st->lr = lr_at(r, step);
+    rec_tensor(r->rec, "lr", TFT_F32, &st->lr, 1, &one, NULL, 0);
+    op_adamw(r->m.params, r->m.grads, r->m.m, r->m.v, r->m.num_params, st->lr, 0.9f, 0.95f, 1e-8f,
+             r->o->weight_decay, (int)(step + 1));
+    record_moments(r);
+    double ls[1] = {(double)st->loss};
+    if ((e = dist_allreduce_f64(r->d, ls, 1)) < 0)
+        return e;
+    st->loss = (float)(ls[0] / r->d->world);
+    return 0;
+}
+
+/* Exact-match accuracy of greedy decoding on k held-out equations. */
+static double eval_accuracy(run *r, int k, int *correct_out)
+{
+    int B = r->B, T = r->T, correct = 0, total = 0;
+    int32_t *tok = calloc((size_t)B * T, sizeof(int32_t));
+    data_eval_example *ex = calloc((size_t)B, sizeof(*ex));
+    int32_t gen[64][DATA_EVAL_MAX_NEW];
+    if (!tok || !ex || B > 64) {
+        free(tok);
+        free(ex);
+        return -1;
+    }
+    for (int base = 0; base < k; base += B) {
+        int rows = k - base < B ? k - base : B;
+        int len[64];
+        for (size_t i = 0; i < (size_t)B * T; i++)
+            tok[i] = TFT_PAD;
+        for (int b = 0; b < rows; b++) {
+            if (data_eval_example_get(r->corpus, (uint64_t)(base + b), &ex[b]) < 0)
+                goto out;
+            len[b] = ex[b].prompt_len;
+            memcpy(tok + (size_t)b * T, ex[b].prompt, (size_t)len[b] * sizeof(int32_t));
+        }
+        for (int g = 0; g < DATA_EVAL_MAX_NEW; g++) {
+            gpt_forward(&r->m, &r->var, tok, NULL, NULL, NULL, 1.0f, NULL, NULL);
+            const float *lg = gpt_logits(&r->m);
+            for (int b = 0; b < rows; b++) {
+                int pos = len[b] - 1 < T ? len[b] - 1 : T - 1, best = 0;
+                const float *row = lg + ((size_t)b * T + pos) * TFT_VOCAB;
+                for (int v = 1; v < TFT_VOCAB; v++)
+                    best = row[v] > row[best] ? v : best;
+                gen[b][g] = best;
+                if (len[b] < T)
+                    tok[(size_t)b * T + len[b]++] = best;
+            }
+        }
+        for (int b = 0; b < rows; b++, total++)
+            correct += data_answer_correct(ex[b].answer, gen[b], DATA_EVAL_MAX_NEW);
+    }
+out:
+    free(tok);
+    free(ex);
+    *correct_out = correct;
+    return total ? (double)correct / total : -1;
+}
+
+static void run_free(run *r)
+{
+    tft_free(r->m.params);
+    gpt_free(&r->m);
+    data_loader_free(&r->loader);
+    data_corpus_free(r->corpus);
+    rec_map_free(r->rec);
+    free(r->tokens);
+    free(r->targets);
+    free(r->loss_mask);
+    free(r->pad);
+}
+
+static int setup(run *r)
+{
+    int e = setup_data(r);
+    if (!e)
+        e = setup_model(r);
+    if (e)
+        return e;
+    tft_alloc(r->m.params, r->m.num_params * 4 * sizeof(float), "tftrain:params+grads+adam");
+    tft_rng_seed(&r->rng, r->o->seed);
+    if (r->o->resume)
+        return resume(r);
+    tft_step_begin(0);
+    record_params(r, "", r->m.params); /* at initialisation, before the first forward */
+    return sync_initial_params(r);
+}
+
+static void report(const run *r, int64_t step, const step_stats *st, double tok_s)
+{
+    printf("step %5lld | loss %.4f | grad norm %.4f | lr %.2e | %.0f tok/s\n", (long long)step, st->loss,
+           st->norm, st->lr, tok_s);
+    fflush(stdout);
+}
+
+static void maybe_eval(run *r, int64_t step)
+{
+    if (r->o->eval_every <= 0 || (step + 1) % r->o->eval_every || r->d->rank != 0 || r->o->data)
+        return;
+    int correct = 0;
+    double acc = eval_accuracy(r, 64, &correct);
+    if (acc >= 0 && !r->o->quiet)
+        printf("eval  %5lld | accuracy %.1f%% (%d/64 held-out equations)\n", (long long)step, 100 * acc, correct);
+}
+
+int train_run(const train_opts *o, dist *d)
+{
+    run r = {.o = o, .d = d, .B = o->batch, .T = o->seq};
+    r.rec = rec_map_new();
+    variant_init(&r);
+    int e = r.rec ? setup(&r) : -ENOMEM;
+    double t0 = now_s();
+    int64_t last = r.step0;
+    for (int64_t step = r.step0; !e && step < o->steps; step++) {
+        if (step > 0 || o->resume)
+            tft_step_begin(step);
+        step_stats st;
+        e = train_step(&r, step, &st);
+        tft_step_end(step);
+        if (e)
+            break;
+        if (o->ckpt_dir && o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0 && (e = save_ckpt(&r, step + 1)))
+            break;
+        if (d->rank == 0 && !o->quiet && ((step + 1) % o->log_every == 0 || step + 1 == o->steps)) {
+            double t = now_s();
+            report(&r, step, &st, (double)(step + 1 - last) * r.B * r.T * d->world / (t - t0));
+            t0 = t;
+            last = step + 1;
+        }
+        maybe_eval(&r, step);
+    }
+    if (e)
+        fprintf(stderr, "tftrain: rank %d: %s\n", d->rank, r.err[0] ? r.err : strerror(-e));
+    run_free(&r);
+    return e ? 1 : 0;
+}
