@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 typedef struct run {
@@ -141,7 +142,12 @@ static void ckpt_tensors(run *r, ckpt_tensor *t, bool load_moments)
 static int resume(run *r)
 {
     char path[4096], cfg[1024];
-    int e = ckpt_find_latest(r->o->resume, path, sizeof(path), r->err, sizeof(r->err));
+    struct stat sb;
+    int e = 0;
+    if (stat(r->o->resume, &sb) == 0 && S_ISREG(sb.st_mode)) /* a checkpoint file */
+        snprintf(path, sizeof(path), "%s", r->o->resume);
+    else /* a directory: its newest checkpoint */
+        e = ckpt_find_latest(r->o->resume, path, sizeof(path), r->err, sizeof(r->err));
     if (e)
         return e;
     ckpt_tensor t[3];
@@ -246,13 +252,13 @@ static int load_batch(run *r, int64_t step)
 /* Global norm of the gradients; nondet sums the parameters in reverse order. */
 static double grad_norm(run *r)
 {
-    double s = 0;
+    float s = 0; /* float: the summation order shows in the last bit (nondet) */
     int np = r->m.nparams;
     for (int k = 0; k < np; k++) {
         const gpt_param *p = &r->m.params_info[bug_is(r, BUG_NONDET) ? np - 1 - k : k];
         s += op_sum_squares(r->m.grads + p->offset, p->count);
     }
-    return sqrt(s);
+    return sqrtf(s);
 }
 
 static void record_grads(run *r)
@@ -410,8 +416,9 @@ static int setup(run *r)
     if (r->o->resume)
         return resume(r);
     tft_step_begin(0);
-    record_params(r, "", r->m.params); /* at initialisation, before the first forward */
-    return sync_initial_params(r);
+    e = sync_initial_params(r);
+    record_params(r, "", r->m.params); /* at initialisation (after the broadcast), before the first forward */
+    return e;
 }
 
 static void report(const run *r, int64_t step, const step_stats *st, double tok_s)

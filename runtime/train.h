@@ -40,7 +40,7 @@ typedef struct train_opts {
     const char *data;         /* --data FILE, NULL = synthetic */
     const char *ckpt_dir;
     int ckpt_every;
-    const char *resume;       /* checkpoint directory (or file) */
+    const char *resume;       /* checkpoint file, or a directory: its newest checkpoint */
     int eval_every;
     int log_every;
     bug bug;

@@ -200,8 +200,28 @@ static int check_api(const char *dir)
     return TEST_DONE();
 }
 
+/* Every rank file's header run id equals the manifest's. */
+static int check_runid(const char *dir)
+{
+    tft_trace *t = tft_trace_open(dir, NULL);
+    CHECK(t != NULL);
+    const tft_manifest *m = t ? tft_trace_manifest(t) : NULL;
+    CHECK(m != NULL && strlen(m->run_id) == 32);
+    for (int i = 0; m && i < tft_trace_nranks(t); i++) {
+        char hex[33];
+        const uint8_t *id = tft_reader_info(tft_trace_reader(t, i))->run_id;
+        for (int k = 0; k < 16; k++)
+            snprintf(hex + 2 * k, 3, "%02x", id[k]);
+        CHECKF(!strcmp(hex, m->run_id), "rank file %d run id %s, manifest %s", i, hex, m->run_id);
+    }
+    tft_trace_close(t);
+    return TEST_DONE();
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "runid"))
+        return check_runid(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "api"))
         return check_api(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "names"))

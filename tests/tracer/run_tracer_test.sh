@@ -102,7 +102,8 @@ m = json.load(open(sys.argv[1]))
 assert m["complete"] and sorted(r["rank"] for r in m["ranks"]) == [0, 1, 2], m
 assert all(r["exit"] == {"code": 0} for r in m["ranks"]), m
 PY
-    ;;
+    # one run: every rank file carries the manifest's run id
+    "$check" runid "$tr" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 echo "PASS $case_name"

@@ -414,7 +414,28 @@ static int finish(collector *col, const char *dir, const opts *o, const run_stat
 
 static int prepare_manifest(const char *dir, const opts *o, const uint8_t run_id[16]);
 
-static int prepare_dir(const char *dir, const opts *o, const uint8_t run_id[16])
+/* The run id the manifest holds: the first instance's, when N instances of
+ * one run (mpirun -np N tftrace -o DIR) share the directory. */
+static void adopt_run_id(const char *dir, uint8_t run_id[16])
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/manifest.json", dir);
+    tft_manifest m;
+    if (tft_manifest_read(path, &m, NULL, 0) < 0)
+        return;
+    uint8_t id[16];
+    int ok = strlen(m.run_id) == 32;
+    for (int i = 0; ok && i < 16; i++) {
+        unsigned v;
+        ok = sscanf(m.run_id + 2 * i, "%2x", &v) == 1;
+        id[i] = (uint8_t)v;
+    }
+    if (ok)
+        memcpy(run_id, id, 16);
+    tft_manifest_free(&m);
+}
+
+static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16])
 {
     if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
         fprintf(stderr, "tftrace: %s: cannot create trace directory: %s\n", dir, strerror(errno));
@@ -435,6 +456,8 @@ static int prepare_dir(const char *dir, const opts *o, const uint8_t run_id[16])
             ;
     clear_old_trace(dir);
     int e = prepare_manifest(dir, o, run_id);
+    if (!e)
+        adopt_run_id(dir, run_id);
     if (lfd >= 0)
         close(lfd); /* releases the lock */
     return e;
