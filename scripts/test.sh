@@ -40,9 +40,9 @@ step "ASan+UBSan build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=address >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; exit 1; }
 cmake --build build-asan -j"$jobs"
 step "ASan+UBSan tests"
-# the bug-zoo end-to-end set trains many models: release build only
+# the bug-zoo set and the long training test train many steps: release only
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_ctest build-asan -LE bugzoo
+  run_ctest build-asan -LE "bugzoo|slow"
 
 step "TSan build"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=thread >build-tsan-configure.log 2>&1 || { cat build-tsan-configure.log; exit 1; }

@@ -21,6 +21,14 @@ case $case_name in
     echo "loss $first -> $last"
     python3 -c "import sys; f,l=float('$first'),float('$last'); sys.exit(0 if f > 3.0 and l < 2.1 else 1)" \
       || fail "loss $first -> $last (want > 3.0 -> < 2.1)" ;;
+  accuracy)
+    # held-out equations answered exactly by greedy decoding: above chance
+    # (a 2-digit answer guessed at random: ~1 in 100) after 1000 steps;
+    # measured 5/64 here (docs in runtime/README.md)
+    "$tftrain" --steps 1000 --eval-every 1000 --log-every 1000 >"$tmp/out"
+    n=$(awk '/^eval/ {sub(/\(/, "", $6); split($6, a, "/"); print a[1]}' "$tmp/out" | tail -1)
+    echo "correct: ${n:-none}/64"
+    [ -n "$n" ] && [ "$n" -ge 2 ] || fail "eval accuracy ${n:-?}/64 after 1000 steps (want >= 2/64)" ;;
   deterministic)
     a=$("$tftrain" --steps 30 --eval-every 0 --log-every 1 --layers 1 --d-model 32 --heads 2)
     b=$("$tftrain" --steps 30 --eval-every 0 --log-every 1 --layers 1 --d-model 32 --heads 2)
