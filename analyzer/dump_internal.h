@@ -5,7 +5,7 @@
  * chunks). Not installed; nothing here is a library API.
  *
  * Exit statuses shared by every mode: DUMP_OK (0), DUMP_FINDINGS (1, only
- * --verify), DUMP_USAGE (2, usage errors and unreadable input).
+ * --verify and --check), DUMP_USAGE (2, usage errors and unreadable input).
  */
 #ifndef TFT_DUMP_INTERNAL_H
 #define TFT_DUMP_INTERNAL_H
@@ -20,7 +20,7 @@
 
 enum { DUMP_OK = 0, DUMP_FINDINGS = 1, DUMP_USAGE = 2 };
 
-enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS };
+enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS, MODE_CHECK };
 
 /* Bit 0 of dump_opts.kinds selects every kind this build does not know. */
 #define KIND_BIT_UNKNOWN 1ull
@@ -145,5 +145,6 @@ int dump_summary(dump_trace *d, const dump_opts *o);
 int dump_events(dump_trace *d, const dump_opts *o);
 int dump_verify(dump_trace *d, const dump_opts *o);
 int dump_chunks(dump_trace *d, const dump_opts *o);
+int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
 
 #endif

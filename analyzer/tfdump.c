@@ -23,6 +23,8 @@ static void usage(FILE *f)
           "  -e, --events        one line per record, merged across ranks in (step, seq) order\n"
           "      --verify        check every checksum and record of every rank file\n"
           "      --chunks        list the chunks of every rank file\n"
+          "      --check         findings of this trace alone: the first non-finite tensor,\n"
+          "                      collective desyncs across ranks, leaks\n"
           "  -j, --json          JSON: one object (summary, --verify) or one object per\n"
           "                      line (--events, --chunks)\n"
           "\n"
@@ -42,7 +44,8 @@ static void usage(FILE *f)
           "  -h, --help          show this help\n"
           "  -V, --version       show the version\n"
           "\n"
-          "Exit status: 0 success; 1 --verify found a torn or damaged trace; 2 usage error\n"
+          "Exit status: 0 success; 1 --verify found a torn or damaged trace, or --check\n"
+          "found something; 2 usage error\n"
           "or unusable input (missing path, not a trace, newer major format version,\n"
           "garbage, a file cut inside its header). A torn or damaged trace that still\n"
           "opens is shown with warnings and its integrity.\n",
@@ -115,11 +118,12 @@ static bool parse_kinds(const char *s, dump_opts *o)
     return o->kinds != 0;
 }
 
-enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER };
+enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
     {"chunks", no_argument, NULL, OPT_CHUNKS}, {"json", no_argument, NULL, 'j'},
+    {"check", no_argument, NULL, OPT_CHECK},
     {"rank", required_argument, NULL, 'r'}, {"steps", required_argument, NULL, 's'},
     {"name", required_argument, NULL, 'n'}, {"kind", required_argument, NULL, 'k'},
     {"order", required_argument, NULL, OPT_ORDER}, {"help", no_argument, NULL, 'h'},
@@ -129,7 +133,7 @@ static const struct option long_opts[] = {
 static int set_mode(dump_opts *o, int mode)
 {
     if (o->mode != MODE_SUMMARY && o->mode != mode)
-        return usage_error("%s", "--events, --verify and --chunks exclude each other");
+        return usage_error("%s", "--events, --verify, --chunks and --check exclude each other");
     o->mode = mode;
     return DUMP_OK;
 }
@@ -142,6 +146,7 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     case 'e': return set_mode(o, MODE_EVENTS);
     case OPT_VERIFY: return set_mode(o, MODE_VERIFY);
     case OPT_CHUNKS: return set_mode(o, MODE_CHUNKS);
+    case OPT_CHECK: return set_mode(o, MODE_CHECK);
     case 'j': o->json = 1; return DUMP_OK;
     case 'r':
         if (!parse_i64(arg, strlen(arg), &v) || v < 0 || v > INT32_MAX)
@@ -210,6 +215,7 @@ static int run(const dump_opts *o)
     case MODE_EVENTS: status = dump_events(&d, o); break;
     case MODE_VERIFY: status = dump_verify(&d, o); break;
     case MODE_CHUNKS: status = dump_chunks(&d, o); break;
+    case MODE_CHECK: status = dump_check(&d, o); break;
     default: status = dump_summary(&d, o); break;
     }
     dump_trace_close(&d);

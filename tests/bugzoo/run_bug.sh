@@ -4,8 +4,9 @@
 # One bug-zoo test (../../shared/BUGZOO.md): records GOLDEN (tftrain without
 # --bug) and BAD (with it) under tftrace, with a small model so it runs in
 # about a second, and checks the row's expectation at the runtime level with
-# compare.py (tensor fingerprints aligned by step and name; tfdiff does not
-# exist yet). CASE is a bug name, or determinism, resume-golden, dp-match.
+# compare.py (tensor fingerprints aligned by step and name), and, when
+# $TFDIFF names the tfdiff program, what `tfdiff --json` must report for
+# the row. CASE is a bug name, or determinism, resume-golden, dp-match.
 #
 # 2-rank cases run `mpirun -np 2 tftrace -o X.trace -- tftrain ...` and print
 # "SKIP: ..." and exit 0 without mpirun or an MPI build (HAVE_MPI != ON).
@@ -115,6 +116,29 @@ compare() {
     [ "$rc" = 0 ] || fail "compare.py $1 (exit status $rc)"
 }
 
+# tfdiff_expect WANT_RC [tfdiff options] -- [check_tfdiff.py assertions]:
+# runs tfdiff --json golden.trace bad.trace (when $TFDIFF is set) and
+# asserts what it must report for this row.
+tfdiff_expect() {
+    [ -n "${TFDIFF:-}" ] || return 0
+    local want=$1 rc=0
+    shift
+    local topts=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        topts+=("$1")
+        shift
+    done
+    [ $# -gt 0 ] && shift
+    echo "+ tfdiff --json ${topts[*]} golden.trace bad.trace"
+    "$TFDIFF" --json "${topts[@]}" golden.trace bad.trace >tfdiff.json 2>tfdiff.err || rc=$?
+    sed 's/^/  stderr: /' tfdiff.err | head -5
+    [ "$rc" = "$want" ] || fail "tfdiff exit status $rc, expected $want"
+    rc=0
+    "$PY" "$here/check_tfdiff.py" tfdiff.json "$@" >"$work/tfd.out" 2>&1 || rc=$?
+    sed 's/^/  /' "$work/tfd.out"
+    [ "$rc" = 0 ] || fail "tfdiff report"
+}
+
 # summary OUT RANKS EXIT [STEPS] [INTEGRITY]: tfdump --json of OUT.trace
 # has RANKS ranks, every rank's exit is EXIT ("code=N", "signal" = killed by
 # any signal), its steps are STEPS ("A:B") and its integrity INTEGRITY.
@@ -187,37 +211,46 @@ WARM=(--warmup 2) # N > warm-up: the resumed run is inside the cosine decay
 case "$case_name" in
     label-shift)
         single_rank_pair label-shift
-        compare expect-diff golden.jsonl bad.jsonl --step 0 --name targets ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 0 --name targets
+        tfdiff_expect 1 -- --verdict diverged --first-step 0 --first-tensor targets --origin-tensor targets ;;
     pos-zero)
         single_rank_pair pos-zero
-        compare expect-diff golden.jsonl bad.jsonl --step 0 --name wpe ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 0 --name wpe
+        tfdiff_expect 1 -- --first-step 0 --first-tensor wpe ;;
     causal-offbyone | pad-mask)
         single_rank_pair "$case_name"
-        compare expect-diff golden.jsonl bad.jsonl --step 0 --name L0.attn.mask ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 0 --name L0.attn.mask
+        tfdiff_expect 1 -- --first-step 0 --first-tensor L0.attn.mask ;;
     loss-pad)
         single_rank_pair loss-pad
-        compare expect-diff golden.jsonl bad.jsonl --step 0 --name loss_mask,loss ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 0 --name loss_mask,loss
+        tfdiff_expect 1 -- --first-step 0 --first-tensor loss_mask,loss ;;
     no-scale)
         single_rank_pair no-scale
-        compare expect-diff golden.jsonl bad.jsonl --step 0 --name L0.attn.scores ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 0 --name L0.attn.scores
+        tfdiff_expect 1 -- --first-step 0 --first-tensor L0.attn.scores ;;
     no-warmup)
         single_rank_pair no-warmup
-        compare expect-diff golden.jsonl bad.jsonl --step 0 --name lr ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 0 --name lr
+        tfdiff_expect 1 -- --first-step 0 --first-tensor lr ;;
     grad-accum)
         single_rank_pair grad-accum
-        compare expect-diff golden.jsonl bad.jsonl --step 1 --name 'grad.*' ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 1 --name 'grad.*'
+        tfdiff_expect 1 -- --first-step 1 --first-tensor 'grad.*' ;;
     fp16-mask)
         EXTRA=(--dtype fp16)
         single_rank_pair fp16-mask
         compare nonfinite golden.jsonl bad.jsonl --step 0 --name L0.attn.probs
         # the scores are recorded before the masked fill: they agree
-        compare expect-diff golden.jsonl bad.jsonl --step 0 --name L0.attn.probs ;;
+        compare expect-diff golden.jsonl bad.jsonl --step 0 --name L0.attn.probs
+        tfdiff_expect 1 -- --nonfinite-step 0 --nonfinite-tensor L0.attn.probs --nonfinite-in-golden no ;;
     no-clip)
         # the clip at 3: golden's grad_norm is below it at step 0 and above
         # it from step 1 (lr 1.0), so the first divergence is at step 1
         EXTRA=(--lr 1.0 --clip 3)
         STEPS=6 single_rank_pair no-clip
         compare no-clip golden.jsonl bad.jsonl --clip 3
+        tfdiff_expect 1 -- --first-step 1 --first-tensor 'grad.*,adam.*,param.*'
         # the default clip 1.0 already acts at step 0 (grad_norm ~2.2):
         # BAD's first moments are golden's times grad_norm/clip
         mkdir -p clip1 && cd clip1
@@ -231,7 +264,9 @@ case "$case_name" in
         # grad_norm; every mean and std agrees to 1e-6 of the tensor's scale
         # up to the step of the first difference, to 1e-5 after it (AdamW
         # divides by sqrt(v): last bits of tiny moments grow to ~1.5e-6)
-        compare stats-close golden.jsonl bad.jsonl --rtol 1e-6 --rtol-later 1e-5 --expect-first grad_norm ;;
+        compare stats-close golden.jsonl bad.jsonl --rtol 1e-6 --rtol-later 1e-5 --expect-first grad_norm
+        tfdiff_expect 0 -- --verdict match --within-tolerance-min 1
+        tfdiff_expect 1 --rtol 0 --atol 0 -- --verdict diverged --first-tensor grad_norm ;;
     token-oob | short-batch)
         S=2
         record golden 1 0 -- "${SMALL[@]}" --steps 4
@@ -242,8 +277,10 @@ case "$case_name" in
         summary bad 1 code=1 "0:$S" complete
         if [ "$case_name" = short-batch ]; then
             compare expect-diff golden.jsonl bad.jsonl --step $S --name tokens --kind shape
+            tfdiff_expect 1 -- --first-step $S --first-tensor tokens --first-kind shape --ended-early
         else
             compare expect-diff golden.jsonl bad.jsonl --step $S --name tokens --kind value
+            tfdiff_expect 1 -- --first-step $S --first-tensor tokens --ended-early
         fi ;;
     ckpt-optim | ckpt-data)
         record golden 1 0 -- "${SMALL[@]}" "${WARM[@]}" --steps $((2 * N))
@@ -254,8 +291,10 @@ case "$case_name" in
         summary bad 1 code=0 "$N:$((2 * N - 1))" complete
         if [ "$case_name" = ckpt-optim ]; then
             compare expect-diff golden.jsonl bad.jsonl --steps "$N:" --step $N --name 'adam.m.*,adam.v.*'
+            tfdiff_expect 1 -- --first-step $N --first-tensor 'adam.m.*,adam.v.*'
         else
             compare expect-diff golden.jsonl bad.jsonl --steps "$N:" --step $N --name tokens
+            tfdiff_expect 1 -- --first-step $N --first-tensor tokens
         fi ;;
     resume-golden)
         # the runtime's guarantee: a resumed run is bit-identical to the
@@ -267,15 +306,21 @@ case "$case_name" in
         grep -q '"kind":"checkpoint".*"save"' first.jsonl || fail "first: no checkpoint save record"
         grep -q '"kind":"checkpoint".*"resume"' resumed.jsonl || fail "resumed: no checkpoint resume record"
         compare same golden.jsonl first.jsonl --steps ":$((2 * N - 1))"
-        compare same golden.jsonl resumed.jsonl --steps "$N:" ;;
+        compare same golden.jsonl resumed.jsonl --steps "$N:"
+        mv bad.trace bad.trace.unused 2>/dev/null || true
+        mv resumed.trace bad.trace
+        tfdiff_expect 0 -- --verdict match ;;
     determinism)
         record golden 1 0 -- "${SMALL[@]}" --steps 4
         record again 1 0 -- "${SMALL[@]}" --steps 4
-        compare same golden.jsonl again.jsonl --collectives ;;
+        compare same golden.jsonl again.jsonl --collectives
+        mv again.trace bad.trace
+        tfdiff_expect 0 -- --verdict match ;;
     dp-mean)
         two_rank_pair dp-mean
         compare expect-diff golden.jsonl bad.jsonl --rank 0 --step 0 --name 'grad.*'
-        compare expect-diff golden.jsonl bad.jsonl --rank 1 --step 0 --name 'grad.*' ;;
+        compare expect-diff golden.jsonl bad.jsonl --rank 1 --step 0 --name 'grad.*'
+        tfdiff_expect 1 -- --first-step 0 --first-tensor 'grad.*' ;;
     dp-shard)
         two_rank_pair dp-shard
         compare expect-diff golden.jsonl bad.jsonl --rank 1 --step 0 --name tokens
@@ -284,14 +329,22 @@ case "$case_name" in
         compare same golden.jsonl bad.jsonl --rank 0 --names tokens,targets,loss_mask
         # and BAD's rank 1 reads rank 0's shard at every step
         compare rank-values bad.jsonl --name tokens --equal
-        compare rank-values golden.jsonl --name tokens --differ ;;
+        compare rank-values golden.jsonl --name tokens --differ
+        tfdiff_expect 1 -- --first-step 0 --first-tensor tokens --first-rank 1 ;;
     dp-skip)
         need_mpi
         S=1
         record bad 2 any-nonzero --timeout 10 --grace 2 -- "${SMALL[@]}" --steps 4 --bug "dp-skip@$S"
         grep -q "timeout" bad.err || fail "tftrace did not report its timeout"
         summary bad 2 signal "0:$S"
-        compare coll-hang bad.jsonl --step $S --hung 0 --skipped 1 ;;
+        compare coll-hang bad.jsonl --step $S --hung 0 --skipped 1
+        if [ -n "${TFDUMP:-}" ]; then
+            rc=0; "$TFDUMP" --check --json bad.trace >check.json 2>check.err || rc=$?
+            [ "$rc" = 1 ] || fail "tfdump --check exit status $rc, expected 1"
+            "$PY" "$here/check_tfdiff.py" check.json --desync-kind missing --desync-step $S --desync-ranks 1 \
+                >"$work/chk.out" 2>&1 || fail "tfdump --check report"
+            sed 's/^/  /' "$work/chk.out"
+        fi ;;
     dp-nosync)
         two_rank_pair dp-nosync
         # the initial parameters (recorded at step 0) and the parameters
@@ -299,7 +352,13 @@ case "$case_name" in
         compare rank-values bad.jsonl --step 0 --name wte --differ
         compare rank-values bad.jsonl --step 0 --name param.wte --differ
         compare rank-values golden.jsonl --step 0 --name param.wte --equal
-        compare rank-values golden.jsonl --step 0 --name wte --equal ;;
+        compare rank-values golden.jsonl --step 0 --name wte --equal
+        tfdiff_expect 1 -- --desync-kind values --desync-step 0
+        rc=0; "$TFDUMP" --check --json bad.trace >check.json 2>check.err || rc=$?
+        [ "$rc" = 1 ] || fail "tfdump --check on BAD alone: exit status $rc, expected 1"
+        "$PY" "$here/check_tfdiff.py" check.json --desync-kind values --desync-step 0 >"$work/chk.out" 2>&1 ||
+            fail "tfdump --check report"
+        sed 's/^/  /' "$work/chk.out" ;;
     leak)
         if [ "$HAVE_MPI" = ON ] && command -v mpirun >/dev/null 2>&1; then
             two_rank_pair leak@1
@@ -307,7 +366,8 @@ case "$case_name" in
             single_rank_pair leak@1
         fi
         compare leak golden.jsonl bad.jsonl --step 1 --site tftrain:leak_buffer --bytes $((1 << 20))
-        compare same golden.jsonl bad.jsonl ;;
+        compare same golden.jsonl bad.jsonl
+        tfdiff_expect 1 -- --leak-site tftrain:leak_buffer --leak-from 1 --leak-bytes $((1 << 20)) ;;
     dp-match)
         # 2 ranks x B rows against 1 rank x 2B rows: the same global batch
         need_mpi

@@ -1,0 +1,123 @@
+/*
+ * diff.h — tfdiff's analyses: alignment and first divergence of one rank of
+ * GOLDEN vs BAD (diff_align.c), leaks and desyncs of one trace
+ * (diff_leak.c, diff_desync.c). Programs (tfdiff, tfdump --check) format the
+ * results; nothing here prints.
+ *
+ * Streaming: every analysis reads its rank files once, in order, holding at
+ * most one step's records per rank (plus small per-name state), so memory
+ * does not grow with the number of steps.
+ */
+#ifndef TFT_DIFF_H
+#define TFT_DIFF_H
+
+#include "tft_format.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Kinds of a divergence ("kind" in the JSON schema). */
+enum diff_kind { DK_VALUE = 0, DK_SHAPE, DK_DTYPE, DK_NONFINITE, DK_MISSING, DK_EXTRA };
+const char *diff_kind_name(int kind);
+
+typedef struct diff_opts {
+    double rtol, atol;        /* statistics tolerance: |g-b| <= atol + rtol*max(|g|,|b|,scale) */
+    int64_t step_lo, step_hi; /* inclusive step range compared (INT64_MIN/INT64_MAX = all) */
+    const char *name_glob;    /* only tensors whose name matches (fnmatch), NULL = all */
+    bool collectives;         /* also compare collective result tensors (default: skip, names MPI_* / nccl*) */
+} diff_opts;
+#define DIFF_OPTS_DEFAULT { .rtol = 1e-4, .atol = 1e-6, .step_lo = INT64_MIN, .step_hi = INT64_MAX }
+
+/* One side of a tensor comparison. */
+typedef struct diff_tensor {
+    bool present;
+    int64_t step, seq;
+    char name[96];
+    char op[96];              /* the op that produced it */
+    int dtype, ndim;
+    int64_t shape[TFT_MAX_NDIM];
+    int mode;
+    tft_stats stats;
+} diff_tensor;
+
+typedef struct diff_point {
+    bool found;
+    int rank;
+    int64_t step, seq;        /* BAD's step and seq */
+    char tensor[96], op[96];
+    int kind;                 /* enum diff_kind */
+    diff_tensor golden, bad;
+    char stat[32];            /* for DK_VALUE: the statistic most out of tolerance ("mean") */
+} diff_point;
+
+typedef struct diff_nonfinite {
+    bool found;
+    int rank;
+    int64_t step, seq;
+    char tensor[96], op[96];
+    bool in_golden;           /* GOLDEN has a non-finite at the same aligned tensor */
+} diff_nonfinite;
+
+/* Result of comparing one rank. */
+typedef struct diff_rank_result {
+    int rank;
+    diff_point first;         /* first divergence in program order */
+    diff_point origin;        /* first op whose recorded inputs match but outputs do not */
+    diff_nonfinite nonfinite; /* first non-finite (NaN or +-Inf count > 0) tensor in BAD */
+    diff_tensor context_g[4], context_b[4]; /* the aligned tensors just before first (oldest first) */
+    int n_context;
+    uint64_t compared;        /* tensor pairs compared */
+    uint64_t identical;       /* equal fingerprints */
+    uint64_t within_tolerance;/* bitwise different but within tolerance */
+    int64_t golden_first_step, golden_last_step, bad_first_step, bad_last_step;
+    int64_t common_first_step, common_last_step; /* the steps both have */
+    bool bad_ended_early;     /* BAD's last step < GOLDEN's */
+    bool bad_exit_known;
+    int bad_exit_code, bad_exit_signal;
+    uint64_t inserted, deleted; /* structural: tensors only in BAD / only in GOLDEN, reported once each run */
+    char structure[256];      /* first structural difference, "" when none */
+} diff_rank_result;
+
+/* Compares rank reader g (GOLDEN) with b (BAD). Returns 0 or a negative
+ * errno (I/O); damaged chunks are skipped by the reader (callers check its
+ * status). */
+int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out);
+
+/* ---- single-trace analyses ----------------------------------------------- */
+
+typedef struct diff_leak {
+    int rank;
+    char site[128];
+    int64_t from_step;        /* first step of sustained growth */
+    double bytes_per_step;
+    uint64_t live_bytes_at_end;
+    uint64_t live_allocs_at_end;
+} diff_leak;
+
+/* Finds allocation sites whose live bytes grow step after step in one rank
+ * (live allocations at the end grouped by site). Fills up to max leaks;
+ * returns how many, or a negative errno. */
+int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max);
+
+enum desync_kind { DS_MISSING = 0, DS_TYPE, DS_COUNT, DS_DTYPE, DS_OP, DS_ROOT, DS_VALUES, DS_STRAGGLER };
+const char *desync_kind_name(int kind);
+
+typedef struct diff_desync {
+    uint64_t comm;
+    uint64_t coll_seq;
+    int64_t step;
+    int kind;                 /* enum desync_kind */
+    int ranks[16];            /* the ranks at fault */
+    int nranks;
+    char detail[256];
+} diff_desync;
+
+/* Aligns the collectives of all ranks of a trace by (communicator,
+ * coll_seq) and reports the first mismatch per communicator: a rank
+ * missing a collective others entered (a hang), type/count/dtype/op/root
+ * differences, all-reduce results whose fingerprints differ across ranks,
+ * and stragglers. Returns how many (<= max), or a negative errno. */
+int diff_desyncs(tft_trace *t, diff_desync *out, int max);
+
+#endif

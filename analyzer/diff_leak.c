@@ -1,0 +1,313 @@
+/*
+ * diff_leak.c — leaks of one rank: allocation sites whose live bytes grow
+ * step after step until the end of the run.
+ *
+ * The rank file is streamed once. ALLOC/FREE records maintain a map of live
+ * allocations (ptr, device) -> (bytes, site); at the end of every step the
+ * live bytes of each site are compared with the previous step's and a growth
+ * streak is kept per site. A site leaks when its streak reaches the last
+ * step and holds at least LEAK_MIN_GROWTH growing steps (LEAK_MIN_GROWTH_FEW
+ * in runs of at most LEAK_FEW_STEPS steps). A streak survives a few steps
+ * without growth (at most one in LEAK_SLACK_DIV steps of the streak), so a
+ * leak that skips a step now and then is still found, while a site that only
+ * grows during warm-up and then stays flat (a cache, the parameters) is not.
+ *
+ * Memory: one entry per live allocation and one per site; nothing grows with
+ * the number of steps. A FREE of an unknown pointer (allocated before
+ * recording started, or its ALLOC lost with a damaged chunk) is ignored.
+ */
+#include "diff.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    LEAK_MIN_GROWTH = 3,     /* growing steps a streak needs */
+    LEAK_MIN_GROWTH_FEW = 2, /* ... in a run of few steps */
+    LEAK_FEW_STEPS = 4,      /* "few steps": at most this many steps seen */
+    LEAK_SLACK_DIV = 10,     /* a streak tolerates one flat step per this many */
+};
+
+/* One allocation site (string id of its name). */
+typedef struct leak_site {
+    uint64_t id;
+    char name[128];
+    bool named;
+    uint64_t live_bytes, live_allocs;
+    uint64_t prev_bytes;   /* live bytes at the end of the previous step */
+    bool in_streak;
+    int64_t streak_from;   /* first step of the streak */
+    uint64_t streak_base;  /* live bytes just before streak_from */
+    uint32_t streak_steps; /* steps since streak_from (inclusive) */
+    uint32_t streak_flat;  /* of those, steps without growth */
+} leak_site;
+
+/* A live allocation; slot empty when bytes_site == 0 is not usable, so
+ * `used` marks occupancy. */
+typedef struct live_alloc {
+    uint64_t ptr;
+    int32_t dev;   /* device_kind << 16 | (uint16_t)device */
+    uint32_t site; /* index into sites */
+    uint64_t bytes;
+    bool used;
+} live_alloc;
+
+typedef struct leak_state {
+    live_alloc *live;     /* open addressing, linear probing, power-of-two size */
+    size_t live_cap, live_n;
+    leak_site *sites;
+    size_t nsites, sites_cap;
+    uint32_t *site_idx;   /* open addressing: site id -> index + 1 (0 empty) */
+    size_t site_idx_cap;
+    int64_t cur_step;     /* step in progress, TFT_STEP_NONE before the first */
+    bool step_open;       /* cur_step has records and no snapshot yet */
+    bool snapped;         /* a snapshot was taken ... */
+    int64_t snap_step;    /* ... of this step, the latest */
+    uint64_t steps_seen;  /* snapshots taken */
+} leak_state;
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* ---- live allocations -------------------------------------------------- */
+
+static size_t live_find(const leak_state *s, uint64_t ptr, int32_t dev)
+{
+    size_t mask = s->live_cap - 1;
+    size_t i = (size_t)mix64(ptr ^ ((uint64_t)(uint32_t)dev << 48)) & mask;
+    while (s->live[i].used && !(s->live[i].ptr == ptr && s->live[i].dev == dev))
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int live_grow(leak_state *s)
+{
+    size_t ncap = s->live_cap ? s->live_cap * 2 : 1024;
+    live_alloc *old = s->live;
+    size_t ocap = s->live_cap;
+    s->live = calloc(ncap, sizeof(*s->live));
+    if (!s->live) {
+        s->live = old;
+        return -ENOMEM;
+    }
+    s->live_cap = ncap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].used)
+            s->live[live_find(s, old[i].ptr, old[i].dev)] = old[i];
+    free(old);
+    return 0;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void live_remove(leak_state *s, size_t i)
+{
+    size_t mask = s->live_cap - 1;
+    s->live[i].used = false;
+    s->live_n--;
+    for (size_t j = (i + 1) & mask; s->live[j].used; j = (j + 1) & mask) {
+        live_alloc e = s->live[j];
+        s->live[j].used = false;
+        s->live[live_find(s, e.ptr, e.dev)] = e;
+    }
+}
+
+/* ---- sites ------------------------------------------------------------- */
+
+static int site_index(leak_state *s, uint64_t id, uint32_t *out)
+{
+    if ((s->nsites + 1) * 2 > s->site_idx_cap) {
+        size_t ncap = s->site_idx_cap ? s->site_idx_cap * 2 : 64;
+        uint32_t *n = calloc(ncap, sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        for (size_t k = 0; k < s->nsites; k++) {
+            size_t i = (size_t)mix64(s->sites[k].id) & (ncap - 1);
+            while (n[i])
+                i = (i + 1) & (ncap - 1);
+            n[i] = (uint32_t)k + 1;
+        }
+        free(s->site_idx);
+        s->site_idx = n;
+        s->site_idx_cap = ncap;
+    }
+    size_t mask = s->site_idx_cap - 1;
+    size_t i = (size_t)mix64(id) & mask;
+    for (; s->site_idx[i]; i = (i + 1) & mask) {
+        if (s->sites[s->site_idx[i] - 1].id == id) {
+            *out = s->site_idx[i] - 1;
+            return 0;
+        }
+    }
+    if (s->nsites == s->sites_cap) {
+        size_t ncap = s->sites_cap ? s->sites_cap * 2 : 32;
+        leak_site *n = realloc(s->sites, ncap * sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        s->sites = n;
+        s->sites_cap = ncap;
+    }
+    s->sites[s->nsites] = (leak_site){.id = id};
+    s->site_idx[i] = (uint32_t)s->nsites + 1;
+    *out = (uint32_t)s->nsites++;
+    return 0;
+}
+
+static void site_name(leak_site *st, const tft_reader *r)
+{
+    if (st->named)
+        return;
+    const char *txt = tft_reader_string(r, st->id);
+    if (txt) {
+        snprintf(st->name, sizeof(st->name), "%s", txt);
+        st->named = true;
+    } else if (!st->name[0]) {
+        snprintf(st->name, sizeof(st->name), "site:%016" PRIx64, st->id);
+    }
+}
+
+/* ---- records ----------------------------------------------------------- */
+
+static int32_t dev_key(uint8_t kind, int16_t device) { return (int32_t)((uint32_t)kind << 16 | (uint16_t)device); }
+
+static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
+{
+    uint32_t si;
+    int e = site_index(s, a->site, &si);
+    if (e)
+        return e;
+    site_name(&s->sites[si], r);
+    if ((s->live_n + 1) * 4 > s->live_cap * 3 && (e = live_grow(s)))
+        return e;
+    int32_t dev = dev_key(a->device_kind, a->device);
+    size_t i = live_find(s, a->ptr, dev);
+    if (s->live[i].used) { /* its FREE was lost: the old block is gone */
+        leak_site *old = &s->sites[s->live[i].site];
+        old->live_bytes -= s->live[i].bytes;
+        old->live_allocs--;
+    } else {
+        s->live_n++;
+    }
+    s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .used = true};
+    s->sites[si].live_bytes += a->bytes;
+    s->sites[si].live_allocs++;
+    return 0;
+}
+
+static void on_free(leak_state *s, const tft_rec_free *f)
+{
+    if (!s->live_cap)
+        return;
+    size_t i = live_find(s, f->ptr, dev_key(f->device_kind, f->device));
+    if (!s->live[i].used)
+        return;
+    leak_site *st = &s->sites[s->live[i].site];
+    st->live_bytes -= s->live[i].bytes;
+    st->live_allocs--;
+    live_remove(s, i);
+}
+
+/* End of step `step`: advances every site's growth streak. */
+static void snapshot(leak_state *s, int64_t step)
+{
+    for (size_t k = 0; k < s->nsites; k++) {
+        leak_site *st = &s->sites[k];
+        bool grew = st->live_bytes > st->prev_bytes;
+        if (st->in_streak) {
+            st->streak_steps++;
+            if (!grew && ++st->streak_flat > st->streak_steps / LEAK_SLACK_DIV)
+                st->in_streak = false;
+            if (st->in_streak && st->live_bytes <= st->streak_base)
+                st->in_streak = false; /* everything since the start was freed */
+        }
+        if (!st->in_streak && grew) {
+            st->in_streak = true;
+            st->streak_from = step;
+            st->streak_base = st->prev_bytes;
+            st->streak_steps = 1;
+            st->streak_flat = 0;
+        }
+        st->prev_bytes = st->live_bytes;
+    }
+    s->steps_seen++;
+    s->step_open = false;
+    s->snapped = true;
+    s->snap_step = step;
+}
+
+/* Steps are delimited by STEP END records, or by a change of h.step when a
+ * producer writes none. Records stamped with a step already snapshotted
+ * (written after its END) do not reopen it. */
+static void on_step(leak_state *s, const tft_rec *rec)
+{
+    if (rec->kind == TFT_REC_STEP && rec->len >= sizeof(tft_rec_step) &&
+        ((const tft_rec_step *)rec)->phase == TFT_STEP_END) {
+        if (!s->snapped || s->snap_step != rec->step)
+            snapshot(s, rec->step);
+        s->cur_step = rec->step;
+        return;
+    }
+    if (rec->step == TFT_STEP_NONE)
+        return;
+    if (rec->step != s->cur_step) {
+        if (s->step_open)
+            snapshot(s, s->cur_step);
+        s->cur_step = rec->step;
+    }
+    s->step_open = !s->snapped || s->snap_step != rec->step;
+}
+
+static int collect(leak_state *s, tft_reader *r, int rank, diff_leak *out, int max)
+{
+    uint32_t need = s->steps_seen <= LEAK_FEW_STEPS ? LEAK_MIN_GROWTH_FEW : LEAK_MIN_GROWTH;
+    int n = 0;
+    for (size_t k = 0; k < s->nsites && n < max; k++) {
+        leak_site *st = &s->sites[k];
+        if (!st->in_streak || st->streak_steps - st->streak_flat < need || st->live_bytes <= st->streak_base)
+            continue;
+        site_name(st, r);
+        diff_leak *l = &out[n++];
+        memset(l, 0, sizeof(*l));
+        l->rank = rank;
+        snprintf(l->site, sizeof(l->site), "%s", st->name);
+        l->from_step = st->streak_from;
+        l->bytes_per_step = (double)(st->prev_bytes - st->streak_base) / st->streak_steps;
+        l->live_bytes_at_end = st->live_bytes;
+        l->live_allocs_at_end = st->live_allocs;
+    }
+    return n;
+}
+
+int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max)
+{
+    if (!r || (max > 0 && !out))
+        return -EINVAL;
+    leak_state s = {.cur_step = TFT_STEP_NONE};
+    int e = tft_reader_rewind(r);
+    const tft_rec *rec;
+    while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) {
+        e = 0;
+        on_step(&s, rec);
+        if (rec->kind == TFT_REC_ALLOC && rec->len >= sizeof(tft_rec_alloc))
+            e = on_alloc(&s, r, (const tft_rec_alloc *)rec);
+        else if (rec->kind == TFT_REC_FREE && rec->len >= sizeof(tft_rec_free))
+            on_free(&s, (const tft_rec_free *)rec);
+    }
+    /* A step cut short (crash, hang) is not counted: its growth is partial. */
+    if (e == 0)
+        e = collect(&s, r, rank, out, max > 0 ? max : 0);
+    free(s.live);
+    free(s.sites);
+    free(s.site_idx);
+    return e;
+}

@@ -1,0 +1,30 @@
+/*
+ * diff_report.h — tfdiff's findings across ranks and their three renderings:
+ * text for a terminal (the verdict and the first finding first), JSON with
+ * the stable schema of docs/TFDIFF.md, and JUnit XML for CI systems.
+ */
+#ifndef TFT_DIFF_REPORT_H
+#define TFT_DIFF_REPORT_H
+
+#include "diff.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct diff_report diff_report;
+
+diff_report *report_new(const char *golden, const char *bad, const diff_opts *o);
+void report_free(diff_report *r);
+void report_note(diff_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void report_add_rank(diff_report *r, const diff_rank_result *res);
+void report_add_leak(diff_report *r, const diff_leak *l);
+void report_add_desync(diff_report *r, const diff_desync *d);
+/* True when anything was found: a divergence, a non-finite BAD alone has,
+ * a new leak or desync, a structural difference, or BAD ending early. */
+bool report_diverged(const diff_report *r);
+void report_json(const diff_report *r, FILE *f);
+void report_text(const diff_report *r, FILE *f);
+/* Returns 0, or -1 with errno when the file cannot be written. */
+int report_junit(const diff_report *r, const char *path);
+
+#endif

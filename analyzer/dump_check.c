@@ -1,0 +1,132 @@
+/*
+ * dump_check.c — tfdump --check: the findings one trace shows on its own,
+ * without a GOLDEN: the first non-finite tensor, collective desyncs across
+ * ranks (diff_desync.c) and leaks (diff_leak.c).
+ */
+#include "diff.h"
+#include "dump_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+typedef struct nonfinite {
+    bool found;
+    int rank;
+    int64_t step, seq;
+    char name[96];
+    uint64_t nan, inf;
+} nonfinite;
+
+static int find_nonfinite(dump_trace *d, nonfinite *nf)
+{
+    tft_merge *m = tft_merge_open(d->t, TFT_ORDER_STEP_SEQ);
+    if (!m)
+        return -1;
+    const tft_rec *rec;
+    int idx, e;
+    while ((e = tft_merge_next(m, &rec, &idx)) == 1) {
+        if (rec->kind != TFT_REC_TENSOR || rec->len < sizeof(tft_rec_tensor))
+            continue;
+        const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
+        if (t->mode < TFT_STATS_HEALTH || t->stats.nan + t->stats.pinf + t->stats.ninf == 0)
+            continue;
+        char buf[18];
+        const char *name = rec_string(tft_trace_reader(d->t, idx), t->name, buf);
+        *nf = (nonfinite){true, tft_trace_rank_id(d->t, idx), rec->step, rec->seq, "", t->stats.nan,
+                          t->stats.pinf + t->stats.ninf};
+        snprintf(nf->name, sizeof(nf->name), "%s", name ? name : "?");
+        break;
+    }
+    tft_merge_close(m);
+    return e < 0 ? -1 : 0;
+}
+
+static int find_leaks(dump_trace *d, diff_leak *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < tft_trace_nranks(d->t) && n < max; i++) {
+        tft_reader *r = tft_trace_reader(d->t, i);
+        tft_reader_rewind(r);
+        int k = diff_leaks(r, tft_trace_rank_id(d->t, i), out + n, max - n);
+        if (k < 0)
+            return k;
+        n += k;
+    }
+    return n;
+}
+
+static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd)
+{
+    if (nf->found)
+        printf("non-finite: rank %d, step %lld, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
+               (long long)nf->step, (long long)nf->seq, nf->name, nf->nan, nf->inf);
+    for (int i = 0; i < nl; i++)
+        printf("leak: rank %d, %s: +%.0f bytes/step from step %lld, %" PRIu64 " bytes live at the end\n",
+               l[i].rank, l[i].site, l[i].bytes_per_step, (long long)l[i].from_step, l[i].live_bytes_at_end);
+    for (int i = 0; i < nd; i++)
+        printf("desync: %s at step %lld (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
+               desync_kind_name(ds[i].kind), (long long)ds[i].step, ds[i].comm, ds[i].coll_seq, ds[i].detail);
+    if (!nf->found && !nl && !nd)
+        printf("OK: no non-finite values, leaks or desyncs\n");
+}
+
+static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (nf->found) {
+        cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
+        cJSON_AddNumberToObject(n, "rank", nf->rank);
+        json_i64(n, "step", nf->step);
+        json_i64(n, "seq", nf->seq);
+        cJSON_AddStringToObject(n, "tensor", nf->name);
+    } else {
+        cJSON_AddNullToObject(o, "first_nonfinite");
+    }
+    cJSON *la = cJSON_AddArrayToObject(o, "leaks");
+    for (int i = 0; i < nl; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "rank", l[i].rank);
+        cJSON_AddStringToObject(x, "site", l[i].site);
+        json_i64(x, "from_step", l[i].from_step);
+        cJSON_AddNumberToObject(x, "bytes_per_step", l[i].bytes_per_step);
+        json_u64(x, "live_bytes_at_end", l[i].live_bytes_at_end);
+        cJSON_AddItemToArray(la, x);
+    }
+    cJSON *da = cJSON_AddArrayToObject(o, "desync");
+    for (int i = 0; i < nd; i++) {
+        cJSON *x = cJSON_CreateObject();
+        json_hex(x, "comm", ds[i].comm);
+        json_u64(x, "coll_seq", ds[i].coll_seq);
+        json_i64(x, "step", ds[i].step);
+        cJSON_AddStringToObject(x, "kind", desync_kind_name(ds[i].kind));
+        cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
+        for (int k = 0; k < ds[i].nranks && k < 16; k++)
+            cJSON_AddItemToArray(rk, cJSON_CreateNumber(ds[i].ranks[k]));
+        cJSON_AddStringToObject(x, "detail", ds[i].detail);
+        cJSON_AddItemToArray(da, x);
+    }
+    out_json_line(o);
+    cJSON_Delete(o);
+}
+
+int dump_check(dump_trace *d, const dump_opts *o)
+{
+    nonfinite nf = {0};
+    diff_leak leaks[64];
+    diff_desync ds[64];
+    if (find_nonfinite(d, &nf) < 0) {
+        dump_err("%s: read error while scanning tensors", o->path);
+        return DUMP_USAGE;
+    }
+    int nl = find_leaks(d, leaks, 64);
+    int nd = diff_desyncs(d->t, ds, 64);
+    if (nl < 0 || nd < 0) {
+        dump_err("%s: read error while scanning allocations and collectives", o->path);
+        return DUMP_USAGE;
+    }
+    if (o->json)
+        print_json(&nf, leaks, nl, ds, nd);
+    else
+        print_text(&nf, leaks, nl, ds, nd);
+    return nf.found || nl || nd ? DUMP_FINDINGS : DUMP_OK;
+}

@@ -1,0 +1,323 @@
+/*
+ * tfdiff — compares a GOLDEN and a BAD trace: the first divergent op and
+ * its origin, the first non-finite, leaks BAD has and GOLDEN lacks, and
+ * collective desyncs. main parses options and wires the analyses
+ * (diff_align.c, diff_leak.c, diff_desync.c) to the reports (diff_report.c).
+ *
+ * Exit status: 0 no difference, 1 differences found, 2 usage or input error.
+ */
+#include "diff.h"
+#include "diff_report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tfdiff [options] GOLDEN BAD\n"
+            "Compares two traces (directories or rank files) recorded by tftrace and reports\n"
+            "where BAD parts from GOLDEN: the first divergent op and its origin, the first\n"
+            "non-finite value, leaks, and collective desyncs.\n\n"
+            "  --json           one JSON object on stdout (schema in docs/TFDIFF.md)\n"
+            "  --junit FILE     also write JUnit XML (one case per rank and finding class)\n"
+            "  --rtol X         relative tolerance of statistics (default 1e-4)\n"
+            "  --atol X         absolute tolerance (default 1e-6); 0 and 0: any bit differs\n"
+            "  --ranks LIST     compare only these ranks (e.g. 0,2)\n"
+            "  --steps A:B      compare only steps A..B (A: or :B open)\n"
+            "  --name GLOB      compare only tensors whose name matches\n"
+            "  --collectives    also compare collective result tensors\n"
+            "  -q, --quiet      no progress line\n"
+            "  -h, --help       this help;  -V, --version\n\n"
+            "Exit status: 0 no difference, 1 differences found, 2 usage or input error.\n");
+}
+
+typedef struct opts {
+    diff_opts d;
+    int json, quiet;
+    const char *junit;
+    int ranks[64], nranks; /* empty = all */
+    const char *golden, *bad;
+} opts;
+
+static int parse_steps(const char *s, diff_opts *d)
+{
+    char *end;
+    const char *colon = strchr(s, ':');
+    if (!colon) {
+        d->step_lo = d->step_hi = strtoll(s, &end, 10);
+        return *end || end == s ? -1 : 0;
+    }
+    if (colon != s) {
+        d->step_lo = strtoll(s, &end, 10);
+        if (end != colon)
+            return -1;
+    }
+    if (colon[1]) {
+        d->step_hi = strtoll(colon + 1, &end, 10);
+        if (*end)
+            return -1;
+    }
+    return d->step_lo <= d->step_hi ? 0 : -1;
+}
+
+static int parse_double(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < 0)
+        return fprintf(stderr, "tfdiff: %s needs a number >= 0, got '%s'\n", opt, s), -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_ranks(const char *s, opts *o)
+{
+    char buf[512], *save = NULL;
+    snprintf(buf, sizeof(buf), "%s", s);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long r = strtol(tok, &end, 10);
+        if (*end || end == tok || r < 0 || o->nranks == 64)
+            return -1;
+        o->ranks[o->nranks++] = (int)r;
+    }
+    return o->nranks ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+    enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL };
+    static const struct option lo[] = {
+        {"json", 0, 0, O_JSON}, {"junit", 1, 0, O_JUNIT}, {"rtol", 1, 0, O_RTOL}, {"atol", 1, 0, O_ATOL},
+        {"ranks", 1, 0, O_RANKS}, {"steps", 1, 0, O_STEPS}, {"name", 1, 0, O_NAME},
+        {"collectives", 0, 0, O_COLL}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
+        {0, 0, 0, 0}};
+    diff_opts dflt = DIFF_OPTS_DEFAULT;
+    o->d = dflt;
+    int c;
+    while ((c = getopt_long(argc, argv, "qhV", lo, NULL)) != -1) {
+        switch (c) {
+        case O_JSON: o->json = 1; break;
+        case O_JUNIT: o->junit = optarg; break;
+        case O_RTOL:
+            if (parse_double("--rtol", optarg, &o->d.rtol) < 0)
+                return 2;
+            break;
+        case O_ATOL:
+            if (parse_double("--atol", optarg, &o->d.atol) < 0)
+                return 2;
+            break;
+        case O_RANKS:
+            if (parse_ranks(optarg, o) < 0)
+                return fprintf(stderr, "tfdiff: --ranks needs a list like 0,1, got '%s'\n", optarg), 2;
+            break;
+        case O_STEPS:
+            if (parse_steps(optarg, &o->d) < 0)
+                return fprintf(stderr, "tfdiff: --steps needs A:B, A: or :B, got '%s'\n", optarg), 2;
+            break;
+        case O_NAME: o->d.name_glob = optarg; break;
+        case O_COLL: o->d.collectives = true; break;
+        case 'q': o->quiet = 1; break;
+        case 'h': usage(stdout); exit(0);
+        case 'V': printf("tfdiff (tftrace) %s\n", tft_format_version()); exit(0);
+        default: fprintf(stderr, "Try 'tfdiff --help'.\n"); return 2;
+        }
+    }
+    if (argc - optind != 2)
+        return fprintf(stderr, "tfdiff: need GOLDEN and BAD traces\nTry 'tfdiff --help'.\n"), 2;
+    o->golden = argv[optind];
+    o->bad = argv[optind + 1];
+    return 0;
+}
+
+static void log_stderr(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (level <= TFT_LOG_WARN)
+        fprintf(stderr, "tfdiff: %s\n", msg);
+}
+
+typedef struct rank_job {
+    tft_reader *g, *b;
+    const diff_opts *o;
+    diff_rank_result res;
+    int err;
+} rank_job;
+
+static void *rank_main(void *arg)
+{
+    rank_job *j = arg;
+    j->err = diff_rank(j->g, j->b, j->o, &j->res);
+    return NULL;
+}
+
+static bool rank_wanted(const opts *o, int rank)
+{
+    if (!o->nranks)
+        return true;
+    for (int i = 0; i < o->nranks; i++)
+        if (o->ranks[i] == rank)
+            return true;
+    return false;
+}
+
+/* Pairs the ranks of both traces and compares them, two threads at a time. */
+static int compare_ranks(const opts *o, tft_trace *g, tft_trace *b, diff_report *rep)
+{
+    int n = tft_trace_nranks(b);
+    rank_job *jobs = calloc((size_t)n, sizeof(*jobs));
+    pthread_t *th = calloc((size_t)n, sizeof(*th));
+    if (!jobs || !th) {
+        free(jobs);
+        free(th);
+        return -ENOMEM;
+    }
+    int njobs = 0, e = 0;
+    for (int i = 0; i < n; i++) {
+        int rank = tft_trace_rank_id(b, i), gi = -1;
+        for (int k = 0; k < tft_trace_nranks(g); k++)
+            if (tft_trace_rank_id(g, k) == rank)
+                gi = k;
+        if (!rank_wanted(o, rank))
+            continue;
+        if (gi < 0) {
+            report_note(rep, "rank %d is in BAD only", rank);
+            continue;
+        }
+        jobs[njobs] = (rank_job){tft_trace_reader(g, gi), tft_trace_reader(b, i), &o->d, {0}, 0};
+        njobs++;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int width = ncpu > 1 ? (int)ncpu : 1;
+    for (int base = 0; base < njobs; base += width) {
+        int top = base + width < njobs ? base + width : njobs;
+        for (int i = base; i < top; i++)
+            pthread_create(&th[i], NULL, rank_main, &jobs[i]);
+        for (int i = base; i < top; i++)
+            pthread_join(th[i], NULL);
+        if (!o->quiet && !o->json && isatty(2) && njobs > 1)
+            fprintf(stderr, "\rtfdiff: compared %d of %d ranks", top, njobs);
+    }
+    if (!o->quiet && !o->json && isatty(2) && njobs > 1)
+        fputc('\n', stderr);
+    for (int i = 0; i < njobs; i++) {
+        if (jobs[i].err && !e)
+            e = jobs[i].err;
+        report_add_rank(rep, &jobs[i].res);
+    }
+    free(jobs);
+    free(th);
+    return e;
+}
+
+/* Leaks of BAD that GOLDEN does not have at the same rank and site. */
+static int compare_leaks(tft_trace *g, tft_trace *b, diff_report *rep)
+{
+    diff_leak gl[64], bl[64];
+    for (int i = 0; i < tft_trace_nranks(b); i++) {
+        int rank = tft_trace_rank_id(b, i);
+        tft_reader *rb = tft_trace_reader(b, i);
+        tft_reader_rewind(rb);
+        int nb = diff_leaks(rb, rank, bl, 64), ng = 0;
+        if (nb < 0)
+            return nb;
+        for (int k = 0; k < tft_trace_nranks(g); k++)
+            if (tft_trace_rank_id(g, k) == rank) {
+                tft_reader *rg = tft_trace_reader(g, k);
+                tft_reader_rewind(rg);
+                ng = diff_leaks(rg, rank, gl, 64);
+            }
+        for (int j = 0; j < nb; j++) {
+            bool in_golden = false;
+            for (int k = 0; k < ng; k++)
+                in_golden |= !strcmp(gl[k].site, bl[j].site);
+            if (!in_golden)
+                report_add_leak(rep, &bl[j]);
+        }
+    }
+    return 0;
+}
+
+static int compare_desyncs(tft_trace *g, tft_trace *b, diff_report *rep)
+{
+    diff_desync bd[64], gd[64];
+    int nb = diff_desyncs(b, bd, 64);
+    int ng = diff_desyncs(g, gd, 64);
+    if (nb < 0)
+        return nb;
+    for (int j = 0; j < nb; j++) {
+        bool in_golden = false;
+        for (int k = 0; k < ng; k++)
+            in_golden |= gd[k].kind == bd[j].kind && gd[k].comm == bd[j].comm && gd[k].coll_seq == bd[j].coll_seq;
+        if (!in_golden)
+            report_add_desync(rep, &bd[j]);
+    }
+    return 0;
+}
+
+/* A damaged input (not a torn tail) makes the comparison meaningless. */
+static int check_integrity(tft_trace *t, const char *path)
+{
+    for (int i = 0; i < tft_trace_nranks(t); i++) {
+        tft_reader_status st;
+        tft_reader_get_status(tft_trace_reader(t, i), &st);
+        if (st.integrity == TFT_DAMAGED) {
+            fprintf(stderr, "tfdiff: %s: %s\n", path, st.first_problem[0] ? st.first_problem : "damaged");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {0};
+    int e = parse_args(argc, argv, &o);
+    if (e)
+        return e;
+    signal(SIGPIPE, SIG_IGN);
+    tft_reader_opts ro = TFT_READER_OPTS(.log = log_stderr);
+    tft_trace *g = tft_trace_open(o.golden, &ro);
+    tft_trace *b = g ? tft_trace_open(o.bad, &ro) : NULL;
+    if (!g || !b) {
+        tft_trace_close(g);
+        return 2;
+    }
+    diff_report *rep = report_new(o.golden, o.bad, &o.d);
+    if (!rep)
+        return 2;
+    e = compare_ranks(&o, g, b, rep);
+    if (!e)
+        e = compare_leaks(g, b, rep);
+    if (!e)
+        e = compare_desyncs(g, b, rep);
+    if (!e && (check_integrity(g, o.golden) < 0 || check_integrity(b, o.bad) < 0))
+        e = -EBADMSG;
+    int code = 2;
+    if (e) {
+        if (e != -EBADMSG)
+            fprintf(stderr, "tfdiff: %s\n", strerror(-e));
+    } else {
+        code = report_diverged(rep) ? 1 : 0;
+        if (o.json)
+            report_json(rep, stdout);
+        else
+            report_text(rep, stdout);
+        if (o.junit && report_junit(rep, o.junit) < 0) {
+            fprintf(stderr, "tfdiff: %s: cannot write JUnit XML: %s\n", o.junit, strerror(errno));
+            code = 2;
+        }
+    }
+    report_free(rep);
+    tft_trace_close(g);
+    tft_trace_close(b);
+    return code;
+}

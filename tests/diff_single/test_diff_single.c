@@ -1,0 +1,386 @@
+/*
+ * test_diff_single.c — the single-trace analyses of tfdiff: leaks
+ * (diff_leak.c) and desyncs across ranks (diff_desync.c), on rank files and
+ * trace directories written here with the writer API, so every expected
+ * finding is known exactly.
+ */
+#define _GNU_SOURCE
+#include "diff.h"
+#include "tft_test.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char tmpdir[256];
+
+/* ---- writing ----------------------------------------------------------- */
+
+static tft_writer *w_open(const char *path, int rank, int world)
+{
+    tft_file_info fi = {0};
+    fi.rank = rank;
+    fi.world_size = world;
+    fi.pid = 1000 + rank;
+    snprintf(fi.host, sizeof(fi.host), "testhost");
+    tft_writer_opts o = TFT_WRITER_OPTS(.chunk_bytes = 64 * 1024, .sync = 0);
+    tft_writer *w = tft_writer_open(path, &fi, &o);
+    CHECK(w != NULL);
+    return w;
+}
+
+static uint64_t ts_now;
+
+static void hdr(tft_rec *h, uint16_t kind, size_t len, int64_t step, int64_t seq)
+{
+    h->kind = kind;
+    h->flags = 0;
+    h->len = (uint32_t)len;
+    h->ts = ++ts_now;
+    h->step = step;
+    h->seq = seq;
+}
+
+static void w_step(tft_writer *w, int64_t step, int phase)
+{
+    tft_rec_step r = {0};
+    hdr(&r.h, TFT_REC_STEP, sizeof(r), step, TFT_SEQ_NONE);
+    r.phase = (uint32_t)phase;
+    CHECK(tft_writer_append(w, &r.h) == 0);
+}
+
+static void w_alloc(tft_writer *w, int64_t step, uint64_t ptr, uint64_t bytes, const char *site)
+{
+    tft_rec_alloc r = {0};
+    hdr(&r.h, TFT_REC_ALLOC, sizeof(r), step, TFT_SEQ_NONE);
+    r.ptr = ptr;
+    r.bytes = bytes;
+    r.site = tft_writer_string(w, site, strlen(site));
+    r.device = -1;
+    CHECK(tft_writer_append(w, &r.h) == 0);
+}
+
+static void w_free(tft_writer *w, int64_t step, uint64_t ptr)
+{
+    tft_rec_free r = {0};
+    hdr(&r.h, TFT_REC_FREE, sizeof(r), step, TFT_SEQ_NONE);
+    r.ptr = ptr;
+    r.device = -1;
+    CHECK(tft_writer_append(w, &r.h) == 0);
+}
+
+static void w_tensor(tft_writer *w, int64_t step, int64_t seq, uint64_t id, const char *name, uint64_t fp)
+{
+    tft_rec_tensor r = {0};
+    hdr(&r.h, TFT_REC_TENSOR, sizeof(r), step, seq);
+    r.id = id;
+    r.name = tft_writer_string(w, name, strlen(name));
+    r.dtype = TFT_F32;
+    r.device = -1;
+    r.mode = TFT_STATS_HEALTH;
+    r.ndim = 1;
+    r.shape[0] = 1000;
+    r.stats.numel = 1000;
+    r.stats.fingerprint = fp;
+    CHECK(tft_writer_append(w, &r.h) == 0);
+}
+
+typedef struct coll {
+    uint64_t comm, coll_seq, count, result, t_enter;
+    int type, dtype, redop, root, rank, nranks;
+    const char *name;
+} coll;
+
+static void w_coll(tft_writer *w, int64_t step, int64_t seq, const coll *c, bool exit_rec)
+{
+    tft_rec_collective r = {0};
+    hdr(&r.h, TFT_REC_COLLECTIVE, sizeof(r), step, seq);
+    r.h.flags = exit_rec ? TFT_COLL_FLAG_EXIT : TFT_COLL_FLAG_ENTER;
+    r.comm = c->comm;
+    r.coll_seq = c->coll_seq;
+    r.count = c->count;
+    r.t_enter = c->t_enter;
+    r.t_exit = exit_rec ? c->t_enter + 1000 : 0;
+    r.result = exit_rec ? c->result : 0;
+    r.name = tft_writer_string(w, c->name, strlen(c->name));
+    r.type = (uint16_t)c->type;
+    r.dtype = (uint8_t)c->dtype;
+    r.redop = (uint8_t)c->redop;
+    r.root = c->root;
+    r.rank = c->rank;
+    r.nranks = c->nranks;
+    CHECK(tft_writer_append(w, &r.h) == 0);
+}
+
+static void make_dir(char *dir, size_t n, const char *name, int world)
+{
+    snprintf(dir, n, "%s/%s", tmpdir, name);
+    CHECK(mkdir(dir, 0755) == 0);
+    tft_manifest m = {0};
+    snprintf(m.run_id, sizeof(m.run_id), "0123456789abcdef0123456789abcdef");
+    snprintf(m.host, sizeof(m.host), "testhost");
+    char *argv[] = {"./train"};
+    m.argv = argv;
+    m.argc = 1;
+    m.world_size = world;
+    m.complete = 1;
+    tft_manifest_rank ranks[8];
+    for (int k = 0; k < world && k < 8; k++) {
+        ranks[k] = (tft_manifest_rank){.rank = k, .pid = 1000 + k, .exited = 1};
+        snprintf(ranks[k].file, sizeof(ranks[k].file), "rank-%05d.tft", k);
+    }
+    m.ranks = ranks;
+    m.nranks = world;
+    CHECK(tft_manifest_write(dir, &m) == 0);
+}
+
+/* ---- leaks ------------------------------------------------------------- */
+
+#define MIB (1024u * 1024u)
+
+/* Ten steps: params kept from before step 0 (constant), a leak of 1 MiB per
+ * step from leak_from, a workspace of many blocks freed every step, a cache
+ * that grows in steps 0..5 and then stays flat (only step 0 in short runs),
+ * and a stray free. */
+static void write_leaky(const char *path, int nsteps, int leak_from)
+{
+    tft_writer *w = w_open(path, 0, 1);
+    if (!w)
+        return;
+    w_alloc(w, TFT_STEP_NONE, 0x10000000, 16 * MIB, "runtime:params");
+    w_free(w, TFT_STEP_NONE, 0xdead0000); /* never allocated: ignored */
+    uint64_t leak_ptr = 0x20000000, cache_ptr = 0x30000000;
+    for (int s = 0; s < nsteps; s++) {
+        w_step(w, s, TFT_STEP_BEGIN);
+        for (uint64_t k = 0; k < 3000; k++)
+            w_alloc(w, s, 0x40000000 + k * 64, 64, "runtime:workspace");
+        if (s >= leak_from) {
+            w_alloc(w, s, leak_ptr, MIB, "test:leaky");
+            leak_ptr += MIB;
+        }
+        if (s <= (nsteps >= 10 ? 5 : 0)) {
+            w_alloc(w, s, cache_ptr, 4096, "runtime:cache");
+            cache_ptr += 4096;
+        }
+        for (uint64_t k = 0; k < 3000; k++)
+            w_free(w, s, 0x40000000 + k * 64);
+        w_step(w, s, TFT_STEP_END);
+    }
+    w_free(w, TFT_STEP_NONE, 0x10000000); /* teardown */
+    CHECK(tft_writer_close(w) == 0);
+}
+
+static void test_leaks(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/leak.tft", tmpdir);
+    write_leaky(path, 10, 3);
+    tft_reader *r = tft_reader_open(path, NULL);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    diff_leak l[8];
+    int n = diff_leaks(r, 0, l, 8);
+    CHECKF(n == 1, "%d leaks", n);
+    for (int k = 0; k < n; k++)
+        printf("leak: rank %d site %s from step %lld, %.0f B/step, %llu B in %llu allocs at end\n", l[k].rank,
+               l[k].site, (long long)l[k].from_step, l[k].bytes_per_step,
+               (unsigned long long)l[k].live_bytes_at_end, (unsigned long long)l[k].live_allocs_at_end);
+    if (n >= 1) {
+        CHECK(strcmp(l[0].site, "test:leaky") == 0);
+        CHECK(l[0].from_step == 3);
+        CHECK(l[0].bytes_per_step > 0.99 * MIB && l[0].bytes_per_step < 1.01 * MIB);
+        CHECK(l[0].live_bytes_at_end == 7ull * MIB && l[0].live_allocs_at_end == 7);
+        CHECK(l[0].rank == 0);
+    }
+    /* a second pass over the same reader gives the same answer */
+    CHECK(diff_leaks(r, 0, l, 8) == n);
+    CHECK(diff_leaks(r, 0, l, 0) == 0);
+    tft_reader_close(r);
+
+    /* no leak at all: steps before the leak starts */
+    snprintf(path, sizeof(path), "%s/noleak.tft", tmpdir);
+    write_leaky(path, 10, 100);
+    r = tft_reader_open(path, NULL);
+    CHECK(r && diff_leaks(r, 0, l, 8) == 0);
+    tft_reader_close(r);
+
+    /* a short run: two steps of growth are enough */
+    snprintf(path, sizeof(path), "%s/short.tft", tmpdir);
+    write_leaky(path, 4, 2);
+    r = tft_reader_open(path, NULL);
+    n = r ? diff_leaks(r, 3, l, 8) : -1;
+    CHECKF(n == 1, "%d leaks", n);
+    CHECK(n < 1 || (strcmp(l[0].site, "test:leaky") == 0 && l[0].from_step == 2 && l[0].rank == 3));
+    tft_reader_close(r);
+
+    /* one step of growth at the very end is not a leak */
+    snprintf(path, sizeof(path), "%s/late.tft", tmpdir);
+    write_leaky(path, 10, 9);
+    r = tft_reader_open(path, NULL);
+    CHECK(r && diff_leaks(r, 0, l, 8) == 0);
+    tft_reader_close(r);
+}
+
+/* ---- desyncs ------------------------------------------------------------ */
+
+enum scenario { SC_CONSISTENT, SC_MISSING, SC_COUNT, SC_VALUES, SC_PARAMS, SC_REDOP, SC_STRAGGLER };
+
+#define WORLD 0x1111u
+#define META 0x2222u
+#define NSTEPS 12
+
+/* Per step and rank: a meta all-reduce (1 x f64), the gradient all-reduce
+ * on the world communicator with a result tensor, then param.wte and
+ * param.wpe after the update; `sc` breaks one thing on rank `bad`. */
+static void write_rank(const char *dir, int rank, int world, int sc, int bad)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/rank-%05d.tft", dir, rank);
+    tft_writer *w = w_open(path, rank, world);
+    if (!w)
+        return;
+    uint64_t tid = 1;
+    for (int s = 0; s < NSTEPS; s++) {
+        int64_t seq = s * 10;
+        uint64_t t0 = 1000000000ull + (uint64_t)s * 10000000ull + (uint64_t)rank * 1000;
+        w_step(w, s, TFT_STEP_BEGIN);
+        coll meta = {META, (uint64_t)s, 1, 0, t0, TFT_COLL_ALLREDUCE, TFT_F64, TFT_REDOP_SUM, -1, rank, world,
+                     "MPI_Allreduce"};
+        if (sc == SC_MISSING && rank == bad && s == 6) {
+            w_coll(w, s, seq, &meta, false); /* stuck: the others hang in step 5 */
+            break;
+        }
+        w_coll(w, s, seq, &meta, false);
+        w_tensor(w, s, seq, tid, "MPI_Allreduce", 0x5000 + (uint64_t)s);
+        meta.result = tid++;
+        w_coll(w, s, seq, &meta, true);
+        coll grad = {WORLD, (uint64_t)s, 21568, 0, t0 + 5000, TFT_COLL_ALLREDUCE, TFT_F32, TFT_REDOP_AVG, -1, rank,
+                     world, "MPI_Allreduce"};
+        if (sc == SC_COUNT && rank == bad && s == 3)
+            grad.count = 21567;
+        if (sc == SC_REDOP && rank == bad && s == 2)
+            grad.redop = TFT_REDOP_SUM;
+        if (sc == SC_STRAGGLER && rank == bad && s == 10)
+            grad.t_enter += 2000000000ull; /* 2 s late; the usual spread is 1 us */
+        if (sc == SC_MISSING && s == 5) {
+            if (rank == bad)
+                continue; /* skips the all-reduce ... */
+            w_coll(w, s, seq + 1, &grad, false); /* ... so the others never leave it */
+            break;
+        }
+        w_coll(w, s, seq + 1, &grad, false);
+        w_tensor(w, s, seq + 1, tid, "MPI_Allreduce",
+                 0x7000 + (uint64_t)s + (sc == SC_VALUES && rank == bad && s >= 4 ? 0x100 : 0));
+        grad.result = tid++;
+        w_coll(w, s, seq + 1, &grad, true);
+        bool diverged = sc == SC_PARAMS && rank == bad;
+        w_tensor(w, s, seq + 2, tid++, "param.wte", 0x9000 + (uint64_t)s + (diverged ? 0x100 : 0));
+        w_tensor(w, s, seq + 3, tid++, "param.wpe", 0xa000 + (uint64_t)s);
+        w_step(w, s, TFT_STEP_END);
+    }
+    CHECK(tft_writer_close(w) == 0);
+}
+
+static int run_desync(const char *name, int world, int sc, int bad, diff_desync *d, int max)
+{
+    char dir[512];
+    make_dir(dir, sizeof(dir), name, world);
+    for (int k = 0; k < world; k++)
+        write_rank(dir, k, world, sc, bad);
+    tft_trace *t = tft_trace_open(dir, NULL);
+    CHECK(t != NULL);
+    if (!t)
+        return -1;
+    CHECK(tft_trace_nranks(t) == world);
+    int n = diff_desyncs(t, d, max);
+    for (int k = 0; k < n; k++) {
+        printf("%s: %s comm %llx coll_seq %llu step %lld ranks", name, desync_kind_name(d[k].kind),
+               (unsigned long long)d[k].comm, (unsigned long long)d[k].coll_seq, (long long)d[k].step);
+        for (int j = 0; j < d[k].nranks; j++)
+            printf(" %d", d[k].ranks[j]);
+        printf(": %s\n", d[k].detail);
+    }
+    tft_trace_close(t);
+    return n;
+}
+
+static void test_desyncs(void)
+{
+    diff_desync d[8];
+    int n = run_desync("consistent.trace", 2, SC_CONSISTENT, -1, d, 8);
+    CHECKF(n == 0, "%d findings", n);
+    n = run_desync("consistent3.trace", 3, SC_CONSISTENT, -1, d, 8);
+    CHECKF(n == 0, "%d findings", n);
+
+    /* rank 1 skips the gradient all-reduce of step 5 (coll_seq 5); rank 0
+     * hangs in it. Rank 1's wait in the next meta all-reduce is an echo. */
+    n = run_desync("missing.trace", 2, SC_MISSING, 1, d, 8);
+    CHECKF(n == 1, "%d findings", n);
+    if (n >= 1) {
+        CHECK(d[0].kind == DS_MISSING && d[0].comm == WORLD && d[0].coll_seq == 5 && d[0].step == 5);
+        CHECK(d[0].nranks == 1 && d[0].ranks[0] == 1);
+        CHECK(strstr(d[0].detail, "rank 0 entered") && strstr(d[0].detail, "never left"));
+    }
+    n = run_desync("missing3.trace", 3, SC_MISSING, 2, d, 8);
+    CHECKF(n == 1, "%d findings", n);
+    CHECK(n < 1 || (d[0].kind == DS_MISSING && d[0].nranks == 1 && d[0].ranks[0] == 2 && d[0].step == 5));
+
+    n = run_desync("count.trace", 2, SC_COUNT, 1, d, 8);
+    CHECKF(n == 1, "%d findings", n);
+    CHECK(n < 1 || (d[0].kind == DS_COUNT && d[0].comm == WORLD && d[0].coll_seq == 3 && d[0].step == 3 &&
+                    d[0].nranks == 1 && d[0].ranks[0] == 1 && strstr(d[0].detail, "21567")));
+    /* three ranks: the minority is at fault, even when it is not rank 0's peer */
+    n = run_desync("count3.trace", 3, SC_COUNT, 0, d, 8);
+    CHECKF(n == 1, "%d findings", n);
+    CHECK(n < 1 || (d[0].kind == DS_COUNT && d[0].nranks == 1 && d[0].ranks[0] == 0 &&
+                    strstr(d[0].detail, "rank 1 count 21568, rank 0 count 21567")));
+
+    n = run_desync("redop.trace", 2, SC_REDOP, 1, d, 8);
+    CHECK(n == 1 && d[0].kind == DS_OP && d[0].coll_seq == 2 && d[0].ranks[0] == 1);
+
+    /* all-reduce results that differ from coll_seq 4 on: the first is reported */
+    n = run_desync("values.trace", 2, SC_VALUES, 1, d, 8);
+    CHECKF(n == 1, "%d findings", n);
+    CHECK(n < 1 || (d[0].kind == DS_VALUES && d[0].comm == WORLD && d[0].coll_seq == 4 && d[0].step == 4 &&
+                    d[0].nranks == 1 && d[0].ranks[0] == 1));
+
+    /* replicated parameters that differ from step 0 (dp-nosync) */
+    n = run_desync("params.trace", 2, SC_PARAMS, 1, d, 8);
+    CHECKF(n == 1, "%d findings", n);
+    CHECK(n < 1 || (d[0].kind == DS_VALUES && d[0].comm == 0 && d[0].coll_seq == 0 && d[0].step == 0 &&
+                    d[0].nranks == 1 && d[0].ranks[0] == 1 && strstr(d[0].detail, "param.wte")));
+
+    /* one rank 2 s late to the gradient all-reduce of step 10 */
+    n = run_desync("straggler.trace", 3, SC_STRAGGLER, 1, d, 8);
+    CHECKF(n == 1, "%d findings", n);
+    CHECK(n < 1 || (d[0].kind == DS_STRAGGLER && d[0].comm == WORLD && d[0].coll_seq == 10 && d[0].step == 10 &&
+                    d[0].nranks == 1 && d[0].ranks[0] == 1));
+
+    /* max bounds the output */
+    n = run_desync("params0.trace", 2, SC_PARAMS, 1, d, 0);
+    CHECK(n == 0);
+
+    CHECK(strcmp(desync_kind_name(DS_MISSING), "missing") == 0);
+    CHECK(strcmp(desync_kind_name(DS_STRAGGLER), "straggler") == 0);
+    CHECK(strcmp(desync_kind_name(99), "?") == 0);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/tft-test-diff-single-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_leaks();
+    test_desyncs();
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    return TEST_DONE();
+}
