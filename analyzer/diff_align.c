@@ -5,10 +5,10 @@
  * Both rank files are streamed step by step: the TENSOR and OP records of
  * one step of each side are collected, aligned, compared and discarded.
  * Memory is one step per side, id -> state maps for the current and the
- * previous step, and a capped map of leaf tensors (tensors whose op has no
- * recorded inputs: parameters at initialisation, tokens, lr), which ops of
- * any later step may read by id.  Nothing grows with the number of steps
- * except that capped map.
+ * previous step, and a capped map of the leaf tensors of the first step
+ * (tensors whose op has no recorded inputs: the parameters at
+ * initialisation), which ops of any later step may read by id.  Nothing
+ * grows with the number of steps.
  *
  * Alignment.  Within a step, tensors are matched by name in order, like a
  * text diff: the common prefix and suffix of the two name sequences are
@@ -50,7 +50,7 @@
 
 #define LCS_MAX_CELLS (1u << 22) /* table of the middle of a step: 8 MiB of u16 */
 #define LOOKAHEAD 64             /* greedy resync window when the table is too big */
-#define LEAF_MAX (1u << 20)      /* leaf tensors remembered across steps */
+#define LEAF_MAX (1u << 16)      /* leaf tensors of the first step, remembered across steps */
 #define OP_SEARCH 64             /* ops searched back for a tensor's producer */
 
 /* Classes of a compared pair. */
@@ -367,10 +367,14 @@ static bool tensor_is_leaf(const align_side *s, const align_tensor *t)
     return t->op < 0 || s->ops[t->op].n_in == 0;
 }
 
+/* Leaves of the first step loaded (parameters at initialisation, which ops
+ * of every later step name as inputs) are kept for the whole run; later
+ * leaves (the batch, the learning rate) are used within their step, so the
+ * memory stays bounded whatever the number of steps. */
 static int side_set_state(align_side *s, const align_tensor *t, uint8_t st)
 {
     int rc = map_put(&s->cur, t->id, st);
-    if (rc == 0 && tensor_is_leaf(s, t))
+    if (rc == 0 && tensor_is_leaf(s, t) && s->groups <= 1)
         rc = map_put(&s->leaf, t->id, st);
     return rc;
 }

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install, build, record a golden and a
 # buggy run of the bundled training runtime (tftrain) under tftrace, inspect
-# the traces, and show the first tensor where they part.
+# the traces, and show with tfdiff where they part and where the bug is.
 #   scripts/demo.sh [BUG]     (default causal-offbyone; see tftrain --help)
-# (tfdiff, issue 5, will replace the last step with the full analysis.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bug=${1:-causal-offbyone}
-if [ ! -x build/tracer/tftrace ] || [ ! -x build/analyzer/tfdump ] || [ ! -x build/runtime/tftrain ]; then
+if [ ! -x build/tracer/tftrace ] || [ ! -x build/analyzer/tfdiff ] || [ ! -x build/runtime/tftrain ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
 fi
 cmake --build build -j"$(nproc)" >/dev/null
@@ -25,19 +24,7 @@ echo; echo "== tfdump $out/bad.trace"
 echo; echo "== tfdump --verify $out/bad.trace"
 "$tfdump" --verify "$out/bad.trace"
 
-echo; echo "== first tensor whose fingerprint differs (golden vs bad)"
-"$tfdump" --events --json --kind tensor "$out/golden.trace" >"$out/golden.jsonl"
-"$tfdump" --events --json --kind tensor "$out/bad.trace" >"$out/bad.jsonl"
-python3 - "$out/golden.jsonl" "$out/bad.jsonl" <<'PY'
-import json, sys
-g = [json.loads(l) for l in open(sys.argv[1])]
-b = [json.loads(l) for l in open(sys.argv[2])]
-for x, y in zip(g, b):
-    if x["stats"].get("fingerprint") != y["stats"].get("fingerprint") or x["shape"] != y["shape"]:
-        print(f"step {y['step']} seq {y['seq']} tensor {y['name']} {y['dtype']}{y['shape']}:")
-        for k in ("mean", "std", "min", "max", "nan", "zero"):
-            print(f"  {k:5} golden {x['stats'].get(k)!r:>24}  bad {y['stats'].get(k)!r:>24}")
-        break
-else:
-    print("no difference")
-PY
+echo; echo "== tfdiff $out/golden.trace $out/bad.trace"
+st=0
+build/analyzer/tfdiff "$out/golden.trace" "$out/bad.trace" || st=$?
+[ "$st" -le 1 ] || exit "$st"   # 1 = differences found, which is the point here
