@@ -347,11 +347,12 @@ void report_text(const diff_report *r, FILE *f)
                 (long long)p->seq, p->tensor, diff_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
         side_by_side(f, p);
         if (fr->n_context)
-            fprintf(f, "  the %d tensors before it match:", fr->n_context);
+            fprintf(f, "  the %d tensors before it (golden mean / bad mean):\n", fr->n_context);
         for (int k = 0; k < fr->n_context; k++)
-            fprintf(f, " %s", fr->context_b[k].name);
-        if (fr->n_context)
-            fputc('\n', f);
+            fprintf(f, "    step %-5lld %-24s %-16.8g %-16.8g%s\n", (long long)fr->context_b[k].step,
+                    fr->context_b[k].name, fr->context_g[k].stats.mean, fr->context_b[k].stats.mean,
+                    fr->context_g[k].stats.fingerprint == fr->context_b[k].stats.fingerprint ? "identical"
+                                                                                             : "within tolerance");
         if (fr->origin.found && (fr->origin.step != p->step || fr->origin.seq != p->seq))
             fprintf(f, "origin: step %lld, seq %lld: %s — its inputs match GOLDEN, its output does not\n",
                     (long long)fr->origin.step, (long long)fr->origin.seq, fr->origin.tensor);
