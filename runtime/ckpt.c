@@ -9,6 +9,7 @@
  * the head against what the caller expects before any buffer is filled.
  */
 #include "ckpt.h"
+#include "rt_err.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,17 +29,6 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 enum { HEADER_BYTES = 32, IO_CHUNK = 1 << 20 };
 static const char MAGIC[8] = "TFTCKPT";
 
-/* Writes a printf-style message to err (when given) and returns rc. */
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 int ckpt_path(const char *dir, int64_t step, char *path, size_t cap)
 {

@@ -8,6 +8,7 @@
  * (offset, length) per document and split.
  */
 #include "data.h"
+#include "rt_err.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,17 +29,6 @@ struct data_corpus {
     uint64_t n[2];          /* file: documents per split */
 };
 
-/* Writes a printf-style message to err (when given) and returns rc. */
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 /* ---- tokenizer ------------------------------------------------------------ */
 
