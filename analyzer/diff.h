@@ -26,6 +26,9 @@ typedef struct diff_opts {
     int64_t step_lo, step_hi; /* inclusive step range compared (INT64_MIN/INT64_MAX = all) */
     const char *name_glob;    /* only tensors whose name matches (fnmatch), NULL = all */
     bool collectives;         /* also compare collective result tensors (default: skip, names MPI_* / nccl*) */
+    /* called after each step of a rank (from the thread comparing it), NULL = none */
+    void (*progress)(void *ctx, int rank, int64_t step);
+    void *progress_ctx;
 } diff_opts;
 #define DIFF_OPTS_DEFAULT { .rtol = 1e-4, .atol = 1e-6, .step_lo = INT64_MIN, .step_hi = INT64_MAX }
 

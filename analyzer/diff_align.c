@@ -925,6 +925,8 @@ static int run(align_ctx *c)
         if (both) {
             if (in_range(o, c->b.step))
                 rc = compare_step(c);
+            if (o->progress)
+                o->progress(o->progress_ctx, c->out->rank, c->b.step);
             if (rc >= 0)
                 rc = side_load(&c->g, o);
             if (rc >= 0)

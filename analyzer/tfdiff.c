@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -145,6 +146,34 @@ static void log_stderr(void *ctx, int level, const char *msg)
         fprintf(stderr, "tfdiff: %s\n", msg);
 }
 
+/* A progress line on a terminal for long comparisons, at most twice a
+ * second, shared by the rank threads. */
+static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
+static double progress_last;
+static int progress_shown;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress(void *ctx, int rank, int64_t step)
+{
+    (void)ctx;
+    double t = now_s();
+    if (t - progress_last < 0.5)
+        return;
+    pthread_mutex_lock(&progress_lock);
+    if (t - progress_last >= 0.5) {
+        progress_last = t;
+        progress_shown = 1;
+        fprintf(stderr, "\rtfdiff: rank %d at step %lld   ", rank, (long long)step);
+    }
+    pthread_mutex_unlock(&progress_lock);
+}
+
 typedef struct rank_job {
     tft_reader *g, *b;
     const diff_opts *o;
@@ -206,7 +235,7 @@ static int compare_ranks(const opts *o, tft_trace *g, tft_trace *b, diff_report 
         if (!o->quiet && !o->json && isatty(2) && njobs > 1)
             fprintf(stderr, "\rtfdiff: compared %d of %d ranks", top, njobs);
     }
-    if (!o->quiet && !o->json && isatty(2) && njobs > 1)
+    if ((!o->quiet && !o->json && isatty(2) && njobs > 1) || progress_shown)
         fputc('\n', stderr);
     for (int i = 0; i < njobs; i++) {
         if (jobs[i].err && !e)
@@ -290,6 +319,10 @@ int main(int argc, char **argv)
     if (!g || !b) {
         tft_trace_close(g);
         return 2;
+    }
+    if (!o.quiet && !o.json && isatty(2)) {
+        o.d.progress = progress;
+        progress_last = now_s(); /* the first line after half a second: short runs print none */
     }
     diff_report *rep = report_new(o.golden, o.bad, &o.d);
     if (!rep)

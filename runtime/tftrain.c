@@ -43,6 +43,7 @@ static void usage(FILE *f)
             "  --clip X         global gradient-norm clip, 0 = off (default 1.0)\n"
             "  --warmup N       linear warm-up steps, then cosine decay to 10%% (default 20)\n"
             "  --weight-decay X AdamW decoupled weight decay (default 0)\n"
+            "  --optim O        adamw (default) | sgd (momentum 0.9: no-clip blows up with it)\n"
             "  --dtype T        fp32 | bf16 | fp16: emulated activation storage (default fp32)\n"
             "  --data FILE      train on a text file, one document per line\n"
             "  --ckpt-dir D     checkpoint directory; --ckpt-every N steps (default: only at the end)\n"
@@ -70,7 +71,7 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
     return 0;
 }
 
-enum { O_STEPS = 256, O_SEED, O_LAYERS, O_DMODEL, O_HEADS, O_SEQ, O_BATCH, O_LR, O_CLIP, O_WARMUP, O_WD,
+enum { O_STEPS = 256, O_SEED, O_LAYERS, O_DMODEL, O_HEADS, O_SEQ, O_BATCH, O_LR, O_CLIP, O_WARMUP, O_WD, O_OPTIM,
        O_DTYPE, O_DATA, O_CKDIR, O_CKEVERY, O_RESUME, O_EVAL, O_LOG, O_BUG, O_BACKEND };
 
 static int set_int(int *dst, const char *opt, const char *arg, double lo, double hi)
@@ -127,6 +128,11 @@ static int parse_opt(train_opts *o, int c, const char *arg)
     case O_CLIP: return set_float(&o->clip, "--clip", arg, 0, 1e9);
     case O_WARMUP: return set_int(&o->warmup, "--warmup", arg, 0, 1e9);
     case O_WD: return set_float(&o->weight_decay, "--weight-decay", arg, 0, 10);
+    case O_OPTIM:
+        if (strcmp(arg, "adamw") && strcmp(arg, "sgd"))
+            return fprintf(stderr, "tftrain: --optim must be adamw or sgd, got '%s'\n", arg), -1;
+        o->sgd = !strcmp(arg, "sgd");
+        return 0;
     case O_DTYPE:
         o->store_dtype = !strcmp(arg, "fp32") ? TFT_F32 : !strcmp(arg, "fp16") ? TFT_F16
                        : !strcmp(arg, "bf16") ? TFT_BF16 : -1;
@@ -154,7 +160,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
         {"steps", 1, 0, O_STEPS}, {"seed", 1, 0, O_SEED}, {"layers", 1, 0, O_LAYERS},
         {"d-model", 1, 0, O_DMODEL}, {"heads", 1, 0, O_HEADS}, {"seq", 1, 0, O_SEQ},
         {"batch", 1, 0, O_BATCH}, {"lr", 1, 0, O_LR}, {"clip", 1, 0, O_CLIP}, {"warmup", 1, 0, O_WARMUP},
-        {"weight-decay", 1, 0, O_WD}, {"dtype", 1, 0, O_DTYPE}, {"data", 1, 0, O_DATA},
+        {"weight-decay", 1, 0, O_WD}, {"optim", 1, 0, O_OPTIM}, {"dtype", 1, 0, O_DTYPE}, {"data", 1, 0, O_DATA},
         {"ckpt-dir", 1, 0, O_CKDIR}, {"ckpt-every", 1, 0, O_CKEVERY}, {"resume", 1, 0, O_RESUME},
         {"eval-every", 1, 0, O_EVAL}, {"log-every", 1, 0, O_LOG}, {"bug", 1, 0, O_BUG},
         {"backend", 1, 0, O_BACKEND}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},

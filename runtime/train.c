@@ -294,6 +294,16 @@ static int reduce_grads(run *r, int64_t step)
     return dist_allreduce(r->d, 0, r->m.grads, r->m.num_params, !bug_is(r, BUG_DP_MEAN));
 }
 
+/* SGD with momentum 0.9 (the velocity kept in m): unlike AdamW, its step
+ * grows with the gradient, which is what clipping exists for. */
+static void sgd_momentum(gpt_model *m, float lr)
+{
+    for (size_t i = 0; i < m->num_params; i++) {
+        m->m[i] = 0.9f * m->m[i] + m->grads[i];
+        m->params[i] -= lr * m->m[i];
+    }
+}
+
 typedef struct step_stats {
     float loss;
     double norm;
@@ -335,8 +345,11 @@ static int train_step(run *r, int64_t step, step_stats *st)
         op_scale(r->m.grads, r->m.num_params, (float)(r->o->clip / st->norm));
     st->lr = lr_at(r, step);
     rec_tensor(r->rec, "lr", TFT_F32, &st->lr, 1, &one, NULL, 0);
-    op_adamw(r->m.params, r->m.grads, r->m.m, r->m.v, r->m.num_params, st->lr, 0.9f, 0.95f, 1e-8f,
-             r->o->weight_decay, (int)(step + 1));
+    if (r->o->sgd)
+        sgd_momentum(&r->m, st->lr);
+    else
+        op_adamw(r->m.params, r->m.grads, r->m.m, r->m.v, r->m.num_params, st->lr, 0.9f, 0.95f, 1e-8f,
+                 r->o->weight_decay, (int)(step + 1));
     record_moments(r);
     double ls[1] = {(double)st->loss};
     if ((e = dist_allreduce_f64(r->d, ls, 1)) < 0)

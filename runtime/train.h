@@ -35,6 +35,7 @@ typedef struct train_opts {
     int steps, layers, d_model, heads, seq, batch;
     uint64_t seed;
     float lr, clip, weight_decay;
+    int sgd;                  /* --optim sgd: plain SGD with momentum 0.9 (moments in adam.m) */
     int warmup;
     int store_dtype;          /* TFT_F32, TFT_F16, TFT_BF16 */
     const char *data;         /* --data FILE, NULL = synthetic */

@@ -257,6 +257,14 @@ case "$case_name" in
         EXTRA=(--lr 1.0)
         STEPS=6 single_rank_pair no-clip
         compare no-clip golden.jsonl bad.jsonl --clip 1
+        cd ..
+        # the blow-up: with SGD (its step grows with the gradient, unlike
+        # AdamW's) and a large learning rate, golden stays finite and BAD's
+        # loss goes to NaN: tfdiff reports a non-finite BAD alone has
+        mkdir -p sgd && cd sgd
+        EXTRA=(--optim sgd --lr 3)
+        STEPS=35 single_rank_pair no-clip
+        tfdiff_expect 1 -- --first-tensor 'grad.*,adam.*,param.*' --nonfinite-tensor '*' --nonfinite-in-golden no
         cd .. ;;
     nondet)
         STEPS=8 single_rank_pair nondet
