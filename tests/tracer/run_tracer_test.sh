@@ -103,7 +103,11 @@ assert m["complete"] and sorted(r["rank"] for r in m["ranks"]) == [0, 1, 2], m
 assert all(r["exit"] == {"code": 0} for r in m["ranks"]), m
 PY
     # one run: every rank file carries the manifest's run id
-    "$check" runid "$tr" ;;
+    "$check" runid "$tr"
+    # without the launcher: TFT_OUTPUT makes each rank write its own file
+    mpirun --allow-run-as-root --oversubscribe -np 2 -x TFT_OUTPUT="$tmp/inproc.trace" "$prog" threads 1
+    "$check" names "$tmp/inproc.trace" "rank-00000.tft:t0.0=1" "rank-00001.tft:t0.0=1"
+    python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert sorted(r['rank'] for r in m['ranks'])==[0,1] and m['complete'], m" "$tmp/inproc.trace/manifest.json" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
 echo "PASS $case_name"
