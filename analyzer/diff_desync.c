@@ -64,6 +64,7 @@ typedef struct coll_slot {
     uint64_t count;
     uint64_t name;      /* string id of the API name */
     int64_t step;
+    int64_t seq;        /* op sequence number of the call in its rank (TFT_SEQ_NONE unknown) */
     uint64_t t_enter;
     uint64_t fp;        /* result fingerprint (all-reduce, broadcast) */
 } coll_slot;
@@ -395,16 +396,23 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
  * final sweep; step TFT_STEP_NONE when none. */
 typedef struct stuck_at {
     int64_t step;
+    int64_t seq;
     uint64_t t_enter;
     uint64_t comm;
 } stuck_at;
 
-static bool stuck_before(const stuck_at *st, int64_t step, uint64_t t_enter, bool one_host)
+/* Whether st comes before (step, seq, t_enter) in program order: by step,
+ * then by op sequence number (ranks of one SPMD program number their ops
+ * alike, and unlike times this holds across hosts and under load), then,
+ * without sequence numbers, by enter time on one host. */
+static bool stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t t_enter, bool one_host)
 {
     if (st->step == TFT_STEP_NONE)
         return false;
     if (st->step != step)
         return st->step < step;
+    if (st->seq != TFT_SEQ_NONE && seq != TFT_SEQ_NONE)
+        return st->seq < seq;
     return one_host && st->t_enter < t_enter;
 }
 
@@ -431,17 +439,22 @@ static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, cons
         return true;
     const coll_slot *a = &sl[present[0]];
     uint64_t t0 = UINT64_MAX;
-    int64_t step = a->step;
+    int64_t step = a->step, seq0 = TFT_SEQ_NONE;
     for (int k = 0; k < np; k++) {
         if (sl[present[k]].step < step)
             step = sl[present[k]].step;
         if (sl[present[k]].t_enter && sl[present[k]].t_enter < t0)
             t0 = sl[present[k]].t_enter;
     }
+    for (int k = 0; k < np; k++)
+        if (sl[present[k]].step == step && sl[present[k]].seq != TFT_SEQ_NONE &&
+            (seq0 == TFT_SEQ_NONE || sl[present[k]].seq < seq0))
+            seq0 = sl[present[k]].seq;
     if (stuck) {
         int echoes = 0;
         for (int k = 0; k < nm; k++)
-            echoes += stuck[missing[k]].comm != c->comm && stuck_before(&stuck[missing[k]], step, t0, s->one_host);
+            echoes += stuck[missing[k]].comm != c->comm &&
+                      stuck_before(&stuck[missing[k]], step, seq0, t0, s->one_host);
         if (echoes == nm)
             return true;
     }
@@ -530,6 +543,7 @@ static void slot_fill(const desync_state *s, int i, coll_slot *x, const tft_rec_
         x->count = cr->count;
         x->name = cr->name;
         x->step = step;
+        x->seq = cr->h.seq;
     }
     if (!x->t_enter)
         x->t_enter = cr->t_enter;
@@ -698,7 +712,7 @@ static int final_sweep(desync_state *s)
     if (!stuck)
         return -ENOMEM;
     for (int i = 0; i < n; i++)
-        stuck[i] = (stuck_at){.step = TFT_STEP_NONE};
+        stuck[i] = (stuck_at){.step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE};
     for (int k = 0; k < s->ncomms; k++) {
         comm_state *c = &s->comms[k];
         for (uint64_t q = c->base; q < c->top; q++) {
@@ -708,8 +722,9 @@ static int final_sweep(desync_state *s)
             for (int i = 0; i < n; i++) {
                 if (!sl[i].entered || sl[i].exited)
                     continue;
-                stuck_at cand = {sl[i].step, sl[i].t_enter, c->comm};
-                if (stuck[i].step == TFT_STEP_NONE || stuck_before(&cand, stuck[i].step, stuck[i].t_enter, true))
+                stuck_at cand = {sl[i].step, sl[i].seq, sl[i].t_enter, c->comm};
+                if (stuck[i].step == TFT_STEP_NONE ||
+                    stuck_before(&cand, stuck[i].step, stuck[i].seq, stuck[i].t_enter, true))
                     stuck[i] = cand;
             }
         }

@@ -56,6 +56,10 @@ typedef struct tls_state {
 static __thread tls_state tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t ring_key;
 
+/* 1 between tft_coll_enter and tft_coll_exit on this thread: the program
+ * records its collective itself, the MPI interposers (interpose.c) skip it. */
+__thread int rec_explicit_coll __attribute__((tls_model("initial-exec")));
+
 static struct {
     _Atomic uint64_t comm[COMM_SLOTS];
     _Atomic uint64_t next[COMM_SLOTS];
@@ -389,6 +393,7 @@ int64_t tft_coll_enter(const tft_coll_info *ci)
     fill_coll(&c, ci, cs, tls.op_seq, intern(r, name));
     c.h.flags = TFT_COLL_FLAG_ENTER;
     c.t_enter = c.h.ts;
+    rec_explicit_coll = 1;
     pending_coll *p = &tls.pending[tls.npending++ % MAX_PENDING_COLL];
     *p = (pending_coll){ci->comm, cs, c.t_enter};
     ring_write(g_rec.h, r, &c.h);
@@ -421,6 +426,7 @@ int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result)
     c.t_exit = c.h.ts;
     c.result = rid;
     int e = ring_write(g_rec.h, r, &c.h);
+    rec_explicit_coll = 0;
     if (tls.in_op == 2)
         tls.in_op = 0;
     return e;
