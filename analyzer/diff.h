@@ -17,6 +17,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Traces without steps (programs that never call tft_step_begin, e.g. an
+ * unmodified program under the interposers): ops and tensors are aligned
+ * by seq in windows of DIFF_STEPLESS_WINDOW ops, each window standing in
+ * for a step: step = DIFF_STEPLESS_BASE + window (ordered like steps;
+ * reports show "window N" / "step": null, "window": N). */
+#define DIFF_STEPLESS_WINDOW 4096
+#define DIFF_STEPLESS_BASE (-(INT64_C(1) << 40))
+#define DIFF_STEPLESS_STEP(seq) (DIFF_STEPLESS_BASE + (int64_t)((seq) / DIFF_STEPLESS_WINDOW))
+#define DIFF_IS_STEPLESS(step) ((step) != INT64_MIN && (step) < DIFF_STEPLESS_BASE / 2)
+
 /* Kinds of a divergence ("kind" in the JSON schema). */
 enum diff_kind { DK_VALUE = 0, DK_SHAPE, DK_DTYPE, DK_NONFINITE, DK_MISSING, DK_EXTRA };
 const char *diff_kind_name(int kind);

@@ -324,8 +324,16 @@ static int side_load(align_side *s, const diff_opts *o)
         }
         if (rec->kind == TFT_REC_PROCESS)
             side_take_process(s, rec);
-        if (rec->step == TFT_STEP_NONE)
-            continue;
+        if (rec->step == TFT_STEP_NONE) {
+            /* a program without steps (an unmodified one under the
+             * interposers): its ops are aligned by seq, in windows */
+            if ((rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR) || rec->seq == TFT_SEQ_NONE ||
+                rec->len > sizeof(s->stepless))
+                continue;
+            memcpy(s->stepless, rec, rec->len);
+            rec = (const tft_rec *)s->stepless;
+            ((tft_rec *)s->stepless)->step = DIFF_STEPLESS_STEP(rec->seq);
+        }
         side_note_step(s, rec->step);
         if (s->has && rec->step != s->step) {
             if (grow((void **)&s->pend, &s->pend_cap, rec->len, 1) < 0)

@@ -74,6 +74,7 @@ typedef struct align_side {
     bool exit_known;
     int exit_code, exit_signal;
     id_map cur, prev, leaf; /* tensor id -> enum align_state */
+    _Alignas(8) unsigned char stepless[TFT_REC_MAX_BYTES]; /* a step-less record given a window step */
 } align_side;
 
 /* One entry of a step's edit script: a pair, or a tensor on one side only. */

@@ -156,13 +156,30 @@ static cJSON *json_stats(const diff_tensor *t)
     return o;
 }
 
+/* "step": N, or for a trace without steps "step": null, "window": N. */
+static void json_step(cJSON *o, int64_t step)
+{
+    if (DIFF_IS_STEPLESS(step)) {
+        cJSON_AddNullToObject(o, "step");
+        cJSON_AddNumberToObject(o, "window", (double)(step - DIFF_STEPLESS_BASE));
+    } else {
+        cJSON_AddNumberToObject(o, "step", (double)step);
+    }
+}
+
+static const char *step_word(int64_t step, long long *n)
+{
+    *n = DIFF_IS_STEPLESS(step) ? (long long)(step - DIFF_STEPLESS_BASE) : (long long)step;
+    return DIFF_IS_STEPLESS(step) ? "window" : "step";
+}
+
 static cJSON *json_point(const diff_point *p)
 {
     if (!p->found)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "rank", p->rank);
-    cJSON_AddNumberToObject(o, "step", (double)p->step);
+    json_step(o, p->step);
     cJSON_AddNumberToObject(o, "seq", (double)p->seq);
     cJSON_AddStringToObject(o, "op", p->op);
     cJSON_AddStringToObject(o, "tensor", p->tensor);
@@ -222,7 +239,7 @@ static cJSON *json_findings(const diff_report *r)
     if (nf) {
         cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
         cJSON_AddNumberToObject(n, "rank", nf->rank);
-        cJSON_AddNumberToObject(n, "step", (double)nf->step);
+        json_step(n, nf->step);
         cJSON_AddNumberToObject(n, "seq", (double)nf->seq);
         cJSON_AddStringToObject(n, "op", nf->op);
         cJSON_AddStringToObject(n, "tensor", nf->tensor);
@@ -343,7 +360,9 @@ void report_text(const diff_report *r, FILE *f)
     fprintf(f, "tfdiff: %s\n", report_diverged(r) ? "DIVERGED" : "MATCH");
     if (fr) {
         const diff_point *p = &fr->first;
-        fprintf(f, "first divergence: rank %d, step %lld, seq %lld: %s (%s%s%s)\n", p->rank, (long long)p->step,
+        long long sn;
+        const char *sw = step_word(p->step, &sn);
+        fprintf(f, "first divergence: rank %d, %s %lld, seq %lld: %s (%s%s%s)\n", p->rank, sw, sn,
                 (long long)p->seq, p->tensor, diff_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
         side_by_side(f, p);
         if (fr->n_context)

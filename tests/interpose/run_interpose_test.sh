@@ -37,6 +37,13 @@ case $case_name in
     [ "$(cat "$tmp/out")" = "$want" ] || fail "results changed under tftrace: $(cat "$tmp/out") vs $want"
     "$tftrace" -q -o "$tmp/b.trace" -- "$prog" --plant 5 >/dev/null
     diverge "$tmp/g.trace" "$tmp/b.trace" cblas_sgemm 5 8
+    # tfdiff on step-less traces: ops aligned by seq; the planted call's output
+    st=0; "$tfdiff" --json "$tmp/g.trace" "$tmp/b.trace" >"$tmp/d.json" || st=$?
+    [ "$st" = 1 ] || fail "tfdiff exit $st on the planted gemm, want 1"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); d=r['first_divergence']; assert d and d['tensor'] in ('cblas_sgemm','cblas_sgemm.A','cblas_sgemm.B') and d['step'] is None and 'window' in d, d" "$tmp/d.json" \
+      || fail "tfdiff did not name the planted gemm: $(head -c 400 "$tmp/d.json")"
+    st=0; "$tfdiff" "$tmp/g.trace" "$tmp/g.trace" >/dev/null || st=$?
+    [ "$st" = 0 ] || fail "tfdiff of a step-less trace with itself: exit $st"
     "$tfdump" --events --json "$tmp/g.trace" >"$tmp/all.json"
     python3 - "$tmp/all.json" <<'PY'
 import json, sys
