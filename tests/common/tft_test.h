@@ -10,13 +10,18 @@
 
 static int tft_test_pass_, tft_test_fail_;
 
+/* Failures printed at most (a failing loop over 65536 patterns stays readable). */
+#ifndef TFT_TEST_MAX_PRINT
+#define TFT_TEST_MAX_PRINT 50
+#endif
+
 #define CHECK(cond)                                                                    \
     do {                                                                               \
         if (cond) {                                                                    \
             tft_test_pass_++;                                                          \
         } else {                                                                       \
-            tft_test_fail_++;                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+            if (++tft_test_fail_ <= TFT_TEST_MAX_PRINT)                                \
+                fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
         }                                                                              \
     } while (0)
 
@@ -25,10 +30,11 @@ static int tft_test_pass_, tft_test_fail_;
         if (cond) {                                                                    \
             tft_test_pass_++;                                                          \
         } else {                                                                       \
-            tft_test_fail_++;                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);   \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
+            if (++tft_test_fail_ <= TFT_TEST_MAX_PRINT) {                              \
+                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+                fprintf(stderr, __VA_ARGS__);                                          \
+                fputc('\n', stderr);                                                   \
+            }                                                                          \
         }                                                                              \
     } while (0)
 

@@ -18,18 +18,7 @@
 #include "stats_internal.h"
 #include "tft_stats.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                             \
-    do {                                                             \
-        if (!(cond)) {                                               \
-            if (++failures < 30) {                                   \
-                fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-                fprintf(stderr, __VA_ARGS__);                        \
-                fputc('\n', stderr);                                 \
-            }                                                        \
-        }                                                            \
-    } while (0)
+#include "../common/tft_test.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
@@ -113,15 +102,15 @@ static void test_decode(const struct fmt *f)
         float got = f->dec((uint16_t)h);
         double want = ref_decode(f, (uint16_t)h);
         if (isnan(want) && f->ebits == 8) {
-            CHECK(bits(got) == h << 16, "bf16 decode %#x: NaN %#x (must be exact)", h, bits(got));
+            CHECKF(bits(got) == h << 16, "bf16 decode %#x: NaN %#x (must be exact)", h, bits(got));
         } else if (isnan(want)) { /* fp16: quiet, as F16C makes it */
             uint32_t payload = (uint32_t)(h & ((1u << f->mbits) - 1)) << (23 - f->mbits);
-            CHECK(isnan(got) && (bits(got) >> 31) == (h >> 15u) &&
+            CHECKF(isnan(got) && (bits(got) >> 31) == (h >> 15u) &&
                       (bits(got) & 0x3fffffu) == (payload & 0x3fffffu) &&
                       (bits(got) & 0x400000u) != 0,
                   "%s decode %#x: NaN %#x", f->name, h, bits(got));
         } else {
-            CHECK(bits(got) == bits((float)want), "%s decode %#x: %a want %a", f->name, h,
+            CHECKF(bits(got) == bits((float)want), "%s decode %#x: %a want %a", f->name, h,
                   (double)got, want);
         }
     }
@@ -141,7 +130,7 @@ static void test_decode(const struct fmt *f)
             _mm_setcsr(saved);
 #endif
             for (uint32_t h = 0; h < 65536; h++)
-                CHECK(bits(out[h]) == bits(f->dec((uint16_t)h)), "%s bulk decode %s %#x",
+                CHECKF(bits(out[h]) == bits(f->dec((uint16_t)h)), "%s bulk decode %s %#x",
                       f->name, tft_stats_isa_name(), h);
         }
     }
@@ -155,13 +144,13 @@ static void check_encode(const struct fmt *f, float x)
         uint16_t e = (uint16_t)(((1u << f->ebits) - 1) << f->mbits);
         uint16_t keep = (uint16_t)((bits(x) >> (23 - f->mbits)) & ((1u << f->mbits) - 1));
         uint16_t quiet = (uint16_t)(1u << (f->mbits - 1));
-        CHECK((got & e) == e && (got & quiet) && (got >> 15) == (bits(x) >> 31) &&
+        CHECKF((got & e) == e && (got & quiet) && (got >> 15) == (bits(x) >> 31) &&
                   (got & ((1u << f->mbits) - 1) & ~quiet) == (keep & ~quiet),
               "%s encode NaN %#x -> %#x", f->name, bits(x), got);
         return;
     }
     uint16_t want = ref_encode(f, x);
-    CHECK(got == want, "%s encode %a (%#x) -> %#x want %#x", f->name, (double)x, bits(x), got,
+    CHECKF(got == want, "%s encode %a (%#x) -> %#x want %#x", f->name, (double)x, bits(x), got,
           want);
 }
 
@@ -188,7 +177,7 @@ static void test_encode(const struct fmt *f)
     check_encode(f, from_bits(0x7fc00000u));
     check_encode(f, from_bits(0xffa01234u)); /* signalling, payload */
     check_encode(f, from_bits(0x7f800001u)); /* payload only in low bits */
-    CHECK(f->enc(from_bits(0x7f800001u)) != (uint16_t)inf, "%s: NaN became Inf", f->name);
+    CHECKF(f->enc(from_bits(0x7f800001u)) != (uint16_t)inf, "%s: NaN became Inf", f->name);
     for (int i = 0; i < 2000000; i++)
         check_encode(f, from_bits((uint32_t)rng()));
 }
@@ -221,7 +210,7 @@ static void test_encode_bulk(const struct fmt *f)
             _mm_setcsr(saved);
 #endif
             for (int i = 0; i < N; i++)
-                CHECK(out[i] == f->enc(in[i]), "%s bulk encode %s %#x -> %#x want %#x", f->name,
+                CHECKF(out[i] == f->enc(in[i]), "%s bulk encode %s %#x -> %#x want %#x", f->name,
                       tft_stats_isa_name(), bits(in[i]), out[i], f->enc(in[i]));
         }
     }
@@ -235,16 +224,16 @@ int main(void)
         { "bf16", 8, 7, tft_bf16_to_f32, tft_f32_to_bf16, tft_bf16_to_f32_n, tft_f32_to_bf16_n },
     };
     /* spot checks a reader can verify by hand */
-    CHECK(tft_f32_to_f16(1.0f) == 0x3c00 && tft_f32_to_f16(65504.0f) == 0x7bff &&
+    CHECKF(tft_f32_to_f16(1.0f) == 0x3c00 && tft_f32_to_f16(65504.0f) == 0x7bff &&
               tft_f32_to_f16(65520.0f) == 0x7c00 && tft_f32_to_f16(65519.0f) == 0x7bff &&
               tft_f32_to_f16(0x1p-24f) == 0x0001 && tft_f32_to_f16(0x1p-25f) == 0x0000 &&
               tft_f32_to_f16(0x1.8p-24f) == 0x0002 && tft_f32_to_f16(-0.0f) == 0x8000,
           "fp16 spot checks");
-    CHECK(tft_f32_to_bf16(1.0f) == 0x3f80 && tft_f32_to_bf16(from_bits(0x3f808000u)) == 0x3f80 &&
+    CHECKF(tft_f32_to_bf16(1.0f) == 0x3f80 && tft_f32_to_bf16(from_bits(0x3f808000u)) == 0x3f80 &&
               tft_f32_to_bf16(from_bits(0x3f818000u)) == 0x3f82 &&
               tft_f32_to_bf16(3.4028235e38f) == 0x7f80,
           "bf16 spot checks");
-    CHECK(tft_f16_to_f32(0x0001) == 0x1p-24f && tft_f16_to_f32(0x7bff) == 65504.0f &&
+    CHECKF(tft_f16_to_f32(0x0001) == 0x1p-24f && tft_f16_to_f32(0x7bff) == 65504.0f &&
               tft_bf16_to_f32(0x7f7f) == 3.3895313892515355e38f,
           "decode spot checks");
     for (int i = 0; i < 2; i++) {
@@ -252,9 +241,5 @@ int main(void)
         test_encode(&fmts[i]);
         test_encode_bulk(&fmts[i]);
     }
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    else
-        printf("all checks passed\n");
-    return failures ? 1 : 0;
+    return TEST_DONE();
 }

@@ -25,17 +25,7 @@
 #include "stats_internal.h"
 #include "tft_stats.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                             \
-    do {                                                             \
-        if (!(cond)) {                                               \
-            failures++;                                              \
-            fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                            \
-            fputc('\n', stderr);                                     \
-        }                                                            \
-    } while (0)
+#include "../common/tft_test.h"
 
 /* ---- deterministic random numbers ---------------------------------------- */
 
@@ -154,29 +144,29 @@ static int close_to(double got, double want, double tol)
  * record must be 0). */
 static void compare(const char *what, int mode, const tft_stats *g, const tft_stats *r)
 {
-    CHECK(g->numel == r->numel, "%s: numel %llu", what, (unsigned long long)g->numel);
+    CHECKF(g->numel == r->numel, "%s: numel %llu", what, (unsigned long long)g->numel);
     if (mode == TFT_STATS_SHAPE) {
         tft_stats z;
         memset(&z, 0, sizeof z);
         z.numel = r->numel;
-        CHECK(memcmp(g, &z, sizeof z) == 0, "%s: SHAPE fills more than numel", what);
+        CHECKF(memcmp(g, &z, sizeof z) == 0, "%s: SHAPE fills more than numel", what);
         return;
     }
-    CHECK(g->fingerprint == r->fingerprint, "%s: fingerprint", what);
-    CHECK(g->nan == r->nan && g->pinf == r->pinf && g->ninf == r->ninf && g->zero == r->zero,
+    CHECKF(g->fingerprint == r->fingerprint, "%s: fingerprint", what);
+    CHECKF(g->nan == r->nan && g->pinf == r->pinf && g->ninf == r->ninf && g->zero == r->zero,
           "%s: nan %llu/%llu pinf %llu/%llu ninf %llu/%llu zero %llu/%llu", what,
           (unsigned long long)g->nan, (unsigned long long)r->nan, (unsigned long long)g->pinf,
           (unsigned long long)r->pinf, (unsigned long long)g->ninf, (unsigned long long)r->ninf,
           (unsigned long long)g->zero, (unsigned long long)r->zero);
-    CHECK(g->min == r->min && g->max == r->max, "%s: min %.17g/%.17g max %.17g/%.17g", what,
+    CHECKF(g->min == r->min && g->max == r->max, "%s: min %.17g/%.17g max %.17g/%.17g", what,
           g->min, r->min, g->max, r->max);
     if (mode == TFT_STATS_HEALTH) {
-        CHECK(g->over_fp16 == 0 && g->over_bf16 == 0 && g->under_fp16 == 0 && g->mean == 0 &&
+        CHECKF(g->over_fp16 == 0 && g->over_bf16 == 0 && g->under_fp16 == 0 && g->mean == 0 &&
                   g->std == 0 && g->l1 == 0 && g->l2 == 0 && g->absmax == 0,
               "%s: HEALTH fills FULL-only fields", what);
         return;
     }
-    CHECK(g->over_fp16 == r->over_fp16 && g->over_bf16 == r->over_bf16 &&
+    CHECKF(g->over_fp16 == r->over_fp16 && g->over_bf16 == r->over_bf16 &&
               g->under_fp16 == r->under_fp16,
           "%s: over16 %llu/%llu overbf %llu/%llu under16 %llu/%llu", what,
           (unsigned long long)g->over_fp16, (unsigned long long)r->over_fp16,
@@ -184,13 +174,13 @@ static void compare(const char *what, int mode, const tft_stats *g, const tft_st
           (unsigned long long)g->under_fp16, (unsigned long long)r->under_fp16);
     uint64_t nfin = r->numel - r->nan - r->pinf - r->ninf;
     double absmean = nfin ? r->l1 / (double)nfin : 0;
-    CHECK(close_to(g->mean, r->mean, 1e-12 * absmean), "%s: mean %.17g/%.17g", what, g->mean,
+    CHECKF(close_to(g->mean, r->mean, 1e-12 * absmean), "%s: mean %.17g/%.17g", what, g->mean,
           r->mean);
-    CHECK(close_to(g->std, r->std, 1e-12 * r->std + 1e-15 * absmean), "%s: std %.17g/%.17g",
+    CHECKF(close_to(g->std, r->std, 1e-12 * r->std + 1e-15 * absmean), "%s: std %.17g/%.17g",
           what, g->std, r->std);
-    CHECK(close_to(g->l1, r->l1, 1e-12 * r->l1), "%s: l1 %.17g/%.17g", what, g->l1, r->l1);
-    CHECK(close_to(g->l2, r->l2, 1e-12 * r->l2), "%s: l2 %.17g/%.17g", what, g->l2, r->l2);
-    CHECK(g->absmax == r->absmax, "%s: absmax %.17g/%.17g", what, g->absmax, r->absmax);
+    CHECKF(close_to(g->l1, r->l1, 1e-12 * r->l1), "%s: l1 %.17g/%.17g", what, g->l1, r->l1);
+    CHECKF(close_to(g->l2, r->l2, 1e-12 * r->l2), "%s: l2 %.17g/%.17g", what, g->l2, r->l2);
+    CHECKF(g->absmax == r->absmax, "%s: absmax %.17g/%.17g", what, g->absmax, r->absmax);
 }
 
 /* Runs every mode with every available kernel set on n elements at p and
@@ -208,10 +198,10 @@ static void check_case(const char *label, int dtype, const unsigned char *p, siz
             snprintf(what, sizeof what, "%s dtype %d n %zu mode %d %s", label, dtype, n, mode,
                      tft_stats_isa_name());
             int rc = tft_stats_compute(dtype, p, n, mode, &g);
-            CHECK(rc == 0, "%s: rc %d", what, rc);
+            CHECKF(rc == 0, "%s: rc %d", what, rc);
             compare(what, mode, &g, &r);
             if (have_first)
-                CHECK(memcmp(&g, &first, sizeof g) == 0, "%s: differs from generic", what);
+                CHECKF(memcmp(&g, &first, sizeof g) == 0, "%s: differs from generic", what);
             first = g;
             have_first = 1;
         }
@@ -382,7 +372,7 @@ static void test_adversarial(void)
     /* BOOL keeps the byte's value, so a corrupt bool shows */
     unsigned char b[5] = { 0, 1, 1, 2, 0 };
     tft_stats s;
-    CHECK(tft_stats_compute(TFT_BOOL, b, 5, TFT_STATS_FULL, &s) == 0 && s.max == 2 &&
+    CHECKF(tft_stats_compute(TFT_BOOL, b, 5, TFT_STATS_FULL, &s) == 0 && s.max == 2 &&
               s.zero == 2 && s.l1 == 4,
           "bool: max %g zero %llu", s.max, (unsigned long long)s.zero);
 }
@@ -391,29 +381,29 @@ static void test_empty_and_errors(void)
 {
     tft_stats s;
     for (int mode = TFT_STATS_SHAPE; mode <= TFT_STATS_FULL; mode++) {
-        CHECK(tft_stats_compute(TFT_F32, NULL, 0, mode, &s) == 0, "empty mode %d", mode);
-        CHECK(s.numel == 0 && s.nan == 0 && s.min == 0 && s.max == 0 && s.std == 0,
+        CHECKF(tft_stats_compute(TFT_F32, NULL, 0, mode, &s) == 0, "empty mode %d", mode);
+        CHECKF(s.numel == 0 && s.nan == 0 && s.min == 0 && s.max == 0 && s.std == 0,
               "empty fields");
-        CHECK(s.fingerprint == (mode == TFT_STATS_SHAPE ? 0 : XXH3_64bits(NULL, 0)),
+        CHECKF(s.fingerprint == (mode == TFT_STATS_SHAPE ? 0 : XXH3_64bits(NULL, 0)),
               "empty fingerprint mode %d", mode);
     }
     float one = -2.5f;
-    CHECK(tft_stats_compute(TFT_F32, &one, 1, TFT_STATS_FULL, &s) == 0 && s.min == -2.5 &&
+    CHECKF(tft_stats_compute(TFT_F32, &one, 1, TFT_STATS_FULL, &s) == 0 && s.min == -2.5 &&
               s.max == -2.5 && s.mean == -2.5 && s.std == 0 && s.l1 == 2.5 && s.l2 == 2.5 &&
               s.absmax == 2.5,
           "one element");
     memset(&s, 0x55, sizeof s);
-    CHECK(tft_stats_compute(TFT_DTYPE_COUNT, &one, 1, TFT_STATS_FULL, &s) == -EINVAL,
+    CHECKF(tft_stats_compute(TFT_DTYPE_COUNT, &one, 1, TFT_STATS_FULL, &s) == -EINVAL,
           "bad dtype");
-    CHECK(s.numel == 0 && s.fingerprint == 0, "out zeroed on error");
-    CHECK(tft_stats_compute(-1, &one, 1, TFT_STATS_FULL, &s) == -EINVAL, "negative dtype");
-    CHECK(tft_stats_compute(TFT_F32, &one, 1, 3, &s) == -EINVAL, "bad mode");
-    CHECK(tft_stats_compute(TFT_F32, &one, 1, -1, &s) == -EINVAL, "negative mode");
-    CHECK(tft_stats_compute(TFT_F32, NULL, 1, TFT_STATS_FULL, &s) == -EINVAL, "NULL data");
-    CHECK(tft_stats_compute(TFT_F32, &one, 1, TFT_STATS_FULL, NULL) == -EINVAL, "NULL out");
-    CHECK(tft_stats_compute(TFT_F64, &one, SIZE_MAX / 4, TFT_STATS_FULL, &s) == -EOVERFLOW,
+    CHECKF(s.numel == 0 && s.fingerprint == 0, "out zeroed on error");
+    CHECKF(tft_stats_compute(-1, &one, 1, TFT_STATS_FULL, &s) == -EINVAL, "negative dtype");
+    CHECKF(tft_stats_compute(TFT_F32, &one, 1, 3, &s) == -EINVAL, "bad mode");
+    CHECKF(tft_stats_compute(TFT_F32, &one, 1, -1, &s) == -EINVAL, "negative mode");
+    CHECKF(tft_stats_compute(TFT_F32, NULL, 1, TFT_STATS_FULL, &s) == -EINVAL, "NULL data");
+    CHECKF(tft_stats_compute(TFT_F32, &one, 1, TFT_STATS_FULL, NULL) == -EINVAL, "NULL out");
+    CHECKF(tft_stats_compute(TFT_F64, &one, SIZE_MAX / 4, TFT_STATS_FULL, &s) == -EOVERFLOW,
           "byte size overflow");
-    CHECK(tft_stats_dtype_size(TFT_BF16) == 2 && tft_stats_dtype_size(TFT_U64) == 8 &&
+    CHECKF(tft_stats_dtype_size(TFT_BF16) == 2 && tft_stats_dtype_size(TFT_U64) == 8 &&
               tft_stats_dtype_size(TFT_BOOL) == 1 && tft_stats_dtype_size(99) == 0,
           "dtype sizes");
 }
@@ -443,10 +433,10 @@ static void test_fp_environment(void)
         int rc = tft_stats_compute(TFT_F32, bufmem, n, TFT_STATS_FULL, &got);
         unsigned after = _mm_getcsr();
         _mm_setcsr(saved);
-        CHECK(rc == 0, "rc %d", rc);
-        CHECK(after == hostile, "MXCSR %#x, want %#x", after, hostile);
+        CHECKF(rc == 0, "rc %d", rc);
+        CHECKF(after == hostile, "MXCSR %#x, want %#x", after, hostile);
         compare("hostile fpenv", TFT_STATS_FULL, &got, &want);
-        CHECK(got.under_fp16 == nsub, "subnormals seen: %llu",
+        CHECKF(got.under_fp16 == nsub, "subnormals seen: %llu",
               (unsigned long long)got.under_fp16);
     }
     tft_stats_set_isa(STATS_ISA_AUTO);
@@ -466,28 +456,28 @@ static void test_conditioning(void)
     }
     ref_stats(TFT_F64, (const unsigned char *)d, 40000, &r);
     tft_stats_compute(TFT_F64, d, 40000, TFT_STATS_FULL, &g);
-    CHECK(fabs(g.std - r.std) <= 1e-12 * r.std, "f64 1e8+noise std %.17g/%.17g", g.std, r.std);
-    CHECK(fabs(g.mean - r.mean) <= 1e-15 * r.mean, "f64 1e8+noise mean %.17g/%.17g", g.mean,
+    CHECKF(fabs(g.std - r.std) <= 1e-12 * r.std, "f64 1e8+noise std %.17g/%.17g", g.std, r.std);
+    CHECKF(fabs(g.mean - r.mean) <= 1e-15 * r.mean, "f64 1e8+noise mean %.17g/%.17g", g.mean,
           r.mean);
     ref_stats(TFT_F32, (const unsigned char *)f, 40000, &r);
     tft_stats_compute(TFT_F32, f, 40000, TFT_STATS_FULL, &g);
-    CHECK(fabs(g.std - r.std) <= 1e-12 * r.std, "f32 1e8+noise std %.17g/%.17g", g.std, r.std);
+    CHECKF(fabs(g.std - r.std) <= 1e-12 * r.std, "f32 1e8+noise std %.17g/%.17g", g.std, r.std);
     /* the first element (the frame shift) is an outlier; blocks re-centre */
     d[0] = -5e9;
     ref_stats(TFT_F64, (const unsigned char *)d, 40000, &r);
     tft_stats_compute(TFT_F64, d, 40000, TFT_STATS_FULL, &g);
-    CHECK(fabs(g.std - r.std) <= 1e-12 * r.std, "outlier std %.17g/%.17g", g.std, r.std);
+    CHECKF(fabs(g.std - r.std) <= 1e-12 * r.std, "outlier std %.17g/%.17g", g.std, r.std);
     /* a shift between blocks: first half near 0, second near 1e8 */
     for (size_t i = 0; i < 40000; i++)
         d[i] = (i < 20000 ? 0.0 : 1e8) + nrand();
     ref_stats(TFT_F64, (const unsigned char *)d, 40000, &r);
     tft_stats_compute(TFT_F64, d, 40000, TFT_STATS_FULL, &g);
-    CHECK(fabs(g.std - r.std) <= 1e-12 * r.std, "step std %.17g/%.17g", g.std, r.std);
+    CHECKF(fabs(g.std - r.std) <= 1e-12 * r.std, "step std %.17g/%.17g", g.std, r.std);
     /* constant data has std exactly 0 */
     for (size_t i = 0; i < 40000; i++)
         d[i] = 0.1;
     tft_stats_compute(TFT_F64, d, 40000, TFT_STATS_FULL, &g);
-    CHECK(g.std == 0.0 && g.mean == 0.1, "constant std %.17g mean %.17g", g.std, g.mean);
+    CHECKF(g.std == 0.0 && g.mean == 0.1, "constant std %.17g mean %.17g", g.std, g.mean);
 }
 
 /* Blocked fingerprint: plain XXH3 up to one block, else XXH3 of the LE
@@ -513,9 +503,9 @@ static void test_blocked_fingerprint(void)
             }
             want = XXH3_64bits(arr, 8 * nb);
         }
-        CHECK(tft_fingerprint_blocked(big, len) == want, "blocked fingerprint len %zu", len);
+        CHECKF(tft_fingerprint_blocked(big, len) == want, "blocked fingerprint len %zu", len);
     }
-    CHECK(tft_fingerprint_blocked(big, 70000) != tft_fingerprint_blocked(big + 1, 70000),
+    CHECKF(tft_fingerprint_blocked(big, 70000) != tft_fingerprint_blocked(big + 1, 70000),
           "blocked fingerprint depends on the bytes");
 }
 
@@ -528,9 +518,5 @@ int main(void)
     test_fp_environment();
     test_conditioning();
     test_blocked_fingerprint();
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    else
-        printf("all checks passed\n");
-    return failures ? 1 : 0;
+    return TEST_DONE();
 }

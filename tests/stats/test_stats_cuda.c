@@ -16,17 +16,7 @@
 #include "tft_stats.h"
 #include "tft_stats_cuda.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                             \
-    do {                                                             \
-        if (!(cond)) {                                               \
-            failures++;                                              \
-            fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                            \
-            fputc('\n', stderr);                                     \
-        }                                                            \
-    } while (0)
+#include "../common/tft_test.h"
 
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 
@@ -48,11 +38,11 @@ static void test_xxh3_port(void)
     for (size_t i = 0; i < MAX + 8; i++)
         buf[i] = (unsigned char)rng();
     for (size_t len = 0; len <= 2100; len++)
-        CHECK(tft_stats_cuda_xxh3(buf + (len % 8), len) == XXH3_64bits(buf + (len % 8), len),
+        CHECKF(tft_stats_cuda_xxh3(buf + (len % 8), len) == XXH3_64bits(buf + (len % 8), len),
               "xxh3 port len %zu", len);
     static const size_t big[] = { 4095, 4096, 4097, 65535, 65536, 65537, 100003, MAX };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
-        CHECK(tft_stats_cuda_xxh3(buf + 1, big[i]) == XXH3_64bits(buf + 1, big[i]),
+        CHECKF(tft_stats_cuda_xxh3(buf + 1, big[i]) == XXH3_64bits(buf + 1, big[i]),
               "xxh3 port len %zu", big[i]);
     free(buf);
 }
@@ -68,24 +58,24 @@ static void compare_emulation(const char *what, int dtype, const void *data, siz
 {
     for (int mode = TFT_STATS_SHAPE; mode <= TFT_STATS_FULL; mode++) {
         tft_stats c, g;
-        CHECK(tft_stats_compute(dtype, data, n, mode, &c) == 0, "%s cpu", what);
-        CHECK(tft_stats_cuda_emulate(dtype, data, n, mode, &g) == 0, "%s emulate", what);
+        CHECKF(tft_stats_compute(dtype, data, n, mode, &c) == 0, "%s cpu", what);
+        CHECKF(tft_stats_cuda_emulate(dtype, data, n, mode, &g) == 0, "%s emulate", what);
         uint64_t want_fp = 0;
         if (mode != TFT_STATS_SHAPE)
             want_fp = tft_fingerprint_blocked(data, n * tft_stats_dtype_size(dtype));
-        CHECK(g.fingerprint == want_fp, "%s mode %d: fingerprint", what, mode);
+        CHECKF(g.fingerprint == want_fp, "%s mode %d: fingerprint", what, mode);
         if (n * tft_stats_dtype_size(dtype) <= TFT_FP_BLOCK_BYTES)
-            CHECK(g.fingerprint == c.fingerprint, "%s: small tensors share the plain XXH3", what);
-        CHECK(g.numel == c.numel && g.nan == c.nan && g.pinf == c.pinf && g.ninf == c.ninf &&
+            CHECKF(g.fingerprint == c.fingerprint, "%s: small tensors share the plain XXH3", what);
+        CHECKF(g.numel == c.numel && g.nan == c.nan && g.pinf == c.pinf && g.ninf == c.ninf &&
                   g.zero == c.zero && g.over_fp16 == c.over_fp16 && g.over_bf16 == c.over_bf16 &&
                   g.under_fp16 == c.under_fp16,
               "%s mode %d: counts", what, mode);
-        CHECK(g.min == c.min && g.max == c.max && g.absmax == c.absmax, "%s mode %d: min/max",
+        CHECKF(g.min == c.min && g.max == c.max && g.absmax == c.absmax, "%s mode %d: min/max",
               what, mode);
         double scale = c.numel ? c.l1 / (double)c.numel : 0;
-        CHECK(fabs(g.mean - c.mean) <= 1e-12 * scale, "%s: mean %.17g/%.17g", what, g.mean,
+        CHECKF(fabs(g.mean - c.mean) <= 1e-12 * scale, "%s: mean %.17g/%.17g", what, g.mean,
               c.mean);
-        CHECK(close_rel(g.std, c.std, 1e-12) && close_rel(g.l1, c.l1, 1e-12) &&
+        CHECKF(close_rel(g.std, c.std, 1e-12) && close_rel(g.l1, c.l1, 1e-12) &&
                   close_rel(g.l2, c.l2, 1e-12),
               "%s mode %d: std %.17g/%.17g l1 %.17g/%.17g l2 %.17g/%.17g", what, mode, g.std,
               c.std, g.l1, c.l1, g.l2, c.l2);
@@ -119,10 +109,10 @@ static void test_emulation(void)
     compare_emulation("f64 1e8+x", TFT_F64, d, 30001);
     free(d);
     tft_stats s;
-    CHECK(tft_stats_cuda_emulate(99, f, 1, TFT_STATS_FULL, &s) == -EINVAL, "bad dtype");
+    CHECKF(tft_stats_cuda_emulate(99, f, 1, TFT_STATS_FULL, &s) == -EINVAL, "bad dtype");
     free(f);
-    CHECK(tft_stats_cuda_emulate(TFT_F32, NULL, 1, TFT_STATS_FULL, &s) == -EINVAL, "NULL data");
-    CHECK(tft_stats_cuda_scratch_bytes(TFT_F32, 1 << 20) >= 64 * (112 + 8) &&
+    CHECKF(tft_stats_cuda_emulate(TFT_F32, NULL, 1, TFT_STATS_FULL, &s) == -EINVAL, "NULL data");
+    CHECKF(tft_stats_cuda_scratch_bytes(TFT_F32, 1 << 20) >= 64 * (112 + 8) &&
               tft_stats_cuda_scratch_bytes(99, 10) == 0,
           "scratch size");
 }
@@ -132,17 +122,17 @@ static void test_no_device(void)
 {
     int avail = tft_stats_cuda_available();
     printf("cuda device available: %d\n", avail);
-    CHECK(avail == 0 || avail == 1, "available() = %d", avail);
-    CHECK(tft_stats_cuda_available() == avail, "available() is stable");
+    CHECKF(avail == 0 || avail == 1, "available() = %d", avail);
+    CHECKF(tft_stats_cuda_available() == avail, "available() is stable");
     tft_stats out;
     tft_stats_cuda_pending pend = { 0 };
     float x = 1.0f;
-    CHECK(tft_stats_cuda_launch(99, &x, 1, TFT_STATS_FULL, NULL, NULL, 0, &out, &pend) == -EINVAL,
+    CHECKF(tft_stats_cuda_launch(99, &x, 1, TFT_STATS_FULL, NULL, NULL, 0, &out, &pend) == -EINVAL,
           "bad dtype");
-    CHECK(tft_stats_cuda_query(&pend) == -EINVAL && tft_stats_cuda_wait(&pend) == -EINVAL,
+    CHECKF(tft_stats_cuda_query(&pend) == -EINVAL && tft_stats_cuda_wait(&pend) == -EINVAL,
           "idle pending");
     if (!avail)
-        CHECK(tft_stats_cuda_launch(TFT_F32, &x, 1, TFT_STATS_FULL, NULL, NULL, 0, &out, &pend) ==
+        CHECKF(tft_stats_cuda_launch(TFT_F32, &x, 1, TFT_STATS_FULL, NULL, NULL, 0, &out, &pend) ==
                   -ENODEV && pend.event == NULL,
               "launch without a device");
 }
@@ -152,9 +142,5 @@ int main(void)
     test_xxh3_port();
     test_emulation();
     test_no_device();
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    else
-        printf("all checks passed\n");
-    return failures ? 1 : 0;
+    return TEST_DONE();
 }

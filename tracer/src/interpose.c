@@ -210,6 +210,17 @@ static void record_gemm(const gemm_args *g)
     tft_op_end();
 }
 
+/* After the real gemm ran inside our guard: record it (when active) with
+ * the caller's errno preserved, then leave the guard. */
+static void after_gemm(const gemm_args *g)
+{
+    int saved = errno;
+    if (ip_active())
+        record_gemm(g);
+    errno = saved;
+    ip_depth--;
+}
+
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int,
                          float, float *, int);
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *, int,
@@ -228,12 +239,8 @@ void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float a
     }
     ip_depth++;
     fn(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    int saved = errno;
-    if (ip_active())
-        record_gemm(&(gemm_args){"cblas_sgemm", "cblas_sgemm.A", "cblas_sgemm.B", TFT_F32, sizeof(float),
-                                 order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc});
-    errno = saved;
-    ip_depth--;
+    after_gemm(&(gemm_args){"cblas_sgemm", "cblas_sgemm.A", "cblas_sgemm.B", TFT_F32, sizeof(float),
+                             order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc});
 }
 
 void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha, const double *a,
@@ -249,12 +256,8 @@ void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double 
     }
     ip_depth++;
     fn(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    int saved = errno;
-    if (ip_active())
-        record_gemm(&(gemm_args){"cblas_dgemm", "cblas_dgemm.A", "cblas_dgemm.B", TFT_F64, sizeof(double),
-                                 order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc});
-    errno = saved;
-    ip_depth--;
+    after_gemm(&(gemm_args){"cblas_dgemm", "cblas_dgemm.A", "cblas_dgemm.B", TFT_F64, sizeof(double),
+                             order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc});
 }
 
 /* ---- MPI ----------------------------------------------------------------- */
