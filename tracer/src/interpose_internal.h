@@ -18,6 +18,19 @@ extern __thread int rec_explicit_coll __attribute__((tls_model("initial-exec")))
  * dlopen(RTLD_LOCAL). NULL when no loaded object defines it. */
 void *ip_real(const char *name);
 
+/* ip_real cached in *cache; a miss is retried on the next call (the library
+ * may be loaded later). */
+void *ip_real_cached(void *_Atomic *cache, const char *name);
+
+/* Depth of interposer frames on this thread; > 0 means "pass through":
+ * an interposer increments it around the real call and its recording. */
+extern __thread int ip_depth __attribute__((tls_model("initial-exec")));
+
+/* 1 when interposed calls are to be recorded (recording on, interposers not
+ * turned off, main program not linked with libtftrace). Call with
+ * ip_depth > 0: the first call decides, and may allocate. */
+int ip_active(void);
+
 /* CBLAS, with OpenBLAS's LP64 ABI (enums and blasint are int). */
 TFT_API void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
