@@ -180,7 +180,10 @@ static int save_ckpt(run *r, int64_t next_step)
     int e = ckpt_save(r->o->ckpt_dir, &meta, t, 3, path, sizeof(path), r->err, sizeof(r->err));
     if (e)
         return e;
-    snprintf(recipe, sizeof(recipe), "--resume %s", r->o->ckpt_dir);
+    /* appended to the command line by `tftrace replay`: {path} is this
+     * checkpoint, {scratch} a directory of the replay's own (so the replay
+     * does not write over this run's checkpoints) */
+    snprintf(recipe, sizeof(recipe), "--resume {path} --ckpt-dir {scratch}");
     tft_checkpoint(TFT_CKPT_SAVE, next_step, path, recipe);
     return 0;
 }

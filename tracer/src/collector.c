@@ -26,6 +26,7 @@ typedef struct cproc {
     int exit_known, exit_code, signal;
     uint64_t records;
     int64_t first_step, last_step;
+    int64_t last_step_end;        /* highest step whose STEP END arrived */
 } cproc;
 
 struct collector {
@@ -73,7 +74,7 @@ collector *collector_new(shm_hdr *h, const char *dir, const uint8_t run_id[16], 
     if (o)
         memcpy(&c->o, o, o->sz < sizeof(c->o) ? o->sz : sizeof(c->o));
     for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
-        c->procs[i].first_step = c->procs[i].last_step = TFT_STEP_NONE;
+        c->procs[i].first_step = c->procs[i].last_step = c->procs[i].last_step_end = TFT_STEP_NONE;
     return c;
 }
 
@@ -86,6 +87,10 @@ static void proc_record(cproc *p, const tft_rec *rec)
         if (p->last_step == TFT_STEP_NONE || rec->step > p->last_step)
             p->last_step = rec->step;
     }
+    if (rec->kind == TFT_REC_STEP && rec->len >= sizeof(tft_rec_step) &&
+        ((const tft_rec_step *)rec)->phase == TFT_STEP_END &&
+        (p->last_step_end == TFT_STEP_NONE || rec->step > p->last_step_end))
+        p->last_step_end = rec->step;
 }
 
 static int proc_open(collector *c, uint32_t idx)
@@ -356,6 +361,20 @@ size_t collector_poll(collector *c)
     size_t n = drain_rings(c, -1);
     check_liveness(c);
     return n;
+}
+
+int collector_steps_done(collector *c, int64_t step)
+{
+    int seen = 0;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        const cproc *p = &c->procs[i];
+        if (!p->opened || p->first_step == TFT_STEP_NONE)
+            continue; /* no records, or none inside steps (a launcher, a helper process) */
+        if (!p->closed && (p->last_step_end == TFT_STEP_NONE || p->last_step_end < step))
+            return 0;
+        seen |= p->last_step_end != TFT_STEP_NONE && p->last_step_end >= step;
+    }
+    return seen;
 }
 
 int collector_live_procs(collector *c)

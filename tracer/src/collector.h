@@ -45,6 +45,9 @@ void collector_set_child(collector *c, pid_t pid);
 void collector_child_exit(collector *c, pid_t pid, int wait_status);
 /* Number of processes that registered and have not exited. */
 int collector_live_procs(collector *c);
+/* 1 when some process has ended step `step` and every process recording
+ * steps has ended it or is gone (tftrace --until-step). */
+int collector_steps_done(collector *c, int64_t step);
 /* Seals open chunks so they survive a crash of this process. */
 void collector_flush(collector *c);
 /* Final drain; closes every rank file (index written). Fills *s (valid until
