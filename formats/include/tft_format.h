@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 0
+#define TFT_FORMAT_MINOR 1 /* 1.1: CAPTURE records */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -64,7 +64,8 @@ enum tft_rec_kind {
     TFT_REC_CHECKPOINT = 9, /* checkpoint save / resume */
     TFT_REC_PROCESS = 10,   /* process start / exit / memory sample */
     TFT_REC_DROPPED = 11,   /* records lost by the recorder */
-    TFT_REC_KIND_MAX = 12
+    TFT_REC_CAPTURE = 12,   /* bytes of a captured tensor, one part (format 1.1) */
+    TFT_REC_KIND_MAX = 13
 };
 
 enum tft_op_kind {
@@ -161,7 +162,7 @@ typedef struct tft_stats {
     double absmax;        /* max |x| over finite values */
 } tft_stats;
 
-#define TFT_TENSOR_HAS_DATA 0x1u /* flag: record comes with captured bytes (reserved) */
+#define TFT_TENSOR_HAS_DATA 0x1u /* h.flags: its bytes are captured as an output (CAPTURE records) */
 
 typedef struct tft_rec_tensor {
     tft_rec h;           /* h.seq: the op that produced (or consumed) it */
@@ -256,6 +257,44 @@ typedef struct tft_rec_dropped {
     uint32_t pad;
 } tft_rec_dropped;
 
+/* A captured tensor's bytes (format 1.1, FORMAT.md §5.12). A tensor's raw
+ * bytes (dense, row-major, its dtype, little-endian) are split into parts
+ * written in order, each its own CAPTURE record of at most
+ * TFT_REC_MAX_BYTES; a reader assembles them by offset and knows the
+ * tensor complete when the parts cover [0, total). Every part repeats the
+ * tensor's name, dtype and shape, so a capture reads without its TENSOR
+ * record (an input's TENSOR record may lie far back in the file). */
+enum tft_capture_role {
+    TFT_CAPTURE_OUTPUT = 0, /* an output of op h.seq, as recorded */
+    TFT_CAPTURE_INPUT = 1,  /* an input of op h.seq: its memory when the op began */
+    TFT_CAPTURE_PRIOR = 2   /* the value an in-place/accumulating output held before
+                             * op h.seq ran (a GEMM's C when beta != 0) */
+};
+/* tft_rec_capture.h.flags: the part's bytes are byte-shuffled by element
+ * size (all first bytes of the part's elements, then all second bytes, ...),
+ * which lets zstd compress floats better. Clear: the bytes as in memory. */
+#define TFT_CAPTURE_SHUFFLED 0x1u
+
+typedef struct tft_rec_capture {
+    tft_rec h;          /* h.seq: the op whose capture this is (the consuming op for
+                         * an input, the producing op for an output); h.step: step */
+    uint64_t tensor;    /* id of the TENSOR record (same rank file) whose bytes these are */
+    uint64_t total;     /* raw bytes of the whole tensor (numel * dtype size) */
+    uint64_t offset;    /* of this part within those bytes */
+    uint32_t n;         /* bytes in this part */
+    uint32_t role;      /* enum tft_capture_role */
+    uint64_t name;      /* string id of the tensor name */
+    uint8_t dtype;      /* enum tft_dtype */
+    uint8_t ndim;       /* 0..TFT_MAX_NDIM */
+    uint16_t pad;
+    uint32_t pad2;
+    int64_t shape[TFT_MAX_NDIM]; /* first ndim entries valid */
+    uint8_t data[];     /* n bytes, zero-padded to a multiple of 8 */
+} tft_rec_capture;      /* 144 bytes + data */
+
+/* Most data bytes one CAPTURE record carries (65392). */
+#define TFT_CAPTURE_PART_MAX (TFT_REC_MAX_BYTES - sizeof(tft_rec_capture))
+
 /* Fixed size of a record kind (without variable tail), 0 if unknown. */
 TFT_API size_t tft_rec_min_size(uint16_t kind);
 /* Structural check of one record: length, alignment, counts vs length.
@@ -270,6 +309,10 @@ TFT_API size_t tft_dtype_size(int dtype);   /* 0 if unknown */
 TFT_API const char *tft_op_kind_name(int kind);
 TFT_API const char *tft_coll_type_name(int type);
 TFT_API const char *tft_redop_name(int op);
+/* Byte (un)shuffle of a CAPTURE part (TFT_CAPTURE_SHUFFLED): n bytes of
+ * elements esz bytes wide (n a multiple of esz; other n are copied as is).
+ * inverse 0 shuffles (memory -> part), 1 restores. dst and src must not overlap. */
+TFT_API void tft_capture_shuffle(void *dst, const void *src, size_t n, size_t esz, int inverse);
 /* String id of a text: xxh3-64. */
 TFT_API uint64_t tft_string_id(const char *s, size_t n);
 

@@ -32,6 +32,7 @@ static const struct {
     [TFT_REC_CHECKPOINT] = {"checkpoint", sizeof(tft_rec_checkpoint)},
     [TFT_REC_PROCESS] = {"process", sizeof(tft_rec_process)},
     [TFT_REC_DROPPED] = {"dropped", sizeof(tft_rec_dropped)},
+    [TFT_REC_CAPTURE] = {"capture", sizeof(tft_rec_capture)},
 };
 
 size_t tft_rec_min_size(uint16_t kind)
@@ -73,6 +74,13 @@ int tft_rec_check(const tft_rec *rec, size_t avail)
         const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
         return t->ndim <= TFT_MAX_NDIM ? 0 : -EBADMSG;
     }
+    case TFT_REC_CAPTURE: {
+        /* the part lies inside the tensor and inside the record */
+        const tft_rec_capture *c = (const tft_rec_capture *)rec;
+        bool ok = c->ndim <= TFT_MAX_NDIM && c->role <= TFT_CAPTURE_PRIOR && c->offset <= c->total &&
+                  c->n <= c->total - c->offset && sizeof(*c) + (size_t)c->n <= len;
+        return ok ? 0 : -EBADMSG;
+    }
     default:
         return 0;
     }
@@ -87,6 +95,7 @@ int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4])
         ids[n++] = ((const tft_rec_op *)rec)->scope;
         break;
     case TFT_REC_TENSOR: ids[n++] = ((const tft_rec_tensor *)rec)->name; break;
+    case TFT_REC_CAPTURE: ids[n++] = ((const tft_rec_capture *)rec)->name; break;
     case TFT_REC_ALLOC: ids[n++] = ((const tft_rec_alloc *)rec)->site; break;
     case TFT_REC_COLLECTIVE: ids[n++] = ((const tft_rec_collective *)rec)->name; break;
     case TFT_REC_KERNEL: ids[n++] = ((const tft_rec_kernel *)rec)->name; break;
@@ -151,6 +160,25 @@ const char *tft_redop_name(int op)
 {
     static const char *const n[] = {"none", "sum", "prod", "min", "max", "avg", "other"};
     return (op >= 0 && op < (int)(sizeof(n) / sizeof(n[0]))) ? n[op] : "?";
+}
+
+void tft_capture_shuffle(void *dst, const void *src, size_t n, size_t esz, int inverse)
+{
+    if (esz <= 1 || n % esz) {
+        memcpy(dst, src, n);
+        return;
+    }
+    size_t count = n / esz;
+    const unsigned char *s = src;
+    unsigned char *d = dst;
+    for (size_t b = 0; b < esz; b++) {
+        if (!inverse)
+            for (size_t i = 0; i < count; i++)
+                d[b * count + i] = s[i * esz + b];
+        else
+            for (size_t i = 0; i < count; i++)
+                d[i * esz + b] = s[b * count + i];
+    }
 }
 
 uint64_t tft_string_id(const char *s, size_t n)
@@ -277,3 +305,4 @@ void strmap_free(strmap *m)
     m->slots = NULL;
     m->cap = m->count = 0;
 }
+_Static_assert(sizeof(tft_rec_capture) == 144, "CAPTURE fixed part is 144 bytes (FORMAT.md 5.12)");
