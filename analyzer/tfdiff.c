@@ -8,6 +8,7 @@
  */
 #include "diff.h"
 #include "diff_report.h"
+#include "diff_tensors.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +24,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tfdiff [options] GOLDEN BAD\n"
+            "       tfdiff --tensors [--json] [--rtol X] [--atol X] [--name GLOB] GOLDEN BAD\n"
             "Compares two traces (directories or rank files) recorded by tftrace and reports\n"
             "where BAD parts from GOLDEN: the first divergent op and its origin, the first\n"
             "non-finite value, leaks, and collective desyncs.\n\n"
@@ -34,6 +36,11 @@ static void usage(FILE *f)
             "  --steps A:B      compare only steps A..B (A: or :B open)\n"
             "  --name GLOB      compare only tensors whose name matches\n"
             "  --collectives    also compare collective result tensors\n"
+            "  --tensors        compare the whole tensors both traces captured (tftrace --capture,\n"
+            "                   tftrace replay) element by element: differing count, max/mean\n"
+            "                   difference, first indices, and where they lie (rows, columns,\n"
+            "                   diagonal, padding); exact unless --rtol/--atol are given\n"
+            "  --pad-id N       padding token value in captured `tokens` (default 256, tftrain's)\n"
             "  -q, --quiet      no progress line\n"
             "  -h, --help       this help;  -V, --version\n\n"
             "Exit status: 0 no difference, 1 differences found, 2 usage or input error.\n");
@@ -41,7 +48,8 @@ static void usage(FILE *f)
 
 typedef struct opts {
     diff_opts d;
-    int json, quiet;
+    int json, quiet, tensors, tol_given;
+    double pad_id;
     const char *junit;
     int ranks[64], nranks; /* empty = all */
     const char *golden, *bad;
@@ -95,14 +103,16 @@ static int parse_ranks(const char *s, opts *o)
 
 static int parse_args(int argc, char **argv, opts *o)
 {
-    enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL };
+    enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD };
     static const struct option lo[] = {
         {"json", 0, 0, O_JSON}, {"junit", 1, 0, O_JUNIT}, {"rtol", 1, 0, O_RTOL}, {"atol", 1, 0, O_ATOL},
         {"ranks", 1, 0, O_RANKS}, {"steps", 1, 0, O_STEPS}, {"name", 1, 0, O_NAME},
-        {"collectives", 0, 0, O_COLL}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
+        {"collectives", 0, 0, O_COLL}, {"tensors", 0, 0, O_TENSORS}, {"pad-id", 1, 0, O_PAD},
+        {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
         {0, 0, 0, 0}};
     diff_opts dflt = DIFF_OPTS_DEFAULT;
     o->d = dflt;
+    o->pad_id = 256;
     int c;
     while ((c = getopt_long(argc, argv, "qhV", lo, NULL)) != -1) {
         switch (c) {
@@ -111,9 +121,16 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_RTOL:
             if (parse_double("--rtol", optarg, &o->d.rtol) < 0)
                 return 2;
+            o->tol_given = 1;
             break;
         case O_ATOL:
             if (parse_double("--atol", optarg, &o->d.atol) < 0)
+                return 2;
+            o->tol_given = 1;
+            break;
+        case O_TENSORS: o->tensors = 1; break;
+        case O_PAD:
+            if (parse_double("--pad-id", optarg, &o->pad_id) < 0)
                 return 2;
             break;
         case O_RANKS:
@@ -313,6 +330,11 @@ int main(int argc, char **argv)
     if (e)
         return e;
     signal(SIGPIPE, SIG_IGN);
+    if (o.tensors) {
+        tensors_opts to = {.rtol = o.tol_given ? o.d.rtol : 0, .atol = o.tol_given ? o.d.atol : 0,
+                           .name_glob = o.d.name_glob, .pad_id = o.pad_id, .json = o.json};
+        return tensors_compare(o.golden, o.bad, &to, stdout);
+    }
     tft_reader_opts ro = TFT_READER_OPTS(.log = log_stderr);
     tft_trace *g = tft_trace_open(o.golden, &ro);
     tft_trace *b = g ? tft_trace_open(o.bad, &ro) : NULL;

@@ -4,11 +4,13 @@
  * crash of the traced program loses nothing it committed to its rings.
  *
  *   tftrace [-o PATH] [--stats MODE] [--every N] [--timeout S] [--no-drop] -- CMD ...
+ *   tftrace replay [options] GOLDEN BAD         (replay.c)
  *
  * Exit status: the command's (128+signal when it was killed); 2 for usage
  * errors of tftrace itself; 127 when the command cannot be run.
  */
 #include "collector.h"
+#include "replay.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +43,7 @@ typedef struct opts {
     int no_drop;
     long ring_kb;
     int quiet;
+    int64_t until_step;  /* stop the command once this step ended, -1 = never */
     char **cmd;
 } opts;
 
@@ -51,6 +54,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tftrace [options] -- COMMAND [ARGS...]\n"
+            "       tftrace replay [options] GOLDEN BAD   (see tftrace replay --help)\n"
             "Runs COMMAND with the tftrace recorder and writes a trace directory.\n\n"
             "  -o, --output PATH     trace directory (default: tftrace-DATE-TIME.trace, never\n"
             "                        overwriting an existing one)            [TFT_OUTPUT]\n"
@@ -62,6 +66,8 @@ static void usage(FILE *f)
             "      --no-drop         block the program when a ring is full instead of dropping\n"
             "                        records (they are counted either way)  [TFT_NO_DROP=1]\n"
             "      --ring-kb N       ring size per thread in KiB (default 4096) [TFT_RING_KB]\n"
+            "      --until-step S    stop the command (SIGTERM) once every process recording\n"
+            "                        steps has ended step S                  [TFT_UNTIL_STEP]\n"
             "  -q, --quiet           no summary on stderr\n"
             "  -h, --help            this help\n"
             "  -V, --version         version\n\n"
@@ -108,6 +114,10 @@ static void env_defaults(opts *o)
     if ((v = getenv("TFT_RING_KB")))
         parse_long(v, &o->ring_kb, 64);
     o->no_drop = (v = getenv("TFT_NO_DROP")) && *v && strcmp(v, "0");
+    o->until_step = -1;
+    long us;
+    if ((v = getenv("TFT_UNTIL_STEP")) && parse_long(v, &us, 0) == 0)
+        o->until_step = us;
 }
 
 static int parse_args(int argc, char **argv, opts *o)
@@ -117,6 +127,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"every", required_argument, 0, 'e'},  {"timeout", required_argument, 0, 't'},
         {"grace", required_argument, 0, 'g'},  {"no-drop", no_argument, 0, 'n'},
         {"ring-kb", required_argument, 0, 'r'}, {"quiet", no_argument, 0, 'q'},
+        {"until-step", required_argument, 0, 'u'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
@@ -143,6 +154,13 @@ static int parse_args(int argc, char **argv, opts *o)
             if (parse_long(optarg, &o->ring_kb, 64) < 0)
                 return fprintf(stderr, "tftrace: --ring-kb needs an integer >= 64, got '%s'\n", optarg), 2;
             break;
+        case 'u': {
+            long us;
+            if (parse_long(optarg, &us, 0) < 0)
+                return fprintf(stderr, "tftrace: --until-step needs a step number >= 0, got '%s'\n", optarg), 2;
+            o->until_step = us;
+            break;
+        }
         case 'h': usage(stdout); exit(0);
         case 'V': printf("tftrace %s (trace format %d.%d)\n", TFT_VERSION_STRING, TFT_FORMAT_MAJOR, TFT_FORMAT_MINOR); exit(0);
         default: fprintf(stderr, "Try 'tftrace --help'.\n"); return 2;
@@ -294,6 +312,7 @@ typedef struct run_state {
     int status;
     int exited;
     double term_sent_at, kill_sent_at;
+    int stopped;         /* by --until-step: its exit is ours, not a failure */
 } run_state;
 
 static double now_s(void) { return (double)shm_now_ns() / 1e9; }
@@ -318,6 +337,14 @@ static void supervise(collector *col, const opts *o, run_state *rs)
         if (got_signal && !rs->exited) {
             kill(-rs->child, got_signal);
             got_signal = 0;
+        }
+        if (o->until_step >= 0 && !rs->exited && !rs->term_sent_at && collector_steps_done(col, o->until_step)) {
+            if (!o->quiet)
+                fprintf(stderr, "tftrace: step %lld done (--until-step): stopping the command\n",
+                        (long long)o->until_step);
+            kill(-rs->child, SIGTERM);
+            rs->term_sent_at = t;
+            rs->stopped = 1;
         }
         if (o->timeout > 0 && !rs->exited && t - start > o->timeout && !rs->term_sent_at) {
             fprintf(stderr, "tftrace: timeout after %.0f s: sending SIGTERM to the command\n", o->timeout);
@@ -386,8 +413,10 @@ static void print_summary(const char *dir, const collector_summary *s)
 
 static void options_json(const opts *o, char *buf, size_t n)
 {
-    snprintf(buf, n, "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"ring_kb\":%ld}",
-             o->stats ? o->stats : "full", o->every, o->timeout, o->no_drop ? "true" : "false", o->ring_kb);
+    snprintf(buf, n,
+             "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"ring_kb\":%ld,\"until_step\":%lld}",
+             o->stats ? o->stats : "full", o->every, o->timeout, o->no_drop ? "true" : "false", o->ring_kb,
+             (long long)o->until_step);
 }
 
 static int finish(collector *col, const char *dir, const opts *o, const run_state *rs)
@@ -409,7 +438,8 @@ static int finish(collector *col, const char *dir, const opts *o, const run_stat
         print_summary(dir, &s);
     if (s.errors)
         fprintf(stderr, "tftrace: %d rank file(s) could not be written completely\n", s.errors);
-    return code;
+    /* stopped on purpose by --until-step: the manifest keeps the real status */
+    return rs->stopped ? (s.errors ? 1 : 0) : code;
 }
 
 static int prepare_manifest(const char *dir, const opts *o, const uint8_t run_id[16]);
@@ -489,8 +519,27 @@ static pid_t spawn(char **cmd)
     return pid;
 }
 
+/* Directory of this executable ("." when unknown). */
+static void self_dir(char *buf, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+    if (len <= 0) {
+        snprintf(buf, n, ".");
+        return;
+    }
+    buf[len] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (slash)
+        *slash = '\0';
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "replay")) {
+        char dir[PATH_MAX];
+        self_dir(dir, sizeof(dir));
+        return replay_main(argc - 1, argv + 1, dir);
+    }
     opts o = {0};
     int e = parse_args(argc, argv, &o);
     if (e)

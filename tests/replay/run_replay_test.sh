@@ -1,0 +1,105 @@
+#!/bin/bash
+# tftrace replay end to end. Usage:
+#   run_replay_test.sh CASE TFTRACE TFDIFF TFDUMP TFTRAIN NONDET_PROG
+# Bug rows: GOLDEN and BAD are recorded with a checkpoint every 4 steps and
+# the bug switched on at step 9 (ckpt-optim: as in the bug zoo, BAD resumes
+# from GOLDEN's first run), then `tftrace replay GOLDEN BAD` must restart
+# both from the checkpoint of step 8 (2 steps re-executed, not 10), reproduce
+# both recordings bit for bit, capture the diverging tensor, and
+# `tfdiff --tensors` must name the structural pattern of the bug.
+set -euo pipefail
+case_name=$1 tftrace=$2 tfdiff=$3 tfdump=$4 tftrain=$5 nondet=$6
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-replay.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fail() { echo "FAIL: $*" >&2; [ -f rp/replay.json ] && head -c 3000 rp/replay.json >&2; exit 1; }
+SMALL=(--layers 1 --d-model 32 --heads 2 --seq 16 --batch 4 --eval-every 0 -q --warmup 2)
+
+# check_replay JSON: python assertions on replay.json (argv: file, then
+# expected golden/bad steps executed, tensor glob, pattern substring)
+check() {
+    python3 - rp/replay.json "$@" <<'PY'
+import fnmatch, json, sys
+r = json.load(open(sys.argv[1]))
+g_steps, b_steps, glob, pattern = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+for side, want in (("golden", g_steps), ("bad", b_steps)):
+    s = r[side]
+    assert s["reproduced"] is True, (side, s["detail"])
+    assert s["steps_executed"] == want, (side, "executed", s["steps_executed"], "want", want)
+t = r["tensors"]
+assert t and t["different"] >= 1, t
+hits = [x for x in t["tensors"] if fnmatch.fnmatch(x["name"], glob) and x["verdict"] == "different"]
+assert hits, ("no differing capture of", glob, [(x["name"], x["verdict"]) for x in t["tensors"]])
+summ = hits[0]["pattern"]["summary"]
+assert pattern in summ, ("pattern", summ, "want", pattern)
+assert hits[0]["differing"] > 0 and hits[0]["max_abs_diff"] > 0 and hits[0]["first"], hits[0]
+print("replay ok:", hits[0]["name"], "step", hits[0]["step"], "-", summ)
+PY
+}
+
+bug_pair() { # BUG: golden and bad with checkpoints every 4 steps, bug from step 9
+    "$tftrace" -q -o g.trace -- "$tftrain" "${SMALL[@]}" --steps 12 --ckpt-dir g.ckpt --ckpt-every 4 >/dev/null
+    "$tftrace" -q -o b.trace -- "$tftrain" "${SMALL[@]}" --steps 12 --ckpt-dir b.ckpt --ckpt-every 4 \
+        --bug "$1@9" >/dev/null
+}
+
+case $case_name in
+  causal-offbyone)
+    bug_pair causal-offbyone
+    st=0; "$tftrace" replay -o rp g.trace b.trace >out.txt 2>err.txt || st=$?
+    cat out.txt
+    [ "$st" = 1 ] || fail "replay exit $st, want 1 (tensors differ): $(cat err.txt)"
+    grep -q "from checkpoint" out.txt || fail "no checkpoint used"
+    check 2 2 'L0.attn.mask' 'only just above the diagonal' ;;
+  pad-mask)
+    bug_pair pad-mask
+    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    [ "$st" = 1 ] || fail "replay exit $st"
+    check 2 2 'L0.attn.mask' 'only at padded positions' ;;
+  no-scale)
+    bug_pair no-scale
+    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    [ "$st" = 1 ] || fail "replay exit $st"
+    # scores unscaled: BAD = sqrt(head dim 16) = 4 x GOLDEN
+    check 2 2 'L0.attn.scores' 'BAD = 4 x GOLDEN'
+    # --from-start re-executes everything up to the divergence
+    st=0; "$tftrace" replay -q --from-start -o rp g.trace b.trace >/dev/null || st=$?
+    [ "$st" = 1 ] || fail "replay --from-start exit $st"
+    check 10 10 'L0.attn.scores' 'BAD = 4 x GOLDEN' ;;
+  ckpt-optim)
+    # the bug zoo's recipe: GOLDEN 8 steps straight; BAD resumes at step 4
+    # from a first run's checkpoint with the moments lost
+    "$tftrace" -q -o g.trace -- "$tftrain" "${SMALL[@]}" --steps 8 >/dev/null
+    "$tftrain" "${SMALL[@]}" --steps 8 --ckpt-dir first.ckpt --ckpt-every 4 >/dev/null
+    "$tftrace" -q -o b.trace -- "$tftrain" "${SMALL[@]}" --steps 8 \
+        --resume first.ckpt/ckpt-step-000004.bin --bug ckpt-optim >/dev/null
+    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    [ "$st" = 1 ] || fail "replay exit $st"
+    # GOLDEN has no checkpoint: steps 0..4; BAD resumes by its own command: step 4 only
+    check 5 1 'adam.[mv].*' '' ;;
+  nondet)
+    "$tftrace" -q -o g.trace -- "$nondet" >/dev/null
+    "$tftrace" -q -o b.trace -- "$nondet" >/dev/null
+    st=0; "$tftrace" replay -q --at step=3,name=w -o rp g.trace b.trace >out.txt || st=$?
+    cat out.txt
+    [ "$st" = 3 ] || fail "replay of a non-deterministic program: exit $st, want 3"
+    grep -q "NOT reproduced.*step 2, tensor noise" out.txt || fail "no non-determinism finding"
+    python3 -c "import json,sys; r=json.load(open('rp/replay.json')); assert r['golden']['reproduced'] is False and r['bad']['reproduced'] is False, r" ;;
+  usage)
+    st=0; "$tftrace" replay >/dev/null 2>err.txt || st=$?
+    [ "$st" = 2 ] && grep -q "needs two traces" err.txt || fail "no traces: exit $st"
+    st=0; "$tftrace" replay --at bogus a b >/dev/null 2>err.txt || st=$?
+    [ "$st" = 2 ] && grep -q "at needs" err.txt || fail "bad --at: exit $st"
+    st=0; "$tftrace" replay nope.trace nope2.trace >/dev/null 2>err.txt || st=$?
+    [ "$st" = 2 ] || fail "missing traces: exit $st"
+    "$tftrace" replay --help | grep -q "usage: tftrace replay" || fail "--help"
+    # identical runs: nothing to replay
+    "$tftrace" -q -o g.trace -- "$tftrain" "${SMALL[@]}" --steps 2 >/dev/null
+    st=0; "$tftrace" replay g.trace g.trace >out.txt || st=$?
+    [ "$st" = 0 ] && grep -q "do not diverge" out.txt || fail "identical traces: exit $st $(cat out.txt)"
+    # tfdiff --tensors on traces without captures: exit 2 with a hint
+    st=0; "$tfdiff" --tensors g.trace g.trace >/dev/null 2>err.txt || st=$?
+    [ "$st" = 2 ] && grep -q "tftrace --capture" err.txt || fail "tfdiff --tensors without captures: exit $st" ;;
+  *) echo "unknown case $case_name"; exit 2 ;;
+esac
+echo "PASS $case_name"
