@@ -4,6 +4,7 @@
  * writer thread (TFT_OUTPUT), process registration, fork, exit and crash
  * records. Runs once, on the first API call, never on the hot path.
  */
+#include "capture_spec.h"
 #include "collector.h"
 #include "recorder_internal.h"
 #include "tft.h"
@@ -82,6 +83,28 @@ static int parse_mode(void)
     if (!strcmp(m, "shape"))
         return TFT_STATS_SHAPE;
     return TFT_STATS_FULL;
+}
+
+/* TFT_CAPTURE (docs/CAPTURE.md). A spec the recorder cannot use (bad
+ * syntax, or first-divergence-of, which only the launcher resolves) leaves
+ * capture off: the library never prints; the launcher checks the spec and
+ * says what is wrong before the command runs. */
+static void parse_capture(void)
+{
+    long wait_ms = env_long("TFT_CAPTURE_WAIT_MS", 5000);
+    g_rec.capture_wait_ns = (uint64_t)(wait_ms < 0 ? 0 : wait_ms) * 1000000u;
+    g_rec.capture_shuffle = env_long("TFT_CAPTURE_SHUFFLE", 1) != 0;
+    const char *spec = getenv("TFT_CAPTURE");
+    if (!spec || !*spec)
+        return;
+    capspec *cs = malloc(sizeof(*cs));
+    if (!cs)
+        return;
+    if (capspec_parse(spec, cs, NULL, 0) < 0 || cs->first_divergence_of[0]) {
+        free(cs);
+        return;
+    }
+    g_rec.capture = cs; /* lives as long as the process */
 }
 
 /* Takes a process slot; -1 when the region is full. */
@@ -306,6 +329,7 @@ void rec_init(void)
     if (g_rec.every < 1)
         g_rec.every = 1;
     atomic_store(&g_rec.step, TFT_STEP_NONE);
+    parse_capture();
     rec_thread_key_init();
     const char *shm = getenv("TFT_SHM");
     const char *out = getenv("TFT_OUTPUT");

@@ -2,7 +2,13 @@
  * interpose.c — LD_PRELOAD interposers of libtftrace.so for unmodified
  * programs: the shared machinery (real-symbol lookup, the re-entry guard,
  * the on/off decision) and cblas_sgemm/dgemm (shapes and statistics of A,
- * B and C). MPI: interpose_mpi.c.
+ * B and C; the call's arguments as op attributes, so `tfdump --replay-op`
+ * can re-run a captured gemm). MPI: interpose_mpi.c.
+ *
+ * Capture (tftrace --capture): A and B stay readable until the gemm op has
+ * begun (their inputs are read then), and when beta != 0 a copy of C taken
+ * before the call is stored as the op's PRIOR capture; that copy is made
+ * only while a capture spec could match the current step.
  *
  * Each wrapper calls the real function with the caller's arguments and
  * returns its result unchanged; errno is preserved across our recording.
@@ -25,6 +31,7 @@
  * MPI handles of a libmpi loaded by dlopen after that call are not seen.
  */
 #include "interpose_internal.h"
+#include "recorder_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -156,27 +163,38 @@ int ip_active(void)
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_COL_MAJOR = 102, CBLAS_NO_TRANS = 111 };
 
-/* Records a rows x cols matrix stored with leading dimension ld (row-major
- * view: ld elements between row starts); returns its tensor id, 0 if not
- * recorded (bad dimensions, no memory). Packs rows when ld != cols. */
-static uint64_t record_matrix(const char *name, int dtype, size_t esz, const void *p, int rows, int cols,
-                              int ld)
+/* A rows x cols matrix stored with leading dimension ld (row-major view:
+ * ld elements between row starts) as dense rows: p itself when ld == cols,
+ * else a packed copy in *packed (the caller frees it). NULL when the
+ * dimensions are bad or memory is short. */
+static const void *dense_matrix(size_t esz, const void *p, int rows, int cols, int ld, void **packed)
 {
+    *packed = NULL;
     if (rows < 0 || cols < 0 || ld < (cols > 1 ? cols : 1) || (!p && rows && cols))
-        return 0;
-    int64_t shape[2] = {rows, cols};
-    if (ld == cols || rows <= 1) {
-        return tft_tensor(name, (tft_dtype)dtype, p, 2, shape) == 0 ? tft_last_tensor_id() : 0;
-    }
+        return NULL;
+    if (ld == cols || rows <= 1)
+        return p;
     size_t row_bytes = (size_t)cols * esz;
-    char *buf = malloc((size_t)rows * row_bytes);
+    char *buf = malloc((size_t)rows * row_bytes + 1);
     if (!buf)
-        return 0;
+        return NULL;
     for (int r = 0; r < rows; r++)
         memcpy(buf + (size_t)r * row_bytes, (const char *)p + (size_t)r * (size_t)ld * esz, row_bytes);
-    int e = tft_tensor(name, (tft_dtype)dtype, buf, 2, shape);
-    free(buf);
-    return e == 0 ? tft_last_tensor_id() : 0;
+    *packed = buf;
+    return buf;
+}
+
+/* Records a matrix (see dense_matrix); returns its tensor id, 0 if not
+ * recorded. A packed copy is handed to the caller in *keep, to be freed
+ * after the op: a capture of the op reads its inputs' memory when it begins. */
+static uint64_t record_matrix(const char *name, int dtype, size_t esz, const void *p, int rows, int cols,
+                              int ld, void **keep)
+{
+    const void *d = dense_matrix(esz, p, rows, cols, ld, keep);
+    if (!d)
+        return 0;
+    int64_t shape[2] = {rows, cols};
+    return tft_tensor(name, (tft_dtype)dtype, d, 2, shape) == 0 ? tft_last_tensor_id() : 0;
 }
 
 typedef struct gemm_args {
@@ -186,12 +204,49 @@ typedef struct gemm_args {
     int order, ta, tb, m, n, k;
     const void *a, *b, *c;
     int lda, ldb, ldc;
+    double alpha, beta;
 } gemm_args;
 
+/* C's shape as stored, row-major view: a column-major M x N C is [N, M]. */
+static void c_dims(const gemm_args *g, int *rows, int *cols)
+{
+    int col = g->order == CBLAS_COL_MAJOR;
+    *rows = col ? g->n : g->m;
+    *cols = col ? g->m : g->n;
+}
+
+static int64_t f64_bits(double v)
+{
+    int64_t b;
+    memcpy(&b, &v, sizeof(b));
+    return b;
+}
+
+/* Before the real gemm: when beta != 0 and a capture could select this op,
+ * a dense copy of C as it is now (its prior value, which the op reads),
+ * else NULL. Called inside our guard. */
+static void *gemm_prior(const gemm_args *g)
+{
+    if (g->beta == 0 || !ip_active() || !rec_capture_armed())
+        return NULL;
+    int rows, cols;
+    c_dims(g, &rows, &cols);
+    void *packed;
+    const void *d = dense_matrix(g->esz, g->c, rows, cols, g->ldc, &packed);
+    if (!d || packed)
+        return packed;
+    size_t bytes = (size_t)rows * (size_t)cols * g->esz;
+    void *copy = malloc(bytes + 1);
+    if (copy)
+        memcpy(copy, d, bytes);
+    return copy;
+}
+
 /* One op: A and B as their own tensors (inputs), then the op with C as its
- * output. Shapes are the matrices as stored, in a row-major view: a
- * column-major M x N C is recorded as [N, M]. */
-static void record_gemm(const gemm_args *g)
+ * output and the call's arguments as attributes (FORMAT.md 5.3). Shapes
+ * are the matrices as stored, in a row-major view: a column-major M x N C
+ * is recorded as [N, M]. c0: C before the call (gemm_prior) or NULL. */
+static void record_gemm(const gemm_args *g, const void *c0)
 {
     if (g->order != CBLAS_ROW_MAJOR && g->order != CBLAS_COL_MAJOR)
         return;
@@ -200,23 +255,33 @@ static void record_gemm(const gemm_args *g)
     /* op(A) is M x K, op(B) is K x N, C is M x N. */
     int a_rows = (ta ^ col) ? g->k : g->m, a_cols = (ta ^ col) ? g->m : g->k;
     int b_rows = (tb ^ col) ? g->n : g->k, b_cols = (tb ^ col) ? g->k : g->n;
-    int c_rows = col ? g->n : g->m, c_cols = col ? g->m : g->n;
+    int c_rows, c_cols;
+    c_dims(g, &c_rows, &c_cols);
+    void *ka, *kb, *kc = NULL;
     uint64_t in[2];
-    in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda);
-    in[1] = record_matrix(g->name_b, g->dtype, g->esz, g->b, b_rows, b_cols, g->ldb);
-    if (tft_op_begin(g->name, TFT_OP_GEMM, 2, in) < 0)
-        return;
-    record_matrix(g->name, g->dtype, g->esz, g->c, c_rows, c_cols, g->ldc);
-    tft_op_end();
+    in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
+    in[1] = record_matrix(g->name_b, g->dtype, g->esz, g->b, b_rows, b_cols, g->ldb, &kb);
+    const int64_t attrs[12] = {g->m, g->n, g->k, ta, tb, g->dtype, col, g->lda, g->ldb, g->ldc,
+                               f64_bits(g->alpha), f64_bits(g->beta)};
+    if (rec_op_begin_attrs(g->name, TFT_OP_GEMM, 2, in, 12, attrs) >= 0) {
+        uint64_t cid = record_matrix(g->name, g->dtype, g->esz, g->c, c_rows, c_cols, g->ldc, &kc);
+        if (c0 && cid)
+            rec_capture_prior(cid, g->name, g->dtype, c0, 2, (const int64_t[]){c_rows, c_cols});
+        tft_op_end();
+    }
+    free(ka);
+    free(kb);
+    free(kc);
 }
 
 /* After the real gemm ran inside our guard: record it (when active) with
  * the caller's errno preserved, then leave the guard. */
-static void after_gemm(const gemm_args *g)
+static void after_gemm(const gemm_args *g, void *c0)
 {
     int saved = errno;
     if (ip_active())
-        record_gemm(g);
+        record_gemm(g, c0);
+    free(c0);
     errno = saved;
     ip_depth--;
 }
@@ -238,9 +303,13 @@ void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float a
         return;
     }
     ip_depth++;
+    gemm_args g = {"cblas_sgemm", "cblas_sgemm.A", "cblas_sgemm.B", TFT_F32, sizeof(float), order, transa, transb,
+                   m, n, k, a, b, c, lda, ldb, ldc, alpha, beta};
+    int saved = errno;
+    void *c0 = gemm_prior(&g);
+    errno = saved;
     fn(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    after_gemm(&(gemm_args){"cblas_sgemm", "cblas_sgemm.A", "cblas_sgemm.B", TFT_F32, sizeof(float),
-                             order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc});
+    after_gemm(&g, c0);
 }
 
 void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha, const double *a,
@@ -255,7 +324,11 @@ void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double 
         return;
     }
     ip_depth++;
+    gemm_args g = {"cblas_dgemm", "cblas_dgemm.A", "cblas_dgemm.B", TFT_F64, sizeof(double), order, transa, transb,
+                   m, n, k, a, b, c, lda, ldb, ldc, alpha, beta};
+    int saved = errno;
+    void *c0 = gemm_prior(&g);
+    errno = saved;
     fn(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    after_gemm(&(gemm_args){"cblas_dgemm", "cblas_dgemm.A", "cblas_dgemm.B", TFT_F64, sizeof(double),
-                             order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc});
+    after_gemm(&g, c0);
 }

@@ -7,7 +7,10 @@
  * TFT_OUTPUT=DIR without TFT_SHM (an in-process writer thread drains a
  * private region into DIR), or off (every call returns 0 at once).
  * Hot path (a record): a TLS lookup, a clock read, a memcpy into the ring.
+ * Capture (TFT_CAPTURE, docs/CAPTURE.md) is a separate slow path behind one
+ * test of g_rec.capture.
  */
+#include "capture_spec.h"
 #include "collector.h"
 #include "recorder_internal.h"
 #include "tft.h"
@@ -15,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,10 +56,13 @@ typedef struct tls_state {
     char scope[MAX_SCOPE];
     pending_coll pending[MAX_PENDING_COLL];
     unsigned npending;
+    struct cap_thread *cap; /* capture state, allocated on first use when armed */
 } tls_state;
 
 static __thread tls_state tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t ring_key;
+static pthread_key_t cap_key; /* frees a thread's capture state at its exit */
+static void cap_thread_free(void *p);
 
 /* 1 between tft_coll_enter and tft_coll_exit on this thread: the program
  * records its collective itself, the MPI interposers (interpose.c) skip it. */
@@ -88,7 +96,11 @@ static void ring_retire(void *p)
         atomic_store_explicit(&r->state, RING_RETIRED, memory_order_release);
 }
 
-void rec_thread_key_init(void) { pthread_key_create(&ring_key, ring_retire); }
+void rec_thread_key_init(void)
+{
+    pthread_key_create(&ring_key, ring_retire);
+    pthread_key_create(&cap_key, cap_thread_free);
+}
 
 static shm_ring *my_ring(void)
 {
@@ -141,27 +153,42 @@ static int64_t next_seq(void)
     return atomic_fetch_add_explicit(&g_rec.seq, 1, memory_order_relaxed);
 }
 
-static int emit_op(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq)
+#define MAX_OP_ATTRS 16
+
+static int emit_op_attrs(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq,
+                         int n_attr, const int64_t *attrs)
 {
-    _Alignas(8) char buf[sizeof(tft_rec_op) + 8 * 64];
+    _Alignas(8) char buf[sizeof(tft_rec_op) + 8 * (64 + MAX_OP_ATTRS)];
     tft_rec_op *op = (tft_rec_op *)buf;
     if (n_in < 0 || n_in > 64)
         n_in = n_in < 0 ? 0 : 64;
+    if (n_attr < 0 || n_attr > MAX_OP_ATTRS || !attrs)
+        n_attr = 0;
     uint64_t nid = intern(r, name);
-    rec_hdr(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)n_in), seq);
+    rec_hdr(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr)), seq);
     op->name = nid;
     op->scope = tls.scope_id;
     op->op_kind = (uint16_t)kind;
     op->n_in = (uint8_t)n_in;
     op->n_out = 0;
-    op->n_attr = 0;
+    op->n_attr = (uint8_t)n_attr;
     memset(op->pad, 0, sizeof(op->pad));
     for (int i = 0; i < n_in; i++)
         op->ids[i] = in ? in[i] : 0;
+    for (int i = 0; i < n_attr; i++)
+        op->ids[n_in + i] = (uint64_t)attrs[i];
     return ring_write(g_rec.h, r, &op->h);
 }
 
-int64_t tft_op_begin(const char *name, int op_kind, int n_in, const uint64_t *in_ids)
+static int emit_op(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq)
+{
+    return emit_op_attrs(r, name, kind, n_in, in, seq, 0, NULL);
+}
+
+static void capture_op_begin(shm_ring *r, const char *name, int64_t seq, int n_in, const uint64_t *in);
+
+int64_t rec_op_begin_attrs(const char *name, int op_kind, int n_in, const uint64_t *in_ids, int n_attr,
+                           const int64_t *attrs)
 {
     if (!on())
         return 0;
@@ -173,8 +200,15 @@ int64_t tft_op_begin(const char *name, int op_kind, int n_in, const uint64_t *in
     int64_t seq = next_seq();
     tls.in_op = 1;
     tls.op_seq = seq;
-    int e = emit_op(r, name, op_kind, n_in, in_ids, seq);
+    int e = emit_op_attrs(r, name, op_kind, n_in, in_ids, seq, n_attr, attrs);
+    if (__builtin_expect(g_rec.capture != NULL, 0))
+        capture_op_begin(r, name, seq, n_in, in_ids);
     return e ? e : seq;
+}
+
+int64_t tft_op_begin(const char *name, int op_kind, int n_in, const uint64_t *in_ids)
+{
+    return rec_op_begin_attrs(name, op_kind, n_in, in_ids, 0, NULL);
 }
 
 void tft_op_end(void) { tls.in_op = 0; }
@@ -187,6 +221,367 @@ static int tensor_mode(void)
     if (g_rec.every > 1 && step != TFT_STEP_NONE && step % g_rec.every != 0)
         return TFT_STATS_SHAPE;
     return g_rec.mode;
+}
+
+/* ---- capture (TFT_CAPTURE; docs/CAPTURE.md) -------------------------------
+ * Slow path, reached only when a capture spec is armed. Each recording
+ * thread keeps a cache of the tensors it recorded last (id -> memory,
+ * dtype, shape), because an op's inputs were recorded before the op began:
+ * when a matching op begins, every input still in the cache is read from
+ * its memory then. Assumption (documented): an input's memory still holds
+ * the value the op reads when the op begins — true for tftrain and the
+ * GEMM interposer, which record right after computing. The memory is read
+ * with process_vm_readv, so an input whose memory was unmapped since is
+ * skipped instead of crashing the program. Parts wait (bounded) for ring
+ * room instead of being dropped. */
+
+#define CAP_CACHE 1024u   /* tensors remembered per thread (8-way sets) */
+#define CAP_WAYS 8u
+#define CAP_DONE 64       /* tensors captured per op (dedup) */
+
+typedef struct cap_entry {
+    uint64_t id;          /* 0 = empty */
+    uint64_t name;        /* string id */
+    uint64_t stamp;       /* last use, for eviction */
+    const void *data;     /* host memory at recording time */
+    uint64_t bytes;
+    uint8_t dtype, ndim;
+    int64_t shape[TFT_MAX_NDIM];
+} cap_entry;
+
+enum { CAP_NONE = 0, CAP_ON = 1, CAP_PENDING = 2 };
+
+typedef struct cap_thread {
+    cap_entry cache[CAP_CACHE];
+    uint64_t clock;
+    int64_t op_seq;       /* op the state below belongs to */
+    int state;            /* CAP_* for op_seq */
+    uint32_t pending_alts;/* CAP_PENDING: alternatives waiting for an output name */
+    int n_in;             /* CAP_PENDING: the op's inputs, captured once an output matches */
+    uint64_t in[64];
+    int ndone;
+    uint64_t done[CAP_DONE]; /* (tensor id) already captured in this op */
+    int safe_read;        /* 1 process_vm_readv works, 0 not tried, -1 use memcpy */
+    _Alignas(8) char stage[TFT_CAPTURE_PART_MAX];
+    _Alignas(8) char part[TFT_REC_MAX_BYTES];
+} cap_thread;
+
+static void cap_thread_free(void *p)
+{
+    free(p);
+    tls.cap = NULL; /* runs in the exiting thread */
+}
+
+static cap_thread *cap_state(void)
+{
+    if (__builtin_expect(tls.cap != NULL, 1))
+        return tls.cap;
+    tls.cap = calloc(1, sizeof(cap_thread));
+    if (tls.cap) {
+        tls.cap->op_seq = TFT_SEQ_NONE;
+        pthread_setspecific(cap_key, tls.cap);
+    }
+    return tls.cap;
+}
+
+static int my_rank(void)
+{
+    const shm_proc *p = &g_rec.h->procs[g_rec.proc];
+    return p->rank >= 0 ? p->rank : (int)p->index;
+}
+
+static cap_entry *cache_find(cap_thread *ct, uint64_t id)
+{
+    unsigned set = (unsigned)(id * 0x9E3779B97F4A7C15ull >> 40) % (CAP_CACHE / CAP_WAYS) * CAP_WAYS;
+    for (unsigned w = 0; w < CAP_WAYS; w++)
+        if (ct->cache[set + w].id == id)
+            return &ct->cache[set + w];
+    return NULL;
+}
+
+/* Remembers a recorded host tensor, evicting the least recently used of its set. */
+static void cache_put(cap_thread *ct, uint64_t id, uint64_t name, int dtype, const void *data, uint64_t bytes,
+                      int ndim, const int64_t *shape)
+{
+    unsigned set = (unsigned)(id * 0x9E3779B97F4A7C15ull >> 40) % (CAP_CACHE / CAP_WAYS) * CAP_WAYS;
+    cap_entry *victim = &ct->cache[set];
+    for (unsigned w = 0; w < CAP_WAYS; w++) {
+        cap_entry *e = &ct->cache[set + w];
+        if (e->id == 0 || e->id == id) {
+            victim = e;
+            break;
+        }
+        if (e->stamp < victim->stamp)
+            victim = e;
+    }
+    victim->id = id;
+    victim->name = name;
+    victim->stamp = ++ct->clock;
+    victim->data = data;
+    victim->bytes = bytes;
+    victim->dtype = (uint8_t)dtype;
+    victim->ndim = (uint8_t)ndim;
+    memset(victim->shape, 0, sizeof(victim->shape));
+    memcpy(victim->shape, shape, sizeof(int64_t) * (size_t)ndim);
+}
+
+/* Copies n bytes of this process's memory at src; 0, or -EFAULT when the
+ * memory is no longer mapped (process_vm_readv reports it, memcpy would
+ * crash). Falls back to memcpy where process_vm_readv is not allowed. */
+static int read_own(cap_thread *ct, void *dst, const void *src, size_t n)
+{
+    if (ct->safe_read >= 0 && n) {
+        struct iovec l = {dst, n}, rm = {(void *)src, n};
+        ssize_t got = process_vm_readv(getpid(), &l, 1, &rm, 1, 0);
+        if (got == (ssize_t)n) {
+            ct->safe_read = 1;
+            return 0;
+        }
+        if (got >= 0 || errno == EFAULT)
+            return -EFAULT;
+        if (ct->safe_read == 1)
+            return -EFAULT;
+        ct->safe_read = -1; /* ENOSYS / EPERM (seccomp): trust the memory */
+    }
+    memcpy(dst, src, n);
+    return 0;
+}
+
+/* Room for len bytes in r now (ring_write's test, without its drop count). */
+static bool ring_room(const shm_ring *r, uint32_t len)
+{
+    uint64_t cap = g_rec.h->ring_bytes;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t pos = head % cap;
+    uint64_t pad = pos + len > cap ? cap - pos : 0;
+    return head + pad + len - atomic_load_explicit(&r->tail, memory_order_acquire) <= cap;
+}
+
+/* ring_write that first waits up to capture_wait_ns for the collector to
+ * make room (drop mode would otherwise lose big captures at once). */
+static int capture_write(shm_ring *r, const tft_rec *rec)
+{
+    if (!(g_rec.h->flags & SHM_NO_DROP) && !ring_room(r, rec->len)) {
+        uint64_t deadline = shm_now_ns() + g_rec.capture_wait_ns;
+        while (!ring_room(r, rec->len) && !atomic_load(&g_rec.h->collector_done) && shm_now_ns() < deadline) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return ring_write(g_rec.h, r, rec);
+}
+
+typedef struct cap_src {
+    uint64_t id, name;
+    int dtype, ndim;
+    const int64_t *shape;
+    const void *data;
+    uint64_t bytes;
+    int role;
+    bool safe;            /* read through read_own (memory not handed to us just now) */
+} cap_src;
+
+/* Writes one tensor's bytes as CAPTURE parts of op seq. A part that cannot
+ * be read or written ends the capture; the parts not written are counted
+ * as dropped (the reader sees the capture incomplete). */
+static void capture_emit(shm_ring *r, cap_thread *ct, int64_t seq, const cap_src *s)
+{
+    tft_rec_capture *c = (tft_rec_capture *)ct->part;
+    size_t esz = tft_dtype_size(s->dtype);
+    uint64_t off = 0;
+    do {
+        uint32_t n = (uint32_t)(s->bytes - off < TFT_CAPTURE_PART_MAX ? s->bytes - off : TFT_CAPTURE_PART_MAX);
+        const char *src = (const char *)s->data + off;
+        if (s->safe) {
+            if (read_own(ct, ct->stage, src, n) < 0)
+                break;
+            src = ct->stage;
+        }
+        uint32_t len = (uint32_t)((sizeof(*c) + n + 7) & ~(size_t)7);
+        memset(c, 0, sizeof(*c));
+        rec_hdr(&c->h, TFT_REC_CAPTURE, len, seq);
+        c->tensor = s->id;
+        c->total = s->bytes;
+        c->offset = off;
+        c->n = n;
+        c->role = (uint32_t)s->role;
+        c->name = s->name;
+        c->dtype = (uint8_t)s->dtype;
+        c->ndim = (uint8_t)s->ndim;
+        memcpy(c->shape, s->shape, sizeof(int64_t) * (size_t)s->ndim);
+        if (g_rec.capture_shuffle && esz > 1 && n % esz == 0) {
+            tft_capture_shuffle(c->data, src, n, esz, 0);
+            c->h.flags = TFT_CAPTURE_SHUFFLED;
+        } else {
+            memcpy(c->data, src, n);
+        }
+        memset(c->data + n, 0, len - sizeof(*c) - n);
+        if (capture_write(r, &c->h) < 0)
+            break; /* this part was counted as dropped */
+        off += n;
+    } while (off < s->bytes);
+    if (off < s->bytes) { /* the parts after a failure */
+        uint64_t left = (s->bytes - off + TFT_CAPTURE_PART_MAX - 1) / TFT_CAPTURE_PART_MAX;
+        atomic_fetch_add_explicit(&r->dropped, left > 1 ? left - 1 : 0, memory_order_relaxed);
+    }
+}
+
+/* Captures tensor id once per op (done list); false when already captured. */
+static bool mark_done(cap_thread *ct, uint64_t id)
+{
+    for (int i = 0; i < ct->ndone; i++)
+        if (ct->done[i] == id)
+            return false;
+    if (ct->ndone < CAP_DONE)
+        ct->done[ct->ndone++] = id;
+    return true;
+}
+
+static void capture_inputs(shm_ring *r, cap_thread *ct, int64_t seq, int n_in, const uint64_t *in)
+{
+    for (int i = 0; i < n_in; i++) {
+        cap_entry *e = in[i] ? cache_find(ct, in[i]) : NULL;
+        if (!e || !mark_done(ct, e->id))
+            continue;
+        e->stamp = ++ct->clock;
+        cap_src s = {.id = e->id, .name = e->name, .dtype = e->dtype, .ndim = e->ndim, .shape = e->shape,
+                     .data = e->data, .bytes = e->bytes, .role = TFT_CAPTURE_INPUT, .safe = true};
+        capture_emit(r, ct, seq, &s);
+    }
+}
+
+/* Which alternatives select op (name, seq) now: CAP_ON when one matches
+ * fully; CAP_PENDING (with the alternatives in *pending) when some match but
+ * for their name term, which an output's name may still satisfy. */
+static int capture_decide(const char *name, int64_t seq, uint32_t *pending)
+{
+    const capspec *cs = g_rec.capture;
+    int64_t step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
+    int rank = my_rank();
+    *pending = 0;
+    for (int i = 0; i < cs->n; i++) {
+        const capspec_alt *a = &cs->alt[i];
+        if (!capspec_alt_pre(a, step, seq, rank))
+            continue;
+        if (!a->name[0] || fnmatch(a->name, name, 0) == 0)
+            return CAP_ON;
+        *pending |= 1u << i;
+    }
+    return *pending ? CAP_PENDING : CAP_NONE;
+}
+
+static void capture_op_begin(shm_ring *r, const char *name, int64_t seq, int n_in, const uint64_t *in)
+{
+    cap_thread *ct = cap_state();
+    if (!ct)
+        return;
+    /* the op's inputs refresh their cache entries even when not captured,
+     * so long-lived inputs (parameters) stay cached */
+    for (int i = 0; i < n_in && in; i++) {
+        cap_entry *e = in[i] ? cache_find(ct, in[i]) : NULL;
+        if (e)
+            e->stamp = ++ct->clock;
+    }
+    ct->op_seq = seq;
+    ct->ndone = 0;
+    ct->state = capture_decide(name, seq, &ct->pending_alts);
+    if (ct->state == CAP_ON && in) {
+        capture_inputs(r, ct, seq, n_in, in);
+    } else if (ct->state == CAP_PENDING) {
+        ct->n_in = in ? (n_in < 64 ? (n_in < 0 ? 0 : n_in) : 64) : 0;
+        memcpy(ct->in, in, sizeof(uint64_t) * (size_t)ct->n_in);
+    }
+}
+
+/* A host tensor was recorded as an output of op seq: captures it when the
+ * op is selected (or now becomes selected by this output's name), and
+ * remembers it for later ops' inputs. Called before its TENSOR record is
+ * written, so it can flag it; the parts follow that record (emit_after). */
+static bool capture_output_wanted(cap_thread *ct, const char *name, int64_t seq, bool own_op)
+{
+    if (own_op || ct->op_seq != seq) { /* no tft_op_begin for this op: decide now */
+        ct->op_seq = seq;
+        ct->ndone = 0;
+        ct->n_in = 0;
+        ct->state = capture_decide(name, seq, &ct->pending_alts);
+    }
+    if (ct->state == CAP_PENDING) {
+        for (int i = 0; i < g_rec.capture->n; i++)
+            if ((ct->pending_alts >> i & 1u) && fnmatch(g_rec.capture->alt[i].name, name, 0) == 0)
+                ct->state = CAP_ON;
+        if (ct->state != CAP_ON)
+            return false;
+        return true; /* the pending inputs go out first: capture_output */
+    }
+    return ct->state == CAP_ON;
+}
+
+static void capture_output(shm_ring *r, cap_thread *ct, int64_t seq, const cap_src *s)
+{
+    if (ct->n_in) { /* inputs held back until an output's name selected the op */
+        capture_inputs(r, ct, seq, ct->n_in, ct->in);
+        ct->n_in = 0;
+    }
+    if (mark_done(ct, s->id))
+        capture_emit(r, ct, seq, s);
+}
+
+int rec_capture_armed(void)
+{
+    if (!on() || !g_rec.capture)
+        return 0;
+    int64_t step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
+    int rank = my_rank();
+    const capspec *cs = g_rec.capture;
+    for (int i = 0; i < cs->n; i++) {
+        const capspec_alt *a = &cs->alt[i];
+        bool step_ok = !a->has_step || (step != TFT_STEP_NONE && step >= a->step_lo && step <= a->step_hi);
+        if (step_ok && (!a->has_rank || a->rank == rank))
+            return 1;
+    }
+    return 0;
+}
+
+void rec_capture_prior(uint64_t id, const char *name, int dtype, const void *data, int ndim,
+                       const int64_t *shape)
+{
+    if (!on() || !g_rec.capture || !tls.in_op || !tls.cap || tls.cap->op_seq != tls.op_seq ||
+        tls.cap->state != CAP_ON || ndim < 0 || ndim > TFT_MAX_NDIM || tft_dtype_size(dtype) == 0)
+        return;
+    uint64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || (shape[i] && numel > UINT64_MAX / (uint64_t)shape[i] / 8))
+            return;
+        numel *= (uint64_t)shape[i];
+    }
+    shm_ring *r = my_ring();
+    if (!r || (numel && !data))
+        return;
+    cap_src s = {.id = id, .name = intern(r, name), .dtype = dtype, .ndim = ndim, .shape = shape, .data = data,
+                 .bytes = numel * tft_dtype_size(dtype), .role = TFT_CAPTURE_PRIOR, .safe = false};
+    capture_emit(r, tls.cap, tls.op_seq, &s);
+}
+
+/* The TENSOR record of a host tensor while capture is armed: flagged and
+ * followed by its parts when its op is selected; remembered for later ops. */
+static int tensor_captured(shm_ring *r, tft_rec_tensor *t, const char *name, const void *data, uint64_t numel,
+                           bool own_op)
+{
+    cap_thread *ct = cap_state();
+    size_t esz = tft_dtype_size(t->dtype);
+    if (!ct || numel > UINT64_MAX / esz)
+        return ring_write(g_rec.h, r, &t->h);
+    bool want = capture_output_wanted(ct, name, t->h.seq, own_op);
+    if (want)
+        t->h.flags |= TFT_TENSOR_HAS_DATA;
+    int e = ring_write(g_rec.h, r, &t->h);
+    if (want) {
+        cap_src s = {.id = t->id, .name = t->name, .dtype = t->dtype, .ndim = t->ndim, .shape = t->shape,
+                     .data = data, .bytes = numel * esz, .role = TFT_CAPTURE_OUTPUT, .safe = false};
+        capture_output(r, ct, t->h.seq, &s);
+    }
+    cache_put(ct, t->id, t->name, t->dtype, data, numel * esz, t->ndim, t->shape);
+    return e;
 }
 
 /* Records one tensor of the current op (or as its own op). */
@@ -206,8 +601,9 @@ static int record_tensor(const char *name, int dtype, const void *data, int ndim
     shm_ring *r = my_ring();
     if (!r)
         return -ENOSPC;
-    int64_t seq = tls.in_op ? tls.op_seq : next_seq();
-    if (!tls.in_op)
+    bool own_op = !tls.in_op;
+    int64_t seq = own_op ? next_seq() : tls.op_seq;
+    if (own_op)
         emit_op(r, name, TFT_OP_RUNTIME, 0, NULL, seq);
     tft_rec_tensor t;
     memset(&t, 0, sizeof(t));
@@ -228,6 +624,8 @@ static int record_tensor(const char *name, int dtype, const void *data, int ndim
     tls.last_tensor = t.id;
     if (id_out)
         *id_out = t.id;
+    if (__builtin_expect(g_rec.capture != NULL, 0) && device_kind == TFT_DEV_CPU)
+        return tensor_captured(r, &t, name, data, numel, own_op);
     return ring_write(g_rec.h, r, &t.h);
 }
 

@@ -21,6 +21,9 @@ struct rec_global {
     _Atomic uint64_t tensor_id;   /* last tensor id handed out */
     _Atomic uint32_t gen;         /* bumped in a forked child: rings are re-claimed */
     _Atomic int exit_recorded;
+    const struct capspec *capture;/* TFT_CAPTURE parsed, NULL = no capture (the hot path's one test) */
+    uint64_t capture_wait_ns;     /* longest wait for ring room per capture part (TFT_CAPTURE_WAIT_MS) */
+    int capture_shuffle;          /* byte-shuffle capture parts (TFT_CAPTURE_SHUFFLE, default 1) */
 };
 
 extern struct rec_global g_rec;
@@ -29,5 +32,20 @@ void rec_init(void);                 /* pthread_once target */
 void rec_thread_key_init(void);
 void rec_record_exit(int code, int sig);
 int rec_inproc_flush(int timeout_ms); /* in-process mode: drain and seal now */
+
+/* ---- for the interposers (interpose.c) ----------------------------------- */
+
+/* tft_op_begin with n_attr int64 attributes (at most 16) in the OP record. */
+int64_t rec_op_begin_attrs(const char *name, int op_kind, int n_in, const uint64_t *in_ids, int n_attr,
+                           const int64_t *attrs);
+/* 1 when a capture spec is armed and could match an op of the current step
+ * (cheap: step and rank terms only); the caller then keeps what a capture
+ * needs that the op will overwrite (a GEMM's C when beta != 0). */
+int rec_capture_armed(void);
+/* Inside an op being captured: stores data (ndim/shape/dtype like
+ * tft_tensor, host memory) as the PRIOR value of output tensor `id` of the
+ * current op (FORMAT.md 5.12, role 2). No-op otherwise. */
+void rec_capture_prior(uint64_t id, const char *name, int dtype, const void *data, int ndim,
+                       const int64_t *shape);
 
 #endif

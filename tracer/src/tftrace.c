@@ -9,6 +9,7 @@
  * Exit status: the command's (128+signal when it was killed); 2 for usage
  * errors of tftrace itself; 127 when the command cannot be run.
  */
+#include "capture_spec.h"
 #include "collector.h"
 #include "replay.h"
 
@@ -44,6 +45,7 @@ typedef struct opts {
     long ring_kb;
     int quiet;
     int64_t until_step;  /* stop the command once this step ended, -1 = never */
+    const char *capture; /* capture spec (docs/CAPTURE.md), NULL = none */
     char **cmd;
 } opts;
 
@@ -68,6 +70,10 @@ static void usage(FILE *f)
             "      --ring-kb N       ring size per thread in KiB (default 4096) [TFT_RING_KB]\n"
             "      --until-step S    stop the command (SIGTERM) once every process recording\n"
             "                        steps has ended step S                  [TFT_UNTIL_STEP]\n"
+            "      --capture SPEC    store whole tensors (inputs and outputs) of the ops that\n"
+            "                        match SPEC: terms step=N|A:B, seq=N|A:B, rank=N, name=GLOB\n"
+            "                        joined by ',' (all must match); ';' separates alternatives.\n"
+            "                        e.g. 'step=2,name=L0.attn.*' (docs/CAPTURE.md) [TFT_CAPTURE]\n"
             "  -q, --quiet           no summary on stderr\n"
             "  -h, --help            this help\n"
             "  -V, --version         version\n\n"
@@ -118,6 +124,30 @@ static void env_defaults(opts *o)
     long us;
     if ((v = getenv("TFT_UNTIL_STEP")) && parse_long(v, &us, 0) == 0)
         o->until_step = us;
+    if ((v = getenv("TFT_CAPTURE")) && *v)
+        o->capture = v;
+}
+
+/* Checks the capture spec before the command runs (the recorder cannot say
+ * what is wrong with one). Returns 0 or the exit status 2. */
+static int check_capture(const char *spec)
+{
+    capspec *cs = malloc(sizeof(*cs));
+    char err[512];
+    if (!cs)
+        return fprintf(stderr, "tftrace: out of memory\n"), 2;
+    int bad = capspec_parse(spec, cs, err, sizeof(err)) < 0;
+    if (bad)
+        fprintf(stderr, "tftrace: --capture '%s': %s\n", spec, err);
+    else if (cs->first_divergence_of[0]) {
+        fprintf(stderr,
+                "tftrace: --capture first-divergence-of=%s: not supported by the recorder: use "
+                "tftrace replay GOLDEN BAD, which finds the divergence and captures there\n",
+                cs->first_divergence_of);
+        bad = 1;
+    }
+    free(cs);
+    return bad ? 2 : 0;
 }
 
 static int parse_args(int argc, char **argv, opts *o)
@@ -127,7 +157,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"every", required_argument, 0, 'e'},  {"timeout", required_argument, 0, 't'},
         {"grace", required_argument, 0, 'g'},  {"no-drop", no_argument, 0, 'n'},
         {"ring-kb", required_argument, 0, 'r'}, {"quiet", no_argument, 0, 'q'},
-        {"until-step", required_argument, 0, 'u'},
+        {"until-step", required_argument, 0, 'u'}, {"capture", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
@@ -161,6 +191,7 @@ static int parse_args(int argc, char **argv, opts *o)
             o->until_step = us;
             break;
         }
+        case 'C': o->capture = optarg; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("tftrace %s (trace format %d.%d)\n", TFT_VERSION_STRING, TFT_FORMAT_MAJOR, TFT_FORMAT_MINOR); exit(0);
         default: fprintf(stderr, "Try 'tftrace --help'.\n"); return 2;
@@ -168,6 +199,8 @@ static int parse_args(int argc, char **argv, opts *o)
     }
     if (o->stats && strcmp(o->stats, "shape") && strcmp(o->stats, "health") && strcmp(o->stats, "full"))
         return fprintf(stderr, "tftrace: --stats must be shape, health or full, got '%s'\n", o->stats), 2;
+    if (o->capture && check_capture(o->capture))
+        return 2;
     if (optind >= argc)
         return fprintf(stderr, "tftrace: no command given\nusage: tftrace [options] -- COMMAND [ARGS...]\n"), 2;
     o->cmd = argv + optind;
@@ -296,6 +329,8 @@ static void set_child_env(const opts *o, const char *lib)
         setenv("TFT_STATS", o->stats, 1);
     snprintf(buf, sizeof(buf), "%ld", o->every);
     setenv("TFT_EVERY", buf, 1);
+    if (o->capture)
+        setenv("TFT_CAPTURE", o->capture, 1);
 }
 
 static void on_signal(int sig) { got_signal = sig; }
@@ -413,10 +448,20 @@ static void print_summary(const char *dir, const collector_summary *s)
 
 static void options_json(const opts *o, char *buf, size_t n)
 {
-    snprintf(buf, n,
-             "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"ring_kb\":%ld,\"until_step\":%lld}",
-             o->stats ? o->stats : "full", o->every, o->timeout, o->no_drop ? "true" : "false", o->ring_kb,
-             (long long)o->until_step);
+    int k = snprintf(buf, n,
+                     "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"ring_kb\":%ld,\"until_step\":%lld",
+                     o->stats ? o->stats : "full", o->every, o->timeout, o->no_drop ? "true" : "false", o->ring_kb,
+                     (long long)o->until_step);
+    if (o->capture && k > 0 && (size_t)k + 16 < n) { /* "capture": the spec, JSON-escaped */
+        k += snprintf(buf + k, n - (size_t)k, ",\"capture\":\"");
+        for (const unsigned char *p = (const unsigned char *)o->capture; *p && (size_t)k + 8 < n; p++)
+            k += *p == '"' || *p == '\\' ? snprintf(buf + k, n - (size_t)k, "\\%c", *p)
+                 : *p < 0x20           ? snprintf(buf + k, n - (size_t)k, "\\u%04x", *p)
+                                       : snprintf(buf + k, n - (size_t)k, "%c", *p);
+        k += snprintf(buf + k, n - (size_t)k, "\"");
+    }
+    if (k > 0 && (size_t)k + 2 <= n)
+        snprintf(buf + k, n - (size_t)k, "}");
 }
 
 static int finish(collector *col, const char *dir, const opts *o, const run_state *rs)
@@ -495,7 +540,7 @@ static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16])
 
 static int prepare_manifest(const char *dir, const opts *o, const uint8_t run_id[16])
 {
-    char oj[512];
+    char oj[4608]; /* options with a capture spec of up to 4 KiB */
     options_json(o, oj, sizeof(oj));
     manifest_run run = {.run_id = run_id, .options_json = oj};
     if (manifest_merge_rank(dir, &run, NULL, 0, -1) < 0) {
