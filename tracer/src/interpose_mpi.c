@@ -1,14 +1,44 @@
 /*
  * interpose_mpi.c — LD_PRELOAD interposers for MPI (built when MPI headers
- * are found, TFT_HAVE_MPI): the blocking collectives MPI_Allreduce,
- * MPI_Bcast, MPI_Reduce, MPI_Allgather and MPI_Barrier. Shared machinery
- * (guard, real-symbol lookup, on/off decision): interpose.c.
+ * are found, TFT_HAVE_MPI). Shared machinery (guard, real-symbol lookup,
+ * on/off decision): interpose.c. User documentation: docs/INTERPOSE.md.
+ *
+ * Recorded as COLLECTIVE enter/exit records (tft_coll_enter/exit):
+ *  - blocking collectives: MPI_Allreduce, Bcast, Reduce, Allgather,
+ *    Reduce_scatter, Reduce_scatter_block, Alltoall, Gather, Scatter,
+ *    Barrier;
+ *  - point-to-point: MPI_Send, Ssend, Recv, Sendrecv, Sendrecv_replace;
+ *  - non-blocking forms: MPI_Iallreduce, Ibcast, Ireduce, Iallgather,
+ *    Ireduce_scatter_block, Ialltoall, Ibarrier, Isend, Issend, Irecv: the
+ *    ENTER at the call, the EXIT (with the result's statistics) when a
+ *    completion call (MPI_Wait, Waitall, Waitany, Waitsome, Test, Testall,
+ *    Testany, Testsome) finishes the request, or at MPI_Request_free
+ *    (without statistics). A request never completed leaves an ENTER
+ *    without EXIT: the hang signal.
+ *
+ * Sequence spaces: collectives take the communicator's sequence (the desync
+ * analysis aligns it across ranks); point-to-point calls take a separate
+ * one, "<communicator>:p2p", which counts this rank's sends and receives
+ * on the communicator and is not comparable across ranks (a Send on one
+ * rank and a Recv on another are a legitimate difference). root holds the
+ * peer (-1 at the ENTER of an MPI_ANY_SOURCE receive; the EXIT of a receive
+ * carries the actual source and the count actually received, from the
+ * status, which we supply when the caller passes MPI_STATUS(ES)_IGNORE).
+ *
+ * Non-blocking requests live in a fixed table (request handle -> call),
+ * guarded by a mutex; MPI_Request is a pointer in Open MPI and completion
+ * sets the caller's handle to MPI_REQUEST_NULL, so completion wrappers copy
+ * the handles before the real call and finish every request whose handle
+ * became MPI_REQUEST_NULL. Persistent requests are not recorded (and not
+ * confused: their handles are never in the table).
  */
 #include "interpose_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +46,44 @@
 #ifdef TFT_HAVE_MPI
 #include <mpi.h>
 
-/* Open MPI's predefined handles are addresses of objects in libmpi; we look
- * them up instead of referencing them, so that libtftrace has no undefined
- * data symbols. MPICH's are integer constants. */
-#ifdef OPEN_MPI
+/* ---- predefined handles --------------------------------------------------- */
+
+/* MPI datatypes with a tft_dtype (C name suffix, MPI name, ours); LP64. */
+#define MPI_DTYPES(X)                                                                                   \
+    X(float, MPI_FLOAT, TFT_F32) X(double, MPI_DOUBLE, TFT_F64) X(int, MPI_INT, TFT_I32)               \
+    X(int32_t, MPI_INT32_T, TFT_I32) X(long, MPI_LONG, TFT_I64)                                        \
+    X(long_long_int, MPI_LONG_LONG_INT, TFT_I64) X(int64_t, MPI_INT64_T, TFT_I64)                      \
+    X(unsigned, MPI_UNSIGNED, TFT_U32) X(uint32_t, MPI_UINT32_T, TFT_U32)                              \
+    X(unsigned_long, MPI_UNSIGNED_LONG, TFT_U64) X(unsigned_long_long, MPI_UNSIGNED_LONG_LONG, TFT_U64)\
+    X(uint64_t, MPI_UINT64_T, TFT_U64) X(short, MPI_SHORT, TFT_I16) X(int16_t, MPI_INT16_T, TFT_I16)   \
+    X(unsigned_short, MPI_UNSIGNED_SHORT, TFT_U16) X(uint16_t, MPI_UINT16_T, TFT_U16)                  \
+    X(byte, MPI_BYTE, TFT_U8) X(unsigned_char, MPI_UNSIGNED_CHAR, TFT_U8) X(uint8_t, MPI_UINT8_T, TFT_U8)\
+    X(char, MPI_CHAR, TFT_I8) X(signed_char, MPI_SIGNED_CHAR, TFT_I8) X(int8_t, MPI_INT8_T, TFT_I8)    \
+    X(c_bool, MPI_C_BOOL, TFT_BOOL)
+#define MPI_OPS(X) X(sum, MPI_SUM, TFT_REDOP_SUM) X(prod, MPI_PROD, TFT_REDOP_PROD) \
+    X(min, MPI_MIN, TFT_REDOP_MIN) X(max, MPI_MAX, TFT_REDOP_MAX)
+
+#define COUNT_ONE(a, b, c) +1
+enum { N_DTYPES = 0 MPI_DTYPES(COUNT_ONE), N_OPS = 0 MPI_OPS(COUNT_ONE) };
+
+/* Handles as void * so one comparison serves both ABIs: Open MPI's are
+ * addresses of objects in libmpi, looked up at run time so that libtftrace
+ * has no undefined data symbols; MPICH's are integer constants. */
 static struct {
-    _Atomic int ready;
-    void *world, *f32, *f64, *i32, *sum, *prod, *min, *max;
+    void *world, *req_null;
+    void *dt[N_DTYPES];
+    void *op[N_OPS];
 } mh;
+static pthread_once_t mh_once = PTHREAD_ONCE_INIT;
+
+#define DT_TFT(a, b, c) c,
+#define OP_TFT(a, b, c) c,
+static const int dt_tft[N_DTYPES] = {MPI_DTYPES(DT_TFT)};
+static const int op_tft[N_OPS] = {MPI_OPS(OP_TFT)};
+
+#ifdef OPEN_MPI
+#define H(x) ((void *)(x))
+#define RKEY(r) ((uintptr_t)(void *)(r))
 
 /* RTLD_DEFAULT first: a program's copy relocation of a handle object (as
  * non-PIC code referencing MPI_INT makes) is the address everyone uses, and
@@ -34,44 +94,62 @@ static void *handle_sym(const char *name)
     return p ? p : ip_real(name);
 }
 
-static void mpi_handles(void)
+static void handles_load(void)
 {
-    if (atomic_load_explicit(&mh.ready, memory_order_acquire))
-        return;
+    static const char *const dt_names[N_DTYPES] = {
+#define DT_NAME(a, b, c) "ompi_mpi_" #a,
+        MPI_DTYPES(DT_NAME)};
+    static const char *const op_names[N_OPS] = {
+#define OP_NAME(a, b, c) "ompi_mpi_op_" #a,
+        MPI_OPS(OP_NAME)};
     mh.world = handle_sym("ompi_mpi_comm_world");
-    mh.f32 = handle_sym("ompi_mpi_float");
-    mh.f64 = handle_sym("ompi_mpi_double");
-    mh.i32 = handle_sym("ompi_mpi_int");
-    mh.sum = handle_sym("ompi_mpi_op_sum");
-    mh.prod = handle_sym("ompi_mpi_op_prod");
-    mh.min = handle_sym("ompi_mpi_op_min");
-    mh.max = handle_sym("ompi_mpi_op_max");
-    atomic_store_explicit(&mh.ready, 1, memory_order_release);
+    mh.req_null = handle_sym("ompi_request_null");
+    for (int i = 0; i < N_DTYPES; i++)
+        mh.dt[i] = handle_sym(dt_names[i]);
+    for (int i = 0; i < N_OPS; i++)
+        mh.op[i] = handle_sym(op_names[i]);
 }
-#define H_WORLD mh.world
-#define H_F32 mh.f32
-#define H_F64 mh.f64
-#define H_I32 mh.i32
-#define H_SUM mh.sum
-#define H_PROD mh.prod
-#define H_MIN mh.min
-#define H_MAX mh.max
-#define H(x) ((void *)(x))
 #else
-static void mpi_handles(void) {}
-#define H_WORLD MPI_COMM_WORLD
-#define H_F32 MPI_FLOAT
-#define H_F64 MPI_DOUBLE
-#define H_I32 MPI_INT
-#define H_SUM MPI_SUM
-#define H_PROD MPI_PROD
-#define H_MIN MPI_MIN
-#define H_MAX MPI_MAX
-#define H(x) (x)
+#define H(x) ((void *)(intptr_t)(x))
+#define RKEY(r) ((uintptr_t)(intptr_t)(r))
+
+static void handles_load(void)
+{
+#define DT_VAL(a, b, c) H(b),
+#define OP_VAL(a, b, c) H(b),
+    void *dts[N_DTYPES] = {MPI_DTYPES(DT_VAL)};
+    void *ops[N_OPS] = {MPI_OPS(OP_VAL)};
+    memcpy(mh.dt, dts, sizeof(dts));
+    memcpy(mh.op, ops, sizeof(ops));
+    mh.world = H(MPI_COMM_WORLD);
+    mh.req_null = H(MPI_REQUEST_NULL);
+}
 #endif
+
+static void mpi_handles(void) { pthread_once(&mh_once, handles_load); }
+
+/* -1: no tft_dtype for it (the record then counts bytes). */
+static int map_dtype(MPI_Datatype dt)
+{
+    for (int i = 0; i < N_DTYPES; i++)
+        if (mh.dt[i] && H(dt) == mh.dt[i])
+            return dt_tft[i];
+    return -1;
+}
+
+static int map_redop(MPI_Op op)
+{
+    for (int i = 0; i < N_OPS; i++)
+        if (mh.op[i] && H(op) == mh.op[i])
+            return op_tft[i];
+    return TFT_REDOP_OTHER;
+}
+
+/* ---- communicators -------------------------------------------------------- */
 
 typedef int (*comm_int_fn)(MPI_Comm, int *);
 typedef int (*type_size_fn)(MPI_Datatype, int *);
+typedef int (*get_count_fn)(const MPI_Status *, MPI_Datatype, int *);
 
 static int comm_query(const char *fn_name, void *_Atomic *cache, MPI_Comm comm, int dflt)
 {
@@ -80,154 +158,395 @@ static int comm_query(const char *fn_name, void *_Atomic *cache, MPI_Comm comm, 
     return fn && fn(comm, &v) == MPI_SUCCESS ? v : dflt;
 }
 
-/* A communicator id equal on all its ranks. MPI_COMM_WORLD: the id tftrain
- * uses for it. Others: the Fortran handle and size — an approximation that
- * holds when the ranks create their communicators in the same order (the
- * usual case); MPI has no portable cross-rank communicator identity. */
-static uint64_t comm_id(MPI_Comm comm, int size)
+static int comm_rank(MPI_Comm comm)
 {
-    if (H(comm) == H_WORLD)
-        return tft_string_id("MPI_COMM_WORLD", 14);
-    long f = -1;
+    static void *_Atomic fn;
+    return comm_query("MPI_Comm_rank", &fn, comm, -1);
+}
+
+static int comm_size(MPI_Comm comm)
+{
+    static void *_Atomic fn;
+    return comm_query("MPI_Comm_size", &fn, comm, -1);
+}
+
+/* A communicator id equal on all its ranks: the string id of its name.
+ * MPI_COMM_WORLD: "MPI_COMM_WORLD" (the id tftrain uses for it). Others:
+ * "MPI_Comm:<Fortran handle>:<size>" — an approximation that holds when the
+ * ranks create their communicators in the same order (the usual case); MPI
+ * has no portable cross-rank communicator identity. Point-to-point calls
+ * use "<name>:p2p", a sequence space of their own. */
+static uint64_t comm_id(MPI_Comm comm, int size, int p2p)
+{
+    char buf[80];
+    int n;
+    if (H(comm) == mh.world) {
+        n = snprintf(buf, sizeof(buf), "MPI_COMM_WORLD%s", p2p ? ":p2p" : "");
+    } else {
+        long f = -1;
 #ifdef MPI_Comm_c2f
-    f = (long)MPI_Comm_c2f(comm);
+        f = (long)MPI_Comm_c2f(comm);
 #else
-    static void *_Atomic c2f;
-    MPI_Fint (*fn)(MPI_Comm) = (MPI_Fint(*)(MPI_Comm))ip_real_cached(&c2f, "MPI_Comm_c2f");
-    if (fn)
-        f = (long)fn(comm);
+        static void *_Atomic c2f;
+        MPI_Fint (*fn)(MPI_Comm) = (MPI_Fint(*)(MPI_Comm))ip_real_cached(&c2f, "MPI_Comm_c2f");
+        if (fn)
+            f = (long)fn(comm);
 #endif
-    char buf[64];
-    int n = snprintf(buf, sizeof(buf), "MPI_Comm:%ld:%d", f, size);
-    return tft_string_id(buf, (size_t)n);
+        n = snprintf(buf, sizeof(buf), "MPI_Comm:%ld:%d%s", f, size, p2p ? ":p2p" : "");
+    }
+    return tft_string_id(buf, n > 0 ? (size_t)n : 0);
 }
 
-static int map_dtype(MPI_Datatype dt)
-{
-    if (H(dt) == H_F32)
-        return TFT_F32;
-    if (H(dt) == H_F64)
-        return TFT_F64;
-    if (H(dt) == H_I32)
-        return TFT_I32;
-    return -1;
-}
+/* ---- one recorded call ---------------------------------------------------- */
 
-static int map_redop(MPI_Op op)
-{
-    if (H(op) == H_SUM)
-        return TFT_REDOP_SUM;
-    if (H(op) == H_PROD)
-        return TFT_REDOP_PROD;
-    if (H(op) == H_MIN)
-        return TFT_REDOP_MIN;
-    if (H(op) == H_MAX)
-        return TFT_REDOP_MAX;
-    return TFT_REDOP_OTHER;
-}
-
-typedef struct coll_call {
+typedef struct mpi_call {
     tft_coll_info ci;
-    int64_t token;
+    int64_t token;    /* from tft_coll_enter; < 0: no EXIT to write */
     int stats;        /* the dtype maps to ours: the result gets statistics */
-} coll_call;
+} mpi_call;
 
-/* Decides whether to record this call and records its enter; returns 1 when
- * coll_end must follow the real call. Leaves errno as it found it. */
-static int coll_begin(coll_call *cc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
-                      const MPI_Op *op, int root)
+/* Takes the re-entry guard when this call is to be recorded: returns 1 with
+ * ip_depth held (release with call_end or rec_end), 0 to pass through.
+ * Leaves errno as it found it. */
+static int rec_begin(void)
 {
     if (ip_depth || rec_explicit_coll)
         return 0;
     ip_depth++;
     int saved = errno;
-    if (!ip_active()) {
-        errno = saved;
+    int on = ip_active();
+    if (on)
+        mpi_handles();
+    errno = saved;
+    if (!on)
         ip_depth--;
-        return 0;
-    }
-    mpi_handles();
-    int redop = op ? map_redop(*op) : TFT_REDOP_NONE;
-    static void *_Atomic rank_fn;
-    static void *_Atomic size_fn;
+    return on;
+}
+
+static void rec_end(void) { ip_depth--; }
+
+/* Fills mc for a call on comm: count elements of dt (a type we have no
+ * tft_dtype for is counted in bytes, without statistics). p2p selects the
+ * communicator's point-to-point sequence space; root is the root or peer. */
+static void call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, uint64_t count,
+                      int redop, int root, int p2p)
+{
     static void *_Atomic tsize_fn;
-    int size = comm_query("MPI_Comm_size", &size_fn, comm, -1);
+    int size = comm_size(comm);
     int dtype = type == TFT_COLL_BARRIER ? TFT_U8 : map_dtype(dt);
-    uint64_t n = count > 0 ? (uint64_t)count : 0;
-    cc->stats = dtype >= 0;
-    if (dtype < 0) { /* an MPI type we have no tft_dtype for: count bytes */
+    mc->stats = dtype >= 0;
+    if (dtype < 0) {
         type_size_fn ts = (type_size_fn)ip_real_cached(&tsize_fn, "MPI_Type_size");
         int bytes = 1;
-        if (ts && ts(dt, &bytes) != MPI_SUCCESS)
+        if (!ts || ts(dt, &bytes) != MPI_SUCCESS || bytes <= 0)
             bytes = 1;
         dtype = TFT_U8;
-        n *= (uint64_t)(bytes > 0 ? bytes : 1);
+        count *= (uint64_t)bytes;
     }
-    cc->ci = TFT_COLL_INFO(.name = name, .comm = comm_id(comm, size), .type = type, .dtype = dtype,
-                           .count = type == TFT_COLL_BARRIER ? 0 : n, .redop = redop, .root = root,
-                           .rank = comm_query("MPI_Comm_rank", &rank_fn, comm, -1), .nranks = size);
-    cc->token = tft_coll_enter(&cc->ci);
+    mc->ci = TFT_COLL_INFO(.name = name, .comm = comm_id(comm, size, p2p), .type = type, .dtype = dtype,
+                           .count = type == TFT_COLL_BARRIER ? 0 : count, .redop = redop, .root = root,
+                           .rank = comm_rank(comm), .nranks = size);
+    mc->token = -1;
+}
+
+static void call_enter(mpi_call *mc)
+{
+    int saved = errno;
+    mc->token = tft_coll_enter(&mc->ci);
     errno = saved;
-    return 1;
 }
 
 /* Records the exit with the result buffer (NULL: no statistics). */
-static void coll_end(coll_call *cc, const void *result)
+static void call_exit(mpi_call *mc, const void *result)
 {
     int saved = errno;
-    if (cc->token >= 0)
-        tft_coll_exit(cc->token, &cc->ci, cc->stats ? result : NULL);
+    if (mc->token >= 0)
+        tft_coll_exit(mc->token, &mc->ci, mc->stats ? result : NULL);
     errno = saved;
-    ip_depth--;
 }
+
+/* call_exit, then releases the guard. */
+static void call_end(mpi_call *mc, const void *result)
+{
+    call_exit(mc, result);
+    rec_end();
+}
+
+static uint64_t ucount(int count) { return count > 0 ? (uint64_t)count : 0; }
+
+/* Guard + fill + enter for a collective; returns 1 when call_end must follow. */
+static int coll_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
+                      const MPI_Op *op, int root)
+{
+    if (!rec_begin())
+        return 0;
+    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0);
+    call_enter(mc);
+    return 1;
+}
+
+/* The same for a point-to-point call with peer (MPI_ANY_SOURCE: recorded
+ * as -1 until the status tells). Sends and receives from MPI_PROC_NULL
+ * move no data and are not recorded. */
+static int p2p_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
+                     int peer)
+{
+    if (peer == MPI_PROC_NULL || !rec_begin())
+        return 0;
+    call_fill(mc, name, type, comm, dt, ucount(count), TFT_REDOP_NONE, peer == MPI_ANY_SOURCE ? -1 : peer, 1);
+    call_enter(mc);
+    return 1;
+}
+
+/* After a receive into a buffer of dt: the actual source, and the count
+ * actually received (what the statistics cover). */
+static void recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
+{
+    static void *_Atomic gc;
+    if (!st)
+        return;
+    mc->ci.root = st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : mc->ci.root;
+    get_count_fn fn = mc->stats ? (get_count_fn)ip_real_cached(&gc, "MPI_Get_count") : NULL;
+    int n;
+    if (fn && fn(st, dt, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 && (uint64_t)n <= mc->ci.count)
+        mc->ci.count = (uint64_t)n;
+}
+
+/* ---- non-blocking requests ------------------------------------------------- */
+
+enum { NB_SLOTS = 4096 }; /* power of two; one slot always stays free */
+
+typedef struct nb_req {
+    uintptr_t key;        /* RKEY of the request; 0 = free slot */
+    mpi_call mc;
+    const void *result;   /* buffer whose statistics the EXIT records, NULL none */
+    MPI_Datatype rtype;   /* receives: element type, for MPI_Get_count */
+    int recv;             /* a receive: source and count from the status */
+} nb_req;
+
+static struct {
+    pthread_mutex_t lock;
+    nb_req slot[NB_SLOTS];
+    _Atomic int live;     /* entries in use: 0 = completion wrappers pass through */
+} nb = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static unsigned nb_home(uintptr_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (unsigned)(h >> 40) & (NB_SLOTS - 1);
+}
+
+/* Adds (or replaces) the entry of e->key; -1 when the table is full. */
+static int nb_put(const nb_req *e)
+{
+    int rc = -1;
+    pthread_mutex_lock(&nb.lock);
+    unsigned i = nb_home(e->key);
+    for (unsigned n = 0; n < NB_SLOTS; n++, i = (i + 1) & (NB_SLOTS - 1)) {
+        if (nb.slot[i].key == e->key) {
+            nb.slot[i] = *e;
+            rc = 0;
+            break;
+        }
+        if (nb.slot[i].key == 0) {
+            if (atomic_load(&nb.live) < NB_SLOTS - 1) {
+                nb.slot[i] = *e;
+                atomic_fetch_add(&nb.live, 1);
+                rc = 0;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&nb.lock);
+    return rc;
+}
+
+/* Removes the entry of key into *out; 0 when there was none. Linear probing
+ * with backward-shift deletion: no tombstones, lookups stay short. */
+static int nb_take(uintptr_t key, nb_req *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&nb.lock);
+    unsigned i = nb_home(key);
+    for (unsigned n = 0; n < NB_SLOTS && nb.slot[i].key; n++, i = (i + 1) & (NB_SLOTS - 1)) {
+        if (nb.slot[i].key != key)
+            continue;
+        *out = nb.slot[i];
+        found = 1;
+        for (;;) {
+            nb.slot[i].key = 0;
+            unsigned j = i;
+            for (;;) {
+                j = (j + 1) & (NB_SLOTS - 1);
+                if (!nb.slot[j].key)
+                    goto done;
+                unsigned k = nb_home(nb.slot[j].key);
+                /* the entry at j may move to i when its home is not in (i, j] */
+                if (i <= j ? (k <= i || k > j) : (k <= i && k > j))
+                    break;
+            }
+            nb.slot[i] = nb.slot[j];
+            i = j;
+        }
+    }
+done:
+    if (found)
+        atomic_fetch_sub(&nb.live, 1);
+    pthread_mutex_unlock(&nb.lock);
+    return found;
+}
+
+/* After a successful non-blocking start (guard held): the ENTER now, the
+ * EXIT at completion. The ENTER's implicit op ends at once, so that the
+ * program's next calls are recorded as their own ops. A full table still
+ * records the ENTER: the sequence numbers stay aligned across ranks. */
+static void nb_start(mpi_call *mc, MPI_Request req, const void *result, MPI_Datatype rtype, int recv)
+{
+    int saved = errno;
+    mc->token = tft_coll_enter(&mc->ci);
+    tft_op_end();
+    rec_explicit_coll = 0;
+    if (mc->token >= 0) {
+        nb_req e = {.key = RKEY(req), .mc = *mc, .result = result, .rtype = rtype, .recv = recv};
+        if (e.key == RKEY(mh.req_null) || nb_put(&e) != 0)
+            tft_coll_exit(mc->token, &mc->ci, NULL); /* nothing will complete it */
+    }
+    errno = saved;
+}
+
+/* The request that was key completed (ok: successfully; st: its status or
+ * NULL): records its EXIT. Guard held. */
+static void nb_finish(uintptr_t key, const MPI_Status *st, int ok)
+{
+    nb_req e;
+    if (!key || key == RKEY(mh.req_null) || !nb_take(key, &e))
+        return;
+    int saved = errno;
+    mpi_call *mc = &e.mc;
+    if (e.recv && ok)
+        recv_status(mc, st, e.rtype);
+    const void *res = ok && mc->stats && mc->ci.count ? e.result : NULL;
+    if (res) { /* the statistics belong to an op at the completion point */
+        tft_op_begin(mc->ci.name, TFT_OP_COLLECTIVE, 0, NULL);
+        tft_coll_exit(mc->token, &mc->ci, res);
+        tft_op_end();
+    } else {
+        tft_coll_exit(mc->token, &mc->ci, NULL);
+    }
+    rec_explicit_coll = 0;
+    errno = saved;
+}
+
+/* Guard for a completion wrapper: nothing to do while no request is ours. */
+static int nb_begin(void) { return atomic_load_explicit(&nb.live, memory_order_relaxed) > 0 && rec_begin(); }
+
+/* Copies of the caller's request handles (completion turns them into
+ * MPI_REQUEST_NULL) and, when the caller ignores statuses, ours. */
+typedef struct req_snap {
+    uintptr_t *old;
+    MPI_Status *st;       /* statuses to pass to the real call */
+    int own_st;           /* st was allocated here */
+    uintptr_t old_small[16];
+    MPI_Status st_small[16];
+} req_snap;
+
+/* 0 on success; -1 (nothing allocated) when memory is short. nst: number of
+ * statuses the call may write (0: the call takes none). */
+static int snap_take(req_snap *s, int n, const MPI_Request *reqs, MPI_Status *user_st, int nst)
+{
+    s->old = n <= 16 ? s->old_small : malloc((size_t)n * sizeof(*s->old));
+    s->st = user_st;
+    s->own_st = 0;
+    if (nst > 0 && user_st == MPI_STATUSES_IGNORE) {
+        s->st = nst <= 16 ? s->st_small : malloc((size_t)nst * sizeof(*s->st));
+        s->own_st = s->st && s->st != s->st_small;
+    }
+    if (!s->old || (nst > 0 && !s->st)) {
+        if (s->old != s->old_small)
+            free(s->old);
+        if (s->own_st)
+            free(s->st);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        s->old[i] = RKEY(reqs[i]);
+    return 0;
+}
+
+static void snap_free(req_snap *s)
+{
+    if (s->old != s->old_small)
+        free(s->old);
+    if (s->own_st)
+        free(s->st);
+}
+
+/* Whether the status of one completed request reports success. */
+static int status_ok(int rc, const MPI_Status *st)
+{
+    return rc == MPI_SUCCESS || (rc == MPI_ERR_IN_STATUS && st && st->MPI_ERROR == MPI_SUCCESS);
+}
+
+/* Requests i in [0, n) whose handle became MPI_REQUEST_NULL finished;
+ * statuses per request index (st may be NULL). */
+static void snap_finish_all(const req_snap *s, int n, const MPI_Request *reqs, const MPI_Status *st, int rc)
+{
+    uintptr_t null = RKEY(mh.req_null);
+    for (int i = 0; i < n; i++)
+        if (s->old[i] != null && RKEY(reqs[i]) == null)
+            nb_finish(s->old[i], st ? &st[i] : NULL, status_ok(rc, st ? &st[i] : NULL));
+}
+
+/* ---- blocking collectives ------------------------------------------------- */
 
 typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 typedef int (*bcast_fn)(void *, int, MPI_Datatype, int, MPI_Comm);
 typedef int (*reduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
 typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+typedef int (*gather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
+typedef int (*redscat_fn)(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm);
+typedef int (*redscat_block_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 typedef int (*barrier_fn)(MPI_Comm);
+
+/* Looks the real function up into fn, or returns MPI_ERR_OTHER. */
+#define REAL(type, name)                                                                                \
+    static void *_Atomic real_;                                                                         \
+    type fn = (type)ip_real_cached(&real_, name);                                                       \
+    if (!fn)                                                                                            \
+        return MPI_ERR_OTHER
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
-    static void *_Atomic real;
-    allreduce_fn fn = (allreduce_fn)ip_real_cached(&real, "MPI_Allreduce");
-    if (!fn)
-        return MPI_ERR_OTHER;
-    coll_call cc;
-    if (!coll_begin(&cc, "MPI_Allreduce", TFT_COLL_ALLREDUCE, comm, datatype, count, &op, -1))
+    REAL(allreduce_fn, "MPI_Allreduce");
+    mpi_call mc;
+    if (!coll_begin(&mc, "MPI_Allreduce", TFT_COLL_ALLREDUCE, comm, datatype, count, &op, -1))
         return fn(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = fn(sendbuf, recvbuf, count, datatype, op, comm);
-    coll_end(&cc, rc == MPI_SUCCESS ? recvbuf : NULL);
+    call_end(&mc, rc == MPI_SUCCESS ? recvbuf : NULL);
     return rc;
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    static void *_Atomic real;
-    bcast_fn fn = (bcast_fn)ip_real_cached(&real, "MPI_Bcast");
-    if (!fn)
-        return MPI_ERR_OTHER;
-    coll_call cc;
-    if (!coll_begin(&cc, "MPI_Bcast", TFT_COLL_BCAST, comm, datatype, count, NULL, root))
+    REAL(bcast_fn, "MPI_Bcast");
+    mpi_call mc;
+    if (!coll_begin(&mc, "MPI_Bcast", TFT_COLL_BCAST, comm, datatype, count, NULL, root))
         return fn(buffer, count, datatype, root, comm);
     int rc = fn(buffer, count, datatype, root, comm);
-    coll_end(&cc, rc == MPI_SUCCESS ? buffer : NULL);
+    call_end(&mc, rc == MPI_SUCCESS ? buffer : NULL);
     return rc;
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                MPI_Comm comm)
 {
-    static void *_Atomic real;
-    reduce_fn fn = (reduce_fn)ip_real_cached(&real, "MPI_Reduce");
-    if (!fn)
-        return MPI_ERR_OTHER;
-    coll_call cc;
-    if (!coll_begin(&cc, "MPI_Reduce", TFT_COLL_REDUCE, comm, datatype, count, &op, root))
+    REAL(reduce_fn, "MPI_Reduce");
+    mpi_call mc;
+    if (!coll_begin(&mc, "MPI_Reduce", TFT_COLL_REDUCE, comm, datatype, count, &op, root))
         return fn(sendbuf, recvbuf, count, datatype, op, root, comm);
     int rc = fn(sendbuf, recvbuf, count, datatype, op, root, comm);
-    coll_end(&cc, rc == MPI_SUCCESS && cc.ci.rank == root ? recvbuf : NULL);
+    call_end(&mc, rc == MPI_SUCCESS && mc.ci.rank == root ? recvbuf : NULL);
     return rc;
 }
 
@@ -236,29 +555,585 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
-    static void *_Atomic real;
-    allgather_fn fn = (allgather_fn)ip_real_cached(&real, "MPI_Allgather");
-    if (!fn)
-        return MPI_ERR_OTHER;
-    coll_call cc;
-    if (!coll_begin(&cc, "MPI_Allgather", TFT_COLL_ALLGATHER, comm, recvtype, recvcount, NULL, -1))
+    REAL(allgather_fn, "MPI_Allgather");
+    mpi_call mc;
+    if (!coll_begin(&mc, "MPI_Allgather", TFT_COLL_ALLGATHER, comm, recvtype, recvcount, NULL, -1))
         return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    coll_end(&cc, NULL);
+    call_end(&mc, NULL);
+    return rc;
+}
+
+/* As MPI_Allgather: the per-peer recvcount, no statistics. */
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, MPI_Comm comm)
+{
+    REAL(allgather_fn, "MPI_Alltoall");
+    mpi_call mc;
+    if (!coll_begin(&mc, "MPI_Alltoall", TFT_COLL_ALLTOALL, comm, recvtype, recvcount, NULL, -1))
+        return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    call_end(&mc, NULL);
+    return rc;
+}
+
+/* The count recorded is the sum of recvcounts (equal on all ranks; a rank's
+ * own share may legitimately differ from its peers'); no statistics. */
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm)
+{
+    REAL(redscat_fn, "MPI_Reduce_scatter");
+    if (!rec_begin())
+        return fn(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    mpi_call mc;
+    int size = comm_size(comm);
+    uint64_t total = 0;
+    for (int i = 0; recvcounts && i < size; i++)
+        total += ucount(recvcounts[i]);
+    call_fill(&mc, "MPI_Reduce_scatter", TFT_COLL_REDUCE_SCATTER, comm, datatype, total, map_redop(op), -1, 0);
+    call_enter(&mc);
+    int rc = fn(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    call_end(&mc, NULL);
+    return rc;
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm)
+{
+    REAL(redscat_block_fn, "MPI_Reduce_scatter_block");
+    mpi_call mc;
+    if (!coll_begin(&mc, "MPI_Reduce_scatter_block", TFT_COLL_REDUCE_SCATTER, comm, datatype, recvcount, &op,
+                    -1))
+        return fn(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    int rc = fn(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    call_end(&mc, rc == MPI_SUCCESS ? recvbuf : NULL);
+    return rc;
+}
+
+/* Gather: the count and type every rank sends (the root's own receive
+ * arguments when it gathers in place); no statistics. */
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+               MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    REAL(gather_fn, "MPI_Gather");
+    if (!rec_begin())
+        return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    mpi_call mc;
+    int in_place = sendbuf == MPI_IN_PLACE && comm_rank(comm) == root;
+    call_fill(&mc, "MPI_Gather", TFT_COLL_GATHER, comm, in_place ? recvtype : sendtype,
+              ucount(in_place ? recvcount : sendcount), TFT_REDOP_NONE, root, 0);
+    call_enter(&mc);
+    int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    call_end(&mc, NULL);
+    return rc;
+}
+
+/* Scatter: the count and type every rank receives, with their statistics
+ * (the root's send arguments when it keeps its share in place). */
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    REAL(gather_fn, "MPI_Scatter");
+    if (!rec_begin())
+        return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    mpi_call mc;
+    int in_place = recvbuf == MPI_IN_PLACE && comm_rank(comm) == root;
+    call_fill(&mc, "MPI_Scatter", TFT_COLL_SCATTER, comm, in_place ? sendtype : recvtype,
+              ucount(in_place ? sendcount : recvcount), TFT_REDOP_NONE, root, 0);
+    call_enter(&mc);
+    int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    call_end(&mc, rc == MPI_SUCCESS && !in_place ? recvbuf : NULL);
     return rc;
 }
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    static void *_Atomic real;
-    barrier_fn fn = (barrier_fn)ip_real_cached(&real, "MPI_Barrier");
-    if (!fn)
-        return MPI_ERR_OTHER;
-    coll_call cc;
-    if (!coll_begin(&cc, "MPI_Barrier", TFT_COLL_BARRIER, comm, (MPI_Datatype)0, 0, NULL, -1))
+    REAL(barrier_fn, "MPI_Barrier");
+    mpi_call mc;
+    if (!coll_begin(&mc, "MPI_Barrier", TFT_COLL_BARRIER, comm, (MPI_Datatype)0, 0, NULL, -1))
         return fn(comm);
     int rc = fn(comm);
-    coll_end(&cc, NULL);
+    call_end(&mc, NULL);
+    return rc;
+}
+
+/* ---- blocking point-to-point ---------------------------------------------- */
+
+typedef int (*send_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+typedef int (*recv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+typedef int (*sendrecv_fn)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int, int,
+                           MPI_Comm, MPI_Status *);
+typedef int (*sendrecv_replace_fn)(void *, int, MPI_Datatype, int, int, int, int, MPI_Comm, MPI_Status *);
+
+static int send_common(send_fn fn, const char *name, const void *buf, int count, MPI_Datatype dt, int dest,
+                       int tag, MPI_Comm comm)
+{
+    mpi_call mc;
+    if (!p2p_begin(&mc, name, TFT_COLL_SEND, comm, dt, count, dest))
+        return fn(buf, count, dt, dest, tag, comm);
+    int rc = fn(buf, count, dt, dest, tag, comm);
+    call_end(&mc, NULL);
+    return rc;
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    REAL(send_fn, "MPI_Send");
+    return send_common(fn, "MPI_Send", buf, count, datatype, dest, tag, comm);
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    REAL(send_fn, "MPI_Ssend");
+    return send_common(fn, "MPI_Ssend", buf, count, datatype, dest, tag, comm);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    REAL(recv_fn, "MPI_Recv");
+    mpi_call mc;
+    if (!p2p_begin(&mc, "MPI_Recv", TFT_COLL_RECV, comm, datatype, count, source))
+        return fn(buf, count, datatype, source, tag, comm, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = fn(buf, count, datatype, source, tag, comm, st);
+    if (rc == MPI_SUCCESS)
+        recv_status(&mc, st, datatype);
+    call_end(&mc, rc == MPI_SUCCESS ? buf : NULL);
+    return rc;
+}
+
+/* One SEND and one RECV record (either side to MPI_PROC_NULL: not recorded),
+ * sharing one op. */
+typedef struct sendrecv_rec {
+    mpi_call s, r;
+    int has_s, has_r;
+} sendrecv_rec;
+
+static int sendrecv_begin(sendrecv_rec *x, const char *name, MPI_Comm comm, MPI_Datatype stype, int scount,
+                          int dest, MPI_Datatype rtype, int rcount, int source)
+{
+    x->has_s = dest != MPI_PROC_NULL;
+    x->has_r = source != MPI_PROC_NULL;
+    if ((!x->has_s && !x->has_r) || !rec_begin())
+        return 0;
+    if (x->has_s)
+        call_fill(&x->s, name, TFT_COLL_SEND, comm, stype, ucount(scount), TFT_REDOP_NONE, dest, 1);
+    if (x->has_r)
+        call_fill(&x->r, name, TFT_COLL_RECV, comm, rtype, ucount(rcount), TFT_REDOP_NONE,
+                  source == MPI_ANY_SOURCE ? -1 : source, 1);
+    if (x->has_s)
+        call_enter(&x->s);
+    if (x->has_r)
+        call_enter(&x->r);
+    return 1;
+}
+
+/* The receive's exit first: it carries the statistics of the op. */
+static void sendrecv_end(sendrecv_rec *x, int rc, const void *rbuf, const MPI_Status *st, MPI_Datatype rtype)
+{
+    if (x->has_r) {
+        if (rc == MPI_SUCCESS)
+            recv_status(&x->r, st, rtype);
+        call_exit(&x->r, rc == MPI_SUCCESS ? rbuf : NULL);
+    }
+    if (x->has_s)
+        call_exit(&x->s, NULL);
+    rec_end();
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    REAL(sendrecv_fn, "MPI_Sendrecv");
+    sendrecv_rec x;
+    if (!sendrecv_begin(&x, "MPI_Sendrecv", comm, sendtype, sendcount, dest, recvtype, recvcount, source))
+        return fn(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+                  comm, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = fn(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm,
+                st);
+    sendrecv_end(&x, rc, recvbuf, st, recvtype);
+    return rc;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                         int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    REAL(sendrecv_replace_fn, "MPI_Sendrecv_replace");
+    sendrecv_rec x;
+    if (!sendrecv_begin(&x, "MPI_Sendrecv_replace", comm, datatype, count, dest, datatype, count, source))
+        return fn(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = fn(buf, count, datatype, dest, sendtag, source, recvtag, comm, st);
+    sendrecv_end(&x, rc, buf, st, datatype);
+    return rc;
+}
+
+/* ---- non-blocking starts -------------------------------------------------- */
+
+typedef int (*iallreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+typedef int (*ibcast_fn)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
+typedef int (*ireduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm, MPI_Request *);
+typedef int (*iallgather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                             MPI_Request *);
+typedef int (*iredscat_block_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+typedef int (*ibarrier_fn)(MPI_Comm, MPI_Request *);
+typedef int (*isend_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+
+/* Fills mc for a non-blocking collective (guard held). */
+static void icoll_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
+                       const MPI_Op *op, int root)
+{
+    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0);
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    REAL(iallreduce_fn, "MPI_Iallreduce");
+    if (!rec_begin())
+        return fn(sendbuf, recvbuf, count, datatype, op, comm, request);
+    int rc = fn(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        icoll_fill(&mc, "MPI_Iallreduce", TFT_COLL_ALLREDUCE, comm, datatype, count, &op, -1);
+        nb_start(&mc, *request, recvbuf, datatype, 0);
+    }
+    rec_end();
+    return rc;
+}
+
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    REAL(ibcast_fn, "MPI_Ibcast");
+    if (!rec_begin())
+        return fn(buffer, count, datatype, root, comm, request);
+    int rc = fn(buffer, count, datatype, root, comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        icoll_fill(&mc, "MPI_Ibcast", TFT_COLL_BCAST, comm, datatype, count, NULL, root);
+        nb_start(&mc, *request, buffer, datatype, 0);
+    }
+    rec_end();
+    return rc;
+}
+
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request *request)
+{
+    REAL(ireduce_fn, "MPI_Ireduce");
+    if (!rec_begin())
+        return fn(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    int rc = fn(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        icoll_fill(&mc, "MPI_Ireduce", TFT_COLL_REDUCE, comm, datatype, count, &op, root);
+        nb_start(&mc, *request, mc.ci.rank == root ? recvbuf : NULL, datatype, 0);
+    }
+    rec_end();
+    return rc;
+}
+
+static int iallgather_common(iallgather_fn fn, const char *name, int type, const void *sendbuf, int sendcount,
+                             MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                             MPI_Comm comm, MPI_Request *request)
+{
+    if (!rec_begin())
+        return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        icoll_fill(&mc, name, type, comm, recvtype, recvcount, NULL, -1);
+        nb_start(&mc, *request, NULL, recvtype, 0);
+    }
+    rec_end();
+    return rc;
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    REAL(iallgather_fn, "MPI_Iallgather");
+    return iallgather_common(fn, "MPI_Iallgather", TFT_COLL_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf,
+                             recvcount, recvtype, comm, request);
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    REAL(iallgather_fn, "MPI_Ialltoall");
+    return iallgather_common(fn, "MPI_Ialltoall", TFT_COLL_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf,
+                             recvcount, recvtype, comm, request);
+}
+
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    REAL(iredscat_block_fn, "MPI_Ireduce_scatter_block");
+    if (!rec_begin())
+        return fn(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    int rc = fn(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        icoll_fill(&mc, "MPI_Ireduce_scatter_block", TFT_COLL_REDUCE_SCATTER, comm, datatype, recvcount, &op, -1);
+        nb_start(&mc, *request, recvbuf, datatype, 0);
+    }
+    rec_end();
+    return rc;
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    REAL(ibarrier_fn, "MPI_Ibarrier");
+    if (!rec_begin())
+        return fn(comm, request);
+    int rc = fn(comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        icoll_fill(&mc, "MPI_Ibarrier", TFT_COLL_BARRIER, comm, (MPI_Datatype)0, 0, NULL, -1);
+        nb_start(&mc, *request, NULL, (MPI_Datatype)0, 0);
+    }
+    rec_end();
+    return rc;
+}
+
+static int isend_common(isend_fn fn, const char *name, const void *buf, int count, MPI_Datatype dt, int dest,
+                        int tag, MPI_Comm comm, MPI_Request *request)
+{
+    if (dest == MPI_PROC_NULL || !rec_begin())
+        return fn(buf, count, dt, dest, tag, comm, request);
+    int rc = fn(buf, count, dt, dest, tag, comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        call_fill(&mc, name, TFT_COLL_SEND, comm, dt, ucount(count), TFT_REDOP_NONE, dest, 1);
+        nb_start(&mc, *request, NULL, dt, 0);
+    }
+    rec_end();
+    return rc;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request)
+{
+    REAL(isend_fn, "MPI_Isend");
+    return isend_common(fn, "MPI_Isend", buf, count, datatype, dest, tag, comm, request);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    REAL(isend_fn, "MPI_Issend");
+    return isend_common(fn, "MPI_Issend", buf, count, datatype, dest, tag, comm, request);
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request)
+{
+    REAL(irecv_fn, "MPI_Irecv");
+    if (source == MPI_PROC_NULL || !rec_begin())
+        return fn(buf, count, datatype, source, tag, comm, request);
+    int rc = fn(buf, count, datatype, source, tag, comm, request);
+    if (rc == MPI_SUCCESS && request) {
+        mpi_call mc;
+        call_fill(&mc, "MPI_Irecv", TFT_COLL_RECV, comm, datatype, ucount(count), TFT_REDOP_NONE,
+                  source == MPI_ANY_SOURCE ? -1 : source, 1);
+        nb_start(&mc, *request, buf, datatype, 1);
+    }
+    rec_end();
+    return rc;
+}
+
+/* ---- completion ----------------------------------------------------------- */
+
+typedef int (*wait_fn)(MPI_Request *, MPI_Status *);
+typedef int (*test_fn)(MPI_Request *, int *, MPI_Status *);
+typedef int (*waitall_fn)(int, MPI_Request *, MPI_Status *);
+typedef int (*testall_fn)(int, MPI_Request *, int *, MPI_Status *);
+typedef int (*waitany_fn)(int, MPI_Request *, int *, MPI_Status *);
+typedef int (*testany_fn)(int, MPI_Request *, int *, int *, MPI_Status *);
+typedef int (*waitsome_fn)(int, MPI_Request *, int *, int *, MPI_Status *);
+typedef int (*request_free_fn)(MPI_Request *);
+
+/* One request: finished when its handle became MPI_REQUEST_NULL. */
+static void finish_one(uintptr_t old, const MPI_Request *req, const MPI_Status *st, int rc)
+{
+    if (old != RKEY(mh.req_null) && RKEY(*req) == RKEY(mh.req_null))
+        nb_finish(old, st, rc == MPI_SUCCESS);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    REAL(wait_fn, "MPI_Wait");
+    if (!request || !nb_begin())
+        return fn(request, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uintptr_t old = RKEY(*request);
+    int rc = fn(request, st);
+    finish_one(old, request, st, rc);
+    rec_end();
+    return rc;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    REAL(test_fn, "MPI_Test");
+    if (!request || !nb_begin())
+        return fn(request, flag, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uintptr_t old = RKEY(*request);
+    int rc = fn(request, flag, st);
+    finish_one(old, request, st, rc);
+    rec_end();
+    return rc;
+}
+
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses)
+{
+    REAL(waitall_fn, "MPI_Waitall");
+    req_snap s;
+    if (count <= 0 || !array_of_requests || !nb_begin())
+        return fn(count, array_of_requests, array_of_statuses);
+    if (snap_take(&s, count, array_of_requests, array_of_statuses, count)) {
+        rec_end();
+        return fn(count, array_of_requests, array_of_statuses);
+    }
+    int rc = fn(count, array_of_requests, s.st);
+    snap_finish_all(&s, count, array_of_requests, s.st, rc);
+    snap_free(&s);
+    rec_end();
+    return rc;
+}
+
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
+{
+    REAL(testall_fn, "MPI_Testall");
+    req_snap s;
+    if (count <= 0 || !array_of_requests || !nb_begin())
+        return fn(count, array_of_requests, flag, array_of_statuses);
+    if (snap_take(&s, count, array_of_requests, array_of_statuses, count)) {
+        rec_end();
+        return fn(count, array_of_requests, flag, array_of_statuses);
+    }
+    int rc = fn(count, array_of_requests, flag, s.st);
+    snap_finish_all(&s, count, array_of_requests, s.st, rc);
+    snap_free(&s);
+    rec_end();
+    return rc;
+}
+
+/* Waitany/Testany: the one request at *index finished (if any). */
+static void finish_index(const req_snap *s, int count, const MPI_Request *reqs, int index, const MPI_Status *st,
+                         int rc)
+{
+    if (index >= 0 && index < count && index != MPI_UNDEFINED)
+        finish_one(s->old[index], &reqs[index], st, rc);
+}
+
+int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+{
+    REAL(waitany_fn, "MPI_Waitany");
+    req_snap s;
+    if (count <= 0 || !array_of_requests || !index || !nb_begin())
+        return fn(count, array_of_requests, index, status);
+    if (snap_take(&s, count, array_of_requests, NULL, 0)) {
+        rec_end();
+        return fn(count, array_of_requests, index, status);
+    }
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = fn(count, array_of_requests, index, st);
+    finish_index(&s, count, array_of_requests, *index, st, rc);
+    snap_free(&s);
+    rec_end();
+    return rc;
+}
+
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
+{
+    REAL(testany_fn, "MPI_Testany");
+    req_snap s;
+    if (count <= 0 || !array_of_requests || !index || !nb_begin())
+        return fn(count, array_of_requests, index, flag, status);
+    if (snap_take(&s, count, array_of_requests, NULL, 0)) {
+        rec_end();
+        return fn(count, array_of_requests, index, flag, status);
+    }
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = fn(count, array_of_requests, index, flag, st);
+    finish_index(&s, count, array_of_requests, *index, st, rc);
+    snap_free(&s);
+    rec_end();
+    return rc;
+}
+
+/* Waitsome/Testsome: statuses follow the order of indices[]. */
+static void finish_some(const req_snap *s, int count, const MPI_Request *reqs, const int *outcount,
+                        const int *indices, const MPI_Status *st, int rc)
+{
+    if (!outcount || *outcount == MPI_UNDEFINED || !indices)
+        return;
+    for (int k = 0; k < *outcount && k < count; k++) {
+        int i = indices[k];
+        if (i >= 0 && i < count && s->old[i] != RKEY(mh.req_null) && RKEY(reqs[i]) == RKEY(mh.req_null))
+            nb_finish(s->old[i], &st[k], status_ok(rc, &st[k]));
+    }
+}
+
+int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                 MPI_Status array_of_statuses[])
+{
+    REAL(waitsome_fn, "MPI_Waitsome");
+    req_snap s;
+    if (incount <= 0 || !array_of_requests || !nb_begin())
+        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    if (snap_take(&s, incount, array_of_requests, array_of_statuses, incount)) {
+        rec_end();
+        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    }
+    int rc = fn(incount, array_of_requests, outcount, array_of_indices, s.st);
+    finish_some(&s, incount, array_of_requests, outcount, array_of_indices, s.st, rc);
+    snap_free(&s);
+    rec_end();
+    return rc;
+}
+
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                 MPI_Status array_of_statuses[])
+{
+    REAL(waitsome_fn, "MPI_Testsome");
+    req_snap s;
+    if (incount <= 0 || !array_of_requests || !nb_begin())
+        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    if (snap_take(&s, incount, array_of_requests, array_of_statuses, incount)) {
+        rec_end();
+        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
+    }
+    int rc = fn(incount, array_of_requests, outcount, array_of_indices, s.st);
+    finish_some(&s, incount, array_of_requests, outcount, array_of_indices, s.st, rc);
+    snap_free(&s);
+    rec_end();
+    return rc;
+}
+
+/* The program stops tracking the request: its EXIT now, without statistics
+ * (the operation may still be in flight). */
+int MPI_Request_free(MPI_Request *request)
+{
+    REAL(request_free_fn, "MPI_Request_free");
+    if (!request || !nb_begin())
+        return fn(request);
+    uintptr_t old = RKEY(*request);
+    int rc = fn(request);
+    if (rc == MPI_SUCCESS)
+        nb_finish(old, NULL, 0);
+    rec_end();
     return rc;
 }
 #endif /* TFT_HAVE_MPI */
