@@ -20,7 +20,8 @@
 
 enum { DUMP_OK = 0, DUMP_FINDINGS = 1, DUMP_USAGE = 2 };
 
-enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS, MODE_CHECK };
+enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS, MODE_CHECK, MODE_TENSOR,
+                 MODE_CAPTURES, MODE_REPLAY };
 
 /* Bit 0 of dump_opts.kinds selects every kind this build does not know. */
 #define KIND_BIT_UNKNOWN 1ull
@@ -35,6 +36,11 @@ typedef struct dump_opts {
     int64_t step_lo, step_hi;
     const char *name_glob; /* --name: fnmatch pattern on the record's name */
     uint64_t kinds;      /* --kind: bit k keeps kind k (< 64); 0 = every kind */
+    const char *tensor;  /* --tensor NAME|ID[@STEP] */
+    const char *out;     /* --out FILE.npy */
+    int raw;             /* --raw: bf16 as its '<u2' bits in .npy (default: exact '<f4') */
+    int64_t replay_seq;  /* --replay-op SEQ */
+    double rtol, atol;   /* --rtol, --atol for --replay-op */
 } dump_opts;
 
 /* ---- diagnostics (dump_util.c) ------------------------------------------ */
@@ -146,5 +152,8 @@ int dump_events(dump_trace *d, const dump_opts *o);
 int dump_verify(dump_trace *d, const dump_opts *o);
 int dump_chunks(dump_trace *d, const dump_opts *o);
 int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
+int dump_tensor(dump_trace *d, const dump_opts *o);   /* dump_capture.c: --tensor */
+int dump_captures(dump_trace *d, const dump_opts *o); /* dump_capture.c: --captures */
+int dump_replay(dump_trace *d, const dump_opts *o);   /* dump_replay.c: --replay-op */
 
 #endif

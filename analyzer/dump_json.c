@@ -69,6 +69,27 @@ static void json_tensor(cJSON *o, const tft_rec_tensor *t)
     }
     cJSON_AddStringToObject(o, "mode", mode_name(t->mode));
     cJSON_AddItemToObject(o, "stats", json_stats(t->mode, &t->stats));
+    cJSON_AddBoolToObject(o, "has_data", (t->h.flags & TFT_TENSOR_HAS_DATA) != 0);
+}
+
+/* A CAPTURE part: where it lies in which tensor, not its bytes. */
+static void json_capture(cJSON *o, const tft_rec_capture *c)
+{
+    json_u64(o, "id", c->tensor);
+    cJSON_AddStringToObject(o, "role", c->role == TFT_CAPTURE_OUTPUT  ? "output"
+                                       : c->role == TFT_CAPTURE_INPUT ? "input"
+                                                                      : "prior");
+    cJSON_AddStringToObject(o, "dtype", tft_dtype_name(c->dtype));
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int i = 0; shape && i < c->ndim; i++) {
+        char b[24];
+        snprintf(b, sizeof(b), "%" PRId64, c->shape[i]);
+        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
+    }
+    json_u64(o, "total", c->total);
+    json_u64(o, "offset", c->offset);
+    json_u64(o, "n", c->n);
+    cJSON_AddBoolToObject(o, "shuffled", (c->h.flags & TFT_CAPTURE_SHUFFLED) != 0);
 }
 
 static cJSON *json_id_array(const uint64_t *ids, int n, int is_signed)
@@ -200,6 +221,7 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
         break;
     }
     case TFT_REC_PROCESS: json_process(o, (const tft_rec_process *)rec); break;
+    case TFT_REC_CAPTURE: json_capture(o, (const tft_rec_capture *)rec); break;
     case TFT_REC_DROPPED: {
         const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
         json_u64(o, "count", d->count);

@@ -33,6 +33,7 @@ const char *rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
     case TFT_REC_COLLECTIVE: return rec_string(r, ((const tft_rec_collective *)rec)->name, buf);
     case TFT_REC_KERNEL: return rec_string(r, ((const tft_rec_kernel *)rec)->name, buf);
     case TFT_REC_CHECKPOINT: return rec_string(r, ((const tft_rec_checkpoint *)rec)->path, buf);
+    case TFT_REC_CAPTURE: return rec_string(r, ((const tft_rec_capture *)rec)->name, buf);
     default: return NULL;
     }
 }
@@ -106,6 +107,17 @@ static void text_tensor(FILE *f, const tft_rec_tensor *t, const tft_reader *r)
     fprintf(f, "] id=%" PRIu64 " ", t->id);
     print_device(f, t->device_kind, t->device);
     print_stats(f, t->mode, &t->stats);
+    if (t->h.flags & TFT_TENSOR_HAS_DATA)
+        fputs(" captured", f);
+}
+
+/* r0 s2 q17 capture L0.qkv output id=41 bytes 65392..130784/786432 */
+static void text_capture(FILE *f, const tft_rec_capture *c, const tft_reader *r)
+{
+    static const char *const roles[] = {"output", "input", "prior"};
+    fprintf(f, " %s %s id=%" PRIu64 " %s bytes %" PRIu64 "..%" PRIu64 "/%" PRIu64, txt(r, c->name),
+            c->role <= TFT_CAPTURE_PRIOR ? roles[c->role] : "?", c->tensor, tft_dtype_name(c->dtype), c->offset,
+            c->offset + c->n, c->total);
 }
 
 static void print_ids(FILE *f, const char *label, const uint64_t *ids, int n, int is_signed)
@@ -214,6 +226,7 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
         break;
     }
     case TFT_REC_PROCESS: text_process(f, (const tft_rec_process *)rec); break;
+    case TFT_REC_CAPTURE: text_capture(f, (const tft_rec_capture *)rec, r); break;
     case TFT_REC_DROPPED: {
         const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
         fprintf(f, " count=%" PRIu64 " reason=%s", d->count, drop_reason_name(d->reason));

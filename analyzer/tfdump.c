@@ -1,5 +1,6 @@
 /*
- * tfdump — inspect a tftrace trace: summary, events, verification, chunks.
+ * tfdump — inspect a tftrace trace: summary, events, verification, chunks,
+ * captured tensors (to .npy) and the replay of a captured op.
  *
  * This file parses the command line and wires the parts (dump_*.c); see
  * usage() for the interface and its exit statuses. The trace is untrusted
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,11 +27,25 @@ static void usage(FILE *f)
           "      --chunks        list the chunks of every rank file\n"
           "      --check         findings of this trace alone: the first non-finite tensor,\n"
           "                      collective desyncs across ranks, leaks\n"
-          "  -j, --json          JSON: one object (summary, --verify) or one object per\n"
-          "                      line (--events, --chunks)\n"
+          "      --captures      list the captured tensors (tftrace --capture)\n"
+          "      --tensor NAME|ID  one captured tensor: its summary; with --out FILE.npy it\n"
+          "                      is written as a .npy file (exact dtype and shape). NAME\n"
+          "                      may be NAME@STEP; a number is a tensor id\n"
+          "      --out FILE.npy  (--tensor) where to write the .npy file\n"
+          "      --raw           (--tensor) bf16 as its raw bits ('<u2'); default: converted\n"
+          "                      exactly to float32 ('<f4'), numpy having no bf16\n"
+          "      --replay-op SEQ re-execute captured op SEQ (a cblas gemm, or a tftrain op\n"
+          "                      such as L0.gelu) from its captured inputs and compare with\n"
+          "                      its captured output: bit-identical, within tolerance, or\n"
+          "                      different\n"
+          "      --rtol X, --atol Y  (--replay-op) tolerance |got-want| <= atol + rtol*|want|\n"
+          "                      (default rtol 1e-5, atol 1e-7)\n"
+          "  -j, --json          JSON: one object (summary, --verify, --tensor, --replay-op)\n"
+          "                      or one object per line (--events, --chunks, --captures)\n"
           "\n"
           "Filters for --events (all must match):\n"
-          "  -r, --rank R        only rank R (also for --chunks)\n"
+          "  -r, --rank R        only rank R (also for --chunks, --captures, --tensor,\n"
+          "                      --replay-op)\n"
           "  -s, --steps A:B     only steps A..B, inclusive (also A:, :B, A); records\n"
           "                      outside any step are left out\n"
           "  -n, --name GLOB     only records whose name matches GLOB (fnmatch): tensor,\n"
@@ -44,8 +60,9 @@ static void usage(FILE *f)
           "  -h, --help          show this help\n"
           "  -V, --version       show the version\n"
           "\n"
-          "Exit status: 0 success; 1 --verify found a torn or damaged trace, or --check\n"
-          "found something; 2 usage error\n"
+          "Exit status: 0 success; 1 --verify found a torn or damaged trace, --check\n"
+          "found something, or --replay-op gave a different result; 2 usage error, no\n"
+          "such captured tensor, an op that cannot be replayed\n"
           "or unusable input (missing path, not a trace, newer major format version,\n"
           "garbage, a file cut inside its header). A torn or damaged trace that still\n"
           "opens is shown with warnings and its integrity.\n",
@@ -118,12 +135,17 @@ static bool parse_kinds(const char *s, dump_opts *o)
     return o->kinds != 0;
 }
 
-enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK };
+enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
+       OPT_REPLAY, OPT_RTOL, OPT_ATOL };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
     {"chunks", no_argument, NULL, OPT_CHUNKS}, {"json", no_argument, NULL, 'j'},
     {"check", no_argument, NULL, OPT_CHECK},
+    {"tensor", required_argument, NULL, OPT_TENSOR}, {"captures", no_argument, NULL, OPT_CAPTURES},
+    {"out", required_argument, NULL, OPT_OUT}, {"raw", no_argument, NULL, OPT_RAW},
+    {"replay-op", required_argument, NULL, OPT_REPLAY}, {"rtol", required_argument, NULL, OPT_RTOL},
+    {"atol", required_argument, NULL, OPT_ATOL},
     {"rank", required_argument, NULL, 'r'}, {"steps", required_argument, NULL, 's'},
     {"name", required_argument, NULL, 'n'}, {"kind", required_argument, NULL, 'k'},
     {"order", required_argument, NULL, OPT_ORDER}, {"help", no_argument, NULL, 'h'},
@@ -133,7 +155,8 @@ static const struct option long_opts[] = {
 static int set_mode(dump_opts *o, int mode)
 {
     if (o->mode != MODE_SUMMARY && o->mode != mode)
-        return usage_error("%s", "--events, --verify, --chunks and --check exclude each other");
+        return usage_error("%s", "--events, --verify, --chunks, --check, --captures, --tensor and "
+                                 "--replay-op exclude each other");
     o->mode = mode;
     return DUMP_OK;
 }
@@ -147,6 +170,29 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     case OPT_VERIFY: return set_mode(o, MODE_VERIFY);
     case OPT_CHUNKS: return set_mode(o, MODE_CHUNKS);
     case OPT_CHECK: return set_mode(o, MODE_CHECK);
+    case OPT_CAPTURES: return set_mode(o, MODE_CAPTURES);
+    case OPT_TENSOR:
+        if (!*arg)
+            return usage_error("%s", "--tensor needs a tensor name or id");
+        o->tensor = arg;
+        return set_mode(o, MODE_TENSOR);
+    case OPT_OUT: o->out = arg; return DUMP_OK;
+    case OPT_RAW: o->raw = 1; return DUMP_OK;
+    case OPT_REPLAY:
+        if (!parse_i64(arg, strlen(arg), &v) || v < 0)
+            return usage_error("--replay-op needs an op sequence number, not '%s'", arg);
+        o->replay_seq = v;
+        return set_mode(o, MODE_REPLAY);
+    case OPT_RTOL:
+    case OPT_ATOL: {
+        char *end;
+        errno = 0;
+        double x = strtod(arg, &end);
+        if (errno || end == arg || *end || !(x >= 0) || isinf(x))
+            return usage_error("--rtol and --atol need a number >= 0, not '%s'", arg);
+        *(c == OPT_RTOL ? &o->rtol : &o->atol) = x;
+        return DUMP_OK;
+    }
     case 'j': o->json = 1; return DUMP_OK;
     case 'r':
         if (!parse_i64(arg, strlen(arg), &v) || v < 0 || v > INT32_MAX)
@@ -175,8 +221,8 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
 /* Fills *o from argv. Returns DUMP_OK, DUMP_USAGE, or -1 (help/version shown). */
 static int parse_args(int argc, char **argv, dump_opts *o)
 {
-    *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1};
-    bool by_rank = false, filtered = false;
+    *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7};
+    bool by_rank = false, filtered = false, tensor_opts = false, replay_opts = false;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":ejr:s:n:k:hV", long_opts, NULL)) != -1) {
@@ -190,14 +236,23 @@ static int parse_args(int argc, char **argv, dump_opts *o)
             return e;
         by_rank |= c == 'r';
         filtered |= c == 's' || c == 'n' || c == 'k' || c == OPT_ORDER;
+        tensor_opts |= c == OPT_OUT || c == OPT_RAW;
+        replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
     }
     if (optind != argc - 1)
         return usage_error("%s", optind >= argc ? "missing TRACE (a trace directory or a rank file)"
                                                 : "give exactly one TRACE");
     o->path = argv[optind];
-    if ((filtered && o->mode != MODE_EVENTS) ||
-        (by_rank && o->mode != MODE_EVENTS && o->mode != MODE_CHUNKS))
-        return usage_error("%s", "--rank, --steps, --name, --kind and --order only apply to --events");
+    bool rank_ok = o->mode == MODE_EVENTS || o->mode == MODE_CHUNKS || o->mode == MODE_CAPTURES ||
+                   o->mode == MODE_TENSOR || o->mode == MODE_REPLAY;
+    if (filtered && o->mode != MODE_EVENTS)
+        return usage_error("%s", "--steps, --name, --kind and --order only apply to --events");
+    if (by_rank && !rank_ok)
+        return usage_error("%s", "--rank applies to --events, --chunks, --captures, --tensor and --replay-op");
+    if (tensor_opts && o->mode != MODE_TENSOR)
+        return usage_error("%s", "--out and --raw only apply to --tensor");
+    if (replay_opts && o->mode != MODE_REPLAY)
+        return usage_error("%s", "--rtol and --atol only apply to --replay-op");
     return DUMP_OK;
 }
 
@@ -216,6 +271,9 @@ static int run(const dump_opts *o)
     case MODE_VERIFY: status = dump_verify(&d, o); break;
     case MODE_CHUNKS: status = dump_chunks(&d, o); break;
     case MODE_CHECK: status = dump_check(&d, o); break;
+    case MODE_TENSOR: status = dump_tensor(&d, o); break;
+    case MODE_CAPTURES: status = dump_captures(&d, o); break;
+    case MODE_REPLAY: status = dump_replay(&d, o); break;
     default: status = dump_summary(&d, o); break;
     }
     dump_trace_close(&d);

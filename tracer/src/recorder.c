@@ -484,6 +484,7 @@ static void capture_op_begin(shm_ring *r, const char *name, int64_t seq, int n_i
     }
     ct->op_seq = seq;
     ct->ndone = 0;
+    ct->n_in = 0;
     ct->state = capture_decide(name, seq, &ct->pending_alts);
     if (ct->state == CAP_ON && in) {
         capture_inputs(r, ct, seq, n_in, in);
