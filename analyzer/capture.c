@@ -75,8 +75,8 @@ typedef struct lister {
     int with_data;
     recent_op ops[RECENT_OPS];
     recent_tensor *tensors;  /* RECENT_TENSORS entries, direct-mapped by id */
-    char *err;
-    size_t errlen;
+    tft_log_fn log;          /* the caller's, or NULL */
+    void *log_ctx;
     char first_log[512];
 } lister;
 
@@ -85,6 +85,8 @@ static void log_keep(void *ctx, int level, const char *msg)
     lister *l = ctx;
     if (level <= TFT_LOG_ERROR && !l->first_log[0])
         snprintf(l->first_log, sizeof(l->first_log), "%s", msg);
+    if (l->log)
+        l->log(l->log_ctx, level, msg);
 }
 
 static uint64_t numel_of(int ndim, const int64_t *shape, bool *ok)
@@ -311,6 +313,12 @@ static int list_rank(lister *l, tft_reader *r, int rank)
 
 int cap_list(const char *trace_path, int with_data, cap_tensor **out, size_t *n, char *err, size_t errlen)
 {
+    return cap_list_log(trace_path, with_data, out, n, NULL, NULL, err, errlen);
+}
+
+int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t *n, tft_log_fn log,
+                 void *log_ctx, char *err, size_t errlen)
+{
     *out = NULL;
     *n = 0;
     lister *l = calloc(1, sizeof(*l));
@@ -320,6 +328,8 @@ int cap_list(const char *trace_path, int with_data, cap_tensor **out, size_t *n,
         return -ENOMEM;
     }
     l->with_data = with_data;
+    l->log = log;
+    l->log_ctx = log_ctx;
     tft_reader_opts ro = TFT_READER_OPTS(.log = log_keep, .log_ctx = l);
     tft_trace *tr = tft_trace_open(trace_path, &ro);
     int e = 0;

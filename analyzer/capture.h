@@ -54,6 +54,10 @@ typedef struct cap_tensor {
  * what its readable chunks hold; the lost parts make captures incomplete. */
 int cap_list(const char *trace_path, int with_data, cap_tensor **out, size_t *n, char *err,
              size_t errlen);
+/* cap_list that also passes the reader's diagnostics (damaged chunks, a
+ * torn tail) to log (NULL = none), as tft_reader_opts.log does. */
+int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t *n, tft_log_fn log,
+                 void *log_ctx, char *err, size_t errlen);
 void cap_free(cap_tensor *t, size_t n); /* NULL-safe */
 
 /* Index of the first capture matching name_or_id, -1 when none: a decimal

@@ -25,10 +25,10 @@ static void shape_text(const cap_tensor *t, char *buf, size_t n)
 }
 
 /* Loads the captures of the trace (of rank o->rank when given). */
-static int load(const dump_opts *o, int with_data, cap_tensor **t, size_t *n)
+static int load(dump_trace *d, const dump_opts *o, int with_data, cap_tensor **t, size_t *n)
 {
     char err[512];
-    if (cap_list(o->path, with_data, t, n, err, sizeof(err)) < 0) {
+    if (cap_list_log(o->path, with_data, t, n, dump_log_fn, &d->log, err, sizeof(err)) < 0) {
         dump_err("%s", err);
         return DUMP_USAGE;
     }
@@ -90,10 +90,9 @@ static void cap_line(const cap_tensor *t)
 
 int dump_captures(dump_trace *d, const dump_opts *o)
 {
-    (void)d;
     cap_tensor *t;
     size_t n;
-    int st = load(o, 0, &t, &n);
+    int st = load(d, o, 0, &t, &n);
     if (st)
         return st;
     uint64_t bytes = 0, incomplete = 0;
@@ -178,10 +177,9 @@ static void tensor_text(const cap_tensor *t, int match)
 
 int dump_tensor(dump_trace *d, const dump_opts *o)
 {
-    (void)d;
     cap_tensor *t;
     size_t n;
-    int st = load(o, 1, &t, &n);
+    int st = load(d, o, 1, &t, &n);
     if (st)
         return st;
     int i = cap_find(t, n, o->tensor);

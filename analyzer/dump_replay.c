@@ -473,7 +473,7 @@ int dump_replay(dump_trace *d, const dump_opts *o)
     replay rp = {.o = o, .rank = o->rank};
     char err[512];
     int status = DUMP_USAGE;
-    if (cap_list(o->path, 1, &rp.caps, &rp.ncaps, err, sizeof(err)) < 0) {
+    if (cap_list_log(o->path, 1, &rp.caps, &rp.ncaps, dump_log_fn, &d->log, err, sizeof(err)) < 0) {
         dump_err("%s", err);
         return DUMP_USAGE;
     }
