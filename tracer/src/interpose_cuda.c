@@ -1,0 +1,683 @@
+/*
+ * interpose_cuda.c — the CUDA side of libtftrace.so (built with the CUDA
+ * toolkit's headers, TFT_HAVE_CUDA; linked with no CUDA library):
+ *   - the plugin registration (tft_cuda_plugin.h): libtftrace-cuda.so, loaded
+ *     by the CUDA driver through CUDA_INJECTION64_PATH, hands us its table;
+ *   - the device-statistics queue (interpose_cuda_internal.h);
+ *   - LD_PRELOAD interposers for cuBLAS (cublasSgemm_v2, cublasDgemm_v2,
+ *     cublasGemmEx, cublasSgemmStridedBatched, cublasGemmStridedBatchedEx)
+ *     and cuBLASLt (cublasLtMatmul): one GEMM op per call, its A and B as
+ *     input tensors and C (Lt: D) as output, with the GEMM attributes of
+ *     FORMAT.md §5.3 (layout 1: cuBLAS is column-major).
+ * NCCL: interpose_nccl.c. NVTX: interpose_nvtx.c.
+ *
+ * Shapes are the matrices as stored, row-major view, like the cblas
+ * interposer: a column-major M x N matrix is recorded as [N, M] (a
+ * strided batch as [batch, N, M]). Each wrapper calls the real function with
+ * the caller's arguments and returns its status unchanged; recording runs
+ * only after a successful call, inside the re-entry guard, with errno kept.
+ * When the real function cannot be found the wrappers return
+ * CUBLAS_STATUS_NOT_INITIALIZED.
+ */
+#include "interpose_cuda_internal.h"
+#include "tft_stats.h"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the plugin ------------------------------------------------------------ */
+
+static const tft_cuda_plugin *_Atomic plugin;
+
+void tft_x_cuda_register(const tft_cuda_plugin *p)
+{
+    if (p && p->sz < sizeof(tft_cuda_plugin))
+        return;
+    atomic_store_explicit(&plugin, p, memory_order_release);
+}
+
+int tft_x_cuda_wanted(void)
+{
+    ip_depth++;
+    int on = ip_active();
+    ip_depth--;
+    return on;
+}
+
+int devq_have_plugin(void) { return atomic_load_explicit(&plugin, memory_order_acquire) != NULL; }
+
+/* One line on stderr, once per process (the issue asks for it; the traced
+ * program's stdout is never touched). */
+static void say_once(_Atomic int *said, const char *msg)
+{
+    if (atomic_exchange(said, 1))
+        return;
+    ssize_t w = write(2, msg, strlen(msg));
+    (void)w;
+}
+
+void devq_note_no_plugin(void)
+{
+    static _Atomic int said;
+    say_once(&said, "tftrace: CUDA plugin not loaded (no CUDA device or driver, or CUDA_INJECTION64_PATH "
+                    "set to another tool): cuBLAS/NCCL calls are recorded without device statistics\n");
+}
+
+/* ---- the device-statistics queue -------------------------------------------- */
+
+#define DEVQ_CAP 1024
+
+typedef struct devq_item {
+    devq_call c;
+    int64_t step;     /* of the call */
+    uint64_t scope;   /* of the calling thread at the call */
+    int mode[DEVQ_MAX_T];
+    int device[DEVQ_MAX_T];
+    int64_t handle[DEVQ_MAX_T]; /* plugin handle, -1 none (shape only, or done) */
+    tft_stats stats[DEVQ_MAX_T];
+} devq_item;
+
+static struct {
+    pthread_mutex_t mu;
+    unsigned head, n;
+    devq_item items[DEVQ_CAP];
+} q = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static _Atomic int exit_hook;
+
+static uint64_t numel_of(const devq_tensor *t)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->shape[i] > 0 ? (uint64_t)t->shape[i] : 0;
+    return n;
+}
+
+static void emit_tensor(const devq_item *it, int i, int64_t seq, uint64_t *id_out)
+{
+    const devq_tensor *t = &it->c.t[i];
+    tft_rec_tensor r;
+    memset(&r, 0, sizeof(r));
+    r.h.kind = TFT_REC_TENSOR;
+    r.h.len = sizeof(r);
+    r.h.step = it->step;
+    r.h.seq = seq;
+    r.dtype = (uint8_t)(t->dtype >= 0 ? t->dtype : TFT_U8);
+    r.device_kind = TFT_DEV_CUDA;
+    r.device = (int16_t)it->device[i];
+    r.mode = (uint8_t)it->mode[i];
+    r.ndim = (uint8_t)t->ndim;
+    for (int d = 0; d < t->ndim; d++)
+        r.shape[d] = t->shape[d];
+    if (it->mode[i] > TFT_STATS_SHAPE)
+        r.stats = it->stats[i];
+    r.stats.numel = numel_of(t);
+    *id_out = tft_x_record(TFT_X_EMIT, &r.h, t->name) == 0 ? r.id : 0;
+}
+
+/* An OP record with n_in inputs and n_attr attributes; returns its seq. */
+static int64_t emit_op(const devq_item *it, const char *name, int kind, int n_in, const uint64_t *in, int n_attr,
+                       const int64_t *attr)
+{
+    _Alignas(8) char buf[sizeof(tft_rec_op) + 8 * (DEVQ_MAX_T + 12)];
+    tft_rec_op *op = (tft_rec_op *)buf;
+    memset(buf, 0, sizeof(buf));
+    op->h.kind = TFT_REC_OP;
+    op->h.len = (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr));
+    op->h.step = it->step;
+    op->h.seq = TFT_X_SEQ_NEW;
+    op->scope = it->scope;
+    op->op_kind = (uint16_t)kind;
+    op->n_in = (uint8_t)n_in;
+    op->n_attr = (uint8_t)n_attr;
+    for (int i = 0; i < n_in; i++)
+        op->ids[i] = in[i];
+    memcpy(&op->ids[n_in], attr, 8u * (unsigned)n_attr);
+    return tft_x_record(TFT_X_EMIT, &op->h, name) == 0 ? op->h.seq : TFT_SEQ_NONE;
+}
+
+static void emit_item(const devq_item *it)
+{
+    const devq_call *c = &it->c;
+    if (c->kind == DEVQ_RESULT) {
+        uint64_t id;
+        emit_tensor(it, 0, c->seq, &id);
+        return;
+    }
+    uint64_t in[DEVQ_MAX_T] = {0};
+    int n_in = c->nt - 1;
+    for (int i = 0; i < n_in; i++) {
+        int64_t s = emit_op(it, c->t[i].name, TFT_OP_RUNTIME, 0, NULL, 0, NULL);
+        emit_tensor(it, i, s, &in[i]);
+    }
+    int64_t s = emit_op(it, c->op_name, c->op_kind, n_in, in, c->n_attr, c->attr);
+    uint64_t id;
+    emit_tensor(it, c->nt - 1, s, &id);
+}
+
+/* 1 when every tensor of it has its statistics (or will get none). */
+static int item_ready(devq_item *it, const tft_cuda_plugin *p)
+{
+    int ready = 1;
+    for (int i = 0; i < it->c.nt; i++) {
+        if (it->handle[i] < 0)
+            continue;
+        int rc = p ? p->stats_poll(it->handle[i], &it->stats[i]) : -ENODEV;
+        if (rc == 0) {
+            ready = 0;
+            break; /* FIFO: later handles are not polled before this one */
+        }
+        it->handle[i] = -1;
+        if (rc < 0)
+            it->mode[i] = TFT_STATS_SHAPE;
+    }
+    return ready;
+}
+
+static long wait_limit_ms(void)
+{
+    static long lim = -1;
+    if (lim < 0) {
+        const char *v = getenv("TFT_CUDA_WAIT_MS");
+        char *end;
+        long x = v && *v ? strtol(v, &end, 10) : -1;
+        lim = (x >= 0 && v && !*end) ? x : 10000;
+    }
+    return lim;
+}
+
+/* Writes the ready items at the head. With wait, sleeps between polls until
+ * the queue is empty or the wait limit passed. Called with q.mu held; the
+ * lock is released while sleeping. */
+static void drain_locked(int wait)
+{
+    const tft_cuda_plugin *p = atomic_load_explicit(&plugin, memory_order_acquire);
+    long waited_us = 0, limit_us = wait ? wait_limit_ms() * 1000 : 0;
+    while (q.n) {
+        devq_item *it = &q.items[q.head];
+        if (!item_ready(it, p)) {
+            if (waited_us >= limit_us)
+                return;
+            pthread_mutex_unlock(&q.mu);
+            nanosleep(&(struct timespec){0, 50000}, NULL);
+            waited_us += 50;
+            pthread_mutex_lock(&q.mu);
+            continue;
+        }
+        emit_item(it);
+        q.head = (q.head + 1) % DEVQ_CAP;
+        q.n--;
+    }
+}
+
+void devq_drain(int wait)
+{
+    if (!atomic_load_explicit(&exit_hook, memory_order_relaxed))
+        return; /* nothing was ever queued */
+    int saved = errno;
+    pthread_mutex_lock(&q.mu);
+    drain_locked(wait);
+    pthread_mutex_unlock(&q.mu);
+    errno = saved;
+}
+
+static void drain_at_exit(void)
+{
+    ip_depth++;
+    devq_drain(1);
+    ip_depth--;
+}
+
+void cuda_step_boundary(void)
+{
+    devq_drain(1);
+    const tft_cuda_plugin *p = atomic_load_explicit(&plugin, memory_order_acquire);
+    if (p && p->activity_flush)
+        p->activity_flush();
+}
+
+void devq_submit(const devq_call *c, void *stream)
+{
+    int saved = errno;
+    _Alignas(8) char sbuf[sizeof(tft_rec_op)];
+    tft_rec_op *st = (tft_rec_op *)sbuf;
+    memset(sbuf, 0, sizeof(sbuf));
+    int mode = (int)tft_x_record(TFT_X_STATE, &st->h, NULL);
+    const tft_cuda_plugin *p = atomic_load_explicit(&plugin, memory_order_acquire);
+    if (!p && mode > TFT_STATS_SHAPE)
+        devq_note_no_plugin();
+    if (!atomic_exchange(&exit_hook, 1))
+        atexit(drain_at_exit);
+
+    pthread_mutex_lock(&q.mu);
+    if (q.n == DEVQ_CAP)
+        drain_locked(1);
+    devq_item *it = q.n < DEVQ_CAP ? &q.items[(q.head + q.n) % DEVQ_CAP] : NULL;
+    devq_item spill; /* the queue stayed full past the wait limit: shapes only, now */
+    if (!it)
+        it = &spill;
+    memset(it, 0, sizeof(*it));
+    it->c = *c;
+    it->step = st->h.step;
+    it->scope = st->scope;
+    int pending = 0;
+    for (int i = 0; i < c->nt; i++) {
+        const devq_tensor *t = &c->t[i];
+        it->handle[i] = -1;
+        it->device[i] = -1;
+        it->mode[i] = TFT_STATS_SHAPE;
+        if (!p || it == &spill || mode <= TFT_STATS_SHAPE || !t->mem.ptr || t->dtype < 0)
+            continue;
+        int64_t h = p->stats_launch(&t->mem, mode, stream, &it->device[i]);
+        if (h >= 0) {
+            it->handle[i] = h;
+            it->mode[i] = mode;
+            pending = 1;
+        }
+    }
+    if (it == &spill || (q.n == 0 && !pending)) {
+        emit_item(it);
+    } else {
+        q.n++;
+        drain_locked(0);
+    }
+    pthread_mutex_unlock(&q.mu);
+    errno = saved;
+}
+
+/* ---- cuBLAS ------------------------------------------------------------------ */
+
+/* tft dtype of a cudaDataType, -1 when we have none. */
+static int map_cuda_dtype(int t)
+{
+    switch (t) {
+    case CUDA_R_32F: return TFT_F32;
+    case CUDA_R_64F: return TFT_F64;
+    case CUDA_R_16F: return TFT_F16;
+    case CUDA_R_16BF: return TFT_BF16;
+    case CUDA_R_32I: return TFT_I32;
+    case CUDA_R_8I: return TFT_I8;
+    case CUDA_R_8U: return TFT_U8;
+    default: return -1;
+    }
+}
+
+/* A scalar of cudaDataType t at host address p, as a double; 0 when the
+ * type is not a real one we know. */
+static double host_scalar(const void *p, int t)
+{
+    if (!p)
+        return 0;
+    switch (t) {
+    case CUDA_R_32F: { float v; memcpy(&v, p, 4); return v; }
+    case CUDA_R_64F: { double v; memcpy(&v, p, 8); return v; }
+    case CUDA_R_16F: { uint16_t v; memcpy(&v, p, 2); return tft_f16_to_f32(v); }
+    case CUDA_R_16BF: { uint16_t v; memcpy(&v, p, 2); return tft_bf16_to_f32(v); }
+    case CUDA_R_32I: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: return 0;
+    }
+}
+
+/* Type of alpha and beta for a cublasComputeType_t. */
+static int scale_type(int compute)
+{
+    switch (compute) {
+    case CUBLAS_COMPUTE_64F:
+    case CUBLAS_COMPUTE_64F_PEDANTIC: return CUDA_R_64F;
+    case CUBLAS_COMPUTE_16F:
+    case CUBLAS_COMPUTE_16F_PEDANTIC: return CUDA_R_16F;
+    case CUBLAS_COMPUTE_32I:
+    case CUBLAS_COMPUTE_32I_PEDANTIC: return CUDA_R_32I;
+    default: return CUDA_R_32F;
+    }
+}
+
+static int64_t f64_bits(double v)
+{
+    int64_t b;
+    memcpy(&b, &v, sizeof(b));
+    return b;
+}
+
+/* A column-major GEMM: C (m x n) = alpha op(A) op(B) + beta C, batched. */
+typedef struct gemm_call {
+    const char *name, *name_a, *name_b;
+    int ta, tb;                  /* 1 when op(X) transposes X */
+    int64_t m, n, k;
+    int dt_a, dt_b, dt_c;        /* tft dtypes, -1 unknown */
+    const void *a, *b, *c;
+    int64_t lda, ldb, ldc;
+    int64_t batch, sa, sb, sc;   /* batch count (1: none) and element strides */
+    int have_scalars;            /* alpha, beta known (host pointer mode) */
+    double alpha, beta;
+} gemm_call;
+
+/* A stored column-major matrix of rows x cols as a devq tensor. */
+static void col_tensor(devq_tensor *t, const char *name, int dtype, const void *p, int64_t rows, int64_t cols,
+                       int64_t ld, int64_t batch, int64_t stride)
+{
+    t->name = name;
+    t->dtype = dtype;
+    int d = 0;
+    if (batch > 1)
+        t->shape[d++] = batch;
+    t->shape[d++] = cols;
+    t->shape[d++] = rows;
+    t->ndim = d;
+    int ok = rows >= 0 && cols >= 0 && ld >= (rows > 1 ? rows : 1) && batch >= 1 && stride >= 0;
+    t->mem = (tft_cuda_tensor){.ptr = ok ? p : NULL, .dtype = dtype, .rows = (uint64_t)(ok ? rows : 0),
+                               .cols = (uint64_t)(ok ? cols : 0), .ld = (uint64_t)(ok ? ld : 0),
+                               .batch = (uint64_t)(ok ? batch : 1), .stride = (uint64_t)(ok ? stride : 0)};
+}
+
+static void record_gemm(const gemm_call *g, void *stream)
+{
+    devq_call c;
+    memset(&c, 0, sizeof(c));
+    c.kind = DEVQ_OP;
+    c.op_name = g->name;
+    c.op_kind = TFT_OP_GEMM;
+    c.nt = 3;
+    /* op(A) is m x k: A is stored k x m when transposed. */
+    col_tensor(&c.t[0], g->name_a, g->dt_a, g->a, g->ta ? g->k : g->m, g->ta ? g->m : g->k, g->lda, g->batch,
+               g->sa);
+    col_tensor(&c.t[1], g->name_b, g->dt_b, g->b, g->tb ? g->n : g->k, g->tb ? g->k : g->n, g->ldb, g->batch,
+               g->sb);
+    col_tensor(&c.t[2], g->name, g->dt_c, g->c, g->m, g->n, g->ldc, g->batch, g->sc);
+    int64_t attr[12] = {g->m, g->n, g->k, g->ta, g->tb, g->dt_c, 1, g->lda, g->ldb, g->ldc,
+                        f64_bits(g->alpha), f64_bits(g->beta)};
+    c.n_attr = g->have_scalars ? 12 : 10;
+    memcpy(c.attr, attr, sizeof(attr));
+    devq_submit(&c, stream);
+}
+
+/* The handle's stream and whether alpha/beta are host pointers. */
+static void *handle_stream(cublasHandle_t h, int *host_scalars)
+{
+    static void *_Atomic gs, *_Atomic gp;
+    __typeof__(&cublasGetStream_v2) get_stream = (__typeof__(&cublasGetStream_v2))ip_real_cached(
+        &gs, "cublasGetStream_v2");
+    __typeof__(&cublasGetPointerMode_v2) get_mode = (__typeof__(&cublasGetPointerMode_v2))ip_real_cached(
+        &gp, "cublasGetPointerMode_v2");
+    cudaStream_t s = NULL;
+    if (!get_stream || get_stream(h, &s) != CUBLAS_STATUS_SUCCESS)
+        s = NULL;
+    cublasPointerMode_t m = CUBLAS_POINTER_MODE_DEVICE;
+    *host_scalars = get_mode && get_mode(h, &m) == CUBLAS_STATUS_SUCCESS && m == CUBLAS_POINTER_MODE_HOST;
+    return (void *)s;
+}
+
+static int is_trans(cublasOperation_t op) { return op != CUBLAS_OP_N; }
+
+/* The common tail of the cuBLAS wrappers: called after a successful real
+ * call, inside the guard. */
+static void after_cublas(cublasHandle_t h, gemm_call *g, const void *alpha, const void *beta, int stype)
+{
+    int saved = errno;
+    if (ip_active()) {
+        int host = 0;
+        void *stream = handle_stream(h, &host);
+        g->have_scalars = host;
+        if (host) {
+            g->alpha = host_scalar(alpha, stype);
+            g->beta = host_scalar(beta, stype);
+        }
+        record_gemm(g, stream);
+    }
+    errno = saved;
+}
+
+#define REAL(var, sym) __typeof__(&sym) var = (__typeof__(&sym))ip_real_cached(&var##_cache, #sym)
+
+TFT_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                      int m, int n, int k, const float *alpha, const float *A, int lda,
+                                      const float *B, int ldb, const float *beta, float *C, int ldc)
+{
+    static void *_Atomic fn_cache;
+    REAL(fn, cublasSgemm_v2);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (ip_depth)
+        return fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    ip_depth++;
+    cublasStatus_t st = fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        gemm_call g = {"cublasSgemm", "cublasSgemm.A", "cublasSgemm.B", is_trans(transa), is_trans(transb),
+                       m, n, k, TFT_F32, TFT_F32, TFT_F32, A, B, C, lda, ldb, ldc, 1, 0, 0, 0, 0, 0, 0};
+        after_cublas(handle, &g, alpha, beta, CUDA_R_32F);
+    }
+    ip_depth--;
+    return st;
+}
+
+TFT_API cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                      int m, int n, int k, const double *alpha, const double *A, int lda,
+                                      const double *B, int ldb, const double *beta, double *C, int ldc)
+{
+    static void *_Atomic fn_cache;
+    REAL(fn, cublasDgemm_v2);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (ip_depth)
+        return fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    ip_depth++;
+    cublasStatus_t st = fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        gemm_call g = {"cublasDgemm", "cublasDgemm.A", "cublasDgemm.B", is_trans(transa), is_trans(transb),
+                       m, n, k, TFT_F64, TFT_F64, TFT_F64, A, B, C, lda, ldb, ldc, 1, 0, 0, 0, 0, 0, 0};
+        after_cublas(handle, &g, alpha, beta, CUDA_R_64F);
+    }
+    ip_depth--;
+    return st;
+}
+
+TFT_API cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                    int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda,
+                                    const void *B, cudaDataType Btype, int ldb, const void *beta, void *C,
+                                    cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                                    cublasGemmAlgo_t algo)
+{
+    static void *_Atomic fn_cache;
+    REAL(fn, cublasGemmEx);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (ip_depth)
+        return fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+                  computeType, algo);
+    ip_depth++;
+    cublasStatus_t st = fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
+                           ldc, computeType, algo);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        gemm_call g = {"cublasGemmEx", "cublasGemmEx.A", "cublasGemmEx.B", is_trans(transa), is_trans(transb),
+                       m, n, k, map_cuda_dtype(Atype), map_cuda_dtype(Btype), map_cuda_dtype(Ctype), A, B, C,
+                       lda, ldb, ldc, 1, 0, 0, 0, 0, 0, 0};
+        after_cublas(handle, &g, alpha, beta, scale_type(computeType));
+    }
+    ip_depth--;
+    return st;
+}
+
+TFT_API cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                                 cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                                                 const float *A, int lda, long long strideA, const float *B,
+                                                 int ldb, long long strideB, const float *beta, float *C, int ldc,
+                                                 long long strideC, int batchCount)
+{
+    static void *_Atomic fn_cache;
+    REAL(fn, cublasSgemmStridedBatched);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (ip_depth)
+        return fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
+                  strideC, batchCount);
+    ip_depth++;
+    cublasStatus_t st = fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C,
+                           ldc, strideC, batchCount);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        gemm_call g = {"cublasSgemmStridedBatched", "cublasSgemmStridedBatched.A", "cublasSgemmStridedBatched.B",
+                       is_trans(transa), is_trans(transb), m, n, k, TFT_F32, TFT_F32, TFT_F32, A, B, C, lda, ldb,
+                       ldc, batchCount, strideA, strideB, strideC, 0, 0, 0};
+        after_cublas(handle, &g, alpha, beta, CUDA_R_32F);
+    }
+    ip_depth--;
+    return st;
+}
+
+TFT_API cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                                  cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                                                  const void *A, cudaDataType Atype, int lda, long long strideA,
+                                                  const void *B, cudaDataType Btype, int ldb, long long strideB,
+                                                  const void *beta, void *C, cudaDataType Ctype, int ldc,
+                                                  long long strideC, int batchCount,
+                                                  cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    static void *_Atomic fn_cache;
+    REAL(fn, cublasGemmStridedBatchedEx);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (ip_depth)
+        return fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C,
+                  Ctype, ldc, strideC, batchCount, computeType, algo);
+    ip_depth++;
+    cublasStatus_t st = fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,
+                           beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        gemm_call g = {"cublasGemmStridedBatchedEx", "cublasGemmStridedBatchedEx.A",
+                       "cublasGemmStridedBatchedEx.B", is_trans(transa), is_trans(transb), m, n, k,
+                       map_cuda_dtype(Atype), map_cuda_dtype(Btype), map_cuda_dtype(Ctype), A, B, C, lda, ldb,
+                       ldc, batchCount, strideA, strideB, strideC, 0, 0, 0};
+        after_cublas(handle, &g, alpha, beta, scale_type(computeType));
+    }
+    ip_depth--;
+    return st;
+}
+
+/* ---- cuBLASLt ---------------------------------------------------------------- */
+
+/* What a matrix layout says. */
+typedef struct lt_layout {
+    int ok;
+    int dtype;          /* tft dtype, -1 unknown */
+    int order;          /* cublasLtOrder_t */
+    uint64_t rows, cols;
+    int64_t ld, stride;
+    int32_t batch;
+} lt_layout;
+
+static int lt_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, void *buf, size_t n)
+{
+    static void *_Atomic get_cache;
+    REAL(get, cublasLtMatrixLayoutGetAttribute);
+    size_t written = 0;
+    return get && get(l, a, buf, n, &written) == CUBLAS_STATUS_SUCCESS && written == n;
+}
+
+static lt_layout lt_read(cublasLtMatrixLayout_t l)
+{
+    lt_layout r = {.order = CUBLASLT_ORDER_COL, .batch = 1};
+    uint32_t type = 0;
+    r.ok = l && lt_attr(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof(type)) &&
+           lt_attr(l, CUBLASLT_MATRIX_LAYOUT_ROWS, &r.rows, sizeof(r.rows)) &&
+           lt_attr(l, CUBLASLT_MATRIX_LAYOUT_COLS, &r.cols, sizeof(r.cols)) &&
+           lt_attr(l, CUBLASLT_MATRIX_LAYOUT_LD, &r.ld, sizeof(r.ld));
+    if (!r.ok)
+        return r;
+    int32_t order = CUBLASLT_ORDER_COL;
+    if (lt_attr(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof(order)))
+        r.order = order;
+    if (!lt_attr(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &r.batch, sizeof(r.batch)) || r.batch < 1)
+        r.batch = 1;
+    if (!lt_attr(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &r.stride, sizeof(r.stride)))
+        r.stride = 0;
+    r.dtype = map_cuda_dtype((int)type);
+    return r;
+}
+
+/* A matrix of an Lt layout as a devq tensor: column order like cuBLAS, row
+ * order with the rows contiguous, other (tiled) orders shape only. */
+static void lt_tensor(devq_tensor *t, const char *name, const void *p, const lt_layout *l)
+{
+    if (l->order == CUBLASLT_ORDER_ROW) {
+        col_tensor(t, name, l->dtype, p, (int64_t)l->cols, (int64_t)l->rows, l->ld, l->batch, l->stride);
+    } else {
+        col_tensor(t, name, l->dtype, p, (int64_t)l->rows, (int64_t)l->cols, l->ld, l->batch, l->stride);
+        if (l->order != CUBLASLT_ORDER_COL)
+            t->mem.ptr = NULL;
+    }
+}
+
+static int lt_desc_i32(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, int32_t dflt)
+{
+    static void *_Atomic get_cache;
+    REAL(get, cublasLtMatmulDescGetAttribute);
+    int32_t v = dflt;
+    size_t written = 0;
+    if (!get || get(d, a, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS || written != sizeof(v))
+        return dflt;
+    return v;
+}
+
+static void record_lt(cublasLtMatmulDesc_t desc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc,
+                      const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, void *D,
+                      cublasLtMatrixLayout_t Ddesc, void *stream)
+{
+    lt_layout la = lt_read(Adesc), lb = lt_read(Bdesc), ld = lt_read(Ddesc);
+    if (!la.ok || !lb.ok || !ld.ok)
+        return;
+    int ta = lt_desc_i32(desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_N) != CUBLAS_OP_N;
+    int tb = lt_desc_i32(desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N) != CUBLAS_OP_N;
+    int host = lt_desc_i32(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST) ==
+               CUBLASLT_POINTER_MODE_HOST;
+    int stype = lt_desc_i32(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, CUDA_R_32F);
+    devq_call c;
+    memset(&c, 0, sizeof(c));
+    c.kind = DEVQ_OP;
+    c.op_name = "cublasLtMatmul";
+    c.op_kind = TFT_OP_GEMM;
+    c.nt = 3;
+    lt_tensor(&c.t[0], "cublasLtMatmul.A", A, &la);
+    lt_tensor(&c.t[1], "cublasLtMatmul.B", B, &lb);
+    lt_tensor(&c.t[2], "cublasLtMatmul", D, &ld);
+    int64_t k = (int64_t)(ta ? la.rows : la.cols);
+    double a = host ? host_scalar(alpha, stype) : 0, b = host ? host_scalar(beta, stype) : 0;
+    int64_t attr[12] = {(int64_t)ld.rows, (int64_t)ld.cols, k, ta, tb, ld.dtype,
+                        ld.order == CUBLASLT_ORDER_ROW ? 0 : 1, la.ld, lb.ld, ld.ld, f64_bits(a), f64_bits(b)};
+    c.n_attr = host ? 12 : 10;
+    memcpy(c.attr, attr, sizeof(attr));
+    devq_submit(&c, stream);
+}
+
+TFT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+                                      const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
+                                      cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
+                                      cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
+                                      const cublasLtMatmulAlgo_t *algo, void *workspace,
+                                      size_t workspaceSizeInBytes, cudaStream_t stream)
+{
+    static void *_Atomic fn_cache;
+    REAL(fn, cublasLtMatmul);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (ip_depth)
+        return fn(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace,
+                  workspaceSizeInBytes, stream);
+    ip_depth++;
+    cublasStatus_t st = fn(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
+                           workspace, workspaceSizeInBytes, stream);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        int saved = errno;
+        if (ip_active())
+            record_lt(computeDesc, alpha, A, Adesc, B, Bdesc, beta, D, Ddesc, (void *)stream);
+        errno = saved;
+    }
+    ip_depth--;
+    return st;
+}

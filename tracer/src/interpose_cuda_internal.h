@@ -1,0 +1,68 @@
+/*
+ * interpose_cuda_internal.h — what the CUDA-side interposers of libtftrace
+ * share (interpose_cuda.c: the plugin and the device-statistics queue,
+ * cuBLAS/cuBLASLt; interpose_nccl.c; interpose_nvtx.c).
+ *
+ * The device-statistics queue. A recorded call (a GEMM, a collective's
+ * result) becomes one item: an op and up to three tensors. When the plugin
+ * is there and the step is sampled, each tensor's statistics are launched on
+ * the call's stream right after the call and the item waits in a FIFO until
+ * the copies land; items are written in FIFO order, with the step, scope and
+ * (for results) op seq of the call, by whichever thread polls next (every
+ * interposed call polls, without blocking). At the end of an NVTX step
+ * range the queue is drained, waiting if need be (at most TFT_CUDA_WAIT_MS,
+ * default 10000 ms), so that a step's records are written before its STEP
+ * END: tfdiff reads a rank file one step at a time. Without the plugin, or
+ * on skipped steps, items carry shapes only and are written at once.
+ */
+#ifndef TFT_INTERPOSE_CUDA_INTERNAL_H
+#define TFT_INTERPOSE_CUDA_INTERNAL_H
+
+#include "cuda/tft_cuda_plugin.h"
+#include "interpose_internal.h"
+
+#define DEVQ_MAX_T 3
+
+/* One tensor of an item: what it is and where its data lives. */
+typedef struct devq_tensor {
+    const char *name;    /* static string */
+    int dtype;           /* enum tft_dtype; -1: a type we have no name for (recorded as u8, shape only) */
+    int ndim;
+    int64_t shape[3];    /* row-major view of the data as stored */
+    tft_cuda_tensor mem; /* where the data is (mem.ptr NULL: shape only) */
+} devq_tensor;
+
+/* A recorded call. kind DEVQ_OP: tensors 0..n-2 are the op's inputs (each
+ * its own op, as the cblas interposer records A and B), tensor n-1 its
+ * output. kind DEVQ_RESULT: one tensor, an output of the existing op seq. */
+enum { DEVQ_OP = 0, DEVQ_RESULT = 1 };
+typedef struct devq_call {
+    int kind;
+    const char *op_name; /* static string */
+    int op_kind;         /* enum tft_op_kind */
+    int64_t seq;         /* DEVQ_RESULT: the op the tensor belongs to */
+    int n_attr;
+    int64_t attr[12];
+    int nt;
+    devq_tensor t[DEVQ_MAX_T];
+} devq_call;
+
+/* Records c (see above): statistics launched on stream when possible.
+ * Call with ip_depth > 0 and ip_active() true. Keeps errno. */
+void devq_submit(const devq_call *c, void *stream);
+
+/* Writes the finished items at the head of the queue; wait != 0: waits for
+ * all of them (bounded, see above). Keeps errno. */
+void devq_drain(int wait);
+
+/* 1 when the plugin is registered. */
+int devq_have_plugin(void);
+
+/* Says once on stderr that device statistics are unavailable and why. */
+void devq_note_no_plugin(void);
+
+/* Called by the NVTX injection at step-range boundaries: drains the queue
+ * (waiting) and asks the plugin to deliver its activity buffers. */
+void cuda_step_boundary(void);
+
+#endif
