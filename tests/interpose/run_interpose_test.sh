@@ -30,6 +30,18 @@ print("first divergence:", name, "call", plant, "seq", bo[plant]["seq"])
 PY
 }
 
+# expect_desync JSON KIND RANK NAME: the first desync of KIND (tfdump
+# --check --json) names exactly RANK and the call NAME.
+expect_desync() {
+    python3 - "$@" <<'PY' || fail "wanted a $2 desync naming rank $3 and $4: $(head -c 600 "$1")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+d = [x for x in j["desync"] if x["kind"] == sys.argv[2]]
+assert d and d[0]["ranks"] == [int(sys.argv[3])] and sys.argv[4] + " " in d[0]["detail"] + " ", j
+print("desync:", d[0]["detail"])
+PY
+}
+
 case $case_name in
   gemm)
     want=$("$prog")
@@ -72,29 +84,186 @@ PY
     [ "$(cat "$tmp/out")" = "$want" ] || fail "numpy results changed under tftrace"
     "$tftrace" -q -o "$tmp/b.trace" -- $py "$here/np_train.py" --plant 3 >/dev/null
     diverge "$tmp/g.trace" "$tmp/b.trace" cblas_sgemm 3 6 ;;
-  mpi-count|mpi-skip)
+  mpi-*)
     command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
-    mode=${case_name#mpi-} kind=count rank=2 extra=(--timeout 10)
-    [ "$mode" = skip ] && kind=missing rank=3 extra=(--timeout 10)
-    mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q "${extra[@]}" -o "$tmp/ok.trace" \
-        -- "$prog" ok >"$tmp/out"
-    grep -qx "result 10 4 28.000" "$tmp/out" || fail "MPI results changed under tftrace: $(cat "$tmp/out")"
-    "$tfdump" --check --json "$tmp/ok.trace" >"$tmp/ok.json"
-    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['desync']==[], j" "$tmp/ok.json"
-    "$tfdump" --events -k collective "$tmp/ok.trace" >"$tmp/ev"
-    for n in MPI_Reduce MPI_Allgather MPI_Allreduce MPI_Bcast MPI_Barrier; do
-        grep -q " collective $n " "$tmp/ev" || fail "no $n record"
-    done
-    grep -q "MPI_Allreduce allreduce enter .* count=8 f32 sum rank=2/4" "$tmp/ev" || fail "allreduce fields"
-    mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q "${extra[@]}" -o "$tmp/bad.trace" \
-        -- "$prog" "$mode" >/dev/null 2>&1 || true
-    "$tfdump" --check --json "$tmp/bad.trace" >"$tmp/bad.json" || true
-    python3 - "$tmp/bad.json" "$kind" "$rank" <<'PY'
+    mode=${case_name#mpi-}
+    # each rank's tftrace ends its own command at --timeout; Open MPI must not
+    # kill the other tftrace processes when the first exits non-zero (a
+    # collector killed before it closes its rank file can lose its last chunk)
+    mpi4() { OMPI_MCA_orte_abort_on_non_zero_status=0 \
+             mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q --timeout 10 -o "$@"; }
+    if [ "$mode" = ok ]; then
+        mpi4 "$tmp/ok.trace" -- "$prog" ok >"$tmp/out"
+        [ "$(cat "$tmp/out")" = "$(printf 'result 10 4 28.000\npart2 12490.000')" ] \
+            || fail "MPI results changed under tftrace: $(cat "$tmp/out")"
+        st=0; "$tfdump" --check --json "$tmp/ok.trace" >"$tmp/ok.json" || st=$?
+        python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['desync']==[], j" "$tmp/ok.json" \
+            || fail "false desync on a correct program (exit $st): $(cat "$tmp/ok.json")"
+        "$tfdump" --events -k collective "$tmp/ok.trace" >"$tmp/ev"
+        grep -q "MPI_Allreduce allreduce enter .* count=8 f32 sum rank=2/4" "$tmp/ev" || fail "allreduce fields"
+        "$tfdump" --events --json "$tmp/ok.trace" >"$tmp/all.json"
+        python3 "$here/check_mpi_trace.py" c "$tmp/all.json" || fail "MPI records of the ok run"
+    else
+        kind=count rank=2 name=MPI_Allreduce
+        case $mode in
+          skip) kind=missing rank=3 ;;
+          alltoall) rank=1 name=MPI_Alltoall ;;
+          redscat) kind=op rank=0 name=MPI_Reduce_scatter_block ;;
+          nbskip) kind=missing rank=3 name=MPI_Iallreduce ;;
+        esac
+        mpi4 "$tmp/bad.trace" -- "$prog" "$mode" >/dev/null 2>&1 || true
+        "$tfdump" --check --json "$tmp/bad.trace" >"$tmp/bad.json" || true
+        expect_desync "$tmp/bad.json" "$kind" "$rank" "$name"
+    fi ;;
+  mpi4py-*)
+    py=/usr/bin/python3
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    $py -c "import mpi4py, numpy" 2>/dev/null || { echo "SKIP: mpi4py or numpy missing for $py"; exit 0; }
+    mode=${case_name#mpi4py-}
+    mpi4() { OMPI_MCA_orte_abort_on_non_zero_status=0 \
+             mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q --timeout 10 -o "$@"; }
+    if [ "$mode" = ok ]; then
+        mpi4 "$tmp/ok.trace" -- $py "$here/mpi4py_prog.py" ok >"$tmp/out"
+        [ "$(cat "$tmp/out")" = "result 832.000 144.000 10" ] \
+            || fail "mpi4py results changed under tftrace: $(cat "$tmp/out")"
+        st=0; "$tfdump" --check --json "$tmp/ok.trace" >"$tmp/ok.json" || st=$?
+        python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['desync']==[], j" "$tmp/ok.json" \
+            || fail "false desync on a correct mpi4py program (exit $st): $(cat "$tmp/ok.json")"
+        "$tfdump" --events --json "$tmp/ok.trace" >"$tmp/all.json"
+        python3 "$here/check_mpi_trace.py" py "$tmp/all.json" || fail "MPI records of the mpi4py ok run"
+    else
+        kind=count rank=2
+        [ "$mode" = skip ] && kind=missing rank=3
+        mpi4 "$tmp/bad.trace" -- $py "$here/mpi4py_prog.py" "$mode" >/dev/null 2>&1 || true
+        "$tfdump" --check --json "$tmp/bad.trace" >"$tmp/bad.json" || true
+        expect_desync "$tmp/bad.json" "$kind" "$rank" MPI_Allreduce
+    fi ;;
+  alloc)
+    # host allocations (interpose_alloc.c): leak_prog leaks 4 MiB per
+    # iteration in grow_kv_cache; --no-leak does not
+    want=$("$prog"); want_nl=$("$prog" --no-leak)
+    "$tftrace" -q -o "$tmp/bad.trace" -- "$prog" >"$tmp/out"
+    [ "$(cat "$tmp/out")" = "$want" ] || fail "results changed under tftrace: $(cat "$tmp/out") vs $want"
+    "$tftrace" -q -o "$tmp/good.trace" -- "$prog" --no-leak >"$tmp/out"
+    [ "$(cat "$tmp/out")" = "$want_nl" ] || fail "--no-leak results changed: $(cat "$tmp/out") vs $want_nl"
+    if ldd "$prog" | grep -qE 'lib[at]san'; then
+        echo "SKIP: sanitizer build: its malloc precedes the interposers (outputs checked, nothing to record)"
+        exit 0
+    fi
+    # tfdump --check: one leak, grow_kv_cache, 4 MiB per iteration (+-2 %)
+    st=0; "$tfdump" --check --json "$tmp/bad.trace" >"$tmp/bad.json" || st=$?
+    [ "$st" = 1 ] || fail "tfdump --check exit $st on the leaking run, want 1: $(cat "$tmp/bad.json")"
+    st=0; "$tfdump" --check --json "$tmp/good.trace" >"$tmp/good.json" || st=$?
+    [ "$st" = 0 ] || fail "tfdump --check exit $st on the run without a leak: $(cat "$tmp/good.json")"
+    st=0; "$tfdiff" --json "$tmp/good.trace" "$tmp/bad.trace" >"$tmp/diff.json" || st=$?
+    [ "$st" = 1 ] || fail "tfdiff exit $st, want 1 (the leak)"
+    st=0; "$tfdiff" --json "$tmp/bad.trace" "$tmp/bad.trace" >"$tmp/same.json" || st=$?
+    [ "$st" = 0 ] || fail "tfdiff of the leaking trace with itself: exit $st (GOLDEN has the leak too)"
+    "$tfdump" --check "$tmp/bad.trace" >"$tmp/bad.txt" || true
+    grep -q "leak: rank 0, grow_kv_cache: +4194304 bytes per allocation over 12 allocations" "$tmp/bad.txt" \
+        || fail "text report: $(cat "$tmp/bad.txt")"
+    python3 - "$tmp/bad.json" "$tmp/good.json" "$tmp/diff.json" <<'PY' || fail "leak reports"
 import json, sys
-j = json.load(open(sys.argv[1]))
-d = [x for x in j["desync"] if x["kind"] == sys.argv[2]]
-assert d and d[0]["ranks"] == [int(sys.argv[3])] and "MPI_Allreduce" in d[0]["detail"], j
-print("desync:", d[0]["detail"])
+bad, good, diff = (json.load(open(p)) for p in sys.argv[1:4])
+MiB = 1 << 20
+for name, j in (("tfdump --check", bad), ("tfdiff", diff)):
+    l = j["leaks"]
+    assert len(l) == 1, (name, "want exactly the kv leak (not load_weights)", l)
+    l = l[0]
+    assert l["site"] == "grow_kv_cache" and l["rank"] == 0, (name, l)
+    assert abs(l["bytes_per_step"] - 4 * MiB) <= 0.02 * 4 * MiB, (name, "bytes per iteration", l)
+    assert l["per"] == "allocation" and l["from_step"] is None and l["iterations"] == 12, (name, l)
+    assert l["live_bytes_at_end"] == 48 * MiB, (name, l)
+assert good["leaks"] == [], good
+print("leak:", bad["leaks"][0])
+PY
+    # the records: sites by name, every block but the kept ones freed
+    "$tfdump" --events --json -k alloc,free "$tmp/bad.trace" >"$tmp/ev.json"
+    python3 - "$tmp/ev.json" <<'PY' || fail "alloc/free records"
+import json, sys, collections
+MiB = 1 << 20
+recs = list(map(json.loads, open(sys.argv[1])))
+live, sizes = {}, collections.Counter()
+for r in recs:
+    key = (r["rank"], r["ptr"])
+    if r["kind"] == "alloc":
+        assert key not in live, ("allocated twice without a free", r)
+        live[key] = r
+        sizes[(r["site"], r["bytes"])] += 1
+    else:
+        assert key in live, ("free of an unrecorded block", r)
+        del live[key]
+want = {("grow_kv_cache", 4 * MiB): 12, ("load_weights", 2 * MiB): 3, ("scratch_pass", 3 * MiB): 12,
+        ("scratch_pass", 6 * MiB): 12, ("scratch_pass", MiB): 24, ("map_buffer", 2 * MiB): 12,
+        ("map_buffer", 3 * MiB): 24, ("map_buffer", 4 * MiB): 12, ("worker_churn", 3 * MiB // 2): 200,
+        ("fork_child", 2 * MiB): 1}
+assert dict(sizes) == want, ("recorded (site, bytes)", dict(sizes))
+left = collections.Counter(r["site"] for r in live.values())
+assert left == {"grow_kv_cache": 12, "load_weights": 3}, ("alive at exit", left)
+fk = [r for r in recs if r["kind"] == "alloc" and r["site"] == "fork_child"]
+assert len(fk) == 1 and fk[0]["rank"] != 0, ("the forked child is a rank of its own", fk)
+print("records ok:", sum(want.values()), "allocations")
+PY
+    # TFT_ALLOC_MIN: 5M keeps only the 6 MiB realloc; 200K adds the 256 KiB
+    # block; off records nothing
+    TFT_ALLOC_MIN=5M "$tftrace" -q -o "$tmp/m5.trace" -- "$prog" >/dev/null
+    n=$("$tfdump" --events -k alloc "$tmp/m5.trace" | grep -vc "bytes=6291456 site=scratch_pass" || true)
+    m=$("$tfdump" --events -k alloc "$tmp/m5.trace" | grep -c "bytes=6291456 site=scratch_pass" || true)
+    [ "$n" = 0 ] && [ "$m" = 12 ] || fail "TFT_ALLOC_MIN=5M: $m 6 MiB blocks, $n others recorded"
+    TFT_ALLOC_MIN=200K "$tftrace" -q -o "$tmp/m200.trace" -- "$prog" >/dev/null
+    m=$("$tfdump" --events -k alloc "$tmp/m200.trace" | grep -c "bytes=262144 site=scratch_pass" || true)
+    [ "$m" = 12 ] || fail "TFT_ALLOC_MIN=200K: $m 256 KiB blocks recorded, want 12"
+    TFT_ALLOC_MIN=off "$tftrace" -q -o "$tmp/off.trace" -- "$prog" >"$tmp/out"
+    [ "$(cat "$tmp/out")" = "$want" ] || fail "results changed with TFT_ALLOC_MIN=off"
+    ! "$tfdump" --events "$tmp/off.trace" 2>/dev/null | grep -q " alloc " || fail "TFT_ALLOC_MIN=off still records" ;;
+  alloc-python)
+    # python3 (threads, its own allocators, mmap'd arenas) under the
+    # allocation interposers: same output, its big blocks recorded
+    py=/usr/bin/python3
+    [ -x $py ] || { echo "SKIP: no $py"; exit 0; }
+    cat >"$tmp/big.py" <<'PY'
+import threading
+keep = []
+def work(k):
+    for i in range(20):
+        b = bytearray((2 << 20) + k)  # 2 MiB + k, freed at once
+        b[-1] = 1
+def grow_cache(i):
+    keep.append(bytearray(8 << 20))   # kept: 8 MiB per call
+ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in ts:
+    t.start()
+for i in range(10):
+    grow_cache(i)
+for t in ts:
+    t.join()
+print(len(keep), sum(len(b) for b in keep), sum(b[0] for b in keep))
+PY
+    want=$($py "$tmp/big.py")
+    "$tftrace" -q -o "$tmp/py.trace" -- $py "$tmp/big.py" >"$tmp/out"
+    [ "$(cat "$tmp/out")" = "$want" ] || fail "python results changed under tftrace: $(cat "$tmp/out") vs $want"
+    [ "$want" = "10 83886080 0" ] || fail "python output $want"
+    if ldd "$(command -v "$tftrace")" | grep -qE 'lib[at]san'; then
+        echo "SKIP: sanitizer build: its malloc precedes the interposers (outputs checked, nothing to record)"
+        exit 0
+    fi
+    "$tfdump" --events --json -k alloc,free "$tmp/py.trace" >"$tmp/ev.json"
+    python3 - "$tmp/ev.json" <<'PY' || fail "python alloc/free records"
+import json, sys, collections
+recs = list(map(json.loads, open(sys.argv[1])))
+live, n = {}, collections.Counter()
+for r in recs:
+    if r["kind"] == "alloc":
+        live[r["ptr"]] = r["bytes"]
+        n[r["bytes"]] += 1
+    else:
+        live.pop(r["ptr"], None)
+# bytearray(n) asks for n + 1 bytes
+assert n[(8 << 20) + 1] == 10, n
+for k in range(4):
+    assert n[(2 << 20) + k + 1] == 20, (k, n)
+assert all(b != (2 << 20) + k + 1 for b in live.values() for k in range(4)), "a freed bytearray is alive"
+print("python records ok:", sum(n.values()), "allocations")
 PY
     ;;
   *) echo "unknown case $case_name"; exit 2 ;;
