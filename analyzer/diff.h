@@ -102,16 +102,26 @@ int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result
 typedef struct diff_leak {
     int rank;
     char site[128];
-    int64_t from_step;        /* first step of sustained growth */
-    double bytes_per_step;
+    int64_t from_step;        /* first step of sustained growth; TFT_STEP_NONE when per_alloc */
+    double bytes_per_step;    /* per_alloc: bytes per allocation of the site */
     uint64_t live_bytes_at_end;
     uint64_t live_allocs_at_end;
+    bool per_alloc;           /* a trace without steps: an iteration is one allocation of the site */
+    uint64_t from_alloc;      /* per_alloc: index of the site's allocation where growth starts */
+    uint64_t iterations;      /* steps (per_alloc: allocations) the rate is taken over */
 } diff_leak;
 
 /* Finds allocation sites whose live bytes grow step after step in one rank
- * (live allocations at the end grouped by site). Fills up to max leaks;
- * returns how many, or a negative errno. */
+ * (live allocations at the end grouped by site); in a trace without steps,
+ * allocation after allocation of the site until late in the run (see
+ * diff_leak.c). Fills up to max leaks; returns how many, or a negative
+ * errno. */
 int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max);
+
+/* One line for a report, without the rank: "SITE: +N bytes/step from step
+ * S, L bytes live at the end" (per_alloc: "+N bytes per allocation over K
+ * allocations of the site, no steps, ..."). */
+void diff_leak_describe(const diff_leak *l, char *buf, size_t n);
 
 enum desync_kind { DS_MISSING = 0, DS_TYPE, DS_COUNT, DS_DTYPE, DS_OP, DS_ROOT, DS_VALUES, DS_STRAGGLER };
 const char *desync_kind_name(int kind);

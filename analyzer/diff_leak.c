@@ -12,6 +12,21 @@
  * leak that skips a step now and then is still found, while a site that only
  * grows during warm-up and then stays flat (a cache, the parameters) is not.
  *
+ * Traces without steps (unmodified programs under the allocation
+ * interposers): an iteration is one allocation of the site itself. After
+ * each ALLOC the site's live bytes are compared with what they were at its
+ * previous ALLOC, and the same growth streak is kept over those events. A
+ * site leaks when its streak holds at least LEAK_MIN_GROWTH growing
+ * allocations, its live bytes at the end exceed the streak's base, and
+ * the growth lasted over a fair part of the run: the records after its
+ * last growing allocation are at most LEAK_TAIL_RATIO times the records
+ * its streak spanned (the clock is the record's position in the rank
+ * file, so the verdict does not depend on timing). A site that grows only
+ * while the program starts (weights, caches) and is then flat for most of
+ * the run is not a leak; one that grows in the main loop until its end is,
+ * even with some teardown after it. The rate is bytes per allocation of
+ * the site, over the streak up to its last growth.
+ *
  * Memory: one entry per live allocation and one per site; nothing grows with
  * the number of steps. A FREE of an unknown pointer (allocated before
  * recording started, or its ALLOC lost with a damaged chunk) is ignored.
@@ -30,7 +45,18 @@ enum {
     LEAK_MIN_GROWTH_FEW = 2, /* ... in a run of few steps */
     LEAK_FEW_STEPS = 4,      /* "few steps": at most this many steps seen */
     LEAK_SLACK_DIV = 10,     /* a streak tolerates one flat step per this many */
+    LEAK_TAIL_RATIO = 4,     /* step-less: records after the last growth <= this x the streak's span */
 };
+
+/* Growth of one site's live bytes over a sequence of snapshots (the ends
+ * of steps, or in step-less traces the site's own allocations). */
+typedef struct streak {
+    bool on;
+    int64_t from;          /* first step (step-less: allocation index) of the streak */
+    uint64_t base;         /* live bytes just before it */
+    uint32_t steps;        /* snapshots since from (inclusive) */
+    uint32_t flat;         /* of those, snapshots without growth */
+} streak;
 
 /* One allocation site (string id of its name). */
 typedef struct leak_site {
@@ -39,11 +65,15 @@ typedef struct leak_site {
     bool named;
     uint64_t live_bytes, live_allocs;
     uint64_t prev_bytes;   /* live bytes at the end of the previous step */
-    bool in_streak;
-    int64_t streak_from;   /* first step of the streak */
-    uint64_t streak_base;  /* live bytes just before streak_from */
-    uint32_t streak_steps; /* steps since streak_from (inclusive) */
-    uint32_t streak_flat;  /* of those, steps without growth */
+    streak st;             /* over steps */
+    /* step-less: over this site's allocations */
+    uint64_t allocs;       /* ALLOC records of the site so far */
+    uint64_t ev_prev;      /* live bytes after its previous ALLOC */
+    streak ev;
+    uint64_t ev_from_pos;  /* record position where ev started */
+    uint64_t ev_last_pos;  /* ... of its last growing ALLOC */
+    uint64_t ev_last_bytes;/* live bytes then */
+    uint32_t ev_last_steps;/* ev.steps then */
 } leak_site;
 
 /* A live allocation; slot empty when bytes_site == 0 is not usable, so
@@ -68,6 +98,7 @@ typedef struct leak_state {
     bool snapped;         /* a snapshot was taken ... */
     int64_t snap_step;    /* ... of this step, the latest */
     uint64_t steps_seen;  /* snapshots taken */
+    uint64_t pos;         /* records read: the step-less clock */
 } leak_state;
 
 static uint64_t mix64(uint64_t x)
@@ -180,6 +211,38 @@ static void site_name(leak_site *st, const tft_reader *r)
 
 static int32_t dev_key(uint8_t kind, int16_t device) { return (int32_t)((uint32_t)kind << 16 | (uint16_t)device); }
 
+/* One snapshot: live bytes now vs prev at the previous one, at step (or
+ * allocation index) at. Returns whether they grew. */
+static bool streak_advance(streak *k, uint64_t now, uint64_t prev, int64_t at)
+{
+    bool grew = now > prev;
+    if (k->on) {
+        k->steps++;
+        if (!grew && ++k->flat > k->steps / LEAK_SLACK_DIV)
+            k->on = false;
+        if (k->on && now <= k->base)
+            k->on = false; /* everything since the start was freed */
+    }
+    if (!k->on && grew)
+        *k = (streak){.on = true, .from = at, .base = prev, .steps = 1, .flat = 0};
+    return grew;
+}
+
+/* Step-less snapshot of site st after one of its ALLOCs. */
+static void alloc_event(leak_site *st, uint64_t pos)
+{
+    bool grew = streak_advance(&st->ev, st->live_bytes, st->ev_prev, (int64_t)st->allocs);
+    if (st->ev.on && st->ev.from == (int64_t)st->allocs) /* started here */
+        st->ev_from_pos = pos;
+    if (st->ev.on && grew) {
+        st->ev_last_pos = pos;
+        st->ev_last_bytes = st->live_bytes;
+        st->ev_last_steps = st->ev.steps;
+    }
+    st->ev_prev = st->live_bytes;
+    st->allocs++;
+}
+
 static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
 {
     uint32_t si;
@@ -201,6 +264,7 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
     s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .used = true};
     s->sites[si].live_bytes += a->bytes;
     s->sites[si].live_allocs++;
+    alloc_event(&s->sites[si], s->pos);
     return 0;
 }
 
@@ -222,21 +286,7 @@ static void snapshot(leak_state *s, int64_t step)
 {
     for (size_t k = 0; k < s->nsites; k++) {
         leak_site *st = &s->sites[k];
-        bool grew = st->live_bytes > st->prev_bytes;
-        if (st->in_streak) {
-            st->streak_steps++;
-            if (!grew && ++st->streak_flat > st->streak_steps / LEAK_SLACK_DIV)
-                st->in_streak = false;
-            if (st->in_streak && st->live_bytes <= st->streak_base)
-                st->in_streak = false; /* everything since the start was freed */
-        }
-        if (!st->in_streak && grew) {
-            st->in_streak = true;
-            st->streak_from = step;
-            st->streak_base = st->prev_bytes;
-            st->streak_steps = 1;
-            st->streak_flat = 0;
-        }
+        streak_advance(&st->st, st->live_bytes, st->prev_bytes, step);
         st->prev_bytes = st->live_bytes;
     }
     s->steps_seen++;
@@ -267,25 +317,55 @@ static void on_step(leak_state *s, const tft_rec *rec)
     s->step_open = !s->snapped || s->snap_step != rec->step;
 }
 
+/* Step-less verdict for one site (see the top of the file). */
+static bool leaks_per_alloc(const leak_site *st, uint64_t end_pos)
+{
+    const streak *k = &st->ev;
+    if (!k->on || k->steps - k->flat < LEAK_MIN_GROWTH || st->live_bytes <= k->base)
+        return false;
+    return end_pos - st->ev_last_pos <= LEAK_TAIL_RATIO * (st->ev_last_pos - st->ev_from_pos);
+}
+
 static int collect(leak_state *s, tft_reader *r, int rank, diff_leak *out, int max)
 {
     uint32_t need = s->steps_seen <= LEAK_FEW_STEPS ? LEAK_MIN_GROWTH_FEW : LEAK_MIN_GROWTH;
+    bool stepless = s->steps_seen == 0;
     int n = 0;
     for (size_t k = 0; k < s->nsites && n < max; k++) {
         leak_site *st = &s->sites[k];
-        if (!st->in_streak || st->streak_steps - st->streak_flat < need || st->live_bytes <= st->streak_base)
+        if (stepless ? !leaks_per_alloc(st, s->pos)
+                     : (!st->st.on || st->st.steps - st->st.flat < need || st->live_bytes <= st->st.base))
             continue;
         site_name(st, r);
         diff_leak *l = &out[n++];
         memset(l, 0, sizeof(*l));
         l->rank = rank;
         snprintf(l->site, sizeof(l->site), "%s", st->name);
-        l->from_step = st->streak_from;
-        l->bytes_per_step = (double)(st->prev_bytes - st->streak_base) / st->streak_steps;
         l->live_bytes_at_end = st->live_bytes;
         l->live_allocs_at_end = st->live_allocs;
+        l->per_alloc = stepless;
+        if (stepless) {
+            l->from_step = TFT_STEP_NONE;
+            l->from_alloc = (uint64_t)st->ev.from;
+            l->iterations = st->ev_last_steps;
+            l->bytes_per_step = (double)(st->ev_last_bytes - st->ev.base) / st->ev_last_steps;
+        } else {
+            l->from_step = st->st.from;
+            l->iterations = st->st.steps;
+            l->bytes_per_step = (double)(st->prev_bytes - st->st.base) / st->st.steps;
+        }
     }
     return n;
+}
+
+void diff_leak_describe(const diff_leak *l, char *buf, size_t n)
+{
+    if (l->per_alloc)
+        snprintf(buf, n, "%s: +%.0f bytes per allocation over %" PRIu64 " allocations of the site (no steps), %" PRIu64
+                 " bytes live at the end", l->site, l->bytes_per_step, l->iterations, l->live_bytes_at_end);
+    else
+        snprintf(buf, n, "%s: +%.0f bytes/step from step %lld, %" PRIu64 " bytes live at the end", l->site,
+                 l->bytes_per_step, (long long)l->from_step, l->live_bytes_at_end);
 }
 
 int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max)
@@ -297,6 +377,7 @@ int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max)
     const tft_rec *rec;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) {
         e = 0;
+        s.pos++;
         on_step(&s, rec);
         if (rec->kind == TFT_REC_ALLOC && rec->len >= sizeof(tft_rec_alloc))
             e = on_alloc(&s, r, (const tft_rec_alloc *)rec);

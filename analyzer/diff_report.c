@@ -253,7 +253,14 @@ static cJSON *json_findings(const diff_report *r)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", l->rank);
         cJSON_AddStringToObject(x, "site", l->site);
-        cJSON_AddNumberToObject(x, "from_step", (double)l->from_step);
+        if (l->per_alloc) { /* a trace without steps */
+            cJSON_AddNullToObject(x, "from_step");
+            cJSON_AddNumberToObject(x, "from_allocation", (double)l->from_alloc);
+        } else {
+            cJSON_AddNumberToObject(x, "from_step", (double)l->from_step);
+        }
+        cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
+        cJSON_AddNumberToObject(x, "iterations", (double)l->iterations);
         cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
         cJSON_AddNumberToObject(x, "live_bytes_at_end", (double)l->live_bytes_at_end);
         cJSON_AddItemToArray(leaks, x);
@@ -382,10 +389,11 @@ void report_text(const diff_report *r, FILE *f)
     if (nf)
         fprintf(f, "first non-finite in BAD: rank %d, step %lld, %s (%s)\n", nf->rank, (long long)nf->step,
                 nf->tensor, nf->in_golden ? "GOLDEN has it too" : "GOLDEN has none");
-    for (int i = 0; i < r->nleaks; i++)
-        fprintf(f, "leak: rank %d, %s: +%.0f bytes/step from step %lld, %" PRIu64 " bytes live at the end\n",
-                r->leaks[i].rank, r->leaks[i].site, r->leaks[i].bytes_per_step, (long long)r->leaks[i].from_step,
-                r->leaks[i].live_bytes_at_end);
+    for (int i = 0; i < r->nleaks; i++) {
+        char what[400];
+        diff_leak_describe(&r->leaks[i], what, sizeof(what));
+        fprintf(f, "leak: rank %d, %s\n", r->leaks[i].rank, what);
+    }
     for (int i = 0; i < r->ndesyncs; i++)
         fprintf(f, "desync: %s at step %lld (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
                 desync_kind_name(r->desyncs[i].kind), (long long)r->desyncs[i].step, r->desyncs[i].comm,
@@ -454,9 +462,11 @@ int report_junit(const diff_report *r, const char *path)
     if (nf)
         snprintf(msg, sizeof(msg), "rank %d step %lld %s", nf->rank, (long long)nf->step, nf->tensor);
     junit_case(f, "non-finite", nf && !nf->in_golden ? msg : NULL);
-    if (r->nleaks)
-        snprintf(msg, sizeof(msg), "%s on rank %d: +%.0f bytes/step from step %lld", r->leaks[0].site,
-                 r->leaks[0].rank, r->leaks[0].bytes_per_step, (long long)r->leaks[0].from_step);
+    if (r->nleaks) {
+        char what[400];
+        diff_leak_describe(&r->leaks[0], what, sizeof(what));
+        snprintf(msg, sizeof(msg), "rank %d: %s", r->leaks[0].rank, what);
+    }
     junit_case(f, "leaks", r->nleaks ? msg : NULL);
     if (r->ndesyncs)
         snprintf(msg, sizeof(msg), "%s at step %lld: %s", desync_kind_name(r->desyncs[0].kind),

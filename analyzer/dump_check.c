@@ -60,9 +60,11 @@ static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const di
     if (nf->found)
         printf("non-finite: rank %d, step %lld, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
                (long long)nf->step, (long long)nf->seq, nf->name, nf->nan, nf->inf);
-    for (int i = 0; i < nl; i++)
-        printf("leak: rank %d, %s: +%.0f bytes/step from step %lld, %" PRIu64 " bytes live at the end\n",
-               l[i].rank, l[i].site, l[i].bytes_per_step, (long long)l[i].from_step, l[i].live_bytes_at_end);
+    for (int i = 0; i < nl; i++) {
+        char what[400];
+        diff_leak_describe(&l[i], what, sizeof(what));
+        printf("leak: rank %d, %s\n", l[i].rank, what);
+    }
     for (int i = 0; i < nd; i++)
         printf("desync: %s at step %lld (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
                desync_kind_name(ds[i].kind), (long long)ds[i].step, ds[i].comm, ds[i].coll_seq, ds[i].detail);
@@ -87,7 +89,14 @@ static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const di
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", l[i].rank);
         cJSON_AddStringToObject(x, "site", l[i].site);
-        json_i64(x, "from_step", l[i].from_step);
+        if (l[i].per_alloc) { /* a trace without steps */
+            cJSON_AddNullToObject(x, "from_step");
+            json_u64(x, "from_allocation", l[i].from_alloc);
+        } else {
+            json_i64(x, "from_step", l[i].from_step);
+        }
+        cJSON_AddStringToObject(x, "per", l[i].per_alloc ? "allocation" : "step");
+        json_u64(x, "iterations", l[i].iterations);
         cJSON_AddNumberToObject(x, "bytes_per_step", l[i].bytes_per_step);
         json_u64(x, "live_bytes_at_end", l[i].live_bytes_at_end);
         cJSON_AddItemToArray(la, x);

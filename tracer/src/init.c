@@ -6,6 +6,7 @@
  */
 #include "capture_spec.h"
 #include "collector.h"
+#include "interpose_internal.h"
 #include "recorder_internal.h"
 #include "tft.h"
 
@@ -152,6 +153,7 @@ static int attach(const char *name)
 static void *inproc_main(void *arg)
 {
     (void)arg;
+    ip_depth = 1; /* the writer's own allocations are not the program's (interpose_alloc.c) */
     uint64_t last_flush = shm_now_ns();
     while (!atomic_load(&inproc.stop)) {
         size_t n = collector_poll(inproc.col);

@@ -1,0 +1,1078 @@
+/*
+ * interpose_alloc.c — large host allocations of unmodified programs, for
+ * leak reports: malloc, calloc, realloc, reallocarray, free,
+ * posix_memalign, aligned_alloc, memalign, mmap, mmap64, mremap, munmap,
+ * defined in the preloaded libtftrace.
+ *
+ * A request of at least alloc_min bytes (TFT_ALLOC_MIN, default 1 MiB) is
+ * recorded as an ALLOC record whose site is the calling function (the
+ * direct caller, symbolised once per return address), and its release as
+ * a FREE record. Everything else costs a comparison, no lock and no
+ * thread-local access:
+ *  - malloc, calloc, the aligned forms: `bytes < alloc_min`, then a call of
+ *    the next allocator;
+ *  - free, and realloc of a block to a small size: one load of the count
+ *    of recorded blocks alive; only when it is non-zero, a probe of a
+ *    lock-free set of their addresses (a seqlock tells a probe that raced
+ *    with a removal to look again; a hit is confirmed under the lock).
+ * alloc_min is SIZE_MAX (nothing is ever recorded) until the library's
+ * constructor read the configuration, in processes that do not record
+ * (no TFT_SHM / TFT_OUTPUT, TFT_INTERPOSE=0), and, from the first large
+ * allocation on, when ip_active() says no: recording off, or a program
+ * linked with libtftrace (it records what it allocates itself;
+ * TFT_INTERPOSE=1 turns the interposers on there too).
+ *
+ * The next allocator: calls go to the next definition after libtftrace
+ * (dlsym(RTLD_NEXT)) — glibc's, or an allocator the user preloaded or
+ * linked (jemalloc, tcmalloc), so a block is never handed from one
+ * allocator to another (valloc, pvalloc and malloc_usable_size are not
+ * defined here and reach that same allocator directly). dlsym may itself
+ * allocate: calls made while it runs on this thread are served from a
+ * static arena whose blocks are never reused.
+ *
+ * Not recorded: calls made inside another interposer or the recorder
+ * (ip_depth > 0), calls from libtftrace itself, mappings with PROT_NONE
+ * (address-space reservations, not memory) and what glibc does internally
+ * (its own mmap of large malloc chunks is the malloc we already saw).
+ * Under a sanitizer (ASan, TSan) the sanitizer's allocator precedes ours
+ * in symbol resolution and none of this is reached.
+ *
+ * mmap regions are kept exactly (start, length, site) under a mutex:
+ * a munmap or MAP_FIXED mapping over part of a recorded region records the
+ * region's FREE and an ALLOC of each piece that remains; mremap moves it.
+ *
+ * Fork: the locks are taken around fork (pthread_atfork) so the child
+ * inherits consistent tables; the recorder re-registers the child.
+ */
+#include "interpose_internal.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RET_ADDR __builtin_return_address(0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NOINLINE __attribute__((noinline))
+
+/* Requests of at least this many bytes are recorded; SIZE_MAX: none. */
+static _Atomic size_t alloc_min = SIZE_MAX;
+
+static inline size_t min_bytes(void) { return atomic_load_explicit(&alloc_min, memory_order_relaxed); }
+
+/* The address range of libtftrace's own loaded segments: its calls are
+ * the recorder's, not the program's. Set by the constructor. */
+static uintptr_t self_lo, self_hi;
+
+static inline int in_self(const void *ret) { return (uintptr_t)ret - self_lo < self_hi - self_lo; }
+
+/* ---- the next allocator ---------------------------------------------------- */
+
+typedef void *(*malloc_fn)(size_t);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void (*free_fn)(void *);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef void *(*memalign_fn)(size_t, size_t); /* memalign and aligned_alloc */
+
+static void *boot_malloc(size_t n);
+static void *boot_calloc(size_t k, size_t n);
+static void *boot_realloc(void *p, size_t n);
+static void boot_free(void *p);
+static int boot_posix_memalign(void **pp, size_t align, size_t n);
+static void *boot_memalign(size_t align, size_t n);
+
+/* Until resolved, each points to a boot_* function that resolves them all. */
+static struct {
+    _Atomic(malloc_fn) malloc;
+    _Atomic(calloc_fn) calloc;
+    _Atomic(realloc_fn) realloc;
+    _Atomic(free_fn) free;
+    _Atomic(posix_memalign_fn) posix_memalign;
+    _Atomic(memalign_fn) aligned_alloc, memalign;
+} next = {boot_malloc, boot_calloc, boot_realloc, boot_free, boot_posix_memalign, boot_memalign, boot_memalign};
+
+#define NEXT(fn) atomic_load_explicit(&next.fn, memory_order_relaxed)
+
+/* glibc's own entry points: the fallback when dlsym finds nothing. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+
+/* Blocks handed out while dlsym runs (it may allocate); never reused. */
+#define ARENA_BYTES (256u * 1024u)
+static _Alignas(4096) char arena[ARENA_BYTES];
+static _Atomic size_t arena_used;
+
+static inline int in_arena(const void *p) { return (uintptr_t)p - (uintptr_t)arena < ARENA_BYTES; }
+
+/* An arena block of n bytes aligned to align (a power of two); its size
+ * sits in the 8 bytes before it. Zeroed (the arena is never reused). */
+static void *arena_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    if (n > ARENA_BYTES || align > 4096 || (align & (align - 1))) {
+        errno = n > ARENA_BYTES ? ENOMEM : EINVAL;
+        return NULL;
+    }
+    size_t need = n + align + 16;
+    size_t off = atomic_fetch_add(&arena_used, need);
+    if (off + need > ARENA_BYTES) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uintptr_t p = ((uintptr_t)arena + off + 16 + align - 1) & ~(uintptr_t)(align - 1);
+    ((size_t *)p)[-1] = n;
+    return (void *)p;
+}
+
+static size_t arena_size(const void *p) { return ((const size_t *)p)[-1]; }
+
+/* Set while this thread runs dlsym for the next allocator. volatile: dlsym
+ * is declared leaf, and it does re-enter this file through malloc. */
+static __thread volatile int resolving __attribute__((tls_model("initial-exec")));
+
+static int posix_memalign_via_memalign(void **pp, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    void *p = NEXT(memalign)(align, n);
+    if (!p)
+        return ENOMEM;
+    *pp = p;
+    return 0;
+}
+
+static void *lookup_next(const char *name, void *self, void *fallback)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    return p && p != self ? p : fallback;
+}
+
+/* Finds the next allocator's functions; -1 when called from inside that
+ * lookup (the caller then uses the arena). Idempotent: threads racing here
+ * store the same values. */
+static int resolve_next(void)
+{
+    if (resolving)
+        return -1;
+    resolving = 1;
+    void *m = lookup_next("malloc", (void *)malloc, (void *)__libc_malloc);
+    void *c = lookup_next("calloc", (void *)calloc, (void *)__libc_calloc);
+    void *r = lookup_next("realloc", (void *)realloc, (void *)__libc_realloc);
+    void *f = lookup_next("free", (void *)free, (void *)__libc_free);
+    void *ma = lookup_next("memalign", (void *)memalign, (void *)__libc_memalign);
+    void *aa = lookup_next("aligned_alloc", (void *)aligned_alloc, ma);
+    void *pm = lookup_next("posix_memalign", (void *)posix_memalign, (void *)posix_memalign_via_memalign);
+    atomic_store(&next.memalign, (memalign_fn)ma);
+    atomic_store(&next.aligned_alloc, (memalign_fn)aa);
+    atomic_store(&next.posix_memalign, (posix_memalign_fn)pm);
+    atomic_store(&next.calloc, (calloc_fn)c);
+    atomic_store(&next.realloc, (realloc_fn)r);
+    atomic_store(&next.free, (free_fn)f);
+    atomic_store(&next.malloc, (malloc_fn)m);
+    resolving = 0;
+    return 0;
+}
+
+static void *boot_malloc(size_t n) { return resolve_next() ? arena_alloc(n, 16) : NEXT(malloc)(n); }
+
+static void *boot_calloc(size_t k, size_t n)
+{
+    size_t b;
+    if (resolve_next() == 0)
+        return NEXT(calloc)(k, n);
+    if (__builtin_mul_overflow(k, n, &b)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return arena_alloc(b, 16);
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+    if (resolve_next() == 0 && !in_arena(p))
+        return NEXT(realloc)(p, n);
+    if (p && !in_arena(p)) { /* not ours to move while dlsym runs */
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q = resolving ? arena_alloc(n, 16) : NEXT(malloc)(n);
+    if (q && p)
+        memcpy(q, p, arena_size(p) < n ? arena_size(p) : n);
+    return q;
+}
+
+static void boot_free(void *p)
+{
+    if (!in_arena(p) && resolve_next() == 0)
+        NEXT(free)(p);
+}
+
+static int boot_posix_memalign(void **pp, size_t align, size_t n)
+{
+    if (resolve_next() == 0)
+        return NEXT(posix_memalign)(pp, align, n);
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    void *p = arena_alloc(n, align);
+    if (!p)
+        return ENOMEM;
+    *pp = p;
+    return 0;
+}
+
+static void *boot_memalign(size_t align, size_t n)
+{
+    return resolve_next() ? arena_alloc(n, align) : NEXT(memalign)(align, n);
+}
+
+/* ---- anonymous memory for our own tables ------------------------------------ */
+
+/* Zeroed pages straight from the kernel: no allocator, no interposer. */
+static void *raw_map(size_t bytes)
+{
+    long r = syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+    return r == -1 ? NULL : (void *)r;
+}
+
+/* ---- the set of recorded blocks -------------------------------------------- */
+
+/* Open addressing, linear probing, at most half full. Writers hold
+ * set.lock; readers probe without it. A removal shifts later entries back
+ * (no tombstones), so it bumps seq to odd before and to even after: a probe
+ * that missed while seq changed looks again. Growing publishes a new table
+ * and keeps the old one mapped (readers may still be in it; old tables
+ * only ever hold stale hits, which the locked path rejects). */
+typedef struct set_slot {
+    _Atomic uintptr_t key;   /* block address, 0 = empty */
+    _Atomic size_t bytes;    /* requested size */
+} set_slot;
+
+typedef struct set_table {
+    size_t mask;             /* capacity - 1 */
+    set_slot slot[];
+} set_table;
+
+static struct {
+    _Atomic unsigned seq;
+    _Atomic size_t live;     /* entries; 0 lets free skip the probe */
+    _Atomic(set_table *) table;
+    pthread_mutex_t lock;
+} set = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static inline size_t ptr_hash(uintptr_t p)
+{
+    uint64_t x = (uint64_t)p >> 4;
+    x *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(x ^ (x >> 29));
+}
+
+/* 1 when key is (or was just) in t; bounded by the capacity. */
+static int set_probe(const set_table *t, uintptr_t key)
+{
+    size_t m = t->mask, i = ptr_hash(key) & m;
+    for (size_t n = 0; n <= m; n++, i = (i + 1) & m) {
+        uintptr_t k = atomic_load_explicit(&t->slot[i].key, memory_order_relaxed);
+        if (k == key)
+            return 1;
+        if (!k)
+            return 0;
+    }
+    return 0;
+}
+
+/* Lock-free: 0 = p was not recorded (exact for a block this thread may
+ * free); 1 = it may be (confirm with set_remove under the lock). */
+static NOINLINE int set_maybe_has(uintptr_t p)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        unsigned s = atomic_load_explicit(&set.seq, memory_order_acquire);
+        if (!(s & 1)) {
+            set_table *t = atomic_load_explicit(&set.table, memory_order_acquire);
+            if (t && set_probe(t, p))
+                return 1;
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&set.seq, memory_order_relaxed) == s)
+                return 0;
+        }
+        __builtin_ia32_pause();
+    }
+    return 1; /* a writer is slow (preempted): let the locked path decide */
+}
+
+static inline int maybe_recorded(const void *p)
+{
+    return UNLIKELY(atomic_load_explicit(&set.live, memory_order_relaxed) != 0) && p &&
+           set_maybe_has((uintptr_t)p);
+}
+
+static set_table *set_grow(set_table *old)
+{
+    size_t cap = old ? (old->mask + 1) * 2 : 4096;
+    set_table *t = raw_map(sizeof(*t) + cap * sizeof(set_slot));
+    if (!t)
+        return NULL;
+    t->mask = cap - 1;
+    for (size_t i = 0; old && i <= old->mask; i++) {
+        uintptr_t k = atomic_load_explicit(&old->slot[i].key, memory_order_relaxed);
+        if (!k)
+            continue;
+        size_t j = ptr_hash(k) & t->mask;
+        while (atomic_load_explicit(&t->slot[j].key, memory_order_relaxed))
+            j = (j + 1) & t->mask;
+        atomic_store_explicit(&t->slot[j].bytes, atomic_load_explicit(&old->slot[i].bytes, memory_order_relaxed),
+                              memory_order_relaxed);
+        atomic_store_explicit(&t->slot[j].key, k, memory_order_relaxed);
+    }
+    atomic_store_explicit(&set.table, t, memory_order_release);
+    return t;
+}
+
+/* Adds p (not present); -ENOMEM when the table cannot grow. Lock held. */
+static int set_insert_locked(uintptr_t p, size_t bytes)
+{
+    set_table *t = atomic_load_explicit(&set.table, memory_order_relaxed);
+    size_t live = atomic_load_explicit(&set.live, memory_order_relaxed);
+    if ((!t || (live + 1) * 2 > t->mask + 1) && !(t = set_grow(t)))
+        return -ENOMEM;
+    size_t i = ptr_hash(p) & t->mask;
+    while (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed))
+        i = (i + 1) & t->mask;
+    atomic_store_explicit(&t->slot[i].bytes, bytes, memory_order_relaxed);
+    atomic_store_explicit(&t->slot[i].key, p, memory_order_release);
+    atomic_store_explicit(&set.live, live + 1, memory_order_release);
+    return 0;
+}
+
+/* Removes p; 1 and its size in *bytes when it was there. Lock held. */
+static int set_remove_locked(uintptr_t p, size_t *bytes)
+{
+    set_table *t = atomic_load_explicit(&set.table, memory_order_relaxed);
+    if (!t)
+        return 0;
+    size_t m = t->mask, i = ptr_hash(p) & m, n = 0;
+    uintptr_t k;
+    while ((k = atomic_load_explicit(&t->slot[i].key, memory_order_relaxed)) != p) {
+        if (!k || ++n > m)
+            return 0;
+        i = (i + 1) & m;
+    }
+    *bytes = atomic_load_explicit(&t->slot[i].bytes, memory_order_relaxed);
+    unsigned s = atomic_load_explicit(&set.seq, memory_order_relaxed);
+    atomic_store_explicit(&set.seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    /* backward shift: move up every later entry whose home slot is not in (i, j] */
+    for (size_t j = (i + 1) & m;; j = (j + 1) & m) {
+        k = atomic_load_explicit(&t->slot[j].key, memory_order_relaxed);
+        if (!k)
+            break;
+        size_t home = ptr_hash(k) & m;
+        if (((j - home) & m) >= ((j - i) & m)) {
+            atomic_store_explicit(&t->slot[i].bytes, atomic_load_explicit(&t->slot[j].bytes, memory_order_relaxed),
+                                  memory_order_relaxed);
+            atomic_store_explicit(&t->slot[i].key, k, memory_order_relaxed);
+            i = j;
+        }
+    }
+    atomic_store_explicit(&t->slot[i].key, 0, memory_order_relaxed);
+    atomic_store_explicit(&set.live, atomic_load_explicit(&set.live, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&set.seq, s + 2, memory_order_release);
+    return 1;
+}
+
+static int set_take(const void *p, size_t *bytes)
+{
+    pthread_mutex_lock(&set.lock);
+    int had = set_remove_locked((uintptr_t)p, bytes);
+    pthread_mutex_unlock(&set.lock);
+    return had;
+}
+
+/* ---- sites: the calling function's name ------------------------------------ */
+
+/* The .symtab of a loaded object, read from its file once (dladdr only
+ * sees exported symbols; an executable built without -rdynamic exports
+ * none of its functions). The file stays mapped; sym is NULL when the
+ * object has no .symtab (stripped) or its file cannot be read. */
+typedef struct sym_obj {
+    const void *lm;          /* struct link_map *, the key */
+    uintptr_t bias;          /* l_addr */
+    const ElfW(Sym) *sym;
+    size_t nsym;
+    const char *str;
+    size_t strsz;
+    char base[64];           /* file name without directories */
+} sym_obj;
+
+#define MAX_SYM_OBJS 256
+static struct {
+    pthread_mutex_t lock;    /* held while a file is read; no loader lock inside */
+    int n;
+    sym_obj o[MAX_SYM_OBJS];
+} syms = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void base_name(char *out, size_t n, const char *path)
+{
+    const char *s = strrchr(path, '/');
+    s = s ? s + 1 : path;
+    size_t len = strnlen(s, n - 1);
+    memcpy(out, s, len);
+    out[len] = '\0';
+}
+
+/* Finds .symtab and its string table in the mapped file [m, m + size);
+ * every offset is checked against the file's size. */
+static void parse_symtab(sym_obj *o, const unsigned char *m, size_t size)
+{
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+    if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+        eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+        eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > size ||
+        (size - eh->e_shoff) / sizeof(ElfW(Shdr)) < eh->e_shnum)
+        return;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_entsize != sizeof(ElfW(Sym)) || sh[i].sh_link >= eh->e_shnum)
+            continue;
+        const ElfW(Shdr) *st = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset || st->sh_offset > size ||
+            st->sh_size > size - st->sh_offset || (sh[i].sh_offset & (sizeof(void *) - 1)))
+            return;
+        o->sym = (const ElfW(Sym) *)(m + sh[i].sh_offset);
+        o->nsym = sh[i].sh_size / sizeof(ElfW(Sym));
+        o->str = (const char *)(m + st->sh_offset);
+        o->strsz = st->sh_size;
+        return;
+    }
+}
+
+static void load_symtab(sym_obj *o, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat sb;
+    long m = -1;
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0)
+        m = syscall(SYS_mmap, NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0L);
+    close(fd);
+    if (m == -1)
+        return;
+    parse_symtab(o, (const unsigned char *)m, (size_t)sb.st_size);
+    if (!o->sym)
+        syscall(SYS_munmap, (void *)m, (size_t)sb.st_size);
+}
+
+/* The symbol table of the object lm, loaded on first use; NULL when the
+ * cache is full. */
+static const sym_obj *sym_obj_get(const struct link_map *lm)
+{
+    pthread_mutex_lock(&syms.lock);
+    sym_obj *o = NULL;
+    for (int i = 0; i < syms.n && !o; i++)
+        if (syms.o[i].lm == lm && syms.o[i].bias == lm->l_addr)
+            o = &syms.o[i];
+    if (!o && syms.n < MAX_SYM_OBJS) {
+        o = &syms.o[syms.n++];
+        memset(o, 0, sizeof(*o));
+        o->lm = lm;
+        o->bias = lm->l_addr;
+        const char *path = lm->l_name;
+        if (!path || !path[0]) { /* the main program: its file, even if renamed since */
+            char exe[4096];
+            ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+            exe[n > 0 ? n : 0] = '\0';
+            base_name(o->base, sizeof(o->base), exe);
+            path = "/proc/self/exe";
+        } else {
+            base_name(o->base, sizeof(o->base), path);
+        }
+        load_symtab(o, path);
+    }
+    pthread_mutex_unlock(&syms.lock);
+    return o;
+}
+
+/* Name of the function of o that contains the file address a, or NULL. */
+static const char *symtab_find(const sym_obj *o, uintptr_t a)
+{
+    for (size_t i = 0; i < o->nsym; i++) {
+        const ElfW(Sym) *s = &o->sym[i];
+        int type = (int)(s->st_info & 0xf); /* ST_TYPE, the same in both ELF classes */
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || a < s->st_value ||
+            a - s->st_value >= s->st_size)
+            continue;
+        if (s->st_name < o->strsz && memchr(o->str + s->st_name, '\0', o->strsz - s->st_name))
+            return o->str + s->st_name;
+    }
+    return NULL;
+}
+
+/* A function name without the compiler's clone suffixes
+ * (grow.constprop.0, grow.isra.0, grow.part.1, grow.cold). */
+static void fn_name(char *out, size_t n, const char *name)
+{
+    size_t len = strlen(name);
+    const char *dot = strchr(name + 1, '.');
+    if (dot && name[0])
+        len = (size_t)(dot - name);
+    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), name);
+}
+
+/* The function containing return address a: its exported name (dladdr),
+ * else its name in the object's .symtab, else "object+0xoffset". */
+static void symbolize(uintptr_t a, char *buf, size_t n)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    uintptr_t pc = a - 1; /* inside the call instruction, in the caller */
+    if (!dladdr1((void *)pc, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) {
+        snprintf(buf, n, "0x%" PRIxPTR, a);
+        return;
+    }
+    if (info.dli_sname && info.dli_sname[0]) {
+        fn_name(buf, n, info.dli_sname);
+        return;
+    }
+    const sym_obj *o = sym_obj_get(lm);
+    const char *name = o && o->sym ? symtab_find(o, pc - o->bias) : NULL;
+    if (name)
+        fn_name(buf, n, name);
+    else
+        snprintf(buf, n, "%s+0x%" PRIxPTR, o && o->base[0] ? o->base : "?", a - (uintptr_t)info.dli_fbase);
+}
+
+/* Return address -> site name, insert-only and lock-free; names live as
+ * long as the process. A full neighbourhood leaves the site unnamed ("?")
+ * rather than allocate a name per call. */
+#define SITE_SLOTS 8192u
+#define SITE_PROBES 64u
+static struct site_slot {
+    _Atomic uintptr_t ret;
+    _Atomic(const char *) name;
+} sites[SITE_SLOTS];
+
+static const char *site_of(const void *ret)
+{
+    uintptr_t a = (uintptr_t)ret;
+    size_t h = ptr_hash(a);
+    for (unsigned k = 0; k < SITE_PROBES; k++) {
+        struct site_slot *s = &sites[(h + k) & (SITE_SLOTS - 1)];
+        uintptr_t key = atomic_load_explicit(&s->ret, memory_order_acquire);
+        if (key == a) {
+            const char *name = atomic_load_explicit(&s->name, memory_order_acquire);
+            if (name)
+                return name;
+            break; /* another thread is naming it: name it here too */
+        }
+        if (!key)
+            break;
+    }
+    char buf[256];
+    symbolize(a, buf, sizeof(buf));
+    size_t len = strlen(buf) + 1;
+    for (unsigned k = 0; k < SITE_PROBES; k++) {
+        struct site_slot *s = &sites[(h + k) & (SITE_SLOTS - 1)];
+        uintptr_t key = 0;
+        if (atomic_compare_exchange_strong(&s->ret, &key, a) || key == a) {
+            const char *name = atomic_load_explicit(&s->name, memory_order_acquire);
+            if (name)
+                return name;
+            char *copy = NEXT(malloc)(len);
+            if (!copy)
+                return "?";
+            memcpy(copy, buf, len);
+            const char *none = NULL;
+            if (!atomic_compare_exchange_strong(&s->name, &none, copy)) {
+                NEXT(free)(copy);
+                return none;
+            }
+            return copy;
+        }
+    }
+    return "?";
+}
+
+/* ---- recording --------------------------------------------------------------- */
+
+/* Turns the interposers off for the rest of the process (recording off,
+ * or a program that records its own allocations). */
+static void alloc_off(void) { atomic_store_explicit(&alloc_min, SIZE_MAX, memory_order_relaxed); }
+
+/* After a successful allocation of n bytes at p requested from ret:
+ * records it when recording is on. errno is left as the allocator set it. */
+static void note_alloc(void *p, size_t n, const void *ret)
+{
+    if (!p || ip_depth)
+        return;
+    int saved = errno;
+    ip_depth++;
+    if (!ip_active()) {
+        alloc_off();
+    } else if (!in_self(ret)) {
+        const char *site = site_of(ret);
+        pthread_mutex_lock(&set.lock);
+        int e = set_insert_locked((uintptr_t)p, n);
+        pthread_mutex_unlock(&set.lock);
+        if (e == 0) /* untracked blocks are not recorded: their FREE would be missed */
+            tft_alloc(p, n, site);
+    }
+    ip_depth--;
+    errno = saved;
+}
+
+static void record_free(const void *p)
+{
+    if (ip_depth)
+        return;
+    int saved = errno;
+    ip_depth++;
+    tft_free(p);
+    ip_depth--;
+    errno = saved;
+}
+
+/* ---- malloc and friends ------------------------------------------------------- */
+
+static NOINLINE void *malloc_slow(size_t n, const void *ret)
+{
+    void *p = NEXT(malloc)(n);
+    note_alloc(p, n, ret);
+    return p;
+}
+
+TFT_API void *malloc(size_t n)
+{
+    if (LIKELY(n < min_bytes()))
+        return NEXT(malloc)(n);
+    return malloc_slow(n, RET_ADDR);
+}
+
+static NOINLINE void *calloc_slow(size_t k, size_t n, const void *ret)
+{
+    void *p = NEXT(calloc)(k, n);
+    if (p)
+        note_alloc(p, k * n, ret);
+    return p;
+}
+
+TFT_API void *calloc(size_t k, size_t n)
+{
+    size_t b;
+    if (LIKELY(!__builtin_mul_overflow(k, n, &b) && b < min_bytes()))
+        return NEXT(calloc)(k, n);
+    return calloc_slow(k, n, RET_ADDR);
+}
+
+static NOINLINE void free_slow(void *p)
+{
+    size_t bytes;
+    if (set_take(p, &bytes))
+        record_free(p); /* before the block can be handed out again */
+    NEXT(free)(p);
+}
+
+/* free while recorded blocks are alive: probe the set first. */
+static NOINLINE void free_live(void *p)
+{
+    if (p && set_maybe_has((uintptr_t)p))
+        free_slow(p);
+    else if (!in_arena(p))
+        NEXT(free)(p);
+}
+
+TFT_API void free(void *p)
+{
+    if (UNLIKELY(atomic_load_explicit(&set.live, memory_order_relaxed) != 0)) {
+        free_live(p);
+        return;
+    }
+    if (UNLIKELY(in_arena(p)))
+        return;
+    NEXT(free)(p);
+}
+
+static NOINLINE void *realloc_slow(void *p, size_t n, const void *ret)
+{
+    if (in_arena(p)) { /* from the bootstrap: move it to the real allocator */
+        void *q = n ? (n < min_bytes() ? NEXT(malloc)(n) : malloc_slow(n, ret)) : NULL;
+        if (q)
+            memcpy(q, p, arena_size(p) < n ? arena_size(p) : n);
+        return q;
+    }
+    size_t old = 0;
+    int had = maybe_recorded(p) && set_take(p, &old);
+    if (had)
+        record_free(p);
+    void *q = NEXT(realloc)(p, n);
+    if (!q && n) { /* failed: p is still the caller's */
+        if (had)
+            note_alloc(p, old, ret);
+        return NULL;
+    }
+    if (n >= min_bytes())
+        note_alloc(q, n, ret);
+    return q;
+}
+
+static inline __attribute__((always_inline)) void *realloc_at(void *p, size_t n, const void *ret)
+{
+    if (LIKELY(n < min_bytes()) && !maybe_recorded(p) && !in_arena(p))
+        return NEXT(realloc)(p, n);
+    return realloc_slow(p, n, ret);
+}
+
+TFT_API void *realloc(void *p, size_t n) { return realloc_at(p, n, RET_ADDR); }
+
+TFT_API void *reallocarray(void *p, size_t k, size_t n)
+{
+    size_t b;
+    if (__builtin_mul_overflow(k, n, &b)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc_at(p, b, RET_ADDR);
+}
+
+static NOINLINE int posix_memalign_slow(void **pp, size_t align, size_t n, const void *ret)
+{
+    int e = NEXT(posix_memalign)(pp, align, n);
+    if (e == 0)
+        note_alloc(*pp, n, ret);
+    return e;
+}
+
+TFT_API int posix_memalign(void **pp, size_t align, size_t n)
+{
+    if (LIKELY(n < min_bytes()))
+        return NEXT(posix_memalign)(pp, align, n);
+    return posix_memalign_slow(pp, align, n, RET_ADDR);
+}
+
+static NOINLINE void *aligned_slow(int c11, size_t align, size_t n, const void *ret)
+{
+    void *p = c11 ? NEXT(aligned_alloc)(align, n) : NEXT(memalign)(align, n);
+    note_alloc(p, n, ret);
+    return p;
+}
+
+TFT_API void *aligned_alloc(size_t align, size_t n)
+{
+    if (LIKELY(n < min_bytes()))
+        return NEXT(aligned_alloc)(align, n);
+    return aligned_slow(1, align, n, RET_ADDR);
+}
+
+TFT_API void *memalign(size_t align, size_t n)
+{
+    if (LIKELY(n < min_bytes()))
+        return NEXT(memalign)(align, n);
+    return aligned_slow(0, align, n, RET_ADDR);
+}
+
+/* ---- mmap regions ---------------------------------------------------------------- */
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*munmap_fn)(void *, size_t);
+typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+
+static void *_Atomic real_mmap, *_Atomic real_mmap64, *_Atomic real_munmap, *_Atomic real_mremap;
+
+/* Recorded mappings, exact, under the lock (munmap is a system call: a
+ * scan costs little next to it). n is read without the lock to skip
+ * munmaps when nothing is recorded. */
+typedef struct region {
+    uintptr_t start;
+    size_t len;              /* bytes as recorded (pieces: page multiples) */
+    const char *site;
+} region;
+
+#define MAX_REGIONS 4096
+static struct {
+    pthread_mutex_t lock;
+    _Atomic size_t n;
+    region r[MAX_REGIONS];
+} regions = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t page_size(void)
+{
+    static _Atomic size_t ps;
+    size_t p = atomic_load_explicit(&ps, memory_order_relaxed);
+    if (!p) {
+        long v = sysconf(_SC_PAGESIZE);
+        p = v > 0 ? (size_t)v : 4096;
+        atomic_store_explicit(&ps, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+static size_t page_up(size_t n) { return (n + page_size() - 1) & ~(page_size() - 1); }
+
+/* Adds a region and records it (when record); lock held. */
+static void region_add_locked(uintptr_t start, size_t len, const char *site, int record)
+{
+    size_t n = atomic_load_explicit(&regions.n, memory_order_relaxed);
+    if (n == MAX_REGIONS)
+        return; /* untracked: not recorded either (its FREE would be missed) */
+    regions.r[n] = (region){start, len, site};
+    atomic_store_explicit(&regions.n, n + 1, memory_order_relaxed);
+    if (record)
+        tft_alloc((void *)start, len, site);
+}
+
+/* [a, a + len) is no longer mapped as recorded: every overlapping region
+ * gets a FREE, and the pieces of it outside the range are recorded again
+ * with its site. Returns the site of the region that started at a, or
+ * NULL. Lock held. */
+static const char *regions_cut_locked(uintptr_t a, size_t len, int record)
+{
+    const char *site_at_a = NULL;
+    uintptr_t end = a + page_up(len);
+    size_t i = 0;
+    while (i < atomic_load_explicit(&regions.n, memory_order_relaxed)) {
+        region r = regions.r[i];
+        uintptr_t rend = r.start + page_up(r.len);
+        if (r.start >= end || rend <= a) {
+            i++;
+            continue;
+        }
+        if (r.start == a)
+            site_at_a = r.site;
+        size_t n = atomic_load_explicit(&regions.n, memory_order_relaxed) - 1;
+        regions.r[i] = regions.r[n];
+        atomic_store_explicit(&regions.n, n, memory_order_relaxed);
+        if (record)
+            tft_free((void *)r.start);
+        if (r.start < a)
+            region_add_locked(r.start, a - r.start, r.site, record);
+        if (rend > end)
+            region_add_locked(end, rend - end, r.site, record);
+    }
+    return site_at_a;
+}
+
+/* Forgets [a, a + len) (munmap, MAP_FIXED over it, mremap away). */
+static const char *regions_forget(void *a, size_t len)
+{
+    int record = !ip_depth, saved = errno;
+    ip_depth++;
+    pthread_mutex_lock(&regions.lock);
+    const char *site = regions_cut_locked((uintptr_t)a, len, record);
+    pthread_mutex_unlock(&regions.lock);
+    ip_depth--;
+    errno = saved;
+    return site;
+}
+
+/* After a successful mapping of len bytes at p requested from ret (site:
+ * the site to keep, NULL = the caller's). */
+static void note_region(void *p, size_t len, const void *ret, const char *site)
+{
+    if (ip_depth)
+        return;
+    int saved = errno;
+    ip_depth++;
+    if (!ip_active()) {
+        alloc_off();
+    } else if (!in_self(ret)) {
+        if (!site)
+            site = site_of(ret);
+        pthread_mutex_lock(&regions.lock);
+        region_add_locked((uintptr_t)p, len, site, 1);
+        pthread_mutex_unlock(&regions.lock);
+    }
+    ip_depth--;
+    errno = saved;
+}
+
+static NOINLINE void *mmap_slow(int is64, void *a, size_t len, int prot, int flags, int fd, off_t off,
+                                const void *ret)
+{
+    mmap_fn fn = (mmap_fn)ip_real_cached(is64 ? &real_mmap64 : &real_mmap, is64 ? "mmap64" : "mmap");
+    if (!ip_depth && (flags & MAP_FIXED) && atomic_load_explicit(&regions.n, memory_order_relaxed))
+        regions_forget(a, len);
+    void *p = fn ? fn(a, len, prot, flags, fd, off) : (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+    if (p != MAP_FAILED && len >= min_bytes() && prot != PROT_NONE)
+        note_region(p, len, ret, NULL);
+    return p;
+}
+
+TFT_API void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (LIKELY(len < min_bytes()) && !(flags & MAP_FIXED)) {
+        mmap_fn fn = (mmap_fn)ip_real_cached(&real_mmap, "mmap");
+        if (LIKELY(fn != NULL))
+            return fn(a, len, prot, flags, fd, off);
+    }
+    return mmap_slow(0, a, len, prot, flags, fd, off, RET_ADDR);
+}
+
+TFT_API void *mmap64(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (LIKELY(len < min_bytes()) && !(flags & MAP_FIXED)) {
+        mmap_fn fn = (mmap_fn)ip_real_cached(&real_mmap64, "mmap64");
+        if (LIKELY(fn != NULL))
+            return fn(a, len, prot, flags, fd, off);
+    }
+    return mmap_slow(1, a, len, prot, flags, fd, off, RET_ADDR);
+}
+
+TFT_API int munmap(void *a, size_t len)
+{
+    munmap_fn fn = (munmap_fn)ip_real_cached(&real_munmap, "munmap");
+    /* a range the kernel will refuse unmaps nothing: forget nothing */
+    if (UNLIKELY(atomic_load_explicit(&regions.n, memory_order_relaxed) != 0) && len &&
+        !((uintptr_t)a & (page_size() - 1)))
+        regions_forget(a, len);
+    return fn ? fn(a, len) : (int)syscall(SYS_munmap, a, len);
+}
+
+TFT_API void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    mremap_fn fn = (mremap_fn)ip_real_cached(&real_mremap, "mremap");
+    void *p = fn ? fn(old, old_len, new_len, flags, want)
+                 : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+    if (LIKELY(new_len < min_bytes() && atomic_load_explicit(&regions.n, memory_order_relaxed) == 0) ||
+        p == MAP_FAILED || ip_depth)
+        return p;
+    const char *site = atomic_load_explicit(&regions.n, memory_order_relaxed) ? regions_forget(old, old_len) : NULL;
+    if (new_len >= min_bytes())
+        note_region(p, new_len, RET_ADDR, site);
+    return p;
+}
+
+/* ---- set-up ------------------------------------------------------------------------ */
+
+#define DEFAULT_MIN ((size_t)1 << 20)
+
+/* TFT_ALLOC_MIN: bytes, with an optional K, M or G suffix (powers of
+ * 1024; "KiB", "MB" and the like are read the same); "0" or "off":
+ * nothing is recorded; unset, empty or unreadable: 1 MiB. */
+static size_t parse_min(const char *v)
+{
+    if (!v || !*v)
+        return DEFAULT_MIN;
+    if (!strcasecmp(v, "off"))
+        return SIZE_MAX;
+    if (v[0] < '0' || v[0] > '9')
+        return DEFAULT_MIN;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno)
+        return SIZE_MAX; /* more than any request */
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end && strcasecmp(end, "b") && !(shift && !strcasecmp(end, "ib")))
+        return DEFAULT_MIN;
+    if (x == 0)
+        return SIZE_MAX;
+    if (x > (SIZE_MAX >> shift))
+        return SIZE_MAX;
+    return (size_t)x << shift;
+}
+
+/* MPI launchers and daemons under tftrace (tftrace -- mpirun ..., or the
+ * orted an MPI singleton forks): they allocate large buffers of their own,
+ * and recording them would make them ranks of the trace whose numbers
+ * collide with the real ranks'. */
+static int mpi_helper(void)
+{
+    static const char *const names[] = {"orted", "orterun", "prted", "prte", "prterun", "mpirun", "mpiexec",
+                                        "mpiexec.hydra", "mpiexec.openmpi", "mpirun.openmpi", "mpiexec.mpich",
+                                        "mpirun.mpich", "hydra_pmi_proxy", "pmi_proxy", "srun"};
+    const char *me = program_invocation_short_name;
+    for (size_t i = 0; me && i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(me, names[i]))
+            return 1;
+    return 0;
+}
+
+/* The threshold for this process: SIZE_MAX when nothing will be recorded. */
+static size_t config_min(void)
+{
+    const char *shm = getenv("TFT_SHM"), *out = getenv("TFT_OUTPUT"), *ip = getenv("TFT_INTERPOSE");
+    if (!(shm && *shm) && !(out && *out))
+        return SIZE_MAX;
+    if ((ip && !strcmp(ip, "0")) || mpi_helper())
+        return SIZE_MAX;
+    return parse_min(getenv("TFT_ALLOC_MIN"));
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    uintptr_t me = (uintptr_t)find_self, lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+        lo = s < lo ? s : lo;
+        hi = e > hi ? e : hi;
+    }
+    if (me < lo || me >= hi)
+        return 0;
+    self_lo = lo;
+    self_hi = hi;
+    return 1;
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&syms.lock);
+    pthread_mutex_lock(&set.lock);
+    pthread_mutex_lock(&regions.lock);
+}
+
+static void fork_release(void)
+{
+    pthread_mutex_unlock(&regions.lock);
+    pthread_mutex_unlock(&set.lock);
+    pthread_mutex_unlock(&syms.lock);
+}
+
+__attribute__((constructor)) static void alloc_init(void)
+{
+    int saved = errno;
+    size_t min = config_min();
+    if (min != SIZE_MAX) {
+        dl_iterate_phdr(find_self, NULL);
+        pthread_atfork(fork_prepare, fork_release, fork_release);
+        atomic_store_explicit(&alloc_min, min, memory_order_release);
+    }
+    errno = saved;
+}
