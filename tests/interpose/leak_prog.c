@@ -16,11 +16,16 @@
  *     small_churn    1,000 malloc/free of 16 B .. 4 KiB (never recorded)
  *   worker_churn     4 threads x 50 malloc(1.5 MiB)/free, concurrently
  *   fork_child       a child process allocates and frees 2 MiB, exits 0
+ *   odd_calls        errno across a large malloc, failing requests
+ *                    (malloc, calloc overflow, realloc of a recorded
+ *                    block), reallocarray, memalign; all freed
  *
  * Prints a checksum of what it wrote and read, so a change of results
  * under tracing shows.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -186,6 +191,46 @@ static NOINLINE int fork_child(void)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* What the program sees of errno and results must not change under
+ * tracing: returns them as a string for the output line. */
+static NOINLINE const char *odd_calls(void)
+{
+    static char out[128];
+    /* through volatile pointers: the compiler sees these requests fail */
+    void *(*volatile calloc_v)(size_t, size_t) = calloc;
+    void *(*volatile realloc_v)(void *, size_t) = realloc;
+    volatile size_t too_big = (size_t)1 << 62;
+    errno = EDOM;
+    void *p = malloc(16 * MIB);
+    int e_ok = errno; /* a successful malloc leaves errno alone */
+    errno = 0;
+    void *huge = malloc(too_big);
+    int e_huge = errno;
+    errno = 0;
+    void *ovf = calloc_v(SIZE_MAX / 2, 4);
+    int e_ovf = errno;
+    char *q = malloc(2 * MIB);
+    if (!p || !q)
+        die("malloc");
+    touch(q, 2 * MIB, 5);
+    errno = 0;
+    void *r = realloc_v(q, too_big); /* fails: q stays valid */
+    int e_re = errno;
+    q[1] = 1;
+    char *ra = reallocarray(NULL, 3, MIB);
+    void *ma = memalign(4096, 2 * MIB);
+    if (!ra || !ma)
+        die("reallocarray");
+    touch(ra, 3 * MIB, 6);
+    touch(ma, 2 * MIB, 8);
+    snprintf(out, sizeof(out), "errno %d %d %d %d null %d %d %d", e_ok, e_huge, e_ovf, e_re, !huge, !ovf, !r);
+    free(ma);
+    free(ra);
+    free(q);
+    free(p);
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     int leak = 1, iters = 12;
@@ -216,7 +261,8 @@ int main(int argc, char **argv)
         checksum += (uintptr_t)r;
     }
     int child = fork_child();
-    printf("checksum %llu child %d iters %d %s\n", (unsigned long long)checksum, child, iters,
-           leak ? "leak" : "no-leak");
+    const char *odd = odd_calls();
+    printf("checksum %llu child %d iters %d %s %s\n", (unsigned long long)checksum, child, iters,
+           leak ? "leak" : "no-leak", odd);
     return 0; /* the weights (and, leaking, the kv blocks) are alive at exit */
 }

@@ -142,6 +142,7 @@ PY
     # host allocations (interpose_alloc.c): leak_prog leaks 4 MiB per
     # iteration in grow_kv_cache; --no-leak does not
     want=$("$prog"); want_nl=$("$prog" --no-leak)
+    case $want in *"errno 33 12 12 12 null 1 1 1") ;; *) fail "leak_prog untraced: $want" ;; esac
     "$tftrace" -q -o "$tmp/bad.trace" -- "$prog" >"$tmp/out"
     [ "$(cat "$tmp/out")" = "$want" ] || fail "results changed under tftrace: $(cat "$tmp/out") vs $want"
     "$tftrace" -q -o "$tmp/good.trace" -- "$prog" --no-leak >"$tmp/out"
@@ -196,7 +197,8 @@ for r in recs:
 want = {("grow_kv_cache", 4 * MiB): 12, ("load_weights", 2 * MiB): 3, ("scratch_pass", 3 * MiB): 12,
         ("scratch_pass", 6 * MiB): 12, ("scratch_pass", MiB): 24, ("map_buffer", 2 * MiB): 12,
         ("map_buffer", 3 * MiB): 24, ("map_buffer", 4 * MiB): 12, ("worker_churn", 3 * MiB // 2): 200,
-        ("fork_child", 2 * MiB): 1}
+        ("fork_child", 2 * MiB): 1, ("odd_calls", 16 * MiB): 1, ("odd_calls", 3 * MiB): 1,
+        ("odd_calls", 2 * MiB): 3}
 assert dict(sizes) == want, ("recorded (site, bytes)", dict(sizes))
 left = collections.Counter(r["site"] for r in live.values())
 assert left == {"grow_kv_cache": 12, "load_weights": 3}, ("alive at exit", left)
@@ -204,12 +206,14 @@ fk = [r for r in recs if r["kind"] == "alloc" and r["site"] == "fork_child"]
 assert len(fk) == 1 and fk[0]["rank"] != 0, ("the forked child is a rank of its own", fk)
 print("records ok:", sum(want.values()), "allocations")
 PY
-    # TFT_ALLOC_MIN: 5M keeps only the 6 MiB realloc; 200K adds the 256 KiB
-    # block; off records nothing
+    # TFT_ALLOC_MIN: 5M keeps only the 6 MiB realloc and odd_calls' 16 MiB;
+    # 200K adds the 256 KiB block; off records nothing
     TFT_ALLOC_MIN=5M "$tftrace" -q -o "$tmp/m5.trace" -- "$prog" >/dev/null
-    n=$("$tfdump" --events -k alloc "$tmp/m5.trace" | grep -vc "bytes=6291456 site=scratch_pass" || true)
-    m=$("$tfdump" --events -k alloc "$tmp/m5.trace" | grep -c "bytes=6291456 site=scratch_pass" || true)
-    [ "$n" = 0 ] && [ "$m" = 12 ] || fail "TFT_ALLOC_MIN=5M: $m 6 MiB blocks, $n others recorded"
+    "$tfdump" --events --json -k alloc "$tmp/m5.trace" >"$tmp/m5.json"
+    python3 -c "import json,sys,collections
+c = collections.Counter((r['site'], r['bytes']) for r in map(json.loads, open(sys.argv[1])))
+assert c == {('scratch_pass', 6 << 20): 12, ('odd_calls', 16 << 20): 1}, dict(c)" "$tmp/m5.json" \
+        || fail "TFT_ALLOC_MIN=5M"
     TFT_ALLOC_MIN=200K "$tftrace" -q -o "$tmp/m200.trace" -- "$prog" >/dev/null
     m=$("$tfdump" --events -k alloc "$tmp/m200.trace" | grep -c "bytes=262144 site=scratch_pass" || true)
     [ "$m" = 12 ] || fail "TFT_ALLOC_MIN=200K: $m 256 KiB blocks recorded, want 12"
