@@ -56,20 +56,22 @@ static void config_text(const run *r, char *out, size_t cap)
              r->o->layers, r->o->d_model, r->o->heads, r->o->seq, TFT_VOCAB, r->B, r->d->world);
 }
 
-static void variant_init(run *r)
+/* The model variant of `step`: the model bugs (masks, scaling) are on from
+ * their @STEP (default 0) on, so a run can part from its golden late. */
+static void variant_at(run *r, int64_t step)
 {
     const train_opts *o = r->o;
     r->var = (gpt_variant){.store_dtype = o->store_dtype, .causal_offset = 0, .combine_pad_mask = 1,
                            .scale_scores = 1};
     /* golden masked fill: the most negative finite value of the storage type */
     r->var.mask_fill = o->store_dtype == TFT_F16 ? -65504.0f : -1e9f;
-    if (bug_is(r, BUG_FP16_MASK))
+    if (bug_is(r, BUG_FP16_MASK) && step >= r->o->bug.step)
         r->var.mask_fill = -1e9f; /* overflows fp16 to -inf */
-    if (bug_is(r, BUG_CAUSAL_OFFBYONE))
+    if (bug_is(r, BUG_CAUSAL_OFFBYONE) && step >= r->o->bug.step)
         r->var.causal_offset = 1;
-    if (bug_is(r, BUG_PAD_MASK))
+    if (bug_is(r, BUG_PAD_MASK) && step >= r->o->bug.step)
         r->var.combine_pad_mask = 0;
-    if (bug_is(r, BUG_NO_SCALE))
+    if (bug_is(r, BUG_NO_SCALE) && step >= r->o->bug.step)
         r->var.scale_scores = 0;
 }
 
@@ -458,13 +460,14 @@ int train_run(const train_opts *o, dist *d)
 {
     run r = {.o = o, .d = d, .B = o->batch, .T = o->seq};
     r.rec = rec_map_new();
-    variant_init(&r);
+    variant_at(&r, r.step0);
     int e = r.rec ? setup(&r) : -ENOMEM;
     double t0 = now_s();
     int64_t last = r.step0;
     for (int64_t step = r.step0; !e && step < o->steps; step++) {
         if (step > 0 || o->resume)
             tft_step_begin(step);
+        variant_at(&r, step);
         step_stats st;
         e = train_step(&r, step, &st);
         tft_step_end(step);

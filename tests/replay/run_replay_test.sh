@@ -15,17 +15,24 @@ cd "$tmp"
 fail() { echo "FAIL: $*" >&2; [ -f rp/replay.json ] && head -c 3000 rp/replay.json >&2; exit 1; }
 SMALL=(--layers 1 --d-model 32 --heads 2 --seq 16 --batch 4 --eval-every 0 -q --warmup 2)
 
-# check_replay JSON: python assertions on replay.json (argv: file, then
-# expected golden/bad steps executed, tensor glob, pattern substring)
+# check G_FROM B_FROM GLOB PATTERN: assertions on rp/replay.json. X_FROM
+# is the first step the replay of that side must start at (the checkpoint's
+# step, 0 from the start): it must have re-executed exactly X_FROM..S, S the
+# point's step (>= 9 for the bug rows), and reproduced its recording; the
+# first differing capture matching GLOB must show PATTERN.
 check() {
     python3 - rp/replay.json "$@" <<'PY'
 import fnmatch, json, sys
 r = json.load(open(sys.argv[1]))
-g_steps, b_steps, glob, pattern = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-for side, want in (("golden", g_steps), ("bad", b_steps)):
+g_from, b_from, glob, pattern = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+S = r["point"]["step"]
+assert S is not None and S >= max(g_from, b_from), r["point"]
+for side, first in (("golden", g_from), ("bad", b_from)):
     s = r[side]
     assert s["reproduced"] is True, (side, s["detail"])
-    assert s["steps_executed"] == want, (side, "executed", s["steps_executed"], "want", want)
+    assert s["steps_replayed"] == [first, S], (side, s["steps_replayed"], "want", [first, S])
+    assert s["steps_executed"] == S - first + 1, (side, s["steps_executed"])
+    assert (s["checkpoint_step"] if s["checkpoint"] else 0) == first or first == 4 and side == "bad", (side, s)
 t = r["tensors"]
 assert t and t["different"] >= 1, t
 hits = [x for x in t["tensors"] if fnmatch.fnmatch(x["name"], glob) and x["verdict"] == "different"]
@@ -33,7 +40,8 @@ assert hits, ("no differing capture of", glob, [(x["name"], x["verdict"]) for x 
 summ = hits[0]["pattern"]["summary"]
 assert pattern in summ, ("pattern", summ, "want", pattern)
 assert hits[0]["differing"] > 0 and hits[0]["max_abs_diff"] > 0 and hits[0]["first"], hits[0]
-print("replay ok:", hits[0]["name"], "step", hits[0]["step"], "-", summ)
+print("replay ok: step", S, "replayed", r["golden"]["steps_replayed"], r["bad"]["steps_replayed"], "-",
+      hits[0]["name"], "-", summ)
 PY
 }
 
@@ -50,22 +58,22 @@ case $case_name in
     cat out.txt
     [ "$st" = 1 ] || fail "replay exit $st, want 1 (tensors differ): $(cat err.txt)"
     grep -q "from checkpoint" out.txt || fail "no checkpoint used"
-    check 2 2 'L0.attn.mask' 'only just above the diagonal' ;;
+    check 8 8 'L0.attn.mask' 'only just above the diagonal' ;;
   pad-mask)
     bug_pair pad-mask
     st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
     [ "$st" = 1 ] || fail "replay exit $st"
-    check 2 2 'L0.attn.mask' 'only at padded positions' ;;
+    check 8 8 'L0.attn.mask' 'only at padded positions' ;;
   no-scale)
     bug_pair no-scale
     st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
     [ "$st" = 1 ] || fail "replay exit $st"
     # scores unscaled: BAD = sqrt(head dim 16) = 4 x GOLDEN
-    check 2 2 'L0.attn.scores' 'BAD = 4 x GOLDEN'
+    check 8 8 'L0.attn.scores' 'BAD = 4 x GOLDEN'
     # --from-start re-executes everything up to the divergence
     st=0; "$tftrace" replay -q --from-start -o rp g.trace b.trace >/dev/null || st=$?
     [ "$st" = 1 ] || fail "replay --from-start exit $st"
-    check 10 10 'L0.attn.scores' 'BAD = 4 x GOLDEN' ;;
+    check 0 0 'L0.attn.scores' 'BAD = 4 x GOLDEN' ;;
   ckpt-optim)
     # the bug zoo's recipe: GOLDEN 8 steps straight; BAD resumes at step 4
     # from a first run's checkpoint with the moments lost
@@ -76,7 +84,7 @@ case $case_name in
     st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
     [ "$st" = 1 ] || fail "replay exit $st"
     # GOLDEN has no checkpoint: steps 0..4; BAD resumes by its own command: step 4 only
-    check 5 1 'adam.[mv].*' '' ;;
+    check 0 4 'adam.[mv].*' '' ;;
   nondet)
     "$tftrace" -q -o g.trace -- "$nondet" >/dev/null
     "$tftrace" -q -o b.trace -- "$nondet" >/dev/null

@@ -192,10 +192,15 @@ static int run_cmd(char *const argv[], const char *cwd, char **out, const char *
     return st;
 }
 
+/* A tool next to tftrace (installed), in ../analyzer (the build tree), or
+ * on the PATH. */
 static void tool_path(char *buf, size_t n, const char *tool)
 {
     snprintf(buf, n, "%s/%s", tool_dir, tool);
-    if (access(buf, X_OK) != 0) /* installed elsewhere: the PATH */
+    if (access(buf, X_OK) == 0)
+        return;
+    snprintf(buf, n, "%s/../analyzer/%s", tool_dir, tool);
+    if (access(buf, X_OK) != 0)
         snprintf(buf, n, "%s", tool);
 }
 
