@@ -4,7 +4,8 @@
  * Collectives: the ranks are merged in (step, seq) order and every
  * COLLECTIVE record (ENTER or EXIT) lands in the entry of its (communicator,
  * coll_seq). An entry is checked once every member of the communicator has
- * left it (type, count, dtype, reduce op, root, result fingerprints of
+ * left it (type, count, dtype, reduce op, root, the call's name — MPI does
+ * not match MPI_Allreduce with MPI_Iallreduce —, result fingerprints of
  * all-reduce and broadcast, enter-time stragglers), and at the end of the
  * trace when some never did: members with no record of it are missing (the
  * hang). Per communicator only the first problem (lowest coll_seq) is kept;
@@ -21,9 +22,18 @@
  * judged as if the trace ended), per rank the last few tensor fingerprints,
  * and one step's parameter fingerprints.
  *
- * Limits: point-to-point records (send/recv) are ignored; their coll_seq
- * shares the communicator's counter, so a program mixing them with
- * collectives on one communicator aligns wrongly. Straggler detection and
+ * Non-blocking collectives need nothing special: the ENTER is written at
+ * the call and the EXIT at the completion (MPI_Wait...), possibly after
+ * later calls' records; entries are keyed by coll_seq, not by order.
+ *
+ * Limits: point-to-point records (send/recv) take no part: a Send on one
+ * rank and a Recv on another are a legitimate difference. The MPI
+ * interposers give them their own sequence space ("<communicator>:p2p", see
+ * interpose_mpi.c), so they never shift a communicator's collective
+ * sequence; a program recording send/recv itself with tft_coll_enter on a
+ * communicator's id does shift it. Sends are not paired with receives, and
+ * a rank stuck in a receive is not reported (only the collectives its
+ * peers then wait for in vain). Straggler detection and
  * the hang-echo filter compare CLOCK_MONOTONIC enter times and are used
  * only when all ranks ran on one host.
  */
@@ -131,6 +141,16 @@ static const char *str_of(const desync_state *s, int i, uint64_t id)
 {
     const char *txt = tft_reader_string(tft_trace_reader(s->t, i), id);
     return txt ? txt : "?";
+}
+
+/* "step N", or "no step" for records outside any step. */
+static const char *step_text(int64_t step, char *buf, size_t len)
+{
+    if (step == TFT_STEP_NONE)
+        snprintf(buf, len, "no step");
+    else
+        snprintf(buf, len, "step %" PRId64, step);
+    return buf;
 }
 
 static void add_rank(diff_desync *d, int rank)
@@ -270,6 +290,9 @@ static bool has_root(int type)
            type == TFT_COLL_SCATTER;
 }
 
+/* check_field's pseudo-kind for the call's name; reported as DS_TYPE. */
+enum { FIELD_NAME = 100 };
+
 /* Field `kind` of every present slot agrees? Reports the minority otherwise. */
 static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                         const int *idx, int n, int kind)
@@ -278,7 +301,7 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
     for (int k = 0; k < n; k++) {
         const coll_slot *x = &sl[idx[k]];
         val[k] = kind == DS_TYPE ? x->type : kind == DS_COUNT ? x->count : kind == DS_DTYPE ? x->dtype
-               : kind == DS_OP ? x->redop : (uint64_t)(int64_t)x->root;
+               : kind == DS_OP ? x->redop : kind == FIELD_NAME ? x->name : (uint64_t)(int64_t)x->root;
     }
     int *fault = s->ibuf + 4 * (size_t)s->nranks;
     int ref;
@@ -287,13 +310,17 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
         return true;
     const coll_slot *a = &sl[ref], *b = &sl[fault[0]];
     diff_desync d;
-    desync_init(&d, c, q, a->step, kind);
+    desync_init(&d, c, q, a->step, kind == FIELD_NAME ? DS_TYPE : kind);
     for (int k = 0; k < nf; k++)
         add_rank(&d, rank_id(s, fault[k]));
     const char *what = kind == DS_TYPE ? "type" : kind == DS_COUNT ? "count" : kind == DS_DTYPE ? "dtype"
-                     : kind == DS_OP ? "reduce op" : "root";
-    char va[48], vb[48];
+                     : kind == DS_OP ? "reduce op" : kind == FIELD_NAME ? "calls" : "root";
+    char va[48], vb[48], st[32];
     switch (kind) {
+    case FIELD_NAME:
+        snprintf(va, sizeof(va), "%s", str_of(s, ref, a->name));
+        snprintf(vb, sizeof(vb), "%s", str_of(s, fault[0], b->name));
+        break;
     case DS_TYPE:
         snprintf(va, sizeof(va), "%s", tft_coll_type_name(a->type));
         snprintf(vb, sizeof(vb), "%s", tft_coll_type_name(b->type));
@@ -315,8 +342,8 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
         snprintf(vb, sizeof(vb), "%" PRIu64, b->count);
     }
     snprintf(d.detail, sizeof(d.detail), "%s differs at comm %016" PRIx64 " coll_seq %" PRIu64
-             " (step %" PRId64 "): rank %d %s %s, rank %d %s %s", str_of(s, ref, a->name), c->comm, q,
-             a->step, rank_id(s, ref), what, va, rank_id(s, fault[0]), what, vb);
+             " (%s): rank %d %s %s, rank %d %s %s", str_of(s, ref, a->name), c->comm, q,
+             step_text(a->step, st, sizeof(st)), rank_id(s, ref), what, va, rank_id(s, fault[0]), what, vb);
     comm_report(c, &d);
     return false;
 }
@@ -340,12 +367,13 @@ static bool check_values(const desync_state *s, comm_state *c, uint64_t q, const
         return true;
     const coll_slot *a = &sl[ref];
     diff_desync d;
+    char st[32];
     desync_init(&d, c, q, a->step, DS_VALUES);
     for (int k = 0; k < nf; k++)
         add_rank(&d, rank_id(s, fault[k]));
     snprintf(d.detail, sizeof(d.detail), "%s results differ across ranks at comm %016" PRIx64 " coll_seq %" PRIu64
-             " (step %" PRId64 "): rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
-             str_of(s, ref, a->name), c->comm, q, a->step, rank_id(s, ref), a->fp,
+             " (%s): rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
+             str_of(s, ref, a->name), c->comm, q, step_text(a->step, st, sizeof(st)), rank_id(s, ref), a->fp,
              rank_id(s, fault[0]), sl[fault[0]].fp);
     comm_report(c, &d);
     return false;
@@ -383,9 +411,11 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
             diff_desync *d = &c->straggler;
             desync_init(d, c, q, sl[late].step, DS_STRAGGLER);
             add_rank(d, rank_id(s, late));
+            char st[32];
             snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (comm %016" PRIx64 " coll_seq %" PRIu64
-                     ", step %" PRId64 ") %.3f s after the median rank (usually %.3f ms)", rank_id(s, late),
-                     str_of(s, late, sl[late].name), c->comm, q, sl[late].step, spread / 1e9, hist[m / 2] / 1e6);
+                     ", %s) %.3f s after the median rank (usually %.3f ms)", rank_id(s, late),
+                     str_of(s, late, sl[late].name), c->comm, q, step_text(sl[late].step, st, sizeof(st)),
+                     spread / 1e9, hist[m / 2] / 1e6);
             c->straggled = true;
         }
     }
@@ -462,14 +492,14 @@ static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, cons
     desync_init(&d, c, q, step, DS_MISSING);
     for (int k = 0; k < nm; k++)
         add_rank(&d, rank_id(s, missing[k]));
-    char in_txt[64], miss_txt[64];
+    char in_txt[64], miss_txt[48], st[32]; /* the ranks field holds every rank */
     ranks_text(s, missing, nm, miss_txt, sizeof(miss_txt));
     ranks_text(s, ni ? inside : present, ni ? ni : np, in_txt, sizeof(in_txt));
-    snprintf(d.detail, sizeof(d.detail), "rank%s %s %s %s (%s %" PRIu64 " x %s, comm %016" PRIx64 " coll_seq %" PRIu64
-             ", step %" PRId64 ")%s; rank%s %s never entered it", (ni ? ni : np) > 1 ? "s" : "", in_txt,
+    snprintf(d.detail, sizeof(d.detail), "rank%s %s %s %s (%s %" PRIu64 " x %s, comm %016" PRIx64
+             " coll_seq %" PRIu64 ", %s)%s; rank%s %s never entered it", (ni ? ni : np) > 1 ? "s" : "", in_txt,
              ni ? "entered" : "completed", str_of(s, present[0], a->name), tft_coll_type_name(a->type), a->count,
-             tft_dtype_name(a->dtype), c->comm, q, step, ni ? " and never left it" : "", nm > 1 ? "s" : "",
-             miss_txt);
+             tft_dtype_name(a->dtype), c->comm, q, step_text(step, st, sizeof(st)), ni ? " and never left it" : "",
+             nm > 1 ? "s" : "", miss_txt);
     comm_report(c, &d);
     return false;
 }
@@ -496,6 +526,8 @@ static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool f
     if (has_redop(sl[idx[0]].type) && !check_field(s, c, q, sl, idx, np, DS_OP))
         return;
     if (has_root(sl[idx[0]].type) && !check_field(s, c, q, sl, idx, np, DS_ROOT))
+        return;
+    if (!check_field(s, c, q, sl, idx, np, FIELD_NAME))
         return;
     if (!check_values(s, c, q, sl, idx, np))
         return;

@@ -16,6 +16,8 @@
  *   mpi_prog redscat   rank 0 uses MPI_MAX in MPI_Reduce_scatter_block, the others MPI_SUM
  *   mpi_prog nbskip    rank 3 never issues the MPI_Iallreduce and sleeps: the
  *                      others hang in MPI_Wait
+ *   mpi_prog nbmix     rank 2 calls MPI_Allreduce where the others call
+ *                      MPI_Iallreduce (a different collective to MPI)
  * Rank 0 prints the results of both parts, so tracing must not change them.
  */
 #include <mpi.h>
@@ -147,8 +149,12 @@ static double nonblocking(void)
         sleep(120); /* the others wait for us in MPI_Wait */
         return 0;
     }
-    MPI_Iallreduce(MPI_IN_PLACE, d, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
-    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (planted("nbmix", 2)) { /* MPI does not match it with the others' MPI_Iallreduce */
+        MPI_Allreduce(MPI_IN_PLACE, d, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    } else {
+        MPI_Iallreduce(MPI_IN_PLACE, d, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
     sum += d[0] + d[1] + d[2] + d[3];
 
     int b[3] = {0};

@@ -110,6 +110,7 @@ PY
           alltoall) rank=1 name=MPI_Alltoall ;;
           redscat) kind=op rank=0 name=MPI_Reduce_scatter_block ;;
           nbskip) kind=missing rank=3 name=MPI_Iallreduce ;;
+          nbmix) kind=type rank=2 ;;
         esac
         mpi4 "$tmp/bad.trace" -- "$prog" "$mode" >/dev/null 2>&1 || true
         "$tfdump" --check --json "$tmp/bad.trace" >"$tmp/bad.json" || true
