@@ -91,6 +91,19 @@ static inline int sample_step(const sample_sink *k, int64_t step, int64_t *seq, 
         t->stats.l1 = 1000.0, t->stats.l2 = 45.25, t->stats.absmax = t->stats.max;
         e |= k->record(k->ctx, h);
     }
+
+    /* the probs captured (format 1.1): one part of 40 bytes of 2 x 2 x 5 bf16 */
+    tft_rec_capture *cp = (tft_rec_capture *)buf;
+    sample_hdr(h, TFT_REC_CAPTURE, (uint32_t)(sizeof(*cp) + 40), step, *seq, (*ts)++);
+    cp->tensor = tid + 3;
+    cp->total = 40, cp->offset = 0, cp->n = 40;
+    cp->role = TFT_CAPTURE_OUTPUT;
+    cp->name = k->string(k->ctx, "L0.attn.probs");
+    cp->dtype = TFT_BF16, cp->ndim = 3;
+    cp->shape[0] = 2, cp->shape[1] = 2, cp->shape[2] = 5;
+    for (int i = 0; i < 40; i++)
+        cp->data[i] = (uint8_t)(i * 7 + step);
+    e |= k->record(k->ctx, h);
     (*seq)++;
 
     tft_rec_alloc *al = (tft_rec_alloc *)buf;
