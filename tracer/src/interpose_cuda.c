@@ -140,7 +140,8 @@ static int64_t emit_op(const devq_item *it, const char *name, int kind, int n_in
     op->n_attr = (uint8_t)n_attr;
     for (int i = 0; i < n_in; i++)
         op->ids[i] = in[i];
-    memcpy(&op->ids[n_in], attr, 8u * (unsigned)n_attr);
+    if (n_attr)
+        memcpy(&op->ids[n_in], attr, 8u * (unsigned)n_attr);
     return tft_x_record(TFT_X_EMIT, &op->h, name) == 0 ? op->h.seq : TFT_SEQ_NONE;
 }
 

@@ -108,18 +108,28 @@ static const char *attr_message(const nvtxEventAttributes_t *a, char *buf, size_
 }
 
 /* Registered strings and domains: copies that live as long as the process
- * (NVTX hands their handles back in later calls). */
+ * (NVTX hands their handles back in later calls), kept on a list so that
+ * they stay reachable. */
+typedef struct kept {
+    struct kept *next;
+    char s[];
+} kept;
+static kept *_Atomic kept_list;
+
 static const char *keep_string(const char *s)
 {
     if (!s)
         return NULL;
     size_t n = strnlen(s, NAME_MAX_BYTES - 1);
-    char *c = malloc(n + 1);
-    if (c) {
-        memcpy(c, s, n);
-        c[n] = '\0';
+    kept *k = malloc(sizeof(*k) + n + 1);
+    if (!k)
+        return NULL;
+    memcpy(k->s, s, n);
+    k->s[n] = '\0';
+    k->next = atomic_load(&kept_list);
+    while (!atomic_compare_exchange_weak(&kept_list, &k->next, k)) {
     }
-    return c;
+    return k->s;
 }
 
 /* ---- the ranges of a thread ----------------------------------------------------- */

@@ -43,11 +43,11 @@
 
 TFT_API int InitializeInjection(void);
 
-__thread int cp_self __attribute__((tls_model("initial-exec")));
+__thread int cp_self;
 
 /* Runtime API calls we record that this thread is inside (their driver
  * calls are not recorded again). */
-static __thread int rt_depth __attribute__((tls_model("initial-exec")));
+static __thread int rt_depth;
 
 static void say(const char *msg)
 {

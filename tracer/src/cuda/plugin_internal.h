@@ -12,7 +12,7 @@
 /* > 0 while this thread runs our own CUDA calls: the CUPTI callbacks then
  * record nothing (our scratch allocations are not the program's) and note
  * the correlation ids of our copies so that their activity is dropped. */
-extern __thread int cp_self __attribute__((tls_model("initial-exec")));
+extern __thread int cp_self;
 
 /* Notes a runtime correlation id of one of our own calls (plugin.c). */
 void cp_ignore_corr(uint32_t corr);
