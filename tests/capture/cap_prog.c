@@ -36,7 +36,7 @@ static void save(const char *dir, const item *it)
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.bin", dir, it->name);
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(it->data, 1, it->bytes, f) != it->bytes) {
+    if (!f || (it->bytes && fwrite(it->data, 1, it->bytes, f) != it->bytes)) {
         perror(path);
         exit(3);
     }
@@ -56,7 +56,6 @@ static item *make(int step, int *n)
     static int32_t i32[3 * 5];
     static int64_t i64[4];
     static uint8_t u8[6], b8[5];
-    static float empty[1];
     for (int i = 0; i < 24; i++)
         f32[i] = (float)(i - 11) * 0.375f + (float)step;
     uint32_t qnan = 0x7fc01234u; /* NaN with a payload: bytes must survive */
@@ -100,7 +99,7 @@ static item *make(int step, int *n)
         {"t_u8", "|u1", TFT_U8, 2, {2, 3}, u8, sizeof(u8)},
         {"t_bool", "|b1", TFT_BOOL, 1, {5}, b8, sizeof(b8)},
         {"scalar", "<f8", TFT_F64, 0, {0}, &scalar, sizeof(scalar)},
-        {"empty", "<f4", TFT_F32, 2, {0, 3}, empty, 0},
+        {"empty", "<f4", TFT_F32, 2, {0, 3}, NULL, 0}, /* no data: allowed when numel is 0 */
         {"big", "<f4", TFT_F32, 1, {BIG}, big, sizeof(big)},
         {"sum_out", "<f4", TFT_F32, 1, {4}, sum, sizeof(sum)},
     };

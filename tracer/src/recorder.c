@@ -382,17 +382,19 @@ typedef struct cap_src {
 } cap_src;
 
 /* Writes one tensor's bytes as CAPTURE parts of op seq. A part that cannot
- * be read or written ends the capture; the parts not written are counted
- * as dropped (the reader sees the capture incomplete). */
+ * be read or written ends the capture; once a part is written (or one was
+ * dropped), the parts not written count as dropped and the reader sees the
+ * capture incomplete. An input unreadable from its first byte is skipped. */
 static void capture_emit(shm_ring *r, cap_thread *ct, int64_t seq, const cap_src *s)
 {
     tft_rec_capture *c = (tft_rec_capture *)ct->part;
     size_t esz = tft_dtype_size(s->dtype);
     uint64_t off = 0;
+    bool counted = false; /* the failed part was counted by ring_write */
     do {
         uint32_t n = (uint32_t)(s->bytes - off < TFT_CAPTURE_PART_MAX ? s->bytes - off : TFT_CAPTURE_PART_MAX);
-        const char *src = (const char *)s->data + off;
-        if (s->safe) {
+        const char *src = n ? (const char *)s->data + off : NULL;
+        if (s->safe && n) {
             if (read_own(ct, ct->stage, src, n) < 0)
                 break;
             src = ct->stage;
@@ -409,20 +411,22 @@ static void capture_emit(shm_ring *r, cap_thread *ct, int64_t seq, const cap_src
         c->dtype = (uint8_t)s->dtype;
         c->ndim = (uint8_t)s->ndim;
         memcpy(c->shape, s->shape, sizeof(int64_t) * (size_t)s->ndim);
-        if (g_rec.capture_shuffle && esz > 1 && n % esz == 0) {
+        if (n && g_rec.capture_shuffle && esz > 1 && n % esz == 0) {
             tft_capture_shuffle(c->data, src, n, esz, 0);
             c->h.flags = TFT_CAPTURE_SHUFFLED;
-        } else {
+        } else if (n) {
             memcpy(c->data, src, n);
         }
         memset(c->data + n, 0, len - sizeof(*c) - n);
-        if (capture_write(r, &c->h) < 0)
-            break; /* this part was counted as dropped */
+        if (capture_write(r, &c->h) < 0) {
+            counted = true;
+            break;
+        }
         off += n;
     } while (off < s->bytes);
-    if (off < s->bytes) { /* the parts after a failure */
-        uint64_t left = (s->bytes - off + TFT_CAPTURE_PART_MAX - 1) / TFT_CAPTURE_PART_MAX;
-        atomic_fetch_add_explicit(&r->dropped, left > 1 ? left - 1 : 0, memory_order_relaxed);
+    if (off < s->bytes && (off || counted)) { /* a capture cut short: its lost parts count as dropped */
+        uint64_t left = (s->bytes - off + TFT_CAPTURE_PART_MAX - 1) / TFT_CAPTURE_PART_MAX - counted;
+        atomic_fetch_add_explicit(&r->dropped, left, memory_order_relaxed);
     }
 }
 
