@@ -30,6 +30,13 @@
  * Memory: one entry per live allocation and one per site; nothing grows with
  * the number of steps. A FREE of an unknown pointer (allocated before
  * recording started, or its ALLOC lost with a damaged chunk) is ignored.
+ *
+ * Order: a rank file holds each thread's records in order, but the threads'
+ * records interleaved as the collector drained their rings, so thread A's
+ * FREE of an address can follow thread B's later ALLOC of the same address.
+ * Timestamps settle it: a FREE older than the live block's ALLOC belongs
+ * to an earlier block and is ignored, and so is an ALLOC older than the
+ * live one (that earlier block's FREE, older still, follows it).
  */
 #include "diff.h"
 
@@ -83,6 +90,7 @@ typedef struct live_alloc {
     int32_t dev;   /* device_kind << 16 | (uint16_t)device */
     uint32_t site; /* index into sites */
     uint64_t bytes;
+    uint64_t ts;   /* of its ALLOC */
     bool used;
 } live_alloc;
 
@@ -254,14 +262,16 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
         return e;
     int32_t dev = dev_key(a->device_kind, a->device);
     size_t i = live_find(s, a->ptr, dev);
-    if (s->live[i].used) { /* its FREE was lost: the old block is gone */
+    if (s->live[i].used && a->h.ts < s->live[i].ts)
+        return 0; /* an older block at this address, drained late; its FREE will be too */
+    if (s->live[i].used) { /* its FREE was lost, or comes later from another thread: the old block is gone */
         leak_site *old = &s->sites[s->live[i].site];
         old->live_bytes -= s->live[i].bytes;
         old->live_allocs--;
     } else {
         s->live_n++;
     }
-    s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .used = true};
+    s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .ts = a->h.ts, .used = true};
     s->sites[si].live_bytes += a->bytes;
     s->sites[si].live_allocs++;
     alloc_event(&s->sites[si], s->pos);
@@ -273,8 +283,8 @@ static void on_free(leak_state *s, const tft_rec_free *f)
     if (!s->live_cap)
         return;
     size_t i = live_find(s, f->ptr, dev_key(f->device_kind, f->device));
-    if (!s->live[i].used)
-        return;
+    if (!s->live[i].used || f->h.ts < s->live[i].ts)
+        return; /* unknown, or the FREE of an earlier block at this address */
     leak_site *st = &s->sites[s->live[i].site];
     st->live_bytes -= s->live[i].bytes;
     st->live_allocs--;

@@ -347,7 +347,9 @@ static set_table *set_grow(set_table *old)
     return t;
 }
 
-/* Adds p (not present); -ENOMEM when the table cannot grow. Lock held. */
+/* Adds p, or updates its size when it is there already (its block was
+ * released by a path we do not see); -ENOMEM when the table cannot grow.
+ * Lock held. */
 static int set_insert_locked(uintptr_t p, size_t bytes)
 {
     set_table *t = atomic_load_explicit(&set.table, memory_order_relaxed);
@@ -355,8 +357,14 @@ static int set_insert_locked(uintptr_t p, size_t bytes)
     if ((!t || (live + 1) * 2 > t->mask + 1) && !(t = set_grow(t)))
         return -ENOMEM;
     size_t i = ptr_hash(p) & t->mask;
-    while (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed))
+    uintptr_t k;
+    while ((k = atomic_load_explicit(&t->slot[i].key, memory_order_relaxed)) != 0) {
+        if (k == p) {
+            atomic_store_explicit(&t->slot[i].bytes, bytes, memory_order_relaxed);
+            return 0;
+        }
         i = (i + 1) & t->mask;
+    }
     atomic_store_explicit(&t->slot[i].bytes, bytes, memory_order_relaxed);
     atomic_store_explicit(&t->slot[i].key, p, memory_order_release);
     atomic_store_explicit(&set.live, live + 1, memory_order_release);
