@@ -184,7 +184,8 @@ PY
     python3 - "$tmp/ev.json" <<'PY' || fail "alloc/free records"
 import json, sys, collections
 MiB = 1 << 20
-recs = list(map(json.loads, open(sys.argv[1])))
+# threads' records interleave in drain order: replay them in time order
+recs = sorted(map(json.loads, open(sys.argv[1])), key=lambda r: (r["rank"], r["ts"]))
 live, sizes = {}, collections.Counter()
 for r in recs:
     key = (r["rank"], r["ptr"])
@@ -256,7 +257,7 @@ PY
     "$tfdump" --events --json -k alloc,free "$tmp/py.trace" >"$tmp/ev.json"
     python3 - "$tmp/ev.json" <<'PY' || fail "python alloc/free records"
 import json, sys, collections
-recs = list(map(json.loads, open(sys.argv[1])))
+recs = sorted(map(json.loads, open(sys.argv[1])), key=lambda r: r["ts"])
 live, n = {}, collections.Counter()
 for r in recs:
     if r["kind"] == "alloc":
