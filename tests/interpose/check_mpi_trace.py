@@ -114,9 +114,17 @@ def check_py():
             assert (s["min"], s["max"]) == (6 + 4 * it, 34 + 4 * it), (r, s)
         bc = by(rank, "MPI_Bcast", "exit")
         assert bc and (bc[0]["count"], bc[0]["dtype"], bc[0]["root"]) == (4, "f64", 0), bc
-        # the pickle-based comm.allreduce left records of its own after that
-        after = [r for r in coll if r["rank"] == rank and r["ts"] > bc[0]["ts"]]
-        assert after, ("comm.allreduce not seen on rank", rank)
+        # comm.Irecv / comm.Isend completed by MPI.Request.Waitall
+        left, right = (rank + 3) % 4, (rank + 1) % 4
+        ir, isend = by(rank, "MPI_Irecv", "exit"), by(rank, "MPI_Isend", "exit")
+        assert len(ir) == 1 and (ir[0]["root"], ir[0]["count"], ir[0]["dtype"]) == (left, 3, "i32"), ir
+        assert (stats_of(ir[0])["min"], stats_of(ir[0])["max"]) == (left, left), ir
+        assert len(isend) == 1 and isend[0]["root"] == right, isend
+        assert isend[0]["comm"] == ir[0]["comm"] != bc[0]["comm"], "p2p in the collective sequence"
+        # the pickle-based comm.reduce and comm.allreduce left records of their own after that
+        last = max(r["ts"] for r in ir + isend)
+        after = [r for r in coll if r["rank"] == rank and r["ts"] > last]
+        assert after, ("comm.reduce/allreduce not seen on rank", rank)
 
 
 check_c() if prog == "c" else check_py()

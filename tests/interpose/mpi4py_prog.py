@@ -1,6 +1,7 @@
 """An unmodified mpi4py program for the MPI interposer tests (4 ranks):
 ITERS buffer-based comm.Allreduce calls on float32 numpy arrays, one
-comm.Bcast, then one pickle-based comm.allreduce.
+comm.Bcast, a ring of comm.Isend/comm.Irecv completed by
+MPI.Request.Waitall, then pickle-based comm.reduce and comm.allreduce.
   mpi4py_prog.py ok     all ranks agree
   mpi4py_prog.py count  rank 2 all-reduces 7 floats instead of 8 at iteration 2
   mpi4py_prog.py skip   rank 3 skips the all-reduce of iteration 2 and sleeps:
@@ -40,6 +41,14 @@ y = np.zeros(4, dtype=np.float64)
 if rank == 0:
     y[:] = acc[:4] * 0.5
 comm.Bcast(y, root=0)
+# a ring of non-blocking buffer sends and receives
+size = comm.Get_size()
+ring_out = np.full(3, rank, dtype=np.int32)
+ring_in = np.zeros(3, dtype=np.int32)
+reqs = [comm.Irecv(ring_in, source=(rank + size - 1) % size, tag=5),
+        comm.Isend(ring_out, dest=(rank + 1) % size, tag=5)]
+MPI.Request.Waitall(reqs)
+ring = comm.reduce(int(ring_in.sum()), op=MPI.SUM, root=0)
 total = comm.allreduce(rank + 1, op=MPI.SUM)
 if rank == 0:
-    print("result %.3f %.3f %d" % (float(acc.sum()), float(y.sum()), total))
+    print("result %.3f %.3f %d %d" % (float(acc.sum()), float(y.sum()), total, ring))

@@ -125,7 +125,7 @@ PY
              mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q --timeout 10 -o "$@"; }
     if [ "$mode" = ok ]; then
         mpi4 "$tmp/ok.trace" -- $py "$here/mpi4py_prog.py" ok >"$tmp/out"
-        [ "$(cat "$tmp/out")" = "result 832.000 144.000 10" ] \
+        [ "$(cat "$tmp/out")" = "result 832.000 144.000 10 18" ] \
             || fail "mpi4py results changed under tftrace: $(cat "$tmp/out")"
         st=0; "$tfdump" --check --json "$tmp/ok.trace" >"$tmp/ok.json" || st=$?
         python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['desync']==[], j" "$tmp/ok.json" \
