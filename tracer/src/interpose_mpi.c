@@ -151,11 +151,16 @@ typedef int (*comm_int_fn)(MPI_Comm, int *);
 typedef int (*type_size_fn)(MPI_Datatype, int *);
 typedef int (*get_count_fn)(const MPI_Status *, MPI_Datatype, int *);
 
+/* Our own queries leave errno as they found it, like everything we add. */
 static int comm_query(const char *fn_name, void *_Atomic *cache, MPI_Comm comm, int dflt)
 {
+    int saved = errno;
     comm_int_fn fn = (comm_int_fn)ip_real_cached(cache, fn_name);
     int v;
-    return fn && fn(comm, &v) == MPI_SUCCESS ? v : dflt;
+    if (!fn || fn(comm, &v) != MPI_SUCCESS)
+        v = dflt;
+    errno = saved;
+    return v;
 }
 
 static int comm_rank(MPI_Comm comm)
@@ -232,6 +237,7 @@ static void call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, M
                       int redop, int root, int p2p)
 {
     static void *_Atomic tsize_fn;
+    int saved = errno;
     int size = comm_size(comm);
     int dtype = type == TFT_COLL_BARRIER ? TFT_U8 : map_dtype(dt);
     mc->stats = dtype >= 0;
@@ -247,6 +253,7 @@ static void call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, M
                            .count = type == TFT_COLL_BARRIER ? 0 : count, .redop = redop, .root = root,
                            .rank = comm_rank(comm), .nranks = size);
     mc->token = -1;
+    errno = saved;
 }
 
 static void call_enter(mpi_call *mc)
@@ -305,11 +312,13 @@ static void recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
     static void *_Atomic gc;
     if (!st)
         return;
+    int saved = errno;
     mc->ci.root = st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : mc->ci.root;
     get_count_fn fn = mc->stats ? (get_count_fn)ip_real_cached(&gc, "MPI_Get_count") : NULL;
     int n;
     if (fn && fn(st, dt, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 && (uint64_t)n <= mc->ci.count)
         mc->ci.count = (uint64_t)n;
+    errno = saved;
 }
 
 /* ---- non-blocking requests ------------------------------------------------- */
@@ -454,6 +463,7 @@ typedef struct req_snap {
  * statuses the call may write (0: the call takes none). */
 static int snap_take(req_snap *s, int n, const MPI_Request *reqs, MPI_Status *user_st, int nst)
 {
+    int saved = errno; /* a failing malloc sets it */
     s->old = n <= 16 ? s->old_small : malloc((size_t)n * sizeof(*s->old));
     s->st = user_st;
     s->own_st = 0;
@@ -466,10 +476,12 @@ static int snap_take(req_snap *s, int n, const MPI_Request *reqs, MPI_Status *us
             free(s->old);
         if (s->own_st)
             free(s->st);
+        errno = saved;
         return -1;
     }
     for (int i = 0; i < n; i++)
         s->old[i] = RKEY(reqs[i]);
+    errno = saved;
     return 0;
 }
 
@@ -508,10 +520,15 @@ typedef int (*redscat_fn)(const void *, void *, const int *, MPI_Datatype, MPI_O
 typedef int (*redscat_block_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 typedef int (*barrier_fn)(MPI_Comm);
 
-/* Looks the real function up into fn, or returns MPI_ERR_OTHER. */
+/* Looks the real function up into fn (errno kept), or returns MPI_ERR_OTHER. */
 #define REAL(type, name)                                                                                \
     static void *_Atomic real_;                                                                         \
-    type fn = (type)ip_real_cached(&real_, name);                                                       \
+    type fn = (type)atomic_load_explicit(&real_, memory_order_acquire);                                 \
+    if (!fn) {                                                                                          \
+        int saved_ = errno;                                                                             \
+        fn = (type)ip_real_cached(&real_, name);                                                        \
+        errno = saved_;                                                                                 \
+    }                                                                                                   \
     if (!fn)                                                                                            \
         return MPI_ERR_OTHER
 
