@@ -17,15 +17,18 @@
  * each ALLOC the site's live bytes are compared with what they were at its
  * previous ALLOC, and the same growth streak is kept over those events. A
  * site leaks when its streak holds at least LEAK_MIN_GROWTH growing
- * allocations, its live bytes at the end exceed the streak's base, and
- * the growth lasted over a fair part of the run: the records after its
- * last growing allocation are at most LEAK_TAIL_RATIO times the records
- * its streak spanned (the clock is the record's position in the rank
- * file, so the verdict does not depend on timing). A site that grows only
- * while the program starts (weights, caches) and is then flat for most of
- * the run is not a leak; one that grows in the main loop until its end is,
- * even with some teardown after it. The rate is bytes per allocation of
- * the site, over the streak up to its last growth.
+ * allocations, its live bytes at the end exceed the streak's base, the
+ * growth was interleaved with other work (between its first and last
+ * growing allocation, at least one other record per allocation of the
+ * site, on average: a loop, not a burst), and it lasted over a fair part
+ * of the run: the records after its last growing allocation are at most
+ * LEAK_TAIL_RATIO times the records its streak spanned (the clock is the
+ * record's position in the rank file, so the verdict does not depend on
+ * timing). A site that grows only while the program starts (weights,
+ * caches, an interpreter's arenas) and is then flat for most of the run is
+ * not a leak; one that grows in the main loop until its end is, even with
+ * some teardown after it. The rate is bytes per allocation of the site,
+ * over the streak up to its last growth.
  *
  * Memory: one entry per live allocation and one per site; nothing grows with
  * the number of steps. A FREE of an unknown pointer (allocated before
@@ -333,7 +336,11 @@ static bool leaks_per_alloc(const leak_site *st, uint64_t end_pos)
     const streak *k = &st->ev;
     if (!k->on || k->steps - k->flat < LEAK_MIN_GROWTH || st->live_bytes <= k->base)
         return false;
-    return end_pos - st->ev_last_pos <= LEAK_TAIL_RATIO * (st->ev_last_pos - st->ev_from_pos);
+    uint64_t span = st->ev_last_pos - st->ev_from_pos;      /* records between first and last growth */
+    uint64_t others = span + 1 - st->ev_last_steps;         /* of those, not the site's allocations */
+    if (others + 1 < st->ev_last_steps)
+        return false; /* a burst of allocations, not a loop doing other work too */
+    return end_pos - st->ev_last_pos <= LEAK_TAIL_RATIO * span;
 }
 
 static int collect(leak_state *s, tft_reader *r, int rank, diff_leak *out, int max)
