@@ -93,6 +93,20 @@ static struct {
 
 static _Atomic int exit_hook;
 
+/* The thread inside an open NVTX step range (the address of its own
+ * `me`), 0 when no step is open. While a step is open only that thread
+ * writes queued items, so that a step's GEMM records come out of one
+ * thread's ring, in call order, before its STEP END — whichever thread made
+ * the calls (PyTorch runs backward on a thread of its own). */
+static _Atomic uintptr_t step_owner;
+static __thread char me __attribute__((tls_model("initial-exec")));
+
+static int may_write(void)
+{
+    uintptr_t o = atomic_load_explicit(&step_owner, memory_order_relaxed);
+    return !o || o == (uintptr_t)&me || q.n > DEVQ_CAP * 3 / 4;
+}
+
 static uint64_t numel_of(const devq_tensor *t)
 {
     uint64_t n = 1;
@@ -225,7 +239,8 @@ void devq_drain(int wait)
         return; /* nothing was ever queued */
     int saved = errno;
     pthread_mutex_lock(&q.mu);
-    drain_locked(wait);
+    if (wait || may_write())
+        drain_locked(wait);
     pthread_mutex_unlock(&q.mu);
     errno = saved;
 }
@@ -237,9 +252,10 @@ static void drain_at_exit(void)
     ip_depth--;
 }
 
-void cuda_step_boundary(void)
+void cuda_step_boundary(int begin)
 {
     devq_drain(1);
+    atomic_store_explicit(&step_owner, begin ? (uintptr_t)&me : 0, memory_order_relaxed);
     const tft_cuda_plugin *p = atomic_load_explicit(&plugin, memory_order_acquire);
     if (p && p->activity_flush)
         p->activity_flush();
@@ -255,8 +271,6 @@ void devq_submit(const devq_call *c, void *stream)
     const tft_cuda_plugin *p = atomic_load_explicit(&plugin, memory_order_acquire);
     if (!p && mode > TFT_STATS_SHAPE)
         devq_note_no_plugin();
-    if (!atomic_exchange(&exit_hook, 1))
-        atexit(drain_at_exit);
 
     pthread_mutex_lock(&q.mu);
     if (q.n == DEVQ_CAP)
@@ -284,13 +298,18 @@ void devq_submit(const devq_call *c, void *stream)
             pending = 1;
         }
     }
-    if (it == &spill || (q.n == 0 && !pending)) {
+    if (it == &spill || (q.n == 0 && !pending && may_write())) {
         emit_item(it);
     } else {
         q.n++;
-        drain_locked(0);
+        if (may_write())
+            drain_locked(0);
     }
     pthread_mutex_unlock(&q.mu);
+    /* After the first launch: the plugin's cudart registers its exit
+     * handler then, and ours, registered later, runs before it. */
+    if (!atomic_exchange(&exit_hook, 1))
+        atexit(drain_at_exit);
     errno = saved;
 }
 

@@ -8,8 +8,9 @@
  * is there and the step is sampled, each tensor's statistics are launched on
  * the call's stream right after the call and the item waits in a FIFO until
  * the copies land; items are written in FIFO order, with the step, scope and
- * (for results) op seq of the call, by whichever thread polls next (every
- * interposed call polls, without blocking). At the end of an NVTX step
+ * (for results) op seq of the call, by the next thread that polls (every
+ * interposed call polls, without blocking) — while an NVTX step range is
+ * open, only by the thread that opened it. At the end of an NVTX step
  * range the queue is drained, waiting if need be (at most TFT_CUDA_WAIT_MS,
  * default 10000 ms), so that a step's records are written before its STEP
  * END: tfdiff reads a rank file one step at a time. Without the plugin, or
@@ -61,8 +62,10 @@ int devq_have_plugin(void);
 /* Says once on stderr that device statistics are unavailable and why. */
 void devq_note_no_plugin(void);
 
-/* Called by the NVTX injection at step-range boundaries: drains the queue
- * (waiting) and asks the plugin to deliver its activity buffers. */
-void cuda_step_boundary(void);
+/* Called by the NVTX injection when a step range begins (begin 1) or ends
+ * (0): drains the queue (waiting), makes the calling thread the one that
+ * writes queued items until the step ends, and asks the plugin to deliver
+ * its activity buffers. */
+void cuda_step_boundary(int begin);
 
 #endif

@@ -145,13 +145,13 @@ static __thread struct {
 
 static void step_begin(int64_t s)
 {
-    cuda_step_boundary();
+    cuda_step_boundary(1);
     tft_step_begin(s);
 }
 
 static void step_end(int64_t s)
 {
-    cuda_step_boundary();
+    cuda_step_boundary(0);
     tft_step_end(s);
 }
 

@@ -11,6 +11,9 @@
  * queue is a FIFO), which frees the ring's tail. Results land in a pinned
  * host array of SLOTS entries. A request that does not fit returns -ENOSPC
  * and the tensor is recorded with its shape only; nothing ever waits here.
+ * A stream being captured into a CUDA graph gets nothing added (-EBUSY),
+ * and our calls run in the relaxed capture mode so that they never break a
+ * capture of another thread.
  *
  * This plugin is linked with a static cudart of its own, so its CUDA errors
  * never reach the program's cudaGetLastError. Its cudart uses the context
@@ -151,6 +154,14 @@ static int64_t launch_locked(const tft_cuda_tensor *t, int mode, void *stream, i
         return -EIO;
     }
     *device = dev;
+    cudaStream_t st = (cudaStream_t)stream;
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(st, &cap) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -EIO;
+    }
+    if (cap != cudaStreamCaptureStatusNone)
+        return -EBUSY; /* work on a stream being captured into a graph: not ours to add to */
     ds_arena *a = arena_of(dev);
     if (!a)
         return -ENOSPC;
@@ -165,7 +176,6 @@ static int64_t launch_locked(const tft_cuda_tensor *t, int mode, void *stream, i
     /* taken even if what follows fails, for work already enqueued may still
      * use it: a later request's release frees it */
     a->head = end;
-    cudaStream_t st = (cudaStream_t)stream;
     const void *data = t->ptr;
     if (!is_dense) {
         if (pack(t, esz, a->base + off, st) < 0)
@@ -191,7 +201,15 @@ int64_t ds_launch(const tft_cuda_tensor *t, int mode, void *stream, int *device)
         return -EINVAL;
     pthread_mutex_lock(&ds.mu);
     cp_self++;
+    /* relaxed: our calls must not break a CUDA graph capture another
+     * thread of the program may be running */
+    enum cudaStreamCaptureMode mode_was = cudaStreamCaptureModeRelaxed;
+    int exchanged = cudaThreadExchangeStreamCaptureMode(&mode_was) == cudaSuccess;
     int64_t h = launch_locked(t, mode, stream, device);
+    if (exchanged)
+        cudaThreadExchangeStreamCaptureMode(&mode_was);
+    else
+        (void)cudaGetLastError();
     cp_self--;
     pthread_mutex_unlock(&ds.mu);
     return h;
@@ -216,7 +234,11 @@ int ds_poll(int64_t handle, tft_stats *out)
     int rc = -EINVAL;
     if (h < ds.next && h >= ds.oldest) {
         cp_self++;
+        enum cudaStreamCaptureMode mode_was = cudaStreamCaptureModeRelaxed;
+        int exchanged = cudaThreadExchangeStreamCaptureMode(&mode_was) == cudaSuccess;
         rc = tft_stats_cuda_query(&ds.slot[h % SLOTS].pend);
+        if (exchanged)
+            cudaThreadExchangeStreamCaptureMode(&mode_was);
         cp_self--;
         if (rc == 1)
             *out = ds.pinned[h % SLOTS];
