@@ -77,7 +77,12 @@ static int coll(dist *d, int meta, int type, void *x, size_t n, int dtype, bool 
                                      .redop = type == TFT_COLL_BCAST ? TFT_REDOP_NONE : TFT_REDOP_SUM,
                                      .root = type == TFT_COLL_BCAST ? 0 : -1, .rank = d->rank,
                                      .nranks = d->world);
-    int64_t tok = tft_coll_enter(&ci);
+    const rec_defer *df = rec_deferred();
+    int64_t tok = 0;
+    if (df)
+        df->coll_enter(df->ctx, &ci);
+    else
+        tok = tft_coll_enter(&ci);
     int e = 0;
 #ifdef TFT_HAVE_MPI
     if (d->world > 1) {
@@ -93,7 +98,9 @@ static int coll(dist *d, int meta, int type, void *x, size_t n, int dtype, bool 
         for (size_t i = 0; i < n; i++)
             ((float *)x)[i] *= s;
     }
-    if (tok >= 0)
+    if (df)
+        df->coll_exit(df->ctx, &ci, x);
+    else if (tok >= 0)
         tft_coll_exit(tok, &ci, x);
     return e;
 }
@@ -111,4 +118,54 @@ int dist_allreduce_f64(dist *d, double *x, size_t n)
 int dist_bcast(dist *d, float *x, size_t n)
 {
     return coll(d, 0, TFT_COLL_BCAST, x, n, TFT_F32, false, "MPI_Bcast");
+}
+
+int dist_bcast_bytes(dist *d, void *buf, size_t bytes)
+{
+#ifdef TFT_HAVE_MPI
+    if (d->world > 1 && MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, *(MPI_Comm *)d->comm_world) != MPI_SUCCESS)
+        return -EIO;
+#else
+    (void)d;
+    (void)buf;
+    (void)bytes;
+#endif
+    return 0;
+}
+
+int dist_allreduce_raw(dist *d, int meta, void *x, size_t n, int dtype)
+{
+#ifdef TFT_HAVE_MPI
+    if (d->world > 1) {
+        MPI_Comm c = *(MPI_Comm *)(meta ? d->comm_meta : d->comm_world);
+        MPI_Datatype dt = dtype == TFT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+        if (MPI_Allreduce(MPI_IN_PLACE, x, (int)n, dt, MPI_SUM, c) != MPI_SUCCESS)
+            return -EIO;
+    }
+#else
+    (void)d;
+    (void)meta;
+    (void)x;
+    (void)n;
+    (void)dtype;
+#endif
+    return 0;
+}
+
+void dist_local(dist *d, int *local_rank, int *local_size)
+{
+    *local_rank = 0;
+    *local_size = 1;
+#ifdef TFT_HAVE_MPI
+    if (d->world > 1) {
+        MPI_Comm node;
+        if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+            MPI_Comm_rank(node, local_rank);
+            MPI_Comm_size(node, local_size);
+            MPI_Comm_free(&node);
+        }
+    }
+#else
+    (void)d;
+#endif
 }

@@ -3,6 +3,9 @@
  * inputs are the ids of the tensors it was computed from, found by name
  * (the last tensor recorded under that name), so tfdiff can tell the op
  * where a difference starts from the ops it merely flows through.
+ *
+ * While the CUDA backend runs, records go through its queue (rec_defer,
+ * train.h) and come back here to be emitted in order (rec_emit_*).
  */
 #include "train.h"
 
@@ -10,6 +13,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* tft_x_record: libtftrace's entry for records built outside tft.h (here:
+ * tensors whose statistics were computed on the device). */
+#include "tft_cuda_plugin.h"
 
 #define REC_SLOTS 4096 /* names per run: params, activations, grads, moments */
 
@@ -38,11 +45,65 @@ static uint64_t *slot(rec_map *m, const char *name, int insert)
     return NULL;
 }
 
-void rec_tensor(rec_map *m, const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
-                const char *const *inputs, int n_inputs)
+/* The CUDA backend's queue (devrec.c) while it runs, else NULL. */
+static const rec_defer *g_defer;
+
+void rec_set_defer(const rec_defer *d) { g_defer = d; }
+const rec_defer *rec_deferred(void) { return g_defer; }
+
+/* Zeroes the statistics mode does not carry (tft_stats validity by mode). */
+static void stats_for_mode(tft_stats *s, int mode)
 {
-    if (!m || !tft_enabled())
+    if (mode >= TFT_STATS_FULL)
         return;
+    if (mode <= TFT_STATS_SHAPE) {
+        uint64_t numel = s->numel;
+        memset(s, 0, sizeof(*s));
+        s->numel = numel;
+        return;
+    }
+    s->over_fp16 = s->over_bf16 = s->under_fp16 = 0;
+    s->mean = s->std = s->l1 = s->l2 = s->absmax = 0;
+}
+
+/* A tensor record of the current op with statistics computed on CUDA
+ * device `device` in stats_mode, reduced to the recorder's mode for this
+ * step (TFT_STATS, TFT_EVERY). Returns its id, 0 when not recorded. */
+static uint64_t emit_stats_tensor(const char *name, int dtype, int ndim, const int64_t *shape, const tft_stats *stats,
+                                  int stats_mode, int device)
+{
+    _Alignas(8) char sbuf[sizeof(tft_rec_op) + 64];
+    memset(sbuf, 0, sizeof(sbuf));
+    tft_rec_op *st = (tft_rec_op *)sbuf;
+    int mode = (int)tft_x_record(TFT_X_STATE, &st->h, NULL); /* step, op seq, mode */
+    if (ndim < 0 || ndim > TFT_MAX_NDIM)
+        return 0;
+    tft_rec_tensor t;
+    memset(&t, 0, sizeof(t));
+    t.h.kind = TFT_REC_TENSOR;
+    t.h.len = sizeof(t);
+    t.h.step = st->h.step;
+    t.h.seq = st->h.seq;
+    t.dtype = (uint8_t)dtype;
+    t.device_kind = TFT_DEV_CUDA;
+    t.device = (int16_t)device;
+    t.mode = (uint8_t)(mode < stats_mode ? mode : stats_mode);
+    t.ndim = (uint8_t)ndim;
+    uint64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        t.shape[i] = shape[i];
+        numel *= (uint64_t)shape[i];
+    }
+    t.stats = *stats;
+    stats_for_mode(&t.stats, t.mode);
+    t.stats.numel = numel;
+    return tft_x_record(TFT_X_EMIT, &t.h, name) == 0 ? t.id : 0;
+}
+
+void rec_emit_tensor(rec_map *m, const char *name, int dtype, const void *data, const tft_stats *stats,
+                     int stats_mode, int device, int ndim, const int64_t *shape, const char *const *inputs,
+                     int n_inputs)
+{
     uint64_t ids[16];
     int n = 0;
     for (int i = 0; i < n_inputs && n < 16; i++) {
@@ -50,11 +111,63 @@ void rec_tensor(rec_map *m, const char *name, int dtype, const void *data, int n
         ids[n++] = p ? *p : 0;
     }
     tft_op_begin(name, TFT_OP_RUNTIME, n, ids);
-    tft_tensor(name, (tft_dtype)dtype, data, ndim, shape);
+    uint64_t id;
+    if (stats) {
+        id = emit_stats_tensor(name, dtype, ndim, shape, stats, stats_mode, device);
+    } else {
+        tft_tensor(name, (tft_dtype)dtype, data, ndim, shape);
+        id = tft_last_tensor_id();
+    }
     tft_op_end();
     uint64_t *p = slot(m, name, 1);
     if (p)
-        *p = tft_last_tensor_id();
+        *p = id;
+}
+
+int rec_emit_coll_exit(int64_t token, const tft_coll_info *ci, const void *data, const tft_stats *stats,
+                       int stats_mode, int device)
+{
+    if (!stats)
+        return tft_coll_exit(token, ci, data);
+    /* the result as an output of the collective's op, as tft_coll_exit
+     * records a host result (the record's result link stays 0) */
+    int64_t shape[1] = {(int64_t)ci->count};
+    emit_stats_tensor(ci->name ? ci->name : tft_coll_type_name(ci->type), ci->dtype, 1, shape, stats, stats_mode,
+                      device);
+    return tft_coll_exit(token, ci, NULL);
+}
+
+void rec_tensor(rec_map *m, const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
+                const char *const *inputs, int n_inputs)
+{
+    if (!m || !tft_enabled())
+        return;
+    if (g_defer) {
+        g_defer->tensor(g_defer->ctx, name, dtype, data, ndim, shape, inputs, n_inputs);
+        return;
+    }
+    rec_emit_tensor(m, name, dtype, data, NULL, 0, -1, ndim, shape, inputs, n_inputs);
+}
+
+int rec_step(int begin, int64_t step)
+{
+    if (g_defer)
+        return g_defer->step(g_defer->ctx, begin, step);
+    return begin ? tft_step_begin(step) : tft_step_end(step);
+}
+
+int rec_checkpoint(int action, int64_t step, const char *path, const char *recipe)
+{
+    if (g_defer)
+        return g_defer->checkpoint(g_defer->ctx, action, step, path, recipe);
+    return tft_checkpoint(action, step, path, recipe);
+}
+
+int rec_alloc(const void *ptr, size_t bytes, const char *site)
+{
+    if (g_defer)
+        return g_defer->alloc(g_defer->ctx, ptr, bytes, site);
+    return tft_alloc(ptr, bytes, site);
 }
 
 void rec_cb(void *ctx, const char *name, const float *data, int ndim, const int64_t *shape,

@@ -11,7 +11,7 @@
 #include "train.h"
 
 #include "tft_format.h"
-#include "tft_stats_cuda.h"
+#include "train_cuda.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -53,6 +53,8 @@ static void usage(FILE *f)
             "  --log-every N    progress line every N steps (default 10)\n"
             "  --bug NAME[@S]   reproduce a training bug: %s\n"
             "  --backend B      cpu | cuda | auto (default auto: cuda when a device exists)\n"
+            "                   cuda: the same model with CUDA kernels, cuBLAS and NCCL; --dtype\n"
+            "                   bf16|fp16 then runs bf16/fp16 matmuls (fp16 with loss scaling)\n"
             "  -q, --quiet      no progress lines\n"
             "  -h, --help       this help;  -V, --version\n",
             bugs);
@@ -92,17 +94,22 @@ static int set_float(float *dst, const char *opt, const char *arg, double lo, do
     return 0;
 }
 
-static int parse_backend(const char *s)
+/* cuda is refused here, before anything starts, when no device can be
+ * used; auto is resolved in main. */
+static int parse_backend(train_opts *o, const char *s)
 {
-    if (!strcmp(s, "cpu"))
+    char why[256];
+    if (!strcmp(s, "cpu") || !strcmp(s, "auto")) {
+        o->backend = s[0] == 'c' ? TRAIN_BACKEND_CPU : TRAIN_BACKEND_AUTO;
         return 0;
-    int have = tft_stats_cuda_available();
-    if (!strcmp(s, "auto"))
-        return 0; /* the CUDA backend (issue 7) is not built yet: auto means cpu */
+    }
     if (!strcmp(s, "cuda")) {
-        fprintf(stderr, have ? "tftrain: --backend cuda: the CUDA backend is not built yet; use --backend cpu\n"
-                             : "tftrain: --backend cuda: no CUDA device\n");
-        return -1;
+        if (!cuda_probe(why, sizeof(why))) {
+            fprintf(stderr, "tftrain: --backend cuda: no CUDA device (%s)\n", why);
+            return -1;
+        }
+        o->backend = TRAIN_BACKEND_CUDA;
+        return 0;
     }
     fprintf(stderr, "tftrain: --backend must be cpu, cuda or auto, got '%s'\n", s);
     return -1;
@@ -149,7 +156,7 @@ static int parse_opt(train_opts *o, int c, const char *arg)
         if (bug_parse(arg, &o->bug, err, sizeof(err)) < 0)
             return fprintf(stderr, "tftrain: %s\n", err), -1;
         return 0;
-    case O_BACKEND: return parse_backend(arg);
+    case O_BACKEND: return parse_backend(o, arg);
     }
     return -1;
 }
@@ -167,7 +174,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
         {0, 0, 0, 0}};
     *o = (train_opts){.steps = 200, .layers = 2, .d_model = 64, .heads = 4, .seq = 32, .batch = 16,
                       .seed = 1, .lr = 3e-3f, .clip = 1.0f, .warmup = 20, .store_dtype = TFT_F32,
-                      .eval_every = 100, .log_every = 10};
+                      .eval_every = 100, .log_every = 10, .backend = TRAIN_BACKEND_AUTO};
     int c;
     while ((c = getopt_long(argc, argv, "qhV", lo, NULL)) != -1) {
         if (c == 'q')
@@ -194,6 +201,10 @@ int main(int argc, char **argv)
     int e = parse_args(argc, argv, &o);
     if (e)
         return e;
+    if (o.backend == TRAIN_BACKEND_AUTO) {
+        char why[256];
+        o.backend = cuda_probe(why, sizeof(why)) ? TRAIN_BACKEND_CUDA : TRAIN_BACKEND_CPU;
+    }
     openblas_set_num_threads(1); /* bit-identical runs */
     dist d;
     if (dist_init(&d, &argc, &argv) < 0) {
@@ -201,9 +212,10 @@ int main(int argc, char **argv)
         return 1;
     }
     if (d.rank == 0 && !o.quiet)
-        printf("tftrain: %d layers, d_model %d, %d heads, seq %d, batch %d x %d rank%s, %s%s%s\n", o.layers,
-               o.d_model, o.heads, o.seq, o.batch, d.world, d.world > 1 ? "s" : "",
-               tft_dtype_name(o.store_dtype), o.bug.kind ? ", bug " : "", o.bug.kind ? bug_name(o.bug.kind) : "");
+        printf("tftrain: %d layers, d_model %d, %d heads, seq %d, batch %d x %d rank%s, %s%s%s (%s backend)\n",
+               o.layers, o.d_model, o.heads, o.seq, o.batch, d.world, d.world > 1 ? "s" : "",
+               tft_dtype_name(o.store_dtype), o.bug.kind ? ", bug " : "", o.bug.kind ? bug_name(o.bug.kind) : "",
+               o.backend == TRAIN_BACKEND_CUDA ? "cuda" : "cpu");
     int code = train_run(&o, &d);
     if (code && d.world > 1)
         dist_abort(&d, code); /* the other ranks would wait in a collective */

@@ -9,6 +9,7 @@
 
 #include "tft.h"
 #include "tft_ops.h"
+#include "train_cuda.h"
 
 #include <errno.h>
 #include <math.h>
@@ -33,6 +34,7 @@ typedef struct run {
     float *loss_mask;
     uint8_t *pad;
     char err[512];
+    cuda_run *cu;             /* the CUDA backend (train_cuda.h), NULL on the CPU */
 } run;
 
 static double now_s(void)
@@ -113,7 +115,10 @@ static int setup_model(run *r)
 {
     gpt_config cfg = {.vocab = TFT_VOCAB, .max_seq = r->o->seq, .layers = r->o->layers,
                       .channels = r->o->d_model, .heads = r->o->heads};
-    int e = gpt_init(&r->m, &cfg, r->B, r->T, r->o->seed + (uint64_t)r->d->rank * 1000003u);
+    /* with the CUDA backend the host model holds the parameters only (its
+     * activations, sized (1,1), are unused) */
+    int cuda = r->o->backend == TRAIN_BACKEND_CUDA;
+    int e = gpt_init(&r->m, &cfg, cuda ? 1 : r->B, cuda ? 1 : r->T, r->o->seed + (uint64_t)r->d->rank * 1000003u);
     if (e) {
         snprintf(r->err, sizeof(r->err), "cannot build the model (layers %d, d_model %d, heads %d, seq %d): %s",
                  cfg.layers, cfg.channels, cfg.heads, cfg.max_seq,
@@ -163,7 +168,7 @@ static int resume(run *r)
     memcpy(r->rng.s, meta.rng, sizeof(r->rng.s));
     if (!bug_is(r, BUG_CKPT_DATA)) /* ckpt-data: the cursor starts over */
         data_cursor_set(&r->loader, meta.data_cursor);
-    tft_checkpoint(TFT_CKPT_RESUME, meta.step, path, NULL);
+    rec_checkpoint(TFT_CKPT_RESUME, meta.step, path, NULL);
     if (r->d->rank == 0 && !r->o->quiet)
         printf("resumed from %s at step %lld\n", path, (long long)meta.step);
     return 0;
@@ -173,6 +178,11 @@ static int save_ckpt(run *r, int64_t next_step)
 {
     if (r->d->rank != 0)
         return 0;
+    if (r->cu && cuda_run_download(r->cu, &r->m) < 0) { /* the device's parameters and moments */
+        snprintf(r->err, sizeof(r->err), "checkpoint at step %lld: %s", (long long)next_step,
+                 cuda_run_error(r->cu));
+        return -EIO;
+    }
     ckpt_meta meta = {.step = next_step, .data_cursor = data_cursor_get(&r->loader)};
     memcpy(meta.rng, r->rng.s, sizeof(meta.rng));
     config_text(r, meta.config, sizeof(meta.config));
@@ -186,7 +196,7 @@ static int save_ckpt(run *r, int64_t next_step)
      * checkpoint, {scratch} a directory of the replay's own (so the replay
      * does not write over this run's checkpoints) */
     snprintf(recipe, sizeof(recipe), "--resume {path} --ckpt-dir {scratch}");
-    tft_checkpoint(TFT_CKPT_SAVE, next_step, path, recipe);
+    rec_checkpoint(TFT_CKPT_SAVE, next_step, path, recipe);
     return 0;
 }
 
@@ -315,6 +325,23 @@ typedef struct step_stats {
     float lr;
 } step_stats;
 
+/* The CUDA backend's part of a step, from zeroing the gradients on
+ * (train_cuda.h); loss and norm are read only for progress lines. */
+static int cuda_step(run *r, int64_t step, float denom, step_stats *st)
+{
+    st->lr = lr_at(r, step);
+    cuda_step_in in = {.step = step, .var = &r->var, .tokens = r->tokens, .targets = r->targets,
+                       .loss_mask = r->loss_mask, .pad = r->pad, .denom = denom, .lr = st->lr,
+                       .zero_grad = !bug_is(r, BUG_GRAD_ACCUM) || step == r->step0,
+                       .reduce = !(bug_at(r, BUG_DP_SKIP, step) && r->d->rank == r->d->world - 1),
+                       .mean = !bug_is(r, BUG_DP_MEAN), .clip = !bug_is(r, BUG_NO_CLIP) && r->o->clip > 0,
+                       .reverse_norm = bug_is(r, BUG_NONDET)};
+    int e = cuda_run_step(r->cu, &in);
+    if (e)
+        snprintf(r->err, sizeof(r->err), "step %lld: %s", (long long)step, cuda_run_error(r->cu));
+    return e;
+}
+
 static int train_step(run *r, int64_t step, step_stats *st)
 {
     if (bug_is(r, BUG_LEAK) && step >= r->o->bug.step) { /* a buffer kept every step */
@@ -322,7 +349,7 @@ static int train_step(run *r, int64_t step, step_stats *st)
         char *p = malloc(sz);
         if (p) {
             memset(p, 1, sz);
-            tft_alloc(p, sz, "tftrain:leak_buffer");
+            rec_alloc(p, sz, "tftrain:leak_buffer");
         }
     }
     int e = load_batch(r, step);
@@ -335,6 +362,8 @@ static int train_step(run *r, int64_t step, step_stats *st)
     if ((e = dist_allreduce_f64(r->d, cnt, 1)) < 0)
         return e;
     float denom = cnt[0] > 0 ? (float)(cnt[0] / r->d->world) : 1.0f;
+    if (r->cu)
+        return cuda_step(r, step, denom, st);
     if (!bug_is(r, BUG_GRAD_ACCUM) || step == r->step0)
         gpt_zero_grad(&r->m);
     st->loss = gpt_forward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, r->pad, denom, rec_cb, r->rec);
@@ -387,8 +416,14 @@ static double eval_accuracy(run *r, int k, int *correct_out)
             memcpy(tok + (size_t)b * T, ex[b].prompt, (size_t)len[b] * sizeof(int32_t));
         }
         for (int g = 0; g < DATA_EVAL_MAX_NEW; g++) {
-            gpt_forward(&r->m, &r->var, tok, NULL, NULL, NULL, 1.0f, NULL, NULL);
-            const float *lg = gpt_logits(&r->m);
+            const float *lg;
+            if (r->cu) {
+                if (cuda_run_logits(r->cu, &r->var, tok, &lg) < 0)
+                    goto out;
+            } else {
+                gpt_forward(&r->m, &r->var, tok, NULL, NULL, NULL, 1.0f, NULL, NULL);
+                lg = gpt_logits(&r->m);
+            }
             for (int b = 0; b < rows; b++) {
                 int pos = len[b] - 1 < T ? len[b] - 1 : T - 1, best = 0;
                 const float *row = lg + ((size_t)b * T + pos) * TFT_VOCAB;
@@ -411,6 +446,7 @@ out:
 
 static void run_free(run *r)
 {
+    cuda_run_free(r->cu); /* first: emits the records still queued */
     tft_free(r->m.params);
     gpt_free(&r->m);
     data_loader_free(&r->loader);
@@ -420,6 +456,15 @@ static void run_free(run *r)
     free(r->targets);
     free(r->loss_mask);
     free(r->pad);
+}
+
+/* After the host model is set up (e: its status): the CUDA backend takes
+ * its parameters and moments. */
+static int cuda_setup(run *r, int e)
+{
+    if (e || r->o->backend != TRAIN_BACKEND_CUDA)
+        return e;
+    return cuda_run_new(&r->cu, r->o, r->d, &r->m, r->rec, r->err, sizeof(r->err));
 }
 
 static int setup(run *r)
@@ -432,11 +477,11 @@ static int setup(run *r)
     tft_alloc(r->m.params, r->m.num_params * 4 * sizeof(float), "tftrain:params+grads+adam");
     tft_rng_seed(&r->rng, r->o->seed);
     if (r->o->resume)
-        return resume(r);
+        return cuda_setup(r, resume(r));
     tft_step_begin(0);
     e = sync_initial_params(r);
     record_params(r, "", r->m.params); /* at initialisation (after the broadcast), before the first forward */
-    return e;
+    return cuda_setup(r, e);
 }
 
 static void report(const run *r, int64_t step, const step_stats *st, double tok_s)
@@ -466,17 +511,21 @@ int train_run(const train_opts *o, dist *d)
     int64_t last = r.step0;
     for (int64_t step = r.step0; !e && step < o->steps; step++) {
         if (step > 0 || o->resume)
-            tft_step_begin(step);
+            rec_step(1, step);
         variant_at(&r, step);
         step_stats st;
         e = train_step(&r, step, &st);
-        tft_step_end(step);
+        rec_step(0, step);
         if (e)
             break;
         if (o->ckpt_dir && o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0 && (e = save_ckpt(&r, step + 1)))
             break;
         if (d->rank == 0 && !o->quiet && ((step + 1) % o->log_every == 0 || step + 1 == o->steps)) {
             double t = now_s();
+            if (r.cu && (e = cuda_run_read(r.cu, &st.loss, &st.norm)) < 0) {
+                snprintf(r.err, sizeof(r.err), "%s", cuda_run_error(r.cu));
+                break;
+            }
             report(&r, step, &st, (double)(step + 1 - last) * r.B * r.T * d->world / (t - t0));
             t0 = t;
             last = step + 1;

@@ -8,6 +8,7 @@
 #include "ckpt.h"
 #include "data.h"
 #include "model.h"
+#include "tft.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,7 +47,10 @@ typedef struct train_opts {
     int log_every;
     bug bug;
     bool quiet;
+    int backend;              /* TRAIN_BACKEND_CPU or _CUDA (auto resolved by main) */
 } train_opts;
+
+enum { TRAIN_BACKEND_CPU = 0, TRAIN_BACKEND_CUDA = 1, TRAIN_BACKEND_AUTO = 2 };
 
 /* Data parallelism: MPI when built with it and launched with >1 rank. */
 typedef struct dist {
@@ -64,6 +68,13 @@ int dist_allreduce_f64(dist *d, double *x, size_t n);
 /* Broadcast from rank 0; recorded. */
 int dist_bcast(dist *d, float *x, size_t n);
 void dist_abort(dist *d, int code);
+/* For the CUDA backend, not recorded: bytes broadcast from rank 0 (the
+ * NCCL id); a sum of n elements of dtype (TFT_F32, TFT_F64) over the ranks
+ * in place (gradients through host memory when NCCL cannot); this rank's
+ * place among the ranks of its node. Identity / 0 of 1 without MPI. */
+int dist_bcast_bytes(dist *d, void *buf, size_t bytes);
+int dist_allreduce_raw(dist *d, int meta, void *x, size_t n, int dtype);
+void dist_local(dist *d, int *local_rank, int *local_size);
 
 /* Recording glue: a model record callback and tensor ids by name. */
 typedef struct rec_map rec_map;
@@ -74,6 +85,39 @@ void rec_cb(void *ctx, const char *name, const float *data, int ndim, const int6
 /* Records a tensor as its own op with named inputs; remembers its id. */
 void rec_tensor(rec_map *m, const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
                 const char *const *inputs, int n_inputs);
+/* tft_step_begin (begin != 0) / tft_step_end, tft_checkpoint, tft_alloc,
+ * through the deferral below when one is set. */
+int rec_step(int begin, int64_t step);
+int rec_checkpoint(int action, int64_t step, const char *path, const char *recipe);
+int rec_alloc(const void *ptr, size_t bytes, const char *site);
+
+/* Deferred recording, for the CUDA backend (devrec.c): while set, every
+ * record the runtime makes (rec_tensor, rec_step, rec_checkpoint,
+ * rec_alloc, the collectives of dist.c) goes to the queue, which emits them
+ * later, in the same order, with rec_emit_* and tft.h, once the device
+ * tensors queued between them have their statistics. */
+typedef struct rec_defer {
+    void *ctx;
+    void (*tensor)(void *ctx, const char *name, int dtype, const void *host_data, int ndim, const int64_t *shape,
+                   const char *const *inputs, int n_inputs);
+    int (*step)(void *ctx, int begin, int64_t step);
+    int (*checkpoint)(void *ctx, int action, int64_t step, const char *path, const char *recipe);
+    int (*alloc)(void *ctx, const void *ptr, size_t bytes, const char *site);
+    void (*coll_enter)(void *ctx, const tft_coll_info *ci);
+    void (*coll_exit)(void *ctx, const tft_coll_info *ci, const void *host_result);
+} rec_defer;
+void rec_set_defer(const rec_defer *d); /* NULL: record directly again */
+const rec_defer *rec_deferred(void);
+/* Records now: the tensor from host data (statistics computed by the
+ * recorder) or, when stats is not NULL, with statistics computed on CUDA
+ * device `device` in stats_mode (a device record: blocked fingerprint). */
+void rec_emit_tensor(rec_map *m, const char *name, int dtype, const void *data, const tft_stats *stats,
+                     int stats_mode, int device, int ndim, const int64_t *shape, const char *const *inputs,
+                     int n_inputs);
+/* tft_coll_exit with the result from host data, or with its device
+ * statistics (recorded as an output of the collective's op). */
+int rec_emit_coll_exit(int64_t token, const tft_coll_info *ci, const void *data, const tft_stats *stats,
+                       int stats_mode, int device);
 
 /* Runs the whole training; returns the process exit code. */
 int train_run(const train_opts *o, dist *d);
