@@ -52,6 +52,14 @@ int tft_x_cuda_wanted(void)
     return on;
 }
 
+void tft_x_cuda_quiet(int quiet)
+{
+    if (quiet)
+        ip_depth++;
+    else if (ip_depth > 0)
+        ip_depth--;
+}
+
 int devq_have_plugin(void) { return atomic_load_explicit(&plugin, memory_order_acquire) != NULL; }
 
 /* One line on stderr, once per process (the issue asks for it; the traced

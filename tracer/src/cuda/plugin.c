@@ -277,7 +277,9 @@ static uint64_t to_mono(uint64_t t) { return t ? (uint64_t)((int64_t)t + clock_o
 
 static void CUPTIAPI buf_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
+    tft_x_cuda_quiet(1);
     *buf = aligned_alloc(8, BUF_BYTES);
+    tft_x_cuda_quiet(0);
     *size = *buf ? BUF_BYTES : 0;
     *max_records = 0;
 }
@@ -337,7 +339,9 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buf,
                         m->deviceId, TFT_OP_COPY);
         }
     }
+    tft_x_cuda_quiet(1);
     free(buf);
+    tft_x_cuda_quiet(0);
 }
 
 static _Atomic uint64_t last_flush_ns;
@@ -356,7 +360,9 @@ static void activity_flush(void)
 static void flush_at_exit(void)
 {
     cp_self++;
+    tft_x_cuda_quiet(1);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    tft_x_cuda_quiet(0);
     cp_self--;
 }
 
@@ -421,7 +427,9 @@ int InitializeInjection(void)
     tft_x_cuda_register(&table);
     if (getenv("TFT_CUPTI") && !strcmp(getenv("TFT_CUPTI"), "0"))
         return 1;
+    tft_x_cuda_quiet(1);
     CUptiResult r = cupti_start();
+    tft_x_cuda_quiet(0);
     if (r != CUPTI_SUCCESS)
         cupti_unavailable(r);
     return 1;

@@ -92,6 +92,12 @@ TFT_API void tft_x_cuda_register(const tft_cuda_plugin *p);
  * being linked with libtftrace), else 0. The plugin asks this once. */
 TFT_API int tft_x_cuda_wanted(void);
 
+/* libtftrace: quiet != 0 makes the calling thread's interposers pass calls
+ * through (the host-allocation interposer included) until a matching call
+ * with 0: the plugin's own allocations (CUPTI buffers, cudart's pinned
+ * memory) are not the program's. Calls nest. */
+TFT_API void tft_x_cuda_quiet(int quiet);
+
 #ifdef __cplusplus
 }
 #endif
