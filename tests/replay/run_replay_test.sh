@@ -93,6 +93,41 @@ case $case_name in
     [ "$st" = 3 ] || fail "replay of a non-deterministic program: exit $st, want 3"
     grep -q "NOT reproduced.*step 2, tensor noise" out.txt || fail "no non-determinism finding"
     python3 -c "import json,sys; r=json.load(open('rp/replay.json')); assert r['golden']['reproduced'] is False and r['bad']['reproduced'] is False, r" ;;
+  firstdiv)
+    # --capture first-divergence-of=GOLDEN: one run, the first tensor that
+    # differs from GOLDEN is captured as it is computed, with its op's inputs
+    "$tftrace" -q -o g.trace -- "$tftrain" "${SMALL[@]}" --steps 6 >/dev/null
+    "$tftrace" -q -o b.trace --capture first-divergence-of=g.trace -- "$tftrain" "${SMALL[@]}" --steps 6 \
+        --bug no-scale@3 >/dev/null
+    "$tfdump" --captures b.trace >caps.txt
+    cat caps.txt
+    st=0; "$tfdiff" --json g.trace b.trace >d.json || st=$?
+    [ "$st" = 1 ] || fail "tfdiff exit $st"
+    python3 - caps.txt d.json <<'PY'
+import json, sys
+caps = [l.split() for l in open(sys.argv[1]) if l.startswith("r0 ")]
+d = json.load(open(sys.argv[2]))["first_divergence"]
+outs = [c for c in caps if c[3] == "output"]
+ins = [c for c in caps if c[3] == "input"]
+assert len(outs) == 1, caps
+assert outs[0][4] == d["tensor"] == "L0.attn.scores" and outs[0][1] == "s%d" % d["step"] == "s3", (outs, d)
+assert [c[4] for c in ins] == ["L0.qkv"], ins
+print("first divergence captured:", outs[0][4], outs[0][1], "with input", ins[0][4])
+PY
+    "$tfdump" --tensor L0.attn.scores b.trace --out s.npy >/dev/null
+    if /usr/bin/python3 -c "import numpy" 2>/dev/null; then # Debian's numpy
+        /usr/bin/python3 -c "import numpy as np; a=np.load('s.npy'); assert a.shape==(4,2,16,16) and a.dtype==np.float32, a.shape" \
+          || fail "captured scores do not load as [4,2,16,16] f32"
+    fi
+    # identical run: nothing differs, nothing captured
+    "$tftrace" -q -o same.trace --capture first-divergence-of=g.trace -- "$tftrain" "${SMALL[@]}" --steps 6 >/dev/null
+    [ "$("$tfdump" --captures same.trace | grep -c '^r0 ')" = 0 ] || fail "a run equal to golden captured something"
+    # golden without fingerprints: refused before running
+    "$tftrace" -q -o shape.trace --stats shape -- "$tftrain" "${SMALL[@]}" --steps 1 >/dev/null
+    st=0; "$tftrace" -q -o x.trace --capture first-divergence-of=shape.trace -- true 2>err.txt || st=$?
+    [ "$st" = 2 ] && grep -q "no fingerprinted tensors" err.txt || fail "shape-only golden: exit $st $(cat err.txt)"
+    st=0; "$tftrace" -q -o x.trace --capture first-divergence-of=nope.trace -- true 2>err.txt || st=$?
+    [ "$st" = 2 ] && grep -q "nope.trace" err.txt || fail "missing golden: exit $st $(cat err.txt)" ;;
   usage)
     st=0; "$tftrace" replay >/dev/null 2>err.txt || st=$?
     [ "$st" = 2 ] && grep -q "needs two traces" err.txt || fail "no traces: exit $st"

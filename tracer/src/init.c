@@ -4,6 +4,7 @@
  * writer thread (TFT_OUTPUT), process registration, fork, exit and crash
  * records. Runs once, on the first API call, never on the hot path.
  */
+#include "capture_ref.h"
 #include "capture_spec.h"
 #include "collector.h"
 #include "interpose_internal.h"
@@ -87,8 +88,8 @@ static int parse_mode(void)
 }
 
 /* TFT_CAPTURE (docs/CAPTURE.md). A spec the recorder cannot use (bad
- * syntax, or first-divergence-of, which only the launcher resolves) leaves
- * capture off: the library never prints; the launcher checks the spec and
+ * syntax, or first-divergence-of without the reference the launcher builds
+ * from GOLDEN, TFT_CAPTURE_REF) leaves capture off: the library never prints; the launcher checks the spec and
  * says what is wrong before the command runs. */
 static void parse_capture(void)
 {
@@ -101,9 +102,17 @@ static void parse_capture(void)
     capspec *cs = malloc(sizeof(*cs));
     if (!cs)
         return;
-    if (capspec_parse(spec, cs, NULL, 0) < 0 || cs->first_divergence_of[0]) {
+    if (capspec_parse(spec, cs, NULL, 0) < 0) {
         free(cs);
         return;
+    }
+    if (cs->first_divergence_of[0]) { /* the launcher built golden's reference */
+        const char *ref = getenv("TFT_CAPTURE_REF");
+        g_rec.capture_ref = ref && *ref ? capref_open(ref) : NULL;
+        if (!g_rec.capture_ref) {
+            free(cs);
+            return;
+        }
     }
     g_rec.capture = cs; /* lives as long as the process */
 }

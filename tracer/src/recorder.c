@@ -10,6 +10,7 @@
  * Capture (TFT_CAPTURE, docs/CAPTURE.md) is a separate slow path behind one
  * test of g_rec.capture.
  */
+#include "capture_ref.h"
 #include "capture_spec.h"
 #include "collector.h"
 #include "recorder_internal.h"
@@ -238,6 +239,7 @@ static int tensor_mode(void)
 #define CAP_CACHE 1024u   /* tensors remembered per thread (8-way sets) */
 #define CAP_WAYS 8u
 #define CAP_DONE 64       /* tensors captured per op (dedup) */
+#define CAP_OCC 2048u     /* tensor names per step (first-divergence-of) */
 
 typedef struct cap_entry {
     uint64_t id;          /* 0 = empty */
@@ -262,6 +264,12 @@ typedef struct cap_thread {
     int ndone;
     uint64_t done[CAP_DONE]; /* (tensor id) already captured in this op */
     int safe_read;        /* 1 process_vm_readv works, 0 not tried, -1 use memcpy */
+    /* first-divergence-of: occurrences of each tensor name in the current
+     * step (open addressing; a full table stops the comparison) */
+    int64_t occ_step;
+    uint64_t occ_name[CAP_OCC];
+    uint32_t occ_count[CAP_OCC];
+    uint32_t occ_used;
     _Alignas(8) char stage[TFT_CAPTURE_PART_MAX];
     _Alignas(8) char part[TFT_REC_MAX_BYTES];
 } cap_thread;
@@ -465,8 +473,8 @@ static int capture_decide(const char *name, int64_t seq, uint32_t *pending)
     *pending = 0;
     for (int i = 0; i < cs->n; i++) {
         const capspec_alt *a = &cs->alt[i];
-        if (!capspec_alt_pre(a, step, seq, rank))
-            continue;
+        if (a->first_divergence || !capspec_alt_pre(a, step, seq, rank))
+            continue; /* first-divergence-of alternatives: first_divergence() */
         if (!a->name[0] || fnmatch(a->name, name, 0) == 0)
             return CAP_ON;
         *pending |= 1u << i;
@@ -492,10 +500,67 @@ static void capture_op_begin(shm_ring *r, const char *name, int64_t seq, int n_i
     ct->state = capture_decide(name, seq, &ct->pending_alts);
     if (ct->state == CAP_ON && in) {
         capture_inputs(r, ct, seq, n_in, in);
-    } else if (ct->state == CAP_PENDING) {
+    } else if (ct->state == CAP_PENDING ||
+               (g_rec.capture_ref && !atomic_load_explicit(&g_rec.capture_ref_fired, memory_order_relaxed))) {
+        /* held back: captured once an output selects the op (its name, or
+         * being the first to differ from golden) */
         ct->n_in = in ? (n_in < 64 ? (n_in < 0 ? 0 : n_in) : 64) : 0;
         memcpy(ct->in, in, sizeof(uint64_t) * (size_t)ct->n_in);
     }
+}
+
+/* Occurrence number (0, 1, ...) of tensor name id within the current step on
+ * this thread, counted as golden's reference counts them (capture_ref.c);
+ * -1 when the table is full. */
+static int64_t occurrence(cap_thread *ct, uint64_t name, int64_t step)
+{
+    if (ct->occ_step != step || !ct->occ_used) {
+        if (ct->occ_used)
+            memset(ct->occ_name, 0, sizeof(ct->occ_name));
+        ct->occ_used = 0;
+        ct->occ_step = step;
+    }
+    if (!name)
+        name = 1;
+    unsigned j = (unsigned)(name * 0x9E3779B97F4A7C15ull >> 52) & (CAP_OCC - 1);
+    for (unsigned n = 0; n < CAP_OCC; n++, j = (j + 1) & (CAP_OCC - 1)) {
+        if (ct->occ_name[j] == name)
+            return ct->occ_count[j]++;
+        if (!ct->occ_name[j]) {
+            if (ct->occ_used + 1 >= CAP_OCC)
+                return -1;
+            ct->occ_name[j] = name;
+            ct->occ_count[j] = 1;
+            ct->occ_used++;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* first-divergence-of: true (once per process) for the first tensor whose
+ * fingerprint differs from its golden counterpart, within the step, seq,
+ * rank and name terms of a first-divergence-of alternative. */
+static bool first_divergence(cap_thread *ct, const tft_rec_tensor *t, const char *name)
+{
+    if (atomic_load_explicit(&g_rec.capture_ref_fired, memory_order_relaxed))
+        return false;
+    int64_t occ = occurrence(ct, t->name, t->h.step);
+    if (occ < 0 || t->mode < TFT_STATS_HEALTH || t->device_kind != TFT_DEV_CPU)
+        return false;
+    const capspec *cs = g_rec.capture;
+    int rank = my_rank();
+    bool in_scope = false;
+    for (int i = 0; i < cs->n && !in_scope; i++) {
+        const capspec_alt *a = &cs->alt[i];
+        in_scope = a->first_divergence && capspec_alt_pre(a, t->h.step, t->h.seq, rank) &&
+                   (!a->name[0] || fnmatch(a->name, name, 0) == 0);
+    }
+    if (!in_scope ||
+        !capref_diverged(g_rec.capture_ref, rank, t->h.step, t->name, (uint32_t)occ, t->stats.fingerprint))
+        return false;
+    int expect = 0;
+    return atomic_compare_exchange_strong(&g_rec.capture_ref_fired, &expect, 1);
 }
 
 /* A host tensor was recorded as an output of op seq: captures it when the
@@ -577,6 +642,10 @@ static int tensor_captured(shm_ring *r, tft_rec_tensor *t, const char *name, con
     if (!ct || numel > UINT64_MAX / esz)
         return ring_write(g_rec.h, r, &t->h);
     bool want = capture_output_wanted(ct, name, t->h.seq, own_op);
+    if (!want && g_rec.capture_ref && first_divergence(ct, t, name)) {
+        ct->state = CAP_ON; /* this op: its held-back inputs, this output and the rest */
+        want = true;
+    }
     if (want)
         t->h.flags |= TFT_TENSOR_HAS_DATA;
     int e = ring_write(g_rec.h, r, &t->h);

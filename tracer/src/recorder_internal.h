@@ -24,6 +24,8 @@ struct rec_global {
     const struct capspec *capture;/* TFT_CAPTURE parsed, NULL = no capture (the hot path's one test) */
     uint64_t capture_wait_ns;     /* longest wait for ring room per capture part (TFT_CAPTURE_WAIT_MS) */
     int capture_shuffle;          /* byte-shuffle capture parts (TFT_CAPTURE_SHUFFLE, default 1) */
+    const struct capref *capture_ref; /* first-divergence-of: golden's fingerprints (TFT_CAPTURE_REF) */
+    _Atomic int capture_ref_fired;    /* the first divergence was captured: no more */
 };
 
 extern struct rec_global g_rec;

@@ -9,6 +9,7 @@
  * Exit status: the command's (128+signal when it was killed); 2 for usage
  * errors of tftrace itself; 127 when the command cannot be run.
  */
+#include "capture_ref.h"
 #include "capture_spec.h"
 #include "collector.h"
 #include "replay.h"
@@ -128,6 +129,10 @@ static void env_defaults(opts *o)
         o->capture = v;
 }
 
+/* GOLDEN of a first-divergence-of capture term, "" none; its reference
+ * file (capture_ref.h), removed when the run ends. */
+static char capture_golden[4096], capture_ref_path[4200];
+
 /* Checks the capture spec before the command runs (the recorder cannot say
  * what is wrong with one). Returns 0 or the exit status 2. */
 static int check_capture(const char *spec)
@@ -139,13 +144,8 @@ static int check_capture(const char *spec)
     int bad = capspec_parse(spec, cs, err, sizeof(err)) < 0;
     if (bad)
         fprintf(stderr, "tftrace: --capture '%s': %s\n", spec, err);
-    else if (cs->first_divergence_of[0]) {
-        fprintf(stderr,
-                "tftrace: --capture first-divergence-of=%s: not supported by the recorder: use "
-                "tftrace replay GOLDEN BAD, which finds the divergence and captures there\n",
-                cs->first_divergence_of);
-        bad = 1;
-    }
+    else if (cs->first_divergence_of[0])
+        snprintf(capture_golden, sizeof(capture_golden), "%s", cs->first_divergence_of);
     free(cs);
     return bad ? 2 : 0;
 }
@@ -564,6 +564,36 @@ static pid_t spawn(char **cmd)
     return pid;
 }
 
+/* --capture first-divergence-of=GOLDEN: golden's fingerprints, for the
+ * recorder to compare each tensor with as it is recorded (TFT_CAPTURE_REF). */
+static void remove_capture_ref(void) { unlink(capture_ref_path); }
+
+static int build_capture_ref(const opts *o)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(capture_ref_path, sizeof(capture_ref_path), "%s/tftrace-ref-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(capture_ref_path);
+    if (fd < 0) {
+        fprintf(stderr, "tftrace: %s: cannot create: %s\n", capture_ref_path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    atexit(remove_capture_ref);
+    char err[512] = "";
+    uint64_t n = 0;
+    if (!o->quiet)
+        fprintf(stderr, "tftrace: reading %s for --capture first-divergence-of\n", capture_golden);
+    if (capref_build(capture_golden, capture_ref_path, &n, err, sizeof(err)) < 0) {
+        fprintf(stderr, "tftrace: --capture first-divergence-of: %s\n", err);
+        return -1;
+    }
+    if (!o->quiet)
+        fprintf(stderr, "tftrace: %llu golden tensors to compare with; the first that differs is captured\n",
+                (unsigned long long)n);
+    setenv("TFT_CAPTURE_REF", capture_ref_path, 1);
+    return 0;
+}
+
 /* Directory of this executable ("." when unknown). */
 static void self_dir(char *buf, size_t n)
 {
@@ -601,6 +631,8 @@ int main(int argc, char **argv)
     uint8_t run_id[16];
     if (getrandom(run_id, sizeof(run_id), 0) != sizeof(run_id))
         memset(run_id, 7, sizeof(run_id));
+    if (capture_golden[0] && build_capture_ref(&o) < 0)
+        return 2;
     if (prepare_dir(o.out, &o, run_id) < 0)
         return 2;
     size_t bytes;
