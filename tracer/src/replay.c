@@ -406,7 +406,7 @@ static int side_checkpoints(rp_side *s, int rank, int64_t step)
     tft_reader *r = tft_trace_nranks(t) > 0 ? tft_trace_reader(t, idx) : NULL;
     const tft_rec *rec;
     while (r && tft_reader_next(r, &rec) == 1) {
-        if (rec->step != TFT_STEP_NONE) {
+        if (rec->kind == TFT_REC_STEP && rec->step != TFT_STEP_NONE) {
             if (s->rec_first == TFT_STEP_NONE || rec->step < s->rec_first)
                 s->rec_first = rec->step;
             if (s->rec_last == TFT_STEP_NONE || rec->step > s->rec_last)
