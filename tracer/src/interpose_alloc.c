@@ -31,9 +31,11 @@
  * static arena whose blocks are never reused.
  *
  * Not recorded: calls made inside another interposer or the recorder
- * (ip_depth > 0), calls from libtftrace itself, mappings with PROT_NONE
- * (address-space reservations, not memory) and what glibc does internally
- * (its own mmap of large malloc chunks is the malloc we already saw).
+ * (ip_depth > 0, which includes the in-process writer thread), calls from
+ * libtftrace itself, mappings with PROT_NONE (address-space reservations,
+ * not memory), MPI launchers and daemons (by program name: mpi_helper) and
+ * what glibc does internally (its own mmap of large malloc chunks is the
+ * malloc we already saw).
  * Under a sanitizer (ASan, TSan) the sanitizer's allocator precedes ours
  * in symbol resolution and none of this is reached.
  *
@@ -69,6 +71,15 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define NOINLINE __attribute__((noinline))
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
 
 /* Requests of at least this many bytes are recorded; SIZE_MAX: none. */
 static _Atomic size_t alloc_min = SIZE_MAX;
@@ -314,7 +325,7 @@ static NOINLINE int set_maybe_has(uintptr_t p)
             if (atomic_load_explicit(&set.seq, memory_order_relaxed) == s)
                 return 0;
         }
-        __builtin_ia32_pause();
+        cpu_relax();
     }
     return 1; /* a writer is slow (preempted): let the locked path decide */
 }
