@@ -1,16 +1,17 @@
 #!/bin/bash
 # CUDA-side interposer tests on a machine without a GPU (see CMakeLists.txt).
 # Usage: run_cuda_test.sh CASE TFTRACE TFDUMP TFDIFF LIBTFTRACE PLUGIN PROG [PROG...]
-# The environment the launcher gives a traced program for NVTX and CUDA
-# (docs/INTERPOSE.md) is set here explicitly, so these tests also hold for
-# a launcher that does not set it.
+# The environment a traced program needs for NVTX and CUDA
+# (NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH; docs/INTERPOSE.md) comes
+# from the launcher: these tests check that it sets it.
 set -euo pipefail
 case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 lib=$5 plugin=$6
 shift 6
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-cuda.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-export NVTX_INJECTION64_PATH=$lib CUDA_INJECTION64_PATH=$plugin
+unset NVTX_INJECTION64_PATH CUDA_INJECTION64_PATH
+[ -n "$lib" ] && [ -n "$plugin" ] || fail "usage: LIBTFTRACE and PLUGIN paths"
 
 # traced NAME ARGS...: runs ARGS under tftrace into $tmp/NAME.trace
 traced() {

@@ -66,9 +66,9 @@ check() {
 
 TFTRACE=$B/tracer/tftrace TFDUMP=$B/analyzer/tfdump TFDIFF=$B/analyzer/tfdiff
 PROGS=$B/tests/cuda_interpose
-# What the launcher gives a traced program (docs/INTERPOSE.md); set here too
-# so that the checks do not depend on the launcher version.
-export NVTX_INJECTION64_PATH=$B/tracer/libtftrace.so CUDA_INJECTION64_PATH=$B/tracer/libtftrace-cuda.so
+# The launcher gives a traced program NVTX_INJECTION64_PATH and
+# CUDA_INJECTION64_PATH (docs/INTERPOSE.md); none may leak in from outside.
+unset NVTX_INJECTION64_PATH CUDA_INJECTION64_PATH
 
 # traced NAME CMD...: CMD under tftrace into $tmp/NAME.trace; its stdout
 # in $tmp/NAME.out and in the log (the check's set -o pipefail keeps its status)

@@ -47,14 +47,22 @@ case $case_name in
   usage)
     "$tftrace" --help | grep -q -- "--timeout" || { echo "FAIL: --help"; exit 1; }
     "$tftrace" --version | grep -q "^tftrace " || { echo "FAIL: --version"; exit 1; }
-    for bad in "--bogus -- true" "--every 0 -- true" "--stats fast -- true" "--timeout x -- true" ""; do
+    for bad in "--bogus -- true" "--every 0 -- true" "--stats fast -- true" "--timeout x -- true" "" \
+               "--alloc-min 4X -- true" "--alloc-min -1 -- true" "--until-step x -- true" "--step-range= -- true"; do
       # shellcheck disable=SC2086
       "$tftrace" $bad >/dev/null 2>"$tmp/err" && st=0 || st=$?
       expect_status 2 $st
       [ -s "$tmp/err" ] || { echo "FAIL: no message for '$bad'"; exit 1; }
     done
     "$tftrace" -q -o "$tr" -- /nonexistent/program && st=0 || st=$?
-    expect_status 127 $st ;;
+    expect_status 127 $st
+    # the child's environment: options, and the NVTX / CUDA injection hooks
+    "$tftrace" -q -o "$tmp/env.trace" --alloc-min 2M --step-range iter -- env >"$tmp/env"
+    for want in TFT_ALLOC_MIN=2M TFT_STEP_RANGE=iter "NVTX_INJECTION64_PATH=/.*libtftrace\.so"; do
+      grep -Eq "^$want" "$tmp/env" || { echo "FAIL: child environment lacks $want"; exit 1; }
+    done
+    NVTX_INJECTION64_PATH=/mine "$tftrace" -q -o "$tmp/env.trace" -- env >"$tmp/env"
+    grep -qx "NVTX_INJECTION64_PATH=/mine" "$tmp/env" || { echo "FAIL: a user's NVTX injection replaced"; exit 1; } ;;
   overflow)
     out=$("$tftrace" -o "$tr" --ring-kb 64 -- "$prog" flood 300000 2>&1) && st=0 || st=$?
     expect_status 0 $st

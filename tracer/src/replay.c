@@ -7,7 +7,8 @@
  *   1. The point: the first divergence `tfdiff --json GOLDEN BAD` reports
  *      (else its first non-finite value), or --at step=S[,seq=Q][,name=N].
  *   2. Per side, from the trace: the traced command (manifest argv after
- *      tftrace's "--"), the working directory, the recording options, and
+ *      tftrace's "--"), the working directory, the recording options
+ *      (--stats, --every, --alloc-min, --step-range), and
  *      the checkpoint SAVE records of rank 0. The latest checkpoint at or
  *      before step S whose file still exists and which carries a resume
  *      recipe is used: the recipe's words are appended to the command, with
@@ -73,6 +74,7 @@ typedef struct rp_side {
     int argc;
     char stats[16];
     long every;
+    char alloc_min[64], step_range[256]; /* recorded options, "" = default */
     /* the checkpoint used, if any */
     int have_ckpt;
     int64_t ckpt_step;
@@ -364,6 +366,8 @@ static int side_manifest(rp_side *s)
     if (m.options_json) {
         cJSON *oj = cJSON_Parse(m.options_json);
         json_str(oj, "stats", s->stats, sizeof(s->stats));
+        json_str(oj, "alloc_min", s->alloc_min, sizeof(s->alloc_min));
+        json_str(oj, "step_range", s->step_range, sizeof(s->step_range));
         const cJSON *ev = cJSON_GetObjectItemCaseSensitive(oj, "every");
         if (cJSON_IsNumber(ev) && ev->valuedouble >= 1)
             s->every = (long)ev->valuedouble;
@@ -497,7 +501,7 @@ static int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char 
     snprintf(until, sizeof(until), "%lld", (long long)p->step);
     snprintf(timeout, sizeof(timeout), "%g", o->timeout);
     snprintf(every, sizeof(every), "%ld", s->every);
-    char *argv[RP_MAX_ARGS + 24];
+    char *argv[RP_MAX_ARGS + 32];
     int n = 0;
     argv[n++] = self;
     argv[n++] = "-q";
@@ -516,6 +520,14 @@ static int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char 
     if (o->timeout > 0) {
         argv[n++] = "--timeout";
         argv[n++] = timeout;
+    }
+    if (s->alloc_min[0]) {
+        argv[n++] = "--alloc-min";
+        argv[n++] = s->alloc_min;
+    }
+    if (s->step_range[0]) {
+        argv[n++] = "--step-range";
+        argv[n++] = s->step_range;
     }
     argv[n++] = "--";
     for (int i = 0; i < s->argc; i++)

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -46,6 +47,8 @@ typedef struct opts {
     long ring_kb;
     int quiet;
     int64_t until_step;  /* stop the command once this step ended, -1 = never */
+    const char *alloc_min;  /* host allocations recorded from this size (TFT_ALLOC_MIN) */
+    const char *step_range; /* NVTX range name marking steps (TFT_STEP_RANGE) */
     const char *capture; /* capture spec (docs/CAPTURE.md), NULL = none */
     char **cmd;
 } opts;
@@ -69,6 +72,10 @@ static void usage(FILE *f)
             "      --no-drop         block the program when a ring is full instead of dropping\n"
             "                        records (they are counted either way)  [TFT_NO_DROP=1]\n"
             "      --ring-kb N       ring size per thread in KiB (default 4096) [TFT_RING_KB]\n"
+            "      --alloc-min SIZE  record host allocations (malloc, mmap, ...) of at least SIZE\n"
+            "                        bytes, K/M/G suffixes, 'off' none (default 1M) [TFT_ALLOC_MIN]\n"
+            "      --step-range NAME an NVTX range of this name marks a training step; 'NAME N'\n"
+            "                        or 'NAME_N' gives the step number (default step) [TFT_STEP_RANGE]\n"
             "      --until-step S    stop the command (SIGTERM) once every process recording\n"
             "                        steps has ended step S                  [TFT_UNTIL_STEP]\n"
             "      --capture SPEC    store whole tensors (inputs and outputs) of the ops that\n"
@@ -122,6 +129,8 @@ static void env_defaults(opts *o)
         parse_long(v, &o->ring_kb, 64);
     o->no_drop = (v = getenv("TFT_NO_DROP")) && *v && strcmp(v, "0");
     o->until_step = -1;
+    o->alloc_min = getenv("TFT_ALLOC_MIN");
+    o->step_range = getenv("TFT_STEP_RANGE");
     long us;
     if ((v = getenv("TFT_UNTIL_STEP")) && parse_long(v, &us, 0) == 0)
         o->until_step = us;
@@ -150,6 +159,24 @@ static int check_capture(const char *spec)
     return bad ? 2 : 0;
 }
 
+/* SIZE of --alloc-min: digits with an optional K, M or G (and B / iB), or off. */
+static int valid_size(const char *v)
+{
+    if (!strcasecmp(v, "off"))
+        return 1;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || v[0] == '-' || v[0] == '+')
+        return 0;
+    (void)x;
+    if (*end && strchr("kKmMgG", *end)) {
+        end++;
+        return !*end || !strcasecmp(end, "b") || !strcasecmp(end, "ib");
+    }
+    return !*end || !strcasecmp(end, "b");
+}
+
 static int parse_args(int argc, char **argv, opts *o)
 {
     static const struct option lo[] = {
@@ -157,7 +184,8 @@ static int parse_args(int argc, char **argv, opts *o)
         {"every", required_argument, 0, 'e'},  {"timeout", required_argument, 0, 't'},
         {"grace", required_argument, 0, 'g'},  {"no-drop", no_argument, 0, 'n'},
         {"ring-kb", required_argument, 0, 'r'}, {"quiet", no_argument, 0, 'q'},
-        {"until-step", required_argument, 0, 'u'}, {"capture", required_argument, 0, 'C'},
+        {"until-step", required_argument, 0, 'u'}, {"alloc-min", required_argument, 0, 'A'},
+        {"step-range", required_argument, 0, 'R'}, {"capture", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
@@ -192,6 +220,17 @@ static int parse_args(int argc, char **argv, opts *o)
             break;
         }
         case 'C': o->capture = optarg; break;
+        case 'A':
+            if (!valid_size(optarg))
+                return fprintf(stderr, "tftrace: --alloc-min needs a size like 1048576, 4M or off, got '%s'\n",
+                               optarg), 2;
+            o->alloc_min = optarg;
+            break;
+        case 'R':
+            if (!*optarg)
+                return fprintf(stderr, "tftrace: --step-range needs a range name\n"), 2;
+            o->step_range = optarg;
+            break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("tftrace %s (trace format %d.%d)\n", TFT_VERSION_STRING, TFT_FORMAT_MAJOR, TFT_FORMAT_MINOR); exit(0);
         default: fprintf(stderr, "Try 'tftrace --help'.\n"); return 2;
@@ -331,6 +370,24 @@ static void set_child_env(const opts *o, const char *lib)
     setenv("TFT_EVERY", buf, 1);
     if (o->capture)
         setenv("TFT_CAPTURE", o->capture, 1);
+    if (o->alloc_min)
+        setenv("TFT_ALLOC_MIN", o->alloc_min, 1);
+    if (o->step_range)
+        setenv("TFT_STEP_RANGE", o->step_range, 1);
+    /* NVTX ranges (steps, scopes) through NVTX's injection hook, served by
+     * the preloaded libtftrace itself; CUPTI (allocations, kernels) through
+     * the CUDA driver's, by the plugin next to it (loaded only when the
+     * program initialises CUDA). A user's own setting (a profiler) wins. */
+    if (!getenv("NVTX_INJECTION64_PATH"))
+        setenv("NVTX_INJECTION64_PATH", lib, 1);
+    char plugin[PATH_MAX + 32];
+    snprintf(plugin, sizeof(plugin), "%s", lib);
+    char *slash = strrchr(plugin, '/');
+    if (slash && !getenv("CUDA_INJECTION64_PATH")) {
+        snprintf(slash + 1, sizeof(plugin) - (size_t)(slash + 1 - plugin), "libtftrace-cuda.so");
+        if (access(plugin, R_OK) == 0)
+            setenv("CUDA_INJECTION64_PATH", plugin, 1);
+    }
 }
 
 static void on_signal(int sig) { got_signal = sig; }
@@ -446,20 +503,29 @@ static void print_summary(const char *dir, const collector_summary *s)
             raw / 1e6, disk ? (double)raw / (double)disk : 0.0, (unsigned long long)s->dropped);
 }
 
+/* Appends ,"key":"text" (JSON-escaped) at buf + k when text is set and
+ * fits; returns the new length. */
+static int json_text_opt(char *buf, size_t n, int k, const char *key, const char *text)
+{
+    if (!text || k <= 0 || (size_t)k + strlen(key) + 16 >= n)
+        return k;
+    k += snprintf(buf + k, n - (size_t)k, ",\"%s\":\"", key);
+    for (const unsigned char *p = (const unsigned char *)text; *p && (size_t)k + 8 < n; p++)
+        k += *p == '"' || *p == '\\' ? snprintf(buf + k, n - (size_t)k, "\\%c", *p)
+             : *p < 0x20           ? snprintf(buf + k, n - (size_t)k, "\\u%04x", *p)
+                                   : snprintf(buf + k, n - (size_t)k, "%c", *p);
+    return k + snprintf(buf + k, n - (size_t)k, "\"");
+}
+
 static void options_json(const opts *o, char *buf, size_t n)
 {
     int k = snprintf(buf, n,
                      "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"ring_kb\":%ld,\"until_step\":%lld",
                      o->stats ? o->stats : "full", o->every, o->timeout, o->no_drop ? "true" : "false", o->ring_kb,
                      (long long)o->until_step);
-    if (o->capture && k > 0 && (size_t)k + 16 < n) { /* "capture": the spec, JSON-escaped */
-        k += snprintf(buf + k, n - (size_t)k, ",\"capture\":\"");
-        for (const unsigned char *p = (const unsigned char *)o->capture; *p && (size_t)k + 8 < n; p++)
-            k += *p == '"' || *p == '\\' ? snprintf(buf + k, n - (size_t)k, "\\%c", *p)
-                 : *p < 0x20           ? snprintf(buf + k, n - (size_t)k, "\\u%04x", *p)
-                                       : snprintf(buf + k, n - (size_t)k, "%c", *p);
-        k += snprintf(buf + k, n - (size_t)k, "\"");
-    }
+    k = json_text_opt(buf, n, k, "capture", o->capture);
+    k = json_text_opt(buf, n, k, "alloc_min", o->alloc_min);
+    k = json_text_opt(buf, n, k, "step_range", o->step_range);
     if (k > 0 && (size_t)k + 2 <= n)
         snprintf(buf + k, n - (size_t)k, "}");
 }
