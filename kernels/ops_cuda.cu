@@ -397,37 +397,34 @@ __global__ void k_to_bf16(__nv_bfloat16 *out, const float *in, size_t n)
     GRID_STRIDE(i, n) out[i] = __float2bfloat16_rn(in[i]);
 }
 
-/* One row-major GEMM operand: its data and layout over the (b, h) grid of
- * the attention products (nb = nh = 1 for a plain matmul). */
-typedef struct gop {
-    const float *p;
-    int ld;
-    long long sb, sh; /* strides between batch entries and between heads */
-} gop;
-
-/* The operand in the GEMM dtype: p itself for fp32, else its span
- * converted into workspace buffer slot. */
-static int gemm_operand(tft_cuda_ops *x, const gop *g, int rows, int cols, int nb, int nh, int slot,
-                        const void **out)
+/* Operand x (0 = A, 1 = B) of d in the GEMM dtype: buf + d->off[x] itself
+ * for fp32, else its span over the (b, h) grid converted into workspace
+ * slot x. *base is what the call offsets (relative to d->off[x]) apply to. */
+static int gemm_operand(tft_cuda_ops *x, const gemm_desc *d, int which, const float *buf, const void **base)
 {
+    int t = which == 0 ? d->g.trans_a : d->g.trans_b;
+    int rows = which == 0 ? (t ? d->g.k : d->g.m) : (t ? d->g.n : d->g.k);
+    int cols = which == 0 ? (t ? d->g.m : d->g.k) : (t ? d->g.k : d->g.n);
+    int ld = which == 0 ? d->g.lda : d->g.ldb;
+    const float *p = buf + d->off[which];
     if (x->gemm_dtype == TFT_F32) {
-        *out = g->p;
+        *base = p;
         return 0;
     }
-    size_t span = (size_t)gemm_span(rows, cols, g->ld, g->sb, nb, g->sh, nh);
+    size_t span = (size_t)gemm_span(rows, cols, ld, d->sb[which], d->nb, d->sh[which], d->nh);
     if (span > x->ws_elems) {
         snprintf(x->err, sizeof x->err, "gemm operand of %zu elements > workspace %zu", span, x->ws_elems);
         return -ENOSPC;
     }
     if (x->gemm_dtype == TFT_BF16)
-        k_to_bf16<<<grid_for(span), TPB, 0, x->stream>>>((__nv_bfloat16 *)x->ws[slot], g->p, span);
+        k_to_bf16<<<grid_for(span), TPB, 0, x->stream>>>((__nv_bfloat16 *)x->ws[which], p, span);
     else
-        k_to_f16<<<grid_for(span), TPB, 0, x->stream>>>((__half *)x->ws[slot], g->p, span);
-    *out = x->ws[slot];
+        k_to_f16<<<grid_for(span), TPB, 0, x->stream>>>((__half *)x->ws[which], p, span);
+    *base = x->ws[which];
     return launched(x, "gemm operand conversion");
 }
 
-/* One cuBLAS call for a row-major GEMM (batch entries stride apart). */
+/* One cuBLAS call for a row-major GEMM (batch entries g->stride_* apart). */
 static int blas_call(tft_cuda_ops *x, const gemm_rm *g, float alpha, const void *A, const void *B, float beta,
                      float *C, int batch)
 {
@@ -446,48 +443,31 @@ static int blas_call(tft_cuda_ops *x, const gemm_rm *g, float alpha, const void 
     return s == CUBLAS_STATUS_SUCCESS ? 0 : fail_blas(x, s, batch == 1 ? "cublasGemmEx" : "cublasGemmStridedBatchedEx");
 }
 
-/* C = alpha op(A) op(B) + beta C for every (b, h) of an nb x nh grid (row
- * major, as tft_ops.h). cuBLAS batches over whichever of b and h is longer
- * and the shorter one is a loop of calls. */
-static int gemm_bh(tft_cuda_ops *x, int ta, int tb, int M, int N, int K, float alpha, gop A, gop B, float beta,
-                   float *C, int ldc, long long csb, long long csh, int nb, int nh)
+/* Runs desc d (gemm_map.h) on buffers A, B, C: operands converted once,
+ * then gemm_plan_call's calls. */
+static int gemm_run(tft_cuda_ops *x, const gemm_desc *d, const float *A, const float *B, float *C)
 {
-    gemm_rm g = {ta, tb, M, N, K, A.ld, B.ld, ldc, 0, 0, 0};
-    if (!gemm_rm_valid(&g) || nb <= 0 || nh <= 0) {
-        snprintf(x->err, sizeof x->err, "gemm: bad sizes m %d n %d k %d lda %d ldb %d ldc %d", M, N, K, A.ld,
-                 B.ld, ldc);
+    if (!gemm_rm_valid(&d->g) || d->nb <= 0 || d->nh <= 0) {
+        snprintf(x->err, sizeof x->err, "gemm: bad sizes m %d n %d k %d lda %d ldb %d ldc %d", d->g.m, d->g.n,
+                 d->g.k, d->g.lda, d->g.ldb, d->g.ldc);
         return -EINVAL;
     }
     const void *pa, *pb;
-    int e = gemm_operand(x, &A, ta ? K : M, ta ? M : K, nb, nh, 0, &pa);
+    int e = gemm_operand(x, d, 0, A, &pa);
     if (!e)
-        e = gemm_operand(x, &B, tb ? N : K, tb ? K : N, nb, nh, 1, &pb);
-    if (e)
-        return e;
-    size_t esz = x->gemm_dtype == TFT_F32 ? 4 : 2;
-    int outer = nh <= nb ? nh : nb, inner = nh <= nb ? nb : nh;
-    for (int o = 0; o < outer && !e; o++) {
-        long long a_off = nh <= nb ? o * A.sh : o * A.sb, b_off = nh <= nb ? o * B.sh : o * B.sb;
-        long long c_off = nh <= nb ? o * csh : o * csb;
-        g.stride_a = nh <= nb ? A.sb : A.sh;
-        g.stride_b = nh <= nb ? B.sb : B.sh;
-        g.stride_c = nh <= nb ? csb : csh;
-        e = blas_call(x, &g, alpha, (const char *)pa + a_off * (long long)esz,
-                      (const char *)pb + b_off * (long long)esz, beta, C + c_off, inner);
+        e = gemm_operand(x, d, 1, B, &pb);
+    long long esz = x->gemm_dtype == TFT_F32 ? 4 : 2;
+    int n = e ? 0 : gemm_plan_calls(d);
+    for (int i = 0; i < n && !e; i++) {
+        gemm_call k = gemm_plan_call(d, i);
+        gemm_rm g = d->g;
+        g.stride_a = k.stride[0];
+        g.stride_b = k.stride[1];
+        g.stride_c = k.stride[2];
+        e = blas_call(x, &g, d->alpha, (const char *)pa + (k.off[0] - d->off[0]) * esz,
+                      (const char *)pb + (k.off[1] - d->off[1]) * esz, d->beta, C + k.off[2], k.batch);
     }
     return e;
-}
-
-static gop mat(const float *p, int ld)
-{
-    gop g = {p, ld, 0, 0};
-    return g;
-}
-
-static gop bh(const float *p, int ld, long long sb, long long sh)
-{
-    gop g = {p, ld, sb, sh};
-    return g;
 }
 
 __global__ void k_fill_rows(float *out, const float *bias, int OC, size_t n)
@@ -505,7 +485,8 @@ extern "C" int opd_matmul_fwd(tft_cuda_ops *x, float *out, const float *inp, con
     int e = launched(x, "matmul_fwd(fill)");
     if (e || C <= 0)
         return e;
-    return gemm_bh(x, 0, 1, N, OC, C, 1.0f, mat(inp, C), mat(w, C), 1.0f, out, OC, 0, 0, 1, 1);
+    gemm_desc d = gemm_matmul_fwd(N, C, OC);
+    return gemm_run(x, &d, inp, w, out);
 }
 
 extern "C" int opd_matmul_bwd(tft_cuda_ops *x, float *dinp, float *dw, float *dbias, const float *dout,
@@ -515,9 +496,10 @@ extern "C" int opd_matmul_bwd(tft_cuda_ops *x, float *dinp, float *dw, float *db
         return 0;
     int e = 0;
     if (C > 0) {
-        e = gemm_bh(x, 0, 0, N, C, OC, 1.0f, mat(dout, OC), mat(w, C), 1.0f, dinp, C, 0, 0, 1, 1);
+        gemm_desc di = gemm_matmul_dinp(N, C, OC), dwd = gemm_matmul_dw(N, C, OC);
+        e = gemm_run(x, &di, dout, w, dinp);
         if (!e)
-            e = gemm_bh(x, 1, 0, OC, C, N, 1.0f, mat(dout, OC), mat(inp, C), 1.0f, dw, C, 0, 0, 1, 1);
+            e = gemm_run(x, &dwd, dout, inp, dw);
     }
     if (e || !dbias)
         return e;
@@ -539,10 +521,8 @@ extern "C" int opd_attn_scores_fwd(tft_cuda_ops *x, float *scores, const float *
 {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0)
         return 0;
-    int hs = C / NH, ld = 3 * C;
-    long long qsb = (long long)T * ld, ssb = (long long)NH * T * T;
-    return gemm_bh(x, 0, 1, T, T, hs, scale, bh(qkv, ld, qsb, hs), bh(qkv + C, ld, qsb, hs), 0.0f, scores, T, ssb,
-                   (long long)T * T, B, NH);
+    gemm_desc d = gemm_attn_scores(B, T, C, NH, scale);
+    return gemm_run(x, &d, qkv, qkv, scores);
 }
 
 extern "C" int opd_attn_scores_bwd(tft_cuda_ops *x, float *dqkv, const float *dscores, const float *qkv, int B,
@@ -550,14 +530,10 @@ extern "C" int opd_attn_scores_bwd(tft_cuda_ops *x, float *dqkv, const float *ds
 {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0)
         return 0;
-    int hs = C / NH, ld = 3 * C;
-    long long qsb = (long long)T * ld, ssb = (long long)NH * T * T, ssh = (long long)T * T;
-    gop ds = bh(dscores, T, ssb, ssh);
     /* dq += scale * dscores @ k; dk += scale * dscores^T @ q */
-    int e = gemm_bh(x, 0, 0, T, hs, T, scale, ds, bh(qkv + C, ld, qsb, hs), 1.0f, dqkv, ld, qsb, hs, B, NH);
-    if (e)
-        return e;
-    return gemm_bh(x, 1, 0, T, hs, T, scale, ds, bh(qkv, ld, qsb, hs), 1.0f, dqkv + C, ld, qsb, hs, B, NH);
+    gemm_desc dq = gemm_attn_dq(B, T, C, NH, scale), dk = gemm_attn_dk(B, T, C, NH, scale);
+    int e = gemm_run(x, &dq, dscores, qkv, dqkv);
+    return e ? e : gemm_run(x, &dk, dscores, qkv, dqkv);
 }
 
 __global__ void k_masked_fill(float *s, const uint8_t *mask, float fill, int NH, int T, size_t n)
@@ -645,10 +621,8 @@ extern "C" int opd_attn_values_fwd(tft_cuda_ops *x, float *out, const float *pro
 {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0)
         return 0;
-    int hs = C / NH, ld = 3 * C;
-    long long qsb = (long long)T * ld, psb = (long long)NH * T * T;
-    return gemm_bh(x, 0, 0, T, hs, T, 1.0f, bh(probs, T, psb, (long long)T * T), bh(qkv + 2 * C, ld, qsb, hs),
-                   0.0f, out, C, (long long)T * C, hs, B, NH);
+    gemm_desc d = gemm_attn_values(B, T, C, NH);
+    return gemm_run(x, &d, probs, qkv, out);
 }
 
 extern "C" int opd_attn_values_bwd(tft_cuda_ops *x, float *dprobs, float *dqkv, const float *dout,
@@ -656,14 +630,10 @@ extern "C" int opd_attn_values_bwd(tft_cuda_ops *x, float *dprobs, float *dqkv, 
 {
     if (B <= 0 || T <= 0 || C <= 0 || NH <= 0)
         return 0;
-    int hs = C / NH, ld = 3 * C;
-    long long qsb = (long long)T * ld, psb = (long long)NH * T * T, psh = (long long)T * T;
-    gop d = bh(dout, C, (long long)T * C, hs);
     /* dprobs = dout_h @ v_h^T; dv += probs^T @ dout_h */
-    int e = gemm_bh(x, 0, 1, T, T, hs, 1.0f, d, bh(qkv + 2 * C, ld, qsb, hs), 0.0f, dprobs, T, psb, psh, B, NH);
-    if (e)
-        return e;
-    return gemm_bh(x, 1, 0, T, hs, T, 1.0f, bh(probs, T, psb, psh), d, 1.0f, dqkv + 2 * C, ld, qsb, hs, B, NH);
+    gemm_desc dp = gemm_attn_dprobs(B, T, C, NH), dv = gemm_attn_dv(B, T, C, NH);
+    int e = gemm_run(x, &dp, dout, qkv, dprobs);
+    return e ? e : gemm_run(x, &dv, probs, dout, dqkv);
 }
 
 __global__ void k_build_mask(uint8_t *mask, float *maskf, const uint8_t *pad, int T, int off, int combine,

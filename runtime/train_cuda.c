@@ -13,8 +13,9 @@
  *
  * Recording: while tracing is on (or TFTRAIN_STATS_DRYRUN=1) a devrec
  * queue takes every record; device tensors get statistics computed on the
- * device (TFTRAIN_CUDA_RECORD=copy: a copy of their bytes, whose
- * statistics the recorder computes on the host, as for a CPU run).
+ * device (TFTRAIN_CUDA_RECORD=copy, and by default while TFT_CAPTURE is
+ * set: a copy of their bytes, whose statistics, and captures, the recorder
+ * makes on the host, as for a CPU run).
  */
 #include "train_cuda.h"
 
@@ -240,8 +241,11 @@ static int recording_init(cuda_run *c)
         return 0;
     devrec_opts ro = {.stats_mode = stats_mode_env(), .device = c->device, .max_tensor_bytes = max_tensor_bytes(c)};
     const char *force = getenv("TFTRAIN_CUDA_RECORD");
+    const char *capture = getenv("TFT_CAPTURE");
     if (!tft_enabled())
         ro.mode = DEVREC_DRYRUN;
+    else if ((!force || !*force) && capture && *capture)
+        ro.mode = DEVREC_COPY; /* a capture needs the tensors' bytes on the host */
     else if (!force || !*force || !strcmp(force, "stats"))
         ro.mode = DEVREC_STATS;
     else if (!strcmp(force, "copy"))

@@ -26,6 +26,9 @@
 #include "tft_stats_ring.h"
 #include "../common/tft_test.h"
 
+#ifdef TFT_HAVE_TFTOPS
+#include "tft_ops.h"
+#endif
 #ifdef TFT_HAVE_CUDA
 #include "tft_format.h"
 #include "tft_ops_cuda.h"
@@ -140,6 +143,121 @@ static void test_gemm_map(void)
     /* the span of q inside qkv (B=2, T=4, C=8, NH=2: hs 4, ld 24) over (b, h) */
     CHECK(gemm_span(4, 4, 24, 4 * 24, 2, 4, 2) == (long long)(1 * 96 + 1 * 4 + 3 * 24 + 4));
 }
+
+#ifdef TFT_HAVE_TFTOPS
+/* ---- the runtime's GEMM descriptors against the CPU ops ------------------- */
+
+/* Runs desc d as ops_cuda.cu does (gemm_plan_call's calls, each mapped to a
+ * column-major call), with the column-major reference in cuBLAS's place. */
+static void run_desc(const gemm_desc *d, const float *A, const float *B, float *C)
+{
+    for (int i = 0; i < gemm_plan_calls(d); i++) {
+        gemm_call k = gemm_plan_call(d, i);
+        gemm_rm g = d->g;
+        g.stride_a = k.stride[0];
+        g.stride_b = k.stride[1];
+        g.stride_c = k.stride[2];
+        gemm_cm c = gemm_rm_to_cm(g);
+        gemm_colmajor(&c, d->alpha, B + k.off[1], A + k.off[0], d->beta, C + k.off[2], k.batch);
+    }
+}
+
+static float *frand_n(size_t n)
+{
+    float *x = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        x[i] = ((float)rnd(2001) - 1000.0f) / 1000.0f;
+    return x;
+}
+
+static float *copy_n(const float *x, size_t n)
+{
+    float *y = malloc(n * sizeof(float));
+    memcpy(y, x, n * sizeof(float));
+    return y;
+}
+
+/* Worst |a - b| / (1 + |b|) over n; prints it under name. */
+static double cmp(const char *name, const float *a, const float *b, size_t n)
+{
+    double w = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]) / (1.0 + fabs((double)b[i]));
+        w = e > w || e != e ? e : w;
+    }
+    printf("  %-22s worst rel. difference %.2e\n", name, w);
+    return w;
+}
+
+/* One shape: every desc of ops_cuda.cu, executed through the plan and
+ * mapping, against ops.c (OpenBLAS). */
+static void descs_shape(int Bn, int T, int C, int NH)
+{
+    size_t BT = (size_t)Bn * T, att = (size_t)Bn * NH * T * T;
+    int OC = 3 * C;
+    float scale = 0.37f;
+    printf("gemm descriptors vs ops.c, B %d T %d C %d NH %d (%s):\n", Bn, T, C, NH,
+           NH <= Bn ? "a call per head" : "a call per batch row");
+    float *qkv = frand_n(BT * 3 * C), *ds = frand_n(att), *probs = frand_n(att), *dout = frand_n(BT * C);
+    float *inp = frand_n(BT * C), *w = frand_n((size_t)OC * C), *dmm = frand_n(BT * OC);
+    /* scores */
+    float *s_ref = calloc(att, 4), *s_got = calloc(att, 4);
+    op_attn_scores_fwd(s_ref, qkv, Bn, T, C, NH, scale);
+    gemm_desc d = gemm_attn_scores(Bn, T, C, NH, scale);
+    run_desc(&d, qkv, qkv, s_got);
+    CHECK(cmp("attn_scores_fwd", s_got, s_ref, att) < 1e-5);
+    /* scores backward: dq then dk into the same dqkv */
+    float *dqkv0 = frand_n(BT * 3 * C), *dq_ref = copy_n(dqkv0, BT * 3 * C), *dq_got = copy_n(dqkv0, BT * 3 * C);
+    op_attn_scores_bwd(dq_ref, ds, qkv, Bn, T, C, NH, scale);
+    d = gemm_attn_dq(Bn, T, C, NH, scale);
+    run_desc(&d, ds, qkv, dq_got);
+    d = gemm_attn_dk(Bn, T, C, NH, scale);
+    run_desc(&d, ds, qkv, dq_got);
+    CHECK(cmp("attn_scores_bwd", dq_got, dq_ref, BT * 3 * C) < 1e-5);
+    /* values */
+    float *o_ref = calloc(BT * C, 4), *o_got = calloc(BT * C, 4);
+    op_attn_values_fwd(o_ref, probs, qkv, Bn, T, C, NH);
+    d = gemm_attn_values(Bn, T, C, NH);
+    run_desc(&d, probs, qkv, o_got);
+    CHECK(cmp("attn_values_fwd", o_got, o_ref, BT * C) < 1e-5);
+    float *dp_ref = calloc(att, 4), *dp_got = calloc(att, 4);
+    float *dv_ref = copy_n(dqkv0, BT * 3 * C), *dv_got = copy_n(dqkv0, BT * 3 * C);
+    op_attn_values_bwd(dp_ref, dv_ref, dout, probs, qkv, Bn, T, C, NH);
+    d = gemm_attn_dprobs(Bn, T, C, NH);
+    run_desc(&d, dout, qkv, dp_got);
+    d = gemm_attn_dv(Bn, T, C, NH);
+    run_desc(&d, probs, dout, dv_got);
+    CHECK(cmp("attn_values_bwd dprobs", dp_got, dp_ref, att) < 1e-5);
+    CHECK(cmp("attn_values_bwd dv", dv_got, dv_ref, BT * 3 * C) < 1e-5);
+    /* matmul: out (N,OC) = inp @ w^T; dinp += dout @ w; dw += dout^T @ inp */
+    int N = (int)BT;
+    float *m_ref = calloc((size_t)N * OC, 4), *m_got = calloc((size_t)N * OC, 4);
+    op_matmul_fwd(m_ref, inp, w, NULL, N, C, OC);
+    d = gemm_matmul_fwd(N, C, OC);
+    run_desc(&d, inp, w, m_got);
+    CHECK(cmp("matmul_fwd", m_got, m_ref, (size_t)N * OC) < 1e-5);
+    float *di_ref = copy_n(inp, BT * C), *di_got = copy_n(inp, BT * C);
+    float *dw_ref = copy_n(w, (size_t)OC * C), *dw_got = copy_n(w, (size_t)OC * C);
+    op_matmul_bwd(di_ref, dw_ref, NULL, dmm, inp, w, N, C, OC);
+    d = gemm_matmul_dinp(N, C, OC);
+    run_desc(&d, dmm, w, di_got);
+    d = gemm_matmul_dw(N, C, OC);
+    run_desc(&d, dmm, inp, dw_got);
+    CHECK(cmp("matmul_bwd dinp", di_got, di_ref, BT * C) < 1e-5);
+    CHECK(cmp("matmul_bwd dw", dw_got, dw_ref, (size_t)OC * C) < 1e-5);
+    float *all[] = {qkv, ds, probs, dout, inp, w, dmm, s_ref, s_got, dqkv0, dq_ref, dq_got, o_ref, o_got,
+                    dp_ref, dp_got, dv_ref, dv_got, m_ref, m_got, di_ref, di_got, dw_ref, dw_got};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        free(all[i]);
+}
+
+static void test_gemm_descs(void)
+{
+    descs_shape(3, 5, 12, 3); /* nh <= nb: one call per head */
+    descs_shape(2, 7, 16, 4); /* nh > nb: one call per batch row */
+    descs_shape(1, 9, 8, 1);  /* one call, batch 1 */
+}
+#endif
 
 /* ---- loss scaler ------------------------------------------------------ */
 
@@ -275,6 +393,9 @@ static void test_no_device(void)
 int main(void)
 {
     test_gemm_map();
+#ifdef TFT_HAVE_TFTOPS
+    test_gemm_descs();
+#endif
     test_loss_scale();
     test_ring();
 #ifdef TFT_HAVE_CUDA
