@@ -292,7 +292,7 @@ static void side_note_step(align_side *s, int64_t step)
         s->last_step = step;
 }
 
-/* Loads the next step of s (its records are contiguous in the file):
+/* Loads the next step of s (its ops and tensors are contiguous in the file):
  * returns 1 with s->has set, 0 at the end, or a negative errno.  The
  * previous step's id map becomes s->prev. */
 static int side_load(align_side *s, const diff_opts *o)
@@ -324,11 +324,19 @@ static int side_load(align_side *s, const diff_opts *o)
         }
         if (rec->kind == TFT_REC_PROCESS)
             side_take_process(s, rec);
+        if (rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR) {
+            /* allocations, collectives, kernels: not aligned here, and they
+             * may arrive late from another thread's ring (a step's records
+             * need not be contiguous in the file): they only widen the
+             * step range */
+            if (rec->step != TFT_STEP_NONE)
+                side_note_step(s, rec->step);
+            continue;
+        }
         if (rec->step == TFT_STEP_NONE) {
             /* a program without steps (an unmodified one under the
              * interposers): its ops are aligned by seq, in windows */
-            if ((rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR) || rec->seq == TFT_SEQ_NONE ||
-                rec->len > sizeof(s->stepless))
+            if (rec->seq == TFT_SEQ_NONE || rec->len > sizeof(s->stepless))
                 continue;
             memcpy(s->stepless, rec, rec->len);
             rec = (const tft_rec *)s->stepless;

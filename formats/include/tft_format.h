@@ -320,13 +320,18 @@ TFT_API uint64_t tft_string_id(const char *s, size_t n);
 /* Rank-file identity (the header frame)                                     */
 /* ------------------------------------------------------------------------ */
 
+/* tft_file_info.flags: the rank is the process's registration index, not
+ * a rank it was given (MPI, RANK, ...): a reader renumbers such a file when
+ * a file with a given rank of the same run claims the same number. */
+#define TFT_FILE_RANK_IS_INDEX 0x1u
+
 typedef struct tft_file_info {
     uint16_t major, minor;     /* format version of the file */
     uint8_t run_id[16];        /* equal for all ranks of one run */
     int32_t rank;              /* this file's rank */
     int32_t world_size;        /* -1 when unknown */
     int32_t pid;
-    uint32_t flags;            /* reserved */
+    uint32_t flags;            /* TFT_FILE_* bits */
     uint64_t start_realtime_ns;   /* CLOCK_REALTIME at open */
     uint64_t start_monotonic_ns;  /* CLOCK_MONOTONIC at open (same instant) */
     char host[64];             /* NUL-terminated */

@@ -88,6 +88,37 @@ static int trace_add(tft_trace *t, const char *path, const char *display, const 
     return 0;
 }
 
+/* A process without a rank of its own (no MPI, no RANK: a launcher such as
+ * torchrun's parent, a helper it spawned) is numbered by its registration
+ * index, which can be a number a ranked process of the same run also
+ * holds. Such a file is read as the next number no file holds, with a
+ * note; files that were given their rank keep it. */
+static void renumber_index_ranks(tft_trace *t, const tft_reader_opts *opts)
+{
+    for (int i = 0; i < t->n; i++) {
+        const tft_file_info *fi = tft_reader_info(t->readers[i]);
+        if (!(fi->flags & TFT_FILE_RANK_IS_INDEX))
+            continue;
+        int clash = 0;
+        for (int k = 0; k < t->n && !clash; k++) {
+            const tft_file_info *o = tft_reader_info(t->readers[k]);
+            clash = k != i && t->rank_ids[k] == t->rank_ids[i] && !memcmp(o->run_id, fi->run_id, 16) &&
+                    (!(o->flags & TFT_FILE_RANK_IS_INDEX) || k < i);
+        }
+        if (!clash)
+            continue;
+        int free_id = 0;
+        for (int k = 0; k < t->n; k++)
+            if (t->rank_ids[k] >= free_id)
+                free_id = t->rank_ids[k] + 1;
+        fmt_log(opts ? opts->log : NULL, opts ? opts->log_ctx : NULL, TFT_LOG_INFO,
+                "%s: a process without a rank of its own (pid %d) numbered %d like another process; "
+                "read as rank %d",
+                tft_reader_name(t->readers[i]), (int)fi->pid, t->rank_ids[i], free_id);
+        t->rank_ids[i] = free_id;
+    }
+}
+
 static int open_dir(tft_trace *t, const char *dir, const tft_reader_opts *opts)
 {
     char path[4096], err[256];
@@ -124,6 +155,8 @@ static int open_dir(tft_trace *t, const char *dir, const tft_reader_opts *opts)
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
+    if (!e)
+        renumber_index_ranks(t, opts);
     return e;
 }
 

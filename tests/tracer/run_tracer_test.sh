@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One tracer end-to-end case: record rec_prog under tftrace, check with rec_check.
 set -euo pipefail
-case_name=$1 tftrace=$2 prog=$3 check=$4
+case_name=$1 tftrace=$2 prog=$3 check=$4 tfdump=${5:-tfdump}
 tmp=$(mktemp -d /tmp/tft-tracer-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 tr=$tmp/t.trace
@@ -87,6 +87,16 @@ case $case_name in
     # an exec'd program records through the same session: its own rank file
     "$tftrace" -q -o "$tr" -- "$prog" exec "$prog" threads 1
     "$check" names "$tr" "rank-00000.tft:before_exec=1" "rank-00001.tft:t0.0=1" ;;
+  rankless)
+    # a process without a rank (a launcher like torchrun's parent) numbered
+    # 0 by its index, then a process given RANK=0: both files readable, the
+    # rankless one read under a free number, the trace not "damaged"
+    "$tftrace" -q -o "$tr" -- bash -c "\"$prog\" threads 1 && RANK=0 \"$prog\" threads 1"
+    ls "$tr" | grep -c '^rank-.*\.tft$' | grep -qx 2 || { echo "FAIL: want 2 rank files: $(ls "$tr")"; exit 1; }
+    "$tfdump" "$tr" >"$tmp/sum" 2>&1 || { cat "$tmp/sum"; echo "FAIL: tfdump on a trace with a rankless process"; exit 1; }
+    grep -q "ranks        2" "$tmp/sum" && ! grep -q "damaged\|both claim" "$tmp/sum" ||
+        { cat "$tmp/sum"; echo "FAIL: summary"; exit 1; }
+    "$tfdump" --verify "$tr" >/dev/null || { echo "FAIL: --verify"; exit 1; } ;;
   api)
     "$tftrace" -q -o "$tr" -- "$prog" api
     "$check" api "$tr" ;;

@@ -111,6 +111,8 @@ static int proc_open(collector *c, uint32_t idx)
     fi.rank = p->rank;
     fi.world_size = sp->world_size;
     fi.pid = sp->pid;
+    if (!(sp->rank >= 0 && sp->rank < 10000000))
+        fi.flags |= TFT_FILE_RANK_IS_INDEX;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     fi.start_monotonic_ns = shm_now_ns();
