@@ -271,7 +271,10 @@ static cJSON *json_findings(const diff_report *r)
         cJSON *x = cJSON_CreateObject();
         json_fp(x, "comm", d->comm);
         cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
-        cJSON_AddNumberToObject(x, "step", (double)d->step);
+        if (d->step == TFT_STEP_NONE)
+            cJSON_AddNullToObject(x, "step");
+        else
+            cJSON_AddNumberToObject(x, "step", (double)d->step);
         cJSON_AddStringToObject(x, "kind", desync_kind_name(d->kind));
         cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
         for (int k = 0; k < d->nranks && k < 16; k++)
@@ -394,10 +397,14 @@ void report_text(const diff_report *r, FILE *f)
         diff_leak_describe(&r->leaks[i], what, sizeof(what));
         fprintf(f, "leak: rank %d, %s\n", r->leaks[i].rank, what);
     }
-    for (int i = 0; i < r->ndesyncs; i++)
-        fprintf(f, "desync: %s at step %lld (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
-                desync_kind_name(r->desyncs[i].kind), (long long)r->desyncs[i].step, r->desyncs[i].comm,
-                r->desyncs[i].coll_seq, r->desyncs[i].detail);
+    for (int i = 0; i < r->ndesyncs; i++) {
+        char at[48] = "no step";
+        if (r->desyncs[i].step != TFT_STEP_NONE)
+            snprintf(at, sizeof(at), "step %lld", (long long)r->desyncs[i].step);
+        fprintf(f, "desync: %s at %s (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
+                desync_kind_name(r->desyncs[i].kind), at, r->desyncs[i].comm, r->desyncs[i].coll_seq,
+                r->desyncs[i].detail);
+    }
     text_ranks(r, f);
     uint64_t cmp = 0, same = 0, tol = 0;
     for (int i = 0; i < r->nranks; i++)
@@ -468,7 +475,9 @@ int report_junit(const diff_report *r, const char *path)
         snprintf(msg, sizeof(msg), "rank %d: %s", r->leaks[0].rank, what);
     }
     junit_case(f, "leaks", r->nleaks ? msg : NULL);
-    if (r->ndesyncs)
+    if (r->ndesyncs && r->desyncs[0].step == TFT_STEP_NONE)
+        snprintf(msg, sizeof(msg), "%s: %s", desync_kind_name(r->desyncs[0].kind), r->desyncs[0].detail);
+    else if (r->ndesyncs)
         snprintf(msg, sizeof(msg), "%s at step %lld: %s", desync_kind_name(r->desyncs[0].kind),
                  (long long)r->desyncs[0].step, r->desyncs[0].detail);
     junit_case(f, "desync", r->ndesyncs ? msg : NULL);

@@ -55,19 +55,40 @@ static int find_leaks(dump_trace *d, diff_leak *out, int max)
     return n;
 }
 
+/* "step N", or "no step" for a record outside any step. */
+static const char *step_text(int64_t step, char *buf, size_t n)
+{
+    if (step == TFT_STEP_NONE)
+        snprintf(buf, n, "no step");
+    else
+        snprintf(buf, n, "step %lld", (long long)step);
+    return buf;
+}
+
+/* "step": N, or null outside any step. */
+static void json_step(cJSON *o, int64_t step)
+{
+    if (step == TFT_STEP_NONE)
+        cJSON_AddNullToObject(o, "step");
+    else
+        json_i64(o, "step", step);
+}
+
 static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd)
 {
+    char sb[48];
     if (nf->found)
-        printf("non-finite: rank %d, step %lld, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
-               (long long)nf->step, (long long)nf->seq, nf->name, nf->nan, nf->inf);
+        printf("non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
+               step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
     for (int i = 0; i < nl; i++) {
         char what[400];
         diff_leak_describe(&l[i], what, sizeof(what));
         printf("leak: rank %d, %s\n", l[i].rank, what);
     }
     for (int i = 0; i < nd; i++)
-        printf("desync: %s at step %lld (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
-               desync_kind_name(ds[i].kind), (long long)ds[i].step, ds[i].comm, ds[i].coll_seq, ds[i].detail);
+        printf("desync: %s at %s (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
+               desync_kind_name(ds[i].kind), step_text(ds[i].step, sb, sizeof(sb)), ds[i].comm, ds[i].coll_seq,
+               ds[i].detail);
     if (!nf->found && !nl && !nd)
         printf("OK: no non-finite values, leaks or desyncs\n");
 }
@@ -78,7 +99,7 @@ static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const di
     if (nf->found) {
         cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
         cJSON_AddNumberToObject(n, "rank", nf->rank);
-        json_i64(n, "step", nf->step);
+        json_step(n, nf->step);
         json_i64(n, "seq", nf->seq);
         cJSON_AddStringToObject(n, "tensor", nf->name);
     } else {
@@ -106,7 +127,7 @@ static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const di
         cJSON *x = cJSON_CreateObject();
         json_hex(x, "comm", ds[i].comm);
         json_u64(x, "coll_seq", ds[i].coll_seq);
-        json_i64(x, "step", ds[i].step);
+        json_step(x, ds[i].step);
         cJSON_AddStringToObject(x, "kind", desync_kind_name(ds[i].kind));
         cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
         for (int k = 0; k < ds[i].nranks && k < 16; k++)
