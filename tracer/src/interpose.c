@@ -257,13 +257,19 @@ static void record_gemm(const gemm_args *g, const void *c0)
     int b_rows = (tb ^ col) ? g->n : g->k, b_cols = (tb ^ col) ? g->k : g->n;
     int c_rows, c_cols;
     c_dims(g, &c_rows, &c_cols);
-    void *ka, *kb, *kc = NULL;
-    uint64_t in[2];
-    in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
-    in[1] = record_matrix(g->name_b, g->dtype, g->esz, g->b, b_rows, b_cols, g->ldb, &kb);
+    void *ka = NULL, *kb = NULL, *kc = NULL;
+    uint64_t in[2] = {0, 0};
+    /* A and B are recorded for their fingerprints (the origin analysis)
+     * and for capture; in shape mode neither applies: the op's attributes
+     * carry their shapes, and the call costs two records, not four */
+    int inputs = rec_tensor_mode() > TFT_STATS_SHAPE || rec_capture_armed();
+    if (inputs) {
+        in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
+        in[1] = record_matrix(g->name_b, g->dtype, g->esz, g->b, b_rows, b_cols, g->ldb, &kb);
+    }
     const int64_t attrs[12] = {g->m, g->n, g->k, ta, tb, g->dtype, col, g->lda, g->ldb, g->ldc,
                                f64_bits(g->alpha), f64_bits(g->beta)};
-    if (rec_op_begin_attrs(g->name, TFT_OP_GEMM, 2, in, 12, attrs) >= 0) {
+    if (rec_op_begin_attrs(g->name, TFT_OP_GEMM, inputs ? 2 : 0, in, 12, attrs) >= 0) {
         uint64_t cid = record_matrix(g->name, g->dtype, g->esz, g->c, c_rows, c_cols, g->ldc, &kc);
         if (c0 && cid)
             rec_capture_prior(cid, g->name, g->dtype, c0, 2, (const int64_t[]){c_rows, c_cols});

@@ -224,6 +224,8 @@ static int tensor_mode(void)
     return g_rec.mode;
 }
 
+int rec_tensor_mode(void) { return tensor_mode(); }
+
 /* ---- capture (TFT_CAPTURE; docs/CAPTURE.md) -------------------------------
  * Slow path, reached only when a capture spec is armed. Each recording
  * thread keeps a cache of the tensors it recorded last (id -> memory,

@@ -44,6 +44,9 @@ int64_t rec_op_begin_attrs(const char *name, int op_kind, int n_in, const uint64
  * (cheap: step and rank terms only); the caller then keeps what a capture
  * needs that the op will overwrite (a GEMM's C when beta != 0). */
 int rec_capture_armed(void);
+/* The statistics mode a tensor recorded now gets (TFT_STATS_SHAPE between
+ * TFT_EVERY steps). */
+int rec_tensor_mode(void);
 /* Inside an op being captured: stores data (ndim/shape/dtype like
  * tft_tensor, host memory) as the PRIOR value of output tensor `id` of the
  * current op (FORMAT.md 5.12, role 2). No-op otherwise. */
