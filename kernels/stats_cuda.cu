@@ -719,3 +719,170 @@ extern "C" TFT_API uint64_t tft_stats_cuda_xxh3(const void *data, size_t len)
 {
     return xxh3_host((const uint8_t *)data, len);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Many tensors in one launch (tft_stats_cuda_launch_many)                   */
+/* ------------------------------------------------------------------------ */
+/* The same per-tensor algorithm as above (the same tiles, threads, trees
+ * and hashes, so each result equals tft_stats_cuda_launch's bit for bit),
+ * with the tiles of all items in one grid and one final block per item. */
+
+struct many_item {
+    const uint8_t *data;
+    size_t numel;
+    tft_stats *out;
+    int dtype;
+    unsigned first_tile; /* among the tiles of all items, in item order */
+};
+
+struct many_table {
+    int n, mode;
+    unsigned total_tiles;
+    many_item it[TFT_STATS_CUDA_MANY];
+};
+
+/* The item tile b belongs to (items in tile order, n <= 64). */
+static __device__ int many_item_of(const many_table &t, unsigned b)
+{
+    int i = 0;
+    while (i + 1 < t.n && t.it[i + 1].first_tile <= b)
+        i++;
+    return i;
+}
+
+__global__ void __launch_bounds__(THREADS)
+stats_tiles_many(const many_table t, dpart *parts, uint64_t *hashes)
+{
+    __shared__ dpart sh[THREADS];
+    __shared__ uint64_t lanes[8];
+    unsigned b = blockIdx.x;
+    int k = many_item_of(t, b), dtype = t.it[k].dtype;
+    const uint8_t *data = t.it[k].data;
+    size_t numel = t.it[k].numel, tile = b - t.it[k].first_tile;
+    size_t esz = dtype_bytes(dtype), per = TILE_BYTES / esz;
+    size_t first = tile * per, n = numel - first < per ? numel - first : per;
+    const uint8_t *tp = data + first * esz;
+    int th = (int)threadIdx.x;
+    thread_partial(dtype, tp, n, th, frame_shift(dtype, data, numel), t.mode == TFT_STATS_FULL, &sh[th]);
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        tree_level(sh, th, half);
+        __syncthreads();
+    }
+    if (th == 0)
+        parts[b] = sh[0];
+    size_t bytes = n * esz;
+    if (bytes > 240) {
+        if (th < 8)
+            lanes[th] = xxh3_long_lane(tp, bytes, th);
+        __syncthreads();
+        if (th == 0)
+            hashes[b] = xxh3_long_merge(lanes, bytes);
+    } else if (th == 0) {
+        hashes[b] = xxh3_short(tp, bytes);
+    }
+}
+
+__global__ void __launch_bounds__(THREADS)
+stats_final_many(const many_table t, const dpart *parts_all, const uint64_t *hashes_all)
+{
+    __shared__ dpart sh[THREADS];
+    __shared__ uint64_t lanes[8];
+    int k = (int)blockIdx.x, th = (int)threadIdx.x, dtype = t.it[k].dtype;
+    const uint8_t *data = t.it[k].data;
+    size_t numel = t.it[k].numel;
+    unsigned first = t.it[k].first_tile, end = k + 1 < t.n ? t.it[k + 1].first_tile : t.total_tiles;
+    size_t ntiles = end - first;
+    const dpart *parts = parts_all + first;
+    const uint64_t *hashes = hashes_all + first;
+    dp_init(&sh[th]);
+    for (size_t i = (size_t)th; i < ntiles; i += THREADS)
+        dp_merge(&sh[th], &parts[i]);
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+        tree_level(sh, th, half);
+        __syncthreads();
+    }
+    const uint8_t *hb = (const uint8_t *)hashes;
+    size_t hbytes = 8 * ntiles;
+    uint64_t fp = 0;
+    if (ntiles == 1) {
+        fp = hashes[0];
+    } else if (hbytes > 240) {
+        if (th < 8)
+            lanes[th] = xxh3_long_lane(hb, hbytes, th);
+        __syncthreads();
+        fp = xxh3_long_merge(lanes, hbytes);
+    } else {
+        fp = xxh3_short(hb, hbytes);
+    }
+    if (th == 0) {
+        tft_stats r;
+        /* no tiles (an empty tensor, or shape mode): what launch gives */
+        dp_finish(&sh[0], ntiles ? frame_shift(dtype, data, numel) : 0.0, numel, t.mode, fp, &r);
+        *t.it[k].out = r;
+    }
+}
+
+/* The table and scratch layout of items; -EINVAL for a bad item. */
+static int many_layout(const tft_stats_cuda_item *items, int n, int mode, many_table *t, struct layout *L)
+{
+    if (!items || n < 1 || n > TFT_STATS_CUDA_MANY || mode < TFT_STATS_SHAPE || mode > TFT_STATS_FULL)
+        return -EINVAL;
+    size_t total = 0;
+    t->n = n;
+    t->mode = mode;
+    for (int i = 0; i < n; i++) {
+        struct layout one;
+        if (check_args(items[i].dtype, items[i].dev_data, items[i].numel, mode, items[i].out) != 0 ||
+            layout_of(items[i].dtype, items[i].numel, &one) != 0)
+            return -EINVAL;
+        t->it[i].data = (const uint8_t *)items[i].dev_data;
+        t->it[i].numel = items[i].numel;
+        t->it[i].out = items[i].out;
+        t->it[i].dtype = items[i].dtype;
+        t->it[i].first_tile = (unsigned)total;
+        total += mode == TFT_STATS_SHAPE ? 0 : one.ntiles;
+        if (total > 0x7fffffff)
+            return -EINVAL;
+    }
+    t->total_tiles = (unsigned)total;
+    L->ntiles = total;
+    L->parts = 0;
+    L->hashes = align256(total * sizeof(dpart));
+    L->final = L->hashes + align256(total * 8);
+    L->total = L->final;
+    return 0;
+}
+
+extern "C" TFT_API size_t tft_stats_cuda_scratch_bytes_many(const tft_stats_cuda_item *items, int n, int mode)
+{
+    many_table local;
+    struct layout L;
+    return many_layout(items, n, mode, &local, &L) == 0 ? (L.total ? L.total : 256) : 0;
+}
+
+extern "C" TFT_API int tft_stats_cuda_launch_many(const tft_stats_cuda_item *items, int n, int mode, void *stream,
+                                                  void *dev_scratch, size_t scratch_bytes)
+{
+    many_table t;
+    struct layout L;
+    if (many_layout(items, n, mode, &t, &L) != 0)
+        return -EINVAL;
+    if (!tft_stats_cuda_available())
+        return -ENODEV;
+    if (!dev_scratch || scratch_bytes < L.total)
+        return -ENOSPC;
+    cudaStream_t st = (cudaStream_t)stream;
+    uint8_t *scr = (uint8_t *)dev_scratch;
+    dpart *parts = (dpart *)(scr + L.parts);
+    uint64_t *hashes = (uint64_t *)(scr + L.hashes);
+    if (t.total_tiles > 0)
+        stats_tiles_many<<<t.total_tiles, THREADS, 0, st>>>(t, parts, hashes);
+    stats_final_many<<<(unsigned)n, THREADS, 0, st>>>(t, parts, hashes);
+    if (cudaGetLastError() != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -EIO;
+    }
+    return 0;
+}

@@ -24,11 +24,12 @@
 #define DEFAULT_ARENA (16u << 20)
 #define DEFAULT_SLOTS 8192u
 
-enum { K_HOST, K_STATS, K_COPY, K_BIG };
+enum { K_HOST, K_STATS, K_COPY, K_BIG, K_PENDING, K_GROUP };
 
 typedef struct dslot {
     int kind;
     int status;                  /* an error known at enqueue, else 0 */
+    uint32_t owner;              /* K_GROUP: the slot whose event completes the batch (its last) */
     tft_stats_cuda_pending pend; /* K_STATS */
     void *big;                   /* K_BIG: malloc'd payload */
     size_t big_len;
@@ -50,6 +51,12 @@ struct tft_dring {
     cudaEvent_t order;     /* orders a launch on a new stream after the last one */
     tft_dring_emit_fn emit;
     void *ctx;
+    int batch;             /* batched statistics on (the arena is mapped) */
+    uint8_t *arena_dev;    /* the arena's address on the device */
+    int ngrp, grp_mode;    /* the waiting batch: its requests, mode, stream */
+    cudaStream_t grp_stream;
+    uint32_t grp_slot[TFT_STATS_CUDA_MANY];
+    tft_stats_cuda_item grp_item[TFT_STATS_CUDA_MANY];
 };
 
 static int cuda_err(void)
@@ -67,8 +74,19 @@ static int finish_head(tft_dring *r, int block)
     if (h < 0)
         return 0;
     dslot *d = &r->ds[h];
+    if (d->kind == K_PENDING) { /* its batch has not been launched */
+        if (!block)
+            return 0;
+        tft_dring_flush(r);
+    }
     int st = d->status;
-    if (d->kind == K_STATS && d->pend.event) {
+    if (d->kind == K_GROUP && !st) {
+        cudaError_t e = block ? cudaEventSynchronize(r->ev[d->owner]) : cudaEventQuery(r->ev[d->owner]);
+        if (!block && e == cudaErrorNotReady)
+            return 0;
+        if (e != cudaSuccess)
+            st = cuda_err();
+    } else if (d->kind == K_STATS && d->pend.event) {
         int q = block ? tft_stats_cuda_wait(&d->pend) : tft_stats_cuda_query(&d->pend);
         if (!block && q == 0)
             return 0;
@@ -127,8 +145,15 @@ int tft_dring_new(tft_dring **out, const tft_dring_opts *o)
     r->ev = calloc(n, sizeof(*r->ev));
     r->meta = calloc(n, r->meta_bytes ? r->meta_bytes : 1);
     int e = r->qs && r->ds && r->ev && r->meta ? 0 : -ENOMEM;
-    if (!e && cudaHostAlloc(&r->arena, arena, cudaHostAllocDefault) != cudaSuccess)
+    r->batch = o->batch_stats != 0;
+    if (!e && cudaHostAlloc(&r->arena, arena, r->batch ? cudaHostAllocMapped : cudaHostAllocDefault) != cudaSuccess)
         e = (cuda_err(), -ENOMEM);
+    void *dp = NULL;
+    if (!e && r->batch && cudaHostGetDevicePointer(&dp, r->arena, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        r->batch = 0; /* no mapping: one launch per tensor */
+    }
+    r->arena_dev = dp;
     for (uint32_t i = 0; !e && i < n; i++)
         if (cudaEventCreateWithFlags(&r->ev[i], cudaEventDisableTiming) != cudaSuccess)
             e = cuda_err();
@@ -200,9 +225,79 @@ static int grow_scratch(tft_dring *r, size_t need)
     return 0;
 }
 
+/* Replaces the scratch by one of need bytes. cudaFree waits for the
+ * device, so no launch still uses the old one; nothing queued is touched. */
+static int replace_scratch(tft_dring *r, size_t need)
+{
+    cudaFree(r->scratch);
+    r->scratch = NULL;
+    size_t sz = need > 2 * r->scratch_bytes ? need : 2 * r->scratch_bytes;
+    if (cudaMalloc(&r->scratch, sz) != cudaSuccess) {
+        r->scratch_bytes = 0;
+        return (cuda_err(), -ENOMEM);
+    }
+    r->scratch_bytes = sz;
+    return 0;
+}
+
+int tft_dring_flush(tft_dring *r)
+{
+    int n = r->ngrp;
+    if (n == 0)
+        return 0;
+    r->ngrp = 0;
+    size_t need = tft_stats_cuda_scratch_bytes_many(r->grp_item, n, r->grp_mode);
+    int e = need == 0 ? -EINVAL : 0;
+    if (!e && need > r->scratch_bytes)
+        e = replace_scratch(r, need);
+    if (!e)
+        e = order_after_last(r, r->grp_stream);
+    if (!e)
+        e = tft_stats_cuda_launch_many(r->grp_item, n, r->grp_mode, r->grp_stream, r->scratch, r->scratch_bytes);
+    uint32_t last = r->grp_slot[n - 1];
+    if (!e && cudaEventRecord(r->ev[last], r->grp_stream) != cudaSuccess)
+        e = cuda_err();
+    for (int k = 0; k < n; k++) {
+        dslot *d = &r->ds[r->grp_slot[k]];
+        d->kind = K_GROUP;
+        d->owner = last;
+        d->status = e;
+    }
+    return e;
+}
+
+/* A request joins the waiting batch (launched by tft_dring_flush). */
+static int stats_batched(tft_dring *r, const void *meta, int dtype, const void *dev, size_t numel, int mode,
+                         cudaStream_t s)
+{
+    if (r->ngrp && (mode != r->grp_mode || s != r->grp_stream))
+        tft_dring_flush(r);
+    void *p;
+    int i = reserve(r, meta, sizeof(tft_stats), &p); /* a wait in it flushes first */
+    if (i < 0)
+        return i;
+    dslot *d = &r->ds[i];
+    if (tft_stats_cuda_scratch_bytes(dtype, numel) == 0 || (!dev && numel)) {
+        d->kind = K_HOST;
+        d->status = -EINVAL;
+        return -EINVAL;
+    }
+    d->kind = K_PENDING;
+    r->grp_mode = mode;
+    r->grp_stream = s;
+    r->grp_slot[r->ngrp] = (uint32_t)i;
+    r->grp_item[r->ngrp] = (tft_stats_cuda_item){.dtype = dtype, .dev_data = dev, .numel = numel,
+                                                 .out = (tft_stats *)(r->arena_dev + ((uint8_t *)p - (uint8_t *)r->arena))};
+    if (++r->ngrp == TFT_STATS_CUDA_MANY)
+        return tft_dring_flush(r);
+    return 0;
+}
+
 int tft_dring_stats(tft_dring *r, const void *meta, int dtype, const void *dev, size_t numel, int mode,
                     void *stream)
 {
+    if (r->batch)
+        return stats_batched(r, meta, dtype, dev, numel, mode, (cudaStream_t)stream);
     size_t need = tft_stats_cuda_scratch_bytes(dtype, numel);
     int e = need == 0 ? -EINVAL : 0;
     if (!e && need > r->scratch_bytes)
@@ -295,6 +390,7 @@ int tft_dring_poll(tft_dring *r)
 
 int tft_dring_drain(tft_dring *r)
 {
+    tft_dring_flush(r);
     while (finish_head(r, 1))
         ;
     return 0;

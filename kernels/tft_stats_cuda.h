@@ -90,6 +90,34 @@ TFT_API int tft_stats_cuda_emulate(int dtype, const void *data, size_t numel, in
  * equal to libxxhash's XXH3_64bits. For tests. */
 TFT_API uint64_t tft_stats_cuda_xxh3(const void *data, size_t len);
 
+/* ---- many tensors in one launch (added for tftrain's CUDA backend) ------ */
+
+/* Items per tft_stats_cuda_launch_many. */
+#define TFT_STATS_CUDA_MANY 64
+
+/* One tensor of a batched launch. out is where the device writes its
+ * tft_stats: device memory, or pinned host memory mapped into the device's
+ * address space (cudaHostAlloc with cudaHostAllocMapped). */
+typedef struct tft_stats_cuda_item {
+    int dtype;
+    const void *dev_data;
+    size_t numel;
+    tft_stats *out;
+} tft_stats_cuda_item;
+
+/* Device scratch tft_stats_cuda_launch_many needs for these items in mode;
+ * 0 for a bad item. */
+TFT_API size_t tft_stats_cuda_scratch_bytes_many(const tft_stats_cuda_item *items, int n, int mode);
+
+/* Enqueues the statistics of n (1..TFT_STATS_CUDA_MANY) tensors on stream
+ * in two kernel launches: each item's result, written to its out, equals
+ * what tft_stats_cuda_launch gives for it, bit for bit. No copy and no
+ * event: the caller records an event after it and reads the results once
+ * the event has completed. Scratch as for tft_stats_cuda_launch. Returns
+ * 0, -EINVAL, -ENOSPC, -ENODEV, -EIO. */
+TFT_API int tft_stats_cuda_launch_many(const tft_stats_cuda_item *items, int n, int mode, void *stream,
+                                       void *dev_scratch, size_t scratch_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,14 @@
  * (bounding how far the host runs ahead), drain, and growing the
  * statistics scratch for a tensor larger than any before.
  *
+ * Batched statistics (batch_stats): a request reserves its place in the
+ * queue at once but its kernel waits in a batch of up to 64 requests (on
+ * one stream, in one mode), launched as two kernels whose results the
+ * device writes straight into the pinned arena (mapped into the device's
+ * address space), completed by one event: per-tensor launch, copy and
+ * event costs shrink 64-fold. The owner must call tft_dring_flush before
+ * anything on the device may change a tensor whose request is waiting.
+ *
  * Device scratch: one buffer, reused by every statistics launch. Launches
  * on one stream are ordered by it; when a launch comes on a different
  * stream than the previous one, the ring makes the new stream wait for the
@@ -57,6 +65,9 @@ typedef struct tft_dring_opts {
                              * (sizes the device scratch; larger ones grow it, with a wait) */
     tft_dring_emit_fn emit;
     void *ctx;
+    int batch_stats;        /* 1: statistics requests wait in a batch, launched together
+                             * (tft_stats_cuda_launch_many) at tft_dring_flush, when 64
+                             * are waiting, or before the ring must wait (see below) */
 } tft_dring_opts;
 
 /* Creates a ring on the current device. Returns 0, -EINVAL, -ENODEV (no
@@ -79,6 +90,10 @@ int tft_dring_copy(tft_dring *r, const void *meta, const void *dev, size_t bytes
  * when bytes is 0); it is ready at once but leaves in order. */
 int tft_dring_host(tft_dring *r, const void *meta, const void *host, size_t bytes);
 
+/* Launches the waiting batch of statistics requests (batch_stats); they
+ * then see the tensors as they are now in stream order. Returns 0 or the
+ * launch's error (the requests are then emitted with it). */
+int tft_dring_flush(tft_dring *r);
 /* Emits the finished records at the head. Returns how many, or -EIO. */
 int tft_dring_poll(tft_dring *r);
 /* Emits everything queued, waiting as needed. Returns 0 or the first error. */

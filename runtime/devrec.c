@@ -286,6 +286,12 @@ int devrec_dev_coll_exit(devrec *d, const tft_coll_info *ci, const void *dev, vo
     return e;
 }
 
+void devrec_flush(devrec *d)
+{
+    if (d)
+        tft_dring_flush(d->ring);
+}
+
 void devrec_poll(devrec *d)
 {
     if (d)
@@ -315,7 +321,8 @@ int devrec_new(devrec **out, rec_map *map, const devrec_opts *o, char *err, size
     d->device = o->device;
     size_t arena = o->arena_bytes ? o->arena_bytes : o->mode == DEVREC_COPY ? (256u << 20) : (8u << 20);
     tft_dring_opts ro = {.sz = sizeof(ro), .arena_bytes = arena, .nslots = 8192, .meta_bytes = sizeof(dr_meta),
-                         .max_stats_bytes = o->max_tensor_bytes, .emit = emit, .ctx = d};
+                         .max_stats_bytes = o->max_tensor_bytes, .emit = emit, .ctx = d,
+                         .batch_stats = o->batch && o->mode != DEVREC_COPY};
     int e = tft_dring_new(&d->ring, &ro);
     if (e) {
         snprintf(err, errlen, "cannot set up the device recording queue (%zu MiB pinned): %s", arena >> 20,

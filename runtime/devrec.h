@@ -33,6 +33,7 @@ typedef struct devrec_opts {
     int device;            /* CUDA ordinal, for the records */
     size_t arena_bytes;    /* pinned arena (0: 8 MiB for STATS/DRYRUN, 256 MiB for COPY) */
     size_t max_tensor_bytes; /* sizes the statistics scratch */
+    int batch;             /* batched statistics launches (kernels/tft_stats_cuda_ring.h) */
 } devrec_opts;
 
 /* Creates the queue and installs it as the runtime's deferral (rec.c).
@@ -42,12 +43,16 @@ int devrec_new(devrec **out, rec_map *map, const devrec_opts *o, char *err, size
  * could not be produced (CUDA errors), 0 normally. NULL-safe. */
 int devrec_free(devrec *d);
 
-/* Queues device tensor dev (numel from shape, dtype) computed on stream. */
+/* Queues device tensor dev (numel from shape, dtype) computed on stream.
+ * Its statistics may wait in a batch: call devrec_flush before anything on
+ * the device can change a tensor queued since the last flush. */
 int devrec_dev_tensor(devrec *d, const char *name, int dtype, const void *dev, int ndim, const int64_t *shape,
                       const char *const *inputs, int n_inputs, void *stream);
 /* Queues the end of a collective whose result is count elements at dev
  * (its start: rec_deferred()->coll_enter). */
 int devrec_dev_coll_exit(devrec *d, const tft_coll_info *ci, const void *dev, void *stream);
+/* Launches the waiting statistics batch (the tensors as they are now). */
+void devrec_flush(devrec *d);
 /* Emits what has completed; never waits. */
 void devrec_poll(devrec *d);
 /* Emits everything, waiting for the device. */

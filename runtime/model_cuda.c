@@ -457,6 +457,8 @@ static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, 
     EMIT(3, sc, att, 4, s4, nm[1]);
     /* masked softmax: the fill stored in the activation dtype (-1e9 is -inf
      * in fp16), a fully masked row of -inf gives NaN */
+    if (f->rec) /* the scores are recorded before the fill changes them */
+        f->rec(f->ctx, NULL, NULL, 0, NULL, NULL, 0);
     STEP(opd_masked_fill(x, sc, g->mask, var->mask_fill, B, NH, T));
     STEP(opd_round_storage(x, sc, att, g->store));
     STEP(opd_softmax_fwd(x, pr, sc, B * NH * T, T));

@@ -27,7 +27,10 @@
 typedef struct gpt_cuda gpt_cuda;
 
 /* Like gpt_record_fn, but data is a device pointer (float32, numel from
- * shape), valid in stream order at the time of the call. */
+ * shape), valid in stream order at the time of the call. A call with name
+ * NULL (nothing else set) says that the device may now change tensors
+ * reported before it (the scores, before their masked fill): a recorder
+ * that reads them later must do so before returning. */
 typedef void (*gpt_cuda_record_fn)(void *ctx, const char *name, const float *dev_data, int ndim,
                                    const int64_t *shape, const char *const *inputs, int n_inputs);
 

@@ -15,7 +15,11 @@
  * queue takes every record; device tensors get statistics computed on the
  * device (TFTRAIN_CUDA_RECORD=copy, and by default while TFT_CAPTURE is
  * set: a copy of their bytes, whose statistics, and captures, the recorder
- * makes on the host, as for a CPU run).
+ * makes on the host, as for a CPU run). Device statistics are launched in
+ * batches of up to 64 tensors (TFTRAIN_STATS_BATCH=0: one launch each),
+ * flushed before anything changes a recorded tensor: before the masked
+ * fill of the scores, before unscaling and clipping the gradients, at the
+ * end of the step.
  */
 #include "train_cuda.h"
 
@@ -212,7 +216,10 @@ static void rec_dev(void *ctx, const char *name, const float *dev, int ndim, con
                     const char *const *inputs, int n_inputs)
 {
     cuda_run *c = ctx;
-    devrec_dev_tensor(c->dr, name, TFT_F32, dev, ndim, shape, inputs, n_inputs, c->stream);
+    if (!name) /* the model is about to change tensors it reported */
+        devrec_flush(c->dr);
+    else
+        devrec_dev_tensor(c->dr, name, TFT_F32, dev, ndim, shape, inputs, n_inputs, c->stream);
 }
 
 static int stats_mode_env(void)
@@ -239,7 +246,8 @@ static int recording_init(cuda_run *c)
     int dry = env_int("TFTRAIN_STATS_DRYRUN", 0) == 1;
     if (!tft_enabled() && !dry)
         return 0;
-    devrec_opts ro = {.stats_mode = stats_mode_env(), .device = c->device, .max_tensor_bytes = max_tensor_bytes(c)};
+    devrec_opts ro = {.stats_mode = stats_mode_env(), .device = c->device, .max_tensor_bytes = max_tensor_bytes(c),
+                      .batch = env_int("TFTRAIN_STATS_BATCH", 1) != 0};
     const char *force = getenv("TFTRAIN_CUDA_RECORD");
     const char *capture = getenv("TFT_CAPTURE");
     if (!tft_enabled())
@@ -305,6 +313,7 @@ int cuda_run_step(cuda_run *c, const cuda_step_in *in)
         e = model(c, gpt_cuda_backward(g, in->var, in->denom));
     if (!e && in->reduce)
         e = dev_allreduce(c, 0, gpt_cuda_grads(g), c->host->num_params, TFT_F32, in->mean);
+    devrec_flush(c->dr); /* recorded so far: the all-reduce's result, which unscaling changes */
     if (!e)
         e = model(c, gpt_cuda_unscale_grads(g));
     if (e)
@@ -317,6 +326,7 @@ int cuda_run_step(cuda_run *c, const cuda_step_in *in)
     if (c->dr)
         devrec_dev_tensor(c->dr, "grad_norm", TFT_F32, gpt_cuda_norm_dev(g), 1, &one, (const char *[]){"loss"}, 1,
                           c->stream);
+    devrec_flush(c->dr); /* the gradients, which clipping changes */
     if (in->clip && (e = model(c, gpt_cuda_clip(g))) != 0)
         return e;
     float lr = in->lr;
@@ -329,7 +339,9 @@ int cuda_run_step(cuda_run *c, const cuda_step_in *in)
         record_moments(c);
     if ((e = model(c, gpt_cuda_loss_to_f64(g))) != 0)
         return e;
-    return dev_allreduce(c, 1, gpt_cuda_loss_f64_dev(g), 1, TFT_F64, false);
+    e = dev_allreduce(c, 1, gpt_cuda_loss_f64_dev(g), 1, TFT_F64, false);
+    devrec_flush(c->dr); /* the step's last records: nothing waits across steps */
+    return e;
 }
 
 /* ---- setup and the rest ---------------------------------------------------- */
