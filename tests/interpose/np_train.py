@@ -1,5 +1,6 @@
 """An unmodified numpy program for the CBLAS interposer test: MATMULS
-float32 matmuls (np.dot); --plant N adds 1 to x[0, 0] before matmul N."""
+float32 matmuls (np.dot); --plant N adds 1 to x[0, 0] before matmul N;
+then one symmetric product (syrk) and one matrix-vector product (gemv)."""
 import sys
 
 try:
@@ -19,3 +20,9 @@ for i in range(MATMULS):
         x[0, 0] += 1.0
     x = np.tanh(np.dot(x, w))
 print("checksum", float(x.sum()))
+# numpy computes x @ x.T with cblas_ssyrk (one triangle), a matrix times a
+# vector with cblas_sgemv
+g = np.dot(x, x.T)
+print("syrk_triangle_sum %.6g" % float(np.triu(g).sum(dtype=np.float64)))
+v = np.dot(w, x[0])
+print("gemv_sum %.6g" % float(v.sum(dtype=np.float64)))

@@ -86,7 +86,24 @@ PY
     "$tftrace" -q -o "$tmp/g.trace" -- $py "$here/np_train.py" >"$tmp/out"
     [ "$(cat "$tmp/out")" = "$want" ] || fail "numpy results changed under tftrace"
     "$tftrace" -q -o "$tmp/b.trace" -- $py "$here/np_train.py" --plant 3 >/dev/null
-    diverge "$tmp/g.trace" "$tmp/b.trace" cblas_sgemm 3 6 ;;
+    diverge "$tmp/g.trace" "$tmp/b.trace" cblas_sgemm 3 6
+    # the symmetric product (syrk: one triangle, the other recorded as
+    # zeros) and the matrix-vector product (gemv), against numpy's own sums
+    "$tfdump" --events --json -k tensor "$tmp/g.trace" >"$tmp/t.json"
+    python3 - "$tmp/t.json" "$tmp/out" <<'PY'
+import json, sys
+ts = {r["name"]: r for r in map(json.loads, open(sys.argv[1]))}
+want = dict(l.split() for l in open(sys.argv[2]) if l.startswith(("syrk", "gemv")))
+s, v = ts["cblas_ssyrk"], ts["cblas_sgemv"]
+assert s["shape"] == [16, 16] and s["stats"]["zero"] >= 120, s
+assert ts["cblas_ssyrk.A"]["shape"] == [16, 32] and ts["cblas_sgemv.x"]["shape"] == [32], ts.keys()
+tri = s["stats"]["mean"] * 256
+assert abs(tri - float(want["syrk_triangle_sum"])) <= 1e-3 * abs(tri), (tri, want)
+gv = v["stats"]["mean"] * 32
+assert v["shape"] == [32] and abs(gv - float(want["gemv_sum"])) <= 1e-3 * abs(gv), (gv, want)
+print("syrk and gemv recorded:", round(tri, 3), round(gv, 3))
+PY
+    ;;
   mpi-*)
     command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
     mode=${case_name#mpi-}

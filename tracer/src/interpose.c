@@ -338,3 +338,195 @@ void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double 
     fn(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     after_gemm(&g, c0);
 }
+
+/* ---- the other CBLAS calls numpy's matmul reaches ---------------------------
+ * np.dot(a, a.T) computes a symmetric product with ?syrk (only one triangle
+ * of C is written; numpy mirrors it); a matrix times a vector is ?gemv.
+ * Each is one op like a GEMM: the inputs as their own tensors (when they
+ * carry statistics or a capture), the result as its output, the call's
+ * arguments as attributes. */
+
+enum { CBLAS_UPPER = 121, CBLAS_LOWER = 122 };
+
+typedef struct syrk_args {
+    const char *name, *name_a;
+    int dtype;
+    size_t esz;
+    int order, uplo, trans, n, k;
+    const void *a, *c;
+    int lda, ldc;
+    double alpha, beta;
+} syrk_args;
+
+/* C = alpha op(A) op(A)^T + beta C, op(A) n x k. C is recorded as the n x n
+ * matrix with the triangle the call wrote and zeros in the other, whose
+ * contents the call leaves undefined (numpy's output buffer is not even
+ * initialised: recording it would make fingerprints random). */
+static void record_syrk(const syrk_args *g)
+{
+    if ((g->order != CBLAS_ROW_MAJOR && g->order != CBLAS_COL_MAJOR) ||
+        (g->uplo != CBLAS_UPPER && g->uplo != CBLAS_LOWER) || g->n < 0 || g->k < 0 ||
+        g->ldc < (g->n > 1 ? g->n : 1) || (g->n && !g->c))
+        return;
+    int col = g->order == CBLAS_COL_MAJOR, tr = g->trans != CBLAS_NO_TRANS;
+    int a_rows = (tr ^ col) ? g->k : g->n, a_cols = (tr ^ col) ? g->n : g->k;
+    void *ka = NULL;
+    uint64_t in[1] = {0};
+    int inputs = rec_tensor_mode() > TFT_STATS_SHAPE || rec_capture_armed();
+    if (inputs)
+        in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
+    const int64_t attrs[11] = {g->n, g->k, g->uplo == CBLAS_UPPER, tr, g->dtype, col, g->lda, g->ldc,
+                               f64_bits(g->alpha), f64_bits(g->beta), 0};
+    /* in the stored (row-major) view a column-major upper triangle is lower */
+    int upper_view = (g->uplo == CBLAS_UPPER) ^ col;
+    size_t n = (size_t)g->n;
+    char *tri = calloc(n * n + 1, g->esz);
+    if (tri) {
+        for (size_t r = 0; r < n; r++) {
+            size_t c0 = upper_view ? r : 0, c1 = upper_view ? n : r + 1;
+            memcpy(tri + (r * n + c0) * g->esz, (const char *)g->c + (r * (size_t)g->ldc + c0) * g->esz,
+                   (c1 - c0) * g->esz);
+        }
+    }
+    if (tri && rec_op_begin_attrs(g->name, TFT_OP_GEMM, inputs ? 1 : 0, in, 10, attrs) >= 0) {
+        int64_t shape[2] = {g->n, g->n};
+        tft_tensor(g->name, (tft_dtype)g->dtype, tri, 2, shape);
+        tft_op_end();
+    }
+    free(tri);
+    free(ka);
+}
+
+typedef void (*ssyrk_fn)(int, int, int, int, int, float, const float *, int, float, float *, int);
+typedef void (*dsyrk_fn)(int, int, int, int, int, double, const double *, int, double, double *, int);
+
+/* Runs the real call inside our guard, then records it (when active) with
+ * errno preserved. */
+#define SYRK_BODY(FN_T, SYM, DT, T)                                                                             \
+    static void *_Atomic real;                                                                                  \
+    FN_T fn = (FN_T)ip_real_cached(&real, SYM);                                                                 \
+    if (!fn)                                                                                                    \
+        return;                                                                                                 \
+    if (ip_depth) {                                                                                             \
+        fn(order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);                                              \
+        return;                                                                                                 \
+    }                                                                                                           \
+    ip_depth++;                                                                                                 \
+    fn(order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);                                                  \
+    int saved = errno;                                                                                          \
+    if (ip_active())                                                                                            \
+        record_syrk(&(syrk_args){SYM, SYM ".A", DT, sizeof(T), order, uplo, trans, n, k, a, c, lda, ldc, alpha, \
+                                 beta});                                                                        \
+    errno = saved;                                                                                              \
+    ip_depth--;
+
+void cblas_ssyrk(int order, int uplo, int trans, int n, int k, float alpha, const float *a, int lda, float beta,
+                 float *c, int ldc)
+{
+    SYRK_BODY(ssyrk_fn, "cblas_ssyrk", TFT_F32, float)
+}
+
+void cblas_dsyrk(int order, int uplo, int trans, int n, int k, double alpha, const double *a, int lda,
+                 double beta, double *c, int ldc)
+{
+    SYRK_BODY(dsyrk_fn, "cblas_dsyrk", TFT_F64, double)
+}
+
+typedef struct gemv_args {
+    const char *name, *name_a, *name_x;
+    int dtype;
+    size_t esz;
+    int order, trans, m, n;
+    const void *a, *x, *y;
+    int lda, incx, incy;
+    double alpha, beta;
+} gemv_args;
+
+/* A strided vector's len elements in their logical order (BLAS: a negative
+ * increment walks the storage backwards), dense; *keep gets the copy. */
+static const void *dense_vector(size_t esz, const void *v, int len, int inc, void **keep)
+{
+    *keep = NULL;
+    if (len < 0 || inc == 0 || (len && !v))
+        return NULL;
+    if (inc == 1 || len <= 1)
+        return v;
+    char *d = malloc((size_t)len * esz + 1);
+    if (!d)
+        return NULL;
+    size_t step = (size_t)(inc < 0 ? -(long)inc : inc);
+    for (size_t i = 0; i < (size_t)len; i++) {
+        size_t src = inc > 0 ? i : (size_t)len - 1 - i;
+        memcpy(d + i * esz, (const char *)v + src * step * esz, esz);
+    }
+    *keep = d;
+    return d;
+}
+
+static uint64_t record_vector(const char *name, int dtype, size_t esz, const void *v, int len, int inc)
+{
+    void *keep;
+    const void *d = dense_vector(esz, v, len, inc, &keep);
+    int64_t shape[1] = {len};
+    uint64_t id = d && tft_tensor(name, (tft_dtype)dtype, d, 1, shape) == 0 ? tft_last_tensor_id() : 0;
+    free(keep);
+    return id;
+}
+
+/* y = alpha op(A) x + beta y, A m x n. */
+static void record_gemv(const gemv_args *g)
+{
+    if ((g->order != CBLAS_ROW_MAJOR && g->order != CBLAS_COL_MAJOR) || g->m < 0 || g->n < 0)
+        return;
+    int col = g->order == CBLAS_COL_MAJOR, tr = g->trans != CBLAS_NO_TRANS;
+    int a_rows = col ? g->n : g->m, a_cols = col ? g->m : g->n;
+    int xlen = tr ? g->m : g->n, ylen = tr ? g->n : g->m;
+    void *ka = NULL;
+    uint64_t in[2] = {0, 0};
+    int inputs = rec_tensor_mode() > TFT_STATS_SHAPE || rec_capture_armed();
+    if (inputs) {
+        in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
+        in[1] = record_vector(g->name_x, g->dtype, g->esz, g->x, xlen, g->incx);
+    }
+    const int64_t attrs[10] = {g->m, g->n, tr, g->dtype, col, g->lda, g->incx, g->incy, f64_bits(g->alpha),
+                               f64_bits(g->beta)};
+    if (rec_op_begin_attrs(g->name, TFT_OP_GEMM, inputs ? 2 : 0, in, 10, attrs) >= 0) {
+        record_vector(g->name, g->dtype, g->esz, g->y, ylen, g->incy);
+        tft_op_end();
+    }
+    free(ka);
+}
+
+typedef void (*sgemv_fn)(int, int, int, int, float, const float *, int, const float *, int, float, float *, int);
+typedef void (*dgemv_fn)(int, int, int, int, double, const double *, int, const double *, int, double, double *,
+                         int);
+
+#define GEMV_BODY(FN_T, SYM, DT, T)                                                                             \
+    static void *_Atomic real;                                                                                  \
+    FN_T fn = (FN_T)ip_real_cached(&real, SYM);                                                                 \
+    if (!fn)                                                                                                    \
+        return;                                                                                                 \
+    if (ip_depth) {                                                                                             \
+        fn(order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);                                          \
+        return;                                                                                                 \
+    }                                                                                                           \
+    ip_depth++;                                                                                                 \
+    fn(order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);                                              \
+    int saved = errno;                                                                                          \
+    if (ip_active())                                                                                            \
+        record_gemv(&(gemv_args){SYM, SYM ".A", SYM ".x", DT, sizeof(T), order, trans, m, n, a, x, y, lda, incx, \
+                                 incy, alpha, beta});                                                           \
+    errno = saved;                                                                                              \
+    ip_depth--;
+
+void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float *a, int lda, const float *x,
+                 int incx, float beta, float *y, int incy)
+{
+    GEMV_BODY(sgemv_fn, "cblas_sgemv", TFT_F32, float)
+}
+
+void cblas_dgemv(int order, int trans, int m, int n, double alpha, const double *a, int lda, const double *x,
+                 int incx, double beta, double *y, int incy)
+{
+    GEMV_BODY(dgemv_fn, "cblas_dgemv", TFT_F64, double)
+}

@@ -39,4 +39,13 @@ TFT_API void cblas_dgemm(int order, int transa, int transb, int m, int n, int k,
                          const double *a, int lda, const double *b, int ldb, double beta, double *c,
                          int ldc);
 
+TFT_API void cblas_ssyrk(int order, int uplo, int trans, int n, int k, float alpha, const float *a, int lda,
+                         float beta, float *c, int ldc);
+TFT_API void cblas_dsyrk(int order, int uplo, int trans, int n, int k, double alpha, const double *a, int lda,
+                         double beta, double *c, int ldc);
+TFT_API void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float *a, int lda,
+                         const float *x, int incx, float beta, float *y, int incy);
+TFT_API void cblas_dgemv(int order, int trans, int m, int n, double alpha, const double *a, int lda,
+                         const double *x, int incx, double beta, double *y, int incy);
+
 #endif
