@@ -46,7 +46,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define RP_MAX_ARGS 512
@@ -673,18 +672,6 @@ static cJSON *side_json(const rp_side *s)
     return o;
 }
 
-static void default_dir(char *buf, size_t n)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    char base[64];
-    strftime(base, sizeof(base), "replay-%Y%m%d-%H%M%S", &tm);
-    snprintf(buf, n, "%s", base);
-    for (int k = 2; access(buf, F_OK) == 0 && k < 1000; k++)
-        snprintf(buf, n, "%s-%d", base, k);
-}
-
 static int rp_parse(int argc, char **argv, rp_opts *o)
 {
     static const struct option lo[] = {{"at", 1, 0, 'a'},         {"output", 1, 0, 'o'},
@@ -729,7 +716,7 @@ int replay_main(int argc, char **argv, const char *self_dir)
         return e;
     char outbuf[4096];
     if (!o.out) {
-        default_dir(outbuf, sizeof(outbuf));
+        fresh_name(outbuf, sizeof(outbuf), "replay", "");
         o.out = outbuf;
     }
     rp_point p = {.step = TFT_STEP_NONE, .seq = -1};

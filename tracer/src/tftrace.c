@@ -246,17 +246,16 @@ static int parse_args(int argc, char **argv, opts *o)
     return 0;
 }
 
-/* A name like tftrace-20261130-071502.trace that does not exist yet. */
-static void default_output(char *buf, size_t n)
+void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix)
 {
     time_t t = time(NULL);
     struct tm tm;
     localtime_r(&t, &tm);
-    char base[64];
-    strftime(base, sizeof(base), "tftrace-%Y%m%d-%H%M%S", &tm);
-    snprintf(buf, n, "%s.trace", base);
+    char stamp[32];
+    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+    snprintf(buf, n, "%s-%s%s", prefix, stamp, suffix);
     for (int k = 2; access(buf, F_OK) == 0 && k < 1000; k++)
-        snprintf(buf, n, "%s-%d.trace", base, k);
+        snprintf(buf, n, "%s-%s-%d%s", prefix, stamp, k, suffix);
 }
 
 /* Removes rank files of an earlier, finished run in the same directory. */
@@ -687,7 +686,7 @@ int main(int argc, char **argv)
         return e;
     char outbuf[4096], lib[PATH_MAX];
     if (!o.out) {
-        default_output(outbuf, sizeof(outbuf));
+        fresh_name(outbuf, sizeof(outbuf), "tftrace", ".trace");
         o.out = outbuf;
     }
     if (find_library(lib, sizeof(lib)) < 0) {
