@@ -102,7 +102,7 @@ build() {
         [ -n "$arch" ] || arch=90
     fi
     export PATH=$PATH:/usr/local/cuda/bin
-    cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release -DTFT_CUDA=ON -DTFT_MPI=OFF -DTFT_BPF=OFF \
+    cmake -S "$root" -B "$B" -DCMAKE_BUILD_TYPE=Release -DTFT_CUDA=ON -DTFT_BPF=OFF \
         -DTFT_WERROR=OFF -DBUILD_TESTING=ON -DCMAKE_CUDA_ARCHITECTURES="$arch"
     local targets="tftrace tftrace_cuda tftrace_launcher tfdump tfdiff cuda_leak cuda_cublas_prog"
     local help
