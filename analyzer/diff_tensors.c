@@ -264,7 +264,7 @@ static void compare_pair(const cap_tensor *g, const cap_tensor *b, const cap_ten
                 r->at_pad_row++;
         }
     }
-    if (r->differing == 0)
+    if (r->differing < 2) /* one element: any ratio is "constant" */
         r->ratio_const = 0;
 }
 

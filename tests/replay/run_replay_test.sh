@@ -1,6 +1,6 @@
 #!/bin/bash
 # tftrace replay end to end. Usage:
-#   run_replay_test.sh CASE TFTRACE TFDIFF TFDUMP TFTRAIN NONDET_PROG
+#   run_replay_test.sh CASE TFTRACE TFDIFF TFDUMP TFTRAIN NONDET_PROG [GEMM_PROG]
 # Bug rows: GOLDEN and BAD are recorded with a checkpoint every 4 steps and
 # the bug switched on at step 9 (ckpt-optim: as in the bug zoo, BAD resumes
 # from GOLDEN's first run), then `tftrace replay GOLDEN BAD` must restart
@@ -8,7 +8,7 @@
 # both recordings bit for bit, capture the diverging tensor, and
 # `tfdiff --tensors` must name the structural pattern of the bug.
 set -euo pipefail
-case_name=$1 tftrace=$2 tfdiff=$3 tfdump=$4 tftrain=$5 nondet=$6
+case_name=$1 tftrace=$2 tfdiff=$3 tfdump=$4 tftrain=$5 nondet=$6 gemm=${7:-none}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-replay.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -128,6 +128,27 @@ PY
     [ "$st" = 2 ] && grep -q "no fingerprinted tensors" err.txt || fail "shape-only golden: exit $st $(cat err.txt)"
     st=0; "$tftrace" -q -o x.trace --capture first-divergence-of=nope.trace -- true 2>err.txt || st=$?
     [ "$st" = 2 ] && grep -q "nope.trace" err.txt || fail "missing golden: exit $st $(cat err.txt)" ;;
+  stepless)
+    # an unmodified CBLAS program (no steps): replayed whole, the diverging
+    # op (B of the 6th gemm, planted) and its consumers captured by seq
+    "$tftrace" -q -o g.trace -- "$gemm" >/dev/null
+    "$tftrace" -q -o b.trace -- "$gemm" --plant 5 >/dev/null
+    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    cat out.txt
+    [ "$st" = 1 ] || fail "replay exit $st"
+    python3 - rp/replay.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["point"]["step"] is None and r["point"]["seq"] >= 0, r["point"]
+for side in ("golden", "bad"):
+    assert r[side]["reproduced"] is True and r[side]["steps_replayed"] is None, r[side]
+diff = {t["name"]: t for t in r["tensors"]["tensors"] if t["verdict"] == "different"}
+assert set(diff) == {"cblas_sgemm.B", "cblas_sgemm"}, list(diff)
+assert diff["cblas_sgemm.B"]["differing"] == 1 and diff["cblas_sgemm.B"]["first"][0]["index"] == [0, 0], diff
+assert diff["cblas_sgemm"]["pattern"]["rows"] == [[0, 0]], diff["cblas_sgemm"]
+print("step-less replay: the planted B and the gemm it feeds (row 0 only)")
+PY
+    ;;
   usage)
     st=0; "$tftrace" replay >/dev/null 2>err.txt || st=$?
     [ "$st" = 2 ] && grep -q "needs two traces" err.txt || fail "no traces: exit $st"

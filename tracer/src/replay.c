@@ -17,7 +17,8 @@
  *      recorded run's checkpoints). Without one the command runs from the
  *      start.
  *   3. Each side runs under `tftrace --capture SPEC --until-step S`, which
- *      stops it once step S is complete (step-less programs run to the end).
+ *      stops it once step S is complete (step-less programs run to the end,
+ *      capturing the op at seq Q and the three after it, its consumers).
  *   4. Reproduction: `tfdiff --rtol 0 --atol 0` of the recorded trace and the
  *      replay over the steps the replay ran; any bit that differs before the
  *      divergence means the program is not deterministic, which is reported
@@ -306,8 +307,9 @@ static int find_point(const rp_opts *o, rp_point *p)
  * (padding); step-less traces capture the op by seq. */
 static void capture_spec(const rp_point *p, char *buf, size_t n)
 {
-    if (p->step == TFT_STEP_NONE) {
-        snprintf(buf, n, "seq=%lld", (long long)(p->seq >= 0 ? p->seq : 0));
+    if (p->step == TFT_STEP_NONE) { /* the op and the next few, which consume it */
+        long long q = p->seq >= 0 ? p->seq : 0;
+        snprintf(buf, n, "seq=%lld:%lld", q, q + 3);
         return;
     }
     int k = snprintf(buf, n, "step=%lld", (long long)p->step);
@@ -819,9 +821,11 @@ int replay_main(int argc, char **argv, const char *self_dir)
     if (!rc) {
         for (int i = 0; i < 2; i++) {
             const rp_side *s = &side[i];
-            printf("%-6s replayed %lld step%s", s->label, (long long)steps_run(s), steps_run(s) == 1 ? "" : "s");
             if (s->rep_first != TFT_STEP_NONE)
-                printf(" (%lld..%lld)", (long long)s->rep_first, (long long)s->rep_last);
+                printf("%-6s replayed %lld step%s (%lld..%lld)", s->label, (long long)steps_run(s),
+                       steps_run(s) == 1 ? "" : "s", (long long)s->rep_first, (long long)s->rep_last);
+            else
+                printf("%-6s replayed the whole run (no steps)", s->label);
             if (s->have_ckpt)
                 printf(" from checkpoint %s", s->ckpt_path);
             else
