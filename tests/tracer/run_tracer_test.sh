@@ -78,7 +78,12 @@ case $case_name in
     # no launcher: TFT_OUTPUT makes the library write the trace itself
     TFT_OUTPUT=$tr "$prog" threads 3
     [ -f "$tr/manifest.json" ] || { echo "FAIL: no manifest"; exit 1; }
-    "$check" threads "$tr" 3 ;;
+    "$check" threads "$tr" 3
+    # interposers forced on in a linked program: set-up's own large mmap
+    # must not re-enter the recorder's initialisation (it hung)
+    TFT_INTERPOSE=1 TFT_OUTPUT=$tmp/ip.trace timeout 60 "$prog" threads 3 ||
+        { echo "FAIL: TFT_INTERPOSE=1 in-process run (124: hung)"; exit 1; }
+    "$check" threads "$tmp/ip.trace" 3 ;;
   fork)
     # a forked child is its own process: its own rank file
     "$tftrace" -q -o "$tr" -- "$prog" fork

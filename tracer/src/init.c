@@ -332,8 +332,13 @@ static void after_fork_child(void)
         atomic_store(&g_rec.state, ST_OFF);
 }
 
+/* Runs inside the interposers' guard (ip_depth): what set-up maps and
+ * allocates (the region, the writer's buffers) is the recorder's, and an
+ * interposer asking whether recording is on would re-enter this
+ * pthread_once on the same thread and hang. */
 void rec_init(void)
 {
+    ip_depth++;
     int state = ST_OFF;
     g_rec.mode = parse_mode();
     g_rec.every = (int)env_long("TFT_EVERY", 1);
@@ -359,4 +364,5 @@ void rec_init(void)
         install_signal_handlers();
     }
     atomic_store_explicit(&g_rec.state, state, memory_order_release);
+    ip_depth--;
 }
