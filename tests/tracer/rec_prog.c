@@ -10,6 +10,8 @@
  *   rec_prog closefds         closes stdin/stdout/stderr, then records
  *   rec_prog exec PROG ARGS   records one tensor, then execs PROG ARGS
  *   rec_prog api              every record kind of tft.h once, in a known order
+ *   rec_prog keydtor          a thread records from a thread-specific-data
+ *                             destructor that runs after the recorder's own
  */
 #include "tft.h"
 
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rec_data.h"
@@ -153,6 +156,47 @@ static int run_crash(const char *kind, int at)
     return 0;
 }
 
+/* A key created after the recorder's (tft_step_begin created those): its
+ * destructor runs after the recorder retired the thread's ring, and waits
+ * for the collector to take that ring back before it records. */
+static pthread_key_t late_key;
+
+static void late_dtor(void *p)
+{
+    (void)p;
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    float v = 3;
+    int64_t n = 1;
+    if (tft_tensor("t.dtor", TFT_F32, &v, 1, &n) != 0)
+        api_errors++;
+}
+
+static void *keydtor_thread(void *arg)
+{
+    (void)arg;
+    float v = 2;
+    int64_t n = 1;
+    if (tft_tensor("t.body", TFT_F32, &v, 1, &n) != 0)
+        api_errors++;
+    pthread_setspecific(late_key, &late_key);
+    return NULL;
+}
+
+static int run_keydtor(void)
+{
+    tft_step_begin(0);
+    float v = 1;
+    int64_t n = 1;
+    tft_tensor("main.before", TFT_F32, &v, 1, &n);
+    pthread_key_create(&late_key, late_dtor);
+    pthread_t th;
+    pthread_create(&th, NULL, keydtor_thread, NULL);
+    pthread_join(th, NULL);
+    tft_step_end(0);
+    return api_errors ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "threads"))
@@ -183,6 +227,8 @@ int main(int argc, char **argv)
         return run_api();
     if (argc >= 2 && !strcmp(argv[1], "fork"))
         return run_fork();
+    if (argc >= 2 && !strcmp(argv[1], "keydtor"))
+        return run_keydtor();
     if (argc >= 2 && !strcmp(argv[1], "closefds")) {
         close(0);
         close(1);

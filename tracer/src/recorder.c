@@ -90,9 +90,15 @@ static inline int on(void)
 
 int tft_enabled(void) { return on(); }
 
+/* Thread exit (runs in the exiting thread): the collector drains the ring
+ * and hands it to another thread, so this thread lets go of it. A record
+ * made later in its exit (a destructor of a later key, a free) claims a
+ * fresh ring, retired in turn. */
 static void ring_retire(void *p)
 {
     shm_ring *r = p;
+    if (r == tls.ring)
+        tls.ring = NULL;
     if (r && g_rec.h)
         atomic_store_explicit(&r->state, RING_RETIRED, memory_order_release);
 }
