@@ -12,6 +12,9 @@
  *   rec_prog api              every record kind of tft.h once, in a known order
  *   rec_prog keydtor          a thread records from a thread-specific-data
  *                             destructor that runs after the recorder's own
+ *   rec_prog sigwait          records, then blocks SIGTERM, sends it to itself
+ *                             and takes it with sigtimedwait: exit 0 when it
+ *                             arrives there, 3 when not within 10 s
  */
 #include "tft.h"
 
@@ -197,6 +200,24 @@ static int run_keydtor(void)
     return api_errors ? 1 : 0;
 }
 
+/* The program's own threads all block SIGTERM and wait for it: a thread of
+ * the recorder must not be the one it is delivered to. */
+static int run_sigwait(void)
+{
+    float v = 1;
+    int64_t n = 1;
+    tft_tensor("before_sigwait", TFT_F32, &v, 1, &n);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    kill(getpid(), SIGTERM);
+    struct timespec pause_ts = {0, 200 * 1000 * 1000}; /* time for another thread to take it */
+    nanosleep(&pause_ts, NULL);
+    struct timespec limit = {10, 0};
+    return sigtimedwait(&set, NULL, &limit) == SIGTERM ? 0 : 3;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "threads"))
@@ -229,6 +250,8 @@ int main(int argc, char **argv)
         return run_fork();
     if (argc >= 2 && !strcmp(argv[1], "keydtor"))
         return run_keydtor();
+    if (argc >= 2 && !strcmp(argv[1], "sigwait"))
+        return run_sigwait();
     if (argc >= 2 && !strcmp(argv[1], "closefds")) {
         close(0);
         close(1);

@@ -102,6 +102,12 @@ case $case_name in
     grep -q "ranks        2" "$tmp/sum" && ! grep -q "damaged\|both claim" "$tmp/sum" ||
         { cat "$tmp/sum"; echo "FAIL: summary"; exit 1; }
     "$tfdump" --verify "$tr" >/dev/null || { echo "FAIL: --verify"; exit 1; } ;;
+  inproc-sigwait)
+    # the in-process writer thread blocks signals: a SIGTERM the program
+    # blocks and waits for reaches the program, not the writer
+    TFT_OUTPUT=$tr "$prog" sigwait && st=0 || st=$?
+    expect_status 0 $st
+    "$check" names "$tr" "rank-00000.tft:before_sigwait=1" ;;
   keydtor)
     # a record from a thread's exit after the recorder retired its ring
     # (the collector takes that ring back) is written, not lost

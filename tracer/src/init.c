@@ -240,7 +240,14 @@ static int inproc_start(const char *dir)
     inproc.col = collector_new(p, dir, run_id, &co);
     if (!inproc.col)
         return -ENOMEM;
-    if (pthread_create(&inproc.thread, NULL, inproc_main, NULL) != 0)
+    /* the writer starts with every signal blocked: a signal for the
+     * process goes to the program's threads, as it would untraced */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&inproc.thread, NULL, inproc_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0)
         return -EAGAIN;
     inproc.active = 1;
     return 0;
