@@ -601,7 +601,9 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
     if (cr->nranks > c->size)
         c->size = cr->nranks;
     uint64_t q = cr->coll_seq;
-    if (q < c->base || (c->found && q > c->finding.coll_seq))
+    /* The recorder's sequence numbers are int64 tokens >= 0: anything above
+     * is damage, and would overflow the window arithmetic below. */
+    if (q > (uint64_t)INT64_MAX || q < c->base || (c->found && q > c->finding.coll_seq))
         return 0;
     if (c->base == c->top)
         c->base = c->top = q;
