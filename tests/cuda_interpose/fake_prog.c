@@ -11,8 +11,9 @@
  * cublasSgemmStridedBatched (2 matrices), cublasLtMatmul; then NCCL on
  * communicators c0 and c1 (ranks 0 and 1 of one 2-rank communicator: the
  * same unique id) and c2 (another id, 1 rank): an ncclAllReduce (sum) on c0
- * and on c1, then a group of ncclBroadcast (c0), ncclAllReduce (max, c2),
- * ncclReduceScatter (c0), ncclSend/ncclRecv (c0). --plant S adds 1 to A[0]
+ * and on c1, then a group of ncclBroadcast (c0), ncclSend (c2),
+ * ncclAllReduce (max, c2), ncclReduceScatter (c0), ncclSend/ncclRecv (c0).
+ * --plant S adds 1 to A[0]
  * in step S. Prints a checksum of the results.
  */
 #include <cublasLt.h>
@@ -103,6 +104,8 @@ static double collectives(ncclComm_t c0, ncclComm_t c1, ncclComm_t c2, int step)
         s += y[i];
     must(ncclGroupStart() == 0, "group start");
     must(ncclBroadcast(x, y, COUNT, ncclFloat, 0, c0, NULL) == 0, "broadcast");
+    /* a send of c2's only rank to itself: must not shift c2's collectives */
+    must(ncclSend(x, COUNT, ncclFloat, 0, c2, NULL) == 0, "send c2");
     must(ncclAllReduce(x, z, COUNT, ncclFloat, ncclMax, c2, NULL) == 0, "allreduce c2");
     must(ncclReduceScatter(x, y + COUNT, COUNT, ncclFloat, ncclSum, c0, NULL) == 0, "reduce_scatter");
     must(ncclSend(x, COUNT, ncclFloat, 1, c0, NULL) == 0 && ncclRecv(y, COUNT, ncclFloat, 1, c0, NULL) == 0, "p2p");

@@ -149,10 +149,14 @@ c0, c1, c2 = ar[0], ar[1], ar[2]
 assert c0["comm"] == c1["comm"] != c2["comm"], (c0, c1, c2)
 assert (c0["comm_rank"], c0["nranks"], c1["comm_rank"], c1["nranks"]) == (0, 2, 1, 2), (c0, c1)
 assert (c0["count"], c0["dtype"], c0["op"], c2["op"], c2["nranks"]) == (8, "f32", "sum", "max", 1), (c0, c2)
+# c2's send before each of its all-reduces takes a sequence of its own
 assert [r["coll_seq"] for r in ar if r["comm"] == c2["comm"]] == [0, 1, 2, 3]
 kinds = {r["name"]: r for r in ex}
 assert kinds["ncclBroadcast"]["root"] == 0 and kinds["ncclReduceScatter"]["count"] == 8
 assert kinds["ncclSend"]["type"] == "send" and kinds["ncclRecv"]["root"] == 1, kinds["ncclSend"]
+p2p = [r for r in ex if r["type"] in ("send", "recv")]
+assert len(p2p) == 12 and not {r["comm"] for r in p2p} & {c0["comm"], c2["comm"]}, p2p[:3]
+assert [r["coll_seq"] for r in p2p if r["nranks"] == 1] == [0, 1, 2, 3], p2p
 # result statistics (device tensors) as outputs of the collective's op,
 # the ones of the group included (launched after ncclGroupEnd)
 coll_ops = {o["seq"]: o["name"] for n in ("ncclAllReduce", "ncclBroadcast", "ncclReduceScatter", "ncclRecv")

@@ -330,6 +330,18 @@ typedef struct nccl_call {
     int64_t token;
 } nccl_call;
 
+/* The sequence space of the point-to-point calls on communicator id: a
+ * rank's sends and receives legitimately differ in number from its peers'
+ * (a pipeline's first and last stages), so they must not shift the
+ * communicator's collective sequence, which the desync analysis aligns
+ * across ranks (as interpose_mpi.c does with "<communicator>:p2p"). */
+static uint64_t p2p_id(uint64_t id)
+{
+    char buf[32];
+    int len = snprintf(buf, sizeof(buf), "%016llx:p2p", (unsigned long long)id);
+    return tft_string_id(buf, (size_t)len);
+}
+
 /* Records the enter of a collective and returns 1 when nccl_end must
  * follow the real call; 0: pass through. Keeps errno. */
 static int nccl_begin(nccl_call *cc, const char *name, int type, ncclComm_t comm, ncclDataType_t dt, size_t count,
@@ -346,7 +358,8 @@ static int nccl_begin(nccl_call *cc, const char *name, int type, ncclComm_t comm
     }
     comm_ent e = comm_get(comm, NULL);
     int dtype = map_dtype(dt);
-    cc->ci = TFT_COLL_INFO(.name = name, .comm = e.id, .type = type, .dtype = dtype >= 0 ? dtype : TFT_U8,
+    uint64_t id = type == TFT_COLL_SEND || type == TFT_COLL_RECV ? p2p_id(e.id) : e.id;
+    cc->ci = TFT_COLL_INFO(.name = name, .comm = id, .type = type, .dtype = dtype >= 0 ? dtype : TFT_U8,
                            .count = count, .redop = redop, .root = root, .rank = e.rank, .nranks = e.nranks);
     cc->token = tft_coll_enter(&cc->ci);
     errno = saved;
