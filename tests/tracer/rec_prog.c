@@ -15,6 +15,8 @@
  *   rec_prog sigwait          records, then blocks SIGTERM, sends it to itself
  *                             and takes it with sigtimedwait: exit 0 when it
  *                             arrives there, 3 when not within 10 s
+ *   rec_prog repeat V         step 0: tensor "h" four times, each its own op,
+ *                             holding 0, 1, 2, 3 (the last V + 3)
  */
 #include "tft.h"
 
@@ -218,6 +220,18 @@ static int run_sigwait(void)
     return sigtimedwait(&set, NULL, &limit) == SIGTERM ? 0 : 3;
 }
 
+static int run_repeat(int v)
+{
+    tft_step_begin(0);
+    for (int i = 0; i < 4; i++) {
+        float x = (float)(i == 3 ? v + 3 : i);
+        int64_t n = 1;
+        tft_tensor("h", TFT_F32, &x, 1, &n);
+    }
+    tft_step_end(0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "threads"))
@@ -252,6 +266,8 @@ int main(int argc, char **argv)
         return run_keydtor();
     if (argc >= 2 && !strcmp(argv[1], "sigwait"))
         return run_sigwait();
+    if (argc >= 3 && !strcmp(argv[1], "repeat"))
+        return run_repeat(atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "closefds")) {
         close(0);
         close(1);

@@ -108,6 +108,19 @@ case $case_name in
     TFT_OUTPUT=$tr "$prog" sigwait && st=0 || st=$?
     expect_status 0 $st
     "$check" names "$tr" "rank-00000.tft:before_sigwait=1" ;;
+  capture-occurrence)
+    # first-divergence-of beside another alternative: the tensors that
+    # alternative captures still count as occurrences of their name, so the
+    # divergence found is h's 4th (seq 3), not a misaligned earlier one
+    "$tftrace" -q -o "$tmp/g.trace" -- "$prog" repeat 0
+    "$tftrace" -q -o "$tr" --capture "seq=0;first-divergence-of=$tmp/g.trace" -- "$prog" repeat 1
+    "$tfdump" --captures --json "$tr" >"$tmp/caps.json"
+    python3 - "$tmp/caps.json" <<'PY'
+import json, sys
+seqs = sorted(c["seq"] for c in map(json.loads, open(sys.argv[1])))
+assert seqs == [0, 3], "captured ops %s, want [0, 3]" % seqs
+PY
+    ;;
   keydtor)
     # a record from a thread's exit after the recorder retired its ring
     # (the collector takes that ring back) is written, not lost

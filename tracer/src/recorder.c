@@ -548,12 +548,10 @@ static int64_t occurrence(cap_thread *ct, uint64_t name, int64_t step)
 
 /* first-divergence-of: true (once per process) for the first tensor whose
  * fingerprint differs from its golden counterpart, within the step, seq,
- * rank and name terms of a first-divergence-of alternative. */
-static bool first_divergence(cap_thread *ct, const tft_rec_tensor *t, const char *name)
+ * rank and name terms of a first-divergence-of alternative; occ: its
+ * occurrence() number. */
+static bool first_divergence(const tft_rec_tensor *t, const char *name, int64_t occ)
 {
-    if (atomic_load_explicit(&g_rec.capture_ref_fired, memory_order_relaxed))
-        return false;
-    int64_t occ = occurrence(ct, t->name, t->h.step);
     if (occ < 0 || t->mode < TFT_STATS_HEALTH || t->device_kind != TFT_DEV_CPU)
         return false;
     const capspec *cs = g_rec.capture;
@@ -650,7 +648,12 @@ static int tensor_captured(shm_ring *r, tft_rec_tensor *t, const char *name, con
     if (!ct || numel > UINT64_MAX / esz)
         return ring_write(g_rec.h, r, &t->h);
     bool want = capture_output_wanted(ct, name, t->h.seq, own_op);
-    if (!want && g_rec.capture_ref && first_divergence(ct, t, name)) {
+    /* every host tensor counts as an occurrence of its name, captured by
+     * another alternative or not: golden's reference counts them all */
+    int64_t occ = g_rec.capture_ref && !atomic_load_explicit(&g_rec.capture_ref_fired, memory_order_relaxed)
+                      ? occurrence(ct, t->name, t->h.step)
+                      : -1;
+    if (!want && occ >= 0 && first_divergence(t, name, occ)) {
         ct->state = CAP_ON; /* this op: its held-back inputs, this output and the rest */
         want = true;
     }
