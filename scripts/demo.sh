@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install, build, record a golden and a
 # buggy run of the bundled training runtime (tftrain) under tftrace, inspect
-# the traces, and show with tfdiff where they part and where the bug is.
+# the traces, show with tfdiff where they part and where the bug is, and
+# replay both to the divergence to compare the tensors element by element.
 #   scripts/demo.sh [BUG]     (default causal-offbyone; see tftrain --help)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,3 +29,9 @@ echo; echo "== tfdiff $out/golden.trace $out/bad.trace"
 st=0
 build/analyzer/tfdiff "$out/golden.trace" "$out/bad.trace" || st=$?
 [ "$st" -le 1 ] || exit "$st"   # 1 = differences found, which is the point here
+
+echo; echo "== tftrace replay $out/golden.trace $out/bad.trace   (the diverging tensors, element by element)"
+rm -rf "$out/replay"
+st=0
+"$tftrace" replay -q -o "$out/replay" "$out/golden.trace" "$out/bad.trace" || st=$?
+[ "$st" -le 1 ] || exit "$st"   # 1 = the captured tensors differ
