@@ -47,7 +47,7 @@ def check_c():
             "MPI_Ireduce_scatter_block", "MPI_Ibarrier", "MPI_Ialltoall"}
     assert want <= names, ("missing calls", want - names)
     assert {r["rank"] for r in coll} == {0, 1, 2, 3}
-    # every request completed (Wait, Test, Waitall, Waitany, Waitsome, Testall) or freed
+    # every request completed (Wait, Test, Waitall, Waitany, Waitsome, Testall, Testsome) or freed
     exits_match_enters()
     # rank identity: the trace's rank is the MPI_COMM_WORLD rank
     assert all(r["comm_rank"] == r["rank"] and r["nranks"] == 4 for r in coll), "rank != MPI rank"
@@ -97,7 +97,9 @@ def check_c():
     for r in iw_out:  # rank k sent k * 7
         assert stats_of(r)["max"] == r["root"] * 7, r
     isends = by(1, "MPI_Isend", "exit")
-    assert len(isends) == 3 and all(r["result"] is None for r in isends), isends
+    assert len(isends) == 4 and all(r["result"] is None for r in isends), isends
+    ts = [r for r in by(1, "MPI_Irecv", "exit") if r["dtype"] == "i16"]  # completed by Testsome
+    assert len(ts) == 1 and ts[0]["root"] == 0 and stats_of(ts[0])["max"] == 20, ts
 
 
 def check_py():

@@ -7,7 +7,8 @@
  * a ring, Recv from MPI_ANY_SOURCE with MPI_STATUS_IGNORE, Sendrecv) and
  * non-blocking forms (Isend/Irecv + Waitall, Iallreduce + Wait, Ibcast +
  * Test, Ireduce_scatter_block/Ibarrier/Ialltoall + Waitany/Waitsome,
- * Irecv from MPI_ANY_SOURCE + Testall, Isend + Request_free).
+ * Irecv from MPI_ANY_SOURCE + Testall, Isend/Irecv + Testsome, Isend +
+ * Request_free).
  *   mpi_prog ok        all ranks agree
  *   mpi_prog count     rank 2 all-reduces 9 floats instead of 8 at iteration 3
  *   mpi_prog skip      rank 3 skips the all-reduce of iteration 3 and sleeps:
@@ -203,6 +204,18 @@ static double nonblocking(void)
         MPI_Isend(&v, 1, MPI_LONG, 0, 12, MPI_COMM_WORLD, &sr);
         MPI_Wait(&sr, MPI_STATUS_IGNORE);
     }
+    /* a ring exchange completed by Testsome, statuses ignored */
+    short ts_out = (short)(rank + 20), ts_in = 0;
+    MPI_Request tr[2];
+    MPI_Irecv(&ts_in, 1, MPI_SHORT, left, 14, MPI_COMM_WORLD, &tr[0]);
+    MPI_Isend(&ts_out, 1, MPI_SHORT, right, 14, MPI_COMM_WORLD, &tr[1]);
+    for (int done = 0; done < 2;) {
+        int n, ids[2];
+        MPI_Testsome(2, tr, &n, ids, MPI_STATUSES_IGNORE);
+        done += n;
+    }
+    sum += ts_in;
+
     /* a send whose request the program frees; the receiver completes it */
     int fv = rank + 40, fin = 0;
     MPI_Request fr;

@@ -114,7 +114,7 @@ PY
              mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q --timeout 10 -o "$@"; }
     if [ "$mode" = ok ]; then
         mpi4 "$tmp/ok.trace" -- "$prog" ok >"$tmp/out"
-        [ "$(cat "$tmp/out")" = "$(printf 'result 10 4 28.000\npart2 12490.000')" ] \
+        [ "$(cat "$tmp/out")" = "$(printf 'result 10 4 28.000\npart2 12576.000')" ] \
             || fail "MPI results changed under tftrace: $(cat "$tmp/out")"
         st=0; "$tfdump" --check --json "$tmp/ok.trace" >"$tmp/ok.json" || st=$?
         python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['desync']==[], j" "$tmp/ok.json" \

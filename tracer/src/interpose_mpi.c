@@ -1103,40 +1103,36 @@ static void finish_some(const req_snap *s, int count, const MPI_Request *reqs, c
     }
 }
 
+/* MPI_Waitsome and MPI_Testsome (one prototype) around the real fn. */
+static int some_common(waitsome_fn fn, int incount, MPI_Request *reqs, int *outcount, int *indices,
+                       MPI_Status *statuses)
+{
+    req_snap s;
+    if (incount <= 0 || !reqs || !nb_begin())
+        return fn(incount, reqs, outcount, indices, statuses);
+    if (snap_take(&s, incount, reqs, statuses, incount)) {
+        rec_end();
+        return fn(incount, reqs, outcount, indices, statuses);
+    }
+    int rc = fn(incount, reqs, outcount, indices, s.st);
+    finish_some(&s, incount, reqs, outcount, indices, s.st, rc);
+    snap_free(&s);
+    rec_end();
+    return rc;
+}
+
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                  MPI_Status array_of_statuses[])
 {
     REAL(waitsome_fn, "MPI_Waitsome");
-    req_snap s;
-    if (incount <= 0 || !array_of_requests || !nb_begin())
-        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-    if (snap_take(&s, incount, array_of_requests, array_of_statuses, incount)) {
-        rec_end();
-        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-    }
-    int rc = fn(incount, array_of_requests, outcount, array_of_indices, s.st);
-    finish_some(&s, incount, array_of_requests, outcount, array_of_indices, s.st, rc);
-    snap_free(&s);
-    rec_end();
-    return rc;
+    return some_common(fn, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
 }
 
 int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                  MPI_Status array_of_statuses[])
 {
     REAL(waitsome_fn, "MPI_Testsome");
-    req_snap s;
-    if (incount <= 0 || !array_of_requests || !nb_begin())
-        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-    if (snap_take(&s, incount, array_of_requests, array_of_statuses, incount)) {
-        rec_end();
-        return fn(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-    }
-    int rc = fn(incount, array_of_requests, outcount, array_of_indices, s.st);
-    finish_some(&s, incount, array_of_requests, outcount, array_of_indices, s.st, rc);
-    snap_free(&s);
-    rec_end();
-    return rc;
+    return some_common(fn, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
 }
 
 /* The program stops tracking the request: its EXIT now, without statistics
