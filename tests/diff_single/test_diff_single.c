@@ -227,7 +227,7 @@ static void test_leaks(void)
 
 /* ---- desyncs ------------------------------------------------------------ */
 
-enum scenario { SC_CONSISTENT, SC_MISSING, SC_COUNT, SC_VALUES, SC_PARAMS, SC_REDOP, SC_STRAGGLER };
+enum scenario { SC_CONSISTENT, SC_MISSING, SC_COUNT, SC_VALUES, SC_PARAMS, SC_REDOP, SC_STRAGGLER, SC_DAMAGED };
 
 #define WORLD 0x1111u
 #define META 0x2222u
@@ -271,6 +271,13 @@ static void write_rank(const char *dir, int rank, int world, int sc, int bad)
                 continue; /* skips the all-reduce ... */
             w_coll(w, s, seq + 1, &grad, false); /* ... so the others never leave it */
             break;
+        }
+        if (sc == SC_DAMAGED && s == 3) { /* damaged records: an absurd coll_seq on a comm of its own */
+            coll junk = grad;
+            junk.comm = 0x77;
+            junk.coll_seq = UINT64_MAX;
+            w_coll(w, s, seq + 1, &junk, false);
+            w_coll(w, s, seq + 1, &junk, true);
         }
         w_coll(w, s, seq + 1, &grad, false);
         w_tensor(w, s, seq + 1, tid, "MPI_Allreduce",
@@ -359,6 +366,11 @@ static void test_desyncs(void)
     CHECKF(n == 1, "%d findings", n);
     CHECK(n < 1 || (d[0].kind == DS_STRAGGLER && d[0].comm == WORLD && d[0].coll_seq == 10 && d[0].step == 10 &&
                     d[0].nranks == 1 && d[0].ranks[0] == 1));
+
+    /* a collective record with a coll_seq no recorder writes (damage):
+     * ignored, not a crash (the window arithmetic once overflowed) */
+    n = run_desync("damaged.trace", 2, SC_DAMAGED, -1, d, 8);
+    CHECKF(n == 0, "%d findings", n);
 
     /* max bounds the output */
     n = run_desync("params0.trace", 2, SC_PARAMS, 1, d, 0);
