@@ -3,7 +3,7 @@
  * Parameter layout, initialisation and the activation block are here; the
  * training loop, recording and the bug zoo live in tftrain.c.
  */
-#include "model.h"
+#include "model_acts.h"
 
 #include "tft_format.h" /* TFT_F32 */
 #include "tft_ops.h"
@@ -13,29 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct gpt_acts {
-    float *block;                       /* the one allocation */
-    uint8_t *mask;                      /* (B,T,T) */
-    float *maskf;                       /* (B,T,T) the mask as floats, for recording */
-    float *encoded;                     /* (B,T,C) */
-    float *ln1, *ln1_mean, *ln1_rstd;   /* (L,B,T,C), (L,B,T), (L,B,T) */
-    float *qkv;                         /* (L,B,T,3C) */
-    float *scores, *att;                /* (L,B,NH,T,T) pre- and post-softmax */
-    float *atty, *attproj, *res1;       /* (L,B,T,C) */
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fc, *gelu;                   /* (L,B,T,4C) */
-    float *fcproj, *res2;               /* (L,B,T,C) */
-    float *lnf, *lnf_mean, *lnf_rstd;   /* (B,T,C), (B,T), (B,T) */
-    float *logits, *probs;              /* (B,T,V) */
-    float *losses;                      /* (B,T) */
-    /* backward scratch */
-    float *dres, *dtmp, *dln;           /* (B,T,C) */
-    float *dqkv;                        /* (B,T,3C) */
-    float *dbig, *dbig2;                /* (B,T,4C) */
-    float *dscores, *dprobs;            /* (B,NH,T,T) */
-    float *dlogits;                     /* (B,T,V) */
-};
 
 /* Per-layer parameter order inside the block (after wte, wpe). */
 static const struct { const char *suffix; int rows, cols; } layer_params[GPT_NPARAM_PER_LAYER] = {
@@ -114,7 +91,7 @@ static void init_params(gpt_model *m, uint64_t seed)
     }
 }
 
-static size_t acts_floats(const gpt_config *c, size_t B, size_t T)
+size_t gpt_acts_floats(const gpt_config *c, size_t B, size_t T)
 {
     size_t L = (size_t)c->layers, C = (size_t)c->channels, NH = (size_t)c->heads, V = (size_t)c->vocab;
     size_t BT = B * T, att = B * NH * T * T;
@@ -125,23 +102,10 @@ static size_t acts_floats(const gpt_config *c, size_t B, size_t T)
            + B * T * T;                                           /* maskf */
 }
 
-static int acts_alloc(gpt_model *m)
+void gpt_acts_carve(gpt_acts *a, float *p, const gpt_config *c, size_t B, size_t T)
 {
-    const gpt_config *c = &m->cfg;
     size_t L = (size_t)c->layers, C = (size_t)c->channels, NH = (size_t)c->heads, V = (size_t)c->vocab;
-    size_t BT = (size_t)m->B * (size_t)m->T, att = (size_t)m->B * NH * (size_t)m->T * (size_t)m->T;
-    gpt_acts *a = calloc(1, sizeof(*a));
-    if (!a)
-        return -ENOMEM;
-    a->block = calloc(acts_floats(c, (size_t)m->B, (size_t)m->T), sizeof(float));
-    a->mask = calloc((size_t)m->B * (size_t)m->T * (size_t)m->T, 1);
-    if (!a->block || !a->mask) {
-        free(a->block);
-        free(a->mask);
-        free(a);
-        return -ENOMEM;
-    }
-    float *p = a->block;
+    size_t BT = B * T, att = B * NH * T * T;
 #define CARVE(field, n) (a->field = p, p += (n))
     CARVE(encoded, BT * C);
     CARVE(ln1, L * BT * C), CARVE(ln1_mean, L * BT), CARVE(ln1_rstd, L * BT);
@@ -156,8 +120,25 @@ static int acts_alloc(gpt_model *m)
     CARVE(dres, BT * C), CARVE(dtmp, BT * C), CARVE(dln, BT * C);
     CARVE(dqkv, BT * 3 * C), CARVE(dbig, BT * 4 * C), CARVE(dbig2, BT * 4 * C);
     CARVE(dscores, att), CARVE(dprobs, att), CARVE(dlogits, BT * V);
-    CARVE(maskf, (size_t)m->B * (size_t)m->T * (size_t)m->T);
+    CARVE(maskf, B * T * T);
 #undef CARVE
+}
+
+static int acts_alloc(gpt_model *m)
+{
+    const gpt_config *c = &m->cfg;
+    gpt_acts *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    a->block = calloc(gpt_acts_floats(c, (size_t)m->B, (size_t)m->T), sizeof(float));
+    a->mask = calloc((size_t)m->B * (size_t)m->T * (size_t)m->T, 1);
+    if (!a->block || !a->mask) {
+        free(a->block);
+        free(a->mask);
+        free(a);
+        return -ENOMEM;
+    }
+    gpt_acts_carve(a, a->block, c, (size_t)m->B, (size_t)m->T);
     m->acts = a;
     return 0;
 }

@@ -7,6 +7,7 @@
  * tensors) so a reader can check one against the other.
  */
 #include "model_cuda.h"
+#include "model_acts.h"
 
 #include "tft_format.h" /* TFT_F32, TFT_F16, TFT_BF16 */
 #include "tft_ops_cuda.h"
@@ -21,27 +22,6 @@
 #include <cuda_runtime_api.h>
 
 #define NSTAGE 4 /* pinned batch staging slots in flight */
-
-/* Device activations, as struct gpt_acts of model.c. */
-typedef struct dacts {
-    float *encoded;
-    float *ln1, *ln1_mean, *ln1_rstd;
-    float *qkv;
-    float *scores, *att;
-    float *atty, *attproj, *res1;
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fc, *gelu;
-    float *fcproj, *res2;
-    float *lnf, *lnf_mean, *lnf_rstd;
-    float *logits, *probs;
-    float *losses;
-    float *dres, *dtmp, *dln;
-    float *dqkv;
-    float *dbig, *dbig2;
-    float *dscores, *dprobs;
-    float *dlogits;
-    float *maskf;
-} dacts;
 
 /* Small device values, one allocation. */
 typedef struct dscal {
@@ -73,7 +53,7 @@ struct gpt_cuda {
     float *params, *grads, *m, *v;
     float *ablock;          /* activations */
     size_t ablock_floats;
-    dacts a;
+    gpt_acts a;            /* device buffers (model_acts.h); block and mask unused */
     uint8_t *bblock;        /* the batch: tokens, targets, weight, pad, mask */
     size_t bblock_bytes;
     int32_t *tokens, *targets;
@@ -122,40 +102,6 @@ const char *gpt_cuda_error(const gpt_cuda *g)
 }
 
 /* ---- layout ------------------------------------------------------------- */
-
-static size_t acts_floats(const gpt_config *c, size_t B, size_t T)
-{
-    size_t L = (size_t)c->layers, C = (size_t)c->channels, NH = (size_t)c->heads, V = (size_t)c->vocab;
-    size_t BT = B * T, att = B * NH * T * T;
-    return BT * C + L * (BT * C * 3 + BT * 2 + BT * 3 * C + 2 * att + BT * C * 3 + BT * 2 + BT * 8 * C + BT * C * 2) +
-           BT * C + 2 * BT + 2 * BT * V + BT + 3 * BT * C + BT * 3 * C + 2 * BT * 4 * C + 2 * att + BT * V +
-           B * T * T;
-}
-
-static void acts_carve(gpt_cuda *g)
-{
-    size_t L = (size_t)g->cfg.layers, C = (size_t)g->cfg.channels, NH = (size_t)g->cfg.heads;
-    size_t V = (size_t)g->cfg.vocab, BT = (size_t)g->B * (size_t)g->T;
-    size_t att = (size_t)g->B * NH * (size_t)g->T * (size_t)g->T;
-    dacts *a = &g->a;
-    float *p = g->ablock;
-#define CARVE(field, n) (a->field = p, p += (n))
-    CARVE(encoded, BT * C);
-    CARVE(ln1, L * BT * C), CARVE(ln1_mean, L * BT), CARVE(ln1_rstd, L * BT);
-    CARVE(qkv, L * BT * 3 * C);
-    CARVE(scores, L * att), CARVE(att, L * att);
-    CARVE(atty, L * BT * C), CARVE(attproj, L * BT * C), CARVE(res1, L * BT * C);
-    CARVE(ln2, L * BT * C), CARVE(ln2_mean, L * BT), CARVE(ln2_rstd, L * BT);
-    CARVE(fc, L * BT * 4 * C), CARVE(gelu, L * BT * 4 * C);
-    CARVE(fcproj, L * BT * C), CARVE(res2, L * BT * C);
-    CARVE(lnf, BT * C), CARVE(lnf_mean, BT), CARVE(lnf_rstd, BT);
-    CARVE(logits, BT * V), CARVE(probs, BT * V), CARVE(losses, BT);
-    CARVE(dres, BT * C), CARVE(dtmp, BT * C), CARVE(dln, BT * C);
-    CARVE(dqkv, BT * 3 * C), CARVE(dbig, BT * 4 * C), CARVE(dbig2, BT * 4 * C);
-    CARVE(dscores, att), CARVE(dprobs, att), CARVE(dlogits, BT * V);
-    CARVE(maskf, (size_t)g->B * (size_t)g->T * (size_t)g->T);
-#undef CARVE
-}
 
 /* The largest GEMM operand (elements) a bf16/fp16 run converts. */
 static size_t gemm_ws_elems(const gpt_config *c, size_t B, size_t T)
@@ -258,11 +204,11 @@ int gpt_cuda_init(gpt_cuda **out, const gpt_model *host, const gpt_cuda_opts *o,
         g->grads = g->params + g->num_params;
         g->m = g->grads + g->num_params;
         g->v = g->m + g->num_params;
-        g->ablock_floats = acts_floats(&g->cfg, (size_t)g->B, (size_t)g->T);
+        g->ablock_floats = gpt_acts_floats(&g->cfg, (size_t)g->B, (size_t)g->T);
         e = cuda_check(g, cudaMalloc((void **)&g->ablock, g->ablock_floats * sizeof(float)), "cudaMalloc(activations)");
     }
     if (!e) {
-        acts_carve(g);
+        gpt_acts_carve(&g->a, g->ablock, &g->cfg, (size_t)g->B, (size_t)g->T);
         e = alloc_batch(g);
     }
     if (!e)
@@ -423,7 +369,7 @@ static const char *const layer_pnames[8] = {"ln1.w", "qkv.w", "attn.proj.w", "ln
 static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, int l, const float *in,
                          const char *in_name)
 {
-    dacts *a = &g->a;
+    gpt_acts *a = &g->a;
     tft_cuda_ops *x = g->ops;
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.heads, N = B * T;
     size_t BTC = (size_t)N * C, att = (size_t)B * NH * T * T;
@@ -486,7 +432,7 @@ static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, 
 
 int gpt_cuda_forward(gpt_cuda *g, const gpt_variant *var, float denom, gpt_cuda_record_fn rec, void *ctx)
 {
-    dacts *a = &g->a;
+    gpt_acts *a = &g->a;
     tft_cuda_ops *x = g->ops;
     int B = g->B, T = g->T, C = g->cfg.channels, V = g->cfg.vocab, L = g->cfg.layers, N = B * T;
     size_t BTC = (size_t)N * C;
@@ -534,7 +480,7 @@ int gpt_cuda_forward(gpt_cuda *g, const gpt_variant *var, float denom, gpt_cuda_
 
 static int layer_backward(gpt_cuda *g, const gpt_variant *var, int l, const float *in)
 {
-    dacts *a = &g->a;
+    gpt_acts *a = &g->a;
     tft_cuda_ops *x = g->ops;
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.heads, N = B * T;
     size_t BTC = (size_t)N * C, att = (size_t)B * NH * T * T;
@@ -572,7 +518,7 @@ static int layer_backward(gpt_cuda *g, const gpt_variant *var, int l, const floa
 
 int gpt_cuda_backward(gpt_cuda *g, const gpt_variant *var, float denom)
 {
-    dacts *a = &g->a;
+    gpt_acts *a = &g->a;
     tft_cuda_ops *x = g->ops;
     int B = g->B, T = g->T, C = g->cfg.channels, V = g->cfg.vocab, L = g->cfg.layers, N = B * T;
     size_t BTC = (size_t)N * C;
