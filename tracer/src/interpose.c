@@ -242,6 +242,11 @@ static void *gemm_prior(const gemm_args *g)
     return copy;
 }
 
+/* Whether a BLAS op's inputs are recorded as tensors of their own: for
+ * their fingerprints (the origin analysis) or for capture; in shape mode
+ * neither applies and the op's attributes carry their shapes. */
+static int inputs_wanted(void) { return rec_tensor_mode() > TFT_STATS_SHAPE || rec_capture_armed(); }
+
 /* One op: A and B as their own tensors (inputs), then the op with C as its
  * output and the call's arguments as attributes (FORMAT.md 5.3). Shapes
  * are the matrices as stored, in a row-major view: a column-major M x N C
@@ -259,10 +264,7 @@ static void record_gemm(const gemm_args *g, const void *c0)
     c_dims(g, &c_rows, &c_cols);
     void *ka = NULL, *kb = NULL, *kc = NULL;
     uint64_t in[2] = {0, 0};
-    /* A and B are recorded for their fingerprints (the origin analysis)
-     * and for capture; in shape mode neither applies: the op's attributes
-     * carry their shapes, and the call costs two records, not four */
-    int inputs = rec_tensor_mode() > TFT_STATS_SHAPE || rec_capture_armed();
+    int inputs = inputs_wanted();
     if (inputs) {
         in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
         in[1] = record_matrix(g->name_b, g->dtype, g->esz, g->b, b_rows, b_cols, g->ldb, &kb);
@@ -372,7 +374,7 @@ static void record_syrk(const syrk_args *g)
     int a_rows = (tr ^ col) ? g->k : g->n, a_cols = (tr ^ col) ? g->n : g->k;
     void *ka = NULL;
     uint64_t in[1] = {0};
-    int inputs = rec_tensor_mode() > TFT_STATS_SHAPE || rec_capture_armed();
+    int inputs = inputs_wanted();
     if (inputs)
         in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
     const int64_t attrs[11] = {g->n, g->k, g->uplo == CBLAS_UPPER, tr, g->dtype, col, g->lda, g->ldc,
@@ -483,7 +485,7 @@ static void record_gemv(const gemv_args *g)
     int xlen = tr ? g->m : g->n, ylen = tr ? g->n : g->m;
     void *ka = NULL;
     uint64_t in[2] = {0, 0};
-    int inputs = rec_tensor_mode() > TFT_STATS_SHAPE || rec_capture_armed();
+    int inputs = inputs_wanted();
     if (inputs) {
         in[0] = record_matrix(g->name_a, g->dtype, g->esz, g->a, a_rows, a_cols, g->lda, &ka);
         in[1] = record_vector(g->name_x, g->dtype, g->esz, g->x, xlen, g->incx);

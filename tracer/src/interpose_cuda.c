@@ -463,7 +463,6 @@ static void after_cublas(cublasHandle_t h, gemm_call *g, const void *alpha, cons
     errno = saved;
 }
 
-#define REAL(var, sym) __typeof__(&sym) var = (__typeof__(&sym))ip_real_cached(&var##_cache, #sym)
 
 TFT_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                                       int m, int n, int k, const float *alpha, const float *A, int lda,

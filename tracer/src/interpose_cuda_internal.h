@@ -68,4 +68,8 @@ void devq_note_no_plugin(void);
  * its activity buffers. */
 void cuda_step_boundary(int begin);
 
+/* var = the real sym, looked up once into the static var##_cache the
+ * caller declares (static void *_Atomic var##_cache). */
+#define REAL(var, sym) __typeof__(&sym) var = (__typeof__(&sym))ip_real_cached(&var##_cache, #sym)
+
 #endif

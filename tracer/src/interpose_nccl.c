@@ -52,7 +52,6 @@ typedef struct {
 enum { NCCL_SUCCESS = 0, NCCL_SYSTEM_ERROR = 2, NCCL_IN_PROGRESS = 7 };
 
 /* The real function of sym (same prototype), cached in var##_cache. */
-#define REAL(var, sym) __typeof__(&sym) var = (__typeof__(&sym))ip_real_cached(&var##_cache, #sym)
 
 TFT_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
 TFT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
