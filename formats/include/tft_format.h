@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 1 /* 1.1: CAPTURE records */
+#define TFT_FORMAT_MINOR 2 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -65,7 +65,10 @@ enum tft_rec_kind {
     TFT_REC_PROCESS = 10,   /* process start / exit / memory sample */
     TFT_REC_DROPPED = 11,   /* records lost by the recorder */
     TFT_REC_CAPTURE = 12,   /* bytes of a captured tensor, one part (format 1.1) */
-    TFT_REC_KIND_MAX = 13
+    TFT_REC_THREAD = 13,    /* the recording thread of the records that follow (format 1.2) */
+    TFT_REC_SYNC = 14,      /* no later record of the file has an earlier step (format 1.2) */
+    TFT_REC_COMM = 15,      /* a communicator: identity, rank, size, members (format 1.2) */
+    TFT_REC_KIND_MAX = 16
 };
 
 enum tft_op_kind {
@@ -98,6 +101,10 @@ enum tft_step_phase { TFT_STEP_BEGIN = 0, TFT_STEP_END = 1 };
 enum tft_ckpt_action { TFT_CKPT_SAVE = 0, TFT_CKPT_RESUME = 1 };
 enum tft_proc_event { TFT_PROC_START = 0, TFT_PROC_EXIT = 1, TFT_PROC_RSS = 2 };
 enum tft_drop_reason { TFT_DROP_RING_FULL = 0, TFT_DROP_TOO_BIG = 1, TFT_DROP_OTHER = 2 };
+enum tft_thread_event {
+    TFT_THREAD_SWITCH = 0, /* the records that follow (until the next SWITCH) come from this thread */
+    TFT_THREAD_END = 1     /* the thread let go of its ring (it exited): no more records from it */
+};
 
 /* ------------------------------------------------------------------------ */
 /* Record layouts (FORMAT.md §5). Every record starts with tft_rec.          */
@@ -219,7 +226,15 @@ typedef struct tft_rec_collective {
     int32_t root;       /* root or peer rank, -1 none */
     int32_t rank;       /* rank within the communicator */
     int32_t nranks;
+    /* since 1.2 (a 1.0/1.1 record ends here, at TFT_REC_COLLECTIVE_MIN_BYTES):
+     * read it with tft_rec_coll_tag() */
+    int32_t tag;        /* point-to-point message tag; TFT_TAG_NONE, TFT_TAG_ANY */
+    uint32_t pad3;
 } tft_rec_collective;
+/* Length of a 1.0/1.1 COLLECTIVE record, the smallest a reader accepts. */
+#define TFT_REC_COLLECTIVE_MIN_BYTES 104u
+#define TFT_TAG_NONE (-1) /* a collective, or a record written before 1.2 */
+#define TFT_TAG_ANY (-2)  /* a receive posted for any tag (MPI_ANY_TAG) */
 
 typedef struct tft_rec_kernel {
     tft_rec h;
@@ -256,6 +271,49 @@ typedef struct tft_rec_dropped {
     uint32_t reason;    /* enum tft_drop_reason */
     uint32_t pad;
 } tft_rec_dropped;
+
+/* The thread the records that follow come from (format 1.2, FORMAT.md
+ * §5.13). The collector writes a SWITCH whenever the next records of a
+ * rank file come from another thread than the previous ones, and the writer
+ * repeats the current one at the start of every chunk, so every chunk
+ * decodes alone; records before any SWITCH of a chunk (files before 1.2)
+ * have no known thread. */
+typedef struct tft_rec_thread {
+    tft_rec h;
+    uint32_t event;     /* enum tft_thread_event */
+    int32_t tid;        /* OS thread id */
+    uint32_t index;     /* thread number in its process: 0, 1, 2, ... in order of first record */
+    uint32_t pad;
+    uint64_t name;      /* string id of the thread's name when it first recorded, 0 none */
+} tft_rec_thread;       /* 56 bytes */
+
+/* A step watermark (format 1.2, FORMAT.md §5.14): no record after this one
+ * in the file has a step smaller than h.step. Written by the collector for
+ * processes with several recording threads, whose records of one step need
+ * not be contiguous in the file. */
+typedef struct tft_rec_sync {
+    tft_rec h;          /* h.step: the watermark */
+    uint64_t reserved;
+} tft_rec_sync;         /* 40 bytes */
+
+/* A communicator, once per process that uses it (format 1.2, FORMAT.md
+ * §5.15): its id as COLLECTIVE records carry it, this process's rank and
+ * the size, how it was made, and when known its members as world ranks in
+ * communicator rank order (a reader may also collect the members from the
+ * COMM records of all rank files). */
+typedef struct tft_rec_comm {
+    tft_rec h;
+    uint64_t comm;      /* communicator id, as in COLLECTIVE records */
+    uint64_t name;      /* string id: what made it ("MPI_COMM_WORLD", "MPI_Comm_split", ...), 0 none */
+    uint64_t parent;    /* id of the communicator it was made from, 0 none or unknown */
+    int32_t rank;       /* this process's rank in it */
+    int32_t size;       /* its number of members */
+    uint32_t order;     /* creation order among this process's communicators with the same members */
+    uint32_t n_members; /* entries of members[] (0: not known here) */
+    int32_t members[];  /* world rank of communicator rank 0, 1, ...; zero padding to 8 */
+} tft_rec_comm;         /* 72 bytes + 4 per member */
+/* Most members one COMM record lists (a larger communicator lists none). */
+#define TFT_COMM_MAX_MEMBERS ((TFT_REC_MAX_BYTES - sizeof(tft_rec_comm)) / 4u)
 
 /* A captured tensor's bytes (format 1.1, FORMAT.md §5.12). A tensor's raw
  * bytes (dense, row-major, its dtype, little-endian) are split into parts
@@ -294,6 +352,13 @@ typedef struct tft_rec_capture {
 
 /* Most data bytes one CAPTURE record carries (65392). */
 #define TFT_CAPTURE_PART_MAX (TFT_REC_MAX_BYTES - sizeof(tft_rec_capture))
+
+/* The tag of a COLLECTIVE record: TFT_TAG_NONE when the record predates
+ * format 1.2 (or is a collective). */
+static inline int32_t tft_rec_coll_tag(const tft_rec_collective *c)
+{
+    return c->h.len >= sizeof(tft_rec_collective) ? c->tag : TFT_TAG_NONE;
+}
 
 /* Fixed size of a record kind (without variable tail), 0 if unknown. */
 TFT_API size_t tft_rec_min_size(uint16_t kind);
@@ -443,6 +508,17 @@ TFT_API const char *tft_reader_name(const tft_reader *r);
  * skipped (reported through the log and the status). STRING records are
  * consumed internally and not returned. */
 TFT_API int tft_reader_next(tft_reader *r, const tft_rec **rec);
+/* The thread of the record tft_reader_next returned last (format 1.2):
+ * *known = 0 when its chunk named none (files before 1.2). The thread's
+ * index is its number in its process (tft_rec_thread.index); tid and name
+ * as recorded. Rewinding or seeking forgets it until the next SWITCH. */
+typedef struct tft_thread_info {
+    int known;
+    int32_t tid;
+    uint32_t index;
+    uint64_t name;      /* string id, 0 none */
+} tft_thread_info;
+TFT_API void tft_reader_thread(const tft_reader *r, tft_thread_info *out);
 /* Text of a string id seen so far in the file, or NULL. */
 TFT_API const char *tft_reader_string(const tft_reader *r, uint64_t id);
 /* Positions before the first chunk that may hold records of step >= step;

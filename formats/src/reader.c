@@ -46,6 +46,7 @@ struct tft_reader {
     size_t raw_cap, raw_len, pos;
 
     strmap strings;
+    tft_thread_info thread;   /* thread of the record returned last (THREAD switches) */
     tft_reader_status st;
     int verifying;            /* tft_reader_verify: check zstd's content checksum too */
 };
@@ -452,6 +453,11 @@ const char *tft_reader_string(const tft_reader *r, uint64_t id)
     return e ? e->text : NULL;
 }
 
+void tft_reader_thread(const tft_reader *r, tft_thread_info *out)
+{
+    *out = r->thread;
+}
+
 void tft_reader_get_status(const tft_reader *r, tft_reader_status *out)
 {
     *out = r->st;
@@ -518,6 +524,7 @@ static int load_chunk(tft_reader *r, size_t i)
     size_t hdr = 8 + sizeof(chunk_hdr_disk);
     size_t total = hdr + ci->comp_size;
     r->raw_len = r->pos = 0;
+    memset(&r->thread, 0, sizeof(r->thread)); /* a chunk names its own threads */
     if (grow(&r->comp, &r->comp_cap, total) < 0 || grow(&r->raw, &r->raw_cap, ci->raw_size + 8) < 0)
         return -ENOMEM;
     int e = fmt_pread_full(r->fd, r->comp, total, ci->offset);
@@ -587,6 +594,11 @@ int tft_reader_next(tft_reader *r, const tft_rec **rec)
             r->pos += x->len;
             if (x->kind == TFT_REC_STRING)
                 continue;
+            if (x->kind == TFT_REC_THREAD && x->len >= sizeof(tft_rec_thread) &&
+                ((const tft_rec_thread *)x)->event == TFT_THREAD_SWITCH) {
+                const tft_rec_thread *t = (const tft_rec_thread *)x;
+                r->thread = (tft_thread_info){.known = 1, .tid = t->tid, .index = t->index, .name = t->name};
+            }
             r->st.records++;
             *rec = x;
             return 1;
@@ -603,6 +615,7 @@ int tft_reader_rewind(tft_reader *r)
 {
     r->next_chunk = 0;
     r->raw_len = r->pos = 0;
+    memset(&r->thread, 0, sizeof(r->thread));
     return 0;
 }
 

@@ -27,12 +27,15 @@ static const struct {
     [TFT_REC_TENSOR] = {"tensor", sizeof(tft_rec_tensor)},
     [TFT_REC_ALLOC] = {"alloc", sizeof(tft_rec_alloc)},
     [TFT_REC_FREE] = {"free", sizeof(tft_rec_free)},
-    [TFT_REC_COLLECTIVE] = {"collective", sizeof(tft_rec_collective)},
+    [TFT_REC_COLLECTIVE] = {"collective", TFT_REC_COLLECTIVE_MIN_BYTES}, /* 1.0/1.1 length; tag since 1.2 */
     [TFT_REC_KERNEL] = {"kernel", sizeof(tft_rec_kernel)},
     [TFT_REC_CHECKPOINT] = {"checkpoint", sizeof(tft_rec_checkpoint)},
     [TFT_REC_PROCESS] = {"process", sizeof(tft_rec_process)},
     [TFT_REC_DROPPED] = {"dropped", sizeof(tft_rec_dropped)},
     [TFT_REC_CAPTURE] = {"capture", sizeof(tft_rec_capture)},
+    [TFT_REC_THREAD] = {"thread", sizeof(tft_rec_thread)},
+    [TFT_REC_SYNC] = {"sync", sizeof(tft_rec_sync)},
+    [TFT_REC_COMM] = {"comm", sizeof(tft_rec_comm)},
 };
 
 size_t tft_rec_min_size(uint16_t kind)
@@ -81,6 +84,10 @@ int tft_rec_check(const tft_rec *rec, size_t avail)
                   c->n <= c->total - c->offset && sizeof(*c) + (size_t)c->n <= len;
         return ok ? 0 : -EBADMSG;
     }
+    case TFT_REC_COMM: {
+        const tft_rec_comm *c = (const tft_rec_comm *)rec;
+        return sizeof(*c) + 4u * (size_t)c->n_members <= len ? 0 : -EBADMSG;
+    }
     default:
         return 0;
     }
@@ -99,6 +106,8 @@ int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4])
     case TFT_REC_ALLOC: ids[n++] = ((const tft_rec_alloc *)rec)->site; break;
     case TFT_REC_COLLECTIVE: ids[n++] = ((const tft_rec_collective *)rec)->name; break;
     case TFT_REC_KERNEL: ids[n++] = ((const tft_rec_kernel *)rec)->name; break;
+    case TFT_REC_THREAD: ids[n++] = ((const tft_rec_thread *)rec)->name; break;
+    case TFT_REC_COMM: ids[n++] = ((const tft_rec_comm *)rec)->name; break;
     case TFT_REC_CHECKPOINT:
         ids[n++] = ((const tft_rec_checkpoint *)rec)->path;
         ids[n++] = ((const tft_rec_checkpoint *)rec)->recipe;
@@ -306,3 +315,8 @@ void strmap_free(strmap *m)
     m->cap = m->count = 0;
 }
 _Static_assert(sizeof(tft_rec_capture) == 144, "CAPTURE fixed part is 144 bytes (FORMAT.md 5.12)");
+_Static_assert(sizeof(tft_rec_collective) == 112, "COLLECTIVE is 112 bytes since 1.2 (FORMAT.md 5.7)");
+_Static_assert(offsetof(tft_rec_collective, tag) == TFT_REC_COLLECTIVE_MIN_BYTES, "1.2 appends the tag");
+_Static_assert(sizeof(tft_rec_thread) == 56, "THREAD is 56 bytes (FORMAT.md 5.13)");
+_Static_assert(sizeof(tft_rec_sync) == 40, "SYNC is 40 bytes (FORMAT.md 5.14)");
+_Static_assert(sizeof(tft_rec_comm) == 72, "COMM fixed part is 72 bytes (FORMAT.md 5.15)");

@@ -47,6 +47,8 @@ struct tft_writer {
     char *comp;               /* compressed frame */
     size_t comp_cap;
 
+    tft_rec_thread thread;    /* the last THREAD switch appended, repeated at each chunk start */
+    bool has_thread;
     strmap strings;           /* every registered string */
     index_entry_disk *index;  /* one entry per sealed chunk */
     size_t n_index, cap_index;
@@ -392,6 +394,27 @@ static void note_range(tft_writer *w, const tft_rec *rec)
         w->last_ts = rec->ts;
 }
 
+static int append_one(tft_writer *w, const tft_rec *rec);
+
+/* A THREAD switch is remembered and repeated at the start of every later
+ * chunk (before its first record), so each chunk names the thread of its
+ * first records and decodes alone (FORMAT.md §5.13). */
+static int thread_note(tft_writer *w, const tft_rec *rec)
+{
+    if (rec->kind == TFT_REC_THREAD && rec->len >= sizeof(tft_rec_thread)) {
+        const tft_rec_thread *t = (const tft_rec_thread *)rec;
+        if (t->event == TFT_THREAD_SWITCH) {
+            memcpy(&w->thread, t, sizeof(w->thread));
+            w->thread.h.len = sizeof(w->thread);
+            w->has_thread = true;
+        }
+        return 0;
+    }
+    if (w->rec_count == 0 && w->has_thread)
+        return append_one(w, &w->thread.h);
+    return 0;
+}
+
 int tft_writer_append(tft_writer *w, const tft_rec *rec)
 {
     if (!w || !rec)
@@ -405,6 +428,15 @@ int tft_writer_append(tft_writer *w, const tft_rec *rec)
         if (e)
             return e;
     }
+    int e = thread_note(w, rec);
+    if (e)
+        return e;
+    return append_one(w, rec);
+}
+
+/* Appends rec to the current chunk, which has room for it. */
+static int append_one(tft_writer *w, const tft_rec *rec)
+{
     uint64_t ids[4];
     int n = fmt_rec_string_refs(rec, ids);
     for (int i = 0; i < n; i++)

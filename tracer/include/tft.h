@@ -74,9 +74,13 @@ typedef struct tft_coll_info {
     int redop;          /* enum tft_redop */
     int root;           /* root (bcast, reduce) or peer (send, recv); -1 when the call has none */
     int rank, nranks;   /* position in the communicator */
+    /* since 0.3 (callers built before pass a smaller sz: tag taken as none) */
+    int tag;            /* send/recv: the message tag, TFT_TAG_ANY (-2) for any; ignored for collectives */
 } tft_coll_info;
 /* Zero-initialised but for sz; set .root = -1 for calls without a root. */
 #define TFT_COLL_INFO(...) ((tft_coll_info){ .sz = sizeof(tft_coll_info), __VA_ARGS__ })
+/* The size of tft_coll_info before the tag was added: the smallest sz accepted. */
+#define TFT_COLL_INFO_V1_SZ (offsetof(tft_coll_info, tag))
 
 /* Returns a token for tft_coll_exit (>= 0) or a negative errno. */
 TFT_API int64_t tft_coll_enter(const tft_coll_info *ci);

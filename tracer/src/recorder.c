@@ -853,13 +853,15 @@ static void fill_coll(tft_rec_collective *c, const tft_coll_info *ci, uint64_t c
     c->root = ci->root;
     c->rank = ci->rank;
     c->nranks = ci->nranks;
+    bool p2p = ci->type == TFT_COLL_SEND || ci->type == TFT_COLL_RECV;
+    c->tag = p2p && ci->sz >= offsetof(tft_coll_info, tag) + sizeof(ci->tag) ? ci->tag : TFT_TAG_NONE;
 }
 
 int64_t tft_coll_enter(const tft_coll_info *ci)
 {
     if (!on())
         return 0;
-    if (!ci || ci->sz < sizeof(tft_coll_info))
+    if (!ci || ci->sz < TFT_COLL_INFO_V1_SZ)
         return -EINVAL;
     shm_ring *r = my_ring();
     if (!r)
@@ -887,7 +889,7 @@ int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result)
 {
     if (!on())
         return 0;
-    if (!ci || ci->sz < sizeof(tft_coll_info) || token < 0)
+    if (!ci || ci->sz < TFT_COLL_INFO_V1_SZ || token < 0)
         return -EINVAL;
     shm_ring *r = my_ring();
     if (!r)
