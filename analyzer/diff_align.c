@@ -70,6 +70,7 @@ typedef struct align_ctx {
     int ring_n, ring_pos;
     int64_t structure_step;
     bool models_flagged;
+    match_scratch ms;  /* order-free matching of steps recorded by several threads */
 } align_ctx;
 
 const char *diff_kind_name(int kind)
@@ -203,7 +204,7 @@ static void string_or_hex(const tft_reader *r, uint64_t id, char *dst, size_t n)
         snprintf(dst, n, "#%016" PRIx64, id);
 }
 
-static int side_take_op(align_side *s, const tft_rec *rec)
+static int side_take_op(align_side *s, const tft_rec *rec, uint32_t key)
 {
     const tft_rec_op *op = (const tft_rec_op *)rec;
     if (rec->len < sizeof *op ||
@@ -214,6 +215,12 @@ static int side_take_op(align_side *s, const tft_rec *rec)
         return -ENOMEM;
     align_op *a = &s->ops[s->n_ops++];
     a->seq = rec->seq;
+    a->thread = key;
+    if (s->threaded) {
+        align_thread *th = side_thread(s, key);
+        if (th)
+            th->last_op = (int32_t)(s->n_ops - 1);
+    }
     a->op_kind = op->op_kind;
     a->in_off = (uint32_t)s->n_inputs;
     a->n_in = op->n_in;
@@ -231,7 +238,7 @@ static int side_take_op(align_side *s, const tft_rec *rec)
     return 0;
 }
 
-static int side_take_tensor(align_side *s, const diff_opts *o, const tft_rec *rec)
+static int side_take_tensor(align_side *s, const diff_opts *o, const tft_rec *rec, uint32_t key)
 {
     const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
     if (rec->len < sizeof *t)
@@ -251,8 +258,14 @@ static int side_take_tensor(align_side *s, const diff_opts *o, const tft_rec *re
     a->stats = t->stats;
     string_or_hex(s->r, t->name, a->name, sizeof a->name);
     a->op = -1;
+    a->thread = key;
+    if (s->threaded && rec->seq != TFT_SEQ_NONE) { /* its op is its thread's latest */
+        const align_thread *th = side_thread(s, key);
+        if (th && th->last_op >= 0 && s->ops[th->last_op].seq == rec->seq)
+            a->op = th->last_op;
+    }
     size_t lo = s->n_ops > OP_SEARCH ? s->n_ops - OP_SEARCH : 0;
-    for (size_t i = s->n_ops; i > lo; i--) {
+    for (size_t i = s->n_ops; a->op < 0 && i > lo; i--) {
         if (s->ops[i - 1].seq == rec->seq && rec->seq != TFT_SEQ_NONE) {
             a->op = (int32_t)(i - 1);
             break;
@@ -275,11 +288,11 @@ static void side_take_process(align_side *s, const tft_rec *rec)
     s->exit_signal = p->signal;
 }
 
-static int side_take(align_side *s, const diff_opts *o, const tft_rec *rec)
+static int side_take(align_side *s, const diff_opts *o, const tft_rec *rec, uint32_t key)
 {
     switch (rec->kind) {
-    case TFT_REC_OP: return side_take_op(s, rec);
-    case TFT_REC_TENSOR: return side_take_tensor(s, o, rec);
+    case TFT_REC_OP: return side_take_op(s, rec, key);
+    case TFT_REC_TENSOR: return side_take_tensor(s, o, rec, key);
     default: return 0;
     }
 }
@@ -292,9 +305,132 @@ static void side_note_step(align_side *s, int64_t step)
         s->last_step = step;
 }
 
-/* Loads the next step of s (its ops and tensors are contiguous in the file):
- * returns 1 with s->has set, 0 at the end, or a negative errno.  The
- * previous step's id map becomes s->prev. */
+/* The thread key of the record the reader returned last. */
+static uint32_t rec_thread_key(const align_side *s)
+{
+    tft_thread_info ti;
+    tft_reader_thread(s->r, &ti);
+    return ti.known ? ti.index : THREAD_UNKNOWN;
+}
+
+/* Records that are neither ops nor tensors: the exit, SYNC watermarks;
+ * the others (allocations, collectives, kernels) only widen the step range
+ * — they may arrive late from another thread's ring. */
+static void side_note_other(align_side *s, const tft_rec *rec, uint32_t key)
+{
+    if (rec->kind == TFT_REC_PROCESS)
+        side_take_process(s, rec);
+    if (rec->kind == TFT_REC_THREAD)
+        return;
+    if (rec->kind == TFT_REC_SYNC) {
+        if (s->sync_step == TFT_STEP_NONE || rec->step > s->sync_step)
+            s->sync_step = rec->step;
+        return;
+    }
+    if (rec->step != TFT_STEP_NONE) {
+        side_note_step(s, rec->step);
+        align_thread *th = key != THREAD_UNKNOWN ? side_thread(s, key) : NULL;
+        if (th && (th->last_step == TFT_STEP_NONE || rec->step > th->last_step))
+            th->last_step = rec->step;
+    }
+}
+
+/* An op or tensor record as the step aligner sees it: a step-less record
+ * (a program that never calls tft_step_begin, e.g. an unmodified one under
+ * the interposers) gets the window step of its seq. With several threads
+ * recording ops, seqs interleave across threads, so a window's edge may
+ * fall elsewhere in another run (docs/TFDIFF.md). Returns NULL for records
+ * to leave out. */
+static const tft_rec *side_window(align_side *s, const tft_rec *rec, uint32_t key)
+{
+    align_thread *th = side_thread(s, key);
+    if (th && !th->ops) {
+        th->ops = true;
+        s->op_threads++;
+    }
+    if (rec->step == TFT_STEP_NONE) {
+        if (rec->seq == TFT_SEQ_NONE || rec->len > sizeof(s->stepless))
+            return NULL;
+        memcpy(s->stepless, rec, rec->len);
+        ((tft_rec *)s->stepless)->step = DIFF_STEPLESS_STEP(rec->seq);
+        rec = (const tft_rec *)s->stepless;
+    }
+    if (th && (th->last_step == TFT_STEP_NONE || rec->step > th->last_step))
+        th->last_step = rec->step;
+    side_note_step(s, rec->step);
+    return rec;
+}
+
+typedef struct take_ctx {
+    align_side *s;
+    const diff_opts *o;
+} take_ctx;
+
+static int take_stashed(void *ctx, const tft_rec *rec, uint32_t key)
+{
+    take_ctx *t = ctx;
+    if (t->s->has && rec->step < t->s->step)
+        t->s->late++;
+    return side_take(t->s, t->o, rec, key);
+}
+
+/* Threaded mode: stashes records until the smallest pending step (or the
+ * loaded one) is complete, then takes its records. Returns like side_load. */
+static int side_load_threaded(align_side *s, const diff_opts *o)
+{
+    if (s->has_pend) { /* held by the single-threaded reading before the switch */
+        s->has_pend = false;
+        if (stash_push(s, (const tft_rec *)s->pend, s->first_key) < 0)
+            return -ENOMEM;
+    }
+    int64_t target = s->has ? s->step : TFT_STEP_NONE;
+    bool have = s->has || stash_min_step(s, &target);
+    for (;;) {
+        if (have && side_step_complete(s, target))
+            break;
+        if (s->eof)
+            break;
+        const tft_rec *rec;
+        int rc = tft_reader_next(s->r, &rec);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            s->eof = true;
+            continue;
+        }
+        uint32_t key = rec_thread_key(s);
+        if (rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR) {
+            side_note_other(s, rec, key);
+            continue;
+        }
+        rec = side_window(s, rec, key);
+        if (!rec)
+            continue;
+        if (stash_push(s, rec, key) < 0)
+            return -ENOMEM;
+        if (!s->has && (!have || rec->step < target)) {
+            target = rec->step;
+            have = true;
+        }
+    }
+    if (!have)
+        return s->has;
+    if (!s->has) {
+        s->has = true;
+        s->step = target;
+        s->groups++;
+    }
+    take_ctx tc = {s, o};
+    int rc = stash_take(s, target, take_stashed, &tc);
+    return rc < 0 ? rc : 1;
+}
+
+/* Loads the next step of s: returns 1 with s->has set, 0 at the end, or a
+ * negative errno. The previous step's id map becomes s->prev. In a file
+ * that names no threads (before format 1.2), a step's ops and tensors are
+ * contiguous in the file and are read straight through; at the first
+ * THREAD record (or a second thread) the side switches to threaded mode
+ * for good (side_load_threaded). */
 static int side_load(align_side *s, const diff_opts *o)
 {
     id_map t = s->prev;
@@ -303,13 +439,17 @@ static int side_load(align_side *s, const diff_opts *o)
     map_clear(&s->cur);
     s->n_tensors = s->n_ops = s->n_inputs = 0;
     s->has = false;
+    for (size_t i = 0; i < s->n_threads; i++)
+        s->threads[i].last_op = -1;
+    if (s->threaded)
+        return side_load_threaded(s, o);
     if (s->has_pend) {
         const tft_rec *rec = (const tft_rec *)s->pend;
         s->has_pend = false;
         s->has = true;
         s->step = rec->step;
         s->groups++;
-        int rc = side_take(s, o, rec);
+        int rc = side_take(s, o, rec, s->first_key);
         if (rc < 0)
             return rc;
     }
@@ -322,27 +462,31 @@ static int side_load(align_side *s, const diff_opts *o)
             s->eof = true;
             break;
         }
-        if (rec->kind == TFT_REC_PROCESS)
-            side_take_process(s, rec);
+        uint32_t key = rec_thread_key(s);
+        if (rec->kind == TFT_REC_THREAD) {
+            /* a file that names its threads (format 1.2): any of them may
+             * lag behind another, so steps are gathered across threads */
+            side_note_other(s, rec, key);
+            s->threaded = true;
+            return side_load_threaded(s, o);
+        }
         if (rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR) {
-            /* allocations, collectives, kernels: not aligned here, and they
-             * may arrive late from another thread's ring (a step's records
-             * need not be contiguous in the file): they only widen the
-             * step range */
-            if (rec->step != TFT_STEP_NONE)
-                side_note_step(s, rec->step);
+            side_note_other(s, rec, key);
             continue;
         }
-        if (rec->step == TFT_STEP_NONE) {
-            /* a program without steps (an unmodified one under the
-             * interposers): its ops are aligned by seq, in windows */
-            if (rec->seq == TFT_SEQ_NONE || rec->len > sizeof(s->stepless))
-                continue;
-            memcpy(s->stepless, rec, rec->len);
-            rec = (const tft_rec *)s->stepless;
-            ((tft_rec *)s->stepless)->step = DIFF_STEPLESS_STEP(rec->seq);
+        if (!s->have_first) {
+            s->have_first = true;
+            s->first_key = key;
+        } else if (key != s->first_key) { /* a second thread: switch to threaded mode */
+            s->threaded = true;
+            rec = side_window(s, rec, key);
+            if (rec && stash_push(s, rec, key) < 0)
+                return -ENOMEM;
+            return side_load_threaded(s, o);
         }
-        side_note_step(s, rec->step);
+        rec = side_window(s, rec, key);
+        if (!rec)
+            continue;
         if (s->has && rec->step != s->step) {
             if (grow((void **)&s->pend, &s->pend_cap, rec->len, 1) < 0)
                 return -ENOMEM;
@@ -355,7 +499,7 @@ static int side_load(align_side *s, const diff_opts *o)
             s->step = rec->step;
             s->groups++;
         }
-        rc = side_take(s, o, rec);
+        rc = side_take(s, o, rec, key);
         if (rc < 0)
             return rc;
     }
@@ -364,7 +508,7 @@ static int side_load(align_side *s, const diff_opts *o)
 
 static bool side_is_last_step(const align_side *s)
 {
-    return s->eof && !s->has_pend;
+    return s->eof && !s->has_pend && s->stash_head == s->stash_len;
 }
 
 /* State of tensor id as an input: this step, the previous one, the leaves. */
@@ -411,6 +555,42 @@ static bool inputs_match(const align_side *s, const align_tensor *t)
 static const char *tensor_op(const align_side *s, const align_tensor *t)
 {
     return t->op >= 0 ? s->ops[t->op].name : "";
+}
+
+/* An op name without its scope path ("L0/attn/x" -> "x"). */
+static const char *base_name(const char *op)
+{
+    const char *sl = strrchr(op, '/');
+    return sl ? sl + 1 : op;
+}
+
+/* The op of t as reports name it. The GEMM interposers record a call's
+ * operands (cblas_sgemm.A, .B, a gemv's .x) just before the call, each as
+ * an op of its own without inputs; such a tensor is named as what it is:
+ * "input B of cblas_sgemm (seq 48)", after the op of its thread that
+ * follows and reads it. */
+static void describe_op(const align_side *s, const align_tensor *t, char *buf, size_t n)
+{
+    const char *own = tensor_op(s, t);
+    if (t->op >= 0 && s->ops[t->op].n_in == 0 && strcmp(base_name(own), t->name) == 0) {
+        uint32_t thread = s->ops[t->op].thread;
+        for (size_t i = (size_t)t->op + 1; i < s->n_ops && i <= (size_t)t->op + OP_SEARCH; i++) {
+            const align_op *c = &s->ops[i];
+            if (c->thread != thread)
+                continue;
+            for (uint32_t k = 0; k < c->n_in; k++) {
+                if (s->inputs[c->in_off + k] != t->id)
+                    continue;
+                const char *cn = base_name(c->name);
+                size_t ln = strlen(cn);
+                const char *role = strncmp(t->name, cn, ln) == 0 && t->name[ln] == '.' ? t->name + ln + 1 : "";
+                snprintf(buf, n, "input %s%sof %.60s (seq %lld)", role, *role ? " " : "", c->name,
+                         (long long)c->seq);
+                return;
+            }
+        }
+    }
+    snprintf(buf, n, "%s", own);
 }
 
 /* ---- comparing a pair ----------------------------------------------------- */
@@ -593,8 +773,20 @@ static int align_greedy(align_ctx *c, size_t g0, size_t g1, size_t b0, size_t b1
     return rc;
 }
 
+/* Whether the tensors idx[0..n) of s come from more than one thread. */
+static bool several_threads(const align_side *s, const int32_t *idx, size_t n)
+{
+    for (size_t k = 1; k < n; k++)
+        if (s->tensors[idx[k]].thread != s->tensors[idx[0]].thread)
+            return true;
+    return false;
+}
+
 /* Builds c->edits for the loaded step: the non-skipped tensors of both
- * sides, in BAD's order, deletions where GOLDEN has them. */
+ * sides, in BAD's order, deletions where GOLDEN has them. Tensors of one
+ * thread per side are aligned like a text diff (the order is the
+ * program's); tensors of several threads by the order-free matcher
+ * (diff_threads.c), since their order in the file is the collector's. */
 static int align_step(align_ctx *c)
 {
     size_t n = 0, m = 0;
@@ -608,6 +800,8 @@ static int align_step(align_ctx *c)
         if (!c->b.tensors[k].skip)
             c->bi[m++] = (int32_t)k;
     c->n_edits = 0;
+    if (several_threads(&c->g, c->gi, n) || several_threads(&c->b, c->bi, m))
+        return match_order_free(&c->g, &c->b, c->gi, n, c->bi, m, &c->ms, &c->edits, &c->n_edits, &c->cap_edits);
     size_t p = 0, s = 0;
     while (p < n && p < m && GNAME(p) == BNAME(p))
         p++;
@@ -642,7 +836,7 @@ static void fill_tensor(diff_tensor *d, const align_side *s, const align_tensor 
     d->step = t->step;
     d->seq = t->seq;
     snprintf(d->name, sizeof d->name, "%s", t->name);
-    snprintf(d->op, sizeof d->op, "%s", tensor_op(s, t));
+    describe_op(s, t, d->op, sizeof d->op);
     d->dtype = t->dtype;
     d->ndim = t->ndim;
     memcpy(d->shape, t->shape, sizeof d->shape);
@@ -661,7 +855,7 @@ static void fill_point(align_ctx *c, diff_point *p, const align_tensor *gt,
     p->step = t->step;
     p->seq = t->seq;
     snprintf(p->tensor, sizeof p->tensor, "%s", t->name);
-    snprintf(p->op, sizeof p->op, "%s", tensor_op(s, t));
+    describe_op(s, t, p->op, sizeof p->op);
     p->kind = kind;
     fill_tensor(&p->golden, &c->g, gt);
     fill_tensor(&p->bad, &c->b, bt);
@@ -700,7 +894,7 @@ static void note_nonfinite(align_ctx *c, const align_tensor *gt, const align_ten
     nf->step = bt->step;
     nf->seq = bt->seq;
     snprintf(nf->tensor, sizeof nf->tensor, "%s", bt->name);
-    snprintf(nf->op, sizeof nf->op, "%s", tensor_op(&c->b, bt));
+    describe_op(&c->b, bt, nf->op, sizeof nf->op);
     nf->in_golden = gt && nonfinite_count(gt) > 0;
 }
 
@@ -890,11 +1084,14 @@ static void side_init(align_side *s, tft_reader *r)
     s->r = r;
     s->first_step = s->last_step = TFT_STEP_NONE;
     s->leaf.max_n = LEAF_MAX;
+    s->sync_step = TFT_STEP_NONE;
 }
 
 static void side_free(align_side *s)
 {
     free(s->pend);
+    free(s->threads);
+    free(s->stash);
     free(s->tensors);
     free(s->ops);
     free(s->inputs);
@@ -992,6 +1189,7 @@ int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result
     free(c->lcs);
     free(c->gi);
     free(c->bi);
+    match_scratch_free(&c->ms);
     free(c);
     return rc;
 }

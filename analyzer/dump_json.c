@@ -228,6 +228,14 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
         cJSON_AddStringToObject(o, "reason", drop_reason_name(d->reason));
         break;
     }
+    case TFT_REC_THREAD: {
+        const tft_rec_thread *t = (const tft_rec_thread *)rec;
+        cJSON_AddStringToObject(o, "event", t->event == TFT_THREAD_END ? "end" : "switch");
+        cJSON_AddNumberToObject(o, "index", t->index);
+        cJSON_AddNumberToObject(o, "tid", t->tid);
+        break;
+    }
+    case TFT_REC_SYNC: break; /* the watermark is the record's step */
     default: cJSON_AddNumberToObject(o, "len", rec->len); break;
     }
 }

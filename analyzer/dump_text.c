@@ -34,6 +34,7 @@ const char *rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
     case TFT_REC_KERNEL: return rec_string(r, ((const tft_rec_kernel *)rec)->name, buf);
     case TFT_REC_CHECKPOINT: return rec_string(r, ((const tft_rec_checkpoint *)rec)->path, buf);
     case TFT_REC_CAPTURE: return rec_string(r, ((const tft_rec_capture *)rec)->name, buf);
+    case TFT_REC_THREAD: return rec_string(r, ((const tft_rec_thread *)rec)->name, buf);
     default: return NULL;
     }
 }
@@ -232,6 +233,14 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
         fprintf(f, " count=%" PRIu64 " reason=%s", d->count, drop_reason_name(d->reason));
         break;
     }
+    case TFT_REC_THREAD: {
+        const tft_rec_thread *t = (const tft_rec_thread *)rec;
+        fprintf(f, " %s index=%u tid=%d", t->event == TFT_THREAD_END ? "end" : "switch", t->index, (int)t->tid);
+        if (t->name)
+            fprintf(f, " name=%s", txt(r, t->name));
+        break;
+    }
+    case TFT_REC_SYNC: fputs(" (no earlier step follows)", f); break;
     default: fprintf(f, " len=%u", rec->len); break;
     }
 }

@@ -151,10 +151,19 @@ static int check_api(const char *dir)
     const tft_rec *rec;
     const tft_rec *v[64];
     char *copies[64];
-    int n = 0;
+    int n = 0, nthread = 0;
     while (tft_reader_next(r, &rec) == 1 && n < 64) {
-        if (rec->kind == TFT_REC_PROCESS)
+        if (rec->kind == TFT_REC_PROCESS || rec->kind == TFT_REC_SYNC) /* SYNC: after collector passes */
             continue;
+        if (rec->kind == TFT_REC_THREAD) { /* one thread: one switch, before its first record */
+            const tft_rec_thread *th = (const void *)rec;
+            CHECK(n == 0 && th->event == TFT_THREAD_SWITCH && th->index == 0 && th->tid > 0 && th->name);
+            nthread++;
+            continue;
+        }
+        tft_thread_info ti;
+        tft_reader_thread(r, &ti);
+        CHECK(ti.known && ti.index == 0);
         copies[n] = malloc(rec->len);
         memcpy(copies[n], rec, rec->len);
         v[n] = (const tft_rec *)copies[n];
@@ -163,6 +172,7 @@ static int check_api(const char *dir)
     /* step, op a, tensor a, op b, tensor b, op add, tensor sum,
      * 2 x (op, enter, tensor, exit), op bcast, enter, exit, alloc, free, checkpoint, step */
     CHECKF(n == 22, "%d records", n);
+    CHECKF(nthread == 1, "%d THREAD records", nthread);
     if (n == 22) {
         const tft_rec_op *opa = (const void *)v[1], *opb = (const void *)v[3], *add = (const void *)v[5];
         const tft_rec_tensor *ta = (const void *)v[2], *tb = (const void *)v[4], *sum = (const void *)v[6];

@@ -29,7 +29,9 @@ extern "C" {
 TFT_API int tft_enabled(void);
 
 /* Marks the start / end of a training step. Records between them carry the
- * step number; tensors are sampled per TFT_EVERY on step numbers. */
+ * step number — the records of every thread of the process, not only the
+ * calling one: mark steps on one thread (usually the main one) and record
+ * from any. Tensors are sampled per TFT_EVERY on step numbers. */
 TFT_API int tft_step_begin(int64_t step);
 TFT_API int tft_step_end(int64_t step);
 

@@ -8,6 +8,7 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <time.h>
 #include <signal.h>
@@ -27,6 +28,14 @@ typedef struct cproc {
     uint64_t records;
     int64_t first_step, last_step;
     int64_t last_step_end;        /* highest step whose STEP END arrived */
+    /* threads (FORMAT.md §5.13-5.14) */
+    bool has_thread;              /* a THREAD switch was written */
+    int32_t cur_tid;              /* the thread of the records written last */
+    uint32_t cur_index;
+    uint32_t switches;            /* THREAD switches written */
+    int64_t step_begun;           /* highest step whose STEP begin was written */
+    int64_t pass_step;            /* step_begun when the current drain pass began */
+    int64_t synced;               /* step of the last SYNC written */
 } cproc;
 
 struct collector {
@@ -39,6 +48,7 @@ struct collector {
     uint64_t last_liveness_ns;
     uint64_t last_refine_ns;
     pid_t child;                  /* the launcher's direct child, 0 none */
+    const shm_ring *draining;     /* the ring ring_drain is reading (on_record's source) */
     collector_rank *ranks;
     uint64_t dropped_total;
     int write_errors;
@@ -73,8 +83,11 @@ collector *collector_new(shm_hdr *h, const char *dir, const uint8_t run_id[16], 
     memcpy(c->run_id, run_id, 16);
     if (o)
         memcpy(&c->o, o, o->sz < sizeof(c->o) ? o->sz : sizeof(c->o));
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
-        c->procs[i].first_step = c->procs[i].last_step = c->procs[i].last_step_end = TFT_STEP_NONE;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        p->first_step = p->last_step = p->last_step_end = TFT_STEP_NONE;
+        p->step_begun = p->pass_step = p->synced = TFT_STEP_NONE;
+    }
     return c;
 }
 
@@ -87,10 +100,13 @@ static void proc_record(cproc *p, const tft_rec *rec)
         if (p->last_step == TFT_STEP_NONE || rec->step > p->last_step)
             p->last_step = rec->step;
     }
-    if (rec->kind == TFT_REC_STEP && rec->len >= sizeof(tft_rec_step) &&
-        ((const tft_rec_step *)rec)->phase == TFT_STEP_END &&
-        (p->last_step_end == TFT_STEP_NONE || rec->step > p->last_step_end))
-        p->last_step_end = rec->step;
+    if (rec->kind == TFT_REC_STEP && rec->len >= sizeof(tft_rec_step)) {
+        uint32_t phase = ((const tft_rec_step *)rec)->phase;
+        if (phase == TFT_STEP_END && (p->last_step_end == TFT_STEP_NONE || rec->step > p->last_step_end))
+            p->last_step_end = rec->step;
+        if (phase == TFT_STEP_BEGIN)
+            p->step_begun = rec->step; /* a program that goes back (a second loop) moves it back */
+    }
 }
 
 static int proc_open(collector *c, uint32_t idx)
@@ -154,6 +170,35 @@ static void convert_times(const collector *c, tft_rec *rec)
     }
 }
 
+/* Appends a THREAD record of event ev for ring r's thread (the ring's
+ * fields are the traced process's memory: the name is copied bounded). */
+static void thread_record(cproc *p, const shm_ring *r, uint32_t ev)
+{
+    char name[sizeof(r->thread_name) + 1];
+    memcpy(name, r->thread_name, sizeof(r->thread_name));
+    name[sizeof(r->thread_name)] = '\0';
+    size_t n = strnlen(name, sizeof(r->thread_name));
+    tft_rec_thread t = {.h = {.kind = TFT_REC_THREAD, .len = sizeof(t), .ts = shm_now_ns(),
+                              .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
+                        .event = ev, .tid = r->tid, .index = r->thread_index,
+                        .name = n ? tft_writer_string(p->w, name, n) : 0};
+    if (tft_writer_append(p->w, &t.h) == 0)
+        proc_record(p, &t.h);
+}
+
+/* Before a record from ring r: a THREAD switch when the file's previous
+ * records came from another thread (FORMAT.md §5.13). */
+static void thread_switch(cproc *p, const shm_ring *r)
+{
+    if (p->has_thread && p->cur_tid == r->tid && p->cur_index == r->thread_index)
+        return;
+    p->has_thread = true;
+    p->cur_tid = r->tid;
+    p->cur_index = r->thread_index;
+    p->switches++;
+    thread_record(p, r, TFT_THREAD_SWITCH);
+}
+
 static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
 {
     collector *c = ctx;
@@ -171,6 +216,10 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
             tft_writer_string(p->w, s->text, s->n);
         return;
     }
+    if (rec->kind == TFT_REC_THREAD || rec->kind == TFT_REC_SYNC)
+        return; /* ours to write: a traced program cannot forge them */
+    if (c->draining)
+        thread_switch(p, c->draining);
     if (rec->kind == TFT_REC_PROCESS && rec->len >= sizeof(tft_rec_process)) {
         const tft_rec_process *pr = (const tft_rec_process *)rec;
         if (pr->event == TFT_PROC_EXIT) {
@@ -222,6 +271,29 @@ static void ring_release(collector *c, uint32_t i, shm_ring *r)
     atomic_store_explicit(&r->state, RING_FREE, memory_order_release);
 }
 
+/* After a pass over a process's rings: a SYNC with the highest step begun
+ * before the pass, when it moved (every record published before the pass
+ * began is now written, and records published after it carry that step or
+ * a later one; FORMAT.md §5.14). At most one per pass and step. */
+static void pass_sync(collector *c, int only_proc)
+{
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (only_proc >= 0 && i != (uint32_t)only_proc)
+            continue;
+        int64_t w = p->pass_step;
+        p->pass_step = p->step_begun;
+        if (!p->opened || p->closed || !p->w || !p->has_thread || w == TFT_STEP_NONE || w == p->synced)
+            continue;
+        tft_rec_sync sy = {.h = {.kind = TFT_REC_SYNC, .len = sizeof(sy), .ts = shm_now_ns(), .step = w,
+                                 .seq = TFT_SEQ_NONE}};
+        if (tft_writer_append(p->w, &sy.h) == 0) {
+            p->records++;
+            p->synced = w;
+        }
+    }
+}
+
 static size_t drain_rings(collector *c, int only_proc)
 {
     size_t total = 0;
@@ -232,11 +304,20 @@ static size_t drain_rings(collector *c, int only_proc)
             continue;
         if (only_proc >= 0 && r->proc != (uint32_t)only_proc)
             continue;
+        c->draining = r;
         total += ring_drain(c->h, r, on_record, c);
+        c->draining = NULL;
         attribute_dropped(c, i, r);
-        if (st == RING_RETIRED)
+        if (st == RING_RETIRED) {
+            cproc *p = r->proc < SHM_MAX_PROCS ? &c->procs[r->proc] : NULL;
+            if (p && p->w && !p->closed && p->has_thread) {
+                thread_record(p, r, TFT_THREAD_END);
+                p->cur_index = UINT32_MAX; /* the next record names its thread again */
+            }
             ring_release(c, i, r);
+        }
     }
+    pass_sync(c, only_proc);
     return total;
 }
 

@@ -334,6 +334,7 @@ static void after_fork_child(void)
     }
     atomic_store(&g_rec.seq, 0);
     atomic_store(&g_rec.tensor_id, 0);
+    atomic_store(&g_rec.next_thread, 0);
     atomic_store(&g_rec.exit_recorded, 0);
     if (register_proc(-1) < 0)
         atomic_store(&g_rec.state, ST_OFF);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -48,6 +49,8 @@ typedef struct pending_coll {
 typedef struct tls_state {
     shm_ring *ring;
     uint32_t gen;           /* g_rec.gen when the ring was claimed */
+    uint32_t thread_index;  /* this thread's number (kept when it claims a ring again) */
+    uint32_t has_index;
     int in_op;
     int64_t op_seq;
     uint64_t last_tensor;
@@ -114,7 +117,13 @@ static shm_ring *my_ring(void)
     uint32_t gen = atomic_load_explicit(&g_rec.gen, memory_order_relaxed);
     if (__builtin_expect(tls.ring != NULL && tls.gen == gen, 1))
         return tls.ring;
-    tls.ring = ring_claim(g_rec.h, g_rec.proc, (int32_t)syscall(SYS_gettid));
+    if (!tls.has_index || tls.gen != gen) { /* a forked child numbers its threads afresh */
+        tls.thread_index = atomic_fetch_add_explicit(&g_rec.next_thread, 1, memory_order_relaxed);
+        tls.has_index = 1;
+    }
+    char name[17] = "";
+    prctl(PR_GET_NAME, name, 0, 0, 0); /* async-signal-safe: a crash handler may get here */
+    tls.ring = ring_claim(g_rec.h, g_rec.proc, (int32_t)syscall(SYS_gettid), tls.thread_index, name);
     tls.gen = gen;
     if (tls.ring)
         pthread_setspecific(ring_key, tls.ring);

@@ -20,6 +20,7 @@ struct rec_global {
     _Atomic int64_t seq;          /* next op sequence number */
     _Atomic uint64_t tensor_id;   /* last tensor id handed out */
     _Atomic uint32_t gen;         /* bumped in a forked child: rings are re-claimed */
+    _Atomic uint32_t next_thread; /* thread numbers handed out with rings (THREAD records) */
     _Atomic int exit_recorded;
     const struct capspec *capture;/* TFT_CAPTURE parsed, NULL = no capture (the hot path's one test) */
     uint64_t capture_wait_ns;     /* longest wait for ring room per capture part (TFT_CAPTURE_WAIT_MS) */

@@ -90,7 +90,7 @@ static void prefault(char *p, size_t n)
         atomic_fetch_add_explicit((_Atomic char *)(p + i), 0, memory_order_relaxed);
 }
 
-shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid)
+shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, const char *name)
 {
     for (uint32_t i = 0; i < h->n_rings; i++) {
         shm_ring *r = shm_ring_at(h, i);
@@ -102,6 +102,10 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid)
         if (atomic_compare_exchange_strong(&r->state, &expect, RING_ACTIVE)) {
             r->proc = proc;
             r->tid = tid;
+            r->thread_index = index;
+            memset(r->thread_name, 0, sizeof(r->thread_name));
+            if (name)
+                strncpy(r->thread_name, name, sizeof(r->thread_name) - 1);
             r->cached_tail = 0;
             prefault(r->data, h->ring_bytes);
             memset(r->sent_ids, 0, sizeof(r->sent_ids));

@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC 0x314d4853745466ull /* "fTtSHM1" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u            /* 2: thread index and name in the ring */
 #define SHM_MAX_PROCS 256u
 #define SHM_SENT_IDS 1024u            /* per-ring cache of string ids already sent */
 #define RING_PAD_KIND 0xFFFFu         /* filler to the end of the ring buffer */
@@ -46,8 +46,9 @@ typedef struct shm_ring {
     _Atomic uint32_t state;     /* RING_* */
     uint32_t proc;              /* index of the owning shm_proc */
     int32_t tid;
-    uint32_t pad2;
+    uint32_t thread_index;      /* the thread's number in its process (THREAD records) */
     _Atomic uint64_t dropped;   /* records the producer could not fit */
+    char thread_name[16];       /* the thread's name at claim time, NUL-terminated */
     uint64_t cached_tail;       /* producer-private: last tail seen, saves a shared read */
     uint64_t sent_ids[SHM_SENT_IDS]; /* producer-private */
     /* data[ring_bytes] follows at offsetof(shm_ring, data) */
@@ -87,8 +88,9 @@ static inline shm_ring *shm_ring_at(shm_hdr *h, uint32_t i)
  * or -ENOSPC when the ring is full (dropped and counted; with SHM_NO_DROP it
  * waits while the collector is alive). */
 int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec);
-/* Claims a free ring for the calling thread of process proc, NULL if none. */
-shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid);
+/* Claims a free ring for the calling thread of process proc, NULL if none.
+ * index and name (may be NULL) identify the thread in THREAD records. */
+shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, const char *name);
 
 /* Collector side: calls fn for each published record, then releases them.
  * Returns bytes consumed. A malformed length ends the ring's data as
