@@ -690,6 +690,122 @@ static void test_capture_record(void)
     CHECK(memcmp(sh, src, 22) == 0);
 }
 
+
+/* Format 1.2: THREAD switches repeated at every chunk start (each chunk
+ * names its thread), tft_reader_thread, SYNC and COMM records, the
+ * 112-byte COLLECTIVE with its tag, and a 1.1 reader's 104-byte
+ * COLLECTIVE still accepted (tag: none). */
+static void test_threads_comm(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof(path), "threads.tft");
+    tft_writer_opts wo = TFT_WRITER_OPTS(.chunk_bytes = 64 * 1024, .sync = 0);
+    tft_writer *w = tft_writer_open(path, NULL, &wo);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    _Alignas(8) char buf[512];
+    tft_rec_thread th[2];
+    for (int t = 0; t < 2; t++) {
+        hdr(&th[t].h, TFT_REC_THREAD, sizeof(th[t]), TFT_STEP_NONE, TFT_SEQ_NONE, 1);
+        th[t].event = TFT_THREAD_SWITCH;
+        th[t].tid = 100 + t;
+        th[t].index = (uint32_t)t;
+        th[t].name = tft_writer_string(w, t ? "worker" : "main", t ? 6 : 4);
+    }
+    /* 4000 tensors in runs of 100 per thread: 1 MB, many chunks */
+    int expect_thread[4000];
+    for (int i = 0; i < 4000; i++) {
+        int t = (i / 100) % 2;
+        if (i % 100 == 0)
+            CHECK(tft_writer_append(w, &th[t].h) == 0);
+        tft_rec_tensor *r = (tft_rec_tensor *)buf;
+        hdr(&r->h, TFT_REC_TENSOR, sizeof(*r), i / 500, i, 10 + (uint64_t)i);
+        r->id = (uint64_t)i + 1;
+        CHECK(tft_writer_append(w, &r->h) == 0);
+        expect_thread[i] = t;
+        if (i % 500 == 499) {
+            tft_rec_sync sy;
+            hdr(&sy.h, TFT_REC_SYNC, sizeof(sy), i / 500 + 1, TFT_SEQ_NONE, 11);
+            CHECK(tft_writer_append(w, &sy.h) == 0);
+        }
+    }
+    tft_rec_thread end = th[1];
+    end.event = TFT_THREAD_END;
+    CHECK(tft_writer_append(w, &end.h) == 0);
+    /* collectives: 1.2 with a tag, and a 1.1-sized one */
+    tft_rec_collective *c = (tft_rec_collective *)buf;
+    hdr(&c->h, TFT_REC_COLLECTIVE, sizeof(*c), 9, 9, 12);
+    c->type = TFT_COLL_RECV;
+    c->tag = 7;
+    CHECK(sizeof(*c) == 112 && tft_rec_min_size(TFT_REC_COLLECTIVE) == TFT_REC_COLLECTIVE_MIN_BYTES);
+    CHECK(tft_writer_append(w, &c->h) == 0);
+    c->h.len = TFT_REC_COLLECTIVE_MIN_BYTES;
+    CHECK(tft_writer_append(w, &c->h) == 0);
+    /* COMM: members within the record, or malformed */
+    tft_rec_comm *cm = (tft_rec_comm *)buf;
+    hdr(&cm->h, TFT_REC_COMM, sizeof(*cm) + 8, TFT_STEP_NONE, TFT_SEQ_NONE, 13);
+    cm->comm = 0x1234;
+    cm->name = tft_writer_string(w, "MPI_Comm_split", 14);
+    cm->size = 2;
+    cm->n_members = 2;
+    cm->members[0] = 1;
+    cm->members[1] = 3;
+    CHECK(tft_writer_append(w, &cm->h) == 0);
+    cm->n_members = 3; /* 12 bytes of members in an 8-byte tail */
+    CHECK(tft_writer_append(w, &cm->h) == -EINVAL);
+    CHECK(tft_writer_close(w) == 0);
+
+    tft_reader *r = tft_reader_open(path, NULL);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    CHECK(tft_reader_chunk_count(r) > 4);
+    const tft_rec *rec;
+    int tensors = 0, syncs = 0, ends = 0, tags[2] = {0, 0}, ncoll = 0, comms = 0;
+    while (tft_reader_next(r, &rec) == 1) {
+        tft_thread_info ti;
+        tft_reader_thread(r, &ti);
+        if (rec->kind == TFT_REC_TENSOR) {
+            const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
+            int i = (int)t->id - 1;
+            CHECKF(ti.known && (int)ti.index == expect_thread[i] && ti.tid == 100 + expect_thread[i],
+                   "tensor %d: thread %u known %d, want %d", i, ti.index, ti.known, expect_thread[i]);
+            const char *nm = tft_reader_string(r, ti.name);
+            CHECK(nm && !strcmp(nm, expect_thread[i] ? "worker" : "main"));
+            tensors++;
+        }
+        syncs += rec->kind == TFT_REC_SYNC;
+        if (rec->kind == TFT_REC_THREAD && ((const tft_rec_thread *)rec)->event == TFT_THREAD_END) {
+            ends++;
+            CHECK(ti.index == 1); /* an end does not switch */
+        }
+        if (rec->kind == TFT_REC_COLLECTIVE)
+            tags[ncoll++ & 1] = tft_rec_coll_tag((const tft_rec_collective *)rec);
+        if (rec->kind == TFT_REC_COMM) {
+            const tft_rec_comm *x = (const tft_rec_comm *)rec;
+            CHECK(x->n_members == 2 && x->members[1] == 3 && !strcmp(tft_reader_string(r, x->name), "MPI_Comm_split"));
+            comms++;
+        }
+    }
+    CHECK(tensors == 4000 && syncs == 8 && ends == 1 && comms == 1);
+    CHECK(ncoll == 2 && tags[0] == 7 && tags[1] == TFT_TAG_NONE);
+    /* seeking into the middle: the chunk's first record names its thread */
+    CHECK(tft_reader_seek_step(r, 5) == 0);
+    int seen = 0;
+    while (tft_reader_next(r, &rec) == 1 && seen < 1) {
+        if (rec->kind != TFT_REC_TENSOR)
+            continue;
+        tft_thread_info ti;
+        tft_reader_thread(r, &ti);
+        int i = (int)((const tft_rec_tensor *)rec)->id - 1;
+        CHECKF(ti.known && (int)ti.index == expect_thread[i], "after seek: tensor %d thread %u", i, ti.index);
+        seen++;
+    }
+    CHECK(seen == 1);
+    tft_reader_close(r);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/tft-test-format-XXXXXX");
@@ -705,6 +821,7 @@ int main(void)
     test_trace_dir_merge();
     test_manifest();
     test_capture_record();
+    test_threads_comm();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
