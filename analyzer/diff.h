@@ -60,6 +60,7 @@ typedef struct diff_point {
     int64_t step, seq;        /* BAD's step and seq */
     char tensor[96], op[96];
     int kind;                 /* enum diff_kind */
+    int thread;               /* BAD's recording thread (its number in the process), -1 unknown */
     diff_tensor golden, bad;
     char stat[32];            /* for DK_VALUE: the statistic most out of tolerance ("mean") */
 } diff_point;
@@ -89,6 +90,7 @@ typedef struct diff_rank_result {
     bool bad_exit_known;
     int bad_exit_code, bad_exit_signal;
     uint64_t inserted, deleted; /* structural: tensors only in BAD / only in GOLDEN, reported once each run */
+    int threads;              /* threads that recorded ops or tensors in BAD (0: a file naming none) */
     char structure[256];      /* first structural difference, "" when none */
 } diff_rank_result;
 

@@ -857,6 +857,7 @@ static void fill_point(align_ctx *c, diff_point *p, const align_tensor *gt,
     snprintf(p->tensor, sizeof p->tensor, "%s", t->name);
     describe_op(s, t, p->op, sizeof p->op);
     p->kind = kind;
+    p->thread = t->thread == THREAD_UNKNOWN ? -1 : (int)t->thread;
     fill_tensor(&p->golden, &c->g, gt);
     fill_tensor(&p->bad, &c->b, bt);
     snprintf(p->stat, sizeof p->stat, "%s", stat ? stat : "");
@@ -1122,6 +1123,7 @@ static void finish(align_ctx *c)
         }
         out->bad_ended_early = c->b.last_step < c->g.last_step;
     }
+    out->threads = c->b.threaded ? (int)c->b.op_threads : 0;
     out->bad_exit_known = c->b.exit_known;
     out->bad_exit_code = c->b.exit_code;
     out->bad_exit_signal = c->b.exit_signal;
