@@ -508,7 +508,7 @@ static int side_load(align_side *s, const diff_opts *o)
 
 static bool side_is_last_step(const align_side *s)
 {
-    return s->eof && !s->has_pend && s->stash_head == s->stash_len;
+    return s->eof && !s->has_pend && s->stash_len == 0;
 }
 
 /* State of tensor id as an input: this step, the previous one, the leaves. */

@@ -106,7 +106,7 @@ typedef struct align_side {
     size_t n_threads;
     int64_t sync_step;     /* highest SYNC watermark read, TFT_STEP_NONE none */
     unsigned char *stash;  /* entries: u32 thread key, u32 pad, then the record */
-    size_t stash_len, stash_cap, stash_head; /* [stash_head, stash_len) is live */
+    size_t stash_len, stash_cap;
     uint64_t late;         /* records that arrived after their step was closed */
     _Alignas(8) unsigned char stepless[TFT_REC_MAX_BYTES]; /* a step-less record given a window step */
 } align_side;

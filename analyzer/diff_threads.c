@@ -67,11 +67,6 @@ typedef struct stash_hdr {
 int stash_push(align_side *s, const tft_rec *rec, uint32_t key)
 {
     size_t need = sizeof(stash_hdr) + rec->len;
-    if (s->stash_head && s->stash_head * 2 >= s->stash_len) { /* compact the consumed front */
-        memmove(s->stash, s->stash + s->stash_head, s->stash_len - s->stash_head);
-        s->stash_len -= s->stash_head;
-        s->stash_head = 0;
-    }
     if (s->stash_len + need > s->stash_cap) {
         size_t nc = s->stash_cap ? s->stash_cap : 1u << 16;
         while (nc < s->stash_len + need)
@@ -97,7 +92,7 @@ static const tft_rec *stash_rec(const align_side *s, size_t off)
 bool stash_min_step(const align_side *s, int64_t *step)
 {
     bool any = false;
-    for (size_t off = s->stash_head; off < s->stash_len; off += sizeof(stash_hdr) + stash_rec(s, off)->len) {
+    for (size_t off = 0; off < s->stash_len; off += sizeof(stash_hdr) + stash_rec(s, off)->len) {
         int64_t st = stash_rec(s, off)->step;
         if (!any || st < *step)
             *step = st;
@@ -116,7 +111,7 @@ bool stash_min_step(const align_side *s, int64_t *step)
  * window. */
 bool side_step_complete(const align_side *s, int64_t step)
 {
-    if (s->eof || s->stash_len - s->stash_head > ALIGN_STASH_MAX)
+    if (s->eof || s->stash_len > ALIGN_STASH_MAX)
         return true;
     if (s->sync_step != TFT_STEP_NONE && s->sync_step > step)
         return true;
@@ -130,9 +125,9 @@ bool side_step_complete(const align_side *s, int64_t step)
 
 int stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key), void *ctx)
 {
-    size_t keep = s->stash_head; /* entries kept are moved down to here, in order */
+    size_t keep = 0; /* entries kept are moved down to here, in order */
     int rc = 0;
-    for (size_t off = s->stash_head; off < s->stash_len;) {
+    for (size_t off = 0; off < s->stash_len;) {
         stash_hdr h;
         memcpy(&h, s->stash + off, sizeof h);
         const tft_rec *rec = stash_rec(s, off);
@@ -148,8 +143,6 @@ int stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec
         off += n;
     }
     s->stash_len = keep;
-    if (s->stash_head == s->stash_len)
-        s->stash_head = s->stash_len = 0;
     return rc;
 }
 
