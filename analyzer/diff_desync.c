@@ -1166,7 +1166,7 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
     if (coll && p && stuck_before(c, p->step, p->seq, 0, false))
         coll = false;
     if (coll) {
-        snprintf(buf, len, "; rank %d then waited in %s (communicator " PH "%016" PRIx64 ", collective #%" PRIu64 ")",
+        snprintf(buf, len, "; rank %d is itself waiting in %s (communicator " PH "%016" PRIx64 ", collective #%" PRIu64 ")",
                  rank_id(s, pi), str_of(s, pi, c->name), c->comm, c->q);
     } else if (p) {
         int w = p2p_world(s, p->space, p->peer);

@@ -170,7 +170,7 @@ if mode == "tag":
     # stage 3 waits for tag 1 from stage 2, which sent with tag 7 and went on
     assert f["kind"] == "p2p" and f["ranks"] == [3] and f["peer"] == 2 and f["tag"] == 1, fmt(ds)
     assert f["caused_by"] is None and "MPI_Irecv" in f["detail"], fmt(ds)
-    assert "rank 2 sent it 256 x f32 with tag 7; rank 2 then waited in MPI_Allreduce" in f["detail"], f
+    assert "rank 2 sent it 256 x f32 with tag 7; rank 2 is itself waiting in MPI_Allreduce" in f["detail"], f
     assert "then ranks 0,1,2 waited in MPI_Allreduce" in f["detail"], f
     assert len(ds) == 2, fmt(ds)
     h = ds[1]
