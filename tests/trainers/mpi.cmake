@@ -30,3 +30,13 @@ if(TFT_HAVE_MPI)
                          ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
   endwhile()
 endif()
+
+# The desync analysis on traces written record by record (no MPI needed):
+# a 1.1 trace, NCCL-style COMM records without members, a tie between two
+# ranks, an intercommunicator, ranks blocked on each other in receives.
+add_executable(test_desync_records ${TRAINERS_DIR}/desync_records.c)
+target_include_directories(test_desync_records PRIVATE ${PROJECT_SOURCE_DIR}/tests/common)
+target_link_libraries(test_desync_records PRIVATE tftdiff)
+tft_warnings(test_desync_records)
+add_test(NAME trainers.desync-records COMMAND test_desync_records)
+set_tests_properties(trainers.desync-records PROPERTIES LABELS "trainers;diff;asan" TIMEOUT 120)
