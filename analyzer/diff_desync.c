@@ -83,6 +83,7 @@ enum {
     DESYNC_MAX_MEMBERS = 1 << 20, /* larger communicators are not assembled from ranks */
     DESYNC_MAX_OPEN = 65536,   /* per rank: open point-to-point calls */
     DESYNC_MAX_PAIRS = 1 << 20,/* point-to-point counters */
+    DESYNC_OPEN_JUDGED = 256,  /* per rank: open point-to-point calls judged at the end */
 };
 #define STRAGGLER_NS 1000000000ull /* a straggler is > 1 s behind ... */
 #define STRAGGLER_FACTOR 10        /* ... and > 10x the usual spread */
@@ -601,9 +602,11 @@ static void entry_key(const coll_slot *sl, const int *idx, int n, int64_t *step,
     for (int k = 1; k < n; k++)
         if (sl[idx[k]].step < *step)
             *step = sl[idx[k]].step;
-    for (int k = 0; k < n; k++)
-        if (sl[idx[k]].step == *step && sl[idx[k]].seq != TFT_SEQ_NONE && (*seq == TFT_SEQ_NONE || sl[idx[k]].seq < *seq))
-            *seq = sl[idx[k]].seq;
+    for (int k = 0; k < n; k++) {
+        const coll_slot *x = &sl[idx[k]];
+        if (x->step == *step && x->seq != TFT_SEQ_NONE && (*seq == TFT_SEQ_NONE || x->seq < *seq))
+            *seq = x->seq;
+    }
 }
 
 /* Evidence of a finding: inv = the ranks idx[0, n) (and more by the
@@ -1134,13 +1137,13 @@ static bool p2p_satisfied(const desync_state *s, const p2p_open *o)
 }
 
 /* Index in s->open[i] of the call rank i is blocked in, -1 none: its
- * first open call that cannot complete. */
+ * first open call (of the first DESYNC_OPEN_JUDGED) that cannot complete. */
 static int p2p_blocked(const desync_state *s, int i)
 {
     const p2p_rank *r = &s->open[i];
     if (r->overflow || s->pairs_overflow)
         return -1;
-    for (size_t k = 0; k < r->n; k++)
+    for (size_t k = 0; k < r->n && k < DESYNC_OPEN_JUDGED; k++)
         if (!p2p_satisfied(s, &r->v[k]))
             return (int)k;
     return -1;
@@ -1155,7 +1158,20 @@ static int p2p_world(const desync_state *s, uint64_t space, int k)
     return d->mem[k];
 }
 
-/* Where rank index pi stands at the end, for "; rank P then ..." into buf:
+/* A send nobody posted a receive for is reported only when its peer is
+ * stuck too (in a collective, or blocked in point-to-point): a peer that
+ * went on may have taken the message with a call we do not see (a matched
+ * probe, MPI_Mrecv, as mpi4py's comm.recv does). */
+static bool send_peer_stuck(const desync_state *s, int i, int k, const int *blocked)
+{
+    const p2p_open *o = &s->open[i].v[k];
+    if (o->type != TFT_COLL_SEND)
+        return true;
+    int pw = p2p_world(s, o->space, o->peer), pi = pw >= 0 ? rank_index(s, pw) : -1;
+    return pi >= 0 && (s->last_stuck[pi].valid || blocked[pi] >= 0);
+}
+
+/* Where rank index pi stands at the end, for "; rank P is itself ..." into buf:
  * its latest open collective or blocked point-to-point call; "" none. */
 static void peer_state(const desync_state *s, int pi, const int *blocked, char *buf, size_t len)
 {
@@ -1166,8 +1182,8 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
     if (coll && p && stuck_before(c, p->step, p->seq, 0, false))
         coll = false;
     if (coll) {
-        snprintf(buf, len, "; rank %d is itself waiting in %s (communicator " PH "%016" PRIx64 ", collective #%" PRIu64 ")",
-                 rank_id(s, pi), str_of(s, pi, c->name), c->comm, c->q);
+        snprintf(buf, len, "; rank %d is itself waiting in %s (communicator " PH "%016" PRIx64
+                 ", collective #%" PRIu64 ")", rank_id(s, pi), str_of(s, pi, c->name), c->comm, c->q);
     } else if (p) {
         int w = p2p_world(s, p->space, p->peer);
         char who[32];
@@ -1285,6 +1301,9 @@ static int p2p_judge(desync_state *s)
     }
     for (int i = 0; i < n; i++)
         blocked[i] = p2p_blocked(s, i);
+    for (int i = 0; i < n; i++)
+        if (blocked[i] >= 0 && !send_peer_stuck(s, i, blocked[i], blocked))
+            blocked[i] = -1;
     for (int i = 0; i < n; i++)
         if (blocked[i] >= 0)
             p2p_report(s, i, &s->open[i].v[blocked[i]], blocked, &s->p2p[s->np2p++]);

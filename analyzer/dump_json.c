@@ -141,7 +141,8 @@ static void json_collective(cJSON *o, const tft_rec_collective *c)
     cJSON_AddNumberToObject(o, "root", c->root);
     cJSON_AddNumberToObject(o, "comm_rank", c->rank);
     cJSON_AddNumberToObject(o, "nranks", c->nranks);
-    cJSON_AddNumberToObject(o, "tag", tft_rec_coll_tag(c)); /* -1 none (a collective), -2 any */
+    bool p2p = c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV; /* a collective's tag means nothing */
+    cJSON_AddNumberToObject(o, "tag", p2p ? tft_rec_coll_tag(c) : TFT_TAG_NONE); /* -1 none, -2 any */
     json_u64(o, "t_enter", c->t_enter);
     json_u64(o, "t_exit", c->t_exit);
     if (c->result)

@@ -156,7 +156,7 @@ static void text_collective(FILE *f, const tft_rec_collective *c, const tft_read
     if (c->root >= 0)
         fprintf(f, " root=%d", c->root);
     fprintf(f, " rank=%d/%d", c->rank, c->nranks);
-    int32_t tag = tft_rec_coll_tag(c);
+    int32_t tag = c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV ? tft_rec_coll_tag(c) : TFT_TAG_NONE;
     if (tag == TFT_TAG_ANY)
         fputs(" tag=any", f);
     else if (tag != TFT_TAG_NONE)
@@ -182,9 +182,9 @@ static void text_comm(FILE *f, const tft_rec_comm *c, const tft_reader *r)
     if (!c->n_members)
         return;
     fputs(" members={", f);
+    bool inter = (c->h.flags & COMM_FLAG_INTER) != 0;
     for (uint32_t i = 0; i < c->n_members && i < SHOWN; i++)
-        fprintf(f, "%s%d", !i ? "" : (c->h.flags & COMM_FLAG_INTER) && c->size >= 0 && i == (uint32_t)c->size ? "|" : ",",
-                (int)c->members[i]);
+        fprintf(f, "%s%d", !i ? "" : inter && c->size >= 0 && i == (uint32_t)c->size ? "|" : ",", (int)c->members[i]);
     fputs(c->n_members > SHOWN ? ",...}" : "}", f);
 }
 

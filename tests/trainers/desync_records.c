@@ -5,8 +5,8 @@
  * collectives, no COMM records), NCCL-style COMM records that list no
  * members (assembled from every rank file), a tie between two ranks
  * broken by the communicator's previous call, an intercommunicator, two
- * ranks blocked receiving from each other, and sends and receives still in
- * flight when the trace ends (no finding).
+ * ranks blocked receiving from each other, sends and receives still in
+ * flight when the trace ends (no finding), and a send nobody receives.
  */
 #define _GNU_SOURCE
 #include "diff.h"
@@ -252,6 +252,45 @@ static void test_p2p(diff_desync *d)
     CHECKF(!strcmp(where, "communicator {0-3}, message #0, caused by the p2p above"), "%s", where);
 }
 
+/* Rank 0 is blocked in MPI_Ssend to rank 1 (tag 9), which posted no
+ * receive. Rank 1 waits in a barrier rank 0 never reaches: the send is the
+ * cause. When rank 1 is stuck nowhere (it may have taken the message with
+ * MPI_Mrecv, which is not recorded) there is no finding. */
+static void test_send(diff_desync *d, bool peer_stuck)
+{
+    char dir[512];
+    make_dir(dir, sizeof(dir), peer_stuck ? "send.trace" : "send-free.trace");
+    uint64_t world = sid("MPI_COMM_WORLD");
+    char p[40];
+    snprintf(p, sizeof(p), "%016llx:p2p", (unsigned long long)world);
+    int32_t m[2] = {0, 1};
+    for (int r = 0; r < 2; r++) {
+        tft_writer *w = w_open(dir, r, 2);
+        w_comm(w, world, "MPI_COMM_WORLD", r, 2, m, 2, false);
+        if (r == 0) {
+            call x = {sid(p), 0, 4, TFT_COLL_SEND, 0, 2, 1, 9, "MPI_Ssend"};
+            w_call(w, 0, &x, false, sizeof(tft_rec_collective));
+        } else if (peer_stuck) {
+            call b = {world, 0, 0, TFT_COLL_BARRIER, 1, 2, -1, TFT_TAG_NONE, "MPI_Barrier"};
+            w_call(w, 0, &b, false, sizeof(tft_rec_collective));
+        }
+        CHECK(tft_writer_close(w) == 0);
+    }
+    int n = analyse(dir, d, 8);
+    if (!peer_stuck) {
+        CHECKF(n == 0, "%d findings", n);
+        return;
+    }
+    CHECKF(n == 2, "%d findings", n);
+    if (n < 2)
+        return;
+    CHECK(d[0].kind == DS_P2P && d[0].ranks[0] == 0 && d[0].peer == 1 && d[0].tag == 9);
+    CHECK(strstr(d[0].detail, "rank 0 never completed MPI_Ssend to rank 1 (tag 9, 4 x f32)") != NULL);
+    CHECK(strstr(d[0].detail, "rank 1 posted no matching receive; rank 1 is itself waiting in MPI_Barrier") != NULL);
+    CHECK(strstr(d[0].detail, "; then rank 1 waited in MPI_Barrier") != NULL);
+    CHECK(d[1].kind == DS_MISSING && d[1].ranks[0] == 0 && d[1].cause == d[0].id);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/tft-test-desync-records-XXXXXX");
@@ -266,6 +305,8 @@ int main(void)
         test_assembled(d);
         test_inter(d);
         test_p2p(d);
+        test_send(d, true);
+        test_send(d, false);
     }
     free(d);
     char cmd[300];
