@@ -16,13 +16,20 @@
  *    (without statistics). A request never completed leaves an ENTER
  *    without EXIT: the hang signal.
  *
+ * Communicators: an id from the members' world ranks and the creation
+ * order, worked out once per communicator and kept as an MPI attribute;
+ * the creators (MPI_Comm_split, _dup, _create, MPI_Cart_create, ...) are
+ * interposed to number communicators in the order they are made, and the
+ * first recorded call on one writes its COMM record (struct mcomm below).
+ *
  * Sequence spaces: collectives take the communicator's sequence (the desync
  * analysis aligns it across ranks); point-to-point calls take a separate
- * one, "<communicator>:p2p", which counts this rank's sends and receives
- * on the communicator and is not comparable across ranks (a Send on one
- * rank and a Recv on another are a legitimate difference). root holds the
- * peer (-1 at the ENTER of an MPI_ANY_SOURCE receive; the EXIT of a receive
- * carries the actual source and the count actually received, from the
+ * one, "<communicator id>:p2p", which counts this rank's sends and
+ * receives on the communicator and is not comparable across ranks (a Send
+ * on one rank and a Recv on another are a legitimate difference). root
+ * holds the peer, tag the message tag (-1 at the ENTER of an
+ * MPI_ANY_SOURCE receive, TFT_TAG_ANY for MPI_ANY_TAG; the EXIT of a
+ * receive carries the actual source, tag and count received, from the
  * status, which we supply when the caller passes MPI_STATUS(ES)_IGNORE).
  *
  * Non-blocking requests live in a fixed table (request handle -> call),

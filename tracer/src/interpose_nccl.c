@@ -377,7 +377,7 @@ typedef struct nccl_call {
  * rank's sends and receives legitimately differ in number from its peers'
  * (a pipeline's first and last stages), so they must not shift the
  * communicator's collective sequence, which the desync analysis aligns
- * across ranks (as interpose_mpi.c does with "<communicator>:p2p"). */
+ * across ranks (as interpose_mpi.c does, with the same "<id>:p2p"). */
 static uint64_t p2p_id(uint64_t id)
 {
     char buf[32];
