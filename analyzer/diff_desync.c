@@ -294,6 +294,18 @@ static const char *step_text(int64_t step, char *buf, size_t len)
     return buf;
 }
 
+/* Appends s to the NUL-terminated buf of len bytes, cut to fit. */
+static void str_append(char *buf, size_t len, const char *s)
+{
+    size_t o = strlen(buf), n = strlen(s);
+    if (o + 1 >= len)
+        return;
+    if (n > len - o - 1)
+        n = len - o - 1;
+    memcpy(buf + o, s, n);
+    buf[o + n] = '\0';
+}
+
 static void add_rank(diff_desync *d, int rank)
 {
     if (d->nranks < (int)(sizeof(d->ranks) / sizeof(d->ranks[0])))
@@ -1278,8 +1290,10 @@ static void p2p_report(desync_state *s, int i, const p2p_open *o, const int *blo
     if (pi >= 0)
         peer_state(s, pi, blocked, state, sizeof(state));
     snprintf(d.detail, sizeof(d.detail), "rank %d never completed %s %s %s (%s, %" PRIu64 " x %s) on communicator "
-             PH "%016" PRIx64 " (%s): %s%s", me_w, str_of(s, i, o->name), recv ? "from" : "to", who, tag, o->count,
-             tft_dtype_name(o->dtype), d.comm, step_text(o->step, st, sizeof(st)), instead, state);
+             PH "%016" PRIx64 " (%s): ", me_w, str_of(s, i, o->name), recv ? "from" : "to", who, tag, o->count,
+             tft_dtype_name(o->dtype), d.comm, step_text(o->step, st, sizeof(st)));
+    str_append(d.detail, sizeof(d.detail), instead);
+    str_append(d.detail, sizeof(d.detail), state);
     memset(s->inv_tmp, 0, (size_t)s->nranks);
     memset(s->miss_tmp, 0, (size_t)s->nranks);
     s->inv_tmp[i] = s->miss_tmp[i] = 1;
@@ -1593,8 +1607,8 @@ static void then_append(found **list, int n)
         if (!f->cause || f->d.kind != DS_MISSING || !f->then[0] || strstr(f->cause->d.detail, "; then "))
             continue;
         diff_desync *d = &f->cause->d;
-        size_t o = strlen(d->detail);
-        snprintf(d->detail + o, sizeof(d->detail) - o, "; then %s", f->then);
+        str_append(d->detail, sizeof(d->detail), "; then ");
+        str_append(d->detail, sizeof(d->detail), f->then);
     }
 }
 
