@@ -125,24 +125,47 @@ int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max);
  * allocations of the site, no steps, ..."). */
 void diff_leak_describe(const diff_leak *l, char *buf, size_t n);
 
-enum desync_kind { DS_MISSING = 0, DS_TYPE, DS_COUNT, DS_DTYPE, DS_OP, DS_ROOT, DS_VALUES, DS_STRAGGLER };
+enum desync_kind { DS_MISSING = 0, DS_TYPE, DS_COUNT, DS_DTYPE, DS_OP, DS_ROOT, DS_VALUES, DS_STRAGGLER, DS_P2P };
 const char *desync_kind_name(int kind);
 
+/* Members a finding lists (a larger communicator is named, not listed). */
+#define DIFF_DESYNC_MEMBERS 128
+
 typedef struct diff_desync {
-    uint64_t comm;
-    uint64_t coll_seq;
+    uint64_t comm;            /* communicator id (DS_P2P: the communicator, not its p2p space; 0 none) */
+    uint64_t coll_seq;        /* collective number on comm (DS_P2P: the call's number in the p2p space) */
     int64_t step;
+    int64_t seq;              /* op seq of the earliest call involved: program order within step (TFT_SEQ_NONE) */
     int kind;                 /* enum desync_kind */
-    int ranks[16];            /* the ranks at fault */
+    int ranks[16];            /* the ranks at fault (DS_MISSING: missing; DS_P2P: the blocked rank) */
     int nranks;
-    char detail[256];
+    int nmembers;             /* members of comm as world ranks, 0 when unknown */
+    int members[DIFF_DESYNC_MEMBERS]; /* listed when nmembers <= DIFF_DESYNC_MEMBERS */
+    char comm_name[64];       /* "{1,3}", "{0-3}", "{0,1|2,3}" (intercommunicator); 16 hex digits when
+                               * the members are unknown; "" for comm 0 */
+    uint32_t id;              /* 1, 2, ... in the order diff_desyncs returns them */
+    uint32_t cause;           /* id of the finding that caused this one (a hang after a mismatch), 0 none */
+    int peer;                 /* DS_P2P: world rank of the peer, -1 any source / unknown */
+    int tag;                  /* DS_P2P: the message tag (TFT_TAG_ANY: any tag) */
+    char detail[512];
 } diff_desync;
 
 /* Aligns the collectives of all ranks of a trace by (communicator,
  * coll_seq) and reports the first mismatch per communicator: a rank
  * missing a collective others entered (a hang), type/count/dtype/op/root
  * differences, all-reduce results whose fingerprints differ across ranks,
- * and stragglers. Returns how many (<= max), or a negative errno. */
+ * and stragglers; point-to-point calls a rank never completed, with what
+ * its peer did instead (DS_P2P). Findings are in program order (step, op
+ * seq), a cause before the hangs it caused (their .cause = its .id),
+ * stragglers last. Returns how many (<= max), or a negative errno. */
 int diff_desyncs(tft_trace *t, diff_desync *out, int max);
+
+/* Index of the finding with id in list[0, n), -1 when none (0 included). */
+int diff_desync_index(const diff_desync *list, int n, uint32_t id);
+
+/* Where finding list[k] is, for a report line: "communicator {1,3},
+ * collective #3" (DS_P2P: "..., message #3"; parameters: "parameters"),
+ * and ", caused by the count above" when its cause is in list[0, n). */
+void diff_desync_where(const diff_desync *list, int n, int k, char *buf, size_t len);
 
 #endif

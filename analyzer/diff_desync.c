@@ -8,9 +8,36 @@
  * not match MPI_Allreduce with MPI_Iallreduce —, result fingerprints of
  * all-reduce and broadcast, enter-time stragglers), and at the end of the
  * trace when some never did: members with no record of it are missing (the
- * hang). Per communicator only the first problem (lowest coll_seq) is kept;
- * a hang's echo on another communicator (a rank "missing" there because it
- * is stuck in an earlier collective here) is dropped.
+ * hang). Per communicator only the first problem (lowest coll_seq) is kept.
+ * When two ranks disagree with no majority, the one whose value differs
+ * from the communicator's previous call of that name is at fault.
+ *
+ * Communicators are named by their members (COMM records, FORMAT.md 5.15:
+ * listed there, or assembled from the records of every rank file that
+ * defines one; MPI_COMM_WORLD's from its collectives when no record lists
+ * them), "communicator {1,3}"; without COMM records (traces before 1.2) by
+ * their id in hex.
+ *
+ * Point-to-point: sends and receives are counted per (communicator, source,
+ * destination, tag) — sends and posted receives at their ENTER, completed
+ * receives at their EXIT (actual source and tag) — and a call still open at
+ * the end of the trace (a rank blocked in MPI_Recv/MPI_Send, an MPI_Irecv
+ * never completed by MPI_Wait) for which no matching message or receive
+ * exists is reported (DS_P2P) with what its peer did instead: messages
+ * with another tag, a message of another size, nothing, and where the peer
+ * itself is stuck. Sends are not paired one by one with receives (wildcards
+ * and the calls we do not see would make that unreliable): the counts
+ * decide, so a receive is reported only when its peer sent fewer matching
+ * messages than it received.
+ *
+ * Causes before symptoms: a hang (DS_MISSING) whose missing ranks took part
+ * in an earlier type/count/dtype/op/root mismatch or are blocked in
+ * point-to-point (or a DS_P2P whose peer is) is marked as caused by it
+ * (.cause) and follows it; the cause's detail ends "; then ranks ...
+ * waited in MPI_...". A hang's echo on another communicator (a rank
+ * "missing" there because it is stuck in an earlier collective here) is
+ * reported only as the effect of such a cause, and dropped when the first
+ * cause is itself a hang.
  *
  * Parameters: tensors named "param.*" are replicated under data
  * parallelism; within each step their fingerprints at equal (name,
@@ -19,23 +46,23 @@
  *
  * Memory: per communicator a window of the entries not yet complete on all
  * ranks (bounded by DESYNC_WINDOW_MAX; beyond it the oldest entry is
- * judged as if the trace ended), per rank the last few tensor fingerprints,
- * and one step's parameter fingerprints.
+ * judged as if the trace ended), per rank the last few tensor fingerprints
+ * and its open point-to-point calls, the point-to-point counters (bounded
+ * by DESYNC_MAX_PAIRS: beyond, point-to-point is not judged), and one
+ * step's parameter fingerprints.
  *
  * Non-blocking collectives need nothing special: the ENTER is written at
  * the call and the EXIT at the completion (MPI_Wait...), possibly after
  * later calls' records; entries are keyed by coll_seq, not by order.
  *
- * Limits: point-to-point records (send/recv) take no part: a Send on one
- * rank and a Recv on another are a legitimate difference. The MPI
- * interposers give them their own sequence space ("<communicator>:p2p", see
- * interpose_mpi.c), so they never shift a communicator's collective
- * sequence; a program recording send/recv itself with tft_coll_enter on a
- * communicator's id does shift it. Sends are not paired with receives, and
- * a rank stuck in a receive is not reported (only the collectives its
- * peers then wait for in vain). Straggler detection and
- * the hang-echo filter compare CLOCK_MONOTONIC enter times and are used
- * only when all ranks ran on one host.
+ * Limits: the MPI and NCCL interposers give point-to-point calls their own
+ * sequence space per communicator (FORMAT.md 5.7), so they never shift a
+ * communicator's collective sequence; a program recording send/recv itself
+ * with tft_coll_enter on a communicator's id does shift it. On an
+ * intercommunicator only the type and the call are compared (counts, types
+ * and roots legitimately differ between its two groups). Straggler
+ * detection and the hang-echo filter compare CLOCK_MONOTONIC enter times
+ * and are used only when all ranks ran on one host.
  */
 #include "diff.h"
 
@@ -52,17 +79,48 @@ enum {
     DESYNC_SPREADS = 32,       /* per communicator: enter spreads kept */
     DESYNC_SPREADS_MIN = 8,    /* spreads needed before judging a straggler */
     DESYNC_MAX_COMMS = 4096,
+    DESYNC_MAX_DEFS = 65536,   /* communicators named by COMM records */
+    DESYNC_MAX_MEMBERS = 1 << 20, /* larger communicators are not assembled from ranks */
+    DESYNC_MAX_OPEN = 65536,   /* per rank: open point-to-point calls */
+    DESYNC_MAX_PAIRS = 1 << 20,/* point-to-point counters */
+    DESYNC_OPEN_JUDGED = 256,  /* per rank: open point-to-point calls judged at the end */
 };
 #define STRAGGLER_NS 1000000000ull /* a straggler is > 1 s behind ... */
 #define STRAGGLER_FACTOR 10        /* ... and > 10x the usual spread */
+/* In a detail text, PH followed by 16 hex digits stands for the name of
+ * that communicator, filled in once every COMM record has been read. */
+#define PH "\x01"
 
-static const char *const desync_names[] = {"missing", "type", "count", "dtype", "op", "root", "values", "straggler"};
+static const char *const desync_names[] = {"missing", "type", "count", "dtype", "op",
+                                           "root", "values", "straggler", "p2p"};
 
 const char *desync_kind_name(int kind)
 {
     if (kind < 0 || kind >= (int)(sizeof(desync_names) / sizeof(desync_names[0])))
         return "?";
     return desync_names[kind];
+}
+
+int diff_desync_index(const diff_desync *list, int n, uint32_t id)
+{
+    for (int i = 0; id && list && i < n; i++)
+        if (list[i].id == id)
+            return i;
+    return -1;
+}
+
+void diff_desync_where(const diff_desync *list, int n, int k, char *buf, size_t len)
+{
+    const diff_desync *d = &list[k];
+    int w;
+    if (!d->comm)
+        w = snprintf(buf, len, "parameters");
+    else
+        w = snprintf(buf, len, "communicator %s, %s #%" PRIu64, d->comm_name[0] ? d->comm_name : "?",
+                     d->kind == DS_P2P ? "message" : "collective", d->coll_seq);
+    int c = diff_desync_index(list, n, d->cause);
+    if (c >= 0 && w >= 0 && (size_t)w < len)
+        snprintf(buf + w, len - (size_t)w, ", caused by the %s above", desync_kind_name(list[c].kind));
 }
 
 /* One rank's view of one collective. */
@@ -85,6 +143,18 @@ typedef struct coll_entry {
     int nexit;          /* ranks that left it */
 } coll_entry;
 
+/* A finding with what the cause analysis needs (collect). */
+typedef struct found {
+    bool valid;
+    bool echo;          /* DS_MISSING whose missing ranks were all stuck earlier elsewhere */
+    diff_desync d;
+    uint8_t *inv;       /* nranks: the rank index took part (NULL: never a cause) */
+    uint8_t *miss;      /* nranks: missing (DS_MISSING) or blocked (DS_P2P); NULL none */
+    int peer_idx;       /* DS_P2P: rank index of the peer, -1 unknown */
+    char then[112];     /* DS_MISSING: "ranks 0,2,3 waited in MPI_Allgather", "" none */
+    struct found *cause;/* collect: the first cause */
+} found;
+
 typedef struct comm_state {
     uint64_t comm;
     uint64_t base, top;       /* open coll_seq window [base, top) */
@@ -92,14 +162,27 @@ typedef struct comm_state {
     coll_entry *win;          /* cap entries: coll_seq q at q & (cap-1) */
     coll_slot *slots;         /* cap * nranks */
     uint8_t *member;          /* nranks: rank index has records on it */
-    int size;                 /* communicator size from the records */
-    bool found;
-    diff_desync finding;      /* first problem (lowest coll_seq) */
+    int size;                 /* communicator size from the records (an intercommunicator: both groups) */
+    bool inter;               /* an intercommunicator (COMM record) */
+    found fin;                /* first problem (lowest coll_seq) */
+    found echo;               /* first hang echo (lowest coll_seq) */
     bool straggled;
     diff_desync straggler;
+    bool has_last;            /* last: reference slot of the last clean entry */
+    coll_slot last;
     uint64_t spreads[DESYNC_SPREADS];
     int nspreads;
 } comm_state;
+
+/* What COMM records say of one communicator. */
+typedef struct comm_def {
+    uint64_t id;
+    uint64_t p2p, p2p_old;    /* its point-to-point spaces: "<hex id>:p2p"; the world's 1.0/1.1 one */
+    int size;                 /* members (an intercommunicator: both groups), 0 unknown */
+    int local;                /* an intercommunicator: size of the group listed first */
+    bool inter, listed;       /* listed: mem came from one record, complete */
+    int32_t *mem;             /* size entries: world rank of communicator rank k, -1 unknown */
+} comm_def;
 
 typedef struct recent_tensor {
     uint64_t id, fp;
@@ -113,12 +196,51 @@ typedef struct param_entry {
     char text[96];
 } param_entry;
 
+/* A point-to-point call entered and not (yet) left. */
+typedef struct p2p_open {
+    uint64_t space, q;        /* its p2p sequence space and number there */
+    uint64_t count, name;
+    int64_t step, seq;
+    int32_t me, peer, tag;    /* communicator ranks (peer -1: any source); tag (TFT_TAG_ANY) */
+    uint16_t type;
+    uint8_t dtype;
+} p2p_open;
+
+typedef struct p2p_rank {
+    p2p_open *v;              /* in call order */
+    size_t n, cap;
+    bool overflow;            /* more than DESYNC_MAX_OPEN: not judged */
+} p2p_rank;
+
+/* Counters of one (space, source, destination, tag), communicator ranks. */
+typedef struct pair_ent {
+    uint64_t space;           /* 0: free slot */
+    int32_t src, dst, tag;    /* src -1: receives posted for any source */
+    uint32_t sends, posted, done; /* sends entered; receives posted (ENTER) and completed (EXIT) */
+    uint64_t last_count;      /* elements of the last send */
+    uint8_t last_dtype;
+} pair_ent;
+
+/* Where rank i is at the end: the first and last collective it entered and
+ * never left (valid false: none). */
+typedef struct stuck_at {
+    bool valid;
+    int64_t step;
+    int64_t seq;
+    uint64_t t_enter;
+    uint64_t comm;
+    uint64_t q, name;
+} stuck_at;
+
 typedef struct desync_state {
     tft_trace *t;
     int nranks;
     bool one_host;
+    uint64_t world;        /* id of MPI_COMM_WORLD */
     comm_state *comms;
     int ncomms, comms_cap;
+    comm_def *defs;
+    int ndefs, defs_cap;
     recent_tensor *recent; /* nranks * DESYNC_RECENT_TENSORS */
     unsigned *recent_pos;  /* nranks */
     /* parameters of param_step */
@@ -129,13 +251,31 @@ typedef struct desync_state {
     size_t nparams, params_cap;
     uint64_t *param_fp;    /* params_cap * nranks */
     uint8_t *param_have;   /* params_cap * nranks */
+    /* point-to-point */
+    p2p_rank *open;        /* nranks */
+    pair_ent *pairs;
+    size_t npairs, pairs_cap;
+    bool pairs_overflow;
+    found *p2p;            /* findings, one per blocked rank at most */
+    int np2p;
+    stuck_at *first_stuck, *last_stuck; /* nranks, from the final sweep */
     int *ibuf;             /* scratch: 5 * nranks rank indices */
     uint64_t *ubuf;        /* scratch: nranks values */
+    uint8_t *inv_tmp, *miss_tmp; /* scratch: nranks each, evidence of the finding being built */
 } desync_state;
 
 /* ---- helpers ------------------------------------------------------------ */
 
 static int rank_id(const desync_state *s, int i) { return tft_trace_rank_id(s->t, i); }
+
+/* Index of the rank file of world rank w, -1 none. */
+static int rank_index(const desync_state *s, int w)
+{
+    for (int i = 0; i < s->nranks; i++)
+        if (rank_id(s, i) == w)
+            return i;
+    return -1;
+}
 
 static const char *str_of(const desync_state *s, int i, uint64_t id)
 {
@@ -151,6 +291,18 @@ static const char *step_text(int64_t step, char *buf, size_t len)
     else
         snprintf(buf, len, "step %" PRId64, step);
     return buf;
+}
+
+/* Appends s to the NUL-terminated buf of len bytes, cut to fit. */
+static void str_append(char *buf, size_t len, const char *s)
+{
+    size_t o = strlen(buf), n = strlen(s);
+    if (o + 1 >= len)
+        return;
+    if (n > len - o - 1)
+        n = len - o - 1;
+    memcpy(buf + o, s, n);
+    buf[o + n] = '\0';
 }
 
 static void add_rank(diff_desync *d, int rank)
@@ -171,10 +323,13 @@ static void ranks_text(const desync_state *s, const int *idx, int n, char *buf, 
     }
 }
 
-/* Rank indices in idx[0..n) whose value differs from the majority (or from
- * the first when there is none); returns how many, written to fault, and in
- * *ref a rank index holding the reference value. */
-static int minority(const uint64_t *val, const int *idx, int n, int *fault, int *ref)
+/* Rank indices in idx[0..n) whose value differs from the majority; returns
+ * how many, written to fault, and in *ref a rank index holding the
+ * reference value. Without a majority the reference is the value prev
+ * (the communicator's previous call of this name, has_prev) when a rank
+ * holds it, else the first rank's. */
+static int minority(const uint64_t *val, const int *idx, int n, bool has_prev, uint64_t prev, int *fault,
+                    int *ref)
 {
     *ref = idx[0];
     int same = 1;
@@ -192,8 +347,14 @@ static int minority(const uint64_t *val, const int *idx, int n, int *fault, int 
             best = a;
         }
     }
-    if (best_cnt * 2 <= n)
+    if (best_cnt * 2 <= n) {
         best = 0;
+        for (int a = 0; has_prev && a < n; a++)
+            if (val[a] == prev) {
+                best = a;
+                break;
+            }
+    }
     *ref = idx[best];
     int nf = 0;
     for (int a = 0; a < n; a++)
@@ -202,13 +363,150 @@ static int minority(const uint64_t *val, const int *idx, int n, int *fault, int 
     return nf;
 }
 
-/* ---- communicators ------------------------------------------------------ */
+/* ---- communicator definitions (COMM records) ---------------------------- */
 
-static comm_state *comm_get(desync_state *s, uint64_t comm)
+static comm_def *def_find(const desync_state *s, uint64_t id)
+{
+    for (int k = 0; k < s->ndefs; k++)
+        if (s->defs[k].id == id)
+            return &s->defs[k];
+    return NULL;
+}
+
+/* The definition whose point-to-point space is space, NULL none. */
+static comm_def *def_of_p2p(const desync_state *s, uint64_t space)
+{
+    for (int k = 0; k < s->ndefs; k++)
+        if (s->defs[k].p2p == space || (s->defs[k].p2p_old && s->defs[k].p2p_old == space))
+            return &s->defs[k];
+    return NULL;
+}
+
+static comm_def *def_get(desync_state *s, uint64_t id)
+{
+    comm_def *d = def_find(s, id);
+    if (d || s->ndefs == DESYNC_MAX_DEFS)
+        return d;
+    if (s->ndefs == s->defs_cap) {
+        int ncap = s->defs_cap ? s->defs_cap * 2 : 16;
+        comm_def *n = realloc(s->defs, (size_t)ncap * sizeof(*n));
+        if (!n)
+            return NULL;
+        s->defs = n;
+        s->defs_cap = ncap;
+    }
+    d = &s->defs[s->ndefs++];
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    char p[32];
+    int len = snprintf(p, sizeof(p), "%016" PRIx64 ":p2p", id);
+    d->p2p = tft_string_id(p, (size_t)len);
+    if (id == s->world)
+        d->p2p_old = tft_string_id("MPI_COMM_WORLD:p2p", 18);
+    return d;
+}
+
+/* Sizes d for n members (all unknown); false when it cannot. */
+static bool def_size(comm_def *d, int n)
+{
+    if (d->mem && d->size == n)
+        return true;
+    if (n <= 0 || n > DESYNC_MAX_MEMBERS || d->mem)
+        return false;
+    d->mem = malloc((size_t)n * sizeof(*d->mem));
+    if (!d->mem)
+        return false;
+    for (int k = 0; k < n; k++)
+        d->mem[k] = -1;
+    d->size = n;
+    return true;
+}
+
+/* Rank file i's member k of d is its own rank (assembling unlisted members). */
+static void def_assemble(const desync_state *s, comm_def *d, int i, int k, int n)
+{
+    if (!d->listed && k >= 0 && k < n && def_size(d, n))
+        d->mem[k] = rank_id(s, i);
+}
+
+static comm_state *comm_find(const desync_state *s, uint64_t comm)
 {
     for (int k = 0; k < s->ncomms; k++)
         if (s->comms[k].comm == comm)
             return &s->comms[k];
+    return NULL;
+}
+
+/* A COMM record of rank file i. */
+static void on_comm(desync_state *s, int i, const tft_rec_comm *cr)
+{
+    comm_def *d = def_get(s, cr->comm);
+    if (!d)
+        return;
+    bool inter = (cr->h.flags & TFT_COMM_FLAG_INTER) != 0;
+    if (cr->n_members > 0 && !d->listed && cr->n_members <= DESYNC_MAX_MEMBERS &&
+        (inter || cr->n_members == (uint32_t)cr->size)) {
+        free(d->mem);
+        d->mem = malloc(cr->n_members * sizeof(*d->mem));
+        if (d->mem) {
+            memcpy(d->mem, cr->members, cr->n_members * sizeof(*d->mem));
+            d->size = (int)cr->n_members;
+            d->local = inter ? cr->size : d->size;
+            d->inter = inter;
+            d->listed = true;
+        } else {
+            d->size = 0;
+        }
+    } else if (!inter && cr->n_members == 0) {
+        def_assemble(s, d, i, cr->rank, cr->size);
+    }
+    comm_state *c = comm_find(s, cr->comm);
+    if (c && d->inter) {
+        c->inter = true;
+        c->size = d->size > c->size ? d->size : c->size;
+    }
+}
+
+/* "{0-3}", "{1,3}", "{0,2,4-7}", "{0,1|2,3}" (an intercommunicator) for d
+ * into buf (len >= 32); the 16-hex-digit id when the members are unknown.
+ * A list that does not fit ends in "...}". */
+static void def_name(const comm_def *d, uint64_t id, char *buf, size_t len)
+{
+    bool known = d && d->mem && d->size > 0;
+    for (int k = 0; known && k < d->size; k++)
+        known = d->mem[k] >= 0;
+    if (!known) {
+        snprintf(buf, len, "%016" PRIx64, id);
+        return;
+    }
+    size_t o = 1;
+    buf[0] = '{';
+    for (int k = 0; k < d->size; k++) {
+        if (o + 28 >= len) { /* room for one more item (24) and "...}" */
+            o += (size_t)snprintf(buf + o, len - o, "...");
+            break;
+        }
+        const char *sep = k == 0 ? "" : d->inter && k == d->local ? "|" : ",";
+        int j = k;
+        while (j + 1 < d->size && d->mem[j + 1] == d->mem[j] + 1 && !(d->inter && j + 1 == d->local))
+            j++;
+        if (j - k >= 2) {
+            o += (size_t)snprintf(buf + o, len - o, "%s%d-%d", sep, (int)d->mem[k], (int)d->mem[j]);
+            k = j;
+        } else {
+            o += (size_t)snprintf(buf + o, len - o, "%s%d", sep, (int)d->mem[k]);
+        }
+    }
+    snprintf(buf + o, len - o, "}");
+}
+
+/* ---- communicators ------------------------------------------------------ */
+
+static comm_state *comm_get(desync_state *s, uint64_t comm)
+{
+    comm_state *c = comm_find(s, comm);
+    if (c)
+        return c;
     if (s->ncomms == DESYNC_MAX_COMMS)
         return NULL;
     if (s->ncomms == s->comms_cap) {
@@ -219,12 +517,17 @@ static comm_state *comm_get(desync_state *s, uint64_t comm)
         s->comms = n;
         s->comms_cap = ncap;
     }
-    comm_state *c = &s->comms[s->ncomms];
+    c = &s->comms[s->ncomms];
     memset(c, 0, sizeof(*c));
     c->comm = comm;
     c->member = calloc((size_t)s->nranks, 1);
     if (!c->member)
         return NULL;
+    const comm_def *d = def_find(s, comm);
+    if (d && d->inter) {
+        c->inter = true;
+        c->size = d->size;
+    }
     s->ncomms++;
     return c;
 }
@@ -259,22 +562,74 @@ static int window_grow(desync_state *s, comm_state *c)
     return 0;
 }
 
-/* Keeps the first problem of a communicator: the one with the lowest coll_seq. */
-static void comm_report(comm_state *c, const diff_desync *d)
+/* Stores d into f with the evidence in s->inv_tmp / s->miss_tmp (then:
+ * the hang's "ranks ... waited in ..." or NULL). Allocation failures leave
+ * the finding without evidence (it is then never linked). */
+static void found_set(const desync_state *s, found *f, const diff_desync *d, const char *then)
 {
-    if (c->found && c->finding.coll_seq <= d->coll_seq)
-        return;
-    c->found = true;
-    c->finding = *d;
+    size_t n = (size_t)s->nranks;
+    if (!f->inv)
+        f->inv = malloc(n);
+    if (!f->miss)
+        f->miss = malloc(n);
+    if (f->inv)
+        memcpy(f->inv, s->inv_tmp, n);
+    if (f->miss)
+        memcpy(f->miss, s->miss_tmp, n);
+    f->valid = true;
+    f->d = *d;
+    f->peer_idx = -1;
+    snprintf(f->then, sizeof(f->then), "%s", then ? then : "");
 }
 
-static void desync_init(diff_desync *d, const comm_state *c, uint64_t q, int64_t step, int kind)
+/* Keeps the first problem of a communicator: the one with the lowest
+ * coll_seq (echo: the first hang echo, kept apart). */
+static void comm_report(const desync_state *s, comm_state *c, const diff_desync *d, const char *then, bool echo)
+{
+    found *f = echo ? &c->echo : &c->fin;
+    if (f->valid && f->d.coll_seq <= d->coll_seq)
+        return;
+    found_set(s, f, d, then);
+    f->echo = echo;
+}
+
+static void desync_init(diff_desync *d, const comm_state *c, uint64_t q, int64_t step, int64_t seq, int kind)
 {
     memset(d, 0, sizeof(*d));
     d->comm = c->comm;
     d->coll_seq = q;
     d->step = step;
+    d->seq = seq;
     d->kind = kind;
+    d->peer = -1;
+    d->tag = TFT_TAG_NONE;
+}
+
+/* The earliest (step, op seq) of the slots idx[0, n): program order. */
+static void entry_key(const coll_slot *sl, const int *idx, int n, int64_t *step, int64_t *seq)
+{
+    *step = sl[idx[0]].step;
+    *seq = TFT_SEQ_NONE;
+    for (int k = 1; k < n; k++)
+        if (sl[idx[k]].step < *step)
+            *step = sl[idx[k]].step;
+    for (int k = 0; k < n; k++) {
+        const coll_slot *x = &sl[idx[k]];
+        if (x->step == *step && x->seq != TFT_SEQ_NONE && (*seq == TFT_SEQ_NONE || x->seq < *seq))
+            *seq = x->seq;
+    }
+}
+
+/* Evidence of a finding: inv = the ranks idx[0, n) (and more by the
+ * caller), miss = fault[0, nf). */
+static void evidence(const desync_state *s, const int *idx, int n, const int *fault, int nf)
+{
+    memset(s->inv_tmp, 0, (size_t)s->nranks);
+    memset(s->miss_tmp, 0, (size_t)s->nranks);
+    for (int k = 0; k < n; k++)
+        s->inv_tmp[idx[k]] = 1;
+    for (int k = 0; k < nf; k++)
+        s->miss_tmp[fault[k]] = 1;
 }
 
 /* ---- checks of one collective -------------------------------------------- */
@@ -293,24 +648,31 @@ static bool has_root(int type)
 /* check_field's pseudo-kind for the call's name; reported as DS_TYPE. */
 enum { FIELD_NAME = 100 };
 
+static uint64_t field_of(const coll_slot *x, int kind)
+{
+    return kind == DS_TYPE ? x->type : kind == DS_COUNT ? x->count : kind == DS_DTYPE ? x->dtype
+         : kind == DS_OP ? x->redop : kind == FIELD_NAME ? x->name : (uint64_t)(int64_t)x->root;
+}
+
 /* Field `kind` of every present slot agrees? Reports the minority otherwise. */
 static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                         const int *idx, int n, int kind)
 {
     uint64_t *val = s->ubuf;
-    for (int k = 0; k < n; k++) {
-        const coll_slot *x = &sl[idx[k]];
-        val[k] = kind == DS_TYPE ? x->type : kind == DS_COUNT ? x->count : kind == DS_DTYPE ? x->dtype
-               : kind == DS_OP ? x->redop : kind == FIELD_NAME ? x->name : (uint64_t)(int64_t)x->root;
-    }
+    for (int k = 0; k < n; k++)
+        val[k] = field_of(&sl[idx[k]], kind);
     int *fault = s->ibuf + 4 * (size_t)s->nranks;
     int ref;
-    int nf = minority(val, idx, n, fault, &ref);
+    /* a tie: the value this communicator's previous call of the name had */
+    bool prev = c->has_last && c->last.name == sl[idx[0]].name;
+    int nf = minority(val, idx, n, prev, prev ? field_of(&c->last, kind) : 0, fault, &ref);
     if (!nf)
         return true;
     const coll_slot *a = &sl[ref], *b = &sl[fault[0]];
+    int64_t step, seq;
+    entry_key(sl, idx, n, &step, &seq);
     diff_desync d;
-    desync_init(&d, c, q, a->step, kind == FIELD_NAME ? DS_TYPE : kind);
+    desync_init(&d, c, q, step, seq, kind == FIELD_NAME ? DS_TYPE : kind);
     for (int k = 0; k < nf; k++)
         add_rank(&d, rank_id(s, fault[k]));
     const char *what = kind == DS_TYPE ? "type" : kind == DS_COUNT ? "count" : kind == DS_DTYPE ? "dtype"
@@ -341,10 +703,11 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
         snprintf(va, sizeof(va), "%" PRIu64, a->count);
         snprintf(vb, sizeof(vb), "%" PRIu64, b->count);
     }
-    snprintf(d.detail, sizeof(d.detail), "%s differs at comm %016" PRIx64 " coll_seq %" PRIu64
+    snprintf(d.detail, sizeof(d.detail), "%s differs on communicator " PH "%016" PRIx64 ", collective #%" PRIu64
              " (%s): rank %d %s %s, rank %d %s %s", str_of(s, ref, a->name), c->comm, q,
-             step_text(a->step, st, sizeof(st)), rank_id(s, ref), what, va, rank_id(s, fault[0]), what, vb);
-    comm_report(c, &d);
+             step_text(step, st, sizeof(st)), rank_id(s, ref), what, va, rank_id(s, fault[0]), what, vb);
+    evidence(s, idx, n, fault, nf);
+    comm_report(s, c, &d, NULL, false);
     return false;
 }
 
@@ -362,20 +725,23 @@ static bool check_values(const desync_state *s, comm_state *c, uint64_t q, const
     }
     int *fault = s->ibuf + 4 * (size_t)s->nranks;
     int ref;
-    int nf = minority(val, idx, n, fault, &ref);
+    int nf = minority(val, idx, n, false, 0, fault, &ref);
     if (!nf)
         return true;
     const coll_slot *a = &sl[ref];
+    int64_t step, seq;
+    entry_key(sl, idx, n, &step, &seq);
     diff_desync d;
     char st[32];
-    desync_init(&d, c, q, a->step, DS_VALUES);
+    desync_init(&d, c, q, step, seq, DS_VALUES);
     for (int k = 0; k < nf; k++)
         add_rank(&d, rank_id(s, fault[k]));
-    snprintf(d.detail, sizeof(d.detail), "%s results differ across ranks at comm %016" PRIx64 " coll_seq %" PRIu64
-             " (%s): rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
-             str_of(s, ref, a->name), c->comm, q, step_text(a->step, st, sizeof(st)), rank_id(s, ref), a->fp,
+    snprintf(d.detail, sizeof(d.detail), "%s results differ across ranks on communicator " PH "%016" PRIx64
+             ", collective #%" PRIu64 " (%s): rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
+             str_of(s, ref, a->name), c->comm, q, step_text(step, st, sizeof(st)), rank_id(s, ref), a->fp,
              rank_id(s, fault[0]), sl[fault[0]].fp);
-    comm_report(c, &d);
+    evidence(s, idx, n, fault, nf);
+    comm_report(s, c, &d, NULL, false);
     return false;
 }
 
@@ -409,27 +775,18 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
         qsort(hist, (size_t)m, sizeof(hist[0]), cmp_u64);
         if (spread > STRAGGLER_FACTOR * hist[m / 2]) {
             diff_desync *d = &c->straggler;
-            desync_init(d, c, q, sl[late].step, DS_STRAGGLER);
+            desync_init(d, c, q, sl[late].step, sl[late].seq, DS_STRAGGLER);
             add_rank(d, rank_id(s, late));
             char st[32];
-            snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (comm %016" PRIx64 " coll_seq %" PRIu64
-                     ", %s) %.3f s after the median rank (usually %.3f ms)", rank_id(s, late),
-                     str_of(s, late, sl[late].name), c->comm, q, step_text(sl[late].step, st, sizeof(st)),
-                     spread / 1e9, hist[m / 2] / 1e6);
+            snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (communicator " PH "%016" PRIx64
+                     ", collective #%" PRIu64 ", %s) %.3f s after the median rank (usually %.3f ms)",
+                     rank_id(s, late), str_of(s, late, sl[late].name), c->comm, q,
+                     step_text(sl[late].step, st, sizeof(st)), spread / 1e9, hist[m / 2] / 1e6);
             c->straggled = true;
         }
     }
     c->spreads[c->nspreads++ % DESYNC_SPREADS] = spread;
 }
-
-/* Earliest collective rank i is stuck in (entered, never left), from the
- * final sweep; step TFT_STEP_NONE when none. */
-typedef struct stuck_at {
-    int64_t step;
-    int64_t seq;
-    uint64_t t_enter;
-    uint64_t comm;
-} stuck_at;
 
 /* Whether st comes before (step, seq, t_enter) in program order: by step,
  * then by op sequence number (ranks of one SPMD program number their ops
@@ -437,7 +794,7 @@ typedef struct stuck_at {
  * without sequence numbers, by enter time on one host. */
 static bool stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t t_enter, bool one_host)
 {
-    if (st->step == TFT_STEP_NONE)
+    if (!st->valid)
         return false;
     if (st->step != step)
         return st->step < step;
@@ -446,8 +803,10 @@ static bool stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t
     return one_host && st->t_enter < t_enter;
 }
 
-/* Members of c with no record of entry q: a hang. stuck (may be NULL) tells
- * echoes of a hang elsewhere apart. Returns false when reported. */
+/* Members of c with no record of entry q: a hang. stuck (may be NULL: the
+ * window overflowed) tells echoes of a hang elsewhere apart; an echo is
+ * kept aside (comm_state.echo) and the entry's other checks go on.
+ * Returns false when reported. */
 static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                           const stuck_at *stuck)
 {
@@ -469,46 +828,42 @@ static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, cons
         return true;
     const coll_slot *a = &sl[present[0]];
     uint64_t t0 = UINT64_MAX;
-    int64_t step = a->step, seq0 = TFT_SEQ_NONE;
-    for (int k = 0; k < np; k++) {
-        if (sl[present[k]].step < step)
-            step = sl[present[k]].step;
+    int64_t step, seq0;
+    entry_key(sl, present, np, &step, &seq0);
+    for (int k = 0; k < np; k++)
         if (sl[present[k]].t_enter && sl[present[k]].t_enter < t0)
             t0 = sl[present[k]].t_enter;
-    }
-    for (int k = 0; k < np; k++)
-        if (sl[present[k]].step == step && sl[present[k]].seq != TFT_SEQ_NONE &&
-            (seq0 == TFT_SEQ_NONE || sl[present[k]].seq < seq0))
-            seq0 = sl[present[k]].seq;
-    if (stuck) {
-        int echoes = 0;
-        for (int k = 0; k < nm; k++)
-            echoes += stuck[missing[k]].comm != c->comm &&
-                      stuck_before(&stuck[missing[k]], step, seq0, t0, s->one_host);
-        if (echoes == nm)
-            return true;
-    }
+    int echoes = 0;
+    for (int k = 0; stuck && k < nm; k++)
+        echoes += stuck[missing[k]].comm != c->comm &&
+                  stuck_before(&stuck[missing[k]], step, seq0, t0, s->one_host);
+    bool echo = stuck && echoes == nm;
     diff_desync d;
-    desync_init(&d, c, q, step, DS_MISSING);
+    desync_init(&d, c, q, step, seq0, DS_MISSING);
     for (int k = 0; k < nm; k++)
         add_rank(&d, rank_id(s, missing[k]));
-    char in_txt[64], miss_txt[48], st[32]; /* the ranks field holds every rank */
+    char in_txt[64], miss_txt[48], st[32], then[112]; /* the ranks field holds every rank */
     ranks_text(s, missing, nm, miss_txt, sizeof(miss_txt));
     ranks_text(s, ni ? inside : present, ni ? ni : np, in_txt, sizeof(in_txt));
-    snprintf(d.detail, sizeof(d.detail), "rank%s %s %s %s (%s %" PRIu64 " x %s, comm %016" PRIx64
-             " coll_seq %" PRIu64 ", %s)%s; rank%s %s never entered it", (ni ? ni : np) > 1 ? "s" : "", in_txt,
-             ni ? "entered" : "completed", str_of(s, present[0], a->name), tft_coll_type_name(a->type), a->count,
-             tft_dtype_name(a->dtype), c->comm, q, step_text(step, st, sizeof(st)), ni ? " and never left it" : "",
-             nm > 1 ? "s" : "", miss_txt);
-    comm_report(c, &d);
-    return false;
+    const char *name = str_of(s, present[0], a->name);
+    snprintf(d.detail, sizeof(d.detail), "rank%s %s %s %s (%s %" PRIu64 " x %s) on communicator " PH "%016" PRIx64
+             ", collective #%" PRIu64 " (%s)%s; rank%s %s never entered it", (ni ? ni : np) > 1 ? "s" : "", in_txt,
+             ni ? "entered" : "completed", name, tft_coll_type_name(a->type), a->count, tft_dtype_name(a->dtype),
+             c->comm, q, step_text(step, st, sizeof(st)), ni ? " and never left it" : "", nm > 1 ? "s" : "",
+             miss_txt);
+    snprintf(then, sizeof(then), "rank%s %s waited in %s", ni > 1 ? "s" : "", in_txt, name);
+    evidence(s, present, np, missing, nm);
+    for (int k = 0; k < nm; k++)
+        s->inv_tmp[missing[k]] = 1;
+    comm_report(s, c, &d, ni ? then : NULL, echo);
+    return echo;
 }
 
 /* Judges entry q of c: complete (all left it) or final (the trace ended or
  * the window overflowed). */
 static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool final, const stuck_at *stuck)
 {
-    if (c->found && c->finding.coll_seq <= q)
+    if (c->fin.valid && c->fin.d.coll_seq <= q)
         return;
     const coll_slot *sl = slots_at(s, c, q);
     int n = s->nranks, np = 0;
@@ -520,17 +875,22 @@ static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool f
         return;
     if (np < 2)
         return;
-    if (!check_field(s, c, q, sl, idx, np, DS_TYPE) || !check_field(s, c, q, sl, idx, np, DS_COUNT) ||
-        !check_field(s, c, q, sl, idx, np, DS_DTYPE))
+    if (!check_field(s, c, q, sl, idx, np, DS_TYPE))
         return;
-    if (has_redop(sl[idx[0]].type) && !check_field(s, c, q, sl, idx, np, DS_OP))
-        return;
-    if (has_root(sl[idx[0]].type) && !check_field(s, c, q, sl, idx, np, DS_ROOT))
-        return;
+    if (!c->inter) { /* an intercommunicator's two groups pass different counts, types, roots */
+        if (!check_field(s, c, q, sl, idx, np, DS_COUNT) || !check_field(s, c, q, sl, idx, np, DS_DTYPE))
+            return;
+        if (has_redop(sl[idx[0]].type) && !check_field(s, c, q, sl, idx, np, DS_OP))
+            return;
+        if (has_root(sl[idx[0]].type) && !check_field(s, c, q, sl, idx, np, DS_ROOT))
+            return;
+    }
     if (!check_field(s, c, q, sl, idx, np, FIELD_NAME))
         return;
-    if (!check_values(s, c, q, sl, idx, np))
+    if (!c->inter && !check_values(s, c, q, sl, idx, np))
         return;
+    c->last = sl[idx[0]];
+    c->has_last = true;
     if (!final)
         check_straggler(s, c, q, sl, idx, np);
 }
@@ -588,22 +948,32 @@ static void slot_fill(const desync_state *s, int i, coll_slot *x, const tft_rec_
     }
 }
 
+/* Records name MPI_COMM_WORLD by communicator rank = world rank: its
+ * members without a COMM record that lists them (tftrain, 1.0/1.1). */
+static void world_member(desync_state *s, int i, const tft_rec_collective *cr)
+{
+    if (cr->comm != s->world || cr->nranks <= 0 || cr->nranks > s->nranks)
+        return;
+    comm_def *d = def_get(s, cr->comm);
+    if (d)
+        def_assemble(s, d, i, cr->rank, cr->nranks);
+}
+
 static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
 {
-    if (cr->type == TFT_COLL_SEND || cr->type == TFT_COLL_RECV)
-        return 0;
     if (!(cr->h.flags & (TFT_COLL_FLAG_ENTER | TFT_COLL_FLAG_EXIT)))
         return 0;
     comm_state *c = comm_get(s, cr->comm);
     if (!c)
         return s->ncomms == DESYNC_MAX_COMMS ? 0 : -ENOMEM;
+    world_member(s, i, cr);
     c->member[i] = 1;
-    if (cr->nranks > c->size)
+    if (cr->nranks > c->size && !c->inter)
         c->size = cr->nranks;
     uint64_t q = cr->coll_seq;
     /* The recorder's sequence numbers are int64 tokens >= 0: anything above
      * is damage, and would overflow the window arithmetic below. */
-    if (q > (uint64_t)INT64_MAX || q < c->base || (c->found && q > c->finding.coll_seq))
+    if (q > (uint64_t)INT64_MAX || q < c->base || (c->fin.valid && q > c->fin.d.coll_seq))
         return 0;
     if (c->base == c->top)
         c->base = c->top = q;
@@ -644,6 +1014,316 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
     return 0;
 }
 
+/* ---- point-to-point -------------------------------------------------------- */
+
+static uint64_t pair_hash(uint64_t space, int32_t src, int32_t dst, int32_t tag)
+{
+    uint64_t h = space ^ ((uint64_t)(uint32_t)src << 32 | (uint32_t)dst);
+    h ^= (uint64_t)(uint32_t)tag * 0x9E3779B97F4A7C15ull;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+static pair_ent *pair_slot(pair_ent *tab, size_t cap, uint64_t space, int32_t src, int32_t dst, int32_t tag)
+{
+    size_t i = (size_t)pair_hash(space, src, dst, tag) & (cap - 1);
+    while (tab[i].space && !(tab[i].space == space && tab[i].src == src && tab[i].dst == dst && tab[i].tag == tag))
+        i = (i + 1) & (cap - 1);
+    return &tab[i];
+}
+
+/* The counters of (space, src, dst, tag), added when new; NULL when the
+ * table is full (point-to-point is then not judged). */
+static pair_ent *pair_get(desync_state *s, uint64_t space, int32_t src, int32_t dst, int32_t tag)
+{
+    if (s->pairs_overflow || !space)
+        return NULL;
+    if (s->npairs * 2 >= s->pairs_cap) {
+        size_t ncap = s->pairs_cap ? s->pairs_cap * 2 : 256;
+        pair_ent *n = s->npairs < DESYNC_MAX_PAIRS ? calloc(ncap, sizeof(*n)) : NULL;
+        if (!n) {
+            s->pairs_overflow = true;
+            return NULL;
+        }
+        for (size_t k = 0; k < s->pairs_cap; k++)
+            if (s->pairs[k].space)
+                *pair_slot(n, ncap, s->pairs[k].space, s->pairs[k].src, s->pairs[k].dst, s->pairs[k].tag) =
+                    s->pairs[k];
+        free(s->pairs);
+        s->pairs = n;
+        s->pairs_cap = ncap;
+    }
+    pair_ent *p = pair_slot(s->pairs, s->pairs_cap, space, src, dst, tag);
+    if (!p->space) {
+        *p = (pair_ent){.space = space, .src = src, .dst = dst, .tag = tag};
+        s->npairs++;
+    }
+    return p;
+}
+
+static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
+{
+    if (o->overflow)
+        return;
+    if (o->n == o->cap) {
+        size_t ncap = o->cap ? o->cap * 2 : 16;
+        p2p_open *n = ncap <= DESYNC_MAX_OPEN ? realloc(o->v, ncap * sizeof(*n)) : NULL;
+        if (!n) {
+            o->overflow = true;
+            return;
+        }
+        o->v = n;
+        o->cap = ncap;
+    }
+    o->v[o->n++] = (p2p_open){.space = cr->comm, .q = cr->coll_seq, .count = cr->count, .name = cr->name,
+                              .step = step, .seq = cr->h.seq, .me = cr->rank, .peer = cr->root,
+                              .tag = tft_rec_coll_tag(cr), .type = cr->type, .dtype = cr->dtype};
+}
+
+static void open_remove(p2p_rank *o, const tft_rec_collective *cr)
+{
+    for (size_t k = o->n; k-- > 0;) {
+        if (o->v[k].space == cr->comm && o->v[k].q == cr->coll_seq) {
+            memmove(&o->v[k], &o->v[k + 1], (o->n - k - 1) * sizeof(o->v[0]));
+            o->n--;
+            return;
+        }
+    }
+}
+
+/* A send or receive record of rank file i: counters, open calls. */
+static void on_p2p(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
+{
+    int32_t tag = tft_rec_coll_tag(cr);
+    bool send = cr->type == TFT_COLL_SEND, enter = cr->h.flags & TFT_COLL_FLAG_ENTER,
+         exit = cr->h.flags & TFT_COLL_FLAG_EXIT;
+    if (enter) {
+        pair_ent *p = send ? pair_get(s, cr->comm, cr->rank, cr->root, tag)
+                           : pair_get(s, cr->comm, cr->root, cr->rank, tag);
+        if (p && send) {
+            p->sends++;
+            p->last_count = cr->count;
+            p->last_dtype = cr->dtype;
+        } else if (p) {
+            p->posted++;
+        }
+        if (!exit)
+            open_add(&s->open[i], cr, step);
+    }
+    if (exit) {
+        if (!send) { /* the actual source and tag, from the status */
+            pair_ent *p = pair_get(s, cr->comm, cr->root, cr->rank, tag);
+            if (p)
+                p->done++;
+        }
+        if (!enter)
+            open_remove(&s->open[i], cr);
+    }
+}
+
+static bool tag_match(int32_t want, int32_t tag) { return want == TFT_TAG_ANY || want == tag; }
+
+/* Whether open call o of a rank can still complete from what the trace
+ * holds: a receive for which more matching messages were sent than it
+ * (with its rank's other receives) took, a send for which its peer posted
+ * as many matching receives as were sent. */
+static bool p2p_satisfied(const desync_state *s, const p2p_open *o)
+{
+    int64_t have = 0;
+    for (size_t k = 0; k < s->pairs_cap; k++) {
+        const pair_ent *p = &s->pairs[k];
+        if (p->space != o->space)
+            continue;
+        if (o->type == TFT_COLL_RECV) {
+            if (p->dst == o->me && (o->peer < 0 || p->src == o->peer) && tag_match(o->tag, p->tag) && p->src >= 0)
+                have += (int64_t)p->sends - (int64_t)p->done;
+        } else if (p->dst == o->peer) {
+            if ((p->src == o->me || p->src < 0) && tag_match(p->tag, o->tag))
+                have += p->posted;
+            if (p->src == o->me && p->tag == o->tag)
+                have -= p->sends;
+        }
+    }
+    return o->type == TFT_COLL_RECV ? have > 0 : have >= 0;
+}
+
+/* Index in s->open[i] of the call rank i is blocked in, -1 none: its
+ * first open call (of the first DESYNC_OPEN_JUDGED) that cannot complete. */
+static int p2p_blocked(const desync_state *s, int i)
+{
+    const p2p_rank *r = &s->open[i];
+    if (r->overflow || s->pairs_overflow)
+        return -1;
+    for (size_t k = 0; k < r->n && k < DESYNC_OPEN_JUDGED; k++)
+        if (!p2p_satisfied(s, &r->v[k]))
+            return (int)k;
+    return -1;
+}
+
+/* World rank of communicator rank k of the communicator owning space. */
+static int p2p_world(const desync_state *s, uint64_t space, int k)
+{
+    const comm_def *d = def_of_p2p(s, space);
+    if (!d || !d->mem || k < 0 || k >= (d->inter ? d->local : d->size))
+        return -1;
+    return d->mem[k];
+}
+
+/* A send nobody posted a receive for is reported only when its peer is
+ * stuck too (in a collective, or blocked in point-to-point): a peer that
+ * went on may have taken the message with a call we do not see (a matched
+ * probe, MPI_Mrecv, as mpi4py's comm.recv does). */
+static bool send_peer_stuck(const desync_state *s, int i, int k, const int *blocked)
+{
+    const p2p_open *o = &s->open[i].v[k];
+    if (o->type != TFT_COLL_SEND)
+        return true;
+    int pw = p2p_world(s, o->space, o->peer), pi = pw >= 0 ? rank_index(s, pw) : -1;
+    return pi >= 0 && (s->last_stuck[pi].valid || blocked[pi] >= 0);
+}
+
+/* Where rank index pi stands at the end, for "; rank P is itself ..." into buf:
+ * its latest open collective or blocked point-to-point call; "" none. */
+static void peer_state(const desync_state *s, int pi, const int *blocked, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    const stuck_at *c = &s->last_stuck[pi];
+    const p2p_open *p = blocked[pi] >= 0 ? &s->open[pi].v[blocked[pi]] : NULL;
+    bool coll = c->valid;
+    if (coll && p && stuck_before(c, p->step, p->seq, 0, false))
+        coll = false;
+    if (coll) {
+        snprintf(buf, len, "; rank %d is itself waiting in %s (communicator " PH "%016" PRIx64
+                 ", collective #%" PRIu64 ")", rank_id(s, pi), str_of(s, pi, c->name), c->comm, c->q);
+    } else if (p) {
+        int w = p2p_world(s, p->space, p->peer);
+        char who[32];
+        if (w >= 0)
+            snprintf(who, sizeof(who), "rank %d", w);
+        else
+            snprintf(who, sizeof(who), p->peer < 0 ? "any rank" : "communicator rank %d", (int)p->peer);
+        snprintf(buf, len, "; rank %d is itself blocked in %s %s %s", rank_id(s, pi), str_of(s, pi, p->name),
+                 p->type == TFT_COLL_SEND ? "to" : "from", who);
+    }
+}
+
+/* What the peer of receive o sent it instead, into buf. */
+static void recv_instead(const desync_state *s, const p2p_open *o, int pw, char *buf, size_t len)
+{
+    uint32_t same = 0, done = 0;
+    const pair_ent *other = NULL, *mine = NULL;
+    for (size_t k = 0; k < s->pairs_cap; k++) {
+        const pair_ent *p = &s->pairs[k];
+        if (p->space != o->space || p->src != o->peer || p->dst != o->me)
+            continue;
+        if (tag_match(o->tag, p->tag)) {
+            same += p->sends;
+            done += p->done;
+            if (p->sends)
+                mine = p;
+        } else if (p->sends > p->done && !other) {
+            other = p;
+        }
+    }
+    if (other)
+        snprintf(buf, len, "rank %d sent it %" PRIu64 " x %s with tag %d", pw, other->last_count,
+                 tft_dtype_name(other->last_dtype), (int)other->tag);
+    else if (mine && mine->last_count != o->count)
+        snprintf(buf, len, "rank %d's last message with tag %d had %" PRIu64 " elements where this receive posted %"
+                 PRIu64, pw, (int)mine->tag, mine->last_count, o->count);
+    else if (same)
+        snprintf(buf, len, "rank %d sent it nothing more (%u message%s with that tag, %u received)", pw, same,
+                 same > 1 ? "s" : "", done);
+    else
+        snprintf(buf, len, "rank %d sent it nothing", pw);
+}
+
+/* What the peer of send o did instead, into buf. */
+static void send_instead(const desync_state *s, int pi, const p2p_open *o, int me_w, int pw, char *buf, size_t len)
+{
+    const p2p_rank *r = &s->open[pi];
+    for (size_t k = 0; k < r->n; k++) {
+        const p2p_open *x = &r->v[k];
+        if (x->space == o->space && x->type == TFT_COLL_RECV && x->peer == o->me && !tag_match(x->tag, o->tag)) {
+            snprintf(buf, len, "rank %d posted no matching receive (it waits for tag %d from rank %d)", pw,
+                     (int)x->tag, me_w);
+            return;
+        }
+    }
+    snprintf(buf, len, "rank %d posted no matching receive", pw);
+}
+
+/* The DS_P2P finding of rank index i, blocked in open call o. */
+static void p2p_report(desync_state *s, int i, const p2p_open *o, const int *blocked, found *f)
+{
+    int me_w = rank_id(s, i), pw = o->peer >= 0 ? p2p_world(s, o->space, o->peer) : -1;
+    int pi = pw >= 0 ? rank_index(s, pw) : -1;
+    const comm_def *def = def_of_p2p(s, o->space);
+    diff_desync d;
+    memset(&d, 0, sizeof(d));
+    d.comm = def ? def->id : o->space;
+    d.coll_seq = o->q;
+    d.step = o->step;
+    d.seq = o->seq;
+    d.kind = DS_P2P;
+    d.peer = pw;
+    d.tag = o->tag;
+    add_rank(&d, me_w);
+    char who[40], tag[24], instead[200], state[200] = "", st[32];
+    bool recv = o->type == TFT_COLL_RECV;
+    if (pw >= 0)
+        snprintf(who, sizeof(who), "rank %d", pw);
+    else
+        snprintf(who, sizeof(who), o->peer < 0 ? "any rank" : "communicator rank %d", (int)o->peer);
+    if (o->tag == TFT_TAG_ANY)
+        snprintf(tag, sizeof(tag), "any tag");
+    else
+        snprintf(tag, sizeof(tag), "tag %d", (int)o->tag);
+    if (pi < 0)
+        snprintf(instead, sizeof(instead), "%s", o->peer < 0 ? "no rank sent it a matching message"
+                                                             : "the peer's records are not in the trace");
+    else if (recv)
+        recv_instead(s, o, pw, instead, sizeof(instead));
+    else
+        send_instead(s, pi, o, me_w, pw, instead, sizeof(instead));
+    if (pi >= 0)
+        peer_state(s, pi, blocked, state, sizeof(state));
+    snprintf(d.detail, sizeof(d.detail), "rank %d never completed %s %s %s (%s, %" PRIu64 " x %s) on communicator "
+             PH "%016" PRIx64 " (%s): ", me_w, str_of(s, i, o->name), recv ? "from" : "to", who, tag, o->count,
+             tft_dtype_name(o->dtype), d.comm, step_text(o->step, st, sizeof(st)));
+    str_append(d.detail, sizeof(d.detail), instead);
+    str_append(d.detail, sizeof(d.detail), state);
+    memset(s->inv_tmp, 0, (size_t)s->nranks);
+    memset(s->miss_tmp, 0, (size_t)s->nranks);
+    s->inv_tmp[i] = s->miss_tmp[i] = 1;
+    if (pi >= 0)
+        s->inv_tmp[pi] = 1;
+    found_set(s, f, &d, NULL);
+    f->peer_idx = pi;
+}
+
+/* The end of the trace: every rank blocked in point-to-point. */
+static int p2p_judge(desync_state *s)
+{
+    int n = s->nranks;
+    int *blocked = malloc((size_t)n * sizeof(*blocked));
+    s->p2p = calloc((size_t)n, sizeof(*s->p2p));
+    if (!blocked || !s->p2p) {
+        free(blocked);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        blocked[i] = p2p_blocked(s, i);
+    for (int i = 0; i < n; i++)
+        if (blocked[i] >= 0 && !send_peer_stuck(s, i, blocked[i], blocked))
+            blocked[i] = -1;
+    for (int i = 0; i < n; i++)
+        if (blocked[i] >= 0)
+            p2p_report(s, i, &s->open[i].v[blocked[i]], blocked, &s->p2p[s->np2p++]);
+    free(blocked);
+    return 0;
+}
+
 /* ---- parameters --------------------------------------------------------- */
 
 static void params_judge(desync_state *s)
@@ -666,7 +1346,10 @@ static void params_judge(desync_state *s)
             if (!s->param_done) {
                 memset(d, 0, sizeof(*d));
                 d->step = s->param_step;
+                d->seq = TFT_SEQ_NONE;
                 d->kind = DS_VALUES;
+                d->peer = -1;
+                d->tag = TFT_TAG_NONE;
                 snprintf(d->detail, sizeof(d->detail), "%s differs across ranks at step %" PRId64
                          ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64, s->params[k].text, s->param_step,
                          rank_id(s, ref), fp[ref], rank_id(s, i), fp[i]);
@@ -738,15 +1421,15 @@ static int on_param(desync_state *s, int i, const tft_rec_tensor *tr)
 
 /* ---- driver ------------------------------------------------------------- */
 
-/* Judges what is still open at the end: hangs first, echoes filtered. */
+/* Judges what is still open at the end: hangs (echoes kept apart), then
+ * the parameters, then point-to-point. */
 static int final_sweep(desync_state *s)
 {
     int n = s->nranks;
-    stuck_at *stuck = calloc((size_t)n, sizeof(*stuck));
-    if (!stuck)
+    s->first_stuck = calloc((size_t)n, sizeof(*s->first_stuck));
+    s->last_stuck = calloc((size_t)n, sizeof(*s->last_stuck));
+    if (!s->first_stuck || !s->last_stuck)
         return -ENOMEM;
-    for (int i = 0; i < n; i++)
-        stuck[i] = (stuck_at){.step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE};
     for (int k = 0; k < s->ncomms; k++) {
         comm_state *c = &s->comms[k];
         for (uint64_t q = c->base; q < c->top; q++) {
@@ -756,10 +1439,12 @@ static int final_sweep(desync_state *s)
             for (int i = 0; i < n; i++) {
                 if (!sl[i].entered || sl[i].exited)
                     continue;
-                stuck_at cand = {sl[i].step, sl[i].seq, sl[i].t_enter, c->comm};
-                if (stuck[i].step == TFT_STEP_NONE ||
-                    stuck_before(&cand, stuck[i].step, stuck[i].seq, stuck[i].t_enter, true))
-                    stuck[i] = cand;
+                stuck_at cand = {true, sl[i].step, sl[i].seq, sl[i].t_enter, c->comm, q, sl[i].name};
+                stuck_at *f = &s->first_stuck[i], *l = &s->last_stuck[i];
+                if (!f->valid || stuck_before(&cand, f->step, f->seq, f->t_enter, true))
+                    *f = cand;
+                if (!l->valid || stuck_before(l, cand.step, cand.seq, cand.t_enter, true))
+                    *l = cand;
             }
         }
     }
@@ -767,46 +1452,211 @@ static int final_sweep(desync_state *s)
         comm_state *c = &s->comms[k];
         for (uint64_t q = c->base; q < c->top; q++)
             if (entry_at(c, q)->used)
-                entry_check(s, c, q, true, stuck);
+                entry_check(s, c, q, true, s->first_stuck);
     }
     params_judge(s);
-    free(stuck);
-    return 0;
+    return p2p_judge(s);
 }
 
-static int cmp_desync(const void *pa, const void *pb)
+static int hexval(char c)
 {
-    const diff_desync *a = pa, *b = pb;
-    int sa = a->kind == DS_STRAGGLER, sb = b->kind == DS_STRAGGLER;
-    if (sa != sb)
-        return sa - sb;
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Replaces every PH<16 hex digits> in d->detail by that communicator's
+ * name; fills d->comm_name and d->members. */
+static void names_fill(const desync_state *s, diff_desync *d)
+{
+    char out[sizeof(d->detail)];
+    size_t o = 0;
+    for (const char *p = d->detail; *p && o + 1 < sizeof(out);) {
+        uint64_t id = 0;
+        int k = 0;
+        while (*p == PH[0] && k < 16 && hexval(p[1 + k]) >= 0)
+            id = id << 4 | (uint64_t)hexval(p[1 + k++]);
+        if (*p != PH[0] || k < 16) {
+            out[o++] = *p++;
+            continue;
+        }
+        char nm[64];
+        def_name(def_find(s, id), id, nm, sizeof(nm));
+        int w = snprintf(out + o, sizeof(out) - o, "%s", nm);
+        o = w < 0 ? o : o + (size_t)w < sizeof(out) ? o + (size_t)w : sizeof(out) - 1;
+        p += 17;
+    }
+    out[o] = '\0';
+    memcpy(d->detail, out, o + 1);
+    const comm_def *def = d->comm ? def_find(s, d->comm) : NULL;
+    d->comm_name[0] = '\0';
+    if (d->comm)
+        def_name(def, d->comm, d->comm_name, sizeof(d->comm_name));
+    d->nmembers = 0;
+    if (!def || !def->mem || d->comm_name[0] != '{')
+        return;
+    d->nmembers = def->size;
+    for (int k = 0; k < def->size && k < DIFF_DESYNC_MEMBERS; k++)
+        d->members[k] = def->mem[k];
+}
+
+/* Program order: step, op seq (unknown last), then a fixed order. */
+static int key_cmp(const diff_desync *a, const diff_desync *b)
+{
+    int64_t sa = a->seq == TFT_SEQ_NONE ? INT64_MAX : a->seq, sb = b->seq == TFT_SEQ_NONE ? INT64_MAX : b->seq;
     if (a->step != b->step)
         return a->step < b->step ? -1 : 1;
+    if (sa != sb)
+        return sa < sb ? -1 : 1;
     if (a->comm != b->comm)
         return a->comm < b->comm ? -1 : 1;
-    return a->coll_seq < b->coll_seq ? -1 : a->coll_seq > b->coll_seq;
+    if (a->coll_seq != b->coll_seq)
+        return a->coll_seq < b->coll_seq ? -1 : 1;
+    return a->kind - b->kind;
+}
+
+/* Mismatches and blocked point-to-point calls can make ranks hang. */
+static bool cause_kind(int kind)
+{
+    return kind == DS_TYPE || kind == DS_COUNT || kind == DS_DTYPE || kind == DS_OP || kind == DS_ROOT ||
+           kind == DS_P2P;
+}
+
+/* The earliest finding of all[0, n) that explains f: for a hang, one its
+ * missing ranks took part in (a mismatch no later than its step, or a
+ * blocked call); for a blocked call, one its peer took part in (a
+ * mismatch, or the peer's own blocked call). NULL none. */
+static found *cause_of(const desync_state *s, found **all, int n, const found *f)
+{
+    if ((f->d.kind != DS_MISSING && f->d.kind != DS_P2P) || !f->miss)
+        return NULL;
+    found *best = NULL;
+    for (int k = 0; k < n; k++) {
+        found *g = all[k];
+        if (g == f || !g->inv || !cause_kind(g->d.kind))
+            continue;
+        bool hit = false;
+        if (f->d.kind == DS_P2P) {
+            hit = f->peer_idx >= 0 && (g->d.kind == DS_P2P ? g->miss[f->peer_idx] : g->inv[f->peer_idx]);
+            hit &= g->d.kind == DS_P2P || g->d.step <= f->d.step;
+        } else {
+            for (int i = 0; !hit && i < s->nranks; i++)
+                hit = f->miss[i] && g->inv[i];
+            hit &= g->d.kind == DS_P2P || g->d.step <= f->d.step;
+        }
+        if (hit && (!best || key_cmp(&g->d, &best->d) < 0))
+            best = g;
+    }
+    return best;
+}
+
+/* Links every finding to its first cause: causes found, cycles (ranks
+ * blocked on each other) broken at their earliest member, chains
+ * followed to their root. */
+static void causes_link(const desync_state *s, found **all, int n)
+{
+    for (int k = 0; k < n; k++)
+        all[k]->cause = cause_of(s, all, n, all[k]);
+    for (int k = 0; k < n; k++) {
+        found *f = all[k], *slow = f, *fast = f;
+        for (int step = 0; step <= n && fast && fast->cause; step++) {
+            slow = slow->cause;
+            fast = fast->cause->cause;
+            if (slow != fast || !fast)
+                continue;
+            found *m = slow, *x = slow->cause; /* a cycle through slow: break at its earliest */
+            while (x != slow) {
+                if (key_cmp(&x->d, &m->d) < 0)
+                    m = x;
+                x = x->cause;
+            }
+            m->cause = NULL;
+            break;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        found *r = all[k]->cause;
+        for (int step = 0; r && r->cause && step < n; step++)
+            r = r->cause;
+        all[k]->cause = r;
+    }
+}
+
+/* Causes first (in program order), each followed by what it caused;
+ * stragglers last. */
+static int cmp_found(const void *pa, const void *pb)
+{
+    const found *a = *(found *const *)pa, *b = *(found *const *)pb;
+    int sa = a->d.kind == DS_STRAGGLER, sb = b->d.kind == DS_STRAGGLER;
+    if (sa != sb)
+        return sa - sb;
+    const found *ra = a->cause ? a->cause : a, *rb = b->cause ? b->cause : b;
+    if (ra != rb) {
+        int c = key_cmp(&ra->d, &rb->d);
+        return c ? c : ra < rb ? -1 : 1;
+    }
+    if (!a->cause != !b->cause)
+        return a->cause ? 1 : -1;
+    return key_cmp(&a->d, &b->d);
+}
+
+/* "; then ranks ... waited in MPI_..." after each cause: its first hang. */
+static void then_append(found **list, int n)
+{
+    for (int k = 0; k < n; k++) {
+        found *f = list[k];
+        if (!f->cause || f->d.kind != DS_MISSING || !f->then[0] || strstr(f->cause->d.detail, "; then "))
+            continue;
+        diff_desync *d = &f->cause->d;
+        str_append(d->detail, sizeof(d->detail), "; then ");
+        str_append(d->detail, sizeof(d->detail), f->then);
+    }
 }
 
 static int collect(desync_state *s, diff_desync *out, int max)
 {
-    size_t cap = (size_t)s->ncomms * 2 + 1, n = 0;
-    diff_desync *all = malloc(cap * sizeof(*all));
-    if (!all)
+    size_t cap = (size_t)s->ncomms * 3 + (size_t)s->np2p + 1, n = 0, nw = 0;
+    found **all = malloc(cap * sizeof(*all));
+    found *wrap = calloc((size_t)s->ncomms + 1, sizeof(*wrap)); /* stragglers, parameters */
+    if (!all || !wrap) {
+        free(all);
+        free(wrap);
         return -ENOMEM;
-    for (int k = 0; k < s->ncomms; k++) {
-        if (s->comms[k].found)
-            all[n++] = s->comms[k].finding;
-        if (s->comms[k].straggled)
-            all[n++] = s->comms[k].straggler;
     }
-    if (s->param_done)
-        all[n++] = s->param_finding;
-    qsort(all, n, sizeof(*all), cmp_desync);
-    int m = n < (size_t)max ? (int)n : max;
-    if (m > 0)
-        memcpy(out, all, (size_t)m * sizeof(*out));
+    for (int k = 0; k < s->ncomms; k++) {
+        comm_state *c = &s->comms[k];
+        if (c->fin.valid)
+            all[n++] = &c->fin;
+        if (c->echo.valid && !(c->fin.valid && c->fin.d.coll_seq <= c->echo.d.coll_seq))
+            all[n++] = &c->echo;
+        if (c->straggled) {
+            wrap[nw] = (found){.valid = true, .d = c->straggler, .peer_idx = -1};
+            all[n++] = &wrap[nw++];
+        }
+    }
+    if (s->param_done) {
+        wrap[nw] = (found){.valid = true, .d = s->param_finding, .peer_idx = -1};
+        all[n++] = &wrap[nw++];
+    }
+    for (int k = 0; k < s->np2p; k++)
+        all[n++] = &s->p2p[k];
+    for (size_t k = 0; k < n; k++)
+        names_fill(s, &all[k]->d);
+    causes_link(s, all, (int)n);
+    size_t m = 0; /* an echo is kept only as the effect of a mismatch or a blocked call */
+    for (size_t k = 0; k < n; k++)
+        if (!all[k]->echo || all[k]->cause)
+            all[m++] = all[k];
+    qsort(all, m, sizeof(*all), cmp_found);
+    then_append(all, (int)m);
+    for (size_t k = 0; k < m; k++)
+        all[k]->d.id = (uint32_t)k + 1;
+    for (size_t k = 0; k < m; k++)
+        all[k]->d.cause = all[k]->cause ? all[k]->cause->d.id : 0;
+    int nout = m < (size_t)max ? (int)m : max;
+    for (int k = 0; k < nout; k++)
+        out[k] = all[k]->d;
     free(all);
-    return m;
+    free(wrap);
+    return nout;
 }
 
 static bool same_host(tft_trace *t, int n)
@@ -820,14 +1670,34 @@ static bool same_host(tft_trace *t, int n)
     return true;
 }
 
+static void found_free(found *f)
+{
+    free(f->inv);
+    free(f->miss);
+}
+
 static void state_free(desync_state *s)
 {
     for (int k = 0; k < s->ncomms; k++) {
         free(s->comms[k].win);
         free(s->comms[k].slots);
         free(s->comms[k].member);
+        found_free(&s->comms[k].fin);
+        found_free(&s->comms[k].echo);
     }
     free(s->comms);
+    for (int k = 0; k < s->ndefs; k++)
+        free(s->defs[k].mem);
+    free(s->defs);
+    for (int i = 0; s->open && i < s->nranks; i++)
+        free(s->open[i].v);
+    free(s->open);
+    free(s->pairs);
+    for (int k = 0; k < s->np2p; k++)
+        found_free(&s->p2p[k]);
+    free(s->p2p);
+    free(s->first_stuck);
+    free(s->last_stuck);
     free(s->recent);
     free(s->recent_pos);
     free(s->params);
@@ -835,6 +1705,30 @@ static void state_free(desync_state *s)
     free(s->param_have);
     free(s->ibuf);
     free(s->ubuf);
+    free(s->inv_tmp);
+    free(s->miss_tmp);
+}
+
+/* One record of rank file ri (last_step: the rank's last step seen). */
+static int on_record(desync_state *s, int ri, const tft_rec *rec, int64_t last_step)
+{
+    if (rec->kind == TFT_REC_TENSOR && rec->len >= sizeof(tft_rec_tensor)) {
+        on_tensor(s, ri, (const tft_rec_tensor *)rec);
+        return on_param(s, ri, (const tft_rec_tensor *)rec);
+    }
+    if (rec->kind == TFT_REC_COMM && rec->len >= sizeof(tft_rec_comm)) {
+        on_comm(s, ri, (const tft_rec_comm *)rec);
+        return 0;
+    }
+    if (rec->kind != TFT_REC_COLLECTIVE || rec->len < TFT_REC_COLLECTIVE_MIN_BYTES)
+        return 0;
+    const tft_rec_collective *cr = (const tft_rec_collective *)rec;
+    int64_t step = rec->step != TFT_STEP_NONE ? rec->step : last_step;
+    if (cr->type == TFT_COLL_SEND || cr->type == TFT_COLL_RECV) {
+        on_p2p(s, ri, cr, step);
+        return 0;
+    }
+    return on_collective(s, ri, cr, step);
 }
 
 int diff_desyncs(tft_trace *t, diff_desync *out, int max)
@@ -844,12 +1738,16 @@ int diff_desyncs(tft_trace *t, diff_desync *out, int max)
     int n = tft_trace_nranks(t);
     if (n < 2)
         return 0;
-    desync_state s = {.t = t, .nranks = n, .one_host = same_host(t, n), .param_step = TFT_STEP_NONE};
+    desync_state s = {.t = t, .nranks = n, .one_host = same_host(t, n), .param_step = TFT_STEP_NONE,
+                      .world = tft_string_id("MPI_COMM_WORLD", 14)};
     s.recent = calloc((size_t)n * DESYNC_RECENT_TENSORS, sizeof(*s.recent));
     s.recent_pos = calloc((size_t)n, sizeof(*s.recent_pos));
     s.ibuf = calloc((size_t)n * 5, sizeof(*s.ibuf));
     s.ubuf = calloc((size_t)n, sizeof(*s.ubuf));
-    bool ok = s.recent && s.recent_pos && s.ibuf && s.ubuf;
+    s.open = calloc((size_t)n, sizeof(*s.open));
+    s.inv_tmp = calloc((size_t)n, 1);
+    s.miss_tmp = calloc((size_t)n, 1);
+    bool ok = s.recent && s.recent_pos && s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp;
     tft_merge *m = ok ? tft_merge_open(t, TFT_ORDER_STEP_SEQ) : NULL;
     int e = m ? 0 : (ok ? -errno : -ENOMEM);
     int64_t *last_step = m ? malloc((size_t)n * sizeof(*last_step)) : NULL;
@@ -865,13 +1763,7 @@ int diff_desyncs(tft_trace *t, diff_desync *out, int max)
             continue;
         if (rec->step != TFT_STEP_NONE)
             last_step[ri] = rec->step;
-        if (rec->kind == TFT_REC_TENSOR && rec->len >= sizeof(tft_rec_tensor)) {
-            on_tensor(&s, ri, (const tft_rec_tensor *)rec);
-            e = on_param(&s, ri, (const tft_rec_tensor *)rec);
-        } else if (rec->kind == TFT_REC_COLLECTIVE && rec->len >= sizeof(tft_rec_collective)) {
-            int64_t step = rec->step != TFT_STEP_NONE ? rec->step : last_step[ri];
-            e = on_collective(&s, ri, (const tft_rec_collective *)rec, step);
-        }
+        e = on_record(&s, ri, rec, last_step[ri]);
     }
     if (e == 0)
         e = final_sweep(&s);

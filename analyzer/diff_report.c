@@ -228,6 +228,43 @@ static cJSON *json_rank(const diff_rank_result *x)
     return o;
 }
 
+/* The keys of a desync object beyond comm, coll_seq, step, kind, ranks and
+ * detail (docs/TFDIFF.md): seq, comm_name, members, caused_by (an index in
+ * this report's list: a cause GOLDEN shares too is not listed, and its
+ * hang then has none), peer, tag. */
+static void json_desync_more(cJSON *x, const diff_desync *ds, int nd, int i)
+{
+    const diff_desync *d = &ds[i];
+    if (d->seq == TFT_SEQ_NONE)
+        cJSON_AddNullToObject(x, "seq");
+    else
+        cJSON_AddNumberToObject(x, "seq", (double)d->seq);
+    if (d->comm_name[0])
+        cJSON_AddStringToObject(x, "comm_name", d->comm_name);
+    else
+        cJSON_AddNullToObject(x, "comm_name");
+    if (d->nmembers > 0 && d->nmembers <= DIFF_DESYNC_MEMBERS) {
+        cJSON *m = cJSON_AddArrayToObject(x, "members");
+        for (int k = 0; m && k < d->nmembers; k++)
+            cJSON_AddItemToArray(m, cJSON_CreateNumber(d->members[k]));
+    } else {
+        cJSON_AddNullToObject(x, "members");
+    }
+    int c = diff_desync_index(ds, nd, d->cause);
+    if (c >= 0)
+        cJSON_AddNumberToObject(x, "caused_by", c);
+    else
+        cJSON_AddNullToObject(x, "caused_by");
+    if (d->kind == DS_P2P && d->peer >= 0)
+        cJSON_AddNumberToObject(x, "peer", d->peer);
+    else
+        cJSON_AddNullToObject(x, "peer");
+    if (d->kind == DS_P2P)
+        cJSON_AddNumberToObject(x, "tag", d->tag);
+    else
+        cJSON_AddNullToObject(x, "tag");
+}
+
 static cJSON *json_findings(const diff_report *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -280,6 +317,7 @@ static cJSON *json_findings(const diff_report *r)
         for (int k = 0; k < d->nranks && k < 16; k++)
             cJSON_AddItemToArray(rk, cJSON_CreateNumber(d->ranks[k]));
         cJSON_AddStringToObject(x, "detail", d->detail);
+        json_desync_more(x, r->desyncs, r->ndesyncs, i);
         cJSON_AddItemToArray(ds, x);
     }
     uint64_t wt = 0;
@@ -398,11 +436,11 @@ void report_text(const diff_report *r, FILE *f)
         fprintf(f, "leak: rank %d, %s\n", r->leaks[i].rank, what);
     }
     for (int i = 0; i < r->ndesyncs; i++) {
-        char at[48] = "no step";
+        char at[48] = "no step", where[160];
         if (r->desyncs[i].step != TFT_STEP_NONE)
             snprintf(at, sizeof(at), "step %lld", (long long)r->desyncs[i].step);
-        fprintf(f, "desync: %s at %s (comm %016" PRIx64 ", collective #%" PRIu64 "): %s\n",
-                desync_kind_name(r->desyncs[i].kind), at, r->desyncs[i].comm, r->desyncs[i].coll_seq,
+        diff_desync_where(r->desyncs, r->ndesyncs, i, where, sizeof(where));
+        fprintf(f, "desync: %s at %s (%s): %s\n", desync_kind_name(r->desyncs[i].kind), at, where,
                 r->desyncs[i].detail);
     }
     text_ranks(r, f);
@@ -475,11 +513,15 @@ int report_junit(const diff_report *r, const char *path)
         snprintf(msg, sizeof(msg), "rank %d: %s", r->leaks[0].rank, what);
     }
     junit_case(f, "leaks", r->nleaks ? msg : NULL);
-    if (r->ndesyncs && r->desyncs[0].step == TFT_STEP_NONE)
-        snprintf(msg, sizeof(msg), "%s: %s", desync_kind_name(r->desyncs[0].kind), r->desyncs[0].detail);
-    else if (r->ndesyncs)
-        snprintf(msg, sizeof(msg), "%s at step %lld: %s", desync_kind_name(r->desyncs[0].kind),
-                 (long long)r->desyncs[0].step, r->desyncs[0].detail);
+    if (r->ndesyncs) { /* the detail, cut to the message's size */
+        int w = r->desyncs[0].step == TFT_STEP_NONE
+                    ? snprintf(msg, sizeof(msg), "%s: ", desync_kind_name(r->desyncs[0].kind))
+                    : snprintf(msg, sizeof(msg), "%s at step %lld: ", desync_kind_name(r->desyncs[0].kind),
+                               (long long)r->desyncs[0].step);
+        if (w >= 0 && (size_t)w < sizeof(msg))
+            snprintf(msg + w, sizeof(msg) - (size_t)w, "%.*s", (int)(sizeof(msg) - (size_t)w - 1),
+                     r->desyncs[0].detail);
+    }
     junit_case(f, "desync", r->ndesyncs ? msg : NULL);
     fputs("  </testsuite>\n</testsuites>\n", f);
     return fclose(f) == 0 ? 0 : -1;

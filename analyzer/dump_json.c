@@ -138,12 +138,36 @@ static void json_collective(cJSON *o, const tft_rec_collective *c)
     cJSON_AddNumberToObject(o, "root", c->root);
     cJSON_AddNumberToObject(o, "comm_rank", c->rank);
     cJSON_AddNumberToObject(o, "nranks", c->nranks);
+    bool p2p = c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV; /* a collective's tag means nothing */
+    cJSON_AddNumberToObject(o, "tag", p2p ? tft_rec_coll_tag(c) : TFT_TAG_NONE); /* -1 none, -2 any */
     json_u64(o, "t_enter", c->t_enter);
     json_u64(o, "t_exit", c->t_exit);
     if (c->result)
         json_u64(o, "result", c->result);
     else
         cJSON_AddNullToObject(o, "result");
+}
+
+/* A communicator (FORMAT.md 5.15): "members" null when the record lists
+ * none; an intercommunicator's are its local group, then its remote group. */
+static void json_comm(cJSON *o, const tft_rec_comm *c)
+{
+    json_hex(o, "comm", c->comm);
+    if (c->parent)
+        json_hex(o, "parent", c->parent);
+    else
+        cJSON_AddNullToObject(o, "parent");
+    cJSON_AddNumberToObject(o, "comm_rank", c->rank);
+    cJSON_AddNumberToObject(o, "size", c->size);
+    cJSON_AddNumberToObject(o, "order", c->order);
+    cJSON_AddBoolToObject(o, "inter", (c->h.flags & TFT_COMM_FLAG_INTER) != 0);
+    if (!c->n_members) {
+        cJSON_AddNullToObject(o, "members");
+        return;
+    }
+    cJSON *m = cJSON_AddArrayToObject(o, "members");
+    for (uint32_t i = 0; m && i < c->n_members; i++)
+        cJSON_AddItemToArray(m, cJSON_CreateNumber(c->members[i]));
 }
 
 static void json_ptr(cJSON *o, uint64_t ptr)
@@ -222,6 +246,7 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
     }
     case TFT_REC_PROCESS: json_process(o, (const tft_rec_process *)rec); break;
     case TFT_REC_CAPTURE: json_capture(o, (const tft_rec_capture *)rec); break;
+    case TFT_REC_COMM: json_comm(o, (const tft_rec_comm *)rec); break;
     case TFT_REC_DROPPED: {
         const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
         json_u64(o, "count", d->count);

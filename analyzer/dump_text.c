@@ -35,6 +35,7 @@ const char *rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
     case TFT_REC_CHECKPOINT: return rec_string(r, ((const tft_rec_checkpoint *)rec)->path, buf);
     case TFT_REC_CAPTURE: return rec_string(r, ((const tft_rec_capture *)rec)->name, buf);
     case TFT_REC_THREAD: return rec_string(r, ((const tft_rec_thread *)rec)->name, buf);
+    case TFT_REC_COMM: return rec_string(r, ((const tft_rec_comm *)rec)->name, buf);
     default: return NULL;
     }
 }
@@ -153,10 +154,36 @@ static void text_collective(FILE *f, const tft_rec_collective *c, const tft_read
     if (c->root >= 0)
         fprintf(f, " root=%d", c->root);
     fprintf(f, " rank=%d/%d", c->rank, c->nranks);
+    int32_t tag = c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV ? tft_rec_coll_tag(c) : TFT_TAG_NONE;
+    if (tag == TFT_TAG_ANY)
+        fputs(" tag=any", f);
+    else if (tag != TFT_TAG_NONE)
+        fprintf(f, " tag=%d", (int)tag);
     if (!enter && c->t_exit >= c->t_enter)
         fprintf(f, " dur=%.3fus", (double)(c->t_exit - c->t_enter) / 1e3);
     if (c->result)
         fprintf(f, " result=%" PRIu64, c->result);
+}
+
+/* "comm MPI_Comm_split comm=... rank=1/2 order=0 parent=... members={1,3}";
+ * an intercommunicator's members are its local group, then "|", the remote
+ * group (FORMAT.md 5.15); long lists are cut. */
+static void text_comm(FILE *f, const tft_rec_comm *c, const tft_reader *r)
+{
+    enum { SHOWN = 64 };
+    fprintf(f, " %s comm=%016" PRIx64 " rank=%d/%d order=%u", txt(r, c->name), c->comm, c->rank, c->size,
+            c->order);
+    if (c->parent)
+        fprintf(f, " parent=%016" PRIx64, c->parent);
+    if (c->h.flags & TFT_COMM_FLAG_INTER)
+        fputs(" inter", f);
+    if (!c->n_members)
+        return;
+    fputs(" members={", f);
+    bool inter = (c->h.flags & TFT_COMM_FLAG_INTER) != 0;
+    for (uint32_t i = 0; i < c->n_members && i < SHOWN; i++)
+        fprintf(f, "%s%d", !i ? "" : inter && c->size >= 0 && i == (uint32_t)c->size ? "|" : ",", (int)c->members[i]);
+    fputs(c->n_members > SHOWN ? ",...}" : "}", f);
 }
 
 static void text_alloc(FILE *f, const tft_rec_alloc *a, const tft_reader *r)
@@ -228,6 +255,7 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
     }
     case TFT_REC_PROCESS: text_process(f, (const tft_rec_process *)rec); break;
     case TFT_REC_CAPTURE: text_capture(f, (const tft_rec_capture *)rec, r); break;
+    case TFT_REC_COMM: text_comm(f, (const tft_rec_comm *)rec, r); break;
     case TFT_REC_DROPPED: {
         const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
         fprintf(f, " count=%" PRIu64 " reason=%s", d->count, drop_reason_name(d->reason));

@@ -312,6 +312,9 @@ typedef struct tft_rec_comm {
     uint32_t n_members; /* entries of members[] (0: not known here) */
     int32_t members[];  /* world rank of communicator rank 0, 1, ...; zero padding to 8 */
 } tft_rec_comm;         /* 72 bytes + 4 per member */
+/* tft_rec_comm.h.flags: an intercommunicator; members lists the local
+ * group, then the remote one (FORMAT.md §5.15). */
+#define TFT_COMM_FLAG_INTER 0x1u
 /* Most members one COMM record lists (a larger communicator lists none). */
 #define TFT_COMM_MAX_MEMBERS ((TFT_REC_MAX_BYTES - sizeof(tft_rec_comm)) / 4u)
 

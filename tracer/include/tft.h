@@ -89,6 +89,35 @@ TFT_API int64_t tft_coll_enter(const tft_coll_info *ci);
 /* result: host buffer holding count elements of dtype after the call, or NULL. */
 TFT_API int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result);
 
+/* A communicator, recorded once per process before the first collective
+ * that names its id (a COMM record, FORMAT.md 5.15): lets reports name it by
+ * its members ("communicator {1,3}"). The caller keeps the once-only
+ * promise; every call writes a record. */
+typedef struct tft_comm_info {
+    size_t sz;              /* sizeof(tft_comm_info) */
+    uint64_t comm;          /* its id, as in tft_coll_info.comm; 0 is refused */
+    const char *name;       /* what made it ("MPI_Comm_split", "ncclCommInitRank"), NULL none */
+    uint64_t parent;        /* id of the communicator it was made from, 0 none or unknown */
+    int rank, size;         /* this process's rank in it (of its local group for an
+                             * intercommunicator) and its size */
+    unsigned order;         /* creation order among this process's communicators with the same members */
+    int n_members;          /* entries of members, 0 when not known here */
+    const int32_t *members; /* world rank of communicator rank 0, 1, ... (an intercommunicator:
+                             * the local group, then the remote group), or NULL */
+    unsigned flags;         /* TFT_COMM_INTER */
+} tft_comm_info;
+/* tft_comm_info.flags, written as the COMM record's header flags: an
+ * intercommunicator (FORMAT.md 5.15). */
+#define TFT_COMM_INTER TFT_COMM_FLAG_INTER
+/* Zero-initialised but for sz. */
+#define TFT_COMM_INFO(...) ((tft_comm_info){ .sz = sizeof(tft_comm_info), __VA_ARGS__ })
+
+/* Writes the COMM record of ci (members beyond TFT_COMM_MAX_MEMBERS: none
+ * listed). Returns 0 (also when recording is off), -EINVAL for a bad ci,
+ * -ENOMEM, or -ENOSPC when the record was dropped. ci and members stay the
+ * caller's. */
+TFT_API int tft_comm_define(const tft_comm_info *ci);
+
 /* A checkpoint saved (TFT_CKPT_SAVE) or resumed (TFT_CKPT_RESUME) at step,
  * with the path and a resume recipe (e.g. "--resume DIR"), may be NULL. */
 TFT_API int tft_checkpoint(int action, int64_t step, const char *path, const char *recipe);

@@ -163,7 +163,7 @@ static uint64_t to_ns(const collector *c, uint64_t t)
 static void convert_times(const collector *c, tft_rec *rec)
 {
     rec->ts = to_ns(c, rec->ts);
-    if (rec->kind == TFT_REC_COLLECTIVE && rec->len >= sizeof(tft_rec_collective)) {
+    if (rec->kind == TFT_REC_COLLECTIVE && rec->len >= TFT_REC_COLLECTIVE_MIN_BYTES) {
         tft_rec_collective *k = (tft_rec_collective *)rec;
         k->t_enter = to_ns(c, k->t_enter);
         k->t_exit = to_ns(c, k->t_exit);

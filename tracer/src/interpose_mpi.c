@@ -16,13 +16,20 @@
  *    (without statistics). A request never completed leaves an ENTER
  *    without EXIT: the hang signal.
  *
+ * Communicators: an id from the members' world ranks and the creation
+ * order, worked out once per communicator and kept as an MPI attribute;
+ * the creators (MPI_Comm_split, _dup, _create, MPI_Cart_create, ...) are
+ * interposed to number communicators in the order they are made, and the
+ * first recorded call on one writes its COMM record (struct mcomm below).
+ *
  * Sequence spaces: collectives take the communicator's sequence (the desync
  * analysis aligns it across ranks); point-to-point calls take a separate
- * one, "<communicator>:p2p", which counts this rank's sends and receives
- * on the communicator and is not comparable across ranks (a Send on one
- * rank and a Recv on another are a legitimate difference). root holds the
- * peer (-1 at the ENTER of an MPI_ANY_SOURCE receive; the EXIT of a receive
- * carries the actual source and the count actually received, from the
+ * one, "<communicator id>:p2p", which counts this rank's sends and
+ * receives on the communicator and is not comparable across ranks (a Send
+ * on one rank and a Recv on another are a legitimate difference). root
+ * holds the peer, tag the message tag (-1 at the ENTER of an
+ * MPI_ANY_SOURCE receive, TFT_TAG_ANY for MPI_ANY_TAG; the EXIT of a
+ * receive carries the actual source, tag and count received, from the
  * status, which we supply when the caller passes MPI_STATUS(ES)_IGNORE).
  *
  * Non-blocking requests live in a fixed table (request handle -> call),
@@ -36,6 +43,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -70,7 +78,7 @@ enum { N_DTYPES = 0 MPI_DTYPES(COUNT_ONE), N_OPS = 0 MPI_OPS(COUNT_ONE) };
  * addresses of objects in libmpi, looked up at run time so that libtftrace
  * has no undefined data symbols; MPICH's are integer constants. */
 static struct {
-    void *world, *req_null;
+    void *world, *self, *comm_null, *req_null;
     void *dt[N_DTYPES];
     void *op[N_OPS];
 } mh;
@@ -103,6 +111,8 @@ static void handles_load(void)
 #define OP_NAME(a, b, c) "ompi_mpi_op_" #a,
         MPI_OPS(OP_NAME)};
     mh.world = handle_sym("ompi_mpi_comm_world");
+    mh.self = handle_sym("ompi_mpi_comm_self");
+    mh.comm_null = handle_sym("ompi_mpi_comm_null");
     mh.req_null = handle_sym("ompi_request_null");
     for (int i = 0; i < N_DTYPES; i++)
         mh.dt[i] = handle_sym(dt_names[i]);
@@ -122,6 +132,8 @@ static void handles_load(void)
     memcpy(mh.dt, dts, sizeof(dts));
     memcpy(mh.op, ops, sizeof(ops));
     mh.world = H(MPI_COMM_WORLD);
+    mh.self = H(MPI_COMM_SELF);
+    mh.comm_null = H(MPI_COMM_NULL);
     mh.req_null = H(MPI_REQUEST_NULL);
 }
 #endif
@@ -150,6 +162,12 @@ static int map_redop(MPI_Op op)
 typedef int (*comm_int_fn)(MPI_Comm, int *);
 typedef int (*type_size_fn)(MPI_Datatype, int *);
 typedef int (*get_count_fn)(const MPI_Status *, MPI_Datatype, int *);
+typedef int (*comm_group_fn)(MPI_Comm, MPI_Group *);
+typedef int (*translate_fn)(MPI_Group, int, const int[], MPI_Group, int[]);
+typedef int (*group_free_fn)(MPI_Group *);
+typedef int (*get_attr_fn)(MPI_Comm, int, void *, int *);
+typedef int (*set_attr_fn)(MPI_Comm, int, void *);
+typedef int (*create_keyval_fn)(MPI_Comm_copy_attr_function *, MPI_Comm_delete_attr_function *, int *, void *);
 
 /* Our own queries leave errno as they found it, like everything we add. */
 static int comm_query(const char *fn_name, void *_Atomic *cache, MPI_Comm comm, int dflt)
@@ -175,31 +193,301 @@ static int comm_size(MPI_Comm comm)
     return comm_query("MPI_Comm_size", &fn, comm, -1);
 }
 
-/* A communicator id equal on all its ranks: the string id of its name.
- * MPI_COMM_WORLD: "MPI_COMM_WORLD" (the id tftrain uses for it). Others:
- * "MPI_Comm:<Fortran handle>:<size>" — an approximation that holds when the
- * ranks create their communicators in the same order (the usual case); MPI
- * has no portable cross-rank communicator identity. Point-to-point calls
- * use "<name>:p2p", a sequence space of their own. */
-static uint64_t comm_id(MPI_Comm comm, int size, int p2p)
-{
-    char buf[80];
-    int n;
-    if (H(comm) == mh.world) {
-        n = snprintf(buf, sizeof(buf), "MPI_COMM_WORLD%s", p2p ? ":p2p" : "");
-    } else {
-        long f = -1;
-#ifdef MPI_Comm_c2f
-        f = (long)MPI_Comm_c2f(comm);
+/* What the recorder needs of one communicator, worked out once per
+ * communicator (mcomm_make) and kept as an MPI attribute of it: the
+ * keyval's delete function frees it when the program frees the
+ * communicator (or MPI_Finalize does), so a handle MPI reuses never finds
+ * a stale entry, and its copy function copies nothing, so a duplicate gets
+ * its own. MPI_COMM_WORLD's lives in `world` instead.
+ *
+ * Identity (equal on all members, different for disjoint groups): the
+ * string id of "MPI_Comm{w0,w1,...}#k" — the members' MPI_COMM_WORLD ranks
+ * in communicator rank order, and k, the communicator's creation order
+ * among this process's communicators with those members (0 first). The
+ * creators we interpose (MPI_Comm_split, _split_type, _dup,
+ * _dup_with_info, _create, _create_group, MPI_Cart_create, MPI_Cart_sub,
+ * MPI_Graph_create, MPI_Dist_graph_create(_adjacent), MPI_Intercomm_create,
+ * MPI_Intercomm_merge) number a communicator when it is made — collective
+ * calls, made in the same order by all members; one made otherwise
+ * (MPI_Comm_idup, MPI_Comm_connect, ...) is numbered at its first recorded
+ * use. An intercommunicator: "MPI_Intercomm{A|B}#k" with its two groups
+ * in a fixed order (the one whose member list compares lower first), equal
+ * on both sides. MPI_COMM_WORLD: "MPI_COMM_WORLD" (the id tftrain uses).
+ * Point-to-point calls use the id of "<id as 16 hex digits>:p2p". */
+typedef struct mcomm {
+    uint64_t id, p2p;     /* collective and point-to-point sequence spaces */
+    int rank, size;       /* this process's rank and the size (local group of an intercommunicator) */
+    _Atomic int defined;  /* its COMM record was written */
+    const char *made_by;  /* static: "MPI_Comm_split", ...; NULL unknown */
+    uint64_t parent;      /* id of the communicator it was made from, 0 unknown */
+    unsigned order, flags;/* creation order; TFT_COMM_INTER */
+    int n_members;        /* entries of members: size (+ remote size), 0 unknown */
+    int32_t *members;     /* world ranks in communicator rank order (local group, then remote group) */
+} mcomm;
+
+static struct {
+    pthread_mutex_t lock;       /* registration: keyval, orders, world */
+    int keyval;                 /* MPI_KEYVAL_INVALID until created */
+    int have_wgroup;
+    MPI_Group wgroup;           /* MPI_COMM_WORLD's group, for translating ranks */
+    mcomm world;
+    _Atomic int world_ready;
+    struct order_ent { uint64_t key; unsigned n; } *orders; /* member set -> communicators made */
+    size_t norders, orders_cap;
+} creg = {.lock = PTHREAD_MUTEX_INITIALIZER, .keyval = MPI_KEYVAL_INVALID};
+
+#ifdef OPEN_MPI
+#define COMM_OF(p) ((MPI_Comm)(p))
 #else
-        static void *_Atomic c2f;
-        MPI_Fint (*fn)(MPI_Comm) = (MPI_Fint(*)(MPI_Comm))ip_real_cached(&c2f, "MPI_Comm_c2f");
-        if (fn)
-            f = (long)fn(comm);
+#define COMM_OF(p) ((MPI_Comm)(intptr_t)(p))
 #endif
-        n = snprintf(buf, sizeof(buf), "MPI_Comm:%ld:%d%s", f, size, p2p ? ":p2p" : "");
+
+static int mc_nocopy(MPI_Comm old, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)old, (void)keyval, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    return MPI_SUCCESS;
+}
+
+static void mcomm_free(mcomm *m)
+{
+    if (m) {
+        free(m->members);
+        free(m);
     }
-    return tft_string_id(buf, n > 0 ? (size_t)n : 0);
+}
+
+static int mc_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)extra;
+    mcomm_free(attr);
+    return MPI_SUCCESS;
+}
+
+/* The next creation order of the member set key (lock held); 0 first. */
+static unsigned order_next(uint64_t key)
+{
+    for (size_t i = 0; i < creg.norders; i++)
+        if (creg.orders[i].key == key)
+            return creg.orders[i].n++;
+    if (creg.norders == creg.orders_cap) {
+        size_t ncap = creg.orders_cap ? creg.orders_cap * 2 : 16;
+        struct order_ent *n = realloc(creg.orders, ncap * sizeof(*n));
+        if (!n)
+            return 0;
+        creg.orders = n;
+        creg.orders_cap = ncap;
+    }
+    creg.orders[creg.norders++] = (struct order_ent){key, 1};
+    return 0;
+}
+
+/* World ranks of the n ranks of comm's group (remote: its remote group)
+ * into out (-1 for a process outside MPI_COMM_WORLD); 0 or -1. Lock held. */
+static int world_ranks(MPI_Comm comm, int remote, int n, int32_t *out)
+{
+    static void *_Atomic cg, *_Atomic rg, *_Atomic tr, *_Atomic gf;
+    comm_group_fn group = (comm_group_fn)ip_real_cached(remote ? &rg : &cg,
+                                                         remote ? "MPI_Comm_remote_group" : "MPI_Comm_group");
+    translate_fn translate = (translate_fn)ip_real_cached(&tr, "MPI_Group_translate_ranks");
+    group_free_fn gfree = (group_free_fn)ip_real_cached(&gf, "MPI_Group_free");
+    comm_group_fn wgroup = (comm_group_fn)ip_real_cached(&cg, "MPI_Comm_group");
+    if (!group || !translate || !gfree || !wgroup || n <= 0)
+        return -1;
+    if (!creg.have_wgroup && wgroup(COMM_OF(mh.world), &creg.wgroup) == MPI_SUCCESS)
+        creg.have_wgroup = 1;
+    MPI_Group g;
+    int *in = malloc((size_t)n * sizeof(int)), *w = malloc((size_t)n * sizeof(int));
+    int rc = -1;
+    if (creg.have_wgroup && in && w && group(comm, &g) == MPI_SUCCESS) {
+        for (int i = 0; i < n; i++)
+            in[i] = i;
+        if (translate(g, n, in, creg.wgroup, w) == MPI_SUCCESS) {
+            for (int i = 0; i < n; i++)
+                out[i] = w[i] == MPI_UNDEFINED ? -1 : w[i];
+            rc = 0;
+        }
+        gfree(&g);
+    }
+    free(in);
+    free(w);
+    return rc;
+}
+
+/* Appends "a,b,..." of n world ranks to buf at *o (room reserved). */
+static void members_text(char *buf, size_t *o, const int32_t *m, int n)
+{
+    for (int i = 0; i < n; i++)
+        *o += (size_t)sprintf(buf + *o, "%s%d", i ? "," : "", (int)m[i]);
+}
+
+/* Lexicographic order of two member lists (intercommunicator groups). */
+static int members_cmp(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    for (int i = 0; i < na && i < nb; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return na < nb ? -1 : na > nb;
+}
+
+/* The identity of m from its members (lock held): m->id, m->p2p, m->order. */
+static int mcomm_identity(mcomm *m, int local)
+{
+    int n = m->n_members, remote = n - local;
+    const int32_t *a = m->members, *b = m->members + local;
+    int na = local, nb = remote;
+    if (m->flags & TFT_COMM_INTER && members_cmp(a, na, b, nb) > 0) {
+        a = m->members + local, na = remote;
+        b = m->members, nb = local;
+    }
+    char *buf = malloc(32 + 12 * (size_t)n);
+    if (!buf)
+        return -1;
+    size_t o = (size_t)sprintf(buf, "%s{", m->flags & TFT_COMM_INTER ? "MPI_Intercomm" : "MPI_Comm");
+    members_text(buf, &o, a, na);
+    if (m->flags & TFT_COMM_INTER) {
+        buf[o++] = '|';
+        members_text(buf, &o, b, nb);
+    }
+    buf[o++] = '}';
+    m->order = order_next(tft_string_id(buf, o));
+    o += (size_t)sprintf(buf + o, "#%u", m->order);
+    m->id = tft_string_id(buf, o);
+    free(buf);
+    char p[32];
+    int len = snprintf(p, sizeof(p), "%016" PRIx64 ":p2p", m->id);
+    m->p2p = tft_string_id(p, (size_t)len);
+    return 0;
+}
+
+/* A new entry for comm (lock held), NULL when MPI cannot tell us enough. */
+static mcomm *mcomm_make(MPI_Comm comm, const char *made_by, uint64_t parent)
+{
+    static void *_Atomic ti, *_Atomic rs;
+    comm_int_fn test_inter = (comm_int_fn)ip_real_cached(&ti, "MPI_Comm_test_inter");
+    comm_int_fn remote_size = (comm_int_fn)ip_real_cached(&rs, "MPI_Comm_remote_size");
+    int inter = 0, nremote = 0;
+    if (test_inter && test_inter(comm, &inter) != MPI_SUCCESS)
+        inter = 0;
+    if (inter && (!remote_size || remote_size(comm, &nremote) != MPI_SUCCESS || nremote < 0))
+        return NULL;
+    mcomm *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->rank = comm_rank(comm);
+    m->size = comm_size(comm);
+    m->made_by = made_by;
+    m->parent = parent;
+    m->flags = inter ? TFT_COMM_INTER : 0;
+    m->n_members = m->size + nremote;
+    m->members = m->size > 0 ? malloc((size_t)m->n_members * sizeof(int32_t)) : NULL;
+    if (!m->members || world_ranks(comm, 0, m->size, m->members) ||
+        (nremote && world_ranks(comm, 1, nremote, m->members + m->size)) || mcomm_identity(m, m->size)) {
+        mcomm_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* MPI_COMM_WORLD's entry (members 0 .. size-1), made once. */
+static mcomm *world_get(void)
+{
+    if (atomic_load_explicit(&creg.world_ready, memory_order_acquire))
+        return &creg.world;
+    pthread_mutex_lock(&creg.lock);
+    if (!atomic_load(&creg.world_ready)) {
+        mcomm *w = &creg.world;
+        MPI_Comm comm = COMM_OF(mh.world);
+        w->rank = comm_rank(comm);
+        w->size = comm_size(comm);
+        w->made_by = "MPI_COMM_WORLD";
+        w->id = tft_string_id("MPI_COMM_WORLD", 14);
+        char p[32];
+        int len = snprintf(p, sizeof(p), "%016" PRIx64 ":p2p", w->id);
+        w->p2p = tft_string_id(p, (size_t)len);
+        w->members = w->size > 0 ? malloc((size_t)w->size * sizeof(int32_t)) : NULL;
+        for (int i = 0; w->members && i < w->size; i++)
+            w->members[i] = i;
+        w->n_members = w->members ? w->size : 0;
+        atomic_store_explicit(&creg.world_ready, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&creg.lock);
+    return &creg.world;
+}
+
+/* comm's entry from its attribute, NULL when it has none (yet). */
+static mcomm *mcomm_cached(MPI_Comm comm)
+{
+    static void *_Atomic ga;
+    get_attr_fn get = (get_attr_fn)ip_real_cached(&ga, "MPI_Comm_get_attr");
+    int kv = __atomic_load_n(&creg.keyval, __ATOMIC_ACQUIRE), flag = 0;
+    void *v = NULL;
+    if (kv == MPI_KEYVAL_INVALID || !get || get(comm, kv, &v, &flag) != MPI_SUCCESS || !flag)
+        return NULL;
+    return v;
+}
+
+/* Registers comm (guard held): computes its entry and attaches it, unless
+ * it has one. made_by: the creator (NULL: first seen in a call). */
+static mcomm *mcomm_register(MPI_Comm comm, const char *made_by, uint64_t parent)
+{
+    static void *_Atomic ck, *_Atomic sa;
+    int saved = errno;
+    pthread_mutex_lock(&creg.lock);
+    mcomm *m = mcomm_cached(comm);
+    if (!m && creg.keyval == MPI_KEYVAL_INVALID) {
+        create_keyval_fn ckv = (create_keyval_fn)ip_real_cached(&ck, "MPI_Comm_create_keyval");
+        int kv = MPI_KEYVAL_INVALID;
+        if (ckv && ckv(mc_nocopy, mc_delete, &kv, NULL) == MPI_SUCCESS)
+            __atomic_store_n(&creg.keyval, kv, __ATOMIC_RELEASE);
+    }
+    set_attr_fn set = (set_attr_fn)ip_real_cached(&sa, "MPI_Comm_set_attr");
+    if (!m && creg.keyval != MPI_KEYVAL_INVALID && set) {
+        m = mcomm_make(comm, made_by, parent);
+        if (m && set(comm, creg.keyval, m) != MPI_SUCCESS) {
+            mcomm_free(m);
+            m = NULL;
+        }
+    }
+    pthread_mutex_unlock(&creg.lock);
+    errno = saved;
+    return m;
+}
+
+static int is_world(MPI_Comm comm) { return H(comm) == mh.world; }
+
+/* comm's entry (guard held), registering it at its first use; NULL when
+ * MPI would not let us attach one (then comm_fallback). */
+static mcomm *mcomm_of(MPI_Comm comm)
+{
+    if (is_world(comm))
+        return world_get();
+    mcomm *m = mcomm_cached(comm);
+    if (m)
+        return m;
+    return mcomm_register(comm, H(comm) == mh.self ? "MPI_COMM_SELF" : NULL, 0);
+}
+
+/* Writes m's COMM record the first time a recorded call names it. */
+static void mcomm_define(mcomm *m)
+{
+    if (atomic_load_explicit(&m->defined, memory_order_relaxed) || atomic_exchange(&m->defined, 1))
+        return;
+    int saved = errno;
+    tft_comm_define(&TFT_COMM_INFO(.comm = m->id, .name = m->made_by, .parent = m->parent, .rank = m->rank,
+                                   .size = m->size, .order = m->order, .n_members = m->n_members,
+                                   .members = m->members, .flags = m->flags));
+    errno = saved;
+}
+
+/* Ids for a communicator we could not register (MPI refused the
+ * attribute): "MPI_Comm?<size>", equal on all ranks of equal-sized
+ * communicators, without a COMM record. */
+static uint64_t comm_fallback(int size, int p2p)
+{
+    char buf[48];
+    int n = snprintf(buf, sizeof(buf), "MPI_Comm?%d%s", size, p2p ? ":p2p" : "");
+    return tft_string_id(buf, (size_t)n);
 }
 
 /* ---- one recorded call ---------------------------------------------------- */
@@ -230,15 +518,25 @@ static int rec_begin(void)
 
 static void rec_end(void) { ip_depth--; }
 
+/* The tft_coll_info tag of an MPI tag (MPI_ANY_TAG: TFT_TAG_ANY). */
+static int tft_tag(int tag) { return tag == MPI_ANY_TAG ? TFT_TAG_ANY : tag < 0 ? TFT_TAG_NONE : tag; }
+
 /* Fills mc for a call on comm: count elements of dt (a type we have no
  * tft_dtype for is counted in bytes, without statistics). p2p selects the
- * communicator's point-to-point sequence space; root is the root or peer. */
+ * communicator's point-to-point sequence space; root is the root or peer;
+ * tag the message tag (TFT_TAG_NONE for a collective). Writes the
+ * communicator's COMM record the first time. */
 static void call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, uint64_t count,
-                      int redop, int root, int p2p)
+                      int redop, int root, int p2p, int tag)
 {
     static void *_Atomic tsize_fn;
     int saved = errno;
-    int size = comm_size(comm);
+    mcomm *m = mcomm_of(comm);
+    int size = m ? m->size : comm_size(comm);
+    int rank = m ? m->rank : comm_rank(comm);
+    uint64_t id = m ? (p2p ? m->p2p : m->id) : comm_fallback(size, p2p);
+    if (m)
+        mcomm_define(m);
     int dtype = type == TFT_COLL_BARRIER ? TFT_U8 : map_dtype(dt);
     mc->stats = dtype >= 0;
     if (dtype < 0) {
@@ -249,9 +547,9 @@ static void call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, M
         dtype = TFT_U8;
         count *= (uint64_t)bytes;
     }
-    mc->ci = TFT_COLL_INFO(.name = name, .comm = comm_id(comm, size, p2p), .type = type, .dtype = dtype,
+    mc->ci = TFT_COLL_INFO(.name = name, .comm = id, .type = type, .dtype = dtype,
                            .count = type == TFT_COLL_BARRIER ? 0 : count, .redop = redop, .root = root,
-                           .rank = comm_rank(comm), .nranks = size);
+                           .rank = rank, .nranks = size, .tag = p2p ? tag : TFT_TAG_NONE);
     mc->token = -1;
     errno = saved;
 }
@@ -287,7 +585,7 @@ static int coll_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, M
 {
     if (!rec_begin())
         return 0;
-    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0);
+    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
     call_enter(mc);
     return 1;
 }
@@ -296,17 +594,18 @@ static int coll_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, M
  * as -1 until the status tells). Sends and receives from MPI_PROC_NULL
  * move no data and are not recorded. */
 static int p2p_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
-                     int peer)
+                     int peer, int tag)
 {
     if (peer == MPI_PROC_NULL || !rec_begin())
         return 0;
-    call_fill(mc, name, type, comm, dt, ucount(count), TFT_REDOP_NONE, peer == MPI_ANY_SOURCE ? -1 : peer, 1);
+    call_fill(mc, name, type, comm, dt, ucount(count), TFT_REDOP_NONE, peer == MPI_ANY_SOURCE ? -1 : peer, 1,
+              tft_tag(tag));
     call_enter(mc);
     return 1;
 }
 
-/* After a receive into a buffer of dt: the actual source, and the count
- * actually received (what the statistics cover). */
+/* After a receive into a buffer of dt: the actual source and tag, and the
+ * count actually received (what the statistics cover). */
 static void recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
 {
     static void *_Atomic gc;
@@ -314,6 +613,7 @@ static void recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
         return;
     int saved = errno;
     mc->ci.root = st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : mc->ci.root;
+    mc->ci.tag = st->MPI_TAG >= 0 ? st->MPI_TAG : mc->ci.tag;
     get_count_fn fn = mc->stats ? (get_count_fn)ip_real_cached(&gc, "MPI_Get_count") : NULL;
     int n;
     if (fn && fn(st, dt, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 && (uint64_t)n <= mc->ci.count)
@@ -607,7 +907,8 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
     uint64_t total = 0;
     for (int i = 0; recvcounts && i < size; i++)
         total += ucount(recvcounts[i]);
-    call_fill(&mc, "MPI_Reduce_scatter", TFT_COLL_REDUCE_SCATTER, comm, datatype, total, map_redop(op), -1, 0);
+    call_fill(&mc, "MPI_Reduce_scatter", TFT_COLL_REDUCE_SCATTER, comm, datatype, total, map_redop(op), -1, 0,
+              TFT_TAG_NONE);
     call_enter(&mc);
     int rc = fn(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     call_end(&mc, NULL);
@@ -638,7 +939,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     mpi_call mc;
     int in_place = sendbuf == MPI_IN_PLACE && comm_rank(comm) == root;
     call_fill(&mc, "MPI_Gather", TFT_COLL_GATHER, comm, in_place ? recvtype : sendtype,
-              ucount(in_place ? recvcount : sendcount), TFT_REDOP_NONE, root, 0);
+              ucount(in_place ? recvcount : sendcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
     call_enter(&mc);
     int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     call_end(&mc, NULL);
@@ -656,7 +957,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     mpi_call mc;
     int in_place = recvbuf == MPI_IN_PLACE && comm_rank(comm) == root;
     call_fill(&mc, "MPI_Scatter", TFT_COLL_SCATTER, comm, in_place ? sendtype : recvtype,
-              ucount(in_place ? sendcount : recvcount), TFT_REDOP_NONE, root, 0);
+              ucount(in_place ? sendcount : recvcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
     call_enter(&mc);
     int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     call_end(&mc, rc == MPI_SUCCESS && !in_place ? recvbuf : NULL);
@@ -686,7 +987,7 @@ static int send_common(send_fn fn, const char *name, const void *buf, int count,
                        int tag, MPI_Comm comm)
 {
     mpi_call mc;
-    if (!p2p_begin(&mc, name, TFT_COLL_SEND, comm, dt, count, dest))
+    if (!p2p_begin(&mc, name, TFT_COLL_SEND, comm, dt, count, dest, tag))
         return fn(buf, count, dt, dest, tag, comm);
     int rc = fn(buf, count, dt, dest, tag, comm);
     call_end(&mc, NULL);
@@ -709,7 +1010,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 {
     REAL(recv_fn, "MPI_Recv");
     mpi_call mc;
-    if (!p2p_begin(&mc, "MPI_Recv", TFT_COLL_RECV, comm, datatype, count, source))
+    if (!p2p_begin(&mc, "MPI_Recv", TFT_COLL_RECV, comm, datatype, count, source, tag))
         return fn(buf, count, datatype, source, tag, comm, status);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
@@ -728,17 +1029,17 @@ typedef struct sendrecv_rec {
 } sendrecv_rec;
 
 static int sendrecv_begin(sendrecv_rec *x, const char *name, MPI_Comm comm, MPI_Datatype stype, int scount,
-                          int dest, MPI_Datatype rtype, int rcount, int source)
+                          int dest, int stag, MPI_Datatype rtype, int rcount, int source, int rtag)
 {
     x->has_s = dest != MPI_PROC_NULL;
     x->has_r = source != MPI_PROC_NULL;
     if ((!x->has_s && !x->has_r) || !rec_begin())
         return 0;
     if (x->has_s)
-        call_fill(&x->s, name, TFT_COLL_SEND, comm, stype, ucount(scount), TFT_REDOP_NONE, dest, 1);
+        call_fill(&x->s, name, TFT_COLL_SEND, comm, stype, ucount(scount), TFT_REDOP_NONE, dest, 1, tft_tag(stag));
     if (x->has_r)
         call_fill(&x->r, name, TFT_COLL_RECV, comm, rtype, ucount(rcount), TFT_REDOP_NONE,
-                  source == MPI_ANY_SOURCE ? -1 : source, 1);
+                  source == MPI_ANY_SOURCE ? -1 : source, 1, tft_tag(rtag));
     if (x->has_s)
         call_enter(&x->s);
     if (x->has_r)
@@ -764,7 +1065,8 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
 {
     REAL(sendrecv_fn, "MPI_Sendrecv");
     sendrecv_rec x;
-    if (!sendrecv_begin(&x, "MPI_Sendrecv", comm, sendtype, sendcount, dest, recvtype, recvcount, source))
+    if (!sendrecv_begin(&x, "MPI_Sendrecv", comm, sendtype, sendcount, dest, sendtag, recvtype, recvcount, source,
+                        recvtag))
         return fn(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
                   comm, status);
     MPI_Status local;
@@ -780,7 +1082,8 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
 {
     REAL(sendrecv_replace_fn, "MPI_Sendrecv_replace");
     sendrecv_rec x;
-    if (!sendrecv_begin(&x, "MPI_Sendrecv_replace", comm, datatype, count, dest, datatype, count, source))
+    if (!sendrecv_begin(&x, "MPI_Sendrecv_replace", comm, datatype, count, dest, sendtag, datatype, count, source,
+                        recvtag))
         return fn(buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
@@ -805,7 +1108,7 @@ typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Reque
 static void icoll_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
                        const MPI_Op *op, int root)
 {
-    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0);
+    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -926,7 +1229,7 @@ static int isend_common(isend_fn fn, const char *name, const void *buf, int coun
     int rc = fn(buf, count, dt, dest, tag, comm, request);
     if (rc == MPI_SUCCESS && request) {
         mpi_call mc;
-        call_fill(&mc, name, TFT_COLL_SEND, comm, dt, ucount(count), TFT_REDOP_NONE, dest, 1);
+        call_fill(&mc, name, TFT_COLL_SEND, comm, dt, ucount(count), TFT_REDOP_NONE, dest, 1, tft_tag(tag));
         nb_start(&mc, *request, NULL, dt, 0);
     }
     rec_end();
@@ -957,7 +1260,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
     if (rc == MPI_SUCCESS && request) {
         mpi_call mc;
         call_fill(&mc, "MPI_Irecv", TFT_COLL_RECV, comm, datatype, ucount(count), TFT_REDOP_NONE,
-                  source == MPI_ANY_SOURCE ? -1 : source, 1);
+                  source == MPI_ANY_SOURCE ? -1 : source, 1, tft_tag(tag));
         nb_start(&mc, *request, buf, datatype, 1);
     }
     rec_end();
@@ -1149,4 +1452,146 @@ int MPI_Request_free(MPI_Request *request)
     rec_end();
     return rc;
 }
+
+/* ---- communicator creation ------------------------------------------------ */
+
+typedef int (*split_fn)(MPI_Comm, int, int, MPI_Comm *);
+typedef int (*split_type_fn)(MPI_Comm, int, int, MPI_Info, MPI_Comm *);
+typedef int (*dup_fn)(MPI_Comm, MPI_Comm *);
+typedef int (*dup_info_fn)(MPI_Comm, MPI_Info, MPI_Comm *);
+typedef int (*create_fn)(MPI_Comm, MPI_Group, MPI_Comm *);
+typedef int (*create_group_fn)(MPI_Comm, MPI_Group, int, MPI_Comm *);
+typedef int (*cart_create_fn)(MPI_Comm, int, const int[], const int[], int, MPI_Comm *);
+typedef int (*cart_sub_fn)(MPI_Comm, const int[], MPI_Comm *);
+typedef int (*graph_create_fn)(MPI_Comm, int, const int[], const int[], int, MPI_Comm *);
+typedef int (*dist_graph_adj_fn)(MPI_Comm, int, const int[], const int[], int, const int[], const int[], MPI_Info,
+                                 int, MPI_Comm *);
+typedef int (*dist_graph_fn)(MPI_Comm, int, const int[], const int[], const int[], const int[], MPI_Info, int,
+                             MPI_Comm *);
+typedef int (*intercomm_create_fn)(MPI_Comm, int, MPI_Comm, int, int, MPI_Comm *);
+typedef int (*intercomm_merge_fn)(MPI_Comm, int, MPI_Comm *);
+
+/* After a creator returned rc with *out made from parent: numbers the new
+ * communicator now, in the order its members make it (see struct mcomm),
+ * and remembers what made it. MPI_COMM_NULL (a rank left out) is not one. */
+static void created(int rc, const MPI_Comm *out, const char *made_by, MPI_Comm parent)
+{
+    if (rc != MPI_SUCCESS || !out || H(*out) == mh.comm_null || !rec_begin())
+        return;
+    mcomm *p = mcomm_of(parent);
+    mcomm_register(*out, made_by, p ? p->id : 0);
+    rec_end();
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    REAL(split_fn, "MPI_Comm_split");
+    int rc = fn(comm, color, key, newcomm);
+    created(rc, newcomm, "MPI_Comm_split", comm);
+    return rc;
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    REAL(split_type_fn, "MPI_Comm_split_type");
+    int rc = fn(comm, split_type, key, info, newcomm);
+    created(rc, newcomm, "MPI_Comm_split_type", comm);
+    return rc;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    REAL(dup_fn, "MPI_Comm_dup");
+    int rc = fn(comm, newcomm);
+    created(rc, newcomm, "MPI_Comm_dup", comm);
+    return rc;
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    REAL(dup_info_fn, "MPI_Comm_dup_with_info");
+    int rc = fn(comm, info, newcomm);
+    created(rc, newcomm, "MPI_Comm_dup_with_info", comm);
+    return rc;
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    REAL(create_fn, "MPI_Comm_create");
+    int rc = fn(comm, group, newcomm);
+    created(rc, newcomm, "MPI_Comm_create", comm);
+    return rc;
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    REAL(create_group_fn, "MPI_Comm_create_group");
+    int rc = fn(comm, group, tag, newcomm);
+    created(rc, newcomm, "MPI_Comm_create_group", comm);
+    return rc;
+}
+
+int MPI_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const int periods[], int reorder,
+                    MPI_Comm *comm_cart)
+{
+    REAL(cart_create_fn, "MPI_Cart_create");
+    int rc = fn(old_comm, ndims, dims, periods, reorder, comm_cart);
+    created(rc, comm_cart, "MPI_Cart_create", old_comm);
+    return rc;
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *new_comm)
+{
+    REAL(cart_sub_fn, "MPI_Cart_sub");
+    int rc = fn(comm, remain_dims, new_comm);
+    created(rc, new_comm, "MPI_Cart_sub", comm);
+    return rc;
+}
+
+int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder,
+                     MPI_Comm *comm_graph)
+{
+    REAL(graph_create_fn, "MPI_Graph_create");
+    int rc = fn(comm_old, nnodes, index, edges, reorder, comm_graph);
+    created(rc, comm_graph, "MPI_Graph_create", comm_old);
+    return rc;
+}
+
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[],
+                                   int outdegree, const int destinations[], const int destweights[],
+                                   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
+{
+    REAL(dist_graph_adj_fn, "MPI_Dist_graph_create_adjacent");
+    int rc = fn(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder,
+                comm_dist_graph);
+    created(rc, comm_dist_graph, "MPI_Dist_graph_create_adjacent", comm_old);
+    return rc;
+}
+
+int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int nodes[], const int degrees[], const int targets[],
+                          const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm)
+{
+    REAL(dist_graph_fn, "MPI_Dist_graph_create");
+    int rc = fn(comm_old, n, nodes, degrees, targets, weights, info, reorder, newcomm);
+    created(rc, newcomm, "MPI_Dist_graph_create", comm_old);
+    return rc;
+}
+
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm, int remote_leader, int tag,
+                         MPI_Comm *newintercomm)
+{
+    REAL(intercomm_create_fn, "MPI_Intercomm_create");
+    int rc = fn(local_comm, local_leader, bridge_comm, remote_leader, tag, newintercomm);
+    created(rc, newintercomm, "MPI_Intercomm_create", local_comm);
+    return rc;
+}
+
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    REAL(intercomm_merge_fn, "MPI_Intercomm_merge");
+    int rc = fn(intercomm, high, newintracomm);
+    created(rc, newintracomm, "MPI_Intercomm_merge", intercomm);
+    return rc;
+}
+
 #endif /* TFT_HAVE_MPI */

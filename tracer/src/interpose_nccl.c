@@ -21,7 +21,12 @@
  * for ncclCommSplit, of the parent's id, the parent's split count and the
  * color (ranks split in the same order, as NCCL requires of them). A
  * communicator created before our interposers saw it gets an id from its
- * size only.
+ * size only. Each communicator's COMM record (tft_comm_define: what made
+ * it, its parent, this rank and the size; NCCL does not tell a rank the
+ * others' global ranks, so the analysis assembles the members from the
+ * records of all rank files) is written when it is made, or at its first
+ * call when it was made unseen; ncclCommInitAll's (one process holding
+ * every rank) get none.
  *
  * The few NCCL types are declared here (their ABI is stable since NCCL 2.0:
  * enums are ints, the unique id 128 bytes), so this file needs no nccl.h and
@@ -94,6 +99,9 @@ typedef struct comm_ent {
     uint64_t id;
     int rank, nranks;
     unsigned splits;   /* ncclCommSplit calls on this communicator */
+    const char *made_by; /* static: "ncclCommInitRank", ...; NULL unknown */
+    uint64_t parent;   /* id of the communicator it was split from, 0 none */
+    int defined;       /* its COMM record was written (or is never to be) */
 } comm_ent;
 
 static struct {
@@ -102,7 +110,12 @@ static struct {
     unsigned init_all; /* ncclCommInitAll calls */
 } comms = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static void comm_put(ncclComm_t c, uint64_t id, int rank, int nranks, unsigned splits)
+/* ncclCommInitAll's communicators: one process holds all their ranks, so
+ * a rank file cannot stand for a member; they get no COMM record. */
+static const char init_all_name[] = "ncclCommInitAll";
+
+static void comm_put(ncclComm_t c, uint64_t id, int rank, int nranks, unsigned splits, const char *made_by,
+                     uint64_t parent)
 {
     if (!c)
         return;
@@ -117,7 +130,7 @@ static void comm_put(ncclComm_t c, uint64_t id, int rank, int nranks, unsigned s
             slot = &comms.e[i];
     }
     if (slot)
-        *slot = (comm_ent){c, id, rank, nranks, splits};
+        *slot = (comm_ent){c, id, rank, nranks, splits, made_by, parent, made_by == init_all_name};
     pthread_mutex_unlock(&comms.mu);
 }
 
@@ -128,6 +141,28 @@ static void comm_forget(ncclComm_t c)
         if (comms.e[i].comm == c)
             comms.e[i].comm = NULL;
     pthread_mutex_unlock(&comms.mu);
+}
+
+/* Writes c's COMM record once (tft_comm_define: a no-op when recording is
+ * off); keeps errno. */
+static void comm_define(ncclComm_t c)
+{
+    comm_ent e = {0};
+    pthread_mutex_lock(&comms.mu);
+    for (int i = 0; i < MAX_COMMS; i++) {
+        if (comms.e[i].comm == c && !comms.e[i].defined) {
+            comms.e[i].defined = 1;
+            e = comms.e[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&comms.mu);
+    if (!e.comm)
+        return;
+    int saved = errno;
+    tft_comm_define(&TFT_COMM_INFO(.comm = e.id, .name = e.made_by, .parent = e.parent, .rank = e.rank,
+                                   .size = e.nranks));
+    errno = saved;
 }
 
 /* Rank and size of c as NCCL says (-1 when it cannot). */
@@ -165,10 +200,10 @@ static comm_ent comm_get(ncclComm_t c, unsigned *split)
     comm_query(c, &rank, &n);
     char buf[48];
     int len = snprintf(buf, sizeof(buf), "ncclComm:%d", n);
-    r = (comm_ent){c, tft_string_id(buf, (size_t)len), rank, n, 0};
+    r = (comm_ent){c, tft_string_id(buf, (size_t)len), rank, n, 0, NULL, 0, 0};
     if (split)
         *split = 0;
-    comm_put(c, r.id, rank, n, split ? 1 : 0);
+    comm_put(c, r.id, rank, n, split ? 1 : 0, NULL, 0);
     return r;
 }
 
@@ -195,8 +230,10 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
     if (!fn)
         return NCCL_SYSTEM_ERROR;
     ncclResult_t rc = fn(comm, nranks, commId, rank);
-    if (init_ok(rc) && comm && recording())
-        comm_put(*comm, unique_id_hash(&commId), rank, nranks, 0);
+    if (init_ok(rc) && comm && recording()) {
+        comm_put(*comm, unique_id_hash(&commId), rank, nranks, 0, "ncclCommInitRank", 0);
+        comm_define(*comm);
+    }
     return rc;
 }
 
@@ -208,8 +245,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId c
     if (!fn)
         return NCCL_SYSTEM_ERROR;
     ncclResult_t rc = fn(comm, nranks, commId, rank, config);
-    if (init_ok(rc) && comm && recording())
-        comm_put(*comm, unique_id_hash(&commId), rank, nranks, 0);
+    if (init_ok(rc) && comm && recording()) {
+        comm_put(*comm, unique_id_hash(&commId), rank, nranks, 0, "ncclCommInitRankConfig", 0);
+        comm_define(*comm);
+    }
     return rc;
 }
 
@@ -221,8 +260,10 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myran
     if (!fn)
         return NCCL_SYSTEM_ERROR;
     ncclResult_t rc = fn(newcomm, nranks, myrank, nId, commIds, config);
-    if (init_ok(rc) && newcomm && nId > 0 && commIds && recording())
-        comm_put(*newcomm, unique_id_hash(&commIds[0]), myrank, nranks, 0);
+    if (init_ok(rc) && newcomm && nId > 0 && commIds && recording()) {
+        comm_put(*newcomm, unique_id_hash(&commIds[0]), myrank, nranks, 0, "ncclCommInitRankScalable", 0);
+        comm_define(*newcomm);
+    }
     return rc;
 }
 
@@ -241,7 +282,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
         int len = snprintf(buf, sizeof(buf), "ncclCommInitAll:%d:%u", (int)getpid(), k);
         uint64_t id = tft_string_id(buf, (size_t)len);
         for (int i = 0; i < ndev; i++)
-            comm_put(comm[i], id, i, ndev, 0);
+            comm_put(comm[i], id, i, ndev, 0, init_all_name, 0);
     }
     return rc;
 }
@@ -257,14 +298,17 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
     comm_ent parent = {0};
     if (rec)
         parent = comm_get(comm, &split);
+    ip_depth++; /* a library making the new communicator with its own ncclCommInitRank is not recorded twice */
     ncclResult_t rc = fn(comm, color, key, newcomm, config);
+    ip_depth--;
     if (init_ok(rc) && rec && newcomm && *newcomm) {
         char buf[80];
         int len = snprintf(buf, sizeof(buf), "ncclCommSplit:%016llx:%u:%d", (unsigned long long)parent.id, split,
                            color);
         int rank, n;
         comm_query(*newcomm, &rank, &n);
-        comm_put(*newcomm, tft_string_id(buf, (size_t)len), rank, n, 0);
+        comm_put(*newcomm, tft_string_id(buf, (size_t)len), rank, n, 0, "ncclCommSplit", parent.id);
+        comm_define(*newcomm);
     }
     return rc;
 }
@@ -333,7 +377,7 @@ typedef struct nccl_call {
  * rank's sends and receives legitimately differ in number from its peers'
  * (a pipeline's first and last stages), so they must not shift the
  * communicator's collective sequence, which the desync analysis aligns
- * across ranks (as interpose_mpi.c does with "<communicator>:p2p"). */
+ * across ranks (as interpose_mpi.c does, with the same "<id>:p2p"). */
 static uint64_t p2p_id(uint64_t id)
 {
     char buf[32];
@@ -356,6 +400,8 @@ static int nccl_begin(nccl_call *cc, const char *name, int type, ncclComm_t comm
         return 0;
     }
     comm_ent e = comm_get(comm, NULL);
+    if (!e.defined)
+        comm_define(comm);
     int dtype = map_dtype(dt);
     uint64_t id = type == TFT_COLL_SEND || type == TFT_COLL_RECV ? p2p_id(e.id) : e.id;
     cc->ci = TFT_COLL_INFO(.name = name, .comm = id, .type = type, .dtype = dtype >= 0 ? dtype : TFT_U8,

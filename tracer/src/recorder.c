@@ -36,7 +36,7 @@
 enum { ST_UNINIT = 0, ST_OFF = 1, ST_ON = 2 };
 #define MAX_SCOPE 512
 #define MAX_PENDING_COLL 64
-#define COMM_SLOTS 256
+#define COMM_SLOTS 4096 /* communicator ids (and their point-to-point spaces) a process numbers */
 
 struct rec_global g_rec = {.step = TFT_STEP_NONE};
 
@@ -923,6 +923,45 @@ int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result)
     rec_explicit_coll = 0;
     if (tls.in_op == 2)
         tls.in_op = 0;
+    return e;
+}
+
+/* A COMM record (FORMAT.md 5.15). Up to COMM_STACK_MEMBERS members the
+ * record is built on the stack; a larger one is allocated (once per
+ * communicator, never on a collective's path). */
+#define COMM_STACK_MEMBERS 64
+int tft_comm_define(const tft_comm_info *ci)
+{
+    if (!on())
+        return 0;
+    if (!ci || ci->sz < offsetof(tft_comm_info, flags) + sizeof(ci->flags) || !ci->comm || ci->n_members < 0 ||
+        (ci->n_members > 0 && !ci->members))
+        return -EINVAL;
+    shm_ring *r = my_ring();
+    if (!r)
+        return -ENOSPC;
+    size_t n = ci->n_members <= (int)TFT_COMM_MAX_MEMBERS ? (size_t)ci->n_members : 0;
+    uint32_t len = (uint32_t)((sizeof(tft_rec_comm) + 4 * n + 7) & ~(size_t)7);
+    _Alignas(8) char small[sizeof(tft_rec_comm) + 4 * COMM_STACK_MEMBERS];
+    tft_rec_comm *c = len <= sizeof(small) ? (tft_rec_comm *)small : malloc(len);
+    if (!c)
+        return -ENOMEM;
+    memset(c, 0, len);
+    uint64_t name = intern(r, ci->name);
+    rec_hdr(&c->h, TFT_REC_COMM, len, TFT_SEQ_NONE);
+    c->h.flags = (uint16_t)(ci->flags & TFT_COMM_INTER);
+    c->comm = ci->comm;
+    c->name = name;
+    c->parent = ci->parent;
+    c->rank = ci->rank;
+    c->size = ci->size;
+    c->order = ci->order;
+    c->n_members = (uint32_t)n;
+    if (n)
+        memcpy(c->members, ci->members, 4 * n);
+    int e = ring_write(g_rec.h, r, &c->h);
+    if ((char *)c != small)
+        free(c);
     return e;
 }
 
