@@ -41,6 +41,8 @@ typedef struct dump_opts {
     int raw;             /* --raw: bf16 as its '<u2' bits in .npy (default: exact '<f4') */
     int64_t replay_seq;  /* --replay-op SEQ */
     double rtol, atol;   /* --rtol, --atol for --replay-op */
+    uint64_t leak_min_bytes; /* --check: a site holding this much at the end in several blocks
+                          * is a leak without growth (--leak-min-bytes); 0 = off */
 } dump_opts;
 
 /* ---- diagnostics (dump_util.c) ------------------------------------------ */
