@@ -26,6 +26,9 @@ struct diff_report {
     int ndesyncs;
     char notes[8][160];
     int nnotes;
+    bool bad_unrecorded;      /* BAD has a manifest and no rank file */
+    char bad_unrecorded_what[400];
+    int bad_exit_status;      /* its manifest's, -1 unknown */
 };
 
 diff_report *report_new(const char *golden, const char *bad, const diff_opts *o)
@@ -79,6 +82,13 @@ void report_add_desync(diff_report *r, const diff_desync *d)
         r->desyncs[r->ndesyncs++] = *d;
 }
 
+void report_bad_unrecorded(diff_report *r, const char *what, int exit_status)
+{
+    r->bad_unrecorded = true;
+    snprintf(r->bad_unrecorded_what, sizeof(r->bad_unrecorded_what), "%s", what);
+    r->bad_exit_status = exit_status;
+}
+
 /* The earliest (step, seq, rank) among the ranks' points; NULL if none. */
 static const diff_rank_result *first_rank(const diff_report *r)
 {
@@ -106,7 +116,7 @@ static const diff_nonfinite *first_nonfinite(const diff_report *r)
 
 bool report_diverged(const diff_report *r)
 {
-    if (first_rank(r) || r->nleaks || r->ndesyncs)
+    if (first_rank(r) || r->nleaks || r->ndesyncs || r->bad_unrecorded)
         return true;
     const diff_nonfinite *nf = first_nonfinite(r);
     if (nf && !nf->in_golden)
@@ -396,8 +406,19 @@ void report_json(const diff_report *r, FILE *f)
     for (int i = 0; i < r->nranks; i++)
         cJSON_AddItemToArray(ranks, json_rank(&r->ranks[i]));
     cJSON *notes = cJSON_AddArrayToObject(o, "notes");
+    if (r->bad_unrecorded)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(r->bad_unrecorded_what));
     for (int i = 0; i < r->nnotes; i++)
         cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
+    cJSON_AddBoolToObject(o, "bad_recorded", !r->bad_unrecorded);
+    int st = r->bad_exit_status;
+    if (!r->bad_unrecorded || st < 0) { /* a recorded BAD's exits are per rank (bad_exit) */
+        cJSON_AddNullToObject(o, "bad_command_exit");
+    } else {
+        cJSON *ex = cJSON_AddObjectToObject(o, "bad_command_exit");
+        bool sig = st > 128 && st < 128 + 65;
+        cJSON_AddNumberToObject(ex, sig ? "signal" : "code", sig ? st - 128 : st);
+    }
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
         fputs(s, f);
@@ -467,6 +488,8 @@ void report_text(const diff_report *r, FILE *f)
     const diff_rank_result *fr = first_rank(r);
     char sb[48];
     fprintf(f, "tfdiff: %s\n", report_diverged(r) ? "DIVERGED" : "MATCH");
+    if (r->bad_unrecorded)
+        fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
     if (fr) {
         const diff_point *p = &fr->first;
         fprintf(f, "first divergence: rank %d, %s, seq %lld: %s (%s%s%s)\n", p->rank,
@@ -548,7 +571,8 @@ int report_junit(const diff_report *r, const char *path)
     int failures = 0, cases = 0;
     for (int i = 0; i < r->nranks; i++)
         failures += r->ranks[i].first.found, cases++;
-    cases += 3;
+    cases += 3 + r->bad_unrecorded;
+    failures += r->bad_unrecorded;
     failures += r->nleaks > 0;
     failures += r->ndesyncs > 0;
     const diff_nonfinite *nf = first_nonfinite(r);
@@ -565,6 +589,8 @@ int report_junit(const diff_report *r, const char *path)
     }
     if (nf)
         snprintf(msg, sizeof(msg), "rank %d %s %s", nf->rank, diff_step_text(nf->step, sb, sizeof(sb)), nf->tensor);
+    if (r->bad_unrecorded)
+        junit_case(f, "BAD recorded", r->bad_unrecorded_what);
     junit_case(f, "non-finite", nf && !nf->in_golden ? msg : NULL);
     if (r->nleaks) {
         char what[400];

@@ -138,6 +138,7 @@ static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const di
         cJSON_AddStringToObject(x, "detail", ds[i].detail);
         cJSON_AddItemToArray(da, x);
     }
+    cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */
     out_json_line(o);
     cJSON_Delete(o);
 }

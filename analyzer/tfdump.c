@@ -304,6 +304,11 @@ static int run(const dump_opts *o)
         dump_log_echo(&d.log, 0); /* warnings about a torn or damaged trace */
         d.log.hold = 0;
     }
+    if (d.unrecorded) {
+        status = dump_unrecorded(&d, o);
+        dump_trace_close(&d);
+        return status;
+    }
     switch (o->mode) {
     case MODE_EVENTS: status = dump_events(&d, o); break;
     case MODE_VERIFY: status = dump_verify(&d, o); break;
