@@ -13,6 +13,8 @@
  *   --keep all    every snapshot is kept until exit: the leak
  *   --keep last   only the last one is kept (the previous one is freed)
  *   --keep none   each snapshot is freed at once (default)
+ *   --die         after the loop, SIGKILL itself (as the OOM killer would
+ *                 end a run that keeps everything): no output
  *
  *   load_params   2 blocks of 2 MiB at start, kept until exit: not a leak
  *
@@ -25,6 +27,7 @@
  * change of results under tracing shows.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,7 +123,7 @@ static NOINLINE float *save_activations(const float *h)
 
 int main(int argc, char **argv)
 {
-    int iters = 12, keep = 0; /* 0 none, 1 last, 2 all */
+    int iters = 12, keep = 0, kill_self = 0; /* keep: 0 none, 1 last, 2 all */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
@@ -130,8 +133,10 @@ int main(int argc, char **argv)
             keep = 1, i++;
         else if (!strcmp(argv[i], "--keep") && i + 1 < argc && !strcmp(argv[i + 1], "none"))
             keep = 0, i++;
+        else if (!strcmp(argv[i], "--die"))
+            kill_self = 1;
         else {
-            fprintf(stderr, "usage: leak_keep [--iters N] [--keep all|last|none]\n");
+            fprintf(stderr, "usage: leak_keep [--iters N] [--keep all|last|none] [--die]\n");
             return 2;
         }
     }
@@ -154,6 +159,8 @@ int main(int argc, char **argv)
             history[it - 1] = NULL;
         }
     }
+    if (kill_self)
+        raise(SIGKILL);
     double sum = 0;
     int kept = 0;
     for (int it = 0; it < iters; it++)
