@@ -70,7 +70,11 @@ static void usage(FILE *f)
           "such captured tensor, an op that cannot be replayed\n"
           "or unusable input (missing path, not a trace, newer major format version,\n"
           "garbage, a file cut inside its header). A torn or damaged trace that still\n"
-          "opens is shown with warnings and its integrity.\n",
+          "opens is shown with warnings and its integrity. A trace that recorded nothing\n"
+          "(its manifest and no rank file: the command died before its first record) is\n"
+          "shown with what the manifest knows (command, duration, exit or signal): exit 0;\n"
+          "1 for --check (nothing could be checked) and for --verify when the manifest\n"
+          "lists rank files that are missing; 2 for --tensor and --replay-op.\n",
           f);
 }
 
