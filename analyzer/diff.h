@@ -104,6 +104,8 @@ enum diff_leak_how {
     DIFF_LEAK_GROWTH = 0,     /* live bytes grew step after step (allocation after allocation) */
     DIFF_LEAK_AT_EXIT,        /* what the site holds at the end: tfdiff, more than GOLDEN holds;
                                * tfdump --check, more than its --leak-min-bytes threshold */
+    DIFF_LEAK_PEAK,           /* tfdiff: the most the site held at once, in more blocks than
+                               * GOLDEN's (kept during the run, freed at teardown) */
 };
 
 typedef struct diff_leak {
@@ -128,7 +130,11 @@ typedef struct diff_leak {
     uint64_t min_bytes;       /* tfdump --check at-exit: the threshold it exceeded */
     bool golden_known;        /* tfdiff: the golden_* fields hold GOLDEN's same rank and site */
     uint64_t golden_live_bytes_at_end, golden_live_allocs_at_end;
-    uint64_t golden_peak_live_bytes; /* the most GOLDEN's site held at once */
+    uint64_t golden_peak_live_bytes; /* the most GOLDEN's site held at once ... */
+    uint64_t golden_peak_live_allocs; /* ... and the most blocks */
+    uint64_t peak_live_bytes, peak_live_allocs; /* BAD's site: the most it held at once */
+    uint64_t peak_ns;         /* when BAD's site reached peak_live_bytes: ns after the rank's start */
+    int64_t peak_step;        /* ... its step, TFT_STEP_NONE outside steps */
     bool vs_golden_peak;      /* at-exit: BAD did not run to its end, so its live bytes were
                                * compared with GOLDEN's peak rather than GOLDEN's end */
 } diff_leak;
@@ -145,7 +151,14 @@ typedef struct diff_site_mem {
     char site[128];
     uint64_t allocs;          /* its ALLOC records */
     uint64_t live_bytes, live_allocs; /* at the end of the rank */
-    uint64_t peak_bytes;      /* the most it held at once */
+    uint64_t peak_bytes;      /* the most it held at once ... */
+    uint64_t peak_ns;         /* ... first reached this many ns after the rank's start ... */
+    int64_t peak_step;        /* ... in this step (TFT_STEP_NONE outside steps) */
+    uint64_t peak_allocs;     /* the most blocks it held at once */
+    bool one_thread;          /* no two recorded threads allocated here (its peak does not
+                               * depend on how threads ran); true when the trace records no
+                               * threads (format < 1.2, or a collector that writes no THREAD
+                               * records): then only the block margin guards the peak rule */
     uint64_t max_block;       /* the largest of its blocks live at the end */
     uint64_t first_ns;        /* its oldest block live at the end: ns after the rank's start ... */
     int64_t first_step;       /* ... its step (TFT_STEP_NONE outside steps) ... */
@@ -190,14 +203,22 @@ int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *
 #define DIFF_LEAK_MARGIN_BYTES ((uint64_t)1 << 20)
 #define DIFF_LEAK_MARGIN_RATIO 2
 
+/* Peak rule: at least this many blocks more than GOLDEN's peak (and the
+ * byte margin and ratio above, on bytes and on blocks). */
+#define DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS 4
+
 /* tfdiff's leaks of one rank: BAD's growth leaks (bl, nb) that GOLDEN's
- * (gl, ng) lack, and sites whose live bytes at BAD's end exceed GOLDEN's by
+ * (gl, ng) lack; sites whose live bytes at BAD's end exceed GOLDEN's by
  * the margin above — against GOLDEN's end when both ran to a normal exit
  * with the same status and BAD reached GOLDEN's last step, else against
  * GOLDEN's peak (BAD stopped early: what it held then is compared with the
- * most GOLDEN ever held). A site is reported once: a growth leak carries
- * the at-exit fields too. Sorts g->sites by name. Fills up to max leaks of
- * rank `rank`; returns how many. */
+ * most GOLDEN ever held); and sites allocating from one thread in both
+ * whose peak exceeds GOLDEN's by the margin in bytes and by
+ * DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS and the ratio in blocks (kept during the
+ * run, freed at teardown: an interpreter frees its objects at exit). A site
+ * is reported once, by the first rule in that order, with the others'
+ * fields filled. Sorts g->sites by name. Fills up to max leaks of rank
+ * `rank`; returns how many. */
 int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff_rank_mem *b,
                        const diff_leak *bl, int nb, int rank, diff_leak *out, int max);
 

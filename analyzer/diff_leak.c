@@ -33,7 +33,8 @@
  * At the end (both kinds of traces), every site's blocks still live are
  * summed up (diff_rank_mem): bytes, count, the largest block, the oldest
  * block's time, step and record position, and the most the site ever held
- * (its peak). Two uses:
+ * (its peak, in bytes and in blocks, and whether one thread made all its
+ * allocations). Two uses:
  *
  * - tfdump --check's at-exit rule (exit_min_bytes > 0): a site leaks when
  *   it holds at least exit_min_bytes at the end, in at least
@@ -47,7 +48,12 @@
  *   filled at start — at the price of flagging a program that keeps that
  *   much, from one site, to its end (see docs/INTERPOSE.md).
  * - tfdiff (diff_leaks_compare): BAD's sites against GOLDEN's, at the end
- *   or against GOLDEN's peak when BAD stopped early.
+ *   or against GOLDEN's peak when BAD stopped early; and peak against peak
+ *   for sites one thread allocates at, since a program may keep blocks for
+ *   its whole run and free them at teardown (CPython frees every object
+ *   when it exits): the bytes and, by DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS, the
+ *   blocks it held at once, so a bigger batch (bigger blocks) is not a
+ *   leak, more blocks kept is.
  *
  * Memory: one entry per live allocation and one per site; nothing grows with
  * the number of steps. A FREE of an unknown pointer (allocated before
@@ -105,7 +111,13 @@ typedef struct leak_site {
     uint64_t ev_last_pos;  /* ... of its last growing ALLOC */
     uint64_t ev_last_bytes;/* live bytes then */
     uint32_t ev_last_steps;/* ev.steps then */
-    uint64_t peak_bytes;   /* the most live at once */
+    uint64_t peak_bytes;   /* the most live at once ... */
+    uint64_t peak_ts;      /* ... first reached then ... */
+    int64_t peak_step;     /* ... in this step */
+    uint64_t peak_allocs;  /* the most blocks live at once */
+    bool thread_known;     /* the thread of an ALLOC of it was recorded ... */
+    uint32_t thread;       /* ... its index */
+    bool threads_many;     /* another recorded thread allocated here too */
     /* at the end (site_ends): its blocks still live */
     uint64_t end_max_block;
     uint64_t end_first_ts, end_first_alloc;
@@ -313,8 +325,21 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
                               .step = a->h.step, .pos = s->pos, .idx = st->allocs, .used = true};
     st->live_bytes += a->bytes;
     st->live_allocs++;
-    if (st->live_bytes > st->peak_bytes)
+    if (st->live_bytes > st->peak_bytes) {
         st->peak_bytes = st->live_bytes;
+        st->peak_ts = a->h.ts;
+        st->peak_step = a->h.step;
+    }
+    if (st->live_allocs > st->peak_allocs)
+        st->peak_allocs = st->live_allocs;
+    tft_thread_info ti;
+    tft_reader_thread(r, &ti);
+    if (ti.known && st->thread_known && st->thread != ti.index)
+        st->threads_many = true; /* unknown threads (no THREAD records) count as one */
+    if (ti.known && !st->thread_known) {
+        st->thread_known = true;
+        st->thread = ti.index;
+    }
     alloc_event(st, s->pos);
     return 0;
 }
@@ -526,6 +551,10 @@ static void fill_mem(leak_state *s, tft_reader *r, diff_rank_mem *mem)
             m->live_bytes = st->live_bytes;
             m->live_allocs = st->live_allocs;
             m->peak_bytes = st->peak_bytes;
+            m->peak_ns = st->peak_ts > start ? st->peak_ts - start : 0;
+            m->peak_step = st->peak_step;
+            m->peak_allocs = st->peak_allocs;
+            m->one_thread = !st->threads_many;
             m->max_block = st->end_max_block;
             m->first_step = TFT_STEP_NONE;
             if (st->live_allocs) {
@@ -570,6 +599,58 @@ static void attach_golden(diff_leak *l, const diff_site_mem *gs)
     l->golden_live_bytes_at_end = gs ? gs->live_bytes : 0;
     l->golden_live_allocs_at_end = gs ? gs->live_allocs : 0;
     l->golden_peak_live_bytes = gs ? gs->peak_bytes : 0;
+    l->golden_peak_live_allocs = gs ? gs->peak_allocs : 0;
+}
+
+/* BAD's own peak, for every leak tfdiff reports. */
+static void attach_peak(diff_leak *l, const diff_site_mem *bs)
+{
+    if (!bs)
+        return;
+    l->peak_live_bytes = bs->peak_bytes;
+    l->peak_live_allocs = bs->peak_allocs;
+    l->peak_ns = bs->peak_ns;
+    l->peak_step = bs->peak_step;
+}
+
+static const diff_site_mem *bad_site(const diff_rank_mem *b, const char *site)
+{
+    int n = b->nsites < b->max_sites ? b->nsites : b->max_sites;
+    for (int j = 0; j < n; j++)
+        if (!strcmp(b->sites[j].site, site))
+            return &b->sites[j];
+    return NULL;
+}
+
+/* have exceeds want by the margin: DIFF_LEAK_MARGIN_RATIO times, and by at
+ * least `extra`. */
+static bool beyond(uint64_t have, uint64_t want, uint64_t extra)
+{
+    return have >= want && have - want >= extra && have / DIFF_LEAK_MARGIN_RATIO >= want;
+}
+
+/* The peak rule for one site (see diff.h). */
+static bool peak_leak(const diff_site_mem *bs, const diff_site_mem *gs)
+{
+    if (!bs->one_thread || (gs && !gs->one_thread))
+        return false; /* how threads ran moves a shared site's peak */
+    uint64_t gb = gs ? gs->peak_bytes : 0, ga = gs ? gs->peak_allocs : 0;
+    return beyond(bs->peak_bytes, gb, DIFF_LEAK_MARGIN_BYTES) &&
+           beyond(bs->peak_allocs, ga, DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS);
+}
+
+static void fill_from_site(diff_leak *l, int rank, const diff_site_mem *bs)
+{
+    memset(l, 0, sizeof(*l));
+    l->rank = rank;
+    snprintf(l->site, sizeof(l->site), "%s", bs->site);
+    l->live_bytes_at_end = bs->live_bytes;
+    l->live_allocs_at_end = bs->live_allocs;
+    l->first_known = bs->live_allocs > 0;
+    l->first_alloc_ns = bs->first_ns;
+    l->first_alloc_step = l->first_known ? bs->first_step : TFT_STEP_NONE;
+    l->from_alloc = bs->first_alloc;
+    attach_peak(l, bs);
 }
 
 static bool reported(const diff_leak *out, int n, const char *site)
@@ -606,31 +687,34 @@ int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff
         out[n] = bl[j];
         out[n].rank = rank;
         attach_golden(&out[n], golden_site(g, bl[j].site));
+        attach_peak(&out[n], bad_site(b, bl[j].site));
         n++;
     }
     int bn = b->nsites < b->max_sites ? b->nsites : b->max_sites;
-    for (int j = 0; j < bn && n < max; j++) {
-        const diff_site_mem *bs = &b->sites[j];
-        const diff_site_mem *gs = golden_site(g, bs->site);
-        if (!bs->live_bytes || (!gs && !g_whole))
-            continue;
-        uint64_t want = gs ? (at_end ? gs->live_bytes : gs->peak_bytes) : 0;
-        if (bs->live_bytes - (want < bs->live_bytes ? want : bs->live_bytes) < DIFF_LEAK_MARGIN_BYTES ||
-            bs->live_bytes / DIFF_LEAK_MARGIN_RATIO < want || reported(out, n, bs->site))
-            continue;
-        diff_leak *l = &out[n++];
-        memset(l, 0, sizeof(*l));
-        l->rank = rank;
-        snprintf(l->site, sizeof(l->site), "%s", bs->site);
-        l->live_bytes_at_end = bs->live_bytes;
-        l->live_allocs_at_end = bs->live_allocs;
-        l->first_known = bs->live_allocs > 0;
-        l->first_alloc_ns = bs->first_ns;
-        l->first_alloc_step = bs->first_step;
-        fill_at_exit(l);
-        l->from_alloc = bs->first_alloc;
-        attach_golden(l, gs);
-        l->vs_golden_peak = !at_end;
+    for (int pass = 0; pass < 2; pass++) { /* at exit first, then peaks */
+        for (int j = 0; j < bn && n < max; j++) {
+            const diff_site_mem *bs = &b->sites[j];
+            const diff_site_mem *gs = golden_site(g, bs->site);
+            if ((!gs && !g_whole) || reported(out, n, bs->site))
+                continue;
+            uint64_t want = gs ? (at_end ? gs->live_bytes : gs->peak_bytes) : 0;
+            if (pass == 0 ? !bs->live_bytes || !beyond(bs->live_bytes, want, DIFF_LEAK_MARGIN_BYTES)
+                          : !peak_leak(bs, gs))
+                continue;
+            diff_leak *l = &out[n++];
+            fill_from_site(l, rank, bs);
+            fill_at_exit(l);
+            attach_golden(l, gs);
+            if (pass == 0) {
+                l->vs_golden_peak = !at_end;
+                continue;
+            }
+            l->how = DIFF_LEAK_PEAK;
+            l->vs_golden_peak = true;
+            l->from_step = bs->peak_step;
+            l->iterations = bs->peak_allocs;
+            l->bytes_per_step = bs->peak_allocs ? (double)bs->peak_bytes / (double)bs->peak_allocs : 0;
+        }
     }
     return n;
 }
@@ -662,8 +746,16 @@ static void describe_first(const diff_leak *l, char *buf, size_t n)
 
 void diff_leak_describe(const diff_leak *l, char *buf, size_t n)
 {
-    char first[96], golden[160] = "";
+    char first[96], golden[160] = "", sb[48];
     describe_first(l, first, sizeof(first));
+    if (l->how == DIFF_LEAK_PEAK) {
+        snprintf(buf, n, "%s: held up to %" PRIu64 " bytes in %" PRIu64 " blocks at once, %.3f s into the run (%s; "
+                 "GOLDEN: at most %" PRIu64 " bytes in %" PRIu64 " blocks), %" PRIu64 " bytes live at the end",
+                 l->site, l->peak_live_bytes, l->peak_live_allocs, (double)l->peak_ns * 1e-9,
+                 diff_step_text(l->peak_step, sb, sizeof(sb)), l->golden_peak_live_bytes, l->golden_peak_live_allocs,
+                 l->live_bytes_at_end);
+        return;
+    }
     if (l->how == DIFF_LEAK_AT_EXIT) {
         if (l->golden_known && l->vs_golden_peak)
             snprintf(golden, sizeof(golden), " (GOLDEN held at most %" PRIu64 " bytes there at once; BAD did not "

@@ -272,9 +272,13 @@ static cJSON *json_leak(const diff_leak *l)
     cJSON *x = cJSON_CreateObject();
     cJSON_AddNumberToObject(x, "rank", l->rank);
     cJSON_AddStringToObject(x, "site", l->site);
-    cJSON_AddStringToObject(x, "how", l->how == DIFF_LEAK_AT_EXIT ? "at-exit" : "growth");
+    cJSON_AddStringToObject(x, "how", l->how == DIFF_LEAK_PEAK      ? "peak"
+                                      : l->how == DIFF_LEAK_AT_EXIT ? "at-exit"
+                                                                    : "growth");
     json_step_or_null(x, "from_step", l->per_alloc && l->how == DIFF_LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
-    if (l->per_alloc)
+    if (l->per_alloc && l->how == DIFF_LEAK_PEAK && !l->first_known)
+        cJSON_AddNullToObject(x, "from_allocation"); /* nothing of it live at the end */
+    else if (l->per_alloc)
         cJSON_AddNumberToObject(x, "from_allocation", (double)l->from_alloc);
     cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
     cJSON_AddNumberToObject(x, "iterations", (double)l->iterations);
@@ -290,12 +294,16 @@ static cJSON *json_leak(const diff_leak *l)
         cJSON_AddNumberToObject(x, "golden_live_bytes_at_end", (double)l->golden_live_bytes_at_end);
         cJSON_AddNumberToObject(x, "golden_live_allocs_at_end", (double)l->golden_live_allocs_at_end);
         cJSON_AddNumberToObject(x, "golden_peak_live_bytes", (double)l->golden_peak_live_bytes);
+        cJSON_AddNumberToObject(x, "golden_peak_live_allocs", (double)l->golden_peak_live_allocs);
     } else { /* a rank GOLDEN does not have */
         cJSON_AddNullToObject(x, "golden_live_bytes_at_end");
         cJSON_AddNullToObject(x, "golden_live_allocs_at_end");
         cJSON_AddNullToObject(x, "golden_peak_live_bytes");
+        cJSON_AddNullToObject(x, "golden_peak_live_allocs");
     }
-    if (l->how == DIFF_LEAK_AT_EXIT)
+    cJSON_AddNumberToObject(x, "peak_live_bytes", (double)l->peak_live_bytes);
+    cJSON_AddNumberToObject(x, "peak_live_allocs", (double)l->peak_live_allocs);
+    if (l->how != DIFF_LEAK_GROWTH)
         cJSON_AddStringToObject(x, "compared_to", l->vs_golden_peak ? "golden_peak" : "golden_end");
     else
         cJSON_AddNullToObject(x, "compared_to");
@@ -469,7 +477,11 @@ static void text_ranks(const diff_report *r, FILE *f)
             fprintf(f, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)\n", x->rank, st_text,
                     x->inserted, x->deleted);
         }
-        if (x->bad_ended_early)
+        if (x->bad_ended_early && DIFF_IS_STEPLESS(x->bad_last_step))
+            fprintf(f, "rank %d: BAD ended early, in window %lld of its ops (no steps; golden ran to window %lld)%s\n",
+                    x->rank, (long long)(x->bad_last_step - DIFF_STEPLESS_BASE),
+                    (long long)(x->golden_last_step - DIFF_STEPLESS_BASE), x->bad_exit_known ? "" : ", exit unknown");
+        else if (x->bad_ended_early)
             fprintf(f, "rank %d: BAD ended early at %s (golden ran to %s)%s\n", x->rank,
                     diff_step_text(x->bad_last_step, a, sizeof(a)), diff_step_text(x->golden_last_step, b, sizeof(b)),
                     x->bad_exit_known ? "" : ", exit unknown");

@@ -237,13 +237,15 @@ static void w_exit(tft_writer *w, int code, int sig)
     CHECK(tft_writer_append(w, &r.h) == 0);
 }
 
-enum kept_mode { KEPT_NONE, KEPT_ALL, KEPT_WEIGHTS };
+enum kept_mode { KEPT_NONE, KEPT_ALL, KEPT_WEIGHTS, KEPT_TEARDOWN, KEPT_BIG };
 
 /* A rank without steps: one 64 MiB arena kept to the end (one big block),
  * then 12 blocks of 4 MiB from test:kept back to back with nothing else
  * recorded in between (kept, or each freed at once), then its exit.
  * KEPT_WEIGHTS: instead, 16 x 4 MiB of test:weights at start, then 2,000
- * tensors of work: kept to the end, but loaded at start. */
+ * tensors of work: kept to the end, but loaded at start. KEPT_TEARDOWN:
+ * the 12 blocks kept, then all freed before the exit (as an interpreter
+ * frees its objects). KEPT_BIG: 8 MiB blocks, each freed at once. */
 static void write_kept(const char *path, int mode, int sig)
 {
     tft_writer *w = w_open(path, 0, 1);
@@ -254,11 +256,14 @@ static void write_kept(const char *path, int mode, int sig)
         w_alloc(w, TFT_STEP_NONE, 0x80000000 + k * 4 * MIB, 4 * MIB, "test:weights");
     for (uint64_t k = 0; mode == KEPT_WEIGHTS && k < 2000; k++)
         w_tensor(w, TFT_STEP_NONE, (int64_t)k, k + 1, "work", k);
+    uint64_t sz = (mode == KEPT_BIG ? 8 : 4) * MIB;
     for (uint64_t k = 0; mode != KEPT_WEIGHTS && k < 12; k++) {
-        w_alloc(w, TFT_STEP_NONE, 0x20000000 + k * 4 * MIB, 4 * MIB, "test:kept");
-        if (mode == KEPT_NONE)
-            w_free(w, TFT_STEP_NONE, 0x20000000 + k * 4 * MIB);
+        w_alloc(w, TFT_STEP_NONE, 0x20000000 + k * sz, sz, "test:kept");
+        if (mode == KEPT_NONE || mode == KEPT_BIG)
+            w_free(w, TFT_STEP_NONE, 0x20000000 + k * sz);
     }
+    for (uint64_t k = 0; mode == KEPT_TEARDOWN && k < 12; k++)
+        w_free(w, TFT_STEP_NONE, 0x20000000 + k * sz);
     w_exit(w, 0, sig);
     CHECK(tft_writer_close(w) == 0);
 }
@@ -340,6 +345,29 @@ static void test_leaks_at_exit(void)
     n = diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
     CHECK(n == 1 && l[0].vs_golden_peak && l[0].golden_peak_live_bytes == 4 * MIB);
     CHECK(scan_kept(bad, 0, gl, 8, &gm) == 0);
+    CHECK(diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
+
+    /* kept during the run, freed at teardown: the peak rule (13 blocks
+     * against GOLDEN's 1); bigger blocks freed at once are no leak */
+    char td[512], big[512];
+    snprintf(td, sizeof(td), "%s/teardown.tft", tmpdir);
+    snprintf(big, sizeof(big), "%s/big.tft", tmpdir);
+    write_kept(td, KEPT_TEARDOWN, 0);
+    write_kept(big, KEPT_BIG, 0);
+    CHECK(scan_kept(good, 0, gl, 8, &gm) == 0);
+    CHECK(scan_kept(td, 0, bl, 8, &km) == 0 && km.sites[1].live_bytes == 0 && km.sites[1].peak_allocs == 12);
+    CHECK(km.sites[1].one_thread); /* no THREAD records: one thread */
+    n = diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
+    CHECKF(n == 1, "%d leaks", n);
+    if (n == 1) {
+        CHECK(!strcmp(l[0].site, "test:kept") && l[0].how == DIFF_LEAK_PEAK && l[0].vs_golden_peak);
+        CHECK(l[0].peak_live_bytes == 48ull * MIB && l[0].peak_live_allocs == 12 && l[0].live_bytes_at_end == 0);
+        CHECK(l[0].golden_peak_live_bytes == 4 * MIB && l[0].golden_peak_live_allocs == 1 && !l[0].first_known);
+        char what[400];
+        diff_leak_describe(&l[0], what, sizeof(what));
+        CHECKF(strstr(what, "test:kept: held up to 50331648 bytes in 12 blocks at once") != NULL, "%s", what);
+    }
+    CHECK(scan_kept(big, 0, bl, 8, &km) == 0 && km.sites[1].peak_bytes == 8 * MIB);
     CHECK(diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
 
     /* a short caller array: the largest peaks are kept, nsites counts all */

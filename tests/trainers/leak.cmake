@@ -12,3 +12,10 @@ add_test(NAME trainers.leak-keep
 set_tests_properties(trainers.leak-keep PROPERTIES TIMEOUT 120 LABELS "trainers"
                      SKIP_REGULAR_EXPRESSION "SKIP:"
                      ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
+# The same loop in numpy (leak_keep.py, /usr/bin/python3): CPython frees the
+# kept arrays at exit, so tfdiff finds them by the most numpy held at once.
+add_test(NAME trainers.leak-keep-py
+         COMMAND bash ${TRAINERS_DIR}/run_case.sh leak-keep-py ${TRAINERS_TOOLS} none)
+set_tests_properties(trainers.leak-keep-py PROPERTIES TIMEOUT 120 LABELS "trainers"
+                     SKIP_REGULAR_EXPRESSION "SKIP:"
+                     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1;OPENBLAS_NUM_THREADS=1")

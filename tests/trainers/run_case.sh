@@ -6,6 +6,8 @@
 # Usage: run_case.sh CASE TFTRACE TFDUMP TFDIFF PROG
 #   leak-keep   PROG = leak_keep: a buffer kept every iteration, nothing
 #               else recorded in the loop (docs/TFDIFF.md, leaks at exit)
+#   leak-keep-py  PROG unused: leak_keep.py, the same in numpy, freed when
+#               CPython exits (the peak rule)
 #   np-attention  PROG unused: np_attention.py under /usr/bin/python3, a
 #               causal mask off by one
 #   killed      PROG = killed_prog: SIGKILL before the first record
@@ -122,6 +124,43 @@ case $case_name in
     check "$tmp/c4.json" "leaks.# == 0"
     rc 2 "$tmp/c5" "$tfdump" --check --leak-min-bytes 4X "$tmp/all.trace"
     grep -q -- "--leak-min-bytes needs a size" "$tmp/c5.err" || fail "bad --leak-min-bytes: $(cat "$tmp/c5.err")"
+    ;;
+  leak-keep-py)
+    # the same in numpy: CPython frees the kept arrays when it exits, so the
+    # leak shows in the most numpy held at once, not at the end
+    py=/usr/bin/python3
+    [ -x $py ] && $py -c "import numpy" 2>/dev/null || { echo "SKIP: numpy missing for $py"; exit 0; }
+    rec "$tmp/last.trace" $py "$here/leak_keep.py" --keep last
+    rec "$tmp/all.trace" $py "$here/leak_keep.py" --keep all
+    if sanitized; then
+        echo "SKIP: sanitizer build: its malloc precedes the interposers (outputs checked, nothing to record)"
+        exit 0
+    fi
+    rc 1 "$tmp/d.json" "$tfdiff" --json "$tmp/last.trace" "$tmp/all.trace"
+    # 16 kept activations of 4 MiB, plus the step's temporaries, which
+    # GOLDEN has too; nothing is live at the end in either
+    check "$tmp/d.json" "verdict == diverged" "first_divergence == null" "leaks.# == 1" \
+        "leaks[0].site has _multiarray_umath" "leaks[0].how == peak" "leaks[0].compared_to == golden_peak" \
+        "leaks[0].live_bytes_at_end == 0" "leaks[0].golden_live_bytes_at_end == 0" \
+        "leaks[0].peak_live_allocs >= 16" "leaks[0].peak_live_bytes >= $((64 * MiB))" \
+        "leaks[0].golden_peak_live_allocs <= 8" \
+        "leaks[0].first_alloc_ns == null" "leaks[0].from_step == null" "leaks[0].from_allocation == null"
+    python3 - "$tmp/d.json" <<'PY' || fail "the peak leak's excess"
+import json, sys
+l = json.load(open(sys.argv[1]))["leaks"][0]
+# what BAD held beyond GOLDEN at its peak: most of the 15 activations
+# GOLDEN let go (the two peaks fall at different points of a step)
+extra = l["peak_live_bytes"] - l["golden_peak_live_bytes"]
+assert 12 * (4 << 20) <= extra <= 16 * (4 << 20), (extra, l)
+print("extra at the peak:", extra >> 20, "MiB")
+PY
+    rc 1 "$tmp/d.txt" "$tfdiff" "$tmp/last.trace" "$tmp/all.trace"
+    grep -q "^leak: rank 0, _multiarray_umath.*: held up to [0-9]* bytes in [0-9]* blocks at once, [0-9.]* s into the run (no step; GOLDEN: at most [0-9]* bytes in [0-9]* blocks), 0 bytes live at the end$" "$tmp/d.txt" \
+        || fail "tfdiff text: $(cat "$tmp/d.txt")"
+    rc 0 "$tmp/same.json" "$tfdiff" --json "$tmp/all.trace" "$tmp/all.trace"
+    check "$tmp/same.json" "leaks.# == 0"
+    rc 0 "$tmp/rev.json" "$tfdiff" --json "$tmp/all.trace" "$tmp/last.trace"
+    check "$tmp/rev.json" "leaks.# == 0"
     ;;
   np-attention)
     py=/usr/bin/python3
