@@ -21,7 +21,7 @@
  * unmodified program under the interposers): ops and tensors are aligned
  * by seq in windows of DIFF_STEPLESS_WINDOW ops, each window standing in
  * for a step: step = DIFF_STEPLESS_BASE + window (ordered like steps;
- * reports show "window N" / "step": null, "window": N). */
+ * reports show "no step (window N)" / "step": null, "window": N). */
 #define DIFF_STEPLESS_WINDOW 4096
 #define DIFF_STEPLESS_BASE (-(INT64_C(1) << 40))
 #define DIFF_STEPLESS_STEP(seq) (DIFF_STEPLESS_BASE + (int64_t)((seq) / DIFF_STEPLESS_WINDOW))
@@ -101,29 +101,138 @@ int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result
 
 /* ---- single-trace analyses ----------------------------------------------- */
 
+/* How a leak was found (the "how" key of the JSON schemas). */
+enum diff_leak_how {
+    DIFF_LEAK_GROWTH = 0,     /* live bytes grew step after step (allocation after allocation) */
+    DIFF_LEAK_AT_EXIT,        /* what the site holds at the end: tfdiff, more than GOLDEN holds;
+                               * tfdump --check, more than its --leak-min-bytes threshold */
+    DIFF_LEAK_PEAK,           /* tfdiff: the most the site held at once, in more blocks than
+                               * GOLDEN's (kept during the run, freed at teardown) */
+};
+
 typedef struct diff_leak {
     int rank;
     char site[128];
-    int64_t from_step;        /* first step of sustained growth; TFT_STEP_NONE when per_alloc */
-    double bytes_per_step;    /* per_alloc: bytes per allocation of the site */
+    int how;                  /* enum diff_leak_how */
+    int64_t from_step;        /* growth: first step of sustained growth (TFT_STEP_NONE when per_alloc);
+                               * at-exit: first_alloc_step */
+    double bytes_per_step;    /* per_alloc: bytes per allocation of the site; at-exit: the mean
+                               * size of the site's blocks live at the end */
     uint64_t live_bytes_at_end;
     uint64_t live_allocs_at_end;
-    bool per_alloc;           /* a trace without steps: an iteration is one allocation of the site */
-    uint64_t from_alloc;      /* per_alloc: index of the site's allocation where growth starts */
-    uint64_t iterations;      /* steps (per_alloc: allocations) the rate is taken over */
+    bool per_alloc;           /* an iteration is one allocation of the site (always for at-exit) */
+    uint64_t from_alloc;      /* per_alloc: index of the site's allocation where growth starts
+                               * (at-exit: its oldest allocation still live at the end) */
+    uint64_t iterations;      /* steps (per_alloc: allocations) the rate is taken over;
+                               * at-exit: live_allocs_at_end */
+    bool first_known;         /* something is live at the end: the two fields below hold */
+    uint64_t first_alloc_ns;  /* the oldest allocation live at the end: ns after the rank's start
+                               * (its earliest record or file header clock) */
+    int64_t first_alloc_step; /* ... and its step, TFT_STEP_NONE outside steps */
+    uint64_t min_bytes;       /* tfdump --check at-exit: the threshold it exceeded */
+    bool golden_known;        /* tfdiff: the golden_* fields hold GOLDEN's same rank and site */
+    uint64_t golden_live_bytes_at_end, golden_live_allocs_at_end;
+    uint64_t golden_peak_live_bytes; /* the most GOLDEN's site held at once ... */
+    uint64_t golden_peak_live_allocs; /* ... and the most blocks */
+    uint64_t peak_live_bytes, peak_live_allocs; /* BAD's site: the most it held at once */
+    uint64_t peak_ns;         /* when BAD's site reached peak_live_bytes: ns after the rank's start */
+    int64_t peak_step;        /* ... its step, TFT_STEP_NONE outside steps */
+    bool vs_golden_peak;      /* at-exit: BAD did not run to its end, so its live bytes were
+                               * compared with GOLDEN's peak rather than GOLDEN's end */
 } diff_leak;
 
 /* Finds allocation sites whose live bytes grow step after step in one rank
  * (live allocations at the end grouped by site); in a trace without steps,
  * allocation after allocation of the site until late in the run (see
  * diff_leak.c). Fills up to max leaks; returns how many, or a negative
- * errno. */
+ * errno. Same as diff_leaks_mem(r, rank, 0, out, max, NULL). */
 int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max);
+
+/* What one allocation site holds, over a rank and at its end. */
+typedef struct diff_site_mem {
+    char site[128];
+    uint64_t allocs;          /* its ALLOC records */
+    uint64_t live_bytes, live_allocs; /* at the end of the rank */
+    uint64_t peak_bytes;      /* the most it held at once ... */
+    uint64_t peak_ns;         /* ... first reached this many ns after the rank's start ... */
+    int64_t peak_step;        /* ... in this step (TFT_STEP_NONE outside steps) */
+    uint64_t peak_allocs;     /* the most blocks it held at once */
+    bool one_thread;          /* no two recorded threads allocated here (its peak does not
+                               * depend on how threads ran); true when the trace records no
+                               * threads (format < 1.2, or a collector that writes no THREAD
+                               * records): then only the block margin guards the peak rule */
+    uint64_t max_block;       /* the largest of its blocks live at the end */
+    uint64_t first_ns;        /* its oldest block live at the end: ns after the rank's start ... */
+    int64_t first_step;       /* ... its step (TFT_STEP_NONE outside steps) ... */
+    uint64_t first_alloc;     /* ... and its index among the site's allocations */
+    uint64_t first_pos, last_pos; /* record positions (1 = the rank's first record) of the oldest
+                               * and the newest of its blocks live at the end */
+} diff_site_mem;
+
+/* One rank's allocations as a whole, for comparing two traces. The caller
+ * provides sites[max_sites]; the scan fills them sorted by peak_bytes, the
+ * largest first (sites that never allocated are left out), and sets nsites
+ * to the number of sites that allocated, which exceeds max_sites when the
+ * smaller ones did not fit. */
+typedef struct diff_rank_mem {
+    diff_site_mem *sites;     /* in: caller's array */
+    int max_sites;            /* in */
+    int nsites;               /* out */
+    uint64_t records;         /* out: records read */
+    uint64_t dropped;         /* out: records the recorder lost (a lost FREE leaves a block live) */
+    int64_t last_step;        /* out: the rank's last step, TFT_STEP_NONE without steps */
+    bool exit_known;          /* out: a PROCESS exit record was read (callers may fill it from
+                               * the manifest when not) */
+    int exit_code, exit_signal;
+} diff_rank_mem;
+
+/* Single-trace at-exit rule (tfdump --check): a site holding at least
+ * DIFF_LEAK_EXIT_MIN_BYTES live at the end, in several blocks, is a leak
+ * even without growth (diff_leak.c says what "several" means). */
+#define DIFF_LEAK_EXIT_MIN_BYTES ((uint64_t)32 << 20)
+
+/* diff_leaks, plus: exit_min_bytes > 0 turns on the single-trace at-exit
+ * rule with that threshold (0: growth only, as tfdiff wants it), and mem,
+ * when not NULL, receives what every site holds (see diff_rank_mem). One
+ * pass over the rank file. Returns the number of leaks or a negative errno. */
+int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max,
+                   diff_rank_mem *mem);
+
+/* tfdiff's at-exit margin: a site is a leak of BAD when it holds at the end
+ * at least DIFF_LEAK_MARGIN_BYTES more than GOLDEN's and at least
+ * DIFF_LEAK_MARGIN_RATIO times as much (any amount over nothing counts
+ * once it reaches the byte margin). */
+#define DIFF_LEAK_MARGIN_BYTES ((uint64_t)1 << 20)
+#define DIFF_LEAK_MARGIN_RATIO 2
+
+/* Peak rule: at least this many blocks more than GOLDEN's peak (and the
+ * byte margin and ratio above, on bytes and on blocks). */
+#define DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS 4
+
+/* tfdiff's leaks of one rank: BAD's growth leaks (bl, nb) that GOLDEN's
+ * (gl, ng) lack; sites whose live bytes at BAD's end exceed GOLDEN's by
+ * the margin above — against GOLDEN's end when both ran to a normal exit
+ * with the same status and BAD reached GOLDEN's last step, else against
+ * GOLDEN's peak (BAD stopped early: what it held then is compared with the
+ * most GOLDEN ever held); and sites allocating from one thread in both
+ * whose peak exceeds GOLDEN's by the margin in bytes and by
+ * DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS and the ratio in blocks (kept during the
+ * run, freed at teardown: an interpreter frees its objects at exit). A site
+ * is reported once, by the first rule in that order, with the others'
+ * fields filled. Sorts g->sites by name. Fills up to max leaks of rank
+ * `rank`; returns how many. */
+int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff_rank_mem *b,
+                       const diff_leak *bl, int nb, int rank, diff_leak *out, int max);
 
 /* One line for a report, without the rank: "SITE: +N bytes/step from step
  * S, L bytes live at the end" (per_alloc: "+N bytes per allocation over K
- * allocations of the site, no steps, ..."). */
+ * allocations of the site, no steps, ..."; at-exit: "L bytes in K blocks
+ * live at the end, GOLDEN ..., the oldest allocated T s into the run"). */
 void diff_leak_describe(const diff_leak *l, char *buf, size_t n);
+
+/* "step N", "no step" (TFT_STEP_NONE), or for a window of a trace without
+ * steps "no step (window N)". */
+const char *diff_step_text(int64_t step, char *buf, size_t n);
 
 enum desync_kind { DS_MISSING = 0, DS_TYPE, DS_COUNT, DS_DTYPE, DS_OP, DS_ROOT, DS_VALUES, DS_STRAGGLER, DS_P2P };
 const char *desync_kind_name(int kind);

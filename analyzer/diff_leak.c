@@ -30,6 +30,31 @@
  * some teardown after it. The rate is bytes per allocation of the site,
  * over the streak up to its last growth.
  *
+ * At the end (both kinds of traces), every site's blocks still live are
+ * summed up (diff_rank_mem): bytes, count, the largest block, the oldest
+ * block's time, step and record position, and the most the site ever held
+ * (its peak, in bytes and in blocks, and whether one thread made all its
+ * allocations). Two uses:
+ *
+ * - tfdump --check's at-exit rule (exit_min_bytes > 0): a site leaks when
+ *   it holds at least exit_min_bytes at the end, in at least
+ *   LEAK_EXIT_MIN_BLOCKS blocks of which none holds half the bytes (not
+ *   one big arena), allocated over a fair part of the run: the records
+ *   between its oldest and newest live block are at least 1 /
+ *   LEAK_EXIT_SPREAD_DIV of the rank's records (what a program loads at
+ *   start and keeps, then works on for most of the run, is not reported).
+ *   This catches a loop that keeps a block per iteration and records
+ *   nothing else — the case the growth rule cannot tell from a table
+ *   filled at start — at the price of flagging a program that keeps that
+ *   much, from one site, to its end (see docs/INTERPOSE.md).
+ * - tfdiff (diff_leaks_compare): BAD's sites against GOLDEN's, at the end
+ *   or against GOLDEN's peak when BAD stopped early; and peak against peak
+ *   for sites one thread allocates at, since a program may keep blocks for
+ *   its whole run and free them at teardown (CPython frees every object
+ *   when it exits): the bytes and, by DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS, the
+ *   blocks it held at once, so a bigger batch (bigger blocks) is not a
+ *   leak, more blocks kept is.
+ *
  * Memory: one entry per live allocation and one per site; nothing grows with
  * the number of steps. A FREE of an unknown pointer (allocated before
  * recording started, or its ALLOC lost with a damaged chunk) is ignored.
@@ -56,6 +81,8 @@ enum {
     LEAK_FEW_STEPS = 4,      /* "few steps": at most this many steps seen */
     LEAK_SLACK_DIV = 10,     /* a streak tolerates one flat step per this many */
     LEAK_TAIL_RATIO = 4,     /* step-less: records after the last growth <= this x the streak's span */
+    LEAK_EXIT_MIN_BLOCKS = 4,/* at-exit rule: blocks live at the end, at least */
+    LEAK_EXIT_SPREAD_DIV = 4,/* ... allocated over at least 1/this of the rank's records */
 };
 
 /* Growth of one site's live bytes over a sequence of snapshots (the ends
@@ -84,6 +111,18 @@ typedef struct leak_site {
     uint64_t ev_last_pos;  /* ... of its last growing ALLOC */
     uint64_t ev_last_bytes;/* live bytes then */
     uint32_t ev_last_steps;/* ev.steps then */
+    uint64_t peak_bytes;   /* the most live at once ... */
+    uint64_t peak_ts;      /* ... first reached then ... */
+    int64_t peak_step;     /* ... in this step */
+    uint64_t peak_allocs;  /* the most blocks live at once */
+    bool thread_known;     /* the thread of an ALLOC of it was recorded ... */
+    uint32_t thread;       /* ... its index */
+    bool threads_many;     /* another recorded thread allocated here too */
+    /* at the end (site_ends): its blocks still live */
+    uint64_t end_max_block;
+    uint64_t end_first_ts, end_first_alloc;
+    int64_t end_first_step;
+    uint64_t end_first_pos, end_last_pos;
 } leak_site;
 
 /* A live allocation; slot empty when bytes_site == 0 is not usable, so
@@ -94,6 +133,9 @@ typedef struct live_alloc {
     uint32_t site; /* index into sites */
     uint64_t bytes;
     uint64_t ts;   /* of its ALLOC */
+    int64_t step;  /* ... its step */
+    uint64_t pos;  /* ... its record position */
+    uint64_t idx;  /* ... its index among the site's allocations */
     bool used;
 } live_alloc;
 
@@ -110,6 +152,10 @@ typedef struct leak_state {
     int64_t snap_step;    /* ... of this step, the latest */
     uint64_t steps_seen;  /* snapshots taken */
     uint64_t pos;         /* records read: the step-less clock */
+    uint64_t ts_min;      /* the earliest timestamp seen (UINT64_MAX before any) */
+    int64_t last_step;    /* the latest step seen, TFT_STEP_NONE before any */
+    bool exit_known;      /* a PROCESS exit record was read */
+    int exit_code, exit_signal;
 } leak_state;
 
 static uint64_t mix64(uint64_t x)
@@ -274,10 +320,27 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
     } else {
         s->live_n++;
     }
-    s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .ts = a->h.ts, .used = true};
-    s->sites[si].live_bytes += a->bytes;
-    s->sites[si].live_allocs++;
-    alloc_event(&s->sites[si], s->pos);
+    leak_site *st = &s->sites[si];
+    s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .ts = a->h.ts,
+                              .step = a->h.step, .pos = s->pos, .idx = st->allocs, .used = true};
+    st->live_bytes += a->bytes;
+    st->live_allocs++;
+    if (st->live_bytes > st->peak_bytes) {
+        st->peak_bytes = st->live_bytes;
+        st->peak_ts = a->h.ts;
+        st->peak_step = a->h.step;
+    }
+    if (st->live_allocs > st->peak_allocs)
+        st->peak_allocs = st->live_allocs;
+    tft_thread_info ti;
+    tft_reader_thread(r, &ti);
+    if (ti.known && st->thread_known && st->thread != ti.index)
+        st->threads_many = true; /* unknown threads (no THREAD records) count as one */
+    if (ti.known && !st->thread_known) {
+        st->thread_known = true;
+        st->thread = ti.index;
+    }
+    alloc_event(st, s->pos);
     return 0;
 }
 
@@ -343,23 +406,104 @@ static bool leaks_per_alloc(const leak_site *st, uint64_t end_pos)
     return end_pos - st->ev_last_pos <= LEAK_TAIL_RATIO * span;
 }
 
-static int collect(leak_state *s, tft_reader *r, int rank, diff_leak *out, int max)
+/* Sums up every site's blocks still live at the end (the end_* fields). */
+static void site_ends(leak_state *s)
+{
+    for (size_t k = 0; k < s->nsites; k++) {
+        leak_site *st = &s->sites[k];
+        st->end_max_block = 0;
+        st->end_first_ts = st->end_first_pos = UINT64_MAX;
+        st->end_last_pos = 0;
+        st->end_first_alloc = 0;
+        st->end_first_step = TFT_STEP_NONE;
+    }
+    for (size_t i = 0; i < s->live_cap; i++) {
+        const live_alloc *a = &s->live[i];
+        if (!a->used)
+            continue;
+        leak_site *st = &s->sites[a->site];
+        if (a->bytes > st->end_max_block)
+            st->end_max_block = a->bytes;
+        if (a->ts < st->end_first_ts || (a->ts == st->end_first_ts && a->pos < st->end_first_pos)) {
+            st->end_first_ts = a->ts;
+            st->end_first_step = a->step;
+            st->end_first_alloc = a->idx;
+        }
+        if (a->pos < st->end_first_pos)
+            st->end_first_pos = a->pos;
+        if (a->pos > st->end_last_pos)
+            st->end_last_pos = a->pos;
+    }
+}
+
+/* The rank's start: its earliest record, or the file header's clock when
+ * that is earlier (ns, CLOCK_MONOTONIC like the records). */
+static uint64_t rank_start(const leak_state *s, const tft_reader *r)
+{
+    uint64_t t = s->ts_min;
+    const tft_file_info *fi = tft_reader_info(r);
+    if (fi && fi->start_monotonic_ns && fi->start_monotonic_ns < t)
+        t = fi->start_monotonic_ns;
+    return t == UINT64_MAX ? 0 : t;
+}
+
+/* Single-trace at-exit verdict for one site (see the top of the file). */
+static bool leaks_at_exit(const leak_site *st, uint64_t min_bytes, uint64_t records)
+{
+    if (!min_bytes || st->live_bytes < min_bytes || st->live_allocs < LEAK_EXIT_MIN_BLOCKS)
+        return false;
+    if (st->end_max_block > st->live_bytes / 2)
+        return false; /* one big block (an arena, a weight file) and a few small ones */
+    return (st->end_last_pos - st->end_first_pos) * LEAK_EXIT_SPREAD_DIV >= records;
+}
+
+static void fill_common(diff_leak *l, int rank, const leak_site *st, uint64_t start)
+{
+    memset(l, 0, sizeof(*l));
+    l->rank = rank;
+    snprintf(l->site, sizeof(l->site), "%s", st->name);
+    l->live_bytes_at_end = st->live_bytes;
+    l->live_allocs_at_end = st->live_allocs;
+    l->first_alloc_step = TFT_STEP_NONE;
+    if (st->live_allocs) {
+        l->first_known = true;
+        l->first_alloc_ns = st->end_first_ts > start ? st->end_first_ts - start : 0;
+        l->first_alloc_step = st->end_first_step;
+    }
+}
+
+/* The rate and start of an at-exit leak: what the site's live blocks are. */
+static void fill_at_exit(diff_leak *l)
+{
+    l->how = DIFF_LEAK_AT_EXIT;
+    l->per_alloc = true;
+    l->from_step = l->first_alloc_step;
+    l->iterations = l->live_allocs_at_end;
+    l->bytes_per_step = l->live_allocs_at_end ? (double)l->live_bytes_at_end / (double)l->live_allocs_at_end : 0;
+}
+
+static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max)
 {
     uint32_t need = s->steps_seen <= LEAK_FEW_STEPS ? LEAK_MIN_GROWTH_FEW : LEAK_MIN_GROWTH;
     bool stepless = s->steps_seen == 0;
+    uint64_t start = rank_start(s, r);
     int n = 0;
     for (size_t k = 0; k < s->nsites && n < max; k++) {
         leak_site *st = &s->sites[k];
-        if (stepless ? !leaks_per_alloc(st, s->pos)
-                     : (!st->st.on || st->st.steps - st->st.flat < need || st->live_bytes <= st->st.base))
+        bool growth = stepless ? leaks_per_alloc(st, s->pos)
+                               : st->st.on && st->st.steps - st->st.flat >= need && st->live_bytes > st->st.base;
+        if (!growth && !leaks_at_exit(st, exit_min_bytes, s->pos))
             continue;
         site_name(st, r);
         diff_leak *l = &out[n++];
-        memset(l, 0, sizeof(*l));
-        l->rank = rank;
-        snprintf(l->site, sizeof(l->site), "%s", st->name);
-        l->live_bytes_at_end = st->live_bytes;
-        l->live_allocs_at_end = st->live_allocs;
+        fill_common(l, rank, st, start);
+        if (!growth) {
+            fill_at_exit(l);
+            l->from_alloc = st->end_first_alloc;
+            l->min_bytes = exit_min_bytes;
+            continue;
+        }
+        l->how = DIFF_LEAK_GROWTH;
         l->per_alloc = stepless;
         if (stepless) {
             l->from_step = TFT_STEP_NONE;
@@ -375,35 +519,314 @@ static int collect(leak_state *s, tft_reader *r, int rank, diff_leak *out, int m
     return n;
 }
 
+/* Largest peak first; equal peaks by name, so the order is the same on
+ * every run. */
+static int cmp_site_peak(const void *a, const void *b)
+{
+    const leak_site *x = a, *y = b;
+    if (x->peak_bytes != y->peak_bytes)
+        return x->peak_bytes > y->peak_bytes ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Fills mem from the sites; reorders s->sites (their index is not needed
+ * any more). */
+static void fill_mem(leak_state *s, tft_reader *r, diff_rank_mem *mem)
+{
+    uint64_t start = rank_start(s, r);
+    for (size_t k = 0; k < s->nsites; k++)
+        site_name(&s->sites[k], r);
+    if (s->nsites > 1)
+        qsort(s->sites, s->nsites, sizeof(*s->sites), cmp_site_peak);
+    mem->nsites = 0;
+    for (size_t k = 0; k < s->nsites; k++) {
+        const leak_site *st = &s->sites[k];
+        if (!st->allocs)
+            continue;
+        if (mem->nsites < mem->max_sites) {
+            diff_site_mem *m = &mem->sites[mem->nsites];
+            memset(m, 0, sizeof(*m));
+            snprintf(m->site, sizeof(m->site), "%s", st->name);
+            m->allocs = st->allocs;
+            m->live_bytes = st->live_bytes;
+            m->live_allocs = st->live_allocs;
+            m->peak_bytes = st->peak_bytes;
+            m->peak_ns = st->peak_ts > start ? st->peak_ts - start : 0;
+            m->peak_step = st->peak_step;
+            m->peak_allocs = st->peak_allocs;
+            m->one_thread = !st->threads_many;
+            m->max_block = st->end_max_block;
+            m->first_step = TFT_STEP_NONE;
+            if (st->live_allocs) {
+                m->first_ns = st->end_first_ts > start ? st->end_first_ts - start : 0;
+                m->first_step = st->end_first_step;
+                m->first_alloc = st->end_first_alloc;
+                m->first_pos = st->end_first_pos;
+                m->last_pos = st->end_last_pos;
+            }
+        }
+        if (mem->nsites < INT32_MAX)
+            mem->nsites++;
+    }
+    tft_reader_status rs;
+    tft_reader_get_status(r, &rs);
+    mem->records = s->pos;
+    mem->dropped = rs.dropped;
+    mem->last_step = s->last_step;
+    mem->exit_known = s->exit_known;
+    mem->exit_code = s->exit_code;
+    mem->exit_signal = s->exit_signal;
+}
+
+/* ---- comparing GOLDEN and BAD ------------------------------------------ */
+
+static int cmp_site_name(const void *a, const void *b)
+{
+    return strcmp(((const diff_site_mem *)a)->site, ((const diff_site_mem *)b)->site);
+}
+
+static const diff_site_mem *golden_site(const diff_rank_mem *g, const char *site)
+{
+    int n = g->nsites < g->max_sites ? g->nsites : g->max_sites;
+    diff_site_mem key;
+    snprintf(key.site, sizeof(key.site), "%s", site);
+    return n > 0 ? bsearch(&key, g->sites, (size_t)n, sizeof(*g->sites), cmp_site_name) : NULL;
+}
+
+static void attach_golden(diff_leak *l, const diff_site_mem *gs)
+{
+    l->golden_known = true;
+    l->golden_live_bytes_at_end = gs ? gs->live_bytes : 0;
+    l->golden_live_allocs_at_end = gs ? gs->live_allocs : 0;
+    l->golden_peak_live_bytes = gs ? gs->peak_bytes : 0;
+    l->golden_peak_live_allocs = gs ? gs->peak_allocs : 0;
+}
+
+/* BAD's own peak, for every leak tfdiff reports. */
+static void attach_peak(diff_leak *l, const diff_site_mem *bs)
+{
+    if (!bs)
+        return;
+    l->peak_live_bytes = bs->peak_bytes;
+    l->peak_live_allocs = bs->peak_allocs;
+    l->peak_ns = bs->peak_ns;
+    l->peak_step = bs->peak_step;
+}
+
+static const diff_site_mem *bad_site(const diff_rank_mem *b, const char *site)
+{
+    int n = b->nsites < b->max_sites ? b->nsites : b->max_sites;
+    for (int j = 0; j < n; j++)
+        if (!strcmp(b->sites[j].site, site))
+            return &b->sites[j];
+    return NULL;
+}
+
+/* have exceeds want by the margin: DIFF_LEAK_MARGIN_RATIO times, and by at
+ * least `extra`. */
+static bool beyond(uint64_t have, uint64_t want, uint64_t extra)
+{
+    return have >= want && have - want >= extra && have / DIFF_LEAK_MARGIN_RATIO >= want;
+}
+
+/* The peak rule for one site (see diff.h). */
+static bool peak_leak(const diff_site_mem *bs, const diff_site_mem *gs)
+{
+    if (!bs->one_thread || (gs && !gs->one_thread))
+        return false; /* how threads ran moves a shared site's peak */
+    uint64_t gb = gs ? gs->peak_bytes : 0, ga = gs ? gs->peak_allocs : 0;
+    return beyond(bs->peak_bytes, gb, DIFF_LEAK_MARGIN_BYTES) &&
+           beyond(bs->peak_allocs, ga, DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS);
+}
+
+static void fill_from_site(diff_leak *l, int rank, const diff_site_mem *bs)
+{
+    memset(l, 0, sizeof(*l));
+    l->rank = rank;
+    snprintf(l->site, sizeof(l->site), "%s", bs->site);
+    l->live_bytes_at_end = bs->live_bytes;
+    l->live_allocs_at_end = bs->live_allocs;
+    l->first_known = bs->live_allocs > 0;
+    l->first_alloc_ns = bs->first_ns;
+    l->first_alloc_step = l->first_known ? bs->first_step : TFT_STEP_NONE;
+    l->from_alloc = bs->first_alloc;
+    attach_peak(l, bs);
+}
+
+static bool reported(const diff_leak *out, int n, const char *site)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(out[i].site, site))
+            return true;
+    return false;
+}
+
+/* Whether BAD's end can stand against GOLDEN's: both exited normally with
+ * the same status, and BAD got as far in steps. */
+static bool ends_comparable(const diff_rank_mem *g, const diff_rank_mem *b)
+{
+    return b->exit_known && g->exit_known && !b->exit_signal && !g->exit_signal &&
+           b->exit_code == g->exit_code && b->last_step >= g->last_step;
+}
+
+int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff_rank_mem *b,
+                       const diff_leak *bl, int nb, int rank, diff_leak *out, int max)
+{
+    int gn = g->nsites < g->max_sites ? g->nsites : g->max_sites;
+    if (gn > 1)
+        qsort(g->sites, (size_t)gn, sizeof(*g->sites), cmp_site_name);
+    bool g_whole = g->nsites <= g->max_sites; /* a site not listed allocated nothing */
+    bool at_end = ends_comparable(g, b);
+    int n = 0;
+    for (int j = 0; j < nb && n < max; j++) {
+        bool in_golden = false;
+        for (int k = 0; k < ng && !in_golden; k++)
+            in_golden = !strcmp(gl[k].site, bl[j].site);
+        if (in_golden)
+            continue;
+        out[n] = bl[j];
+        out[n].rank = rank;
+        attach_golden(&out[n], golden_site(g, bl[j].site));
+        attach_peak(&out[n], bad_site(b, bl[j].site));
+        n++;
+    }
+    int bn = b->nsites < b->max_sites ? b->nsites : b->max_sites;
+    for (int pass = 0; pass < 2; pass++) { /* at exit first, then peaks */
+        for (int j = 0; j < bn && n < max; j++) {
+            const diff_site_mem *bs = &b->sites[j];
+            const diff_site_mem *gs = golden_site(g, bs->site);
+            if ((!gs && !g_whole) || reported(out, n, bs->site))
+                continue;
+            uint64_t want = gs ? (at_end ? gs->live_bytes : gs->peak_bytes) : 0;
+            if (pass == 0 ? !bs->live_bytes || !beyond(bs->live_bytes, want, DIFF_LEAK_MARGIN_BYTES)
+                          : !peak_leak(bs, gs))
+                continue;
+            diff_leak *l = &out[n++];
+            fill_from_site(l, rank, bs);
+            fill_at_exit(l);
+            attach_golden(l, gs);
+            if (pass == 0) {
+                l->vs_golden_peak = !at_end;
+                continue;
+            }
+            l->how = DIFF_LEAK_PEAK;
+            l->vs_golden_peak = true;
+            l->from_step = bs->peak_step;
+            l->iterations = bs->peak_allocs;
+            l->bytes_per_step = bs->peak_allocs ? (double)bs->peak_bytes / (double)bs->peak_allocs : 0;
+        }
+    }
+    return n;
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+const char *diff_step_text(int64_t step, char *buf, size_t n)
+{
+    if (step == TFT_STEP_NONE)
+        snprintf(buf, n, "no step");
+    else if (DIFF_IS_STEPLESS(step))
+        snprintf(buf, n, "no step (window %lld)", (long long)(step - DIFF_STEPLESS_BASE));
+    else
+        snprintf(buf, n, "step %lld", (long long)step);
+    return buf;
+}
+
+/* ", the oldest allocated T s into the run (step S)" for what is live. */
+static void describe_first(const diff_leak *l, char *buf, size_t n)
+{
+    char sb[48];
+    if (!l->first_known) {
+        snprintf(buf, n, "%s", "");
+        return;
+    }
+    snprintf(buf, n, ", the oldest allocated %.3f s into the run (%s)", (double)l->first_alloc_ns * 1e-9,
+             diff_step_text(l->first_alloc_step, sb, sizeof(sb)));
+}
+
 void diff_leak_describe(const diff_leak *l, char *buf, size_t n)
 {
+    char first[96], golden[160] = "", sb[48];
+    describe_first(l, first, sizeof(first));
+    if (l->how == DIFF_LEAK_PEAK) {
+        snprintf(buf, n, "%s: held up to %" PRIu64 " bytes in %" PRIu64 " blocks at once, %.3f s into the run (%s; "
+                 "GOLDEN: at most %" PRIu64 " bytes in %" PRIu64 " blocks), %" PRIu64 " bytes live at the end",
+                 l->site, l->peak_live_bytes, l->peak_live_allocs, (double)l->peak_ns * 1e-9,
+                 diff_step_text(l->peak_step, sb, sizeof(sb)), l->golden_peak_live_bytes, l->golden_peak_live_allocs,
+                 l->live_bytes_at_end);
+        return;
+    }
+    if (l->how == DIFF_LEAK_AT_EXIT) {
+        if (l->golden_known && l->vs_golden_peak)
+            snprintf(golden, sizeof(golden), " (GOLDEN held at most %" PRIu64 " bytes there at once; BAD did not "
+                     "run to a normal end)", l->golden_peak_live_bytes);
+        else if (l->golden_known)
+            snprintf(golden, sizeof(golden), " (GOLDEN: %" PRIu64 " bytes in %" PRIu64 " blocks)",
+                     l->golden_live_bytes_at_end, l->golden_live_allocs_at_end);
+        else if (l->min_bytes)
+            snprintf(golden, sizeof(golden), " (at least %" PRIu64 " bytes: --leak-min-bytes)", l->min_bytes);
+        snprintf(buf, n, "%s: %" PRIu64 " bytes in %" PRIu64 " blocks live at the end%s%s", l->site,
+                 l->live_bytes_at_end, l->live_allocs_at_end, golden, first);
+        return;
+    }
+    if (l->golden_known)
+        snprintf(golden, sizeof(golden), "; GOLDEN: %" PRIu64 " bytes live at the end", l->golden_live_bytes_at_end);
     if (l->per_alloc)
         snprintf(buf, n, "%s: +%.0f bytes per allocation over %" PRIu64 " allocations of the site (no steps), %" PRIu64
-                 " bytes live at the end", l->site, l->bytes_per_step, l->iterations, l->live_bytes_at_end);
+                 " bytes live at the end%s%s", l->site, l->bytes_per_step, l->iterations, l->live_bytes_at_end,
+                 first, golden);
     else
-        snprintf(buf, n, "%s: +%.0f bytes/step from step %lld, %" PRIu64 " bytes live at the end", l->site,
-                 l->bytes_per_step, (long long)l->from_step, l->live_bytes_at_end);
+        snprintf(buf, n, "%s: +%.0f bytes/step from step %lld, %" PRIu64 " bytes live at the end%s%s", l->site,
+                 l->bytes_per_step, (long long)l->from_step, l->live_bytes_at_end, first, golden);
 }
 
 int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max)
 {
-    if (!r || (max > 0 && !out))
+    return diff_leaks_mem(r, rank, 0, out, max, NULL);
+}
+
+static void on_process(leak_state *s, const tft_rec *rec)
+{
+    if (rec->len < sizeof(tft_rec_process))
+        return;
+    const tft_rec_process *p = (const tft_rec_process *)rec;
+    if (p->event != TFT_PROC_EXIT)
+        return;
+    s->exit_known = true;
+    s->exit_code = p->exit_code;
+    s->exit_signal = p->signal;
+}
+
+int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max,
+                   diff_rank_mem *mem)
+{
+    if (!r || (max > 0 && !out) || (mem && mem->max_sites > 0 && !mem->sites))
         return -EINVAL;
-    leak_state s = {.cur_step = TFT_STEP_NONE};
+    leak_state s = {.cur_step = TFT_STEP_NONE, .ts_min = UINT64_MAX, .last_step = TFT_STEP_NONE};
     int e = tft_reader_rewind(r);
     const tft_rec *rec;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) {
         e = 0;
         s.pos++;
+        if (rec->ts < s.ts_min)
+            s.ts_min = rec->ts;
+        if (rec->step != TFT_STEP_NONE && (s.last_step == TFT_STEP_NONE || rec->step > s.last_step))
+            s.last_step = rec->step;
         on_step(&s, rec);
         if (rec->kind == TFT_REC_ALLOC && rec->len >= sizeof(tft_rec_alloc))
             e = on_alloc(&s, r, (const tft_rec_alloc *)rec);
         else if (rec->kind == TFT_REC_FREE && rec->len >= sizeof(tft_rec_free))
             on_free(&s, (const tft_rec_free *)rec);
+        else if (rec->kind == TFT_REC_PROCESS)
+            on_process(&s, rec);
     }
     /* A step cut short (crash, hang) is not counted: its growth is partial. */
-    if (e == 0)
-        e = collect(&s, r, rank, out, max > 0 ? max : 0);
+    if (e == 0) {
+        site_ends(&s);
+        e = collect(&s, r, rank, exit_min_bytes, out, max > 0 ? max : 0);
+    }
+    if (e >= 0 && mem)
+        fill_mem(&s, r, mem);
     free(s.live);
     free(s.sites);
     free(s.site_idx);

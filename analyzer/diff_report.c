@@ -26,6 +26,9 @@ struct diff_report {
     int ndesyncs;
     char notes[8][160];
     int nnotes;
+    bool bad_unrecorded;      /* BAD has a manifest and no rank file */
+    char bad_unrecorded_what[400];
+    int bad_exit_status;      /* its manifest's, -1 unknown */
 };
 
 diff_report *report_new(const char *golden, const char *bad, const diff_opts *o)
@@ -79,6 +82,13 @@ void report_add_desync(diff_report *r, const diff_desync *d)
         r->desyncs[r->ndesyncs++] = *d;
 }
 
+void report_bad_unrecorded(diff_report *r, const char *what, int exit_status)
+{
+    r->bad_unrecorded = true;
+    snprintf(r->bad_unrecorded_what, sizeof(r->bad_unrecorded_what), "%s", what);
+    r->bad_exit_status = exit_status;
+}
+
 /* The earliest (step, seq, rank) among the ranks' points; NULL if none. */
 static const diff_rank_result *first_rank(const diff_report *r)
 {
@@ -106,7 +116,7 @@ static const diff_nonfinite *first_nonfinite(const diff_report *r)
 
 bool report_diverged(const diff_report *r)
 {
-    if (first_rank(r) || r->nleaks || r->ndesyncs)
+    if (first_rank(r) || r->nleaks || r->ndesyncs || r->bad_unrecorded)
         return true;
     const diff_nonfinite *nf = first_nonfinite(r);
     if (nf && !nf->in_golden)
@@ -156,10 +166,13 @@ static cJSON *json_stats(const diff_tensor *t)
     return o;
 }
 
-/* "step": N, or for a trace without steps "step": null, "window": N. */
+/* "step": N; for a trace without steps "step": null, "window": N; outside
+ * any step "step": null. */
 static void json_step(cJSON *o, int64_t step)
 {
-    if (DIFF_IS_STEPLESS(step)) {
+    if (step == TFT_STEP_NONE) {
+        cJSON_AddNullToObject(o, "step");
+    } else if (DIFF_IS_STEPLESS(step)) {
         cJSON_AddNullToObject(o, "step");
         cJSON_AddNumberToObject(o, "window", (double)(step - DIFF_STEPLESS_BASE));
     } else {
@@ -167,10 +180,62 @@ static void json_step(cJSON *o, int64_t step)
     }
 }
 
-static const char *step_word(int64_t step, long long *n)
+/* "steps A..B", "no steps (windows A..B)" (a trace without steps) or "no
+ * steps". */
+static const char *range_text(int64_t a, int64_t b, char *buf, size_t n)
 {
-    *n = DIFF_IS_STEPLESS(step) ? (long long)(step - DIFF_STEPLESS_BASE) : (long long)step;
-    return DIFF_IS_STEPLESS(step) ? "window" : "step";
+    if (a == TFT_STEP_NONE)
+        snprintf(buf, n, "no steps");
+    else if (DIFF_IS_STEPLESS(a))
+        snprintf(buf, n, "no steps (windows %lld..%lld)", (long long)(a - DIFF_STEPLESS_BASE),
+                 (long long)(b - DIFF_STEPLESS_BASE));
+    else
+        snprintf(buf, n, "steps %lld..%lld", (long long)a, (long long)b);
+    return buf;
+}
+
+/* Copies the analyses' message `in` to out, with every "step N" / "steps
+ * A..B" whose numbers stand for windows of a trace without steps written
+ * as "no step (window N)" / "no steps (windows A..B)" (the alignment
+ * writes the raw numbers). */
+static void window_words(const char *in, char *out, size_t n)
+{
+    size_t k = 0;
+    while (*in && k + 1 < n) {
+        bool word = (in[0] == 's' && !strncmp(in, "step", 4)) &&
+                    (k == 0 || !((out[k - 1] >= 'a' && out[k - 1] <= 'z') || (out[k - 1] >= 'A' && out[k - 1] <= 'Z')));
+        const char *p = in + 4;
+        bool plural = word && *p == 's';
+        p += plural;
+        char *end = NULL;
+        long long v = 0;
+        if (word && *p == ' ') {
+            v = strtoll(p + 1, &end, 10);
+            word = end != p + 1 && DIFF_IS_STEPLESS((int64_t)v);
+        } else {
+            word = false;
+        }
+        if (!word) {
+            out[k++] = *in++;
+            continue;
+        }
+        const char *pl = plural ? "s" : "";
+        int w = snprintf(out + k, n - k, "no step%s (window%s %lld", pl, pl, (long long)(v - DIFF_STEPLESS_BASE));
+        k = w < 0 || (size_t)w >= n - k ? n - 1 : k + (size_t)w;
+        in = end;
+        if (in[0] == '.' && in[1] == '.') {
+            char *end2;
+            long long v2 = strtoll(in + 2, &end2, 10);
+            if (end2 != in + 2 && DIFF_IS_STEPLESS((int64_t)v2) && k + 1 < n) {
+                w = snprintf(out + k, n - k, "..%lld", (long long)(v2 - DIFF_STEPLESS_BASE));
+                k = w < 0 || (size_t)w >= n - k ? n - 1 : k + (size_t)w;
+                in = end2;
+            }
+        }
+        if (k + 1 < n)
+            out[k++] = ')';
+    }
+    out[k < n ? k : n - 1] = '\0';
 }
 
 static cJSON *json_point(const diff_point *p)
@@ -191,6 +256,60 @@ static cJSON *json_point(const diff_point *p)
     return o;
 }
 
+/* A step number, or null outside steps (first_alloc_step, from_step). */
+static void json_step_or_null(cJSON *o, const char *key, int64_t step)
+{
+    if (step == TFT_STEP_NONE || DIFF_IS_STEPLESS(step))
+        cJSON_AddNullToObject(o, key);
+    else
+        cJSON_AddNumberToObject(o, key, (double)step);
+}
+
+/* One leak (docs/TFDIFF.md: the keys of tfdump --check's leaks, plus
+ * GOLDEN's side). */
+static cJSON *json_leak(const diff_leak *l)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "rank", l->rank);
+    cJSON_AddStringToObject(x, "site", l->site);
+    cJSON_AddStringToObject(x, "how", l->how == DIFF_LEAK_PEAK      ? "peak"
+                                      : l->how == DIFF_LEAK_AT_EXIT ? "at-exit"
+                                                                    : "growth");
+    json_step_or_null(x, "from_step", l->per_alloc && l->how == DIFF_LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
+    if (l->per_alloc && l->how == DIFF_LEAK_PEAK && !l->first_known)
+        cJSON_AddNullToObject(x, "from_allocation"); /* nothing of it live at the end */
+    else if (l->per_alloc)
+        cJSON_AddNumberToObject(x, "from_allocation", (double)l->from_alloc);
+    cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
+    cJSON_AddNumberToObject(x, "iterations", (double)l->iterations);
+    cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
+    cJSON_AddNumberToObject(x, "live_bytes_at_end", (double)l->live_bytes_at_end);
+    cJSON_AddNumberToObject(x, "live_allocs_at_end", (double)l->live_allocs_at_end);
+    if (l->first_known)
+        cJSON_AddNumberToObject(x, "first_alloc_ns", (double)l->first_alloc_ns);
+    else
+        cJSON_AddNullToObject(x, "first_alloc_ns");
+    json_step_or_null(x, "first_alloc_step", l->first_known ? l->first_alloc_step : TFT_STEP_NONE);
+    if (l->golden_known) {
+        cJSON_AddNumberToObject(x, "golden_live_bytes_at_end", (double)l->golden_live_bytes_at_end);
+        cJSON_AddNumberToObject(x, "golden_live_allocs_at_end", (double)l->golden_live_allocs_at_end);
+        cJSON_AddNumberToObject(x, "golden_peak_live_bytes", (double)l->golden_peak_live_bytes);
+        cJSON_AddNumberToObject(x, "golden_peak_live_allocs", (double)l->golden_peak_live_allocs);
+    } else { /* a rank GOLDEN does not have */
+        cJSON_AddNullToObject(x, "golden_live_bytes_at_end");
+        cJSON_AddNullToObject(x, "golden_live_allocs_at_end");
+        cJSON_AddNullToObject(x, "golden_peak_live_bytes");
+        cJSON_AddNullToObject(x, "golden_peak_live_allocs");
+    }
+    cJSON_AddNumberToObject(x, "peak_live_bytes", (double)l->peak_live_bytes);
+    cJSON_AddNumberToObject(x, "peak_live_allocs", (double)l->peak_live_allocs);
+    if (l->how != DIFF_LEAK_GROWTH)
+        cJSON_AddStringToObject(x, "compared_to", l->vs_golden_peak ? "golden_peak" : "golden_end");
+    else
+        cJSON_AddNullToObject(x, "compared_to");
+    return x;
+}
+
 static cJSON *json_rank(const diff_rank_result *x)
 {
     cJSON *o = cJSON_CreateObject();
@@ -201,14 +320,20 @@ static cJSON *json_rank(const diff_rank_result *x)
     int64_t st[3][2] = {{x->golden_first_step, x->golden_last_step}, {x->bad_first_step, x->bad_last_step},
                         {x->common_first_step, x->common_last_step}};
     const char *keys[3] = {"golden_steps", "bad_steps", "common_steps"};
-    for (int k = 0; k < 3; k++) {
-        if (st[k][0] == TFT_STEP_NONE) {
-            cJSON_AddNullToObject(o, keys[k]);
-            continue;
+    const char *wkeys[3] = {"golden_windows", "bad_windows", "common_windows"};
+    for (int k = 0; k < 3; k++) { /* a trace without steps: null steps, its windows */
+        bool none = st[k][0] == TFT_STEP_NONE, windows = DIFF_IS_STEPLESS(st[k][0]);
+        for (int w = 0; w < 2; w++) {
+            const char *key = w ? wkeys[k] : keys[k];
+            if (none || windows != (w == 1)) {
+                cJSON_AddNullToObject(o, key);
+                continue;
+            }
+            int64_t base = windows ? DIFF_STEPLESS_BASE : 0;
+            cJSON *a = cJSON_AddArrayToObject(o, key);
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)(st[k][0] - base)));
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)(st[k][1] - base)));
         }
-        cJSON *a = cJSON_AddArrayToObject(o, keys[k]);
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)st[k][0]));
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)st[k][1]));
     }
     cJSON_AddBoolToObject(o, "bad_ended_early", x->bad_ended_early);
     if (x->bad_exit_known) {
@@ -222,8 +347,11 @@ static cJSON *json_rank(const diff_rank_result *x)
     }
     cJSON_AddNumberToObject(o, "inserted", (double)x->inserted);
     cJSON_AddNumberToObject(o, "deleted", (double)x->deleted);
-    if (x->structure[0])
-        cJSON_AddStringToObject(o, "structure", x->structure);
+    if (x->structure[0]) {
+        char st_text[sizeof(x->structure) + 64];
+        window_words(x->structure, st_text, sizeof(st_text));
+        cJSON_AddStringToObject(o, "structure", st_text);
+    }
     cJSON_AddItemToObject(o, "first_divergence", json_point(&x->first));
     return o;
 }
@@ -285,23 +413,8 @@ static cJSON *json_findings(const diff_report *r)
         cJSON_AddNullToObject(o, "first_nonfinite");
     }
     cJSON *leaks = cJSON_AddArrayToObject(o, "leaks");
-    for (int i = 0; i < r->nleaks; i++) {
-        const diff_leak *l = &r->leaks[i];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "rank", l->rank);
-        cJSON_AddStringToObject(x, "site", l->site);
-        if (l->per_alloc) { /* a trace without steps */
-            cJSON_AddNullToObject(x, "from_step");
-            cJSON_AddNumberToObject(x, "from_allocation", (double)l->from_alloc);
-        } else {
-            cJSON_AddNumberToObject(x, "from_step", (double)l->from_step);
-        }
-        cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
-        cJSON_AddNumberToObject(x, "iterations", (double)l->iterations);
-        cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
-        cJSON_AddNumberToObject(x, "live_bytes_at_end", (double)l->live_bytes_at_end);
-        cJSON_AddItemToArray(leaks, x);
-    }
+    for (int i = 0; i < r->nleaks; i++)
+        cJSON_AddItemToArray(leaks, json_leak(&r->leaks[i]));
     cJSON *ds = cJSON_AddArrayToObject(o, "desync");
     for (int i = 0; i < r->ndesyncs; i++) {
         const diff_desync *d = &r->desyncs[i];
@@ -339,8 +452,19 @@ void report_json(const diff_report *r, FILE *f)
     for (int i = 0; i < r->nranks; i++)
         cJSON_AddItemToArray(ranks, json_rank(&r->ranks[i]));
     cJSON *notes = cJSON_AddArrayToObject(o, "notes");
+    if (r->bad_unrecorded)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(r->bad_unrecorded_what));
     for (int i = 0; i < r->nnotes; i++)
         cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
+    cJSON_AddBoolToObject(o, "bad_recorded", !r->bad_unrecorded);
+    int st = r->bad_exit_status;
+    if (!r->bad_unrecorded || st < 0) { /* a recorded BAD's exits are per rank (bad_exit) */
+        cJSON_AddNullToObject(o, "bad_command_exit");
+    } else {
+        cJSON *ex = cJSON_AddObjectToObject(o, "bad_command_exit");
+        bool sig = st > 128 && st < 128 + 65;
+        cJSON_AddNumberToObject(ex, sig ? "signal" : "code", sig ? st - 128 : st);
+    }
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
         fputs(s, f);
@@ -383,52 +507,61 @@ static void side_by_side(FILE *f, const diff_point *p)
 
 static void text_ranks(const diff_report *r, FILE *f)
 {
+    char a[64], b[64], st_text[sizeof(r->ranks[0].structure) + 64];
     for (int i = 0; i < r->nranks; i++) {
         const diff_rank_result *x = &r->ranks[i];
-        if (x->structure[0])
-            fprintf(f, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)\n", x->rank, x->structure,
+        if (x->structure[0]) {
+            window_words(x->structure, st_text, sizeof(st_text));
+            fprintf(f, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)\n", x->rank, st_text,
                     x->inserted, x->deleted);
-        if (x->bad_ended_early)
-            fprintf(f, "rank %d: BAD ended early at step %lld (golden ran to %lld)%s\n", x->rank,
-                    (long long)x->bad_last_step, (long long)x->golden_last_step,
+        }
+        if (x->bad_ended_early && DIFF_IS_STEPLESS(x->bad_last_step))
+            fprintf(f, "rank %d: BAD ended early, in window %lld of its ops (no steps; golden ran to window %lld)%s\n",
+                    x->rank, (long long)(x->bad_last_step - DIFF_STEPLESS_BASE),
+                    (long long)(x->golden_last_step - DIFF_STEPLESS_BASE), x->bad_exit_known ? "" : ", exit unknown");
+        else if (x->bad_ended_early)
+            fprintf(f, "rank %d: BAD ended early at %s (golden ran to %s)%s\n", x->rank,
+                    diff_step_text(x->bad_last_step, a, sizeof(a)), diff_step_text(x->golden_last_step, b, sizeof(b)),
                     x->bad_exit_known ? "" : ", exit unknown");
         if (x->bad_exit_known && (x->bad_exit_code || x->bad_exit_signal))
             fprintf(f, "rank %d: BAD exited with %s %d\n", x->rank, x->bad_exit_signal ? "signal" : "code",
                     x->bad_exit_signal ? x->bad_exit_signal : x->bad_exit_code);
         if (x->common_first_step != x->golden_first_step && x->common_first_step != TFT_STEP_NONE)
-            fprintf(f, "rank %d: compared steps %lld..%lld only (BAD has %lld..%lld)\n", x->rank,
-                    (long long)x->common_first_step, (long long)x->common_last_step,
-                    (long long)x->bad_first_step, (long long)x->bad_last_step);
+            fprintf(f, "rank %d: compared %s only (BAD has %s)\n", x->rank,
+                    range_text(x->common_first_step, x->common_last_step, a, sizeof(a)),
+                    range_text(x->bad_first_step, x->bad_last_step, b, sizeof(b)));
     }
 }
 
 void report_text(const diff_report *r, FILE *f)
 {
     const diff_rank_result *fr = first_rank(r);
+    char sb[48];
     fprintf(f, "tfdiff: %s\n", report_diverged(r) ? "DIVERGED" : "MATCH");
+    if (r->bad_unrecorded)
+        fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
     if (fr) {
         const diff_point *p = &fr->first;
-        long long sn;
-        const char *sw = step_word(p->step, &sn);
-        fprintf(f, "first divergence: rank %d, %s %lld, seq %lld: %s (%s%s%s)\n", p->rank, sw, sn,
-                (long long)p->seq, p->tensor, diff_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
+        fprintf(f, "first divergence: rank %d, %s, seq %lld: %s (%s%s%s)\n", p->rank,
+                diff_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, p->tensor, diff_kind_name(p->kind),
+                p->stat[0] ? ", " : "", p->stat);
         side_by_side(f, p);
         if (fr->n_context)
             fprintf(f, "  the %d tensors before it (golden mean / bad mean):\n", fr->n_context);
         for (int k = 0; k < fr->n_context; k++)
-            fprintf(f, "    step %-5lld %-24s %-16.8g %-16.8g%s\n", (long long)fr->context_b[k].step,
+            fprintf(f, "    %-18s %-24s %-16.8g %-16.8g%s\n", diff_step_text(fr->context_b[k].step, sb, sizeof(sb)),
                     fr->context_b[k].name, fr->context_g[k].stats.mean, fr->context_b[k].stats.mean,
                     fr->context_g[k].stats.fingerprint == fr->context_b[k].stats.fingerprint ? "identical"
                                                                                              : "within tolerance");
         if (fr->origin.found && (fr->origin.step != p->step || fr->origin.seq != p->seq))
-            fprintf(f, "origin: step %lld, seq %lld: %s — its inputs match GOLDEN, its output does not\n",
-                    (long long)fr->origin.step, (long long)fr->origin.seq, fr->origin.tensor);
+            fprintf(f, "origin: %s, seq %lld: %s — its inputs match GOLDEN, its output does not\n",
+                    diff_step_text(fr->origin.step, sb, sizeof(sb)), (long long)fr->origin.seq, fr->origin.tensor);
         else if (fr->origin.found)
             fprintf(f, "origin: the same op — its inputs match GOLDEN, its output does not\n");
     }
     const diff_nonfinite *nf = first_nonfinite(r);
     if (nf)
-        fprintf(f, "first non-finite in BAD: rank %d, step %lld, %s (%s)\n", nf->rank, (long long)nf->step,
+        fprintf(f, "first non-finite in BAD: rank %d, %s, %s (%s)\n", nf->rank, diff_step_text(nf->step, sb, sizeof(sb)),
                 nf->tensor, nf->in_golden ? "GOLDEN has it too" : "GOLDEN has none");
     for (int i = 0; i < r->nleaks; i++) {
         char what[400];
@@ -436,11 +569,10 @@ void report_text(const diff_report *r, FILE *f)
         fprintf(f, "leak: rank %d, %s\n", r->leaks[i].rank, what);
     }
     for (int i = 0; i < r->ndesyncs; i++) {
-        char at[48] = "no step", where[160];
-        if (r->desyncs[i].step != TFT_STEP_NONE)
-            snprintf(at, sizeof(at), "step %lld", (long long)r->desyncs[i].step);
+        char where[160];
         diff_desync_where(r->desyncs, r->ndesyncs, i, where, sizeof(where));
-        fprintf(f, "desync: %s at %s (%s): %s\n", desync_kind_name(r->desyncs[i].kind), at, where,
+        fprintf(f, "desync: %s at %s (%s): %s\n", desync_kind_name(r->desyncs[i].kind),
+                diff_step_text(r->desyncs[i].step, sb, sizeof(sb)), where,
                 r->desyncs[i].detail);
     }
     text_ranks(r, f);
@@ -490,22 +622,26 @@ int report_junit(const diff_report *r, const char *path)
     int failures = 0, cases = 0;
     for (int i = 0; i < r->nranks; i++)
         failures += r->ranks[i].first.found, cases++;
-    cases += 3;
+    cases += 3 + r->bad_unrecorded;
+    failures += r->bad_unrecorded;
     failures += r->nleaks > 0;
     failures += r->ndesyncs > 0;
     const diff_nonfinite *nf = first_nonfinite(r);
     failures += nf && !nf->in_golden;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"tfdiff\" tests=\"%d\" "
                "failures=\"%d\">\n", cases, failures);
-    char name[64], msg[512];
+    char name[64], msg[512], sb[48];
     for (int i = 0; i < r->nranks; i++) {
         const diff_point *p = &r->ranks[i].first;
         snprintf(name, sizeof(name), "rank %d divergence", r->ranks[i].rank);
-        snprintf(msg, sizeof(msg), "step %lld, %s: %s", (long long)p->step, p->tensor, diff_kind_name(p->kind));
+        snprintf(msg, sizeof(msg), "%s, %s: %s", diff_step_text(p->step, sb, sizeof(sb)), p->tensor,
+                 diff_kind_name(p->kind));
         junit_case(f, name, p->found ? msg : NULL);
     }
     if (nf)
-        snprintf(msg, sizeof(msg), "rank %d step %lld %s", nf->rank, (long long)nf->step, nf->tensor);
+        snprintf(msg, sizeof(msg), "rank %d %s %s", nf->rank, diff_step_text(nf->step, sb, sizeof(sb)), nf->tensor);
+    if (r->bad_unrecorded)
+        junit_case(f, "BAD recorded", r->bad_unrecorded_what);
     junit_case(f, "non-finite", nf && !nf->in_golden ? msg : NULL);
     if (r->nleaks) {
         char what[400];
@@ -514,10 +650,8 @@ int report_junit(const diff_report *r, const char *path)
     }
     junit_case(f, "leaks", r->nleaks ? msg : NULL);
     if (r->ndesyncs) { /* the detail, cut to the message's size */
-        int w = r->desyncs[0].step == TFT_STEP_NONE
-                    ? snprintf(msg, sizeof(msg), "%s: ", desync_kind_name(r->desyncs[0].kind))
-                    : snprintf(msg, sizeof(msg), "%s at step %lld: ", desync_kind_name(r->desyncs[0].kind),
-                               (long long)r->desyncs[0].step);
+        int w = snprintf(msg, sizeof(msg), "%s at %s: ", desync_kind_name(r->desyncs[0].kind),
+                         diff_step_text(r->desyncs[0].step, sb, sizeof(sb)));
         if (w >= 0 && (size_t)w < sizeof(msg))
             snprintf(msg + w, sizeof(msg) - (size_t)w, "%.*s", (int)(sizeof(msg) - (size_t)w - 1),
                      r->desyncs[0].detail);

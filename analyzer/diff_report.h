@@ -19,8 +19,13 @@ void report_note(diff_report *r, const char *fmt, ...) __attribute__((format(pri
 void report_add_rank(diff_report *r, const diff_rank_result *res);
 void report_add_leak(diff_report *r, const diff_leak *l);
 void report_add_desync(diff_report *r, const diff_desync *d);
+/* BAD recorded nothing (a manifest and no rank file): a finding. what says
+ * what its manifest knows; exit_status is the manifest's (128 + N: killed
+ * by signal N; -1 unknown). */
+void report_bad_unrecorded(diff_report *r, const char *what, int exit_status);
 /* True when anything was found: a divergence, a non-finite BAD alone has,
- * a new leak or desync, a structural difference, or BAD ending early. */
+ * a new leak or desync, a structural difference, BAD ending early, or BAD
+ * recording nothing. */
 bool report_diverged(const diff_report *r);
 void report_json(const diff_report *r, FILE *f);
 void report_text(const diff_report *r, FILE *f);

@@ -41,13 +41,13 @@ static int find_nonfinite(dump_trace *d, nonfinite *nf)
     return e < 0 ? -1 : 0;
 }
 
-static int find_leaks(dump_trace *d, diff_leak *out, int max)
+static int find_leaks(dump_trace *d, uint64_t min_bytes, diff_leak *out, int max)
 {
     int n = 0;
     for (int i = 0; i < tft_trace_nranks(d->t) && n < max; i++) {
         tft_reader *r = tft_trace_reader(d->t, i);
         tft_reader_rewind(r);
-        int k = diff_leaks(r, tft_trace_rank_id(d->t, i), out + n, max - n);
+        int k = diff_leaks_mem(r, tft_trace_rank_id(d->t, i), min_bytes, out + n, max - n, NULL);
         if (k < 0)
             return k;
         n += k;
@@ -55,23 +55,13 @@ static int find_leaks(dump_trace *d, diff_leak *out, int max)
     return n;
 }
 
-/* "step N", or "no step" for a record outside any step. */
-static const char *step_text(int64_t step, char *buf, size_t n)
+/* KEY: N, or null outside any step. */
+static void json_step(cJSON *o, const char *key, int64_t step)
 {
     if (step == TFT_STEP_NONE)
-        snprintf(buf, n, "no step");
+        cJSON_AddNullToObject(o, key);
     else
-        snprintf(buf, n, "step %lld", (long long)step);
-    return buf;
-}
-
-/* "step": N, or null outside any step. */
-static void json_step(cJSON *o, int64_t step)
-{
-    if (step == TFT_STEP_NONE)
-        cJSON_AddNullToObject(o, "step");
-    else
-        json_i64(o, "step", step);
+        json_i64(o, key, step);
 }
 
 static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd)
@@ -79,7 +69,7 @@ static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const di
     char sb[48];
     if (nf->found)
         printf("non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
-               step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
+               diff_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
     for (int i = 0; i < nl; i++) {
         char what[400];
         diff_leak_describe(&l[i], what, sizeof(what));
@@ -88,8 +78,8 @@ static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const di
     for (int i = 0; i < nd; i++) {
         char where[160];
         diff_desync_where(ds, nd, i, where, sizeof(where));
-        printf("desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind), step_text(ds[i].step, sb, sizeof(sb)),
-               where, ds[i].detail);
+        printf("desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind),
+               diff_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
     }
     if (!nf->found && !nl && !nd)
         printf("OK: no non-finite values, leaks or desyncs\n");
@@ -130,41 +120,54 @@ static void json_desync_more(cJSON *x, const diff_desync *ds, int nd, int i)
         cJSON_AddNullToObject(x, "tag");
 }
 
+/* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
+static cJSON *json_leak(const diff_leak *l)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "rank", l->rank);
+    cJSON_AddStringToObject(x, "site", l->site);
+    cJSON_AddStringToObject(x, "how", l->how == DIFF_LEAK_AT_EXIT ? "at-exit" : "growth");
+    json_step(x, "from_step", l->per_alloc && l->how == DIFF_LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
+    if (l->per_alloc)
+        json_u64(x, "from_allocation", l->from_alloc);
+    cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
+    json_u64(x, "iterations", l->iterations);
+    cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
+    json_u64(x, "live_bytes_at_end", l->live_bytes_at_end);
+    json_u64(x, "live_allocs_at_end", l->live_allocs_at_end);
+    if (l->first_known)
+        json_u64(x, "first_alloc_ns", l->first_alloc_ns);
+    else
+        cJSON_AddNullToObject(x, "first_alloc_ns");
+    json_step(x, "first_alloc_step", l->first_known ? l->first_alloc_step : TFT_STEP_NONE);
+    if (l->how == DIFF_LEAK_AT_EXIT)
+        json_u64(x, "min_bytes", l->min_bytes);
+    else
+        cJSON_AddNullToObject(x, "min_bytes");
+    return x;
+}
+
 static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd)
 {
     cJSON *o = cJSON_CreateObject();
     if (nf->found) {
         cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
         cJSON_AddNumberToObject(n, "rank", nf->rank);
-        json_step(n, nf->step);
+        json_step(n, "step", nf->step);
         json_i64(n, "seq", nf->seq);
         cJSON_AddStringToObject(n, "tensor", nf->name);
     } else {
         cJSON_AddNullToObject(o, "first_nonfinite");
     }
     cJSON *la = cJSON_AddArrayToObject(o, "leaks");
-    for (int i = 0; i < nl; i++) {
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "rank", l[i].rank);
-        cJSON_AddStringToObject(x, "site", l[i].site);
-        if (l[i].per_alloc) { /* a trace without steps */
-            cJSON_AddNullToObject(x, "from_step");
-            json_u64(x, "from_allocation", l[i].from_alloc);
-        } else {
-            json_i64(x, "from_step", l[i].from_step);
-        }
-        cJSON_AddStringToObject(x, "per", l[i].per_alloc ? "allocation" : "step");
-        json_u64(x, "iterations", l[i].iterations);
-        cJSON_AddNumberToObject(x, "bytes_per_step", l[i].bytes_per_step);
-        json_u64(x, "live_bytes_at_end", l[i].live_bytes_at_end);
-        cJSON_AddItemToArray(la, x);
-    }
+    for (int i = 0; i < nl; i++)
+        cJSON_AddItemToArray(la, json_leak(&l[i]));
     cJSON *da = cJSON_AddArrayToObject(o, "desync");
     for (int i = 0; i < nd; i++) {
         cJSON *x = cJSON_CreateObject();
         json_hex(x, "comm", ds[i].comm);
         json_u64(x, "coll_seq", ds[i].coll_seq);
-        json_step(x, ds[i].step);
+        json_step(x, "step", ds[i].step);
         cJSON_AddStringToObject(x, "kind", desync_kind_name(ds[i].kind));
         cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
         for (int k = 0; k < ds[i].nranks && k < 16; k++)
@@ -173,6 +176,7 @@ static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const di
         json_desync_more(x, ds, nd, i);
         cJSON_AddItemToArray(da, x);
     }
+    cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */
     out_json_line(o);
     cJSON_Delete(o);
 }
@@ -186,7 +190,7 @@ int dump_check(dump_trace *d, const dump_opts *o)
         dump_err("%s: read error while scanning tensors", o->path);
         return DUMP_USAGE;
     }
-    int nl = find_leaks(d, leaks, 64);
+    int nl = find_leaks(d, o->leak_min_bytes, leaks, 64);
     int nd = diff_desyncs(d->t, ds, 64);
     if (nl < 0 || nd < 0) {
         dump_err("%s: read error while scanning allocations and collectives", o->path);

@@ -41,6 +41,8 @@ typedef struct dump_opts {
     int raw;             /* --raw: bf16 as its '<u2' bits in .npy (default: exact '<f4') */
     int64_t replay_seq;  /* --replay-op SEQ */
     double rtol, atol;   /* --rtol, --atol for --replay-op */
+    uint64_t leak_min_bytes; /* --check: a site holding this much at the end in several blocks
+                          * is a leak without growth (--leak-min-bytes); 0 = off */
 } dump_opts;
 
 /* ---- diagnostics (dump_util.c) ------------------------------------------ */
@@ -80,14 +82,19 @@ bool out_json_line(const cJSON *j);
 /* ---- the opened trace (dump_util.c) -------------------------------------- */
 
 typedef struct dump_trace {
-    tft_trace *t;
+    tft_trace *t;        /* NULL when unrecorded */
     int n;               /* rank files */
     char **names;        /* display name of each rank file (owned) */
     dump_log log;
+    bool unrecorded;     /* a trace directory with a manifest and no rank file: the
+                          * command recorded nothing (killed before its first record) */
+    tft_manifest manifest; /* when unrecorded: what the manifest knows (owned) */
 } dump_trace;
 
 /* Opens o->path with the log collecting messages. On failure prints what the
- * library said (or a generic message) and returns DUMP_USAGE. */
+ * library said (or a generic message) and returns DUMP_USAGE. A directory
+ * whose manifest.json reads and that holds no rank file opens as an
+ * unrecorded trace (d->t NULL, d->unrecorded set): see dump_unrecorded. */
 int dump_trace_open(dump_trace *d, const dump_opts *o);
 void dump_trace_close(dump_trace *d);
 /* Checks the rank files against manifest.json (every listed rank present,
@@ -155,5 +162,11 @@ int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
 int dump_tensor(dump_trace *d, const dump_opts *o);   /* dump_capture.c: --tensor */
 int dump_captures(dump_trace *d, const dump_opts *o); /* dump_capture.c: --captures */
 int dump_replay(dump_trace *d, const dump_opts *o);   /* dump_replay.c: --replay-op */
+/* Every mode on an unrecorded trace (dump_summary.c): the summary shows what
+ * the manifest knows and says nothing was recorded (0); --verify checks the
+ * manifest lists no rank (0, else 1: the listed files are lost); --check
+ * has nothing to check (1); --events, --chunks, --captures print nothing
+ * (0); --tensor and --replay-op find nothing (2). */
+int dump_unrecorded(dump_trace *d, const dump_opts *o);
 
 #endif

@@ -10,7 +10,14 @@
  * problems, problems_not_shown, manifest (null or {run_id, command,
  * world_size, complete, host, tool_version, format_version, exit_status}),
  * files ([{file, rank, integrity, closed, chunks, chunks_bad, records,
- * bytes, raw_bytes, dropped, steps}]).
+ * bytes, raw_bytes, dropped, steps}]), recorded (false only for a trace
+ * without rank files, below), duration_ns and command_exit (the manifest's:
+ * {code} | {signal} | null).
+ *
+ * A trace directory with a manifest and no rank file (the command died
+ * before its first record: `tftrace -- sh -c 'kill -9 $$'`) gets the same
+ * summary with zero counts, what the manifest knows, and "recorded": false;
+ * dump_unrecorded also answers every other mode for it.
  *
  * Memory: one chunk per rank file (the reader) plus a 512 KiB table of
  * counts by record kind; time: one decompression of the whole trace.
@@ -352,6 +359,45 @@ static void json_counts(cJSON *o, const trace_sum *s)
     cJSON_AddNumberToObject(o, "ratio", s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
 }
 
+/* The run's duration from the manifest, or false while it is not final. */
+static bool manifest_duration(const tft_manifest *m, uint64_t *ns)
+{
+    if (!m || !m->complete || !m->start_ns || m->end_ns < m->start_ns)
+        return false;
+    *ns = m->end_ns - m->start_ns;
+    return true;
+}
+
+/* The command's exit from the launcher's status in the manifest: tftrace
+ * exits with the command's status, 128 + N when signal N killed it. Returns
+ * false when unknown (run not finished). */
+static bool manifest_exit(const tft_manifest *m, int *code, int *sig)
+{
+    if (!m || m->exit_status < 0)
+        return false;
+    *sig = m->exit_status > 128 && m->exit_status < 128 + 65 ? m->exit_status - 128 : 0;
+    *code = *sig ? 0 : m->exit_status;
+    return true;
+}
+
+static void json_run(cJSON *j, const tft_manifest *m, bool recorded)
+{
+    uint64_t ns;
+    int code, sig;
+    cJSON_AddBoolToObject(j, "recorded", recorded);
+    if (manifest_duration(m, &ns))
+        json_u64(j, "duration_ns", ns);
+    else
+        cJSON_AddNullToObject(j, "duration_ns");
+    if (!manifest_exit(m, &code, &sig)) {
+        cJSON_AddNullToObject(j, "command_exit");
+        return;
+    }
+    cJSON *ex = cJSON_AddObjectToObject(j, "command_exit");
+    if (ex)
+        cJSON_AddNumberToObject(ex, sig ? "signal" : "code", sig ? sig : code);
+}
+
 static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s)
 {
     cJSON *j = cJSON_CreateObject();
@@ -374,11 +420,151 @@ static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s
     for (size_t i = 0; pr && i < d->log.n; i++)
         cJSON_AddItemToArray(pr, cJSON_CreateString(d->log.msgs[i]));
     json_u64(j, "problems_not_shown", d->log.more);
-    cJSON_AddItemToObject(j, "manifest", json_manifest(tft_trace_manifest(d->t)));
+    const tft_manifest *m = d->unrecorded ? &d->manifest : tft_trace_manifest(d->t);
+    cJSON_AddItemToObject(j, "manifest", json_manifest(m));
     cJSON *files = cJSON_AddArrayToObject(j, "files");
     for (int i = 0; files && i < d->n; i++)
         cJSON_AddItemToArray(files, json_file(d, i, &s->ranks[i]));
+    json_run(j, m, !d->unrecorded);
     return j;
+}
+
+static void print_json_obj(cJSON *j, int *status)
+{
+    char *text = j ? cJSON_Print(j) : NULL;
+    if (text) {
+        puts(text);
+    } else {
+        dump_err("out of memory");
+        *status = DUMP_USAGE;
+    }
+    cJSON_free(text);
+}
+
+/* ---- a trace without rank files --------------------------------------------- */
+
+/* "killed by signal 9 (status 137)", "code 0", "unknown (...)". */
+static void run_exit_text(const tft_manifest *m, char *buf, size_t n)
+{
+    int code, sig;
+    if (!manifest_exit(m, &code, &sig))
+        snprintf(buf, n, "unknown (the run did not finish: manifest not final)");
+    else if (sig)
+        snprintf(buf, n, "killed by signal %d (status %d)", sig, m->exit_status);
+    else
+        snprintf(buf, n, "code %d", code);
+}
+
+/* Why nothing was recorded: "no rank file: ...". */
+static void unrecorded_why(const tft_manifest *m, char *buf, size_t n)
+{
+    if (m->nranks)
+        snprintf(buf, n, "no rank file, though manifest.json lists %d (%s%s): lost", m->nranks, m->ranks[0].file,
+                 m->nranks > 1 ? ", ..." : "");
+    else
+        snprintf(buf, n, "no rank file: the command ended before its first record");
+}
+
+static void unrecorded_text(dump_trace *d, const dump_opts *o)
+{
+    const tft_manifest *m = &d->manifest;
+    char buf[320];
+    uint64_t ns;
+    printf("trace        %s\n", o->path);
+    text_manifest(m);
+    if (manifest_duration(m, &ns))
+        printf("duration     %.3f s\n", (double)ns * 1e-9);
+    run_exit_text(m, buf, sizeof(buf));
+    printf("exit         %s\n", buf);
+    unrecorded_why(m, buf, sizeof(buf));
+    printf("recorded     nothing (%s)\n", buf);
+}
+
+/* One line for stderr in the modes that have nothing to show. */
+static void unrecorded_note(dump_trace *d, const dump_opts *o)
+{
+    char ex[96], why[320];
+    run_exit_text(&d->manifest, ex, sizeof(ex));
+    unrecorded_why(&d->manifest, why, sizeof(why));
+    dump_err("%s: nothing was recorded (%s); exit: %s", o->path, why, ex);
+}
+
+static int unrecorded_verify(dump_trace *d, const dump_opts *o)
+{
+    const tft_manifest *m = &d->manifest;
+    if (o->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "ok", m->nranks == 0);
+        cJSON_AddStringToObject(j, "integrity", m->nranks ? "damaged" : "complete");
+        cJSON_AddArrayToObject(j, "files");
+        cJSON *pr = cJSON_AddArrayToObject(j, "problems");
+        for (int k = 0; pr && k < m->nranks && k < DUMP_LOG_KEEP; k++) {
+            char msg[600];
+            snprintf(msg, sizeof(msg), "%s/%s: listed in manifest.json for rank %d but missing; that rank's "
+                     "records are lost", o->path, m->ranks[k].file, m->ranks[k].rank);
+            cJSON_AddItemToArray(pr, cJSON_CreateString(msg));
+        }
+        json_u64(j, "problems_not_shown", m->nranks > DUMP_LOG_KEEP ? (uint64_t)(m->nranks - DUMP_LOG_KEEP) : 0);
+        json_run(j, m, false);
+        int status = DUMP_OK;
+        print_json_obj(j, &status);
+        cJSON_Delete(j);
+        if (status)
+            return status;
+    } else if (m->nranks) {
+        for (int k = 0; k < m->nranks; k++)
+            printf("%s/%s: listed in manifest.json for rank %d but missing; that rank's records are lost\n", o->path,
+                   m->ranks[k].file, m->ranks[k].rank);
+        printf("FAILED: %s: 0 rank files, %d listed in manifest.json are missing\n", o->path, m->nranks);
+    } else {
+        printf("OK: %s: no rank files, none listed in manifest.json: nothing was recorded\n", o->path);
+    }
+    return m->nranks ? DUMP_FINDINGS : DUMP_OK;
+}
+
+static int unrecorded_check(dump_trace *d, const dump_opts *o)
+{
+    char ex[96], why[320], msg[512];
+    run_exit_text(&d->manifest, ex, sizeof(ex));
+    unrecorded_why(&d->manifest, why, sizeof(why));
+    snprintf(msg, sizeof(msg), "nothing to check: nothing was recorded (%s); exit: %s", why, ex);
+    if (!o->json) {
+        printf("%s\n", msg);
+        return DUMP_FINDINGS;
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNullToObject(j, "first_nonfinite");
+    cJSON_AddArrayToObject(j, "leaks");
+    cJSON_AddArrayToObject(j, "desync");
+    json_run(j, &d->manifest, false);
+    cJSON_AddStringToObject(j, "unrecorded", msg);
+    bool ok = out_json_line(j);
+    cJSON_Delete(j);
+    return ok ? DUMP_FINDINGS : DUMP_USAGE;
+}
+
+int dump_unrecorded(dump_trace *d, const dump_opts *o)
+{
+    int status = DUMP_OK;
+    switch (o->mode) {
+    case MODE_SUMMARY:
+        if (o->json) {
+            trace_sum s = {.step_first = TFT_STEP_NONE, .step_last = TFT_STEP_NONE};
+            s.by_kind = calloc(KINDS, sizeof(*s.by_kind));
+            cJSON *j = s.by_kind ? summary_json(d, o, &s) : NULL;
+            print_json_obj(j, &status);
+            cJSON_Delete(j);
+            free(s.by_kind);
+        } else {
+            unrecorded_text(d, o);
+        }
+        return status;
+    case MODE_VERIFY: return unrecorded_verify(d, o);
+    case MODE_CHECK: return unrecorded_check(d, o);
+    case MODE_TENSOR:
+    case MODE_REPLAY: unrecorded_note(d, o); return DUMP_USAGE;
+    default: unrecorded_note(d, o); return DUMP_OK; /* --events, --chunks, --captures: nothing to list */
+    }
 }
 
 int dump_summary(dump_trace *d, const dump_opts *o)
@@ -387,14 +573,7 @@ int dump_summary(dump_trace *d, const dump_opts *o)
     int status = sum_collect(d, o, &s);
     if (status == DUMP_OK && o->json) {
         cJSON *j = summary_json(d, o, &s);
-        char *text = j ? cJSON_Print(j) : NULL;
-        if (text) {
-            puts(text);
-        } else {
-            dump_err("out of memory");
-            status = DUMP_USAGE;
-        }
-        cJSON_free(text);
+        print_json_obj(j, &status);
         cJSON_Delete(j);
     } else if (status == DUMP_OK) {
         summary_text(d, o, &s);

@@ -5,11 +5,15 @@
  * (diff_align.c, diff_leak.c, diff_desync.c) to the reports (diff_report.c).
  *
  * Exit status: 0 no difference, 1 differences found, 2 usage or input error.
+ * A trace that recorded nothing (a manifest and no rank file: the command
+ * died before its first record) is a finding as BAD (1) and unusable as
+ * GOLDEN (2).
  */
 #include "diff.h"
 #include "diff_report.h"
 #include "diff_tensors.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,7 +48,8 @@ static void usage(FILE *f)
             "  --pad-id N       padding token value in captured `tokens` (default 256, tftrain's)\n"
             "  -q, --quiet      no progress line\n"
             "  -h, --help       this help;  -V, --version\n\n"
-            "Exit status: 0 no difference, 1 differences found, 2 usage or input error.\n");
+            "Exit status: 0 no difference, 1 differences found (also: BAD recorded nothing,\n"
+            "a manifest and no rank file), 2 usage or input error (also: GOLDEN recorded nothing).\n");
 }
 
 typedef struct opts {
@@ -264,32 +270,70 @@ static int compare_ranks(const opts *o, tft_trace *g, tft_trace *b, diff_report 
     return e;
 }
 
-/* Leaks of BAD that GOLDEN does not have at the same rank and site. */
-static int compare_leaks(tft_trace *g, tft_trace *b, diff_report *rep)
+/* The exit of rank `rank` from the manifest, for a rank file that has no
+ * PROCESS exit record (a launcher that saw the rank die writes it there). */
+static void exit_from_manifest(tft_trace *t, int rank, diff_rank_mem *m)
 {
-    diff_leak gl[64], bl[64];
-    for (int i = 0; i < tft_trace_nranks(b); i++) {
-        int rank = tft_trace_rank_id(b, i);
-        tft_reader *rb = tft_trace_reader(b, i);
-        tft_reader_rewind(rb);
-        int nb = diff_leaks(rb, rank, bl, 64), ng = 0;
-        if (nb < 0)
-            return nb;
-        for (int k = 0; k < tft_trace_nranks(g); k++)
-            if (tft_trace_rank_id(g, k) == rank) {
-                tft_reader *rg = tft_trace_reader(g, k);
-                tft_reader_rewind(rg);
-                ng = diff_leaks(rg, rank, gl, 64);
-            }
-        for (int j = 0; j < nb; j++) {
-            bool in_golden = false;
-            for (int k = 0; k < ng; k++)
-                in_golden |= !strcmp(gl[k].site, bl[j].site);
-            if (!in_golden)
-                report_add_leak(rep, &bl[j]);
-        }
+    const tft_manifest *man = tft_trace_manifest(t);
+    for (int k = 0; man && !m->exit_known && k < man->nranks; k++) {
+        if (man->ranks[k].rank != rank || !man->ranks[k].exited)
+            continue;
+        m->exit_known = true;
+        m->exit_code = man->ranks[k].exit_code;
+        m->exit_signal = man->ranks[k].signal;
     }
-    return 0;
+}
+
+/* Reads rank i of t once: its growth leaks and what each site holds. */
+static int scan_leaks(tft_trace *t, int i, diff_leak *l, int max, diff_rank_mem *m)
+{
+    tft_reader *r = tft_trace_reader(t, i);
+    tft_reader_rewind(r);
+    int n = diff_leaks_mem(r, tft_trace_rank_id(t, i), 0, l, max, m);
+    if (n >= 0)
+        exit_from_manifest(t, tft_trace_rank_id(t, i), m);
+    return n;
+}
+
+/* Leaks of BAD that GOLDEN does not have at the same rank and site: growth
+ * GOLDEN lacks, and sites holding far more at BAD's end than at GOLDEN's
+ * (diff_leaks_compare). */
+enum { LEAKS_MAX = 64, SITES_MAX = 16384 };
+static int compare_leaks(const opts *o, tft_trace *g, tft_trace *b, diff_report *rep)
+{
+    diff_leak gl[LEAKS_MAX], bl[LEAKS_MAX], out[LEAKS_MAX];
+    diff_rank_mem gm = {.max_sites = SITES_MAX}, bm = {.max_sites = SITES_MAX};
+    gm.sites = calloc(SITES_MAX, sizeof(*gm.sites));
+    bm.sites = calloc(SITES_MAX, sizeof(*bm.sites));
+    int e = gm.sites && bm.sites ? 0 : -ENOMEM;
+    for (int i = 0; !e && i < tft_trace_nranks(b); i++) {
+        int rank = tft_trace_rank_id(b, i), gi = -1;
+        for (int k = 0; k < tft_trace_nranks(g); k++)
+            if (tft_trace_rank_id(g, k) == rank)
+                gi = k;
+        if (!rank_wanted(o, rank))
+            continue;
+        int nb = scan_leaks(b, i, bl, LEAKS_MAX, &bm);
+        if (nb >= 0 && gi < 0) { /* a rank in BAD only (noted by compare_ranks): its growth leaks */
+            for (int j = 0; j < nb; j++)
+                report_add_leak(rep, &bl[j]);
+            continue;
+        }
+        int ng = nb < 0 ? 0 : scan_leaks(g, gi, gl, LEAKS_MAX, &gm);
+        if (nb < 0 || ng < 0) {
+            e = nb < 0 ? nb : ng;
+            break;
+        }
+        int n = diff_leaks_compare(&gm, gl, ng, &bm, bl, nb, rank, out, LEAKS_MAX);
+        for (int j = 0; j < n; j++)
+            report_add_leak(rep, &out[j]);
+        if (n && bm.dropped)
+            report_note(rep, "rank %d: BAD dropped %llu records; a lost FREE leaves its block live at the end",
+                        rank, (unsigned long long)bm.dropped);
+    }
+    free(gm.sites);
+    free(bm.sites);
+    return e;
 }
 
 static int compare_desyncs(tft_trace *g, tft_trace *b, diff_report *rep)
@@ -323,6 +367,100 @@ static int check_integrity(tft_trace *t, const char *path)
     return 0;
 }
 
+/* A trace directory holding a manifest.json that reads and no rank file:
+ * the command recorded nothing (tftrace -- CMD where CMD died before its
+ * first record). Fills *m then (the caller frees it). */
+static bool unrecorded(const char *path, tft_manifest *m)
+{
+    struct stat sb;
+    if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode))
+        return false;
+    DIR *dp = opendir(path);
+    if (!dp)
+        return false;
+    bool any = false;
+    struct dirent *de;
+    while (!any && (de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        any = !strncmp(de->d_name, "rank-", 5) && len >= 9 && !strcmp(de->d_name + len - 4, ".tft");
+    }
+    closedir(dp);
+    char mp[4096];
+    if (any || snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= (int)sizeof(mp))
+        return false;
+    return tft_manifest_read(mp, m, NULL, 0) == 0;
+}
+
+/* "`CMD` was killed by signal 9 after 0.006 s, before its first record"
+ * from what the manifest knows (CMD: what followed tftrace's "--"). */
+static void unrecorded_text(const tft_manifest *m, char *buf, size_t n)
+{
+    char cmd[160] = "";
+    int from = 0;
+    const char *a0 = m->argc ? strrchr(m->argv[0], '/') : NULL;
+    if (m->argc && !strcmp(a0 ? a0 + 1 : m->argv[0], "tftrace"))
+        for (int i = 1; i < m->argc && !from; i++)
+            from = !strcmp(m->argv[i], "--") ? i + 1 : 0;
+    size_t k = 0;
+    for (int i = from; i < m->argc && k + 1 < sizeof(cmd); i++) {
+        int w = snprintf(cmd + k, sizeof(cmd) - k, "%s%s", i > from ? " " : "", m->argv[i]);
+        k = w < 0 || (size_t)w >= sizeof(cmd) - k ? sizeof(cmd) - 1 : k + (size_t)w;
+    }
+    if (k == sizeof(cmd) - 1)
+        memcpy(cmd + sizeof(cmd) - 4, "...", 4);
+    char how[64] = "ended (exit status unknown: the run did not finish)", after[48] = "";
+    int st = m->exit_status;
+    if (st > 128 && st < 128 + 65)
+        snprintf(how, sizeof(how), "was killed by signal %d", st - 128);
+    else if (st >= 0)
+        snprintf(how, sizeof(how), "exited with code %d", st);
+    if (m->complete && m->start_ns && m->end_ns >= m->start_ns)
+        snprintf(after, sizeof(after), " after %.3f s", (double)(m->end_ns - m->start_ns) * 1e-9);
+    snprintf(buf, n, "`%s` %s%s, before its first record (a manifest and no rank file)", cmd, how, after);
+}
+
+/* Writes the report in the chosen forms; returns the exit status. */
+static int render(const opts *o, diff_report *rep)
+{
+    int code = report_diverged(rep) ? 1 : 0;
+    if (o->json)
+        report_json(rep, stdout);
+    else
+        report_text(rep, stdout);
+    if (o->junit && report_junit(rep, o->junit) < 0) {
+        fprintf(stderr, "tfdiff: %s: cannot write JUnit XML: %s\n", o->junit, strerror(errno));
+        code = 2;
+    }
+    return code;
+}
+
+/* GOLDEN or BAD recorded nothing: GOLDEN is unusable (2), BAD's nothing is
+ * a finding (1). Returns -1 when neither is such a trace. */
+static int compare_unrecorded(const opts *o)
+{
+    tft_manifest m = {0};
+    char what[400];
+    if (unrecorded(o->golden, &m)) {
+        unrecorded_text(&m, what, sizeof(what));
+        fprintf(stderr, "tfdiff: GOLDEN %s recorded nothing: %s; there is nothing to compare BAD with\n",
+                o->golden, what);
+        tft_manifest_free(&m);
+        return 2;
+    }
+    if (!unrecorded(o->bad, &m))
+        return -1;
+    unrecorded_text(&m, what, sizeof(what));
+    int code = 2;
+    diff_report *rep = report_new(o->golden, o->bad, &o->d);
+    if (rep) {
+        report_bad_unrecorded(rep, what, m.exit_status);
+        code = render(o, rep);
+    }
+    report_free(rep);
+    tft_manifest_free(&m);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     opts o = {0};
@@ -335,6 +473,8 @@ int main(int argc, char **argv)
                            .name_glob = o.d.name_glob, .pad_id = o.pad_id, .json = o.json};
         return tensors_compare(o.golden, o.bad, &to, stdout);
     }
+    if ((e = compare_unrecorded(&o)) >= 0)
+        return e;
     tft_reader_opts ro = TFT_READER_OPTS(.log = log_stderr);
     tft_trace *g = tft_trace_open(o.golden, &ro);
     tft_trace *b = g ? tft_trace_open(o.bad, &ro) : NULL;
@@ -351,7 +491,7 @@ int main(int argc, char **argv)
         return 2;
     e = compare_ranks(&o, g, b, rep);
     if (!e)
-        e = compare_leaks(g, b, rep);
+        e = compare_leaks(&o, g, b, rep);
     if (!e)
         e = compare_desyncs(g, b, rep);
     if (!e && (check_integrity(g, o.golden) < 0 || check_integrity(b, o.bad) < 0))
@@ -361,15 +501,7 @@ int main(int argc, char **argv)
         if (e != -EBADMSG)
             fprintf(stderr, "tfdiff: %s\n", strerror(-e));
     } else {
-        code = report_diverged(rep) ? 1 : 0;
-        if (o.json)
-            report_json(rep, stdout);
-        else
-            report_text(rep, stdout);
-        if (o.junit && report_junit(rep, o.junit) < 0) {
-            fprintf(stderr, "tfdiff: %s: cannot write JUnit XML: %s\n", o.junit, strerror(errno));
-            code = 2;
-        }
+        code = render(&o, rep);
     }
     report_free(rep);
     tft_trace_close(g);

@@ -7,6 +7,7 @@
  * input: every problem with it is a message and an exit status, never a
  * crash, and memory stays bounded by a few chunks per rank file.
  */
+#include "diff.h"
 #include "dump_internal.h"
 
 #include <errno.h>
@@ -27,6 +28,9 @@ static void usage(FILE *f)
           "      --chunks        list the chunks of every rank file\n"
           "      --check         findings of this trace alone: the first non-finite tensor,\n"
           "                      collective desyncs across ranks, leaks\n"
+          "      --leak-min-bytes N  (--check) a site holding at least N bytes at the end,\n"
+          "                      in several blocks allocated over the run, is a leak even\n"
+          "                      without growth (default 32M; K, M, G suffixes; 'off')\n"
           "      --captures      list the captured tensors (tftrace --capture)\n"
           "      --tensor NAME|ID  one captured tensor: its summary; with --out FILE.npy it\n"
           "                      is written as a .npy file (exact dtype and shape). NAME\n"
@@ -66,7 +70,11 @@ static void usage(FILE *f)
           "such captured tensor, an op that cannot be replayed\n"
           "or unusable input (missing path, not a trace, newer major format version,\n"
           "garbage, a file cut inside its header). A torn or damaged trace that still\n"
-          "opens is shown with warnings and its integrity.\n",
+          "opens is shown with warnings and its integrity. A trace that recorded nothing\n"
+          "(its manifest and no rank file: the command died before its first record) is\n"
+          "shown with what the manifest knows (command, duration, exit or signal): exit 0;\n"
+          "1 for --check (nothing could be checked) and for --verify when the manifest\n"
+          "lists rank files that are missing; 2 for --tensor and --replay-op.\n",
           f);
 }
 
@@ -136,8 +144,33 @@ static bool parse_kinds(const char *s, dump_opts *o)
     return o->kinds != 0;
 }
 
+/* N, NK, NM or NG (powers of 1024), "off" or 0 for none. */
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+    if (!strcmp(s, "off")) {
+        *out = 0;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (errno || end[shift ? 1 : 0] || (shift && v > (UINT64_MAX >> shift)))
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
 enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
-       OPT_REPLAY, OPT_RTOL, OPT_ATOL };
+       OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
@@ -146,7 +179,7 @@ static const struct option long_opts[] = {
     {"tensor", required_argument, NULL, OPT_TENSOR}, {"captures", no_argument, NULL, OPT_CAPTURES},
     {"out", required_argument, NULL, OPT_OUT}, {"raw", no_argument, NULL, OPT_RAW},
     {"replay-op", required_argument, NULL, OPT_REPLAY}, {"rtol", required_argument, NULL, OPT_RTOL},
-    {"atol", required_argument, NULL, OPT_ATOL},
+    {"atol", required_argument, NULL, OPT_ATOL}, {"leak-min-bytes", required_argument, NULL, OPT_LEAK_MIN},
     {"rank", required_argument, NULL, 'r'}, {"steps", required_argument, NULL, 's'},
     {"name", required_argument, NULL, 'n'}, {"kind", required_argument, NULL, 'k'},
     {"order", required_argument, NULL, OPT_ORDER}, {"help", no_argument, NULL, 'h'},
@@ -194,6 +227,10 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
         *(c == OPT_RTOL ? &o->rtol : &o->atol) = x;
         return DUMP_OK;
     }
+    case OPT_LEAK_MIN:
+        return parse_bytes(arg, &o->leak_min_bytes)
+                   ? DUMP_OK
+                   : usage_error("--leak-min-bytes needs a size such as 33554432, 32M or off, not '%s'", arg);
     case 'j': o->json = 1; return DUMP_OK;
     case 'r':
         if (!parse_i64(arg, strlen(arg), &v) || v < 0 || v > INT32_MAX)
@@ -222,8 +259,9 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
 /* Fills *o from argv. Returns DUMP_OK, DUMP_USAGE, or -1 (help/version shown). */
 static int parse_args(int argc, char **argv, dump_opts *o)
 {
-    *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7};
-    bool by_rank = false, filtered = false, tensor_opts = false, replay_opts = false;
+    *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7,
+                     .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES};
+    bool by_rank = false, filtered = false, tensor_opts = false, replay_opts = false, check_opts = false;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":ejr:s:n:k:hV", long_opts, NULL)) != -1) {
@@ -239,6 +277,7 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         filtered |= c == 's' || c == 'n' || c == 'k' || c == OPT_ORDER;
         tensor_opts |= c == OPT_OUT || c == OPT_RAW;
         replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
+        check_opts |= c == OPT_LEAK_MIN;
     }
     if (optind != argc - 1)
         return usage_error("%s", optind >= argc ? "missing TRACE (a trace directory or a rank file)"
@@ -254,6 +293,8 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         return usage_error("%s", "--out and --raw only apply to --tensor");
     if (replay_opts && o->mode != MODE_REPLAY)
         return usage_error("%s", "--rtol and --atol only apply to --replay-op");
+    if (check_opts && o->mode != MODE_CHECK)
+        return usage_error("%s", "--leak-min-bytes only applies to --check");
     return DUMP_OK;
 }
 
@@ -266,6 +307,11 @@ static int run(const dump_opts *o)
     if (o->mode != MODE_VERIFY) {
         dump_log_echo(&d.log, 0); /* warnings about a torn or damaged trace */
         d.log.hold = 0;
+    }
+    if (d.unrecorded) {
+        status = dump_unrecorded(&d, o);
+        dump_trace_close(&d);
+        return status;
     }
     switch (o->mode) {
     case MODE_EVENTS: status = dump_events(&d, o); break;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh checkout: installs the Debian
 # packages it needs, builds (release, ASan+UBSan, TSan, fuzz), and runs ctest
-# in each configuration plus a short libFuzzer run.
+# in each configuration plus a short libFuzzer run. Every configuration is
+# built with -DTFT_WERROR=ON: a warning fails here (it is off by default, so
+# that a user's or a distribution's build does not).
 #   scripts/test.sh            everything (what CI runs)
 #   TFT_QUICK=1 scripts/test.sh   the release build and its tests only
 set -euo pipefail
@@ -28,8 +30,10 @@ run_ctest() {
   if [ "$st" -ne 0 ]; then echo "$passed passed, $((failed > 0 ? failed : 1)) failed"; exit 1; fi
 }
 
-step "release build"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
+werror=-DTFT_WERROR=ON
+
+step "release build (gcc, Release)"
+cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release $werror >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
 cmake --build build -j"$jobs"
 step "release tests"
 run_ctest build
@@ -37,7 +41,7 @@ run_ctest build
 if [ -n "${TFT_QUICK:-}" ]; then echo "$passed passed, $failed failed"; exit 0; fi
 
 step "ASan+UBSan build"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=address >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; exit 1; }
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=address $werror >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; exit 1; }
 cmake --build build-asan -j"$jobs"
 step "ASan+UBSan tests"
 # the bug-zoo set and the long training test train many steps: release only
@@ -45,7 +49,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run_ctest build-asan -LE "bugzoo|slow"
 
 step "TSan build"
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=thread >build-tsan-configure.log 2>&1 || { cat build-tsan-configure.log; exit 1; }
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=thread $werror >build-tsan-configure.log 2>&1 || { cat build-tsan-configure.log; exit 1; }
 cmake --build build-tsan -j"$jobs"
 step "TSan tests"
 TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -L tsan
@@ -53,7 +57,7 @@ TSAN_OPTIONS=halt_on_error=1 run_ctest build-tsan -L tsan
 if [ -f tests/fuzz/run-fuzz.sh ]; then
   step "libFuzzer (clang, ASan+UBSan), ${fuzz_seconds}s per target"
   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DTFT_FUZZ=ON \
-        -DTFT_SANITIZE=address -DTFT_CUDA=OFF >build-fuzz-configure.log 2>&1 || { cat build-fuzz-configure.log; exit 1; }
+        -DTFT_SANITIZE=address -DTFT_CUDA=OFF $werror >build-fuzz-configure.log 2>&1 || { cat build-fuzz-configure.log; exit 1; }
   cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_manifest
   run_ctest build-fuzz -L fuzz
   if bash tests/fuzz/run-fuzz.sh build-fuzz "$fuzz_seconds"; then passed=$((passed + 1)); else

@@ -22,7 +22,6 @@
 static size_t cost(const cap_tensor *t, int shuffle, int level, char *rec)
 {
     size_t esz = tft_dtype_size(t->dtype);
-    size_t raw = 0;
     ZSTD_CCtx *cc = ZSTD_createCCtx();
     ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
     size_t outcap = ZSTD_CStreamOutSize(), total = 0;
@@ -62,7 +61,6 @@ static size_t cost(const cap_tensor *t, int shuffle, int level, char *rec)
             if (last ? rem == 0 : in.pos == in.size)
                 break;
         }
-        raw += len;
         off += n;
     } while (off < t->bytes);
     free(out);

@@ -77,11 +77,11 @@ static double gemms(cublasHandle_t h, cublasLtHandle_t lt, int step, int plant)
         s += c[i];
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, ld;
-    must(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == 0 &&
-             cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, M, K, M) == 0 &&
-             cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, K, N, K) == 0 &&
-             cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, M, N, M) == 0,
-         "lt descriptors");
+    /* one check each: a failed one exits, so every layout used below was made */
+    must(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == 0, "lt matmul descriptor");
+    must(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, M, K, M) == 0, "lt layout A");
+    must(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, K, N, K) == 0, "lt layout B");
+    must(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, M, N, M) == 0, "lt layout D");
     must(cublasLtMatmul(lt, op, &one, a, la, b, lb, &zero, c, ld, c, ld, NULL, NULL, 0, NULL) == 0, "ltmatmul");
     for (int i = 0; i < M * N; i++)
         s += c[i];

@@ -108,8 +108,11 @@ static uint64_t w_tensor(tw *t, int64_t step, const char *name, double v, int n_
                          const uint64_t *in, double *vout)
 {
     const spec *sp = t->sp;
-    if (t->stopped)
+    if (t->stopped) {
+        if (vout)
+            *vout = v; /* nothing recorded; the caller's arithmetic goes on */
         return 0;
+    }
     int64_t numel = sp->wide ? 8 : 4;
     int mod = MOD_NONE;
     if ((sp->mod_name && step == sp->mod_step && strcmp(name, sp->mod_name) == 0) ||

@@ -225,6 +225,162 @@ static void test_leaks(void)
     tft_reader_close(r);
 }
 
+/* ---- leaks at the end ----------------------------------------------------- */
+
+static void w_exit(tft_writer *w, int code, int sig)
+{
+    tft_rec_process r = {0};
+    hdr(&r.h, TFT_REC_PROCESS, sizeof(r), TFT_STEP_NONE, TFT_SEQ_NONE);
+    r.event = TFT_PROC_EXIT;
+    r.exit_code = code;
+    r.signal = sig;
+    CHECK(tft_writer_append(w, &r.h) == 0);
+}
+
+enum kept_mode { KEPT_NONE, KEPT_ALL, KEPT_WEIGHTS, KEPT_TEARDOWN, KEPT_BIG };
+
+/* A rank without steps: one 64 MiB arena kept to the end (one big block),
+ * then 12 blocks of 4 MiB from test:kept back to back with nothing else
+ * recorded in between (kept, or each freed at once), then its exit.
+ * KEPT_WEIGHTS: instead, 16 x 4 MiB of test:weights at start, then 2,000
+ * tensors of work: kept to the end, but loaded at start. KEPT_TEARDOWN:
+ * the 12 blocks kept, then all freed before the exit (as an interpreter
+ * frees its objects). KEPT_BIG: 8 MiB blocks, each freed at once. */
+static void write_kept(const char *path, int mode, int sig)
+{
+    tft_writer *w = w_open(path, 0, 1);
+    if (!w)
+        return;
+    w_alloc(w, TFT_STEP_NONE, 0x10000000, 64 * MIB, "test:arena");
+    for (uint64_t k = 0; mode == KEPT_WEIGHTS && k < 16; k++)
+        w_alloc(w, TFT_STEP_NONE, 0x80000000 + k * 4 * MIB, 4 * MIB, "test:weights");
+    for (uint64_t k = 0; mode == KEPT_WEIGHTS && k < 2000; k++)
+        w_tensor(w, TFT_STEP_NONE, (int64_t)k, k + 1, "work", k);
+    uint64_t sz = (mode == KEPT_BIG ? 8 : 4) * MIB;
+    for (uint64_t k = 0; mode != KEPT_WEIGHTS && k < 12; k++) {
+        w_alloc(w, TFT_STEP_NONE, 0x20000000 + k * sz, sz, "test:kept");
+        if (mode == KEPT_NONE || mode == KEPT_BIG)
+            w_free(w, TFT_STEP_NONE, 0x20000000 + k * sz);
+    }
+    for (uint64_t k = 0; mode == KEPT_TEARDOWN && k < 12; k++)
+        w_free(w, TFT_STEP_NONE, 0x20000000 + k * sz);
+    w_exit(w, 0, sig);
+    CHECK(tft_writer_close(w) == 0);
+}
+
+/* Scans path once; n_leaks gets the count of leaks found (exit rule with
+ * min_bytes), mem what each site holds. */
+static int scan_kept(const char *path, uint64_t min_bytes, diff_leak *l, int max, diff_rank_mem *mem)
+{
+    tft_reader *r = tft_reader_open(path, NULL);
+    CHECK(r != NULL);
+    int n = r ? diff_leaks_mem(r, 0, min_bytes, l, max, mem) : -1;
+    tft_reader_close(r);
+    return n;
+}
+
+static void test_leaks_at_exit(void)
+{
+    char bad[512], good[512], weights[512], killed[512];
+    snprintf(bad, sizeof(bad), "%s/kept.tft", tmpdir);
+    snprintf(good, sizeof(good), "%s/freed.tft", tmpdir);
+    snprintf(weights, sizeof(weights), "%s/weights.tft", tmpdir);
+    snprintf(killed, sizeof(killed), "%s/killed.tft", tmpdir);
+    write_kept(bad, KEPT_ALL, 0);
+    write_kept(good, KEPT_NONE, 0);
+    write_kept(weights, KEPT_WEIGHTS, 0);
+    write_kept(killed, KEPT_ALL, 9);
+    diff_leak l[8], gl[8], bl[8];
+    diff_site_mem gs[8], bs[8];
+
+    /* growth alone (tfdiff's and the default): a burst is no growth */
+    tft_reader *r = tft_reader_open(bad, NULL);
+    CHECK(r && diff_leaks(r, 0, l, 8) == 0);
+    tft_reader_close(r);
+
+    /* tfdump --check's rule: test:kept, not the arena (one block) */
+    int n = scan_kept(bad, DIFF_LEAK_EXIT_MIN_BYTES, l, 8, NULL);
+    CHECKF(n == 1, "%d leaks", n);
+    if (n == 1) {
+        CHECK(!strcmp(l[0].site, "test:kept") && l[0].how == DIFF_LEAK_AT_EXIT && l[0].per_alloc);
+        CHECK(l[0].live_bytes_at_end == 48ull * MIB && l[0].live_allocs_at_end == 12 && l[0].iterations == 12);
+        CHECK(l[0].bytes_per_step == 4.0 * MIB && l[0].from_alloc == 0 && l[0].min_bytes == DIFF_LEAK_EXIT_MIN_BYTES);
+        CHECK(l[0].first_known && l[0].first_alloc_step == TFT_STEP_NONE && l[0].from_step == TFT_STEP_NONE);
+        CHECK(l[0].first_alloc_ns == 1); /* the second record; ts counts records here */
+        char what[400];
+        diff_leak_describe(&l[0], what, sizeof(what));
+        CHECKF(strstr(what, "test:kept: 50331648 bytes in 12 blocks live at the end") != NULL, "%s", what);
+    }
+    CHECK(scan_kept(bad, 64 * MIB, l, 8, NULL) == 0);      /* under the threshold */
+    CHECK(scan_kept(good, DIFF_LEAK_EXIT_MIN_BYTES, l, 8, NULL) == 0);
+    CHECK(scan_kept(weights, DIFF_LEAK_EXIT_MIN_BYTES, l, 8, NULL) == 0); /* loaded at start, then work */
+
+    /* what each site holds, the largest peak first */
+    diff_rank_mem bm = {.sites = bs, .max_sites = 8}, gm = {.sites = gs, .max_sites = 8};
+    CHECK(scan_kept(bad, 0, bl, 8, &bm) == 0);
+    CHECK(bm.nsites == 2 && bm.exit_known && bm.exit_code == 0 && !bm.exit_signal);
+    CHECK(bm.nsites < 1 || (!strcmp(bs[0].site, "test:arena") && bs[0].peak_bytes == 64ull * MIB));
+    CHECK(bm.nsites < 2 || (!strcmp(bs[1].site, "test:kept") && bs[1].live_allocs == 12 &&
+                            bs[1].max_block == 4 * MIB && bs[1].first_alloc == 0 && bs[1].allocs == 12));
+    CHECK(scan_kept(good, 0, gl, 8, &gm) == 0);
+    CHECK(gm.nsites == 2 && gs[1].live_bytes == 0 && gs[1].peak_bytes == 4 * MIB);
+
+    /* tfdiff: BAD holds 48 MiB more at the end than GOLDEN, which holds none */
+    n = diff_leaks_compare(&gm, gl, 0, &bm, bl, 0, 5, l, 8);
+    CHECKF(n == 1, "%d leaks", n);
+    if (n == 1) {
+        CHECK(!strcmp(l[0].site, "test:kept") && l[0].rank == 5 && l[0].how == DIFF_LEAK_AT_EXIT);
+        CHECK(l[0].golden_known && l[0].golden_live_bytes_at_end == 0 && l[0].golden_peak_live_bytes == 4 * MIB);
+        CHECK(!l[0].vs_golden_peak && l[0].live_bytes_at_end == 48ull * MIB);
+    }
+    /* the other way round, and BAD against itself: nothing */
+    CHECK(diff_leaks_compare(&bm, bl, 0, &gm, gl, 0, 0, l, 8) == 0);
+    CHECK(diff_leaks_compare(&bm, bl, 0, &bm, bl, 0, 0, l, 8) == 0);
+
+    /* BAD killed: its end against GOLDEN's peak (4 MiB): still a leak;
+     * against a GOLDEN that held all 48 MiB at its peak: none */
+    diff_site_mem ks[8];
+    diff_rank_mem km = {.sites = ks, .max_sites = 8};
+    CHECK(scan_kept(killed, 0, bl, 8, &km) == 0 && km.exit_signal == 9);
+    n = diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
+    CHECK(n == 1 && l[0].vs_golden_peak && l[0].golden_peak_live_bytes == 4 * MIB);
+    CHECK(scan_kept(bad, 0, gl, 8, &gm) == 0);
+    CHECK(diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
+
+    /* kept during the run, freed at teardown: the peak rule (13 blocks
+     * against GOLDEN's 1); bigger blocks freed at once are no leak */
+    char td[512], big[512];
+    snprintf(td, sizeof(td), "%s/teardown.tft", tmpdir);
+    snprintf(big, sizeof(big), "%s/big.tft", tmpdir);
+    write_kept(td, KEPT_TEARDOWN, 0);
+    write_kept(big, KEPT_BIG, 0);
+    CHECK(scan_kept(good, 0, gl, 8, &gm) == 0);
+    CHECK(scan_kept(td, 0, bl, 8, &km) == 0 && km.sites[1].live_bytes == 0 && km.sites[1].peak_allocs == 12);
+    CHECK(km.sites[1].one_thread); /* no THREAD records: one thread */
+    n = diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
+    CHECKF(n == 1, "%d leaks", n);
+    if (n == 1) {
+        CHECK(!strcmp(l[0].site, "test:kept") && l[0].how == DIFF_LEAK_PEAK && l[0].vs_golden_peak);
+        CHECK(l[0].peak_live_bytes == 48ull * MIB && l[0].peak_live_allocs == 12 && l[0].live_bytes_at_end == 0);
+        CHECK(l[0].golden_peak_live_bytes == 4 * MIB && l[0].golden_peak_live_allocs == 1 && !l[0].first_known);
+        char what[400];
+        diff_leak_describe(&l[0], what, sizeof(what));
+        CHECKF(strstr(what, "test:kept: held up to 50331648 bytes in 12 blocks at once") != NULL, "%s", what);
+    }
+    CHECK(scan_kept(big, 0, bl, 8, &km) == 0 && km.sites[1].peak_bytes == 8 * MIB);
+    CHECK(diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
+
+    /* a short caller array: the largest peaks are kept, nsites counts all */
+    diff_site_mem one[1];
+    diff_rank_mem om = {.sites = one, .max_sites = 1};
+    CHECK(scan_kept(bad, 0, bl, 8, &om) == 0 && om.nsites == 2 && !strcmp(one[0].site, "test:arena"));
+
+    char sb[48];
+    CHECK(!strcmp(diff_step_text(TFT_STEP_NONE, sb, sizeof(sb)), "no step"));
+    CHECK(!strcmp(diff_step_text(DIFF_STEPLESS_STEP(4096 * 3 + 5), sb, sizeof(sb)), "no step (window 3)"));
+    CHECK(!strcmp(diff_step_text(7, sb, sizeof(sb)), "step 7"));
+}
+
 /* ---- desyncs ------------------------------------------------------------ */
 
 enum scenario { SC_CONSISTENT, SC_MISSING, SC_COUNT, SC_VALUES, SC_PARAMS, SC_REDOP, SC_STRAGGLER, SC_DAMAGED };
@@ -389,6 +545,7 @@ int main(void)
         return 2;
     }
     test_leaks();
+    test_leaks_at_exit();
     test_desyncs();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

@@ -53,6 +53,10 @@ case $case_name in
     [ "$st" = 1 ] || fail "tfdiff exit $st on the planted gemm, want 1"
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); d=r['first_divergence']; assert d and d['tensor'] in ('cblas_sgemm','cblas_sgemm.A','cblas_sgemm.B') and d['step'] is None and 'window' in d, d" "$tmp/d.json" \
       || fail "tfdiff did not name the planted gemm: $(head -c 400 "$tmp/d.json")"
+    # its text says "no step (window N)", never the window's internal step number
+    "$tfdiff" "$tmp/g.trace" "$tmp/b.trace" >"$tmp/d.txt" || true
+    grep -q "^first divergence: rank 0, no step (window 0), seq " "$tmp/d.txt" && ! grep -q -- "-10995116" "$tmp/d.txt" \
+      || fail "tfdiff text of a step-less trace: $(cat "$tmp/d.txt")"
     st=0; "$tfdiff" "$tmp/g.trace" "$tmp/g.trace" >/dev/null || st=$?
     [ "$st" = 0 ] || fail "tfdiff of a step-less trace with itself: exit $st"
     "$tfdump" --events --json "$tmp/g.trace" >"$tmp/all.json"

@@ -195,14 +195,14 @@ static int run_cmd(char *const argv[], const char *cwd, char **out, const char *
 }
 
 /* A tool next to tftrace (installed), in ../analyzer (the build tree), or
- * on the PATH. */
+ * on the PATH. A path that does not fit in buf is not a candidate. */
 static void tool_path(char *buf, size_t n, const char *tool)
 {
-    snprintf(buf, n, "%s/%s", tool_dir, tool);
-    if (access(buf, X_OK) == 0)
+    int k = snprintf(buf, n, "%s/%s", tool_dir, tool);
+    if (k >= 0 && (size_t)k < n && access(buf, X_OK) == 0)
         return;
-    snprintf(buf, n, "%s/../analyzer/%s", tool_dir, tool);
-    if (access(buf, X_OK) != 0)
+    k = snprintf(buf, n, "%s/../analyzer/%s", tool_dir, tool);
+    if (k < 0 || (size_t)k >= n || access(buf, X_OK) != 0)
         snprintf(buf, n, "%s", tool);
 }
 

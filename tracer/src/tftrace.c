@@ -352,16 +352,24 @@ static int find_sanitizer(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-static void set_child_env(const opts *o, const char *lib)
+/* Sets the command's environment; returns 0, or -1 when out of memory. */
+static int set_child_env(const opts *o, const char *lib)
 {
     const char *pre = getenv("LD_PRELOAD");
-    char buf[8192], san[PATH_MAX] = "";
+    char buf[64], san[PATH_MAX] = "";
     dl_iterate_phdr(find_sanitizer, san);
+    /* sized to fit: a user's LD_PRELOAD may be long, and a cut one would
+     * preload a path that does not exist */
+    size_t need = strlen(san) + strlen(lib) + (pre ? strlen(pre) : 0) + 3;
+    char *ld = malloc(need);
+    if (!ld)
+        return -1;
     if (pre && *pre)
-        snprintf(buf, sizeof(buf), "%s%s%s:%s", san, san[0] ? ":" : "", lib, pre);
+        snprintf(ld, need, "%s%s%s:%s", san, san[0] ? ":" : "", lib, pre);
     else
-        snprintf(buf, sizeof(buf), "%s%s%s", san, san[0] ? ":" : "", lib);
-    setenv("LD_PRELOAD", buf, 1);
+        snprintf(ld, need, "%s%s%s", san, san[0] ? ":" : "", lib);
+    setenv("LD_PRELOAD", ld, 1);
+    free(ld);
     setenv("TFT_SHM", shm_name, 1);
     if (o->stats)
         setenv("TFT_STATS", o->stats, 1);
@@ -387,6 +395,7 @@ static void set_child_env(const opts *o, const char *lib)
         if (access(plugin, R_OK) == 0)
             setenv("CUDA_INJECTION64_PATH", plugin, 1);
     }
+    return 0;
 }
 
 static void on_signal(int sig) { got_signal = sig; }
@@ -718,7 +727,11 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    set_child_env(&o, lib);
+    if (set_child_env(&o, lib) < 0) {
+        fprintf(stderr, "tftrace: out of memory\n");
+        shm_unlink(shm_name);
+        return 2;
+    }
     run_state rs = {0};
     rs.child = spawn(o.cmd);
     if (rs.child < 0) {
