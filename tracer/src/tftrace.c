@@ -548,42 +548,55 @@ static int exit_code_of(int status)
     return 1;
 }
 
-/* Bytes on disk and raw bytes of the rank files, from their indexes. */
-static void trace_sizes(const char *dir, const collector_summary *s, uint64_t *disk, uint64_t *raw)
+/* What the rank files on disk hold, from their chunk headers (the index,
+ * or a scan of a file left without one): bytes, raw bytes, step range. */
+typedef struct disk_sum {
+    uint64_t disk, raw;
+    int64_t first_step, last_step;
+} disk_sum;
+
+static void trace_sizes(const char *dir, const collector_summary *s, disk_sum *d)
 {
-    *disk = *raw = 0;
+    *d = (disk_sum){.first_step = TFT_STEP_NONE, .last_step = TFT_STEP_NONE};
     for (int i = 0; i < s->nranks; i++) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s", dir, s->ranks[i].file);
         tft_reader *r = tft_reader_open(path, NULL);
         if (!r)
             continue;
-        for (size_t k = 0; k < tft_reader_chunk_count(r); k++)
-            *raw += tft_reader_chunk(r, k)->raw_size;
+        for (size_t k = 0; k < tft_reader_chunk_count(r); k++) {
+            const tft_chunk_info *c = tft_reader_chunk(r, k);
+            d->raw += c->raw_size;
+            if (c->first_step != TFT_STEP_NONE && (d->first_step == TFT_STEP_NONE || c->first_step < d->first_step))
+                d->first_step = c->first_step;
+            if (c->last_step != TFT_STEP_NONE && (d->last_step == TFT_STEP_NONE || c->last_step > d->last_step))
+                d->last_step = c->last_step;
+        }
         tft_reader_status st;
         tft_reader_get_status(r, &st);
-        *disk += st.file_bytes;
+        d->disk += st.file_bytes;
         tft_reader_close(r);
     }
 }
 
-/* What reached the disk: the collector's counts are those of the sealed
- * chunks, which is what a reader gets back (a torn tail is dropped). */
+/* What reached the disk: the collector counts the records of the chunks
+ * the writer completed, which is what a reader gets back (a torn tail is
+ * dropped); bytes and steps are read back from the files. */
 static void print_summary(const char *dir, const collector_summary *s)
 {
-    uint64_t disk, raw;
-    trace_sizes(dir, s, &disk, &raw);
+    disk_sum d;
+    trace_sizes(dir, s, &d);
     char steps[64] = "none", stalled[96] = "";
-    if (s->first_step != TFT_STEP_NONE)
-        snprintf(steps, sizeof(steps), "%lld..%lld", (long long)s->first_step, (long long)s->last_step);
+    if (d.first_step != TFT_STEP_NONE)
+        snprintf(steps, sizeof(steps), "%lld..%lld", (long long)d.first_step, (long long)d.last_step);
     if (s->dropped_stalled)
-        snprintf(stalled, sizeof(stalled), " (%llu of them because the collector stalled: --no-drop-timeout)",
+        snprintf(stalled, sizeof(stalled), " (%llu when --no-drop gave up on a stalled collector)",
                  (unsigned long long)s->dropped_stalled);
     fprintf(stderr,
             "tftrace: %s: %d rank%s, steps %s, %llu records%s, %.1f MB on disk (%.1f MB raw, %.1fx), "
             "%llu dropped%s\n",
             dir, s->nranks, s->nranks == 1 ? "" : "s", steps, (unsigned long long)s->records,
-            s->errors ? " on disk" : "", disk / 1e6, raw / 1e6, disk ? (double)raw / (double)disk : 0.0,
+            s->errors ? " on disk" : "", d.disk / 1e6, d.raw / 1e6, d.disk ? (double)d.raw / (double)d.disk : 0.0,
             (unsigned long long)s->dropped, stalled);
 }
 
