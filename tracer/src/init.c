@@ -144,11 +144,29 @@ static int register_proc(int rank)
     return -1;
 }
 
+/* The launcher's memfd through its fd table. Only that: a process that
+ * outlived its launcher could find the pid reused, and fd N there any file
+ * (a device whose open has effects), so the link must name our memfd
+ * before anything is opened. */
+static int open_memfd(const char *path)
+{
+    char target[128];
+    ssize_t n = readlink(path, target, sizeof(target) - 1);
+    if (n < 0)
+        return -1;
+    target[n] = '\0';
+    if (strncmp(target, "/memfd:tftrace-rings", 20) != 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    return open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+}
+
 /* TFT_SHM: /proc/PID/fd/N, the launcher's memfd (a named POSIX segment
  * still opens, for older launchers). */
 static int attach(const char *name)
 {
-    int fd = !strncmp(name, "/proc/", 6) ? open(name, O_RDWR | O_CLOEXEC) : shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    int fd = !strncmp(name, "/proc/", 6) ? open_memfd(name) : shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     struct stat sb;

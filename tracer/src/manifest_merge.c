@@ -280,6 +280,11 @@ int manifest_merge_rank(int dir_fd, const manifest_run *run, const tft_manifest_
     int fd = openat(dir_fd, ".manifest.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+        close(fd);
+        return -EPERM; /* not a lock file of ours */
+    }
     while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
         ;
     bool end = exit_status >= 0;

@@ -5,6 +5,7 @@
 #include "shm_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -121,6 +122,27 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, con
 
 enum { WAIT_ON = 0, WAIT_DONE = 1, WAIT_STALLED = 2 };
 
+/* The collector's process is gone: no such pid, or a zombie (killed, its
+ * parent has not reaped it yet). Plain syscalls on a stack buffer: this
+ * runs on the program's thread, where an allocation would be recorded. */
+static bool pid_gone(pid_t pid)
+{
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return true;
+    char path[48], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 /* Whether a --no-drop producer facing a full ring keeps waiting. The
  * collector polls (and beats) every millisecond or so while it lives; it
  * can stall for longer than a program should wait — a slow disk under a
@@ -128,8 +150,8 @@ enum { WAIT_ON = 0, WAIT_DONE = 1, WAIT_STALLED = 2 };
  * drain again. WAIT_DONE: the collector finished (the run is ending: an
  * ordinary drop). WAIT_STALLED: its heartbeat is older than the limit, or
  * its process is gone (and silent for 200 ms, so a pid from another pid
- * namespace is not taken for a dead one). *pid_checked_ns paces the kill(0)
- * probe to one per 10 ms. */
+ * namespace is not taken for a dead one). *pid_checked_ns paces the probe
+ * to one per 10 ms. */
 static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
 {
     if (atomic_load_explicit(&h->collector_done, memory_order_acquire))
@@ -142,7 +164,7 @@ static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
         return WAIT_STALLED;
     if (age > 200000000u && h->collector_pid > 0 && now - *pid_checked_ns > 10000000u) {
         *pid_checked_ns = now;
-        if (kill((pid_t)h->collector_pid, 0) < 0 && errno == ESRCH)
+        if (pid_gone((pid_t)h->collector_pid))
             return WAIT_STALLED;
     }
     return WAIT_ON;
