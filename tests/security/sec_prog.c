@@ -40,12 +40,17 @@ static int random_tensor(void)
     return tft_tensor("noise", TFT_F32, buf, 1, &n);
 }
 
+/* Creates path holding text, atomically (a temporary renamed): the test
+ * that waits for the file reads it as soon as it appears. */
 static void touch(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
     if (f) {
         fputs(text, f);
-        fclose(f);
+        if (fclose(f) == 0)
+            rename(tmp, path);
     }
 }
 

@@ -375,6 +375,8 @@ static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
     c->dropped_total += delta;
     c->stalled_total += sdelta;
     p->dropped_stalled += sdelta;
+    if (p->failed)
+        return; /* counted; the file takes nothing more */
     append_dropped(c, p, delta - sdelta, TFT_DROP_RING_FULL);
     append_dropped(c, p, sdelta, TFT_DROP_OTHER);
 }
