@@ -52,28 +52,34 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 case $case_name in
-  symlink)
-    # CWE-59: a rank-00000.tft link planted in a world-writable directory
-    # must not make tftrace write through it
+  symlink-user)
+    # CWE-59, the reproducer: another user prepares a world-writable
+    # directory with a rank-00000.tft link to a root-owned 0600 file; root
+    # records into it
+    [ ${#as_user[@]} -gt 0 ] || { echo "SKIP: needs root and setpriv or runuser to act as another user"; exit 0; }
     printf 'precious\n' >victim
     chmod 600 victim
     chmod 711 "$tmp" # the attacker reaches shared/ (and only that)
     mkdir -m 1777 shared
-    if [ ${#as_user[@]} -gt 0 ]; then
-        # the reproducer: another user prepares the directory, root records
-        "${as_user[@]}" mkdir -m 777 shared/evil.trace
-        "${as_user[@]}" sh -c 'echo "{\"format\":\"tftrace\",\"format_version\":\"1.2\",\"complete\":false,\"ranks\":[]}" \
-            >shared/evil.trace/manifest.json'
-        "${as_user[@]}" ln -s "$tmp/victim" shared/evil.trace/rank-00000.tft
-        run 2 "$tftrace" -o shared/evil.trace -- "$prog" touch ran
-        has err.txt "belongs to uid 65534"
-        [ ! -e ran ] || fail "the command ran in a refused directory"
-        # --force does not lift the ownership rule
-        run 2 "$tftrace" --force -o shared/evil.trace -- "$prog" touch ran
-        [ "$(cat victim)" = precious ] || fail "the victim file was overwritten"
-    else
-        echo "(no other user to play the attacker: the ownership part is not run)"
-    fi
+    "${as_user[@]}" mkdir -m 777 shared/evil.trace
+    "${as_user[@]}" sh -c 'echo "{\"format\":\"tftrace\",\"format_version\":\"1.2\",\"complete\":false,\"ranks\":[]}" \
+        >shared/evil.trace/manifest.json'
+    "${as_user[@]}" ln -s "$tmp/victim" shared/evil.trace/rank-00000.tft
+    run 2 "$tftrace" -o shared/evil.trace -- "$prog" touch ran
+    has err.txt "belongs to uid 65534"
+    [ ! -e ran ] || fail "the command ran in a refused directory"
+    # --force does not lift the ownership rule
+    run 2 "$tftrace" --force -o shared/evil.trace -- "$prog" touch ran
+    [ "$(cat victim)" = precious ] || fail "the victim file was overwritten"
+    # nor does the in-process writer take another user's directory
+    TFT_OUTPUT=shared/evil.trace RANK=0 run 0 "$prog" touch ran
+    has err.txt "belongs to uid 65534"
+    [ "$(cat victim)" = precious ] || fail "the in-process writer wrote through the link" ;;
+
+  symlink)
+    # links in and as the output directory are never written through
+    printf 'precious\n' >victim
+    chmod 600 victim
     # a directory of our own with a planted link: refused (not empty) ...
     mkdir -m 777 mine.trace
     ln -s "$tmp/victim" mine.trace/rank-00000.tft
