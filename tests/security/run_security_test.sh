@@ -244,6 +244,23 @@ PY
     "$tftrace" -q --force -o two.trace -- "$prog" touch ran
     id2=$(python3 -c "import json; print(json.load(open('two.trace/manifest.json'))['run_id'])")
     [ "$id1" != "$id2" ] || fail "the same run id twice: $id1"
+    # the instances of one job (its launcher's job id) share the directory;
+    # another job, or a second live instance with a rank already there, is refused
+    rm -f go ready done
+    PMIX_NAMESPACE=job1 PMIX_RANK=0 "$tftrace" -q -o j.trace -- "$prog" flood-until "$tmp/go" "$tmp/ready" "$tmp/done" &
+    first=$!
+    bg+=($first)
+    wait_for ready 60 $first
+    PMIX_NAMESPACE=job1 PMIX_RANK=1 run 0 "$tftrace" -q -o j.trace -- "$prog" touch ran1
+    PMIX_NAMESPACE=job1 PMIX_RANK=0 run 2 "$tftrace" -q -o j.trace -- "$prog" touch ran0
+    PMIX_NAMESPACE=job2 PMIX_RANK=2 run 2 "$tftrace" -q -o j.trace -- "$prog" touch ran2
+    [ -e ran1 ] && [ ! -e ran0 ] && [ ! -e ran2 ] || fail "job membership: $(ls ran* 2>/dev/null)"
+    touch go
+    wait $first || fail "the job's first instance failed"
+    python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert m['complete'] and sorted(r['rank'] for r in m['ranks'])==[0,1], m" \
+        j.trace/manifest.json
+    "$tfdump" --json j.trace >sum.json
+    python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['problems']==[] and s['ranks']==2, s" sum.json
     # two mpirun jobs: the instances of one share the directory, another job is refused
     if command -v mpirun >/dev/null; then
         mpi=(mpirun --allow-run-as-root --oversubscribe -np 2)

@@ -101,6 +101,9 @@ typedef struct manifest_run {
 } manifest_run;
 int manifest_merge_rank(int dir_fd, const manifest_run *run, const tft_manifest_rank *ranks, int n,
                         int exit_status);
+/* Reads the manifest.json of the trace directory dir_fd (never through a
+ * link; at most 64 MiB) into *m. Returns 0 or a negative errno. */
+int manifest_read_at(int dir_fd, tft_manifest *m);
 /* Creates this process's reserve (64 KiB, .manifest.reserve.PID) in the trace
  * directory, released by the final manifest_merge_rank: a disk filled by the
  * rank files still has room for the manifest that says so. 0 or -errno. */

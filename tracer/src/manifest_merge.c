@@ -216,9 +216,9 @@ static int set_run(tft_manifest *m, const manifest_run *run, bool end)
     return e;
 }
 
-/* Reads dir_fd's manifest.json (not through a link) into *m. */
-static int read_manifest(int dir_fd, tft_manifest *m)
+int manifest_read_at(int dir_fd, tft_manifest *m)
 {
+    memset(m, 0, sizeof(*m));
     int fd = openat(dir_fd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -291,7 +291,7 @@ int manifest_merge_rank(int dir_fd, const manifest_run *run, const tft_manifest_
     if (end) /* the final manifest must fit on a full disk: free our reserve for it */
         reserve_release(dir_fd);
     tft_manifest m;
-    if (read_manifest(dir_fd, &m) < 0) {
+    if (manifest_read_at(dir_fd, &m) < 0) {
         memset(&m, 0, sizeof(m));
         m.world_size = -1;
         m.exit_status = -1;

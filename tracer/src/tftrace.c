@@ -763,41 +763,66 @@ static int lock_file(int dfd, const char *name)
     return fd;
 }
 
-/* The run lock's content: "PID KEY\n" of the instance that took it first. */
-static void read_owner(int fd, int *pid, char *key, size_t n)
+/* This instance's rank in its job (-1 none): two live instances of one job
+ * with one rank are two runs, not one. */
+static int launcher_rank(void)
 {
-    char buf[512];
-    ssize_t k = pread(fd, buf, sizeof(buf) - 1, 0);
-    buf[k > 0 ? k : 0] = '\0';
-    *pid = 0;
-    key[0] = '\0';
-    char *sp = strchr(buf, ' ');
-    if (!sp)
-        return;
-    *pid = atoi(buf);
-    sp[strcspn(sp, "\n")] = '\0';
-    snprintf(key, n, "%s", sp + 1);
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r < INT_MAX)
+            return (int)r;
+    }
+    return -1;
 }
 
-static void write_owner(int fd, const char *key)
+/* The run lock's content: "PID KEY\n" of the instance that took it first,
+ * then "RANK PID\n" per instance of the job. *dup: a live instance other
+ * than this one holds rank. */
+static void read_owner(int fd, int rank, int *pid, char *key, size_t n, int *dup)
+{
+    char buf[8192];
+    ssize_t k = pread(fd, buf, sizeof(buf) - 1, 0);
+    buf[k > 0 ? k : 0] = '\0';
+    *pid = *dup = 0;
+    key[0] = '\0';
+    char *nl = strchr(buf, '\n'), *sp = strchr(buf, ' ');
+    if (!nl || !sp || sp > nl)
+        return;
+    *nl = '\0';
+    *pid = atoi(buf);
+    snprintf(key, n, "%s", sp + 1);
+    for (char *line = nl + 1; *line; line = nl + 1) {
+        int r, p;
+        if (!(nl = strchr(line, '\n')))
+            break;
+        if (sscanf(line, "%d %d", &r, &p) == 2 && r == rank && rank >= 0 && p != (int)getpid() &&
+            (kill(p, 0) == 0 || errno == EPERM))
+            *dup = 1;
+    }
+}
+
+/* first: this instance starts the lock's content; else it adds its rank. */
+static void write_owner(int fd, const char *key, int rank, int first)
 {
     char buf[512];
-    int k = snprintf(buf, sizeof(buf), "%d %s\n", (int)getpid(), key);
-    if (ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)k, 0) != k)
-        (void)0; /* informative only: the flock is the lock */
+    int k = 0;
+    if (first)
+        k = snprintf(buf, sizeof(buf), "%d %s\n", (int)getpid(), key);
+    if (key[0] && rank >= 0)
+        k += snprintf(buf + k, sizeof(buf) - (size_t)k, "%d %d\n", rank, (int)getpid());
+    off_t at = first ? 0 : lseek(fd, 0, SEEK_END);
+    if ((first && ftruncate(fd, 0) < 0) || at < 0 || pwrite(fd, buf, (size_t)k, at) != k)
+        (void)0; /* informative (who records, which ranks): the flock is the lock */
 }
 
 /* The run id the manifest holds (a joining instance adopts it). */
 static int manifest_run_id(int dfd, uint8_t run_id[16])
 {
-    int fd = openat(dfd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char buf[65536];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
     tft_manifest m;
-    if (n <= 0 || tft_manifest_parse(buf, (size_t)n, &m, NULL, 0) < 0)
+    if (manifest_read_at(dfd, &m) < 0)
         return -1;
     uint8_t id[16];
     int ok = strlen(m.run_id) == 32;
@@ -873,7 +898,7 @@ static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace
     if (open_dir(dir, o, td) < 0)
         return -1;
     char key[300], owner_key[300];
-    int strong, owner = 0, rc = -1;
+    int strong, owner = 0, dup = 0, rc = -1, rank = launcher_rank();
     job_key(key, sizeof(key), &strong);
     int prep = lock_file(td->fd, ".prepare.lock");
     td->run_lock = prep >= 0 ? lock_file(td->fd, ".run.lock") : -1;
@@ -883,9 +908,11 @@ static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace
     }
     while (flock(prep, LOCK_EX) < 0 && errno == EINTR)
         ;
-    read_owner(td->run_lock, &owner, owner_key, sizeof(owner_key));
+    read_owner(td->run_lock, rank, &owner, owner_key, sizeof(owner_key), &dup);
     if (flock(td->run_lock, LOCK_EX | LOCK_NB) == 0) { /* nobody records here now */
         td->joined = key[0] && strong && !strcmp(key, owner_key) && manifest_run_id(td->fd, run_id) == 0;
+        if (td->joined)
+            write_owner(td->run_lock, key, rank, 0);
         if (!td->joined) {
             char first[256];
             int e = scan_dir(td->fd, o->force, first, sizeof(first));
@@ -899,12 +926,13 @@ static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace
                         dir, first);
                 goto out;
             }
-            write_owner(td->run_lock, key);
+            write_owner(td->run_lock, key, rank, 1);
         }
         if (key[0] && flock(td->run_lock, LOCK_SH) < 0) /* let the job's other instances in */
             goto out;
-    } else if (key[0] && !strcmp(key, owner_key) && flock(td->run_lock, LOCK_SH | LOCK_NB) == 0) {
+    } else if (key[0] && !strcmp(key, owner_key) && !dup && flock(td->run_lock, LOCK_SH | LOCK_NB) == 0) {
         td->joined = manifest_run_id(td->fd, run_id) == 0;
+        write_owner(td->run_lock, key, rank, 0);
     } else {
         fprintf(stderr, "tftrace: %s: another tftrace (pid %d) is recording into it; wait for it to end or "
                         "choose another -o\n", dir, owner);
