@@ -108,6 +108,9 @@ int manifest_read_at(int dir_fd, tft_manifest *m);
  * directory, released by the final manifest_merge_rank: a disk filled by the
  * rank files still has room for the manifest that says so. 0 or -errno. */
 int manifest_reserve(int dir_fd);
+/* Deletes this process's reserve (done by the final manifest_merge_rank;
+ * for a process that ends without one). */
+void manifest_reserve_release(int dir_fd);
 /* Replaces the values of secret-looking arguments in argv (docs/SECURITY.md):
  * --NAME=V and -NAME=V, --NAME V (V not starting with '-'), NAME=V (NAME an
  * identifier), where NAME contains KEY, TOKEN, SECRET, PASSWORD or PASSWD in

@@ -391,8 +391,10 @@ static void inproc_finish(int code, int sig)
                             .file_mode = inproc.mode, .incomplete = why[0] ? why : NULL,
                             .dropped_stalled = s.dropped_stalled};
         me = manifest_merge_rank(inproc.dir_fd, &run, mr, n, sig ? 128 + sig : code);
-    } else if (inproc.claimed[0]) {
-        unlinkat(inproc.dir_fd, inproc.claimed, 0); /* recorded nothing: no empty rank file */
+    } else {
+        manifest_reserve_release(inproc.dir_fd); /* recorded nothing: nothing left behind */
+        if (inproc.claimed[0])
+            unlinkat(inproc.dir_fd, inproc.claimed, 0);
     }
     /* the one line: the program's status is its own, the user must still learn the trace is short */
     if (why[0] || (s.errors && inproc_first_error[0]) || me < 0)

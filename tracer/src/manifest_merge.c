@@ -266,7 +266,7 @@ int manifest_reserve(int dir_fd)
     return -e;
 }
 
-static void reserve_release(int dir_fd)
+void manifest_reserve_release(int dir_fd)
 {
     char name[64];
     snprintf(name, sizeof(name), ".manifest.reserve.%d", (int)getpid());
@@ -289,7 +289,7 @@ int manifest_merge_rank(int dir_fd, const manifest_run *run, const tft_manifest_
         ;
     bool end = exit_status >= 0;
     if (end) /* the final manifest must fit on a full disk: free our reserve for it */
-        reserve_release(dir_fd);
+        manifest_reserve_release(dir_fd);
     tft_manifest m;
     if (manifest_read_at(dir_fd, &m) < 0) {
         memset(&m, 0, sizeof(m));
