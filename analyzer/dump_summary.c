@@ -8,7 +8,10 @@
  * the rank files), raw_bytes, ratio, integrity (complete|torn|damaged), exit
  * ({rank: {code}|{signal}|null}: the PROCESS exit record, else the manifest),
  * problems, problems_not_shown, manifest (null or {run_id, command,
- * world_size, complete, host, tool_version, format_version, exit_status}),
+ * world_size, complete, host, tool_version, format_version, exit_status,
+ * incomplete (why records were lost, or null), dropped_stalled, collector
+ * (finished | running | died | unknown, or null without collector entries),
+ * collector_pid}),
  * files ([{file, rank, integrity, closed, chunks, chunks_bad, records,
  * bytes, raw_bytes, dropped, steps}]), recorded (false only for a trace
  * without rank files, below), duration_ns and command_exit (the manifest's:
@@ -137,7 +140,15 @@ static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
     }
     if (dump_trace_check(d, o->path) > 0)
         s->integrity = TFT_DAMAGED;
-    exits_from_manifest(tft_trace_manifest(d->t), s, d->n);
+    const tft_manifest *m = tft_trace_manifest(d->t);
+    if (m && m->world_size > d->n) { /* ranks that never wrote, lost files, or a manifest that lies */
+        char msg[300];
+        snprintf(msg, sizeof(msg), "%s/manifest.json: world_size %d, but %d rank file%s: %d rank%s recorded nothing "
+                 "or lost their files (or the manifest is wrong)", o->path, m->world_size, d->n, d->n == 1 ? "" : "s",
+                 m->world_size - d->n, m->world_size - d->n == 1 ? "" : "s");
+        dump_log_fn(&d->log, TFT_LOG_WARN, msg);
+    }
+    exits_from_manifest(m, s, d->n);
     return DUMP_OK;
 }
 
@@ -188,19 +199,61 @@ static void text_exits(const trace_sum *s, int n)
     }
 }
 
+/* The first collector of the manifest that did not finish, NULL when every
+ * one did (or the manifest lists none: an in-process trace, an old one). */
+static const tft_manifest_collector *unfinished_collector(const tft_manifest *m)
+{
+    for (int i = 0; m && i < m->ncollectors; i++)
+        if (!m->collectors[i].done)
+            return &m->collectors[i];
+    return NULL;
+}
+
+/* "finished", "running", "died", "unknown", or NULL without collectors. */
+static const char *collector_state(const tft_manifest *m)
+{
+    if (!m || m->ncollectors == 0)
+        return NULL;
+    const tft_manifest_collector *c = unfinished_collector(m);
+    if (!c)
+        return "finished";
+    int st = tft_manifest_collector_state(c);
+    return st == TFT_COLLECTOR_RUNNING ? "running" : st == TFT_COLLECTOR_GONE ? "died" : "unknown";
+}
+
 static void text_manifest(const tft_manifest *m)
 {
     if (!m) {
         printf("manifest     none\n");
         return;
     }
+    const char *cs = collector_state(m);
+    const char *state = m->complete           ? "(run finished)"
+                        : m->incomplete       ? "(run finished; the trace is INCOMPLETE)"
+                        : cs && !strcmp(cs, "died") ? "(run did not finish: its collector died)"
+                        : cs && !strcmp(cs, "running") ? "(still recording)"
+                                                       : "(run did not finish: manifest not final)";
     printf("run          %s  host %s  world size %d  %s\n", m->run_id[0] ? m->run_id : "?",
-           m->host[0] ? m->host : "?", m->world_size,
-           m->complete ? "(run finished)" : "(run did not finish: manifest not final)");
+           m->host[0] ? m->host : "?", m->world_size, state);
     printf("command     ");
     for (int i = 0; i < m->argc; i++)
         printf(" %s", m->argv[i]);
     printf("\n");
+    if (m->incomplete)
+        printf("incomplete   %s\n", m->incomplete);
+    const tft_manifest_collector *c = unfinished_collector(m);
+    if (c && !m->incomplete && cs) {
+        if (!strcmp(cs, "died"))
+            printf("collector    died: tftrace (pid %d on %s) is gone without finishing the trace (killed? "
+                   "out of memory?); what it had not written is lost, the rank files end where it stopped\n",
+                   (int)c->pid, c->host);
+        else if (!strcmp(cs, "running"))
+            printf("collector    running: tftrace (pid %d) is still recording; read the trace again when it "
+                   "ends\n", (int)c->pid);
+        else
+            printf("collector    tftrace (pid %d on %s) has not finished the trace: still running there, or it "
+                   "died\n", (int)c->pid, c->host);
+    }
 }
 
 static const char *name_or_dash(const char *s) { return s ? s : "-"; }
@@ -243,7 +296,12 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
            s->by_kind[TFT_REC_FREE]);
     printf("bytes        %" PRIu64 " on disk, %" PRIu64 " uncompressed (ratio %.2fx)\n", s->bytes,
            s->raw_bytes, s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
-    printf("dropped      %" PRIu64 "\n", s->dropped);
+    const tft_manifest *m = tft_trace_manifest(d->t);
+    if (m && m->dropped_stalled)
+        printf("dropped      %" PRIu64 " (%" PRIu64 " when --no-drop gave up on a stalled collector)\n", s->dropped,
+               m->dropped_stalled);
+    else
+        printf("dropped      %" PRIu64 "\n", s->dropped);
     printf("integrity    %s\n", integrity_name(s->integrity));
     text_exits(s, d->n);
     for (size_t i = 0; i < d->log.n; i++)
@@ -299,6 +357,14 @@ static cJSON *json_manifest(const tft_manifest *m)
         cJSON_AddNumberToObject(o, "exit_status", m->exit_status);
     else
         cJSON_AddNullToObject(o, "exit_status");
+    json_str_or_null(o, "incomplete", m->incomplete);
+    json_u64(o, "dropped_stalled", m->dropped_stalled);
+    json_str_or_null(o, "collector", collector_state(m));
+    const tft_manifest_collector *c = unfinished_collector(m);
+    if (c)
+        cJSON_AddNumberToObject(o, "collector_pid", c->pid);
+    else
+        cJSON_AddNullToObject(o, "collector_pid");
     return o;
 }
 

@@ -17,8 +17,9 @@ mkdir -p "$out"
 tftrace=build/tracer/tftrace tfdump=build/analyzer/tfdump tftrain=build/runtime/tftrain
 
 echo "== record a golden run and a run with --bug $bug"
-"$tftrace" -o "$out/golden.trace" -- "$tftrain" --steps 40 --log-every 10 --eval-every 0
-"$tftrace" -o "$out/bad.trace" -- "$tftrain" --steps 40 --log-every 10 --eval-every 0 --bug "$bug" || true
+# --force: a rerun of the demo replaces the traces of the last one
+"$tftrace" --force -o "$out/golden.trace" -- "$tftrain" --steps 40 --log-every 10 --eval-every 0
+"$tftrace" --force -o "$out/bad.trace" -- "$tftrain" --steps 40 --log-every 10 --eval-every 0 --bug "$bug" || true
 
 echo; echo "== tfdump $out/bad.trace"
 "$tfdump" "$out/bad.trace"
@@ -33,5 +34,6 @@ build/analyzer/tfdiff "$out/golden.trace" "$out/bad.trace" || st=$?
 echo; echo "== tftrace replay $out/golden.trace $out/bad.trace   (the diverging tensors, element by element)"
 rm -rf "$out/replay"
 st=0
-"$tftrace" replay -q -o "$out/replay" "$out/golden.trace" "$out/bad.trace" || st=$?
+# --yes: the commands to re-run are the two the demo just recorded
+"$tftrace" replay --yes -q -o "$out/replay" "$out/golden.trace" "$out/bad.trace" || st=$?
 [ "$st" -le 1 ] || exit "$st"   # 1 = the captured tensors differ

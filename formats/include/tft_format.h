@@ -422,10 +422,16 @@ typedef struct tft_writer_opts {
 #define TFT_WRITER_OPTS(...) ((tft_writer_opts){ .sz = sizeof(tft_writer_opts), __VA_ARGS__ })
 
 /* Creates (truncates) a rank file at path and writes the header frame.
- * info->major/minor are ignored (the writer's version is written).
- * opts may be NULL. Returns NULL and sets errno on failure. */
+ * A symbolic link at path is not followed (ELOOP). info->major/minor are
+ * ignored (the writer's version is written). opts may be NULL. Returns NULL
+ * and sets errno on failure. */
 TFT_API tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
                                     const tft_writer_opts *opts);
+/* The same on fd: an empty regular file open for writing that the caller
+ * created (tftrace uses openat(dirfd, name, O_CREAT|O_EXCL|O_NOFOLLOW) so a
+ * trace never writes through a planted link or over an existing file). The
+ * writer owns fd from the call on, also when it fails (fd closed). */
+TFT_API tft_writer *tft_writer_fdopen(int fd, const tft_file_info *info, const tft_writer_opts *opts);
 /* Registers a string and returns its id (xxh3-64). The writer emits its
  * definition in every chunk whose records reference the id; records may also
  * reference ids registered later, as long as that happens before the chunk
@@ -551,6 +557,17 @@ typedef struct tft_manifest_rank {
     int signal;             /* terminating signal, 0 none */
 } tft_manifest_rank;
 
+/* A tftrace process that records (or recorded) into the trace: the launcher
+ * (one per trace, or one per rank under mpirun ... tftrace). Lets a reader
+ * tell a run still recording from one whose collector died. */
+typedef struct tft_manifest_collector {
+    int32_t pid;
+    char host[64];
+    char boot_id[40];       /* /proc/sys/kernel/random/boot_id, "" unknown */
+    uint64_t start_ticks;   /* the process's start time, clock ticks after boot (/proc/PID/stat), 0 unknown */
+    int done;               /* it finished: closed its rank files and rewrote the manifest */
+} tft_manifest_collector;
+
 typedef struct tft_manifest {
     int major, minor;
     char run_id[33];        /* 32 hex digits */
@@ -566,6 +583,14 @@ typedef struct tft_manifest {
     char *options_json;     /* recording options as a JSON object text (owned), may be NULL */
     tft_manifest_rank *ranks; /* nranks entries (owned) */
     int nranks;
+    /* keys added after format 1.2's first release (FORMAT.md §2.1); a
+     * manifest without them reads as NULL / 0 */
+    char *incomplete;       /* why the trace lacks records it should hold (write errors), NULL none (owned) */
+    int *redacted;          /* indices into argv whose values were redacted, nredacted entries (owned) */
+    int nredacted;
+    uint64_t dropped_stalled; /* records dropped because --no-drop gave up on a stalled collector */
+    tft_manifest_collector *collectors; /* ncollectors entries (owned) */
+    int ncollectors;
 } tft_manifest;
 
 /* Parses manifest JSON text (len bytes, need not be NUL-terminated).
@@ -578,7 +603,20 @@ TFT_API int tft_manifest_read(const char *path, tft_manifest *m, char *err, size
 TFT_API char *tft_manifest_to_json(const tft_manifest *m);
 /* Writes dir/manifest.json atomically (temp file, fsync, rename). */
 TFT_API int tft_manifest_write(const char *dir, const tft_manifest *m);
+/* The same in the directory dirfd. The temp file is created with
+ * O_CREAT|O_EXCL|O_NOFOLLOW (never through a planted link) and gets exactly
+ * the permission bits mode (not masked by the umask); mode 0 = 0644 masked
+ * by the umask, as tft_manifest_write. Returns 0 or a negative errno. */
+TFT_API int tft_manifest_writeat(int dirfd, const tft_manifest *m, unsigned mode);
 TFT_API void tft_manifest_free(tft_manifest *m); /* NULL-safe, leaves *m zeroed */
+/* The calling process as a collector entry (pid, host, boot id, start time). */
+TFT_API void tft_manifest_collector_self(tft_manifest_collector *c);
+/* Whether the process a collector entry names still runs, judged on this
+ * machine: RUNNING (same boot, same pid and start time), GONE (it exited,
+ * was killed, or the machine rebooted), UNKNOWN (another host, or an entry
+ * without a boot id). */
+enum tft_collector_state { TFT_COLLECTOR_UNKNOWN = 0, TFT_COLLECTOR_RUNNING = 1, TFT_COLLECTOR_GONE = 2 };
+TFT_API int tft_manifest_collector_state(const tft_manifest_collector *c);
 
 /* A trace directory opened for reading: the manifest (if readable) plus one
  * reader per rank file. Rank files are found by listing the directory

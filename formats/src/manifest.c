@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@ void tft_manifest_free(tft_manifest *m)
     free(m->argv);
     free(m->options_json);
     free(m->ranks);
+    free(m->incomplete);
+    free(m->redacted);
+    free(m->collectors);
     memset(m, 0, sizeof(*m));
 }
 
@@ -36,10 +40,36 @@ static void copy_str(char *dst, size_t cap, const cJSON *j)
         snprintf(dst, cap, "%s", j->valuestring);
 }
 
+/* A decimal count: digits only, below 2^64 (a sign or garbage reads as 0). */
+static uint64_t parse_u64(const char *s)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    return v;
+}
+
+/* Leading decimal digits of s (stops at the first other character). */
+static uint64_t parse_u64_prefix(const char *s)
+{
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return 0;
+        else
+            v = v * 10 + (uint64_t)(*s - '0');
+    return v;
+}
+
 static uint64_t get_ns(const cJSON *j)
 {
     if (cJSON_IsString(j) && j->valuestring)
-        return strtoull(j->valuestring, NULL, 10);
+        return parse_u64(j->valuestring);
     if (cJSON_IsNumber(j) && j->valuedouble > 0 && j->valuedouble < 1.8e19)
         return (uint64_t)j->valuedouble;
     return 0;
@@ -112,13 +142,97 @@ static int parse_command(const cJSON *cmd, tft_manifest *m)
     return 0;
 }
 
+/* One number of a version: 1 to 5 decimal digits, at most 65535 (the rank
+ * file header holds u16 versions). Returns the character after it, NULL
+ * when there is no such number. */
+static const char *version_part(const char *s, int *out)
+{
+    int v = 0, n = 0;
+    for (; *s >= '0' && *s <= '9'; s++, n++) {
+        v = v * 10 + (*s - '0');
+        if (v > 65535)
+            return NULL;
+    }
+    if (n == 0)
+        return NULL;
+    *out = v;
+    return s;
+}
+
+/* "MAJOR.MINOR", nothing else: no sign, no spaces, no third part. */
+static bool parse_version(const char *s, int *major, int *minor)
+{
+    const char *p = version_part(s, major);
+    if (!p || *p != '.')
+        return false;
+    p = version_part(p + 1, minor);
+    return p && !*p;
+}
+
+/* "redacted": indices into the command whose values were replaced. */
+static int parse_redacted(const cJSON *a, tft_manifest *m, char *err, size_t errlen)
+{
+    if (!a)
+        return 0;
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 0 || n > TFT_MANIFEST_MAX_RANKS) {
+        snprintf(err, errlen, "\"redacted\" is not a list of argument indices");
+        return -EPROTO;
+    }
+    m->redacted = calloc((size_t)n + 1, sizeof(*m->redacted));
+    if (!m->redacted)
+        return -ENOMEM;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a)
+    {
+        int i = get_int(it, -1);
+        if (i < 0 || (double)i != it->valuedouble) {
+            snprintf(err, errlen, "\"redacted\"[%d] is not an argument index", m->nredacted);
+            return -EPROTO;
+        }
+        m->redacted[m->nredacted++] = i;
+    }
+    return 0;
+}
+
+static int parse_collectors(const cJSON *a, tft_manifest *m)
+{
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
+    if (n <= 0)
+        return 0;
+    if (n > TFT_MANIFEST_MAX_RANKS)
+        n = TFT_MANIFEST_MAX_RANKS;
+    m->collectors = calloc((size_t)n, sizeof(*m->collectors));
+    if (!m->collectors)
+        return -ENOMEM;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a)
+    {
+        if (m->ncollectors == n)
+            break;
+        if (!cJSON_IsObject(it))
+            continue;
+        tft_manifest_collector *c = &m->collectors[m->ncollectors++];
+        c->pid = get_int(cJSON_GetObjectItemCaseSensitive(it, "pid"), 0);
+        copy_str(c->host, sizeof(c->host), cJSON_GetObjectItemCaseSensitive(it, "host"));
+        copy_str(c->boot_id, sizeof(c->boot_id), cJSON_GetObjectItemCaseSensitive(it, "boot_id"));
+        c->start_ticks = get_ns(cJSON_GetObjectItemCaseSensitive(it, "start_ticks"));
+        c->done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "done"));
+    }
+    return 0;
+}
+
 static int parse_root(const cJSON *root, tft_manifest *m, char *err, size_t errlen)
 {
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "format_version");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tftrace") != 0 || !cJSON_IsString(ver) ||
-        sscanf(ver->valuestring, "%d.%d", &m->major, &m->minor) != 2) {
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tftrace") != 0 || !cJSON_IsString(ver)) {
         snprintf(err, errlen, "not a tftrace manifest (\"format\"/\"format_version\" missing)");
+        return -EPROTO;
+    }
+    if (!parse_version(ver->valuestring, &m->major, &m->minor)) {
+        snprintf(err, errlen, "\"format_version\" \"%.40s\" is not MAJOR.MINOR (two numbers up to 65535)",
+                 ver->valuestring);
         return -EPROTO;
     }
     if (m->major > TFT_FORMAT_MAJOR) {
@@ -132,7 +246,11 @@ static int parse_root(const cJSON *root, tft_manifest *m, char *err, size_t errl
     copy_str(m->cwd, sizeof(m->cwd), cJSON_GetObjectItemCaseSensitive(root, "cwd"));
     m->start_ns = get_ns(cJSON_GetObjectItemCaseSensitive(root, "start_ns"));
     m->end_ns = get_ns(cJSON_GetObjectItemCaseSensitive(root, "end_ns"));
+    /* -1 = unknown; 0 (what unfinished manifests said before) and other
+     * values below 1 mean the same */
     m->world_size = get_int(cJSON_GetObjectItemCaseSensitive(root, "world_size"), -1);
+    if (m->world_size < 1)
+        m->world_size = -1;
     m->complete = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "complete"));
     m->exit_status = get_int(cJSON_GetObjectItemCaseSensitive(root, "exit_status"), -1);
     const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "options");
@@ -141,6 +259,13 @@ static int parse_root(const cJSON *root, tft_manifest *m, char *err, size_t errl
     int e = parse_command(cJSON_GetObjectItemCaseSensitive(root, "command"), m);
     if (e)
         return e;
+    const cJSON *inc = cJSON_GetObjectItemCaseSensitive(root, "incomplete");
+    if (cJSON_IsString(inc) && !(m->incomplete = strdup(inc->valuestring)))
+        return -ENOMEM;
+    if ((e = parse_redacted(cJSON_GetObjectItemCaseSensitive(root, "redacted"), m, err, errlen)) ||
+        (e = parse_collectors(cJSON_GetObjectItemCaseSensitive(root, "collectors"), m)))
+        return e;
+    m->dropped_stalled = get_ns(cJSON_GetObjectItemCaseSensitive(root, "dropped_stalled"));
     const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(root, "ranks");
     if (!cJSON_IsArray(ranks)) {
         snprintf(err, errlen, "\"ranks\" missing");
@@ -256,8 +381,32 @@ static cJSON *build(const tft_manifest *m)
         cJSON_AddItemToArray(cmd, cJSON_CreateString(m->argv[i] ? m->argv[i] : ""));
     add_ns(o, "start_ns", m->start_ns);
     add_ns(o, "end_ns", m->end_ns);
-    cJSON_AddNumberToObject(o, "world_size", m->world_size);
+    cJSON_AddNumberToObject(o, "world_size", m->world_size > 0 ? m->world_size : -1);
     cJSON_AddBoolToObject(o, "complete", m->complete);
+    if (m->incomplete)
+        cJSON_AddStringToObject(o, "incomplete", m->incomplete);
+    if (m->nredacted > 0) {
+        cJSON *red = cJSON_AddArrayToObject(o, "redacted");
+        for (int i = 0; red && i < m->nredacted; i++)
+            cJSON_AddItemToArray(red, cJSON_CreateNumber(m->redacted[i]));
+    }
+    if (m->dropped_stalled)
+        cJSON_AddNumberToObject(o, "dropped_stalled", (double)m->dropped_stalled);
+    if (m->ncollectors > 0) {
+        cJSON *cs = cJSON_AddArrayToObject(o, "collectors");
+        for (int i = 0; cs && i < m->ncollectors; i++) {
+            const tft_manifest_collector *c = &m->collectors[i];
+            cJSON *jc = cJSON_CreateObject();
+            char b[24];
+            cJSON_AddNumberToObject(jc, "pid", c->pid);
+            cJSON_AddStringToObject(jc, "host", c->host);
+            cJSON_AddStringToObject(jc, "boot_id", c->boot_id);
+            snprintf(b, sizeof(b), "%" PRIu64, c->start_ticks);
+            cJSON_AddStringToObject(jc, "start_ticks", b);
+            cJSON_AddBoolToObject(jc, "done", c->done);
+            cJSON_AddItemToArray(cs, jc);
+        }
+    }
     if (m->exit_status >= 0)
         cJSON_AddNumberToObject(o, "exit_status", m->exit_status);
     else
@@ -293,33 +442,113 @@ char *tft_manifest_to_json(const tft_manifest *m)
     return s;
 }
 
-int tft_manifest_write(const char *dir, const tft_manifest *m)
+/* Field 22 of /proc/PID/stat: the start time in clock ticks after boot
+ * (0 when unreadable). The name field may hold spaces and ')'. */
+static uint64_t proc_start_ticks(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    for (int field = 3; field < 22 && p; field++) /* p: the space before field `field` */
+        p = strchr(p + 1, ' ');
+    return p ? parse_u64_prefix(p + 1) : 0;
+}
+
+static void boot_id(char *out, size_t n)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return;
+    if (!fgets(out, (int)n, f))
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
+void tft_manifest_collector_self(tft_manifest_collector *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->pid = (int32_t)getpid();
+    gethostname(c->host, sizeof(c->host) - 1);
+    boot_id(c->boot_id, sizeof(c->boot_id));
+    c->start_ticks = proc_start_ticks(c->pid);
+}
+
+int tft_manifest_collector_state(const tft_manifest_collector *c)
+{
+    char host[64] = "", boot[40];
+    gethostname(host, sizeof(host) - 1);
+    boot_id(boot, sizeof(boot));
+    if (!c->boot_id[0] || !boot[0] || strcmp(c->host, host) != 0 || c->pid <= 0)
+        return TFT_COLLECTOR_UNKNOWN;
+    if (strcmp(c->boot_id, boot) != 0)
+        return TFT_COLLECTOR_GONE; /* rebooted since */
+    uint64_t st = proc_start_ticks(c->pid);
+    if (!st || (c->start_ticks && st != c->start_ticks))
+        return TFT_COLLECTOR_GONE; /* no such process, or the pid was reused */
+    return TFT_COLLECTOR_RUNNING;
+}
+
+int tft_manifest_writeat(int dirfd, const tft_manifest *m, unsigned mode)
 {
     char *json = tft_manifest_to_json(m);
     if (!json)
         return -ENOMEM;
-    char tmp[4096], dst[4096];
-    snprintf(dst, sizeof(dst), "%s/manifest.json", dir);
-    snprintf(tmp, sizeof(tmp), "%s/.manifest.json.%d.tmp", dir, (int)getpid());
-    int e = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char tmp[96];
+    int e = 0, fd = -1;
+    /* a name of our own: EEXIST (a planted file or link, or a leftover of a
+     * killed writer that had our pid) picks another */
+    for (int k = 0; k < 16 && fd < 0; k++) {
+        unsigned rnd = 0;
+        if (k && getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+            rnd = (unsigned)k * 2654435761u;
+        snprintf(tmp, sizeof(tmp), ".manifest.json.%d.%08x.tmp", (int)getpid(), rnd);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode ? mode & 0777 : 0644);
+        if (fd < 0 && errno != EEXIST && errno != ELOOP) {
+            e = -errno;
+            goto out;
+        }
+    }
     if (fd < 0) {
-        e = -errno;
+        e = -EEXIST;
         goto out;
     }
+    if (mode && fchmod(fd, mode & 0777) < 0)
+        e = -errno;
     size_t n = strlen(json);
-    e = fmt_write_full(fd, json, n);
+    if (!e)
+        e = fmt_write_full(fd, json, n);
     if (!e)
         e = fmt_write_full(fd, "\n", 1);
     if (!e && fsync(fd) < 0 && errno != EINVAL)
         e = -errno;
     if (close(fd) < 0 && !e)
         e = -errno;
-    if (!e && rename(tmp, dst) < 0)
+    if (!e && renameat(dirfd, tmp, dirfd, "manifest.json") < 0)
         e = -errno;
     if (e)
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
 out:
     cJSON_free(json);
+    return e;
+}
+
+int tft_manifest_write(const char *dir, const tft_manifest *m)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    int e = tft_manifest_writeat(dfd, m, 0);
+    close(dfd);
     return e;
 }

@@ -148,18 +148,35 @@ static int write_file_header(tft_writer *w, const tft_file_info *info)
 tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
                             const tft_writer_opts *opts)
 {
+    /* never through a symbolic link: a link planted at path would make the
+     * writer truncate whatever it points to */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        tft_writer_opts o;
+        opts_resolve(&o, opts);
+        fmt_log(o.log, o.log_ctx, TFT_LOG_ERROR, "%s: cannot create: %s%s", path, strerror(e),
+                e == ELOOP ? " (a symbolic link: not followed)" : "");
+        errno = e;
+        return NULL;
+    }
+    return tft_writer_fdopen(fd, info, opts);
+}
+
+tft_writer *tft_writer_fdopen(int fd, const tft_file_info *info, const tft_writer_opts *opts)
+{
     tft_writer *w = calloc(1, sizeof(*w));
     if (!w) {
+        if (fd >= 0)
+            close(fd);
         errno = ENOMEM;
         return NULL;
     }
     int e = 0;
     opts_resolve(&w->opts, opts);
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    w->fd = fd;
     if (w->fd < 0) {
-        e = errno;
-        fmt_log(w->opts.log, w->opts.log_ctx, TFT_LOG_ERROR, "%s: cannot create: %s", path,
-                strerror(e));
+        e = EBADF;
         goto err_out;
     }
     w->rawbuf = malloc(STRING_HEADROOM + w->opts.chunk_bytes + TFT_REC_MAX_BYTES);

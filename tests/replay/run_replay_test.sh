@@ -54,24 +54,24 @@ bug_pair() { # BUG: golden and bad with checkpoints every 4 steps, bug from step
 case $case_name in
   causal-offbyone)
     bug_pair causal-offbyone
-    st=0; "$tftrace" replay -o rp g.trace b.trace >out.txt 2>err.txt || st=$?
+    st=0; "$tftrace" replay --yes -o rp g.trace b.trace >out.txt 2>err.txt || st=$?
     cat out.txt
     [ "$st" = 1 ] || fail "replay exit $st, want 1 (tensors differ): $(cat err.txt)"
     grep -q "from checkpoint" out.txt || fail "no checkpoint used"
     check 8 8 'L0.attn.mask' 'only just above the diagonal' ;;
   pad-mask)
     bug_pair pad-mask
-    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    st=0; "$tftrace" replay --yes -q -o rp g.trace b.trace >out.txt || st=$?
     [ "$st" = 1 ] || fail "replay exit $st"
     check 8 8 'L0.attn.mask' 'only at padded positions' ;;
   no-scale)
     bug_pair no-scale
-    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    st=0; "$tftrace" replay --yes -q -o rp g.trace b.trace >out.txt || st=$?
     [ "$st" = 1 ] || fail "replay exit $st"
     # scores unscaled: BAD = sqrt(head dim 16) = 4 x GOLDEN
     check 8 8 'L0.attn.scores' 'BAD = 4 x GOLDEN'
     # --from-start re-executes everything up to the divergence
-    st=0; "$tftrace" replay -q --from-start -o rp g.trace b.trace >/dev/null || st=$?
+    st=0; "$tftrace" replay --yes --force -q --from-start -o rp g.trace b.trace >/dev/null || st=$?
     [ "$st" = 1 ] || fail "replay --from-start exit $st"
     check 0 0 'L0.attn.scores' 'BAD = 4 x GOLDEN' ;;
   ckpt-optim)
@@ -81,14 +81,14 @@ case $case_name in
     "$tftrain" "${SMALL[@]}" --steps 8 --ckpt-dir first.ckpt --ckpt-every 4 >/dev/null
     "$tftrace" -q -o b.trace -- "$tftrain" "${SMALL[@]}" --steps 8 \
         --resume first.ckpt/ckpt-step-000004.bin --bug ckpt-optim >/dev/null
-    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    st=0; "$tftrace" replay --yes -q -o rp g.trace b.trace >out.txt || st=$?
     [ "$st" = 1 ] || fail "replay exit $st"
     # GOLDEN has no checkpoint: steps 0..4; BAD resumes by its own command: step 4 only
     check 0 4 'adam.[mv].*' '' ;;
   nondet)
     "$tftrace" -q -o g.trace -- "$nondet" >/dev/null
     "$tftrace" -q -o b.trace -- "$nondet" >/dev/null
-    st=0; "$tftrace" replay -q --at step=3,name=w -o rp g.trace b.trace >out.txt || st=$?
+    st=0; "$tftrace" replay --yes -q --at step=3,name=w -o rp g.trace b.trace >out.txt || st=$?
     cat out.txt
     [ "$st" = 3 ] || fail "replay of a non-deterministic program: exit $st, want 3"
     grep -q "NOT reproduced.*step 2, tensor noise" out.txt || fail "no non-determinism finding"
@@ -133,7 +133,7 @@ PY
     # op (B of the 6th gemm, planted) and its consumers captured by seq
     "$tftrace" -q -o g.trace -- "$gemm" >/dev/null
     "$tftrace" -q -o b.trace -- "$gemm" --plant 5 >/dev/null
-    st=0; "$tftrace" replay -q -o rp g.trace b.trace >out.txt || st=$?
+    st=0; "$tftrace" replay --yes -q -o rp g.trace b.trace >out.txt || st=$?
     cat out.txt
     [ "$st" = 1 ] || fail "replay exit $st"
     python3 - rp/replay.json <<'PY'

@@ -8,6 +8,7 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,14 @@ typedef struct cproc {
     char file[64];
     int exit_known, exit_code, signal;
     uint64_t records;
+    /* write errors: what reached the disk is exact (FORMAT.md: a reader
+     * drops a torn tail), the rest is counted as lost */
+    int err;                      /* first write error (negative errno), 0 none */
+    const char *err_what;         /* "create", "write", "close" */
+    uint64_t sealed;              /* records in chunks the writer completed */
+    uint64_t appended;            /* records the writer took (at close) */
+    uint64_t lost;                /* records drained after the file failed */
+    uint64_t dropped_stalled;     /* --no-drop gave up on a stalled collector */
     int64_t first_step, last_step;
     int64_t last_step_end;        /* highest step whose STEP END arrived */
     /* threads (FORMAT.md §5.13-5.14) */
@@ -40,18 +50,22 @@ typedef struct cproc {
 
 struct collector {
     shm_hdr *h;
-    char *dir;
+    char *dir;                    /* for messages */
+    int dir_fd;                   /* the trace directory: rank files are created in it */
+    int claimed_fd;               /* collector_set_claimed: an already created rank file, -1 none */
+    char claimed_name[64];
     uint8_t run_id[16];
     collector_opts o;
     cproc procs[SHM_MAX_PROCS];
     uint64_t *ring_dropped;       /* dropped counts already attributed, per ring */
+    uint64_t *ring_stalled;       /* the same for dropped_stalled */
     uint64_t last_liveness_ns;
     uint64_t last_refine_ns;
     pid_t child;                  /* the launcher's direct child, 0 none */
     const shm_ring *draining;     /* the ring ring_drain is reading (on_record's source) */
     collector_rank *ranks;
-    uint64_t dropped_total;
-    int write_errors;
+    uint64_t dropped_total, stalled_total;
+    int write_errors;             /* rank files with an error (each counted once) */
 };
 
 #define CLOG(c, lvl, ...) fmt_log_c((c), (lvl), __VA_ARGS__)
@@ -68,21 +82,27 @@ static void fmt_log_c(collector *c, int lvl, const char *fmt, ...)
     c->o.log(c->o.log_ctx, lvl, buf);
 }
 
-collector *collector_new(shm_hdr *h, const char *dir, const uint8_t run_id[16], const collector_opts *o)
+collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t run_id[16],
+                         const collector_opts *o)
 {
     collector *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
     c->h = h;
     c->dir = strdup(dir);
+    c->dir_fd = dir_fd;
+    c->claimed_fd = -1;
     c->ring_dropped = calloc(h->n_rings ? h->n_rings : 1, sizeof(uint64_t));
-    if (!c->dir || !c->ring_dropped) {
+    c->ring_stalled = calloc(h->n_rings ? h->n_rings : 1, sizeof(uint64_t));
+    if (!c->dir || !c->ring_dropped || !c->ring_stalled) {
         collector_free(c);
         return NULL;
     }
     memcpy(c->run_id, run_id, 16);
     if (o)
         memcpy(&c->o, o, o->sz < sizeof(c->o) ? o->sz : sizeof(c->o));
+    if (!c->o.file_mode)
+        c->o.file_mode = 0600;
     for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
         cproc *p = &c->procs[i];
         p->first_step = p->last_step = p->last_step_end = TFT_STEP_NONE;
@@ -109,6 +129,88 @@ static void proc_record(cproc *p, const tft_rec *rec)
     }
 }
 
+/* The first write error of p's file: counted once, logged once; the
+ * collector stops writing the file (what it sealed stays readable). */
+static void proc_fail(collector *c, cproc *p, int e, const char *what)
+{
+    if (p->err)
+        return;
+    p->err = e ? e : -EIO;
+    p->err_what = what;
+    p->failed = 1;
+    c->write_errors++;
+    CLOG(c, TFT_LOG_ERROR, "%s/%s: %s failed: %s; recording of this rank stopped (the records before are on disk)",
+         c->dir, p->file, what, strerror(-p->err));
+}
+
+/* Appends rec to p's file. A chunk the writer sealed during the call holds
+ * every record appended before it: that is what is known to be on disk. */
+static int proc_append(collector *c, cproc *p, const tft_rec *rec)
+{
+    tft_writer_stats before, after;
+    tft_writer_get_stats(p->w, &before);
+    int e = tft_writer_append(p->w, rec);
+    tft_writer_get_stats(p->w, &after);
+    if (after.chunks != before.chunks)
+        p->sealed = before.records;
+    if (e && e != -EINVAL) {
+        p->lost++;
+        proc_fail(c, p, e, "write");
+    }
+    return e;
+}
+
+/* Seals what is buffered, notes it as on disk, and closes p's file (index,
+ * fsync). */
+static void proc_close(collector *c, cproc *p)
+{
+    if (!p->w)
+        return;
+    tft_writer_stats st;
+    int e = p->failed ? 0 : tft_writer_flush(p->w);
+    tft_writer_get_stats(p->w, &st);
+    if (e)
+        proc_fail(c, p, e, "write");
+    else if (!p->failed)
+        p->sealed = st.records;
+    p->appended = st.records;
+    e = tft_writer_close(p->w);
+    p->w = NULL;
+    p->closed = 1;
+    if (e && !p->failed)
+        proc_fail(c, p, e, "close");
+}
+
+/* Creates p's rank file in the trace directory: O_EXCL|O_NOFOLLOW, so an
+ * existing file or a planted link is never written through; a taken name
+ * (another instance of the run, a leftover) gets the pid appended. */
+static int create_rank_file(collector *c, cproc *p)
+{
+    if (c->claimed_fd >= 0 && !strcmp(p->file, c->claimed_name)) {
+        int fd = c->claimed_fd;
+        c->claimed_fd = -1;
+        return fd;
+    }
+    for (int k = 0; k < 2; k++) {
+        int fd = openat(c->dir_fd, p->file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        (mode_t)c->o.file_mode);
+        if (fd >= 0) {
+            if (fchmod(fd, (mode_t)c->o.file_mode) < 0) { /* exact, whatever the umask */
+                int e = errno;
+                close(fd);
+                unlinkat(c->dir_fd, p->file, 0);
+                errno = e;
+                return -1;
+            }
+            return fd;
+        }
+        if (errno != EEXIST || k)
+            return -1;
+        snprintf(p->file, sizeof(p->file), "rank-%05d-p%d.tft", p->rank, (int)p->pid);
+    }
+    return -1;
+}
+
 static int proc_open(collector *c, uint32_t idx)
 {
     cproc *p = &c->procs[idx];
@@ -120,8 +222,6 @@ static int proc_open(collector *c, uint32_t idx)
     for (uint32_t j = 0; j < SHM_MAX_PROCS; j++) /* two processes claiming one rank */
         if (j != idx && c->procs[j].opened && strcmp(c->procs[j].file, p->file) == 0)
             snprintf(p->file, sizeof(p->file), "rank-%05d-p%d.tft", p->rank, (int)p->pid);
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", c->dir, p->file);
     tft_file_info fi = {0};
     memcpy(fi.run_id, c->run_id, 16);
     fi.rank = p->rank;
@@ -136,17 +236,19 @@ static int proc_open(collector *c, uint32_t idx)
     gethostname(fi.host, sizeof(fi.host) - 1);
     tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = c->o.zstd_level, .chunk_bytes = c->o.chunk_bytes,
                                          .log = c->o.log, .log_ctx = c->o.log_ctx);
-    p->w = tft_writer_open(path, &fi, &wo);
+    int fd = create_rank_file(c, p);
+    p->w = fd >= 0 ? tft_writer_fdopen(fd, &fi, &wo) : NULL;
     if (!p->w) {
-        p->failed = 1;
-        c->write_errors++;
-        CLOG(c, TFT_LOG_ERROR, "%s: cannot create rank file: %s", path, strerror(errno));
+        int e = errno;
+        if (fd >= 0) /* ours (O_EXCL): no empty or headless file left behind */
+            unlinkat(c->dir_fd, p->file, 0);
+        proc_fail(c, p, -e, "create");
         return -1;
     }
     tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = fi.start_monotonic_ns,
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .event = TFT_PROC_START, .pid = sp->pid};
-    if (tft_writer_append(p->w, &pr.h) == 0)
+    if (proc_append(c, p, &pr.h) == 0)
         proc_record(p, &pr.h);
     return 0;
 }
@@ -172,7 +274,7 @@ static void convert_times(const collector *c, tft_rec *rec)
 
 /* Appends a THREAD record of event ev for ring r's thread (the ring's
  * fields are the traced process's memory: the name is copied bounded). */
-static void thread_record(cproc *p, const shm_ring *r, uint32_t ev)
+static void thread_record(collector *c, cproc *p, const shm_ring *r, uint32_t ev)
 {
     char name[sizeof(r->thread_name) + 1];
     memcpy(name, r->thread_name, sizeof(r->thread_name));
@@ -182,13 +284,13 @@ static void thread_record(cproc *p, const shm_ring *r, uint32_t ev)
                               .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                         .event = ev, .tid = r->tid, .index = r->thread_index,
                         .name = n ? tft_writer_string(p->w, name, n) : 0};
-    if (tft_writer_append(p->w, &t.h) == 0)
+    if (proc_append(c, p, &t.h) == 0)
         proc_record(p, &t.h);
 }
 
 /* Before a record from ring r: a THREAD switch when the file's previous
  * records came from another thread (FORMAT.md §5.13). */
-static void thread_switch(cproc *p, const shm_ring *r)
+static void thread_switch(collector *c, cproc *p, const shm_ring *r)
 {
     if (p->has_thread && p->cur_tid == r->tid && p->cur_index == r->thread_index)
         return;
@@ -196,7 +298,7 @@ static void thread_switch(cproc *p, const shm_ring *r)
     p->cur_tid = r->tid;
     p->cur_index = r->thread_index;
     p->switches++;
-    thread_record(p, r, TFT_THREAD_SWITCH);
+    thread_record(c, p, r, TFT_THREAD_SWITCH);
 }
 
 static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
@@ -206,10 +308,13 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
     if (proc >= SHM_MAX_PROCS)
         return;
     cproc *p = &c->procs[proc];
-    if (p->closed || p->failed)
+    if (p->closed)
         return;
-    if (!p->opened && proc_open(c, proc) < 0)
+    if (p->failed || (!p->opened && proc_open(c, proc) < 0)) {
+        if (rec->kind != TFT_REC_STRING)
+            p->lost++; /* drained all the same: the program must not wait */
         return;
+    }
     if (rec->kind == TFT_REC_STRING) {
         const tft_rec_string *s = (const tft_rec_string *)rec;
         if (tft_rec_check(rec, rec->len) == 0)
@@ -219,7 +324,7 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
     if (rec->kind == TFT_REC_THREAD || rec->kind == TFT_REC_SYNC)
         return; /* ours to write: a traced program cannot forge them */
     if (c->draining)
-        thread_switch(p, c->draining);
+        thread_switch(c, p, c->draining);
     if (rec->kind == TFT_REC_PROCESS && rec->len >= sizeof(tft_rec_process)) {
         const tft_rec_process *pr = (const tft_rec_process *)rec;
         if (pr->event == TFT_PROC_EXIT) {
@@ -228,38 +333,52 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
             p->signal = pr->signal;
         }
     }
-    int e = tft_writer_append(p->w, rec);
-    if (e == 0)
+    if (p->failed)
+        return;
+    if (proc_append(c, p, rec) == 0)
         proc_record(p, rec);
-    else if (e != -EINVAL && !p->failed) {
-        p->failed = 1;
-        c->write_errors++;
-        CLOG(c, TFT_LOG_ERROR, "%s/%s: write failed: %s; recording of this rank stopped", c->dir,
-             p->file, strerror(-e));
-    }
 }
 
+static void append_dropped(collector *c, cproc *p, uint64_t n, uint32_t reason)
+{
+    if (!n)
+        return;
+    tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = shm_now_ns(),
+                                .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
+                          .count = n, .reason = reason};
+    /* the record first: it may seal the chunk, and the chunk header's count
+     * must summarise the DROPPED records of the same chunk */
+    if (proc_append(c, p, &dr.h) == 0)
+        proc_record(p, &dr.h);
+    tft_writer_add_dropped(p->w, n);
+}
+
+/* Drops --no-drop gave up on (a stalled or dead collector) are counted
+ * apart and written with reason "other": the ring was not simply full. */
 static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
 {
     uint64_t d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    uint64_t ds = atomic_load_explicit(&r->dropped_stalled, memory_order_relaxed);
     if (d <= c->ring_dropped[i] || r->proc >= SHM_MAX_PROCS)
         return;
     uint64_t delta = d - c->ring_dropped[i];
+    uint64_t sdelta = ds > c->ring_stalled[i] ? ds - c->ring_stalled[i] : 0;
+    if (sdelta > delta)
+        sdelta = delta; /* the producer counts stalled before total */
     c->ring_dropped[i] = d;
+    c->ring_stalled[i] += sdelta;
     cproc *p = &c->procs[r->proc];
     if (!p->opened && proc_open(c, r->proc) < 0)
         return;
     if (!p->w || p->closed)
         return;
     c->dropped_total += delta;
-    tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = shm_now_ns(),
-                                .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
-                          .count = delta, .reason = TFT_DROP_RING_FULL};
-    /* the record first: it may seal the chunk, and the chunk header's count
-     * must summarise the DROPPED records of the same chunk */
-    if (tft_writer_append(p->w, &dr.h) == 0)
-        proc_record(p, &dr.h);
-    tft_writer_add_dropped(p->w, delta);
+    c->stalled_total += sdelta;
+    p->dropped_stalled += sdelta;
+    if (p->failed)
+        return; /* counted; the file takes nothing more */
+    append_dropped(c, p, delta - sdelta, TFT_DROP_RING_FULL);
+    append_dropped(c, p, sdelta, TFT_DROP_OTHER);
 }
 
 static void ring_release(collector *c, uint32_t i, shm_ring *r)
@@ -267,7 +386,9 @@ static void ring_release(collector *c, uint32_t i, shm_ring *r)
     atomic_store_explicit(&r->head, 0, memory_order_relaxed);
     atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
     atomic_store_explicit(&r->dropped, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->dropped_stalled, 0, memory_order_relaxed);
     c->ring_dropped[i] = 0;
+    c->ring_stalled[i] = 0;
     atomic_store_explicit(&r->state, RING_FREE, memory_order_release);
 }
 
@@ -287,7 +408,7 @@ static void pass_sync(collector *c, int only_proc)
             continue;
         tft_rec_sync sy = {.h = {.kind = TFT_REC_SYNC, .len = sizeof(sy), .ts = shm_now_ns(), .step = w,
                                  .seq = TFT_SEQ_NONE}};
-        if (tft_writer_append(p->w, &sy.h) == 0) {
+        if (proc_append(c, p, &sy.h) == 0) {
             p->records++;
             p->synced = w;
         }
@@ -310,8 +431,8 @@ static size_t drain_rings(collector *c, int only_proc)
         attribute_dropped(c, i, r);
         if (st == RING_RETIRED) {
             cproc *p = r->proc < SHM_MAX_PROCS ? &c->procs[r->proc] : NULL;
-            if (p && p->w && !p->closed && p->has_thread) {
-                thread_record(p, r, TFT_THREAD_END);
+            if (p && p->w && !p->closed && !p->failed && p->has_thread) {
+                thread_record(c, p, r, TFT_THREAD_END);
                 p->cur_index = UINT32_MAX; /* the next record names its thread again */
             }
             ring_release(c, i, r);
@@ -356,28 +477,28 @@ static void proc_finish(collector *c, uint32_t idx)
     if (!p->exit_known) /* SIGKILL of a process that is not our child */
         CLOG(c, TFT_LOG_INFO, "%s/%s: process %d vanished without an exit status", c->dir, p->file,
              (int)p->pid);
-    int e = tft_writer_close(p->w);
-    p->w = NULL;
-    p->closed = 1;
-    if (e) {
-        c->write_errors++;
-        CLOG(c, TFT_LOG_ERROR, "%s/%s: closing failed: %s", c->dir, p->file, strerror(-e));
-    }
+    proc_close(c, p);
 }
 
 static void append_exit(collector *c, cproc *p)
 {
-    if (!p->w || p->closed)
+    if (!p->w || p->closed || p->failed)
         return;
     tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = shm_now_ns(),
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .event = TFT_PROC_EXIT, .pid = p->pid, .exit_code = p->exit_code,
                           .signal = p->signal};
-    if (tft_writer_append(p->w, &pr.h) == 0)
+    if (proc_append(c, p, &pr.h) == 0)
         proc_record(p, &pr.h);
 }
 
 void collector_set_child(collector *c, pid_t pid) { c->child = pid; }
+
+void collector_set_claimed(collector *c, int fd, const char *name)
+{
+    c->claimed_fd = fd;
+    snprintf(c->claimed_name, sizeof(c->claimed_name), "%s", name);
+}
 
 void collector_child_exit(collector *c, pid_t pid, int status)
 {
@@ -470,9 +591,18 @@ int collector_live_procs(collector *c)
 
 void collector_flush(collector *c)
 {
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
-        if (c->procs[i].w && !c->procs[i].closed)
-            tft_writer_flush(c->procs[i].w);
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (!p->w || p->closed || p->failed)
+            continue;
+        int e = tft_writer_flush(p->w);
+        tft_writer_stats st;
+        tft_writer_get_stats(p->w, &st);
+        if (e)
+            proc_fail(c, p, e, "write");
+        else
+            p->sealed = st.records;
+    }
 }
 
 int collector_finish(collector *c, collector_summary *s)
@@ -490,19 +620,20 @@ int collector_finish(collector *c, collector_summary *s)
         cproc *p = &c->procs[i];
         if (!p->opened)
             continue;
-        if (p->w) {
-            int e = tft_writer_close(p->w);
-            p->w = NULL;
-            p->closed = 1;
-            if (e)
-                c->write_errors++;
-        }
-        if (c->ranks)
+        proc_close(c, p);
+        /* lost: taken by the writer but not in a completed chunk, or
+         * drained after the file failed */
+        uint64_t lost = p->lost + (p->appended > p->sealed ? p->appended - p->sealed : 0);
+        if (c->ranks) {
             c->ranks[s->nranks++] = (collector_rank){.rank = p->rank, .pid = p->pid, .exited = p->exit_known,
-                                                     .exit_code = p->exit_code, .signal = p->signal};
-        if (c->ranks)
+                                                     .exit_code = p->exit_code, .signal = p->signal,
+                                                     .records = p->sealed, .lost = lost, .err = p->err,
+                                                     .err_what = p->err_what,
+                                                     .dropped_stalled = p->dropped_stalled};
             snprintf(c->ranks[s->nranks - 1].file, sizeof(c->ranks[0].file), "%s", p->file);
-        s->records += p->records;
+        }
+        s->records += p->sealed;
+        s->lost += lost;
         if (p->first_step != TFT_STEP_NONE &&
             (s->first_step == TFT_STEP_NONE || p->first_step < s->first_step))
             s->first_step = p->first_step;
@@ -511,8 +642,25 @@ int collector_finish(collector *c, collector_summary *s)
     }
     s->ranks = c->ranks;
     s->dropped = c->dropped_total;
+    s->dropped_stalled = c->stalled_total;
     s->errors = c->write_errors;
     return c->write_errors ? -EIO : 0;
+}
+
+void collector_incomplete_reason(const collector_summary *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    if (n)
+        buf[0] = '\0';
+    for (int i = 0; i < s->nranks && k + 1 < n; i++) {
+        const collector_rank *r = &s->ranks[i];
+        if (!r->err)
+            continue;
+        int w = snprintf(buf + k, n - k, "%s%s: %s failed (%s): %llu records reached the disk, %llu lost",
+                         k ? "; " : "", r->file, r->err_what ? r->err_what : "write", strerror(-r->err),
+                         (unsigned long long)r->records, (unsigned long long)r->lost);
+        k = w > 0 && (size_t)w < n - k ? k + (size_t)w : n - 1;
+    }
 }
 
 void collector_free(collector *c)
@@ -521,8 +669,11 @@ void collector_free(collector *c)
         return;
     for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
         tft_writer_abandon(c->procs[i].w);
+    if (c->claimed_fd >= 0)
+        close(c->claimed_fd);
     free(c->ranks);
     free(c->ring_dropped);
+    free(c->ring_stalled);
     free(c->dir);
     free(c);
 }

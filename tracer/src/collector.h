@@ -9,6 +9,8 @@
 
 #include "shm_internal.h"
 
+#include <stdbool.h>
+
 typedef struct collector collector;
 
 typedef struct collector_opts {
@@ -17,6 +19,7 @@ typedef struct collector_opts {
     size_t chunk_bytes;    /* default 1 MiB */
     tft_log_fn log;
     void *log_ctx;
+    unsigned file_mode;    /* rank files' permission bits, exactly (umask aside); 0 = 0600 */
 } collector_opts;
 
 typedef struct collector_rank {
@@ -24,17 +27,33 @@ typedef struct collector_rank {
     int pid;
     char file[64];
     int exited, exit_code, signal;
+    uint64_t records;        /* records in the file that reached the disk (what a reader gets) */
+    uint64_t lost;           /* records lost to a write error */
+    int err;                 /* first write error (negative errno), 0 none */
+    const char *err_what;    /* "create", "write", "close" when err */
+    uint64_t dropped_stalled;
 } collector_rank;
 
 typedef struct collector_summary {
     int nranks;
     collector_rank *ranks;   /* owned by the collector */
-    uint64_t records, raw_bytes, file_bytes, dropped;
+    uint64_t records;        /* on disk, every rank file */
+    uint64_t lost;           /* lost to write errors */
+    uint64_t raw_bytes, file_bytes, dropped;
+    uint64_t dropped_stalled; /* of dropped: --no-drop gave up on a stalled or dead collector */
     int64_t first_step, last_step; /* TFT_STEP_NONE when none */
-    int errors;              /* rank files that failed to write */
+    int errors;              /* rank files that failed to write (each once) */
 } collector_summary;
 
-collector *collector_new(shm_hdr *h, const char *dir, const uint8_t run_id[16], const collector_opts *o);
+/* dir names the trace directory in messages; dir_fd is it, open (the
+ * caller keeps it open while the collector lives): rank files are created
+ * in it with O_CREAT|O_EXCL|O_NOFOLLOW. */
+collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t run_id[16],
+                         const collector_opts *o);
+/* The in-process writer claims its rank file (a number nobody holds) before
+ * any record: fd, named name in the directory, is used for the process whose
+ * file gets that name. The collector owns fd from the call on. */
+void collector_set_claimed(collector *c, int fd, const char *name);
 /* Drains every ring once, retires finished threads and dead processes.
  * Returns the bytes drained. */
 size_t collector_poll(collector *c);
@@ -54,17 +73,50 @@ void collector_flush(collector *c);
  * collector_free). Returns 0 or the first write error. */
 int collector_finish(collector *c, collector_summary *s);
 void collector_free(collector *c);
+/* One clause per rank file of s that lost records to a write error ("FILE:
+ * write failed (No space left on device): N records reached the disk, M
+ * lost"), joined by "; ": the manifest's "incomplete". "" when none. */
+void collector_incomplete_reason(const collector_summary *s, char *buf, size_t n);
 
-#endif
+/* ---- manifest.json (manifest_merge.c) --------------------------------------- */
 
-/* Merges rank entries into DIR/manifest.json under an exclusive lock (several
- * tftrace instances or in-process writers may share one trace directory):
- * entries with the same rank are replaced, others kept; fields still empty
- * are filled from this process (command line, cwd, host). Marks the manifest
- * complete with exit_status (>= 0) unless exit_status is -1 (start). */
+#define MANIFEST_REDACTED "<redacted>"
+
+/* Merges rank entries into the manifest of the trace directory dir_fd under
+ * an exclusive lock (several tftrace instances or in-process writers may
+ * share one trace directory): entries with the same rank are replaced,
+ * others kept; fields still empty are filled from this process (command
+ * line, redacted unless run->no_redact; cwd, host). exit_status -1: the
+ * start (a collector joins); >= 0: the end — the reserve is released first,
+ * and the manifest is complete when every collector in it is done and no
+ * rank file lost records. Returns 0 or a negative errno. */
 typedef struct manifest_run {
     const uint8_t *run_id;     /* 16 bytes, or NULL to keep what is there */
     const char *options_json;  /* recording options object, or NULL */
+    int no_redact;             /* keep the command line verbatim (--no-redact) */
+    unsigned file_mode;        /* manifest.json's permission bits; 0 = 0600 */
+    int collector;             /* this process is a collector (the launcher): listed in "collectors" */
+    const char *incomplete;    /* why records were lost (added to "incomplete"), NULL none */
+    uint64_t dropped_stalled;  /* added to the manifest's count */
 } manifest_run;
-int manifest_merge_rank(const char *dir, const manifest_run *run, const tft_manifest_rank *ranks, int n,
+int manifest_merge_rank(int dir_fd, const manifest_run *run, const tft_manifest_rank *ranks, int n,
                         int exit_status);
+/* Reads the manifest.json of the trace directory dir_fd (never through a
+ * link; at most 64 MiB) into *m. Returns 0 or a negative errno. */
+int manifest_read_at(int dir_fd, tft_manifest *m);
+/* Creates this process's reserve (64 KiB, .manifest.reserve.PID) in the trace
+ * directory, released by the final manifest_merge_rank: a disk filled by the
+ * rank files still has room for the manifest that says so. 0 or -errno. */
+int manifest_reserve(int dir_fd);
+/* Deletes this process's reserve (done by the final manifest_merge_rank;
+ * for a process that ends without one). */
+void manifest_reserve_release(int dir_fd);
+/* Replaces the values of secret-looking arguments in argv (docs/SECURITY.md):
+ * --NAME=V and -NAME=V, --NAME V (V not starting with '-'), NAME=V (NAME an
+ * identifier), where NAME contains KEY, TOKEN, SECRET, PASSWORD or PASSWD in
+ * any case; and the password of scheme://user:PASSWORD@host. V becomes
+ * MANIFEST_REDACTED. Writes the indices changed to idx (at most max_idx).
+ * Returns their number or a negative errno. */
+int manifest_redact(char **argv, int argc, int *idx, int max_idx);
+
+#endif

@@ -3,6 +3,12 @@
  * attaching to the collector's region (TFT_SHM) or starting an in-process
  * writer thread (TFT_OUTPUT), process registration, fork, exit and crash
  * records. Runs once, on the first API call, never on the hot path.
+ *
+ * The in-process writer is the one part of the library that speaks on its
+ * own: there is no launcher to tell the user, so a trace it cannot write
+ * (a refused directory, a full disk) gets one line on stderr. It shares its
+ * directory with the other processes of the job (each creates its own rank
+ * file, O_CREAT|O_EXCL|O_NOFOLLOW), takes no run lock and never deletes.
  */
 #include "capture_ref.h"
 #include "capture_spec.h"
@@ -31,9 +37,11 @@ static struct {
     int active;
     collector *col;
     char dir[4096];
+    int dir_fd;               /* the trace directory, open for the process's life */
+    unsigned mode;            /* trace files' permission bits (TFT_MODE, default 0600) */
     int rank;
     uint8_t run_id[16];
-    char claimed[4200];       /* rank file created to claim a number, "" none */
+    char claimed[64];         /* rank file created to claim a number, "" none */
     pthread_t thread;
     _Atomic int stop;
     _Atomic int flush_req, flush_ack;
@@ -136,9 +144,29 @@ static int register_proc(int rank)
     return -1;
 }
 
+/* The launcher's memfd through its fd table. Only that: a process that
+ * outlived its launcher could find the pid reused, and fd N there any file
+ * (a device whose open has effects), so the link must name our memfd
+ * before anything is opened. */
+static int open_memfd(const char *path)
+{
+    char target[128];
+    ssize_t n = readlink(path, target, sizeof(target) - 1);
+    if (n < 0)
+        return -1;
+    target[n] = '\0';
+    if (strncmp(target, "/memfd:tftrace-rings", 20) != 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    return open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+}
+
+/* TFT_SHM: /proc/PID/fd/N, the launcher's memfd (a named POSIX segment
+ * still opens, for older launchers). */
 static int attach(const char *name)
 {
-    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    int fd = !strncmp(name, "/proc/", 6) ? open_memfd(name) : shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     struct stat sb;
@@ -196,30 +224,100 @@ int rec_inproc_flush(int timeout_ms)
     return -ETIMEDOUT;
 }
 
-/* Picks this process's rank file number in dir: its launcher rank, else the
- * first number whose file it can create exclusively. */
-static int inproc_rank(const char *dir)
+/* Picks this process's rank file number: its launcher rank (the collector
+ * creates the file on the first record), else the first number whose file
+ * it can create exclusively — that file, claimed now, is handed to the
+ * collector (*claimed_fd). */
+static int inproc_rank(int *claimed_fd)
 {
+    *claimed_fd = -1;
     int r = env_rank();
     if (r >= 0)
         return r;
     for (int k = 0; k < 100000; k++) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/rank-%05d.tft", dir, k);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        char name[64];
+        snprintf(name, sizeof(name), "rank-%05d.tft", k);
+        int fd = openat(inproc.dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, inproc.mode);
         if (fd >= 0) {
-            close(fd);
-            snprintf(inproc.claimed, sizeof(inproc.claimed), "%s", path);
+            if (fchmod(fd, inproc.mode) < 0) { /* exact, whatever the umask */
+                close(fd);
+                unlinkat(inproc.dir_fd, name, 0);
+                break;
+            }
+            snprintf(inproc.claimed, sizeof(inproc.claimed), "%s", name);
+            *claimed_fd = fd;
             return k;
         }
+        if (errno != EEXIST)
+            break;
     }
     return 0;
 }
 
+/* TFT_MODE: octal permission bits with owner read and write; else 0600. */
+static unsigned env_mode(void)
+{
+    const char *v = getenv("TFT_MODE");
+    if (!v || !*v || strspn(v, "01234567") != strlen(v) || strlen(v) > 4)
+        return 0600;
+    unsigned long m = strtoul(v, NULL, 8);
+    return m <= 0777 && (m & 0600) == 0600 ? (unsigned)m : 0600;
+}
+
+/* The trace directory, as the launcher would take it, except that it may
+ * hold other processes' rank files (the job's) and is never locked:
+ * created 0700 (x where TFT_MODE has r), not a symbolic link (unless
+ * TFT_FORCE=1), owned by this user. Returns the fd or -1 with a reason. */
+static int inproc_dir(const char *dir, char *why, size_t n)
+{
+    unsigned dmode = inproc.mode | ((inproc.mode & 0444) >> 2);
+    int created = mkdir(dir, dmode) == 0;
+    if (!created && errno != EEXIST) {
+        snprintf(why, n, "cannot create it: %s", strerror(errno));
+        return -1;
+    }
+    const char *force = getenv("TFT_FORCE");
+    int follow = force && *force && strcmp(force, "0");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    struct stat sb;
+    if (fd < 0) {
+        int e = errno;
+        if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode))
+            snprintf(why, n, "is a symbolic link, not followed (TFT_FORCE=1 follows it)");
+        else
+            snprintf(why, n, "cannot open it: %s", strerror(e));
+        return -1;
+    }
+    if (fstat(fd, &sb) < 0 || sb.st_uid != geteuid()) {
+        snprintf(why, n, "belongs to uid %d, not to this process's (%d)", (int)sb.st_uid, (int)geteuid());
+        close(fd);
+        return -1;
+    }
+    if (created)
+        fchmod(fd, dmode);
+    return fd;
+}
+
+/* ERROR messages of the collector: the first is kept for the one line
+ * inproc_finish prints (the library does not print as things happen). */
+static char inproc_first_error[512];
+static void inproc_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (level == TFT_LOG_ERROR && !inproc_first_error[0])
+        snprintf(inproc_first_error, sizeof(inproc_first_error), "%s", msg);
+}
+
 static int inproc_start(const char *dir)
 {
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-        return -errno;
+    char why[256];
+    inproc.mode = env_mode();
+    snprintf(inproc.dir, sizeof(inproc.dir), "%s", dir);
+    inproc.dir_fd = inproc_dir(dir, why, sizeof(why));
+    if (inproc.dir_fd < 0) {
+        fprintf(stderr, "tftrace: TFT_OUTPUT=%s: %s; not recording\n", dir, why);
+        return -EPERM;
+    }
     size_t ring = (size_t)env_long("TFT_RING_KB", 4096) * 1024u;
     ring = ring < 65536 ? 65536 : (ring + 4095) / 4096 * 4096;
     uint32_t nrings = 32;
@@ -228,18 +326,32 @@ static int inproc_start(const char *dir)
     if (p == MAP_FAILED)
         return -errno;
     shm_region_init(p, bytes, nrings, ring, env_long("TFT_NO_DROP", 0) ? SHM_NO_DROP : 0);
+    const char *to = getenv("TFT_NO_DROP_TIMEOUT");
+    char *end;
+    double tos = to && *to ? strtod(to, &end) : -1;
+    if (to && *to && !*end && tos >= 0)
+        ((shm_hdr *)p)->nodrop_timeout_ns = (uint64_t)(tos * 1e9);
     shm_setup_clock(p);
     g_rec.h = p;
     g_rec.bytes = bytes;
     uint8_t *run_id = inproc.run_id;
-    if (getrandom(run_id, 16, 0) != 16)
-        memset(run_id, 0x42, 16);
-    snprintf(inproc.dir, sizeof(inproc.dir), "%s", dir);
-    inproc.rank = inproc_rank(dir);
-    collector_opts co = {.sz = sizeof(co), .zstd_level = (int)env_long("TFT_ZSTD_LEVEL", 1)};
-    inproc.col = collector_new(p, dir, run_id, &co);
-    if (!inproc.col)
+    if (getrandom(run_id, 16, 0) != 16) {
+        uint64_t x[2] = {shm_now_ns(), (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL)};
+        memcpy(run_id, x, 16);
+    }
+    int claimed_fd;
+    inproc.rank = inproc_rank(&claimed_fd);
+    manifest_reserve(inproc.dir_fd); /* room for the final manifest on a full disk */
+    collector_opts co = {.sz = sizeof(co), .zstd_level = (int)env_long("TFT_ZSTD_LEVEL", 1), .log = inproc_log,
+                         .file_mode = inproc.mode};
+    inproc.col = collector_new(p, dir, inproc.dir_fd, run_id, &co);
+    if (!inproc.col) {
+        if (claimed_fd >= 0)
+            close(claimed_fd);
         return -ENOMEM;
+    }
+    if (claimed_fd >= 0)
+        collector_set_claimed(inproc.col, claimed_fd, inproc.claimed);
     /* the writer starts with every signal blocked: a signal for the
      * process goes to the program's threads, as it would untraced */
     sigset_t all, old;
@@ -270,12 +382,26 @@ static void inproc_finish(int code, int sig)
         snprintf(mr[0].file, sizeof(mr[0].file), "%s", s.ranks[0].file);
         n = 1;
     }
+    char why[2048];
+    collector_incomplete_reason(&s, why, sizeof(why));
+    int me = 0;
     if (n) {
-        manifest_run run = {.run_id = inproc.run_id, .options_json = NULL};
-        manifest_merge_rank(inproc.dir, &run, mr, n, sig ? 128 + sig : code);
-    } else if (inproc.claimed[0]) {
-        unlink(inproc.claimed); /* recorded nothing: no empty rank file */
+        const char *nr = getenv("TFT_NO_REDACT");
+        manifest_run run = {.run_id = inproc.run_id, .options_json = NULL, .no_redact = nr && *nr && strcmp(nr, "0"),
+                            .file_mode = inproc.mode, .incomplete = why[0] ? why : NULL,
+                            .dropped_stalled = s.dropped_stalled};
+        me = manifest_merge_rank(inproc.dir_fd, &run, mr, n, sig ? 128 + sig : code);
+    } else {
+        manifest_reserve_release(inproc.dir_fd); /* recorded nothing: nothing left behind */
+        if (inproc.claimed[0])
+            unlinkat(inproc.dir_fd, inproc.claimed, 0);
     }
+    /* the one line: the program's status is its own, the user must still learn the trace is short */
+    if (why[0] || (s.errors && inproc_first_error[0]) || me < 0)
+        fprintf(stderr, "tftrace: TFT_OUTPUT=%s: the trace is INCOMPLETE: %s%s%s\n", inproc.dir,
+                why[0] ? why : inproc_first_error[0] ? inproc_first_error : "",
+                me < 0 ? (why[0] ? "; manifest.json could not be written: " : "manifest.json could not be written: ") : "",
+                me < 0 ? strerror(-me) : "");
     collector_free(inproc.col);
     inproc.col = NULL;
 }

@@ -26,6 +26,12 @@
  *   5. `tfdiff --tensors` of the two replays: element-wise comparison of the
  *      captured tensors.
  *
+ * A trace is a program: the commands come from the manifests (and the
+ * checkpoints' resume recipes), which anyone who can write the trace can
+ * change. Both are shown, with their directories, and run only with --yes
+ * or after a "y" on a terminal; a command whose secrets were redacted when
+ * it was recorded is refused (docs/SECURITY.md).
+ *
  * Output directory (-o, default replay-DATE-TIME): golden.trace, bad.trace,
  * tensors.json and replay.json (a summary of everything above).
  * Exit: 0 replayed and reproduced, 1 the tensors differ (the usual outcome:
@@ -55,6 +61,8 @@ typedef struct rp_opts {
     const char *golden, *bad, *out, *at;
     double timeout;
     int from_start, quiet;
+    int yes;               /* --yes: run the recorded commands without asking */
+    int force;             /* --force: replace an earlier replay's traces in the output directory */
 } rp_opts;
 
 /* The point to replay to. */
@@ -103,11 +111,18 @@ static void rp_usage(FILE *f)
             "  -o, --output DIR  where the replays and reports go (default replay-DATE-TIME)\n"
             "      --from-start  ignore checkpoints: re-run both programs from the start\n"
             "      --timeout SEC end a replay after SEC seconds (default none)\n"
+            "  -y, --yes         run the two recorded commands without asking. They come from\n"
+            "                    the traces' manifest.json (and checkpoint resume recipes):\n"
+            "                    whoever could write a trace chose them. They are shown with\n"
+            "                    their directories first; without --yes a terminal asks, and\n"
+            "                    anything else stops before running (exit 2)\n"
+            "      --force       replace the traces an earlier replay left in the output directory\n"
             "  -q, --quiet       only the final report\n"
             "  -h, --help        this help\n\n"
+            "A command recorded with secrets redacted (tftrace's default) is not run.\n\n"
             "Exit status: 0 reproduced and captured, tensors equal; 1 the captured tensors\n"
             "differ; 3 a replay did not reproduce its recording (non-determinism); 2 usage\n"
-            "or input error; 4 a replay could not be run.\n");
+            "or input error, or the commands were not confirmed; 4 a replay could not be run.\n");
 }
 
 static void say(const rp_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -150,7 +165,7 @@ static int run_cmd(char *const argv[], const char *cwd, char **out, const char *
             close(pfd[1]);
         }
         if (errfile) {
-            int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
             if (fd >= 0)
                 dup2(fd, 2);
         }
@@ -204,6 +219,33 @@ static void tool_path(char *buf, size_t n, const char *tool)
     k = snprintf(buf, n, "%s/../analyzer/%s", tool_dir, tool);
     if (k < 0 || (size_t)k >= n || access(buf, X_OK) != 0)
         snprintf(buf, n, "%s", tool);
+}
+
+/* The output directory: created 0700, or an existing one of ours that is
+ * not a symbolic link (the reports are written into it by name). */
+static int out_dir(const char *dir)
+{
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        fprintf(stderr, "tftrace replay: %s: cannot create: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid()) {
+        fprintf(stderr, "tftrace replay: %s: not a directory of yours (a symbolic link, or another user's): "
+                        "choose another -o\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* A report file: never written through a link planted at its name. */
+static FILE *fopen_out(const char *path, const char *how)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (how[0] == 'a' ? O_APPEND : O_TRUNC), 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, how) : NULL;
+    if (!f && fd >= 0)
+        close(fd);
+    return f;
 }
 
 /* ---- the point ------------------------------------------------------------ */
@@ -359,6 +401,16 @@ static int side_manifest(rp_side *s)
         }
     if (from == 0 && m.argc > 0 && strstr(m.argv[0], "tftrace"))
         from = m.argc; /* a launcher command line without "--": nothing to run */
+    for (int k = 0; k < m.nredacted; k++) {
+        int i = m.redacted[k];
+        if (i < from || i >= m.argc)
+            continue;
+        fprintf(stderr, "tftrace replay: %s: the recorded command had a secret-looking value redacted (argument "
+                        "%d: %s), so it cannot be re-run as recorded; record with tftrace --no-redact, or re-run it "
+                        "by hand\n", path, i - from, m.argv[i]);
+        tft_manifest_free(&m);
+        return -1;
+    }
     for (int i = from; i < m.argc; i++)
         side_add(s, m.argv[i]);
     snprintf(s->cwd, sizeof(s->cwd), "%s", m.cwd[0] ? m.cwd : ".");
@@ -488,14 +540,80 @@ static void trace_steps(const char *trace, int rank, int64_t *first, int64_t *la
     tft_trace_close(t);
 }
 
-static int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec)
+/* The command a side will run: the recorded one with the recipe's words. */
+static int side_prepare(const rp_opts *o, rp_side *s)
 {
-    char scratch[4200], self[PATH_MAX + 16], errlog[4300];
+    char scratch[4200];
     snprintf(scratch, sizeof(scratch), "%s/%s.scratch", o->out, s->label);
-    mkdir(scratch, 0755);
+    mkdir(scratch, 0700);
     if (s->have_ckpt && apply_recipe(s, scratch) < 0)
         return -1;
     snprintf(s->out_trace, sizeof(s->out_trace), "%s/%s.trace", o->out, s->label);
+    struct stat sb;
+    if (!o->force && lstat(s->out_trace, &sb) == 0) {
+        fprintf(stderr, "tftrace replay: %s exists (an earlier replay?): pass --force to replace it, or choose "
+                        "another -o\n", s->out_trace);
+        return -1;
+    }
+    return 0;
+}
+
+/* One word as a shell would need it to mean itself: 'it''s' quoting when it
+ * holds anything but [A-Za-z0-9_./:=@%+,-]. */
+static void print_word(FILE *f, const char *w)
+{
+    if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-") == strlen(w)) {
+        fputs(w, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *w; w++) {
+        if (*w == '\'')
+            fputs("'\\''", f);
+        else if ((unsigned char)*w < 0x20 || *w == 0x7f)
+            fprintf(f, "'$'\\x%02x''", (unsigned char)*w); /* a control character shown, not obeyed */
+        else
+            fputc(*w, f);
+    }
+    fputc('\'', f);
+}
+
+/* Shows what will run and asks: --yes, or "y" on a terminal. Returns 0 to
+ * go on. */
+static int confirm(const rp_opts *o, const rp_side side[2])
+{
+    fprintf(stderr, "tftrace replay: these commands come from the traces (manifest.json%s) and will run as "
+                    "uid %d:\n", side[0].have_ckpt || side[1].have_ckpt ? " and a checkpoint's resume recipe" : "",
+            (int)geteuid());
+    for (int i = 0; i < 2; i++) {
+        fprintf(stderr, "  %s (%s), in ", side[i].label, side[i].trace);
+        print_word(stderr, side[i].cwd);
+        fprintf(stderr, ":\n   ");
+        for (int k = 0; k < side[i].argc; k++) {
+            fputc(' ', stderr);
+            print_word(stderr, side[i].argv[k]);
+        }
+        fputc('\n', stderr);
+    }
+    if (o->yes)
+        return 0;
+    if (!isatty(STDIN_FILENO)) {
+        fprintf(stderr, "tftrace replay: not run: a command read from a trace runs only with --yes, or after a "
+                        "'y' typed on a terminal\n");
+        return -1;
+    }
+    fprintf(stderr, "Run them? [y/N] ");
+    char ans[64] = "";
+    if (!fgets(ans, sizeof(ans), stdin) || (strcmp(ans, "y\n") && strcmp(ans, "yes\n") && strcmp(ans, "Y\n"))) {
+        fprintf(stderr, "tftrace replay: not confirmed: nothing was run\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec)
+{
+    char self[PATH_MAX + 16], errlog[4300];
     snprintf(errlog, sizeof(errlog), "%s/%s.log", o->out, s->label);
     tool_path(self, sizeof(self), "tftrace");
     char until[32], timeout[32], every[32];
@@ -506,6 +624,8 @@ static int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char 
     int n = 0;
     argv[n++] = self;
     argv[n++] = "-q";
+    if (o->force)
+        argv[n++] = "--force";
     argv[n++] = "-o";
     argv[n++] = s->out_trace;
     argv[n++] = "--capture";
@@ -549,7 +669,7 @@ static int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char 
     char *junk = NULL;
     s->run_status = run_cmd(argv, s->cwd, &junk, errlog);
     if (junk) {
-        FILE *f = fopen(errlog, "a");
+        FILE *f = fopen_out(errlog, "a");
         if (f) {
             fputs(junk, f);
             fclose(f);
@@ -679,11 +799,14 @@ static int rp_parse(int argc, char **argv, rp_opts *o)
     static const struct option lo[] = {{"at", 1, 0, 'a'},         {"output", 1, 0, 'o'},
                                        {"from-start", 0, 0, 'f'}, {"timeout", 1, 0, 't'},
                                        {"quiet", 0, 0, 'q'},      {"help", 0, 0, 'h'},
+                                       {"yes", 0, 0, 'y'},        {"force", 0, 0, 'F'},
                                        {0, 0, 0, 0}};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:qhy", lo, NULL)) != -1) {
         switch (c) {
+        case 'y': o->yes = 1; break;
+        case 'F': o->force = 1; break;
         case 'a': o->at = optarg; break;
         case 'o': o->out = optarg; break;
         case 'f': o->from_start = 1; break;
@@ -744,10 +867,8 @@ int replay_main(int argc, char **argv, const char *self_dir)
         if (o.from_start)
             side[i].have_ckpt = 0;
     }
-    if (!rc && mkdir(o.out, 0755) < 0 && errno != EEXIST) {
-        fprintf(stderr, "tftrace replay: %s: cannot create: %s\n", o.out, strerror(errno));
+    if (!rc && out_dir(o.out) < 0)
         rc = 2;
-    }
     if (rc) {
         side_free(&side[0]);
         side_free(&side[1]);
@@ -761,6 +882,16 @@ int replay_main(int argc, char **argv, const char *self_dir)
     else
         say(&o, "the runs part at op seq %lld (rank %d, %s %s); capturing %s", (long long)p.seq, p.rank, p.kind,
             p.tensor, spec);
+    for (int i = 0; i < 2 && !rc; i++)
+        if (side_prepare(&o, &side[i]) < 0)
+            rc = 2;
+    if (!rc && confirm(&o, side) < 0)
+        rc = 2;
+    if (rc) {
+        side_free(&side[0]);
+        side_free(&side[1]);
+        return rc;
+    }
     for (int i = 0; i < 2 && !rc; i++) {
         if (run_side(&o, &side[i], &p, spec) < 0)
             rc = 4;
@@ -780,7 +911,7 @@ int replay_main(int argc, char **argv, const char *self_dir)
         int st = run_cmd(jargv, NULL, &out, NULL);
         tensors_rc = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         if (out) {
-            FILE *f = fopen(tensors_json, "w");
+            FILE *f = fopen_out(tensors_json, "w");
             if (f) {
                 fputs(out, f);
                 fclose(f);
@@ -808,7 +939,7 @@ int replay_main(int argc, char **argv, const char *self_dir)
     char *txt = cJSON_Print(rep);
     char path[4300];
     snprintf(path, sizeof(path), "%s/replay.json", o.out);
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen_out(path, "w");
     if (f && txt) {
         fputs(txt, f);
         fputc('\n', f);

@@ -5,12 +5,15 @@
 #include "shm_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t shm_now_ns(void)
 {
@@ -64,6 +67,8 @@ void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_byt
     h->ring_stride = round_up(sizeof(shm_ring) + ring_bytes, 4096);
     h->rings_offset = round_up(sizeof(shm_hdr), 4096);
     h->n_rings = n_rings;
+    h->nodrop_timeout_ns = SHM_NODROP_TIMEOUT_DEFAULT_NS;
+    h->collector_pid = (int32_t)getpid();
     atomic_store(&h->heartbeat_ns, shm_now_ns());
     atomic_store_explicit((_Atomic uint64_t *)&h->magic, SHM_MAGIC, memory_order_release);
 }
@@ -115,12 +120,54 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, con
     return NULL;
 }
 
-static bool collector_alive(shm_hdr *h)
+enum { WAIT_ON = 0, WAIT_DONE = 1, WAIT_STALLED = 2 };
+
+/* The collector's process is gone: no such pid, or a zombie (killed, its
+ * parent has not reaped it yet). Plain syscalls on a stack buffer: this
+ * runs on the program's thread, where an allocation would be recorded. */
+static bool pid_gone(pid_t pid)
+{
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return true;
+    char path[48], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* Whether a --no-drop producer facing a full ring keeps waiting. The
+ * collector polls (and beats) every millisecond or so while it lives; it
+ * can stall for longer than a program should wait — a slow disk under a
+ * close's fsync, SIGSTOP, a debugger — or die (SIGKILL, OOM) and never
+ * drain again. WAIT_DONE: the collector finished (the run is ending: an
+ * ordinary drop). WAIT_STALLED: its heartbeat is older than the limit, or
+ * its process is gone (and silent for 200 ms, so a pid from another pid
+ * namespace is not taken for a dead one). *pid_checked_ns paces the probe
+ * to one per 10 ms. */
+static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
 {
     if (atomic_load_explicit(&h->collector_done, memory_order_acquire))
-        return false;
+        return WAIT_DONE;
+    uint64_t now = shm_now_ns();
     uint64_t hb = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
-    return shm_now_ns() - hb < 5000000000ull; /* 5 s without a heartbeat = gone */
+    uint64_t age = now > hb ? now - hb : 0;
+    uint64_t limit = h->nodrop_timeout_ns;
+    if (limit && age >= limit)
+        return WAIT_STALLED;
+    if (age > 200000000u && h->collector_pid > 0 && now - *pid_checked_ns > 10000000u) {
+        *pid_checked_ns = now;
+        if (pid_gone((pid_t)h->collector_pid))
+            return WAIT_STALLED;
+    }
+    return WAIT_ON;
 }
 
 int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
@@ -130,17 +177,24 @@ int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t pos = head % cap;
     uint64_t pad = pos + len > cap ? cap - pos : 0;
+    uint64_t pid_checked = 0;
+    int saved_errno = errno; /* the program's: our probes must not change it */
     while (head + pad + len - r->cached_tail > cap) {
         uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
         r->cached_tail = tail;
         if (head + pad + len - tail <= cap)
             break;
-        if (!(h->flags & SHM_NO_DROP) || !collector_alive(h)) {
+        int w = (h->flags & SHM_NO_DROP) ? nodrop_wait(h, &pid_checked) : WAIT_DONE;
+        if (w != WAIT_ON) {
+            if (w == WAIT_STALLED)
+                atomic_fetch_add_explicit(&r->dropped_stalled, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+            errno = saved_errno;
             return -ENOSPC;
         }
         sched_yield();
     }
+    errno = saved_errno;
     if (pad) {
         uint32_t filler[2] = {RING_PAD_KIND, (uint32_t)pad};
         memcpy(r->data + pos, filler, sizeof(filler));

@@ -20,10 +20,11 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC 0x314d4853745466ull /* "fTtSHM1" */
-#define SHM_VERSION 2u            /* 2: thread index and name in the ring */
+#define SHM_VERSION 3u            /* 2: thread index and name in the ring; 3: stalled drops, collector pid */
 #define SHM_MAX_PROCS 256u
 #define SHM_SENT_IDS 1024u            /* per-ring cache of string ids already sent */
 #define RING_PAD_KIND 0xFFFFu         /* filler to the end of the ring buffer */
+#define SHM_NODROP_TIMEOUT_DEFAULT_NS 5000000000ull /* --no-drop-timeout default: 5 s */
 
 enum { PROC_FREE = 0, PROC_ACTIVE = 1, PROC_DONE = 2 };
 enum { RING_FREE = 0, RING_ACTIVE = 1, RING_RETIRED = 2 };
@@ -48,6 +49,7 @@ typedef struct shm_ring {
     int32_t tid;
     uint32_t thread_index;      /* the thread's number in its process (THREAD records) */
     _Atomic uint64_t dropped;   /* records the producer could not fit */
+    _Atomic uint64_t dropped_stalled; /* of those, --no-drop gave up on a stalled or dead collector */
     char thread_name[16];       /* the thread's name at claim time, NUL-terminated */
     uint64_t cached_tail;       /* producer-private: last tail seen, saves a shared read */
     uint64_t sent_ids[SHM_SENT_IDS]; /* producer-private */
@@ -71,11 +73,19 @@ typedef struct shm_hdr {
     uint64_t tsc0, ns0;         /* SHM_TSC: a TSC reading and CLOCK_MONOTONIC at the same instant */
     double ns_per_tick;         /* SHM_TSC: calibrated at region init */
     shm_proc procs[SHM_MAX_PROCS];
+    /* --no-drop (SHM_NO_DROP): a producer facing a full ring waits while
+     * the collector lives and drains; it gives up (drops, counted in the
+     * ring's dropped_stalled) once the heartbeat is older than this (0 = no
+     * limit) or the collector's process is gone. */
+    uint64_t nodrop_timeout_ns;
+    int32_t collector_pid;      /* the draining process (tftrace, or the program itself in-process) */
+    uint32_t pad2;
 } shm_hdr;
 
 /* Bytes of a region with n_rings rings of ring_bytes each. */
 size_t shm_region_size(uint32_t n_rings, size_t ring_bytes);
-/* Initialises a zeroed region of size bytes. */
+/* Initialises a zeroed region of size bytes; the calling process is the
+ * collector (collector_pid), the --no-drop wait limit is 5 s. */
 void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_bytes, uint32_t flags);
 /* Checks a region's header before a producer or collector uses it. */
 bool shm_region_valid(const shm_hdr *h, size_t bytes);
@@ -86,7 +96,7 @@ static inline shm_ring *shm_ring_at(shm_hdr *h, uint32_t i)
 
 /* Producer side. ring_write copies one record (rec->len bytes); returns 0,
  * or -ENOSPC when the ring is full (dropped and counted; with SHM_NO_DROP it
- * waits while the collector is alive). */
+ * waits while the collector is alive: see nodrop_timeout_ns). Keeps errno. */
 int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec);
 /* Claims a free ring for the calling thread of process proc, NULL if none.
  * index and name (may be NULL) identify the thread in THREAD records. */

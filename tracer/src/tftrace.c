@@ -6,8 +6,16 @@
  *   tftrace [-o PATH] [--stats MODE] [--every N] [--timeout S] [--no-drop] -- CMD ...
  *   tftrace replay [options] GOLDEN BAD         (replay.c)
  *
+ * The trace directory (docs/SECURITY.md): new or empty, owned by the caller,
+ * not a symbolic link (unless --force), locked for the whole run (the
+ * instances of one mpirun job share it); files created 0600 (--mode) with
+ * O_CREAT|O_EXCL|O_NOFOLLOW relative to the directory's fd. The rings live
+ * in a memfd: nothing is left in /dev/shm whatever happens to this process.
+ *
  * Exit status: the command's (128+signal when it was killed); 2 for usage
- * errors of tftrace itself; 127 when the command cannot be run.
+ * errors of tftrace itself (and a trace directory it refuses); 127 when the
+ * command cannot be run; 86 (--incomplete-status) when the command
+ * succeeded but records were lost to write errors.
  */
 #include "capture_ref.h"
 #include "capture_spec.h"
@@ -37,8 +45,18 @@
 #define TFT_VERSION_STRING "0.0.0"
 #endif
 
+/* The command succeeded, the trace lost records (disk full): a status no
+ * common tool uses (not 1/2, not sysexits 64-78, not 100/101, not 124-127,
+ * not 128+signal), documented in README and docs/SECURITY.md. */
+#define INCOMPLETE_STATUS_DEFAULT 86
+
 typedef struct opts {
     const char *out;
+    int force;           /* --force: a non-empty or symlinked output directory */
+    unsigned mode;       /* permission bits of the trace files (--mode), default 0600 */
+    int no_redact;       /* --no-redact: the manifest keeps secrets in the command line */
+    double nodrop_timeout; /* --no-drop-timeout: seconds a full ring waits for a stalled collector, 0 = no limit */
+    long incomplete_status; /* exit status when the command succeeded but the trace lost records; 0 = the command's */
     const char *stats;
     long every;
     double timeout;      /* seconds, 0 = none */
@@ -53,8 +71,16 @@ typedef struct opts {
     char **cmd;
 } opts;
 
+/* The trace directory of this run, opened once: every file in it is reached
+ * through fd (openat), so nothing can swap the path under us. */
+typedef struct trace_dir {
+    int fd;
+    int run_lock;        /* .run.lock, flock'ed for the whole run (closed at exit) */
+    int joined;          /* another instance of the same job prepared it (mpirun ... tftrace) */
+} trace_dir;
+
 static volatile sig_atomic_t got_signal;
-static char shm_name[64];
+static char shm_name[64]; /* the region as traced processes open it: /proc/PID/fd/N of our memfd */
 
 static void usage(FILE *f)
 {
@@ -62,8 +88,18 @@ static void usage(FILE *f)
             "usage: tftrace [options] -- COMMAND [ARGS...]\n"
             "       tftrace replay [options] GOLDEN BAD   (see tftrace replay --help)\n"
             "Runs COMMAND with the tftrace recorder and writes a trace directory.\n\n"
-            "  -o, --output PATH     trace directory (default: tftrace-DATE-TIME.trace, never\n"
-            "                        overwriting an existing one)            [TFT_OUTPUT]\n"
+            "  -o, --output PATH     trace directory (default: tftrace-DATE-TIME.trace). It must be\n"
+            "                        new or empty and yours; a symbolic link is not followed;\n"
+            "                        locked while recording                  [TFT_OUTPUT]\n"
+            "      --force           record into PATH even when it holds files (an earlier trace's\n"
+            "                        manifest.json and rank-*.tft are deleted, other files left\n"
+            "                        alone) or is a symbolic link to a directory of yours [TFT_FORCE=1]\n"
+            "      --mode MODE       permission bits of the trace files, octal, owner rw at least\n"
+            "                        (default 0600; the directory: x where r, 0700) [TFT_MODE]\n"
+            "      --no-redact       keep secret-looking values in the command line the manifest\n"
+            "                        records (default: the values of options and NAME=VALUE pairs\n"
+            "                        whose name contains KEY, TOKEN, SECRET, PASSWORD or PASSWD,\n"
+            "                        and URL passwords, are <redacted>)      [TFT_NO_REDACT=1]\n"
             "      --stats MODE      shape | health | full (default full)    [TFT_STATS]\n"
             "      --every N         tensor statistics every N steps, shape only between [TFT_EVERY]\n"
             "      --timeout SEC     end the command after SEC seconds: SIGTERM, then SIGKILL\n"
@@ -71,6 +107,10 @@ static void usage(FILE *f)
             "      --grace SEC       seconds between SIGTERM and SIGKILL     [TFT_KILL_GRACE]\n"
             "      --no-drop         block the program when a ring is full instead of dropping\n"
             "                        records (they are counted either way)  [TFT_NO_DROP=1]\n"
+            "      --no-drop-timeout SEC  with --no-drop: how long a full ring waits for a collector\n"
+            "                        that stopped draining (slow disk, SIGSTOP) before the program\n"
+            "                        drops after all, counted apart; 0 = as long as the collector\n"
+            "                        lives (default 5)                      [TFT_NO_DROP_TIMEOUT]\n"
             "      --ring-kb N       ring size per thread in KiB (default 4096) [TFT_RING_KB]\n"
             "      --alloc-min SIZE  record host allocations (malloc, mmap, ...) of at least SIZE\n"
             "                        bytes, K/M/G suffixes, 'off' none (default 1M) [TFT_ALLOC_MIN]\n"
@@ -82,10 +122,15 @@ static void usage(FILE *f)
             "                        match SPEC: terms step=N|A:B, seq=N|A:B, rank=N, name=GLOB\n"
             "                        joined by ',' (all must match); ';' separates alternatives.\n"
             "                        e.g. 'step=2,name=L0.attn.*' (docs/CAPTURE.md) [TFT_CAPTURE]\n"
+            "      --incomplete-status N  exit status when the command succeeded but records were\n"
+            "                        lost to write errors (disk full); 0 = the command's own\n"
+            "                        (default 86)                           [TFT_INCOMPLETE_STATUS]\n"
             "  -q, --quiet           no summary on stderr\n"
             "  -h, --help            this help\n"
             "  -V, --version         version\n\n"
-            "Exit status: the command's (128+signal when killed), 2 usage error, 127 command not run.\n"
+            "Exit status: the command's (128+signal when killed); 2 usage error or a refused trace\n"
+            "directory; 127 command not run; 86 the command succeeded but the trace is incomplete.\n"
+            "What a trace holds, who may read it, what replay runs: docs/SECURITY.md.\n"
             "Inspect with: tfdump PATH; compare with: tfdiff GOLDEN BAD.\n");
 }
 
@@ -111,9 +156,41 @@ static int parse_long(const char *s, long *out, long min)
     return 0;
 }
 
+/* Octal permission bits with owner read and write ("0640", "600"). */
+static int parse_mode(const char *s, unsigned *out)
+{
+    if (!s || !*s || strspn(s, "01234567") != strlen(s) || strlen(s) > 4)
+        return -1;
+    unsigned long v = strtoul(s, NULL, 8);
+    if (v > 0777 || (v & 0600) != 0600)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0");
+}
+
 static void env_defaults(opts *o)
 {
     const char *v;
+    o->mode = 0600;
+    o->nodrop_timeout = 5;
+    o->incomplete_status = INCOMPLETE_STATUS_DEFAULT;
+    o->force = env_flag("TFT_FORCE");
+    o->no_redact = env_flag("TFT_NO_REDACT");
+    if ((v = getenv("TFT_MODE")) && *v)
+        parse_mode(v, &o->mode);
+    if ((v = getenv("TFT_NO_DROP_TIMEOUT")) && *v)
+        parse_double(v, &o->nodrop_timeout);
+    if ((v = getenv("TFT_INCOMPLETE_STATUS")) && *v) {
+        long st;
+        if (parse_long(v, &st, 0) == 0 && st <= 255)
+            o->incomplete_status = st;
+    }
     o->out = getenv("TFT_OUTPUT");
     o->stats = getenv("TFT_STATS");
     o->every = 1;
@@ -186,6 +263,9 @@ static int parse_args(int argc, char **argv, opts *o)
         {"ring-kb", required_argument, 0, 'r'}, {"quiet", no_argument, 0, 'q'},
         {"until-step", required_argument, 0, 'u'}, {"alloc-min", required_argument, 0, 'A'},
         {"step-range", required_argument, 0, 'R'}, {"capture", required_argument, 0, 'C'},
+        {"force", no_argument, 0, 'F'},        {"mode", required_argument, 0, 'M'},
+        {"no-redact", no_argument, 0, 'N'},    {"no-drop-timeout", required_argument, 0, 'T'},
+        {"incomplete-status", required_argument, 0, 'I'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
@@ -220,6 +300,26 @@ static int parse_args(int argc, char **argv, opts *o)
             break;
         }
         case 'C': o->capture = optarg; break;
+        case 'F': o->force = 1; break;
+        case 'N': o->no_redact = 1; break;
+        case 'M':
+            if (parse_mode(optarg, &o->mode) < 0)
+                return fprintf(stderr, "tftrace: --mode needs octal permission bits that include owner read "
+                                       "and write, like 0600 or 0640; got '%s'\n", optarg), 2;
+            break;
+        case 'T':
+            if (parse_double(optarg, &o->nodrop_timeout) < 0)
+                return fprintf(stderr, "tftrace: --no-drop-timeout needs seconds >= 0 (0 = no limit), got '%s'\n",
+                               optarg), 2;
+            break;
+        case 'I': {
+            long st;
+            if (parse_long(optarg, &st, 0) < 0 || st > 255)
+                return fprintf(stderr, "tftrace: --incomplete-status needs an exit status 0..255, got '%s'\n",
+                               optarg), 2;
+            o->incomplete_status = st;
+            break;
+        }
         case 'A':
             if (!valid_size(optarg))
                 return fprintf(stderr, "tftrace: --alloc-min needs a size like 1048576, 4M or off, got '%s'\n",
@@ -258,33 +358,6 @@ void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix)
         snprintf(buf, n, "%s-%s-%d%s", prefix, stamp, k, suffix);
 }
 
-/* Removes rank files of an earlier, finished run in the same directory. */
-static void clear_old_trace(const char *dir)
-{
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/manifest.json", dir);
-    tft_manifest m;
-    int have = tft_manifest_read(path, &m, NULL, 0) == 0;
-    int running = have && !m.complete;
-    if (have)
-        tft_manifest_free(&m);
-    if (running) /* another instance of this run (mpirun -np N tftrace ...) */
-        return;
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        size_t len = strlen(de->d_name);
-        if (strncmp(de->d_name, "rank-", 5) == 0 && len > 4 && !strcmp(de->d_name + len - 4, ".tft")) {
-            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-            unlink(path);
-        }
-    }
-    if (d)
-        closedir(d);
-    snprintf(path, sizeof(path), "%s/manifest.json", dir);
-    unlink(path);
-}
-
 /* libtftrace.so next to this program (build tree) or in ../lib (install). */
 static int find_library(char *out, size_t n)
 {
@@ -313,28 +386,34 @@ static int find_library(char *out, size_t n)
     return -1;
 }
 
+/* The rings live in a memfd: an anonymous file that goes away with its
+ * last user, so no named segment outlives a SIGKILLed tftrace in /dev/shm.
+ * Traced processes open it through this process's fd table
+ * (/proc/PID/fd/N, TFT_SHM): that needs this process alive, which is when
+ * there is someone to drain them; the fd itself is not inherited (CLOEXEC),
+ * so programs that close or count their descriptors see nothing of ours. */
 static shm_hdr *create_region(const opts *o, size_t *bytes)
 {
-    uint32_t rnd = 0;
-    if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-        rnd = (uint32_t)time(NULL);
-    snprintf(shm_name, sizeof(shm_name), "/tftrace-%d-%08x", (int)getpid(), rnd);
     size_t ring = (size_t)o->ring_kb * 1024u;
     ring = (ring + 4095) / 4096 * 4096;
     uint32_t nrings = 128;
     *bytes = shm_region_size(nrings, ring);
-    int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = memfd_create("tftrace-rings", MFD_CLOEXEC);
     if (fd < 0)
         return NULL;
+    snprintf(shm_name, sizeof(shm_name), "/proc/%d/fd/%d", (int)getpid(), fd);
     void *p = MAP_FAILED;
     if (ftruncate(fd, (off_t)*bytes) == 0)
         p = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
-        shm_unlink(shm_name);
+        int e = errno;
+        close(fd);
+        errno = e;
         return NULL;
     }
+    /* fd stays open for the run: it is what TFT_SHM names */
     shm_region_init(p, *bytes, nrings, ring, o->no_drop ? SHM_NO_DROP : 0);
+    ((shm_hdr *)p)->nodrop_timeout_ns = (uint64_t)(o->nodrop_timeout * 1e9);
     shm_setup_clock(p);
     return p;
 }
@@ -478,37 +557,56 @@ static int exit_code_of(int status)
     return 1;
 }
 
-/* Bytes on disk and raw bytes of the rank files, from their indexes. */
-static void trace_sizes(const char *dir, const collector_summary *s, uint64_t *disk, uint64_t *raw)
+/* What the rank files on disk hold, from their chunk headers (the index,
+ * or a scan of a file left without one): bytes, raw bytes, step range. */
+typedef struct disk_sum {
+    uint64_t disk, raw;
+    int64_t first_step, last_step;
+} disk_sum;
+
+static void trace_sizes(const char *dir, const collector_summary *s, disk_sum *d)
 {
-    *disk = *raw = 0;
+    *d = (disk_sum){.first_step = TFT_STEP_NONE, .last_step = TFT_STEP_NONE};
     for (int i = 0; i < s->nranks; i++) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s", dir, s->ranks[i].file);
         tft_reader *r = tft_reader_open(path, NULL);
         if (!r)
             continue;
-        for (size_t k = 0; k < tft_reader_chunk_count(r); k++)
-            *raw += tft_reader_chunk(r, k)->raw_size;
+        for (size_t k = 0; k < tft_reader_chunk_count(r); k++) {
+            const tft_chunk_info *c = tft_reader_chunk(r, k);
+            d->raw += c->raw_size;
+            if (c->first_step != TFT_STEP_NONE && (d->first_step == TFT_STEP_NONE || c->first_step < d->first_step))
+                d->first_step = c->first_step;
+            if (c->last_step != TFT_STEP_NONE && (d->last_step == TFT_STEP_NONE || c->last_step > d->last_step))
+                d->last_step = c->last_step;
+        }
         tft_reader_status st;
         tft_reader_get_status(r, &st);
-        *disk += st.file_bytes;
+        d->disk += st.file_bytes;
         tft_reader_close(r);
     }
 }
 
+/* What reached the disk: the collector counts the records of the chunks
+ * the writer completed, which is what a reader gets back (a torn tail is
+ * dropped); bytes and steps are read back from the files. */
 static void print_summary(const char *dir, const collector_summary *s)
 {
-    uint64_t disk, raw;
-    trace_sizes(dir, s, &disk, &raw);
-    char steps[64] = "none";
-    if (s->first_step != TFT_STEP_NONE)
-        snprintf(steps, sizeof(steps), "%lld..%lld", (long long)s->first_step, (long long)s->last_step);
+    disk_sum d;
+    trace_sizes(dir, s, &d);
+    char steps[64] = "none", stalled[96] = "";
+    if (d.first_step != TFT_STEP_NONE)
+        snprintf(steps, sizeof(steps), "%lld..%lld", (long long)d.first_step, (long long)d.last_step);
+    if (s->dropped_stalled)
+        snprintf(stalled, sizeof(stalled), " (%llu when --no-drop gave up on a stalled collector)",
+                 (unsigned long long)s->dropped_stalled);
     fprintf(stderr,
-            "tftrace: %s: %d rank%s, steps %s, %llu records, %.1f MB on disk (%.1f MB raw, %.1fx), "
-            "%llu dropped\n",
-            dir, s->nranks, s->nranks == 1 ? "" : "s", steps, (unsigned long long)s->records, disk / 1e6,
-            raw / 1e6, disk ? (double)raw / (double)disk : 0.0, (unsigned long long)s->dropped);
+            "tftrace: %s: %d rank%s, steps %s, %llu records%s, %.1f MB on disk (%.1f MB raw, %.1fx), "
+            "%llu dropped%s\n",
+            dir, s->nranks, s->nranks == 1 ? "" : "s", steps, (unsigned long long)s->records,
+            s->errors ? " on disk" : "", d.disk / 1e6, d.raw / 1e6, d.disk ? (double)d.raw / (double)d.disk : 0.0,
+            (unsigned long long)s->dropped, stalled);
 }
 
 /* Appends ,"key":"text" (JSON-escaped) at buf + k when text is set and
@@ -528,9 +626,10 @@ static int json_text_opt(char *buf, size_t n, int k, const char *key, const char
 static void options_json(const opts *o, char *buf, size_t n)
 {
     int k = snprintf(buf, n,
-                     "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"ring_kb\":%ld,\"until_step\":%lld",
-                     o->stats ? o->stats : "full", o->every, o->timeout, o->no_drop ? "true" : "false", o->ring_kb,
-                     (long long)o->until_step);
+                     "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"no_drop_timeout\":%g,"
+                     "\"ring_kb\":%ld,\"until_step\":%lld",
+                     o->stats ? o->stats : "full", o->every, o->timeout, o->no_drop ? "true" : "false",
+                     o->nodrop_timeout, o->ring_kb, (long long)o->until_step);
     k = json_text_opt(buf, n, k, "capture", o->capture);
     k = json_text_opt(buf, n, k, "alloc_min", o->alloc_min);
     k = json_text_opt(buf, n, k, "step_range", o->step_range);
@@ -538,7 +637,7 @@ static void options_json(const opts *o, char *buf, size_t n)
         snprintf(buf + k, n - (size_t)k, "}");
 }
 
-static int finish(collector *col, const char *dir, const opts *o, const run_state *rs)
+static int finish(collector *col, const trace_dir *td, const char *dir, const opts *o, const run_state *rs)
 {
     collector_summary s;
     collector_finish(col, &s);
@@ -550,28 +649,190 @@ static int finish(collector *col, const char *dir, const opts *o, const run_stat
                                     .signal = s.ranks[i].signal};
         snprintf(mr[i].file, sizeof(mr[i].file), "%s", s.ranks[i].file);
     }
-    if (manifest_merge_rank(dir, NULL, mr, mr ? s.nranks : 0, code) < 0)
-        fprintf(stderr, "tftrace: %s/manifest.json: cannot write: %s\n", dir, strerror(errno));
+    char why[4096];
+    collector_incomplete_reason(&s, why, sizeof(why));
+    manifest_run run = {.no_redact = o->no_redact, .file_mode = o->mode, .collector = 1,
+                        .incomplete = why[0] ? why : NULL, .dropped_stalled = s.dropped_stalled};
+    int me = manifest_merge_rank(td->fd, &run, mr, mr ? s.nranks : 0, code);
+    if (me < 0)
+        fprintf(stderr, "tftrace: %s/manifest.json: cannot write the final manifest: %s; the rank files are "
+                        "readable without it (tfdump %s)\n", dir, strerror(-me), dir);
     free(mr);
     if (!o->quiet)
         print_summary(dir, &s);
-    if (s.errors)
-        fprintf(stderr, "tftrace: %d rank file(s) could not be written completely\n", s.errors);
-    /* stopped on purpose by --until-step: the manifest keeps the real status */
-    return rs->stopped ? (s.errors ? 1 : 0) : code;
+    for (int i = 0; i < s.nranks; i++)
+        if (s.ranks[i].err)
+            fprintf(stderr, "tftrace: %s/%s: INCOMPLETE: %s failed (%s): %llu records reached the disk, "
+                            "%llu lost\n", dir, s.ranks[i].file, s.ranks[i].err_what ? s.ranks[i].err_what : "write",
+                    strerror(-s.ranks[i].err), (unsigned long long)s.ranks[i].records,
+                    (unsigned long long)s.ranks[i].lost);
+    if (rs->stopped)
+        code = 0; /* stopped on purpose by --until-step: the manifest keeps the real status */
+    if ((s.errors || me < 0) && code == 0 && o->incomplete_status) {
+        fprintf(stderr, "tftrace: the command succeeded but the trace is incomplete: exit status %ld "
+                        "(--incomplete-status)\n", o->incomplete_status);
+        code = (int)o->incomplete_status;
+    }
+    return code;
 }
 
-static int prepare_manifest(const char *dir, const opts *o, const uint8_t run_id[16]);
+/* ---- the trace directory ------------------------------------------------------ */
 
-/* The run id the manifest holds: the first instance's, when N instances of
- * one run (mpirun -np N tftrace -o DIR) share the directory. */
-static void adopt_run_id(const char *dir, uint8_t run_id[16])
+/* Lock files and leftovers that do not make a directory "not empty". */
+static int ignorable_entry(const char *n)
 {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/manifest.json", dir);
-    tft_manifest m;
-    if (tft_manifest_read(path, &m, NULL, 0) < 0)
+    return !strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, ".prepare.lock") || !strcmp(n, ".run.lock") ||
+           !strcmp(n, ".manifest.lock") || !strncmp(n, ".manifest.reserve.", 18);
+}
+
+/* An earlier trace's files, which --force deletes. */
+static int trace_entry(const char *n)
+{
+    size_t len = strlen(n);
+    return !strcmp(n, "manifest.json") || !strncmp(n, ".manifest.reserve.", 18) ||
+           (!strncmp(n, ".manifest.json.", 15) && len > 4 && !strcmp(n + len - 4, ".tmp")) ||
+           (!strncmp(n, "rank-", 5) && len > 4 && !strcmp(n + len - 4, ".tft"));
+}
+
+/* The first entry of the directory that is neither ignorable nor (when
+ * remove is set) an earlier trace's file, which is deleted — unlinkat on
+ * the name: a link is removed, never what it points to. "" when none. */
+static int scan_dir(int dfd, int remove, char *first, size_t n)
+{
+    first[0] = '\0';
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (ignorable_entry(de->d_name))
+            continue;
+        struct stat sb;
+        if (remove && trace_entry(de->d_name) && fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+            !S_ISDIR(sb.st_mode) && unlinkat(dfd, de->d_name, 0) == 0)
+            continue;
+        if (!first[0])
+            snprintf(first, n, "%s", de->d_name);
+    }
+    closedir(d);
+    return 0;
+}
+
+/* The job this instance belongs to when a parallel launcher started several
+ * tftrace (mpirun -np N tftrace -o DIR ...): they share the directory and
+ * the run id. strong: the launcher's own job id (a late instance may join
+ * a job whose other instances already finished). "" when not one of several. */
+static void job_key(char *buf, size_t n, int *strong)
+{
+    static const char *const ids[][2] = {{"PMIX_NAMESPACE", "pmix"},
+                                         {"OMPI_MCA_ess_base_jobid", "ompi"},
+                                         {"OMPI_MCA_orte_ess_jobid", "ompi"},
+                                         {"TORCHELASTIC_RUN_ID", "torch"}};
+    const char *v;
+    buf[0] = '\0';
+    *strong = 1;
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+        if ((v = getenv(ids[i][0])) && *v) {
+            snprintf(buf, n, "%s:%s", ids[i][1], v);
+            return;
+        }
+    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+    if (job && *job && step && *step && getenv("SLURM_PROCID")) {
+        snprintf(buf, n, "slurm:%s.%s", job, step);
         return;
+    }
+    /* another launcher that only sets a rank (MPICH's hydra: PMI_RANK;
+     * RANK): the instances on one node share their parent, the launcher's
+     * proxy; only instances that overlap in time can join */
+    static const char *const rank_vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK"};
+    for (size_t i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++)
+        if ((v = getenv(rank_vars[i])) && *v) {
+            char host[64] = "";
+            gethostname(host, sizeof(host) - 1);
+            snprintf(buf, n, "parent:%d@%s", (int)getppid(), host);
+            *strong = 0;
+            return;
+        }
+}
+
+/* A lock file in the directory: never through a link, ours, regular. */
+static int lock_file(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat sb;
+    if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid())) {
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+/* This instance's rank in its job (-1 none): two live instances of one job
+ * with one rank are two runs, not one. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r < INT_MAX)
+            return (int)r;
+    }
+    return -1;
+}
+
+/* The run lock's content: "PID KEY\n" of the instance that took it first,
+ * then "RANK PID\n" per instance of the job. *dup: a live instance other
+ * than this one holds rank. */
+static void read_owner(int fd, int rank, int *pid, char *key, size_t n, int *dup)
+{
+    char buf[8192];
+    ssize_t k = pread(fd, buf, sizeof(buf) - 1, 0);
+    buf[k > 0 ? k : 0] = '\0';
+    *pid = *dup = 0;
+    key[0] = '\0';
+    char *nl = strchr(buf, '\n'), *sp = strchr(buf, ' ');
+    if (!nl || !sp || sp > nl)
+        return;
+    *nl = '\0';
+    *pid = atoi(buf);
+    snprintf(key, n, "%s", sp + 1);
+    for (char *line = nl + 1; *line; line = nl + 1) {
+        int r, p;
+        if (!(nl = strchr(line, '\n')))
+            break;
+        if (sscanf(line, "%d %d", &r, &p) == 2 && r == rank && rank >= 0 && p != (int)getpid() &&
+            (kill(p, 0) == 0 || errno == EPERM))
+            *dup = 1;
+    }
+}
+
+/* first: this instance starts the lock's content; else it adds its rank. */
+static void write_owner(int fd, const char *key, int rank, int first)
+{
+    char buf[512];
+    int k = 0;
+    if (first)
+        k = snprintf(buf, sizeof(buf), "%d %s\n", (int)getpid(), key);
+    if (key[0] && rank >= 0)
+        k += snprintf(buf + k, sizeof(buf) - (size_t)k, "%d %d\n", rank, (int)getpid());
+    off_t at = first ? 0 : lseek(fd, 0, SEEK_END);
+    if ((first && ftruncate(fd, 0) < 0) || at < 0 || pwrite(fd, buf, (size_t)k, at) != k)
+        (void)0; /* informative (who records, which ranks): the flock is the lock */
+}
+
+/* The run id the manifest holds (a joining instance adopts it). */
+static int manifest_run_id(int dfd, uint8_t run_id[16])
+{
+    tft_manifest m;
+    if (manifest_read_at(dfd, &m) < 0)
+        return -1;
     uint8_t id[16];
     int ok = strlen(m.run_id) == 32;
     for (int i = 0; ok && i < 16; i++) {
@@ -579,49 +840,119 @@ static void adopt_run_id(const char *dir, uint8_t run_id[16])
         ok = sscanf(m.run_id + 2 * i, "%2x", &v) == 1;
         id[i] = (uint8_t)v;
     }
+    tft_manifest_free(&m);
     if (ok)
         memcpy(run_id, id, 16);
-    tft_manifest_free(&m);
+    return ok ? 0 : -1;
 }
 
-static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16])
-{
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        fprintf(stderr, "tftrace: %s: cannot create trace directory: %s\n", dir, strerror(errno));
-        return -1;
-    }
-    struct stat sb;
-    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "tftrace: %s: exists and is not a directory\n", dir);
-        return -1;
-    }
-    /* N instances of one run (mpirun -np N tftrace -o DIR) start together:
-     * clearing an old run and announcing this one happen under one lock */
-    char lock[4200];
-    snprintf(lock, sizeof(lock), "%s/.prepare.lock", dir);
-    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lfd >= 0)
-        while (flock(lfd, LOCK_EX) < 0 && errno == EINTR)
-            ;
-    clear_old_trace(dir);
-    int e = prepare_manifest(dir, o, run_id);
-    if (!e)
-        adopt_run_id(dir, run_id);
-    if (lfd >= 0)
-        close(lfd); /* releases the lock */
-    return e;
-}
-
-static int prepare_manifest(const char *dir, const opts *o, const uint8_t run_id[16])
+static int prepare_manifest(const trace_dir *td, const char *dir, const opts *o, const uint8_t run_id[16])
 {
     char oj[4608]; /* options with a capture spec of up to 4 KiB */
     options_json(o, oj, sizeof(oj));
-    manifest_run run = {.run_id = run_id, .options_json = oj};
-    if (manifest_merge_rank(dir, &run, NULL, 0, -1) < 0) {
-        fprintf(stderr, "tftrace: %s/manifest.json: cannot write: %s\n", dir, strerror(errno));
+    manifest_run run = {.run_id = run_id, .options_json = oj, .no_redact = o->no_redact, .file_mode = o->mode,
+                        .collector = 1};
+    int e = manifest_merge_rank(td->fd, &run, NULL, 0, -1);
+    if (e < 0) {
+        fprintf(stderr, "tftrace: %s/manifest.json: cannot write: %s\n", dir, strerror(-e));
         return -1;
     }
     return 0;
+}
+
+/* Opens (creating it when new) the trace directory. Refused, with a message
+ * that says why and what to do: a symbolic link (unless --force), a
+ * directory of another user, one that is not empty (unless --force). */
+static int open_dir(const char *dir, const opts *o, trace_dir *td)
+{
+    unsigned dmode = o->mode | ((o->mode & 0444) >> 2); /* x where r: 0600 -> 0700 */
+    int created = mkdir(dir, dmode) == 0;
+    if (!created && errno != EEXIST) {
+        fprintf(stderr, "tftrace: %s: cannot create the trace directory: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    td->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (o->force ? 0 : O_NOFOLLOW));
+    if (td->fd < 0) {
+        int e = errno;
+        struct stat lsb;
+        if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &lsb) == 0 && S_ISLNK(lsb.st_mode))
+            fprintf(stderr, "tftrace: %s: is a symbolic link; tftrace does not follow it (in a shared directory it "
+                            "can point anywhere): give the real directory, or pass --force\n", dir);
+        else if (e == ENOTDIR)
+            fprintf(stderr, "tftrace: %s: exists and is not a directory; choose another -o\n", dir);
+        else
+            fprintf(stderr, "tftrace: %s: cannot open the trace directory: %s\n", dir, strerror(e));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(td->fd, &sb) < 0 || sb.st_uid != geteuid()) {
+        fprintf(stderr, "tftrace: %s: belongs to uid %d, not to you (uid %d): tftrace records only into a "
+                        "directory of your own; choose another -o\n", dir, (int)sb.st_uid, (int)geteuid());
+        return -1;
+    }
+    if (created && fchmod(td->fd, dmode) < 0) /* exact, whatever the umask */
+        fprintf(stderr, "tftrace: %s: cannot set mode %03o: %s\n", dir, dmode, strerror(errno));
+    return 0;
+}
+
+/* The directory for this run, locked: the first instance (or the only one)
+ * takes the run lock alone, checks the directory is empty (--force: deletes
+ * an earlier trace in it), writes the start manifest with this run's id;
+ * the instances of one job then share the lock and the run id. Another run
+ * already recording there, or a refused directory: exit status 2, before
+ * the command starts. */
+static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace_dir *td)
+{
+    td->fd = td->run_lock = -1;
+    if (open_dir(dir, o, td) < 0)
+        return -1;
+    char key[300], owner_key[300];
+    int strong, owner = 0, dup = 0, rc = -1, rank = launcher_rank();
+    job_key(key, sizeof(key), &strong);
+    int prep = lock_file(td->fd, ".prepare.lock");
+    td->run_lock = prep >= 0 ? lock_file(td->fd, ".run.lock") : -1;
+    if (prep < 0 || td->run_lock < 0) {
+        fprintf(stderr, "tftrace: %s: cannot create its lock files: %s\n", dir, strerror(errno));
+        goto out;
+    }
+    while (flock(prep, LOCK_EX) < 0 && errno == EINTR)
+        ;
+    read_owner(td->run_lock, rank, &owner, owner_key, sizeof(owner_key), &dup);
+    if (flock(td->run_lock, LOCK_EX | LOCK_NB) == 0) { /* nobody records here now */
+        td->joined = key[0] && strong && !strcmp(key, owner_key) && manifest_run_id(td->fd, run_id) == 0;
+        if (td->joined)
+            write_owner(td->run_lock, key, rank, 0);
+        if (!td->joined) {
+            char first[256];
+            int e = scan_dir(td->fd, o->force, first, sizeof(first));
+            if (e < 0) {
+                fprintf(stderr, "tftrace: %s: cannot list it: %s\n", dir, strerror(-e));
+                goto out;
+            }
+            if (first[0] && !o->force) {
+                fprintf(stderr, "tftrace: %s: is not empty (it holds %s): tftrace records only into a new or "
+                                "empty directory; choose another -o, or pass --force to replace the trace in it\n",
+                        dir, first);
+                goto out;
+            }
+            write_owner(td->run_lock, key, rank, 1);
+        }
+        if (key[0] && flock(td->run_lock, LOCK_SH) < 0) /* let the job's other instances in */
+            goto out;
+    } else if (key[0] && !strcmp(key, owner_key) && !dup && flock(td->run_lock, LOCK_SH | LOCK_NB) == 0) {
+        td->joined = manifest_run_id(td->fd, run_id) == 0;
+        write_owner(td->run_lock, key, rank, 0);
+    } else {
+        fprintf(stderr, "tftrace: %s: another tftrace (pid %d) is recording into it; wait for it to end or "
+                        "choose another -o\n", dir, owner);
+        goto out;
+    }
+    rc = prepare_manifest(td, dir, o, run_id);
+    manifest_reserve(td->fd); /* best effort: without it a full disk may keep the final manifest out */
+out:
+    if (prep >= 0)
+        close(prep); /* releases it */
+    return rc;
 }
 
 static pid_t spawn(char **cmd)
@@ -702,25 +1033,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "tftrace: libtftrace.so not found next to tftrace or in ../lib; set TFT_LIB\n");
         return 2;
     }
-    uint8_t run_id[16];
-    if (getrandom(run_id, sizeof(run_id), 0) != sizeof(run_id))
-        memset(run_id, 7, sizeof(run_id));
+    uint8_t run_id[16]; /* every run its own (a joining instance of a job adopts the job's) */
+    if (getrandom(run_id, sizeof(run_id), 0) != sizeof(run_id)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x[2] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, (uint64_t)getpid() << 32 ^ shm_now_ns()};
+        memcpy(run_id, x, sizeof(run_id));
+    }
     if (capture_golden[0] && build_capture_ref(&o) < 0)
         return 2;
-    if (prepare_dir(o.out, &o, run_id) < 0)
+    trace_dir td;
+    if (prepare_dir(o.out, &o, run_id, &td) < 0)
         return 2;
     size_t bytes;
     shm_hdr *h = create_region(&o, &bytes);
     if (!h) {
-        fprintf(stderr, "tftrace: cannot create shared memory (%s): %s\n", shm_name, strerror(errno));
+        fprintf(stderr, "tftrace: cannot create the shared memory for the rings (memfd, %zu bytes): %s\n",
+                bytes, strerror(errno));
         return 2;
     }
-    collector_opts co = {.sz = sizeof(co), .log = log_stderr};
-    collector *col = collector_new(h, o.out, run_id, &co);
-    if (!col) {
-        shm_unlink(shm_name);
+    collector_opts co = {.sz = sizeof(co), .log = log_stderr, .file_mode = o.mode};
+    collector *col = collector_new(h, o.out, td.fd, run_id, &co);
+    if (!col)
         return 2;
-    }
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -736,13 +1071,11 @@ int main(int argc, char **argv)
     rs.child = spawn(o.cmd);
     if (rs.child < 0) {
         fprintf(stderr, "tftrace: fork: %s\n", strerror(errno));
-        shm_unlink(shm_name);
         return 2;
     }
     collector_set_child(col, rs.child);
     supervise(col, &o, &rs);
-    shm_unlink(shm_name);
-    int code = finish(col, o.out, &o, &rs);
+    int code = finish(col, &td, o.out, &o, &rs);
     collector_free(col);
     munmap(h, bytes);
     return code;
