@@ -89,6 +89,10 @@ typedef struct diff_rank_result {
     bool bad_ended_early;     /* BAD's last step < GOLDEN's */
     bool bad_exit_known;
     int bad_exit_code, bad_exit_signal;
+    bool golden_exit_known;
+    int golden_exit_code, golden_exit_signal;
+    bool exit_differs;        /* BAD ended otherwise than GOLDEN (a signal, another code; or a
+                               * non-zero one where GOLDEN's is unknown): a finding */
     uint64_t inserted, deleted; /* structural: tensors only in BAD / only in GOLDEN, reported once each run */
     int threads;              /* threads that recorded ops or tensors in BAD (0: a file naming none) */
     char structure[256];      /* first structural difference, "" when none */

@@ -919,18 +919,18 @@ typedef struct step_tally {
 static void structure_edit(align_ctx *c, const align_tensor *gt, const align_tensor *bt,
                            const char *prev_g, const char *prev_b, bool trailing, size_t n_trailing)
 {
-    char msg[256];
-    long long step = (long long)(bt ? bt->step : gt->step);
+    char msg[256], at[40];
+    int64_t step = bt ? bt->step : gt->step;
+    diff_step_text(step, at, sizeof at);
     if (bt)
-        snprintf(msg, sizeof msg, "step %lld: BAD has an extra tensor %.80s %s%.80s", step, bt->name,
+        snprintf(msg, sizeof msg, "%.39s: BAD has an extra tensor %.64s %s%.64s", at, bt->name,
                  prev_b ? "after " : "at the start of the step", prev_b ? prev_b : "");
     else if (trailing)
-        snprintf(msg, sizeof msg,
-                 "step %lld: BAD stops after %.80s; GOLDEN has %zu more tensors in this step, from %.80s",
-                 step, prev_b ? prev_b : "the step's start", n_trailing, gt->name);
+        snprintf(msg, sizeof msg, "%.39s: BAD stops after %.64s; GOLDEN has %zu more tensors in this step, from %.64s",
+                 at, prev_b ? prev_b : "the step's start", n_trailing, gt->name);
     else
-        snprintf(msg, sizeof msg, "step %lld: BAD lacks tensor %.80s (GOLDEN has it %s%.80s)", step,
-                 gt->name, prev_g ? "after " : "at the start of the step", prev_g ? prev_g : "");
+        snprintf(msg, sizeof msg, "%.39s: BAD lacks tensor %.64s (GOLDEN has it %s%.64s)", at, gt->name,
+                 prev_g ? "after " : "at the start of the step", prev_g ? prev_g : "");
     set_structure(c, step, msg);
 }
 
@@ -1005,11 +1005,11 @@ static void check_models(align_ctx *c, int64_t step, const step_tally *t)
     if (c->out->structure[0] && c->structure_step != step)
         return;
     c->out->structure[0] = 0;
-    char msg[256];
+    char msg[256], at[48];
     snprintf(msg, sizeof msg,
-             "step %lld: GOLDEN and BAD record different tensors (%zu of %zu leaf tensors differ "
+             "%s: GOLDEN and BAD record different tensors (%zu of %zu leaf tensors differ "
              "in shape or dtype, %zu only in BAD, %zu only in GOLDEN): runs of different models?",
-             (long long)step, t->leaf_shape, t->leaves, t->ins, t->del);
+             diff_step_text(step, at, sizeof at), t->leaf_shape, t->leaves, t->ins, t->del);
     set_structure(c, step, msg);
 }
 
@@ -1060,9 +1060,9 @@ static int one_sided_step(align_ctx *c, bool bad_side, bool gap)
             continue;
         }
         if (n && !c->out->structure[0]) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "step %lld: %s has no records of this step (%s has %zu tensors)",
-                     (long long)s->step, bad_side ? "GOLDEN" : "BAD", bad_side ? "BAD" : "GOLDEN", n);
+            char msg[256], at[48];
+            snprintf(msg, sizeof msg, "%s: %s has no records of this step (%s has %zu tensors)",
+                     diff_step_text(s->step, at, sizeof at), bad_side ? "GOLDEN" : "BAD", bad_side ? "BAD" : "GOLDEN", n);
             set_structure(c, s->step, msg);
         }
         int rc = step_edit(c, bad_side ? NULL : t, bad_side ? t : NULL, &tally, NULL, NULL, false, 0);
@@ -1101,6 +1101,17 @@ static void side_free(align_side *s)
     map_free(&s->leaf);
 }
 
+/* "steps A..B", or "no steps (windows A..B)" for a trace without steps. */
+static const char *range_text(int64_t a, int64_t b, char *buf, size_t n)
+{
+    if (DIFF_IS_STEPLESS(a))
+        snprintf(buf, n, "no steps (windows %lld..%lld)", (long long)(a - DIFF_STEPLESS_BASE),
+                 (long long)(b - DIFF_STEPLESS_BASE));
+    else
+        snprintf(buf, n, "steps %lld..%lld", (long long)a, (long long)b);
+    return buf;
+}
+
 static void finish(align_ctx *c)
 {
     diff_rank_result *out = c->out;
@@ -1116,10 +1127,10 @@ static void finish(align_ctx *c)
             out->common_first_step = lo;
             out->common_last_step = hi;
         } else if (!out->structure[0]) {
-            snprintf(out->structure, sizeof out->structure,
-                     "no steps in common: GOLDEN has steps %lld..%lld, BAD %lld..%lld",
-                     (long long)c->g.first_step, (long long)c->g.last_step,
-                     (long long)c->b.first_step, (long long)c->b.last_step);
+            char gr[64], br[64];
+            snprintf(out->structure, sizeof out->structure, "no steps in common: GOLDEN has %s, BAD %s",
+                     range_text(c->g.first_step, c->g.last_step, gr, sizeof gr),
+                     range_text(c->b.first_step, c->b.last_step, br, sizeof br));
         }
         out->bad_ended_early = c->b.last_step < c->g.last_step;
     }
@@ -1127,6 +1138,13 @@ static void finish(align_ctx *c)
     out->bad_exit_known = c->b.exit_known;
     out->bad_exit_code = c->b.exit_code;
     out->bad_exit_signal = c->b.exit_signal;
+    out->golden_exit_known = c->g.exit_known;
+    out->golden_exit_code = c->g.exit_code;
+    out->golden_exit_signal = c->g.exit_signal;
+    if (c->b.exit_known)
+        out->exit_differs = c->g.exit_known ? c->b.exit_signal != c->g.exit_signal ||
+                                                  (!c->b.exit_signal && c->b.exit_code != c->g.exit_code)
+                                            : c->b.exit_signal || c->b.exit_code;
 }
 
 static int run(align_ctx *c)

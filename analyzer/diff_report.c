@@ -122,7 +122,7 @@ bool report_diverged(const diff_report *r)
     if (nf && !nf->in_golden)
         return true;
     for (int i = 0; i < r->nranks; i++)
-        if (r->ranks[i].bad_ended_early || r->ranks[i].structure[0])
+        if (r->ranks[i].bad_ended_early || r->ranks[i].structure[0] || r->ranks[i].exit_differs)
             return true;
     return false;
 }
@@ -194,49 +194,6 @@ static const char *range_text(int64_t a, int64_t b, char *buf, size_t n)
     return buf;
 }
 
-/* Copies the analyses' message `in` to out, with every "step N" / "steps
- * A..B" whose numbers stand for windows of a trace without steps written
- * as "no step (window N)" / "no steps (windows A..B)" (the alignment
- * writes the raw numbers). */
-static void window_words(const char *in, char *out, size_t n)
-{
-    size_t k = 0;
-    while (*in && k + 1 < n) {
-        bool word = (in[0] == 's' && !strncmp(in, "step", 4)) &&
-                    (k == 0 || !((out[k - 1] >= 'a' && out[k - 1] <= 'z') || (out[k - 1] >= 'A' && out[k - 1] <= 'Z')));
-        const char *p = in + 4;
-        bool plural = word && *p == 's';
-        p += plural;
-        char *end = NULL;
-        long long v = 0;
-        if (word && *p == ' ') {
-            v = strtoll(p + 1, &end, 10);
-            word = end != p + 1 && DIFF_IS_STEPLESS((int64_t)v);
-        } else {
-            word = false;
-        }
-        if (!word) {
-            out[k++] = *in++;
-            continue;
-        }
-        const char *pl = plural ? "s" : "";
-        int w = snprintf(out + k, n - k, "no step%s (window%s %lld", pl, pl, (long long)(v - DIFF_STEPLESS_BASE));
-        k = w < 0 || (size_t)w >= n - k ? n - 1 : k + (size_t)w;
-        in = end;
-        if (in[0] == '.' && in[1] == '.') {
-            char *end2;
-            long long v2 = strtoll(in + 2, &end2, 10);
-            if (end2 != in + 2 && DIFF_IS_STEPLESS((int64_t)v2) && k + 1 < n) {
-                w = snprintf(out + k, n - k, "..%lld", (long long)(v2 - DIFF_STEPLESS_BASE));
-                k = w < 0 || (size_t)w >= n - k ? n - 1 : k + (size_t)w;
-                in = end2;
-            }
-        }
-        if (k + 1 < n)
-            out[k++] = ')';
-    }
-    out[k < n ? k : n - 1] = '\0';
-}
 
 static cJSON *json_point(const diff_point *p)
 {
@@ -248,6 +205,10 @@ static cJSON *json_point(const diff_point *p)
     cJSON_AddNumberToObject(o, "seq", (double)p->seq);
     cJSON_AddStringToObject(o, "op", p->op);
     cJSON_AddStringToObject(o, "tensor", p->tensor);
+    if (p->thread >= 0)
+        cJSON_AddNumberToObject(o, "thread", p->thread);
+    else
+        cJSON_AddNullToObject(o, "thread");
     cJSON_AddStringToObject(o, "kind", diff_kind_name(p->kind));
     if (p->stat[0])
         cJSON_AddStringToObject(o, "stat", p->stat);
@@ -345,12 +306,21 @@ static cJSON *json_rank(const diff_rank_result *x)
     } else {
         cJSON_AddNullToObject(o, "bad_exit");
     }
+    if (x->golden_exit_known) {
+        cJSON *ex = cJSON_AddObjectToObject(o, "golden_exit");
+        if (x->golden_exit_signal)
+            cJSON_AddNumberToObject(ex, "signal", x->golden_exit_signal);
+        else
+            cJSON_AddNumberToObject(ex, "code", x->golden_exit_code);
+    } else {
+        cJSON_AddNullToObject(o, "golden_exit");
+    }
+    cJSON_AddBoolToObject(o, "exit_differs", x->exit_differs);
+    cJSON_AddNumberToObject(o, "threads", x->threads);
     cJSON_AddNumberToObject(o, "inserted", (double)x->inserted);
     cJSON_AddNumberToObject(o, "deleted", (double)x->deleted);
     if (x->structure[0]) {
-        char st_text[sizeof(x->structure) + 64];
-        window_words(x->structure, st_text, sizeof(st_text));
-        cJSON_AddStringToObject(o, "structure", st_text);
+        cJSON_AddStringToObject(o, "structure", x->structure);
     }
     cJSON_AddItemToObject(o, "first_divergence", json_point(&x->first));
     return o;
@@ -507,14 +477,12 @@ static void side_by_side(FILE *f, const diff_point *p)
 
 static void text_ranks(const diff_report *r, FILE *f)
 {
-    char a[64], b[64], st_text[sizeof(r->ranks[0].structure) + 64];
+    char a[64], b[64];
     for (int i = 0; i < r->nranks; i++) {
         const diff_rank_result *x = &r->ranks[i];
-        if (x->structure[0]) {
-            window_words(x->structure, st_text, sizeof(st_text));
-            fprintf(f, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)\n", x->rank, st_text,
-                    x->inserted, x->deleted);
-        }
+        if (x->structure[0])
+            fprintf(f, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)\n", x->rank,
+                    x->structure, x->inserted, x->deleted);
         if (x->bad_ended_early && DIFF_IS_STEPLESS(x->bad_last_step))
             fprintf(f, "rank %d: BAD ended early, in window %lld of its ops (no steps; golden ran to window %lld)%s\n",
                     x->rank, (long long)(x->bad_last_step - DIFF_STEPLESS_BASE),
@@ -523,9 +491,14 @@ static void text_ranks(const diff_report *r, FILE *f)
             fprintf(f, "rank %d: BAD ended early at %s (golden ran to %s)%s\n", x->rank,
                     diff_step_text(x->bad_last_step, a, sizeof(a)), diff_step_text(x->golden_last_step, b, sizeof(b)),
                     x->bad_exit_known ? "" : ", exit unknown");
-        if (x->bad_exit_known && (x->bad_exit_code || x->bad_exit_signal))
-            fprintf(f, "rank %d: BAD exited with %s %d\n", x->rank, x->bad_exit_signal ? "signal" : "code",
+        if (x->bad_exit_known && (x->bad_exit_code || x->bad_exit_signal || x->exit_differs)) {
+            fprintf(f, "rank %d: BAD exited with %s %d", x->rank, x->bad_exit_signal ? "signal" : "code",
                     x->bad_exit_signal ? x->bad_exit_signal : x->bad_exit_code);
+            if (x->exit_differs && x->golden_exit_known)
+                fprintf(f, " (GOLDEN with %s %d)", x->golden_exit_signal ? "signal" : "code",
+                        x->golden_exit_signal ? x->golden_exit_signal : x->golden_exit_code);
+            fputc('\n', f);
+        }
         if (x->common_first_step != x->golden_first_step && x->common_first_step != TFT_STEP_NONE)
             fprintf(f, "rank %d: compared %s only (BAD has %s)\n", x->rank,
                     range_text(x->common_first_step, x->common_last_step, a, sizeof(a)),
@@ -542,9 +515,14 @@ void report_text(const diff_report *r, FILE *f)
         fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
     if (fr) {
         const diff_point *p = &fr->first;
-        fprintf(f, "first divergence: rank %d, %s, seq %lld: %s (%s%s%s)\n", p->rank,
-                diff_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, p->tensor, diff_kind_name(p->kind),
-                p->stat[0] ? ", " : "", p->stat);
+        char th[32] = "", op[128] = "";
+        if (fr->threads > 1 && p->thread >= 0)
+            snprintf(th, sizeof(th), ", thread %d", p->thread);
+        if (p->op[0] && strcmp(p->op, p->tensor) != 0)
+            snprintf(op, sizeof(op), " [%s]", p->op);
+        fprintf(f, "first divergence: rank %d, %s, seq %lld%s: %s%s (%s%s%s)\n", p->rank,
+                diff_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, th, p->tensor, op,
+                diff_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
         side_by_side(f, p);
         if (fr->n_context)
             fprintf(f, "  the %d tensors before it (golden mean / bad mean):\n", fr->n_context);

@@ -467,6 +467,18 @@ static void test_ended_early(void)
     CHECK(strcmp(r.first.tensor, "B") == 0);
     CHECK(r.deleted == 3);
     CHECKF(strstr(r.structure, "stops after A"), "structure: %s", r.structure);
+
+    /* the same steps and tensors, but BAD ends otherwise than GOLDEN: a finding */
+    spec g0 = STD_SPEC(.exit_rec = true, .exit_code = 0), b1 = STD_SPEC(.exit_rec = true, .exit_code = 1);
+    run_diff("exit-code", &g0, &b1, &o, &r);
+    CHECK(!r.first.found && !r.bad_ended_early && r.exit_differs);
+    CHECK(r.golden_exit_known && r.golden_exit_code == 0 && r.bad_exit_code == 1);
+    run_diff("exit-same", &g0, &g0, &o, &r);
+    CHECK(!r.exit_differs && r.golden_exit_known && r.bad_exit_known);
+    run_diff("exit-golden-unknown", &g, &b1, &o, &r); /* GOLDEN has no exit record: a non-zero BAD differs */
+    CHECK(r.exit_differs && !r.golden_exit_known);
+    run_diff("exit-zero-golden-unknown", &g, &g0, &o, &r);
+    CHECK(!r.exit_differs);
 }
 
 static void test_filters(void)
