@@ -61,6 +61,7 @@ typedef struct diff_point {
     char tensor[96], op[96];
     int kind;                 /* enum diff_kind */
     int thread;               /* BAD's recording thread (its number in the process), -1 unknown */
+    bool leaf;                /* its op records no inputs (data, parameters, a GEMM's operands) */
     diff_tensor golden, bad;
     char stat[32];            /* for DK_VALUE: the statistic most out of tolerance ("mean") */
 } diff_point;

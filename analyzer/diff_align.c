@@ -858,6 +858,7 @@ static void fill_point(align_ctx *c, diff_point *p, const align_tensor *gt,
     describe_op(s, t, p->op, sizeof p->op);
     p->kind = kind;
     p->thread = t->thread == THREAD_UNKNOWN ? -1 : (int)t->thread;
+    p->leaf = tensor_is_leaf(s, t);
     fill_tensor(&p->golden, &c->g, gt);
     fill_tensor(&p->bad, &c->b, bt);
     snprintf(p->stat, sizeof p->stat, "%s", stat ? stat : "");

@@ -534,6 +534,9 @@ void report_text(const diff_report *r, FILE *f)
         if (fr->origin.found && (fr->origin.step != p->step || fr->origin.seq != p->seq))
             fprintf(f, "origin: %s, seq %lld: %s — its inputs match GOLDEN, its output does not\n",
                     diff_step_text(fr->origin.step, sb, sizeof(sb)), (long long)fr->origin.seq, fr->origin.tensor);
+        else if (fr->origin.found && fr->origin.leaf)
+            fprintf(f, "origin: the same tensor — no recorded op produced it (data, a parameter, an operand):"
+                       " it changed before it was recorded\n");
         else if (fr->origin.found)
             fprintf(f, "origin: the same op — its inputs match GOLDEN, its output does not\n");
     }
