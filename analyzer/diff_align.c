@@ -313,6 +313,18 @@ static uint32_t rec_thread_key(const align_side *s)
     return ti.known ? ti.index : THREAD_UNKNOWN;
 }
 
+/* The next record of s: 1 with *rec and its thread key, 0 at the end of
+ * the file (s->eof set), or a negative errno. */
+static int side_next(align_side *s, const tft_rec **rec, uint32_t *key)
+{
+    int rc = tft_reader_next(s->r, rec);
+    if (rc == 0)
+        s->eof = true;
+    else if (rc > 0)
+        *key = rec_thread_key(s);
+    return rc;
+}
+
 /* Records that are neither ops nor tensors: the exit, SYNC watermarks;
  * the others (allocations, collectives, kernels) only widen the step range
  * — they may arrive late from another thread's ring. */
@@ -391,14 +403,13 @@ static int side_load_threaded(align_side *s, const diff_opts *o)
         if (s->eof)
             break;
         const tft_rec *rec;
-        int rc = tft_reader_next(s->r, &rec);
-        if (rc < 0)
-            return rc;
-        if (rc == 0) {
-            s->eof = true;
+        uint32_t key;
+        int rc = side_next(s, &rec, &key);
+        if (rc <= 0) {
+            if (rc < 0)
+                return rc;
             continue;
         }
-        uint32_t key = rec_thread_key(s);
         if (rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR) {
             side_note_other(s, rec, key);
             continue;
@@ -455,14 +466,13 @@ static int side_load(align_side *s, const diff_opts *o)
     }
     while (!s->eof) {
         const tft_rec *rec;
-        int rc = tft_reader_next(s->r, &rec);
-        if (rc < 0)
-            return rc;
-        if (rc == 0) {
-            s->eof = true;
+        uint32_t key;
+        int rc = side_next(s, &rec, &key);
+        if (rc <= 0) {
+            if (rc < 0)
+                return rc;
             break;
         }
-        uint32_t key = rec_thread_key(s);
         if (rec->kind == TFT_REC_THREAD) {
             /* a file that names its threads (format 1.2): any of them may
              * lag behind another, so steps are gathered across threads */

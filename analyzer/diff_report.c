@@ -2,6 +2,7 @@
  * diff_report.c — collects tfdiff's per-rank results, leaks and desyncs and
  * renders them as text, JSON (cJSON) or JUnit XML.
  */
+#include "diff_common.h"
 #include "diff_report.h"
 
 #include <cjson/cJSON.h>
@@ -326,43 +327,6 @@ static cJSON *json_rank(const diff_rank_result *x)
     return o;
 }
 
-/* The keys of a desync object beyond comm, coll_seq, step, kind, ranks and
- * detail (docs/TFDIFF.md): seq, comm_name, members, caused_by (an index in
- * this report's list: a cause GOLDEN shares too is not listed, and its
- * hang then has none), peer, tag. */
-static void json_desync_more(cJSON *x, const diff_desync *ds, int nd, int i)
-{
-    const diff_desync *d = &ds[i];
-    if (d->seq == TFT_SEQ_NONE)
-        cJSON_AddNullToObject(x, "seq");
-    else
-        cJSON_AddNumberToObject(x, "seq", (double)d->seq);
-    if (d->comm_name[0])
-        cJSON_AddStringToObject(x, "comm_name", d->comm_name);
-    else
-        cJSON_AddNullToObject(x, "comm_name");
-    if (d->nmembers > 0 && d->nmembers <= DIFF_DESYNC_MEMBERS) {
-        cJSON *m = cJSON_AddArrayToObject(x, "members");
-        for (int k = 0; m && k < d->nmembers; k++)
-            cJSON_AddItemToArray(m, cJSON_CreateNumber(d->members[k]));
-    } else {
-        cJSON_AddNullToObject(x, "members");
-    }
-    int c = diff_desync_index(ds, nd, d->cause);
-    if (c >= 0)
-        cJSON_AddNumberToObject(x, "caused_by", c);
-    else
-        cJSON_AddNullToObject(x, "caused_by");
-    if (d->kind == DS_P2P && d->peer >= 0)
-        cJSON_AddNumberToObject(x, "peer", d->peer);
-    else
-        cJSON_AddNullToObject(x, "peer");
-    if (d->kind == DS_P2P)
-        cJSON_AddNumberToObject(x, "tag", d->tag);
-    else
-        cJSON_AddNullToObject(x, "tag");
-}
-
 static cJSON *json_findings(const diff_report *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -400,7 +364,7 @@ static cJSON *json_findings(const diff_report *r)
         for (int k = 0; k < d->nranks && k < 16; k++)
             cJSON_AddItemToArray(rk, cJSON_CreateNumber(d->ranks[k]));
         cJSON_AddStringToObject(x, "detail", d->detail);
-        json_desync_more(x, r->desyncs, r->ndesyncs, i);
+        diff_desync_json_more(x, r->desyncs, r->ndesyncs, i);
         cJSON_AddItemToArray(ds, x);
     }
     uint64_t wt = 0;

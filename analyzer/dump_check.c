@@ -4,6 +4,7 @@
  * ranks (diff_desync.c) and leaks (diff_leak.c).
  */
 #include "diff.h"
+#include "diff_common.h"
 #include "dump_internal.h"
 
 #include <inttypes.h>
@@ -85,41 +86,6 @@ static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const di
         printf("OK: no non-finite values, leaks or desyncs\n");
 }
 
-/* The keys of a desync object beyond comm, coll_seq, step, kind, ranks and
- * detail (docs/TFDIFF.md): seq, comm_name, members, caused_by, peer, tag. */
-static void json_desync_more(cJSON *x, const diff_desync *ds, int nd, int i)
-{
-    const diff_desync *d = &ds[i];
-    if (d->seq == TFT_SEQ_NONE)
-        cJSON_AddNullToObject(x, "seq");
-    else
-        json_i64(x, "seq", d->seq);
-    if (d->comm_name[0])
-        cJSON_AddStringToObject(x, "comm_name", d->comm_name);
-    else
-        cJSON_AddNullToObject(x, "comm_name");
-    if (d->nmembers > 0 && d->nmembers <= DIFF_DESYNC_MEMBERS) {
-        cJSON *m = cJSON_AddArrayToObject(x, "members");
-        for (int k = 0; m && k < d->nmembers; k++)
-            cJSON_AddItemToArray(m, cJSON_CreateNumber(d->members[k]));
-    } else {
-        cJSON_AddNullToObject(x, "members");
-    }
-    int c = diff_desync_index(ds, nd, d->cause);
-    if (c >= 0)
-        cJSON_AddNumberToObject(x, "caused_by", c);
-    else
-        cJSON_AddNullToObject(x, "caused_by");
-    if (d->kind == DS_P2P && d->peer >= 0)
-        cJSON_AddNumberToObject(x, "peer", d->peer);
-    else
-        cJSON_AddNullToObject(x, "peer");
-    if (d->kind == DS_P2P)
-        cJSON_AddNumberToObject(x, "tag", d->tag);
-    else
-        cJSON_AddNullToObject(x, "tag");
-}
-
 /* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
 static cJSON *json_leak(const diff_leak *l)
 {
@@ -173,7 +139,7 @@ static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const di
         for (int k = 0; k < ds[i].nranks && k < 16; k++)
             cJSON_AddItemToArray(rk, cJSON_CreateNumber(ds[i].ranks[k]));
         cJSON_AddStringToObject(x, "detail", ds[i].detail);
-        json_desync_more(x, ds, nd, i);
+        diff_desync_json_more(x, ds, nd, i);
         cJSON_AddItemToArray(da, x);
     }
     cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */

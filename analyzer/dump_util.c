@@ -3,6 +3,7 @@
  * writing to stdout without dying on a closed pipe, opening the trace and
  * naming its rank files.
  */
+#include "diff_common.h"
 #include "dump_internal.h"
 
 #include <dirent.h>
@@ -225,28 +226,6 @@ static bool only_regular_files(const char *path)
     return ok;
 }
 
-/* A directory with no rank file whose manifest.json reads: the traced
- * command recorded nothing (tftrace wrote the manifest, the command died
- * or exited before its first record). Fills *m then. */
-static bool open_unrecorded(const char *path, tft_manifest *m)
-{
-    struct stat sb;
-    if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode))
-        return false;
-    DIR *dp = opendir(path);
-    if (!dp)
-        return false;
-    bool any = false;
-    struct dirent *de;
-    while (!any && (de = readdir(dp)))
-        any = is_rank_file_name(de->d_name);
-    closedir(dp);
-    char mp[4096];
-    if (any || snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= (int)sizeof(mp))
-        return false;
-    return tft_manifest_read(mp, m, NULL, 0) == 0;
-}
-
 int dump_trace_open(dump_trace *d, const dump_opts *o)
 {
     *d = (dump_trace){0};
@@ -255,7 +234,7 @@ int dump_trace_open(dump_trace *d, const dump_opts *o)
     d->log.hold = 1;
     tft_reader_opts ro = TFT_READER_OPTS(.log = dump_log_fn, .log_ctx = &d->log);
     d->t = tft_trace_open(o->path, &ro);
-    if (!d->t && errno == EPROTO && open_unrecorded(o->path, &d->manifest)) {
+    if (!d->t && errno == EPROTO && trace_unrecorded(o->path, &d->manifest)) {
         dump_log_free(&d->log); /* "no rank files": said better by dump_unrecorded */
         d->unrecorded = true;
         return DUMP_OK;

@@ -10,6 +10,7 @@
  * GOLDEN (2).
  */
 #include "diff.h"
+#include "diff_common.h"
 #include "diff_report.h"
 #include "diff_tensors.h"
 
@@ -367,30 +368,6 @@ static int check_integrity(tft_trace *t, const char *path)
     return 0;
 }
 
-/* A trace directory holding a manifest.json that reads and no rank file:
- * the command recorded nothing (tftrace -- CMD where CMD died before its
- * first record). Fills *m then (the caller frees it). */
-static bool unrecorded(const char *path, tft_manifest *m)
-{
-    struct stat sb;
-    if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode))
-        return false;
-    DIR *dp = opendir(path);
-    if (!dp)
-        return false;
-    bool any = false;
-    struct dirent *de;
-    while (!any && (de = readdir(dp))) {
-        size_t len = strlen(de->d_name);
-        any = !strncmp(de->d_name, "rank-", 5) && len >= 9 && !strcmp(de->d_name + len - 4, ".tft");
-    }
-    closedir(dp);
-    char mp[4096];
-    if (any || snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= (int)sizeof(mp))
-        return false;
-    return tft_manifest_read(mp, m, NULL, 0) == 0;
-}
-
 /* "`CMD` was killed by signal 9 after 0.006 s, before its first record"
  * from what the manifest knows (CMD: what followed tftrace's "--"). */
 static void unrecorded_text(const tft_manifest *m, char *buf, size_t n)
@@ -440,14 +417,14 @@ static int compare_unrecorded(const opts *o)
 {
     tft_manifest m = {0};
     char what[400];
-    if (unrecorded(o->golden, &m)) {
+    if (trace_unrecorded(o->golden, &m)) {
         unrecorded_text(&m, what, sizeof(what));
         fprintf(stderr, "tfdiff: GOLDEN %s recorded nothing: %s; there is nothing to compare BAD with\n",
                 o->golden, what);
         tft_manifest_free(&m);
         return 2;
     }
-    if (!unrecorded(o->bad, &m))
+    if (!trace_unrecorded(o->bad, &m))
         return -1;
     unrecorded_text(&m, what, sizeof(what));
     int code = 2;
