@@ -1,6 +1,6 @@
 /*
  * leak_prog.c — an unmodified program for the host-allocation interposer
- * test (tracer/src/interpose_alloc.c): built normally (no -rdynamic), not
+ * test (tracer/lib/interpose_alloc.c): built normally (no -rdynamic), not
  * linked with libtftrace. Every named function below allocates directly,
  * so it is the site the trace must show.
  *

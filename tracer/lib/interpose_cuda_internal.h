@@ -19,7 +19,7 @@
 #ifndef TFT_INTERPOSE_CUDA_INTERNAL_H
 #define TFT_INTERPOSE_CUDA_INTERNAL_H
 
-#include "cuda/tft_cuda_plugin.h"
+#include "tft_cuda_plugin.h"
 #include "interpose_internal.h"
 
 #define DEVQ_MAX_T 3

@@ -1011,7 +1011,7 @@ void rec_record_exit(int code, int sig)
 /* ---- the CUDA side (interpose_cuda.c, the libtftrace-cuda plugin) -------- */
 
 /* Included here, at its one user, so that this section stays one block. */
-#include "cuda/tft_cuda_plugin.h"
+#include "tft_cuda_plugin.h"
 
 /* Records whose contents arrive after their call (device statistics copied
  * back, CUPTI activity) or on another thread: the contract is in

@@ -20,7 +20,7 @@
 #include "capture_ref.h"
 #include "capture_spec.h"
 #include "collector.h"
-#include "replay.h"
+#include "cli_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * libtftrace must load into any process, so it links no CUDA library: its
  * cuBLAS/cuBLASLt/NCCL interposers (interpose_cuda.c, interpose_nccl.c) see
  * the calls and know shapes, dtypes and streams, but cannot touch device
- * memory. The plugin (tracer/src/cuda/) is linked with a private static
+ * memory. The plugin (tracer/cuda/) is linked with a private static
  * cudart, CUPTI and the device statistics kernels (kernels/stats_cuda.cu).
  * The CUDA driver loads it through CUDA_INJECTION64_PATH when CUDA
  * initialises — so without a driver and a device it is never loaded — and

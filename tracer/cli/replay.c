@@ -38,7 +38,7 @@
  * this is the bug), 3 a replay did not reproduce its recording, 2 usage or
  * input errors, 4 a replay could not be run.
  */
-#include "replay.h"
+#include "cli_internal.h"
 
 #include "tft_format.h"
 
