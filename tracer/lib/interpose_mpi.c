@@ -32,14 +32,10 @@
  * receive carries the actual source, tag and count received, from the
  * status, which we supply when the caller passes MPI_STATUS(ES)_IGNORE).
  *
- * Non-blocking requests live in a fixed table (request handle -> call),
- * guarded by a mutex; MPI_Request is a pointer in Open MPI and completion
- * sets the caller's handle to MPI_REQUEST_NULL, so completion wrappers copy
- * the handles before the real call and finish every request whose handle
- * became MPI_REQUEST_NULL. Persistent requests are not recorded (and not
- * confused: their handles are never in the table).
+ * The non-blocking calls and their completion are in interpose_mpi_nb.c;
+ * what the two files share is interpose_mpi_internal.h.
  */
-#include "interpose_internal.h"
+#include "interpose_mpi_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -90,9 +86,6 @@ static const int dt_tft[N_DTYPES] = {MPI_DTYPES(DT_TFT)};
 static const int op_tft[N_OPS] = {MPI_OPS(OP_TFT)};
 
 #ifdef OPEN_MPI
-#define H(x) ((void *)(x))
-#define RKEY(r) ((uintptr_t)(void *)(r))
-
 /* RTLD_DEFAULT first: a program's copy relocation of a handle object (as
  * non-PIC code referencing MPI_INT makes) is the address everyone uses, and
  * RTLD_NEXT would find libmpi's original instead. */
@@ -120,9 +113,6 @@ static void handles_load(void)
         mh.op[i] = handle_sym(op_names[i]);
 }
 #else
-#define H(x) ((void *)(intptr_t)(x))
-#define RKEY(r) ((uintptr_t)(intptr_t)(r))
-
 static void handles_load(void)
 {
 #define DT_VAL(a, b, c) H(b),
@@ -140,6 +130,8 @@ static void handles_load(void)
 
 static void mpi_handles(void) { pthread_once(&mh_once, handles_load); }
 
+uintptr_t mpi_req_null(void) { return RKEY(mh.req_null); }
+
 /* -1: no tft_dtype for it (the record then counts bytes). */
 static int map_dtype(MPI_Datatype dt)
 {
@@ -149,7 +141,7 @@ static int map_dtype(MPI_Datatype dt)
     return -1;
 }
 
-static int map_redop(MPI_Op op)
+int mpi_map_redop(MPI_Op op)
 {
     for (int i = 0; i < N_OPS; i++)
         if (mh.op[i] && H(op) == mh.op[i])
@@ -492,16 +484,7 @@ static uint64_t comm_fallback(int size, int p2p)
 
 /* ---- one recorded call ---------------------------------------------------- */
 
-typedef struct mpi_call {
-    tft_coll_info ci;
-    int64_t token;    /* from tft_coll_enter; < 0: no EXIT to write */
-    int stats;        /* the dtype maps to ours: the result gets statistics */
-} mpi_call;
-
-/* Takes the re-entry guard when this call is to be recorded: returns 1 with
- * ip_depth held (release with call_end or rec_end), 0 to pass through.
- * Leaves errno as it found it. */
-static int rec_begin(void)
+int mpi_rec_begin(void)
 {
     if (ip_depth || rec_explicit_coll)
         return 0;
@@ -516,18 +499,10 @@ static int rec_begin(void)
     return on;
 }
 
-static void rec_end(void) { ip_depth--; }
+void mpi_rec_end(void) { ip_depth--; }
 
-/* The tft_coll_info tag of an MPI tag (MPI_ANY_TAG: TFT_TAG_ANY). */
-static int tft_tag(int tag) { return tag == MPI_ANY_TAG ? TFT_TAG_ANY : tag < 0 ? TFT_TAG_NONE : tag; }
-
-/* Fills mc for a call on comm: count elements of dt (a type we have no
- * tft_dtype for is counted in bytes, without statistics). p2p selects the
- * communicator's point-to-point sequence space; root is the root or peer;
- * tag the message tag (TFT_TAG_NONE for a collective). Writes the
- * communicator's COMM record the first time. */
-static void call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, uint64_t count,
-                      int redop, int root, int p2p, int tag)
+void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, uint64_t count,
+                   int redop, int root, int p2p, int tag)
 {
     static void *_Atomic tsize_fn;
     int saved = errno;
@@ -574,18 +549,17 @@ static void call_exit(mpi_call *mc, const void *result)
 static void call_end(mpi_call *mc, const void *result)
 {
     call_exit(mc, result);
-    rec_end();
+    mpi_rec_end();
 }
-
-static uint64_t ucount(int count) { return count > 0 ? (uint64_t)count : 0; }
 
 /* Guard + fill + enter for a collective; returns 1 when call_end must follow. */
 static int coll_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
                       const MPI_Op *op, int root)
 {
-    if (!rec_begin())
+    if (!mpi_rec_begin())
         return 0;
-    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
+    mpi_call_fill(mc, name, type, comm, dt, mpi_count(count), op ? mpi_map_redop(*op) : TFT_REDOP_NONE, root, 0,
+                  TFT_TAG_NONE);
     call_enter(mc);
     return 1;
 }
@@ -596,17 +570,15 @@ static int coll_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, M
 static int p2p_begin(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
                      int peer, int tag)
 {
-    if (peer == MPI_PROC_NULL || !rec_begin())
+    if (peer == MPI_PROC_NULL || !mpi_rec_begin())
         return 0;
-    call_fill(mc, name, type, comm, dt, ucount(count), TFT_REDOP_NONE, peer == MPI_ANY_SOURCE ? -1 : peer, 1,
-              tft_tag(tag));
+    mpi_call_fill(mc, name, type, comm, dt, mpi_count(count), TFT_REDOP_NONE, peer == MPI_ANY_SOURCE ? -1 : peer, 1,
+                  mpi_tag(tag));
     call_enter(mc);
     return 1;
 }
 
-/* After a receive into a buffer of dt: the actual source and tag, and the
- * count actually received (what the statistics cover). */
-static void recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
+void mpi_recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
 {
     static void *_Atomic gc;
     if (!st)
@@ -621,194 +593,6 @@ static void recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
     errno = saved;
 }
 
-/* ---- non-blocking requests ------------------------------------------------- */
-
-enum { NB_SLOTS = 4096 }; /* power of two; one slot always stays free */
-
-typedef struct nb_req {
-    uintptr_t key;        /* RKEY of the request; 0 = free slot */
-    mpi_call mc;
-    const void *result;   /* buffer whose statistics the EXIT records, NULL none */
-    MPI_Datatype rtype;   /* receives: element type, for MPI_Get_count */
-    int recv;             /* a receive: source and count from the status */
-} nb_req;
-
-static struct {
-    pthread_mutex_t lock;
-    nb_req slot[NB_SLOTS];
-    _Atomic int live;     /* entries in use: 0 = completion wrappers pass through */
-} nb = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static unsigned nb_home(uintptr_t key)
-{
-    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-    return (unsigned)(h >> 40) & (NB_SLOTS - 1);
-}
-
-/* Adds (or replaces) the entry of e->key; -1 when the table is full. */
-static int nb_put(const nb_req *e)
-{
-    int rc = -1;
-    pthread_mutex_lock(&nb.lock);
-    unsigned i = nb_home(e->key);
-    for (unsigned n = 0; n < NB_SLOTS; n++, i = (i + 1) & (NB_SLOTS - 1)) {
-        if (nb.slot[i].key == e->key) {
-            nb.slot[i] = *e;
-            rc = 0;
-            break;
-        }
-        if (nb.slot[i].key == 0) {
-            if (atomic_load(&nb.live) < NB_SLOTS - 1) {
-                nb.slot[i] = *e;
-                atomic_fetch_add(&nb.live, 1);
-                rc = 0;
-            }
-            break;
-        }
-    }
-    pthread_mutex_unlock(&nb.lock);
-    return rc;
-}
-
-/* Removes the entry of key into *out; 0 when there was none. Linear probing
- * with backward-shift deletion: no tombstones, lookups stay short. */
-static int nb_take(uintptr_t key, nb_req *out)
-{
-    int found = 0;
-    pthread_mutex_lock(&nb.lock);
-    unsigned i = nb_home(key);
-    for (unsigned n = 0; n < NB_SLOTS && nb.slot[i].key; n++, i = (i + 1) & (NB_SLOTS - 1)) {
-        if (nb.slot[i].key != key)
-            continue;
-        *out = nb.slot[i];
-        found = 1;
-        for (;;) {
-            nb.slot[i].key = 0;
-            unsigned j = i;
-            for (;;) {
-                j = (j + 1) & (NB_SLOTS - 1);
-                if (!nb.slot[j].key)
-                    goto done;
-                unsigned k = nb_home(nb.slot[j].key);
-                /* the entry at j may move to i when its home is not in (i, j] */
-                if (i <= j ? (k <= i || k > j) : (k <= i && k > j))
-                    break;
-            }
-            nb.slot[i] = nb.slot[j];
-            i = j;
-        }
-    }
-done:
-    if (found)
-        atomic_fetch_sub(&nb.live, 1);
-    pthread_mutex_unlock(&nb.lock);
-    return found;
-}
-
-/* After a successful non-blocking start (guard held): the ENTER now, the
- * EXIT at completion. The ENTER's implicit op ends at once, so that the
- * program's next calls are recorded as their own ops. A full table still
- * records the ENTER: the sequence numbers stay aligned across ranks. */
-static void nb_start(mpi_call *mc, MPI_Request req, const void *result, MPI_Datatype rtype, int recv)
-{
-    int saved = errno;
-    mc->token = tft_coll_enter(&mc->ci);
-    tft_op_end();
-    rec_explicit_coll = 0;
-    if (mc->token >= 0) {
-        nb_req e = {.key = RKEY(req), .mc = *mc, .result = result, .rtype = rtype, .recv = recv};
-        if (e.key == RKEY(mh.req_null) || nb_put(&e) != 0)
-            tft_coll_exit(mc->token, &mc->ci, NULL); /* nothing will complete it */
-    }
-    errno = saved;
-}
-
-/* The request that was key completed (ok: successfully; st: its status or
- * NULL): records its EXIT. Guard held. */
-static void nb_finish(uintptr_t key, const MPI_Status *st, int ok)
-{
-    nb_req e;
-    if (!key || key == RKEY(mh.req_null) || !nb_take(key, &e))
-        return;
-    int saved = errno;
-    mpi_call *mc = &e.mc;
-    if (e.recv && ok)
-        recv_status(mc, st, e.rtype);
-    const void *res = ok && mc->stats && mc->ci.count ? e.result : NULL;
-    if (res) { /* the statistics belong to an op at the completion point */
-        tft_op_begin(mc->ci.name, TFT_OP_COLLECTIVE, 0, NULL);
-        tft_coll_exit(mc->token, &mc->ci, res);
-        tft_op_end();
-    } else {
-        tft_coll_exit(mc->token, &mc->ci, NULL);
-    }
-    rec_explicit_coll = 0;
-    errno = saved;
-}
-
-/* Guard for a completion wrapper: nothing to do while no request is ours. */
-static int nb_begin(void) { return atomic_load_explicit(&nb.live, memory_order_relaxed) > 0 && rec_begin(); }
-
-/* Copies of the caller's request handles (completion turns them into
- * MPI_REQUEST_NULL) and, when the caller ignores statuses, ours. */
-typedef struct req_snap {
-    uintptr_t *old;
-    MPI_Status *st;       /* statuses to pass to the real call */
-    int own_st;           /* st was allocated here */
-    uintptr_t old_small[16];
-    MPI_Status st_small[16];
-} req_snap;
-
-/* 0 on success; -1 (nothing allocated) when memory is short. nst: number of
- * statuses the call may write (0: the call takes none). */
-static int snap_take(req_snap *s, int n, const MPI_Request *reqs, MPI_Status *user_st, int nst)
-{
-    int saved = errno; /* a failing malloc sets it */
-    s->old = n <= 16 ? s->old_small : malloc((size_t)n * sizeof(*s->old));
-    s->st = user_st;
-    s->own_st = 0;
-    if (nst > 0 && user_st == MPI_STATUSES_IGNORE) {
-        s->st = nst <= 16 ? s->st_small : malloc((size_t)nst * sizeof(*s->st));
-        s->own_st = s->st && s->st != s->st_small;
-    }
-    if (!s->old || (nst > 0 && !s->st)) {
-        if (s->old != s->old_small)
-            free(s->old);
-        if (s->own_st)
-            free(s->st);
-        errno = saved;
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
-        s->old[i] = RKEY(reqs[i]);
-    errno = saved;
-    return 0;
-}
-
-static void snap_free(req_snap *s)
-{
-    if (s->old != s->old_small)
-        free(s->old);
-    if (s->own_st)
-        free(s->st);
-}
-
-/* Whether the status of one completed request reports success. */
-static int status_ok(int rc, const MPI_Status *st)
-{
-    return rc == MPI_SUCCESS || (rc == MPI_ERR_IN_STATUS && st && st->MPI_ERROR == MPI_SUCCESS);
-}
-
-/* Requests i in [0, n) whose handle became MPI_REQUEST_NULL finished;
- * statuses per request index (st may be NULL). */
-static void snap_finish_all(const req_snap *s, int n, const MPI_Request *reqs, const MPI_Status *st, int rc)
-{
-    uintptr_t null = RKEY(mh.req_null);
-    for (int i = 0; i < n; i++)
-        if (s->old[i] != null && RKEY(reqs[i]) == null)
-            nb_finish(s->old[i], st ? &st[i] : NULL, status_ok(rc, st ? &st[i] : NULL));
-}
-
 /* ---- blocking collectives ------------------------------------------------- */
 
 typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
@@ -819,18 +603,6 @@ typedef int (*gather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datat
 typedef int (*redscat_fn)(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm);
 typedef int (*redscat_block_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 typedef int (*barrier_fn)(MPI_Comm);
-
-/* Looks the real function up into fn (errno kept), or returns MPI_ERR_OTHER. */
-#define REAL(type, name)                                                                                \
-    static void *_Atomic real_;                                                                         \
-    type fn = (type)atomic_load_explicit(&real_, memory_order_acquire);                                 \
-    if (!fn) {                                                                                          \
-        int saved_ = errno;                                                                             \
-        fn = (type)ip_real_cached(&real_, name);                                                        \
-        errno = saved_;                                                                                 \
-    }                                                                                                   \
-    if (!fn)                                                                                            \
-        return MPI_ERR_OTHER
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
@@ -900,15 +672,15 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
                        MPI_Op op, MPI_Comm comm)
 {
     REAL(redscat_fn, "MPI_Reduce_scatter");
-    if (!rec_begin())
+    if (!mpi_rec_begin())
         return fn(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     mpi_call mc;
     int size = comm_size(comm);
     uint64_t total = 0;
     for (int i = 0; recvcounts && i < size; i++)
-        total += ucount(recvcounts[i]);
-    call_fill(&mc, "MPI_Reduce_scatter", TFT_COLL_REDUCE_SCATTER, comm, datatype, total, map_redop(op), -1, 0,
-              TFT_TAG_NONE);
+        total += mpi_count(recvcounts[i]);
+    mpi_call_fill(&mc, "MPI_Reduce_scatter", TFT_COLL_REDUCE_SCATTER, comm, datatype, total, mpi_map_redop(op), -1, 0,
+                  TFT_TAG_NONE);
     call_enter(&mc);
     int rc = fn(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     call_end(&mc, NULL);
@@ -934,12 +706,12 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
                MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     REAL(gather_fn, "MPI_Gather");
-    if (!rec_begin())
+    if (!mpi_rec_begin())
         return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     mpi_call mc;
     int in_place = sendbuf == MPI_IN_PLACE && comm_rank(comm) == root;
-    call_fill(&mc, "MPI_Gather", TFT_COLL_GATHER, comm, in_place ? recvtype : sendtype,
-              ucount(in_place ? recvcount : sendcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
+    mpi_call_fill(&mc, "MPI_Gather", TFT_COLL_GATHER, comm, in_place ? recvtype : sendtype,
+                  mpi_count(in_place ? recvcount : sendcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
     call_enter(&mc);
     int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     call_end(&mc, NULL);
@@ -952,12 +724,12 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     REAL(gather_fn, "MPI_Scatter");
-    if (!rec_begin())
+    if (!mpi_rec_begin())
         return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     mpi_call mc;
     int in_place = recvbuf == MPI_IN_PLACE && comm_rank(comm) == root;
-    call_fill(&mc, "MPI_Scatter", TFT_COLL_SCATTER, comm, in_place ? sendtype : recvtype,
-              ucount(in_place ? sendcount : recvcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
+    mpi_call_fill(&mc, "MPI_Scatter", TFT_COLL_SCATTER, comm, in_place ? sendtype : recvtype,
+                  mpi_count(in_place ? sendcount : recvcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
     call_enter(&mc);
     int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     call_end(&mc, rc == MPI_SUCCESS && !in_place ? recvbuf : NULL);
@@ -1016,7 +788,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     int rc = fn(buf, count, datatype, source, tag, comm, st);
     if (rc == MPI_SUCCESS)
-        recv_status(&mc, st, datatype);
+        mpi_recv_status(&mc, st, datatype);
     call_end(&mc, rc == MPI_SUCCESS ? buf : NULL);
     return rc;
 }
@@ -1033,13 +805,14 @@ static int sendrecv_begin(sendrecv_rec *x, const char *name, MPI_Comm comm, MPI_
 {
     x->has_s = dest != MPI_PROC_NULL;
     x->has_r = source != MPI_PROC_NULL;
-    if ((!x->has_s && !x->has_r) || !rec_begin())
+    if ((!x->has_s && !x->has_r) || !mpi_rec_begin())
         return 0;
     if (x->has_s)
-        call_fill(&x->s, name, TFT_COLL_SEND, comm, stype, ucount(scount), TFT_REDOP_NONE, dest, 1, tft_tag(stag));
+        mpi_call_fill(&x->s, name, TFT_COLL_SEND, comm, stype, mpi_count(scount), TFT_REDOP_NONE, dest, 1,
+                      mpi_tag(stag));
     if (x->has_r)
-        call_fill(&x->r, name, TFT_COLL_RECV, comm, rtype, ucount(rcount), TFT_REDOP_NONE,
-                  source == MPI_ANY_SOURCE ? -1 : source, 1, tft_tag(rtag));
+        mpi_call_fill(&x->r, name, TFT_COLL_RECV, comm, rtype, mpi_count(rcount), TFT_REDOP_NONE,
+                      source == MPI_ANY_SOURCE ? -1 : source, 1, mpi_tag(rtag));
     if (x->has_s)
         call_enter(&x->s);
     if (x->has_r)
@@ -1052,12 +825,12 @@ static void sendrecv_end(sendrecv_rec *x, int rc, const void *rbuf, const MPI_St
 {
     if (x->has_r) {
         if (rc == MPI_SUCCESS)
-            recv_status(&x->r, st, rtype);
+            mpi_recv_status(&x->r, st, rtype);
         call_exit(&x->r, rc == MPI_SUCCESS ? rbuf : NULL);
     }
     if (x->has_s)
         call_exit(&x->s, NULL);
-    rec_end();
+    mpi_rec_end();
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
@@ -1092,367 +865,6 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
     return rc;
 }
 
-/* ---- non-blocking starts -------------------------------------------------- */
-
-typedef int (*iallreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
-typedef int (*ibcast_fn)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
-typedef int (*ireduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm, MPI_Request *);
-typedef int (*iallgather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
-                             MPI_Request *);
-typedef int (*iredscat_block_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
-typedef int (*ibarrier_fn)(MPI_Comm, MPI_Request *);
-typedef int (*isend_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
-typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
-
-/* Fills mc for a non-blocking collective (guard held). */
-static void icoll_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, int count,
-                       const MPI_Op *op, int root)
-{
-    call_fill(mc, name, type, comm, dt, ucount(count), op ? map_redop(*op) : TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
-}
-
-int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                   MPI_Comm comm, MPI_Request *request)
-{
-    REAL(iallreduce_fn, "MPI_Iallreduce");
-    if (!rec_begin())
-        return fn(sendbuf, recvbuf, count, datatype, op, comm, request);
-    int rc = fn(sendbuf, recvbuf, count, datatype, op, comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        icoll_fill(&mc, "MPI_Iallreduce", TFT_COLL_ALLREDUCE, comm, datatype, count, &op, -1);
-        nb_start(&mc, *request, recvbuf, datatype, 0);
-    }
-    rec_end();
-    return rc;
-}
-
-int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
-{
-    REAL(ibcast_fn, "MPI_Ibcast");
-    if (!rec_begin())
-        return fn(buffer, count, datatype, root, comm, request);
-    int rc = fn(buffer, count, datatype, root, comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        icoll_fill(&mc, "MPI_Ibcast", TFT_COLL_BCAST, comm, datatype, count, NULL, root);
-        nb_start(&mc, *request, buffer, datatype, 0);
-    }
-    rec_end();
-    return rc;
-}
-
-int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                MPI_Comm comm, MPI_Request *request)
-{
-    REAL(ireduce_fn, "MPI_Ireduce");
-    if (!rec_begin())
-        return fn(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    int rc = fn(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        icoll_fill(&mc, "MPI_Ireduce", TFT_COLL_REDUCE, comm, datatype, count, &op, root);
-        nb_start(&mc, *request, mc.ci.rank == root ? recvbuf : NULL, datatype, 0);
-    }
-    rec_end();
-    return rc;
-}
-
-static int iallgather_common(iallgather_fn fn, const char *name, int type, const void *sendbuf, int sendcount,
-                             MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                             MPI_Comm comm, MPI_Request *request)
-{
-    if (!rec_begin())
-        return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    int rc = fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        icoll_fill(&mc, name, type, comm, recvtype, recvcount, NULL, -1);
-        nb_start(&mc, *request, NULL, recvtype, 0);
-    }
-    rec_end();
-    return rc;
-}
-
-int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    REAL(iallgather_fn, "MPI_Iallgather");
-    return iallgather_common(fn, "MPI_Iallgather", TFT_COLL_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf,
-                             recvcount, recvtype, comm, request);
-}
-
-int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    REAL(iallgather_fn, "MPI_Ialltoall");
-    return iallgather_common(fn, "MPI_Ialltoall", TFT_COLL_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf,
-                             recvcount, recvtype, comm, request);
-}
-
-int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                              MPI_Op op, MPI_Comm comm, MPI_Request *request)
-{
-    REAL(iredscat_block_fn, "MPI_Ireduce_scatter_block");
-    if (!rec_begin())
-        return fn(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    int rc = fn(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        icoll_fill(&mc, "MPI_Ireduce_scatter_block", TFT_COLL_REDUCE_SCATTER, comm, datatype, recvcount, &op, -1);
-        nb_start(&mc, *request, recvbuf, datatype, 0);
-    }
-    rec_end();
-    return rc;
-}
-
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
-{
-    REAL(ibarrier_fn, "MPI_Ibarrier");
-    if (!rec_begin())
-        return fn(comm, request);
-    int rc = fn(comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        icoll_fill(&mc, "MPI_Ibarrier", TFT_COLL_BARRIER, comm, (MPI_Datatype)0, 0, NULL, -1);
-        nb_start(&mc, *request, NULL, (MPI_Datatype)0, 0);
-    }
-    rec_end();
-    return rc;
-}
-
-static int isend_common(isend_fn fn, const char *name, const void *buf, int count, MPI_Datatype dt, int dest,
-                        int tag, MPI_Comm comm, MPI_Request *request)
-{
-    if (dest == MPI_PROC_NULL || !rec_begin())
-        return fn(buf, count, dt, dest, tag, comm, request);
-    int rc = fn(buf, count, dt, dest, tag, comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        call_fill(&mc, name, TFT_COLL_SEND, comm, dt, ucount(count), TFT_REDOP_NONE, dest, 1, tft_tag(tag));
-        nb_start(&mc, *request, NULL, dt, 0);
-    }
-    rec_end();
-    return rc;
-}
-
-int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-              MPI_Request *request)
-{
-    REAL(isend_fn, "MPI_Isend");
-    return isend_common(fn, "MPI_Isend", buf, count, datatype, dest, tag, comm, request);
-}
-
-int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-               MPI_Request *request)
-{
-    REAL(isend_fn, "MPI_Issend");
-    return isend_common(fn, "MPI_Issend", buf, count, datatype, dest, tag, comm, request);
-}
-
-int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-              MPI_Request *request)
-{
-    REAL(irecv_fn, "MPI_Irecv");
-    if (source == MPI_PROC_NULL || !rec_begin())
-        return fn(buf, count, datatype, source, tag, comm, request);
-    int rc = fn(buf, count, datatype, source, tag, comm, request);
-    if (rc == MPI_SUCCESS && request) {
-        mpi_call mc;
-        call_fill(&mc, "MPI_Irecv", TFT_COLL_RECV, comm, datatype, ucount(count), TFT_REDOP_NONE,
-                  source == MPI_ANY_SOURCE ? -1 : source, 1, tft_tag(tag));
-        nb_start(&mc, *request, buf, datatype, 1);
-    }
-    rec_end();
-    return rc;
-}
-
-/* ---- completion ----------------------------------------------------------- */
-
-typedef int (*wait_fn)(MPI_Request *, MPI_Status *);
-typedef int (*test_fn)(MPI_Request *, int *, MPI_Status *);
-typedef int (*waitall_fn)(int, MPI_Request *, MPI_Status *);
-typedef int (*testall_fn)(int, MPI_Request *, int *, MPI_Status *);
-typedef int (*waitany_fn)(int, MPI_Request *, int *, MPI_Status *);
-typedef int (*testany_fn)(int, MPI_Request *, int *, int *, MPI_Status *);
-typedef int (*waitsome_fn)(int, MPI_Request *, int *, int *, MPI_Status *);
-typedef int (*request_free_fn)(MPI_Request *);
-
-/* One request: finished when its handle became MPI_REQUEST_NULL. */
-static void finish_one(uintptr_t old, const MPI_Request *req, const MPI_Status *st, int rc)
-{
-    if (old != RKEY(mh.req_null) && RKEY(*req) == RKEY(mh.req_null))
-        nb_finish(old, st, rc == MPI_SUCCESS);
-}
-
-int MPI_Wait(MPI_Request *request, MPI_Status *status)
-{
-    REAL(wait_fn, "MPI_Wait");
-    if (!request || !nb_begin())
-        return fn(request, status);
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    uintptr_t old = RKEY(*request);
-    int rc = fn(request, st);
-    finish_one(old, request, st, rc);
-    rec_end();
-    return rc;
-}
-
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    REAL(test_fn, "MPI_Test");
-    if (!request || !nb_begin())
-        return fn(request, flag, status);
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    uintptr_t old = RKEY(*request);
-    int rc = fn(request, flag, st);
-    finish_one(old, request, st, rc);
-    rec_end();
-    return rc;
-}
-
-int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses)
-{
-    REAL(waitall_fn, "MPI_Waitall");
-    req_snap s;
-    if (count <= 0 || !array_of_requests || !nb_begin())
-        return fn(count, array_of_requests, array_of_statuses);
-    if (snap_take(&s, count, array_of_requests, array_of_statuses, count)) {
-        rec_end();
-        return fn(count, array_of_requests, array_of_statuses);
-    }
-    int rc = fn(count, array_of_requests, s.st);
-    snap_finish_all(&s, count, array_of_requests, s.st, rc);
-    snap_free(&s);
-    rec_end();
-    return rc;
-}
-
-int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
-{
-    REAL(testall_fn, "MPI_Testall");
-    req_snap s;
-    if (count <= 0 || !array_of_requests || !nb_begin())
-        return fn(count, array_of_requests, flag, array_of_statuses);
-    if (snap_take(&s, count, array_of_requests, array_of_statuses, count)) {
-        rec_end();
-        return fn(count, array_of_requests, flag, array_of_statuses);
-    }
-    int rc = fn(count, array_of_requests, flag, s.st);
-    snap_finish_all(&s, count, array_of_requests, s.st, rc);
-    snap_free(&s);
-    rec_end();
-    return rc;
-}
-
-/* Waitany/Testany: the one request at *index finished (if any). */
-static void finish_index(const req_snap *s, int count, const MPI_Request *reqs, int index, const MPI_Status *st,
-                         int rc)
-{
-    if (index >= 0 && index < count && index != MPI_UNDEFINED)
-        finish_one(s->old[index], &reqs[index], st, rc);
-}
-
-int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
-{
-    REAL(waitany_fn, "MPI_Waitany");
-    req_snap s;
-    if (count <= 0 || !array_of_requests || !index || !nb_begin())
-        return fn(count, array_of_requests, index, status);
-    if (snap_take(&s, count, array_of_requests, NULL, 0)) {
-        rec_end();
-        return fn(count, array_of_requests, index, status);
-    }
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    int rc = fn(count, array_of_requests, index, st);
-    finish_index(&s, count, array_of_requests, *index, st, rc);
-    snap_free(&s);
-    rec_end();
-    return rc;
-}
-
-int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
-{
-    REAL(testany_fn, "MPI_Testany");
-    req_snap s;
-    if (count <= 0 || !array_of_requests || !index || !nb_begin())
-        return fn(count, array_of_requests, index, flag, status);
-    if (snap_take(&s, count, array_of_requests, NULL, 0)) {
-        rec_end();
-        return fn(count, array_of_requests, index, flag, status);
-    }
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    int rc = fn(count, array_of_requests, index, flag, st);
-    finish_index(&s, count, array_of_requests, *index, st, rc);
-    snap_free(&s);
-    rec_end();
-    return rc;
-}
-
-/* Waitsome/Testsome: statuses follow the order of indices[]. */
-static void finish_some(const req_snap *s, int count, const MPI_Request *reqs, const int *outcount,
-                        const int *indices, const MPI_Status *st, int rc)
-{
-    if (!outcount || *outcount == MPI_UNDEFINED || !indices)
-        return;
-    for (int k = 0; k < *outcount && k < count; k++) {
-        int i = indices[k];
-        if (i >= 0 && i < count && s->old[i] != RKEY(mh.req_null) && RKEY(reqs[i]) == RKEY(mh.req_null))
-            nb_finish(s->old[i], &st[k], status_ok(rc, &st[k]));
-    }
-}
-
-/* MPI_Waitsome and MPI_Testsome (one prototype) around the real fn. */
-static int some_common(waitsome_fn fn, int incount, MPI_Request *reqs, int *outcount, int *indices,
-                       MPI_Status *statuses)
-{
-    req_snap s;
-    if (incount <= 0 || !reqs || !nb_begin())
-        return fn(incount, reqs, outcount, indices, statuses);
-    if (snap_take(&s, incount, reqs, statuses, incount)) {
-        rec_end();
-        return fn(incount, reqs, outcount, indices, statuses);
-    }
-    int rc = fn(incount, reqs, outcount, indices, s.st);
-    finish_some(&s, incount, reqs, outcount, indices, s.st, rc);
-    snap_free(&s);
-    rec_end();
-    return rc;
-}
-
-int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
-                 MPI_Status array_of_statuses[])
-{
-    REAL(waitsome_fn, "MPI_Waitsome");
-    return some_common(fn, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-}
-
-int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
-                 MPI_Status array_of_statuses[])
-{
-    REAL(waitsome_fn, "MPI_Testsome");
-    return some_common(fn, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
-}
-
-/* The program stops tracking the request: its EXIT now, without statistics
- * (the operation may still be in flight). */
-int MPI_Request_free(MPI_Request *request)
-{
-    REAL(request_free_fn, "MPI_Request_free");
-    if (!request || !nb_begin())
-        return fn(request);
-    uintptr_t old = RKEY(*request);
-    int rc = fn(request);
-    if (rc == MPI_SUCCESS)
-        nb_finish(old, NULL, 0);
-    rec_end();
-    return rc;
-}
-
 /* ---- communicator creation ------------------------------------------------ */
 
 typedef int (*split_fn)(MPI_Comm, int, int, MPI_Comm *);
@@ -1476,11 +888,11 @@ typedef int (*intercomm_merge_fn)(MPI_Comm, int, MPI_Comm *);
  * and remembers what made it. MPI_COMM_NULL (a rank left out) is not one. */
 static void created(int rc, const MPI_Comm *out, const char *made_by, MPI_Comm parent)
 {
-    if (rc != MPI_SUCCESS || !out || H(*out) == mh.comm_null || !rec_begin())
+    if (rc != MPI_SUCCESS || !out || H(*out) == mh.comm_null || !mpi_rec_begin())
         return;
     mcomm *p = mcomm_of(parent);
     mcomm_register(*out, made_by, p ? p->id : 0);
-    rec_end();
+    mpi_rec_end();
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)

@@ -1,6 +1,8 @@
 /*
- * recorder_internal.h — state shared by the recorder's API (recorder.c) and
- * its set-up (init.c): the process-wide recording state.
+ * recorder_internal.h — what the parts of the recorder share: the
+ * process-wide recording state, its API (recorder.c), its set-up (init.c)
+ * and its capture path (recorder_capture.c), and the entries the
+ * interposers use.
  */
 #ifndef TFT_RECORDER_INTERNAL_H
 #define TFT_RECORDER_INTERNAL_H
@@ -8,6 +10,7 @@
 #include "shm_internal.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 struct rec_global {
     _Atomic int state;            /* ST_UNINIT / ST_OFF / ST_ON */
@@ -35,6 +38,32 @@ void rec_init(void);                 /* pthread_once target */
 void rec_thread_key_init(void);
 void rec_record_exit(int code, int sig);
 int rec_inproc_flush(int timeout_ms); /* in-process mode: drain and seal now */
+
+/* ---- record building (recorder.c), for recorder_capture.c ----------------- */
+
+/* The calling thread's ring (claimed on first use), NULL when none is free. */
+shm_ring *rec_ring(void);
+/* Fills a record header: kind, len, the current step, seq, a timestamp. */
+void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq);
+/* Sends the text of a string once per ring; returns its id (0 for NULL). */
+uint64_t rec_intern(shm_ring *r, const char *s);
+/* The op the calling thread is inside (tft_op_begin .. tft_op_end, or a
+ * collective's implicit op), TFT_SEQ_NONE outside any. */
+int64_t rec_current_op(void);
+
+/* ---- capture (recorder_capture.c), reached only while g_rec.capture ------- */
+
+/* Creates the key that frees a thread's capture state at its exit (once). */
+void rec_capture_key_init(void);
+/* Op seq (name, n_in inputs in) began on this thread: decides whether it is
+ * captured and captures the inputs it already can. */
+void rec_capture_op_begin(shm_ring *r, const char *name, int64_t seq, int n_in, const uint64_t *in);
+/* Writes the TENSOR record t of a host tensor (numel elements at data,
+ * own_op: the tensor is its own op) while capture is armed: flagged and
+ * followed by its CAPTURE parts when its op is selected; remembered for the
+ * inputs of later ops. Returns ring_write's result for t. */
+int rec_capture_tensor(shm_ring *r, tft_rec_tensor *t, const char *name, const void *data, uint64_t numel,
+                       bool own_op);
 
 /* ---- for the interposers (interpose.c) ----------------------------------- */
 

@@ -1,0 +1,79 @@
+/*
+ * interpose_mpi_internal.h — what the MPI interposers share: the blocking
+ * calls and communicators (interpose_mpi.c) and the non-blocking calls
+ * with their completion (interpose_mpi_nb.c). Built with TFT_HAVE_MPI.
+ */
+#ifndef TFT_INTERPOSE_MPI_INTERNAL_H
+#define TFT_INTERPOSE_MPI_INTERNAL_H
+
+#include "interpose_internal.h"
+
+#ifdef TFT_HAVE_MPI
+#include <errno.h>
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Handles as void * so one comparison serves both ABIs: Open MPI's are
+ * addresses of objects in libmpi, MPICH's integer constants. RKEY: a
+ * request handle as a table key. */
+#ifdef OPEN_MPI
+#define H(x) ((void *)(x))
+#define RKEY(r) ((uintptr_t)(void *)(r))
+#else
+#define H(x) ((void *)(intptr_t)(x))
+#define RKEY(r) ((uintptr_t)(intptr_t)(r))
+#endif
+
+/* One recorded call. */
+typedef struct mpi_call {
+    tft_coll_info ci;
+    int64_t token;    /* from tft_coll_enter; < 0: no EXIT to write */
+    int stats;        /* the dtype maps to ours: the result gets statistics */
+} mpi_call;
+
+/* Takes the re-entry guard when this call is to be recorded: returns 1 with
+ * ip_depth held (release with mpi_rec_end), 0 to pass through. Loads MPI's
+ * predefined handles the first time. Leaves errno as it found it. */
+int mpi_rec_begin(void);
+void mpi_rec_end(void);
+
+/* Fills mc for a call on comm: count elements of dt (a type we have no
+ * tft_dtype for is counted in bytes, without statistics). p2p selects the
+ * communicator's point-to-point sequence space; root is the root or peer;
+ * tag the message tag (TFT_TAG_NONE for a collective). Writes the
+ * communicator's COMM record the first time. */
+void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, uint64_t count,
+                   int redop, int root, int p2p, int tag);
+
+/* After a receive into a buffer of dt: the actual source and tag, and the
+ * count actually received (what the statistics cover). */
+void mpi_recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt);
+
+/* The tft_redop of a predefined MPI_Op (TFT_REDOP_OTHER for others). */
+int mpi_map_redop(MPI_Op op);
+
+/* RKEY of MPI_REQUEST_NULL (valid once mpi_rec_begin returned 1). */
+uintptr_t mpi_req_null(void);
+
+/* The tft_coll_info tag of an MPI tag (MPI_ANY_TAG: TFT_TAG_ANY). */
+static inline int mpi_tag(int tag) { return tag == MPI_ANY_TAG ? TFT_TAG_ANY : tag < 0 ? TFT_TAG_NONE : tag; }
+
+/* An MPI count as a record's element count (negative: 0). */
+static inline uint64_t mpi_count(int count) { return count > 0 ? (uint64_t)count : 0; }
+
+/* Looks the real function up into fn (errno kept), or returns MPI_ERR_OTHER. */
+#define REAL(type, name)                                                                                \
+    static void *_Atomic real_;                                                                         \
+    type fn = (type)atomic_load_explicit(&real_, memory_order_acquire);                                 \
+    if (!fn) {                                                                                          \
+        int saved_ = errno;                                                                             \
+        fn = (type)ip_real_cached(&real_, name);                                                        \
+        errno = saved_;                                                                                 \
+    }                                                                                                   \
+    if (!fn)                                                                                            \
+        return MPI_ERR_OTHER
+
+
+#endif /* TFT_HAVE_MPI */
+#endif
