@@ -11,7 +11,7 @@
  *    A, B (and C's prior value when beta != 0), through the CBLAS tfdump is
  *    linked with (OpenBLAS);
  *  - tftrain's forward ops, told by their names, through the runtime's own
- *    CPU ops (kernels/tft_ops.h): emb, L*.ln1/ln2, lnf, L*.qkv, logits,
+ *    CPU ops (kernels/ops/tft_ops.h): emb, L*.ln1/ln2, lnf, L*.qkv, logits,
  *    L*.attn.scores, L*.attn.probs, L*.attn.out, L*.gelu, L*.res1, L*.res2.
  * Anything else is "cannot be replayed" (exit 2).
  *

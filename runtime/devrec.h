@@ -1,7 +1,7 @@
 /*
  * devrec.h — the CUDA backend's recording queue: every record tftrain
  * makes while it trains on the device goes through one ordered queue
- * (kernels/tft_stats_cuda_ring.h), device tensors with their statistics
+ * (kernels/stats/tft_stats_cuda_ring.h), device tensors with their statistics
  * computed on the device (or, on request, a copy of their bytes), host
  * records as copies, and the
  * queue emits them in program order as they complete, through rec.c and
@@ -33,7 +33,7 @@ typedef struct devrec_opts {
     int device;            /* CUDA ordinal, for the records */
     size_t arena_bytes;    /* pinned arena (0: 8 MiB for STATS/DRYRUN, 256 MiB for COPY) */
     size_t max_tensor_bytes; /* sizes the statistics scratch */
-    int batch;             /* batched statistics launches (kernels/tft_stats_cuda_ring.h) */
+    int batch;             /* batched statistics launches (kernels/stats/tft_stats_cuda_ring.h) */
 } devrec_opts;
 
 /* Creates the queue and installs it as the runtime's deferral (rec.c).

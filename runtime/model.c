@@ -1,5 +1,5 @@
 /*
- * model.c — GPT forward and backward on the ops of kernels/tft_ops.h.
+ * model.c — GPT forward and backward on the ops of kernels/ops/tft_ops.h.
  * Parameter layout, initialisation and the activation block are here; the
  * training loop, recording and the bug zoo live in tftrain.c.
  */

@@ -6,7 +6,7 @@
  *
  * All parameters live in one allocation (and their gradients, AdamW moments
  * in three more); activations in one more, sized for (B, T) at init.
- * Forward and backward are written with the ops of kernels/tft_ops.h.
+ * Forward and backward are written with the ops of kernels/ops/tft_ops.h.
  * Recording through tft.h is done by the caller through the hooks below, so
  * the model compiles and tests without the tracer.
  */

@@ -2,7 +2,7 @@
  * model_cuda.c — the GPT of model.c on a CUDA device (model_cuda.h).
  *
  * Host C over the CUDA runtime API and the device ops of
- * kernels/tft_ops_cuda.h; the code follows model.c line by line (same
+ * kernels/ops/tft_ops_cuda.h; the code follows model.c line by line (same
  * activation layout, same op order, same names and inputs of recorded
  * tensors) so a reader can check one against the other.
  */

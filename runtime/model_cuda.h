@@ -1,7 +1,7 @@
 /*
  * model_cuda.h — the GPT of model.h on a CUDA device: the same parameter
  * layout (taken from a host gpt_model, whose initial values are uploaded),
- * the same forward and backward op by op (kernels/tft_ops_cuda.h, matmuls
+ * the same forward and backward op by op (kernels/ops/tft_ops_cuda.h, matmuls
  * through cuBLAS), the same recorded tensors under the same names and
  * inputs, in the same order.
  *
@@ -10,7 +10,7 @@
  * fp16 every recorded activation is rounded to that type after its op (as
  * the CPU backend's emulation does) and every matmul runs on bf16/fp16
  * operands with fp32 accumulation; fp16 adds dynamic loss scaling
- * (kernels/loss_scale.h), whose state stays on the device.
+ * (kernels/ops/loss_scale.h), whose state stays on the device.
  *
  * Everything runs on one stream and is asynchronous; the functions that
  * wait for the device say so (uploads, downloads, reads for logging).

@@ -2,13 +2,13 @@
  * test_cuda_host.c — the host-side parts of tftrain's CUDA backend, checked
  * without a GPU:
  *   - the row-major -> column-major GEMM mapping of ops_cuda.cu
- *     (kernels/gemm_map.h): for random shapes, transposes, leading
+ *     (kernels/ops/gemm_map.h): for random shapes, transposes, leading
  *     dimensions and batch strides, a column-major reference GEMM called
  *     with the mapped parameters (as cuBLAS would be) must give exactly the
  *     row-major result (same products, same summation order);
- *   - the dynamic loss scaler (kernels/loss_scale.h): backoff, growth,
+ *   - the dynamic loss scaler (kernels/ops/loss_scale.h): backoff, growth,
  *     bounds;
- *   - the record queue's bookkeeping (kernels/tft_stats_ring.h): FIFO
+ *   - the record queue's bookkeeping (kernels/stats/tft_stats_ring.h): FIFO
  *     order, no overlap of live payloads under random traffic, wrap
  *     accounting, full and too-big answers;
  *   - with the CUDA toolkit but no device: the device entry points refuse

@@ -3,7 +3,7 @@
  * on a GPU machine (run by tests/gpu/run-backend-checks.sh; in CI without a
  * device it prints "SKIP: no CUDA device" and exits 0).
  *
- *   ops     every op of kernels/tft_ops_cuda.h against kernels/ops.c on the
+ *   ops     every op of kernels/ops/tft_ops_cuda.h against kernels/ops/ops.c on the
  *           same inputs, at two shapes (one with NH <= B, one with NH > B
  *           and odd sizes), fp32 and the bf16/fp16 matmuls; each line: op,
  *           worst absolute and relative error, the tolerance, PASS/FAIL.

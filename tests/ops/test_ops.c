@@ -1,5 +1,5 @@
 /*
- * test_ops.c — the training runtime's compute ops (kernels/tft_ops.h).
+ * test_ops.c — the training runtime's compute ops (kernels/ops/tft_ops.h).
  *
  * Every op with a backward gets a central-difference gradient check on small
  * shapes (B=2, T=5, C=8, NH=2, V=11): the scalar L = sum(out * R) for a

@@ -1,7 +1,7 @@
 /*
  * devstats.c — device tensor statistics for the interposers (plugin table
  * entries stats_launch / stats_poll, see tft_cuda_plugin.h), on top of
- * tft_stats_cuda_launch (kernels/tft_stats_cuda.h).
+ * tft_stats_cuda_launch (kernels/stats/tft_stats_cuda.h).
  *
  * Memory. Per device, one scratch arena (TFT_CUDA_SCRATCH_MB, default 64
  * MiB of device memory, allocated at the first request on that device) used

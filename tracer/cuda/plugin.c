@@ -284,7 +284,7 @@ static void CUPTIAPI buf_requested(uint8_t **buf, size_t *size, size_t *max_reco
     *max_records = 0;
 }
 
-/* Our statistics kernels (kernels/stats_cuda.cu), by mangled name. */
+/* Our statistics kernels (kernels/stats/stats_cuda.cu), by mangled name. */
 static int own_kernel(const char *name)
 {
     return name && (strstr(name, "11stats_tiles") || strstr(name, "11stats_final"));

@@ -7,7 +7,7 @@
  * cuBLAS/cuBLASLt/NCCL interposers (interpose_cuda.c, interpose_nccl.c) see
  * the calls and know shapes, dtypes and streams, but cannot touch device
  * memory. The plugin (tracer/cuda/) is linked with a private static
- * cudart, CUPTI and the device statistics kernels (kernels/stats_cuda.cu).
+ * cudart, CUPTI and the device statistics kernels (kernels/stats/stats_cuda.cu).
  * The CUDA driver loads it through CUDA_INJECTION64_PATH when CUDA
  * initialises — so without a driver and a device it is never loaded — and
  * its InitializeInjection registers a tft_cuda_plugin table here. Until then
