@@ -4,6 +4,7 @@
  * training loop, recording and the bug zoo live in tftrain.c.
  */
 #include "model_acts.h"
+#include "names.h"
 
 #include "tft_format.h" /* TFT_F32 */
 #include "tft_ops.h"
@@ -14,14 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Per-layer parameter order inside the block (after wte, wpe). */
-static const struct { const char *suffix; int rows, cols; } layer_params[GPT_NPARAM_PER_LAYER] = {
-    /* rows/cols in units: 0 = 1, 1 = C, 3 = 3C, 4 = 4C */
-    {"ln1.w", 1, 0}, {"ln1.b", 1, 0}, {"qkv.w", 3, 1}, {"qkv.b", 3, 0},
-    {"attn.proj.w", 1, 1}, {"attn.proj.b", 1, 0}, {"ln2.w", 1, 0}, {"ln2.b", 1, 0},
-    {"fc.w", 4, 1}, {"fc.b", 4, 0}, {"fcproj.w", 1, 4}, {"fcproj.b", 1, 0},
+/* Shapes of a layer's parameters (enum gpt_lparam, the order inside the
+ * block after wte, wpe): rows/cols in units of C, cols 0 = a vector. */
+static const struct { int rows, cols; } layer_params[GPT_NPARAM_PER_LAYER] = {
+    [GPT_LN1W] = {1, 0}, [GPT_LN1B] = {1, 0}, [GPT_QKVW] = {3, 1}, [GPT_QKVB] = {3, 0},
+    [GPT_PROJW] = {1, 1}, [GPT_PROJB] = {1, 0}, [GPT_LN2W] = {1, 0}, [GPT_LN2B] = {1, 0},
+    [GPT_FCW] = {4, 1}, [GPT_FCB] = {4, 0}, [GPT_FCPW] = {1, 4}, [GPT_FCPB] = {1, 0},
 };
-enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB, P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPW, P_FCPB };
 
 static void add_param(gpt_model *m, const char *name, int64_t rows, int64_t cols)
 {
@@ -39,18 +39,18 @@ static void layout(gpt_model *m)
 {
     const gpt_config *c = &m->cfg;
     int64_t C = c->channels;
-    add_param(m, "wte", c->vocab, C);
-    add_param(m, "wpe", c->max_seq, C);
+    add_param(m, GPT_N_WTE, c->vocab, C);
+    add_param(m, GPT_N_WPE, c->max_seq, C);
     for (int l = 0; l < c->layers; l++)
         for (int k = 0; k < GPT_NPARAM_PER_LAYER; k++) {
             char name[32];
-            snprintf(name, sizeof(name), "L%d.%s", l, layer_params[k].suffix);
+            snprintf(name, sizeof(name), "L%d.%s", l, gpt_lparam_suffix[k]);
             int64_t rows = layer_params[k].rows * C;
             int64_t cols = layer_params[k].cols ? layer_params[k].cols * C : 0;
             add_param(m, name, rows, cols);
         }
-    add_param(m, "lnf.w", C, 0);
-    add_param(m, "lnf.b", C, 0);
+    add_param(m, GPT_N_LNF_W, C, 0);
+    add_param(m, GPT_N_LNF_B, C, 0);
 }
 
 /* Parameter k of layer l (or a global one by index). */
@@ -221,55 +221,53 @@ static void emit(const fwd_ctx *f, const char *name, float *x, size_t n, int ndi
         f->rec(f->ctx, name, x, ndim, shape, in, nin);
 }
 
-static void layer_forward(gpt_model *m, const gpt_variant *var, const fwd_ctx *f, int l, const float *in,
-                          const char *in_name)
+static void layer_forward(gpt_model *m, const gpt_variant *var, const fwd_ctx *f, int l, const float *in)
 {
     gpt_acts *a = m->acts;
     int B = m->B, T = m->T, C = m->cfg.channels, NH = m->cfg.heads, N = B * T;
     size_t BTC = (size_t)N * C, att = (size_t)B * NH * T * T;
     int64_t s3[3] = {B, T, C}, s3q[3] = {B, T, 3 * C}, s3f[3] = {B, T, 4 * C}, s4[4] = {B, NH, T, T};
-    char nm[16][48], pn[8][48];
-    const char *names[] = {"ln1", "qkv", "attn.mask", "attn.scores", "attn.probs", "attn.out", "attn.proj",
-                           "res1", "ln2", "fc", "gelu", "fcproj", "res2"};
-    for (int k = 0; k < 13; k++)
-        snprintf(nm[k], sizeof(nm[k]), "L%d.%s", l, names[k]);
-    for (int k = 0; k < 8; k++)
-        snprintf(pn[k], sizeof(pn[k]), "L%d.%s", l, layer_params[(int[]){0, 2, 4, 6, 8, 10, 1, 3}[k]].suffix);
+    gpt_layer_names ln;
+    gpt_layer_names_init(&ln, l);
     float *ln1 = a->ln1 + l * BTC, *qkv = a->qkv + l * BTC * 3, *sc = a->scores + l * att;
     float *pr = a->att + l * att, *atty = a->atty + l * BTC, *proj = a->attproj + l * BTC;
     float *res1 = a->res1 + l * BTC, *ln2 = a->ln2 + l * BTC, *fc = a->fc + l * BTC * 4;
     float *gl = a->gelu + l * BTC * 4, *fcp = a->fcproj + l * BTC, *res2 = a->res2 + l * BTC;
     float *P = m->params;
+#define EMIT(k, ptr, n, nd, shp) emit(f, ln.act[k], ptr, n, nd, shp, ln.inputs[k], ln.n_inputs[k])
 
-    op_layernorm_fwd(ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, in, lp(m, P, l, P_LN1W), lp(m, P, l, P_LN1B), N, C);
-    emit(f, nm[0], ln1, BTC, 3, s3, (const char *[]){in_name, pn[0], pn[6]}, 3);
-    op_matmul_fwd(qkv, ln1, lp(m, P, l, P_QKVW), lp(m, P, l, P_QKVB), N, C, 3 * C);
-    emit(f, nm[1], qkv, BTC * 3, 3, s3q, (const char *[]){nm[0], pn[1], pn[7]}, 3);
+    op_layernorm_fwd(ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, in, lp(m, P, l, GPT_LN1W), lp(m, P, l, GPT_LN1B),
+                     N, C);
+    EMIT(GPT_ACT_LN1, ln1, BTC, 3, s3);
+    op_matmul_fwd(qkv, ln1, lp(m, P, l, GPT_QKVW), lp(m, P, l, GPT_QKVB), N, C, 3 * C);
+    EMIT(GPT_ACT_QKV, qkv, BTC * 3, 3, s3q);
     float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
     op_attn_scores_fwd(sc, qkv, B, T, C, NH, scale);
-    emit(f, nm[3], sc, att, 4, s4, (const char *[]){nm[1]}, 1);
+    EMIT(GPT_ACT_SCORES, sc, att, 4, s4);
     /* masked softmax: the fill is stored in the activation dtype (so -1e9
      * becomes -inf in fp16), and a fully masked row of -inf gives NaN */
     op_masked_fill(sc, a->mask, var->mask_fill, B, NH, T);
     op_round_storage(sc, att, f->store);
     op_softmax_fwd(pr, sc, B * NH * T, T);
-    emit(f, nm[4], pr, att, 4, s4, (const char *[]){nm[3], nm[2]}, 2);
+    EMIT(GPT_ACT_PROBS, pr, att, 4, s4);
     op_attn_values_fwd(atty, pr, qkv, B, T, C, NH);
-    emit(f, nm[5], atty, BTC, 3, s3, (const char *[]){nm[4], nm[1]}, 2);
-    op_matmul_fwd(proj, atty, lp(m, P, l, P_PROJW), lp(m, P, l, P_PROJB), N, C, C);
-    emit(f, nm[6], proj, BTC, 3, s3, (const char *[]){nm[5], pn[2]}, 2);
+    EMIT(GPT_ACT_OUT, atty, BTC, 3, s3);
+    op_matmul_fwd(proj, atty, lp(m, P, l, GPT_PROJW), lp(m, P, l, GPT_PROJB), N, C, C);
+    EMIT(GPT_ACT_PROJ, proj, BTC, 3, s3);
     op_residual_fwd(res1, in, proj, BTC);
-    emit(f, nm[7], res1, BTC, 3, s3, (const char *[]){in_name, nm[6]}, 2);
-    op_layernorm_fwd(ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, res1, lp(m, P, l, P_LN2W), lp(m, P, l, P_LN2B), N, C);
-    emit(f, nm[8], ln2, BTC, 3, s3, (const char *[]){nm[7], pn[3]}, 2);
-    op_matmul_fwd(fc, ln2, lp(m, P, l, P_FCW), lp(m, P, l, P_FCB), N, C, 4 * C);
-    emit(f, nm[9], fc, BTC * 4, 3, s3f, (const char *[]){nm[8], pn[4]}, 2);
+    EMIT(GPT_ACT_RES1, res1, BTC, 3, s3);
+    op_layernorm_fwd(ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, res1, lp(m, P, l, GPT_LN2W),
+                     lp(m, P, l, GPT_LN2B), N, C);
+    EMIT(GPT_ACT_LN2, ln2, BTC, 3, s3);
+    op_matmul_fwd(fc, ln2, lp(m, P, l, GPT_FCW), lp(m, P, l, GPT_FCB), N, C, 4 * C);
+    EMIT(GPT_ACT_FC, fc, BTC * 4, 3, s3f);
     op_gelu_fwd(gl, fc, BTC * 4);
-    emit(f, nm[10], gl, BTC * 4, 3, s3f, (const char *[]){nm[9]}, 1);
-    op_matmul_fwd(fcp, gl, lp(m, P, l, P_FCPW), lp(m, P, l, P_FCPB), N, 4 * C, C);
-    emit(f, nm[11], fcp, BTC, 3, s3, (const char *[]){nm[10], pn[5]}, 2);
+    EMIT(GPT_ACT_GELU, gl, BTC * 4, 3, s3f);
+    op_matmul_fwd(fcp, gl, lp(m, P, l, GPT_FCPW), lp(m, P, l, GPT_FCPB), N, 4 * C, C);
+    EMIT(GPT_ACT_FCPROJ, fcp, BTC, 3, s3);
     op_residual_fwd(res2, res1, fcp, BTC);
-    emit(f, nm[12], res2, BTC, 3, s3, (const char *[]){nm[7], nm[11]}, 2);
+    EMIT(GPT_ACT_RES2, res2, BTC, 3, s3);
+#undef EMIT
 }
 
 float gpt_forward(gpt_model *m, const gpt_variant *var, const int32_t *tokens, const int32_t *targets,
@@ -283,33 +281,31 @@ float gpt_forward(gpt_model *m, const gpt_variant *var, const int32_t *tokens, c
     float *P = m->params;
 
     op_embedding_fwd(a->encoded, tokens, gp(m, P, 0), gp(m, P, 1), B, T, C);
-    emit(&f, "emb", a->encoded, BTC, 3, s3, (const char *[]){"tokens", "wte", "wpe"}, 3);
+    emit(&f, GPT_N_EMB, a->encoded, BTC, 3, s3, (const char *[]){GPT_N_TOKENS, GPT_N_WTE, GPT_N_WPE}, 3);
     build_mask(a->mask, mask_pad, var, B, T);
     for (size_t i = 0; i < (size_t)B * T * T; i++)
         a->maskf[i] = a->mask[i];
     for (int l = 0; l < L; l++) {
         if (rec) { /* the same mask for every layer, recorded under each layer's name */
-            char nm[32];
-            snprintf(nm, sizeof(nm), "L%d.attn.mask", l);
-            rec(ctx, nm, a->maskf, 3, sm, (const char *[]){"tokens"}, 1);
+            char nm[GPT_NAME_MAX];
+            gpt_act_name(nm, sizeof(nm), l, GPT_ACT_MASK);
+            rec(ctx, nm, a->maskf, 3, sm, (const char *[]){GPT_N_TOKENS}, 1);
         }
-        char in_name[32];
-        snprintf(in_name, sizeof(in_name), "L%d.res2", l - 1);
-        layer_forward(m, var, &f, l, l ? a->res2 + (size_t)(l - 1) * BTC : a->encoded, l ? in_name : "emb");
+        layer_forward(m, var, &f, l, l ? a->res2 + (size_t)(l - 1) * BTC : a->encoded);
     }
-    char last[32];
-    snprintf(last, sizeof(last), "L%d.res2", L - 1);
+    char last[GPT_NAME_MAX];
+    gpt_act_name(last, sizeof(last), L - 1, GPT_ACT_RES2);
     op_layernorm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, a->res2 + (size_t)(L - 1) * BTC,
                      gp(m, P, m->nparams - 2), gp(m, P, m->nparams - 1), N, C);
-    emit(&f, "lnf", a->lnf, BTC, 3, s3, (const char *[]){last, "lnf.w", "lnf.b"}, 3);
+    emit(&f, GPT_N_LNF, a->lnf, BTC, 3, s3, (const char *[]){last, GPT_N_LNF_W, GPT_N_LNF_B}, 3);
     op_matmul_fwd(a->logits, a->lnf, gp(m, P, 0), NULL, N, C, V);
-    emit(&f, "logits", a->logits, (size_t)N * V, 3, sl, (const char *[]){"lnf", "wte"}, 2);
+    emit(&f, GPT_N_LOGITS, a->logits, (size_t)N * V, 3, sl, (const char *[]){GPT_N_LNF, GPT_N_WTE}, 2);
     if (!targets)
         return NAN;
     m->last_loss_sum = op_crossentropy_fwd(a->losses, a->probs, a->logits, targets, weight, N, V);
     float loss = (float)(m->last_loss_sum / (double)denom);
     if (rec)
-        rec(ctx, "loss", &loss, 1, s1, (const char *[]){"logits", "targets", "loss_mask"}, 3);
+        rec(ctx, GPT_N_LOSS, &loss, 1, s1, (const char *[]){GPT_N_LOGITS, GPT_N_TARGETS, GPT_N_LOSS_MASK}, 3);
     return loss;
 }
 
@@ -321,19 +317,19 @@ static void layer_backward(gpt_model *m, const gpt_variant *var, int l, const fl
     float *P = m->params, *G = m->grads;
     /* res2 = res1 + fcproj: dres is d(res2) and passes to both */
     memset(a->dbig, 0, BTC * 4 * sizeof(float));
-    op_matmul_bwd(a->dbig, lp(m, G, l, P_FCPW), lp(m, G, l, P_FCPB), a->dres, a->gelu + l * BTC * 4,
-                  lp(m, P, l, P_FCPW), N, 4 * C, C);
+    op_matmul_bwd(a->dbig, lp(m, G, l, GPT_FCPW), lp(m, G, l, GPT_FCPB), a->dres, a->gelu + l * BTC * 4,
+                  lp(m, P, l, GPT_FCPW), N, 4 * C, C);
     memset(a->dbig2, 0, BTC * 4 * sizeof(float));
     op_gelu_bwd(a->dbig2, a->fc + l * BTC * 4, a->dbig, BTC * 4);
     memset(a->dln, 0, BTC * sizeof(float));
-    op_matmul_bwd(a->dln, lp(m, G, l, P_FCW), lp(m, G, l, P_FCB), a->dbig2, a->ln2 + l * BTC,
-                  lp(m, P, l, P_FCW), N, C, 4 * C);
-    op_layernorm_bwd(a->dres, lp(m, G, l, P_LN2W), lp(m, G, l, P_LN2B), a->dln, a->res1 + l * BTC,
-                     lp(m, P, l, P_LN2W), a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C);
+    op_matmul_bwd(a->dln, lp(m, G, l, GPT_FCW), lp(m, G, l, GPT_FCB), a->dbig2, a->ln2 + l * BTC,
+                  lp(m, P, l, GPT_FCW), N, C, 4 * C);
+    op_layernorm_bwd(a->dres, lp(m, G, l, GPT_LN2W), lp(m, G, l, GPT_LN2B), a->dln, a->res1 + l * BTC,
+                     lp(m, P, l, GPT_LN2W), a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C);
     /* dres is now d(res1) = d(in) + d(attproj) */
     memset(a->dtmp, 0, BTC * sizeof(float));
-    op_matmul_bwd(a->dtmp, lp(m, G, l, P_PROJW), lp(m, G, l, P_PROJB), a->dres, a->atty + l * BTC,
-                  lp(m, P, l, P_PROJW), N, C, C);
+    op_matmul_bwd(a->dtmp, lp(m, G, l, GPT_PROJW), lp(m, G, l, GPT_PROJB), a->dres, a->atty + l * BTC,
+                  lp(m, P, l, GPT_PROJW), N, C, C);
     memset(a->dqkv, 0, BTC * 3 * sizeof(float));
     op_attn_values_bwd(a->dprobs, a->dqkv, a->dtmp, a->att + l * att, a->qkv + l * BTC * 3, B, T, C, NH);
     op_softmax_bwd(a->dscores, a->dprobs, a->att + l * att, B * NH * T, T);
@@ -341,9 +337,9 @@ static void layer_backward(gpt_model *m, const gpt_variant *var, int l, const fl
     float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
     op_attn_scores_bwd(a->dqkv, a->dscores, a->qkv + l * BTC * 3, B, T, C, NH, scale);
     memset(a->dln, 0, BTC * sizeof(float));
-    op_matmul_bwd(a->dln, lp(m, G, l, P_QKVW), lp(m, G, l, P_QKVB), a->dqkv, a->ln1 + l * BTC,
-                  lp(m, P, l, P_QKVW), N, C, 3 * C);
-    op_layernorm_bwd(a->dres, lp(m, G, l, P_LN1W), lp(m, G, l, P_LN1B), a->dln, in, lp(m, P, l, P_LN1W),
+    op_matmul_bwd(a->dln, lp(m, G, l, GPT_QKVW), lp(m, G, l, GPT_QKVB), a->dqkv, a->ln1 + l * BTC,
+                  lp(m, P, l, GPT_QKVW), N, C, 3 * C);
+    op_layernorm_bwd(a->dres, lp(m, G, l, GPT_LN1W), lp(m, G, l, GPT_LN1B), a->dln, in, lp(m, P, l, GPT_LN1W),
                      a->ln1_mean + l * N, a->ln1_rstd + l * N, N, C);
 }
 

@@ -13,6 +13,8 @@
 #ifndef TFT_MODEL_H
 #define TFT_MODEL_H
 
+#include "names.h" /* GPT_NPARAM_PER_LAYER, the canonical tensor names */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,11 +26,9 @@ typedef struct gpt_config {
     int heads;      /* NH, divides C */
 } gpt_config;
 
-enum { GPT_NPARAM_PER_LAYER = 12 };
-
 /* One named parameter tensor inside the parameter block. */
 typedef struct gpt_param {
-    char name[32];          /* "wte", "L0.qkv.w", ... */
+    char name[32];          /* "wte", "L0.qkv.w", ... (names.h) */
     size_t offset, count;   /* in floats, within params/grads/m/v */
     int ndim;
     int64_t shape[2];
@@ -57,7 +57,7 @@ typedef struct gpt_model {
 } gpt_model;
 
 /* Callback the model calls after each op with its output (for recording).
- * name: canonical tensor name ("L0.qkv"); data: float32 host buffer. */
+ * name: canonical tensor name ("L0.qkv", names.h); data: float32 host buffer. */
 typedef void (*gpt_record_fn)(void *ctx, const char *name, const float *data, int ndim,
                               const int64_t *shape, const char *const *inputs, int n_inputs);
 

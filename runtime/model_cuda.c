@@ -8,6 +8,7 @@
  */
 #include "model_cuda.h"
 #include "model_acts.h"
+#include "names.h"
 
 #include "tft_format.h" /* TFT_F32, TFT_F16, TFT_BF16 */
 #include "tft_ops_cuda.h"
@@ -343,8 +344,6 @@ static float *lp(const gpt_cuda *g, float *base, int l, int k)
 }
 static float *gp(const gpt_cuda *g, float *base, int idx) { return base + g->pinfo[idx].offset; }
 
-enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB, P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPW, P_FCPB };
-
 typedef struct fwd_ctx {
     gpt_cuda_record_fn rec;
     void *ctx;
@@ -360,25 +359,15 @@ static int emit(gpt_cuda *g, const fwd_ctx *f, const char *name, float *x, size_
     return e;
 }
 
-static const char *const layer_names[13] = {"ln1", "qkv", "attn.mask", "attn.scores", "attn.probs", "attn.out",
-                                            "attn.proj", "res1", "ln2", "fc", "gelu", "fcproj", "res2"};
-/* model.c's parameter names per layer, in the order its recording uses. */
-static const char *const layer_pnames[8] = {"ln1.w", "qkv.w", "attn.proj.w", "ln2.w", "fc.w", "fcproj.w",
-                                            "ln1.b", "qkv.b"};
-
-static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, int l, const float *in,
-                         const char *in_name)
+static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, int l, const float *in)
 {
     gpt_acts *a = &g->a;
     tft_cuda_ops *x = g->ops;
     int B = g->B, T = g->T, C = g->cfg.channels, NH = g->cfg.heads, N = B * T;
     size_t BTC = (size_t)N * C, att = (size_t)B * NH * T * T;
     int64_t s3[3] = {B, T, C}, s3q[3] = {B, T, 3 * C}, s3f[3] = {B, T, 4 * C}, s4[4] = {B, NH, T, T};
-    char nm[13][48], pn[8][48];
-    for (int k = 0; k < 13; k++)
-        snprintf(nm[k], sizeof(nm[k]), "L%d.%s", l, layer_names[k]);
-    for (int k = 0; k < 8; k++)
-        snprintf(pn[k], sizeof(pn[k]), "L%d.%s", l, layer_pnames[k]);
+    gpt_layer_names ln;
+    gpt_layer_names_init(&ln, l);
     float *ln1 = a->ln1 + l * BTC, *qkv = a->qkv + l * BTC * 3, *sc = a->scores + l * att;
     float *pr = a->att + l * att, *atty = a->atty + l * BTC, *proj = a->attproj + l * BTC;
     float *res1 = a->res1 + l * BTC, *ln2 = a->ln2 + l * BTC, *fc = a->fc + l * BTC * 4;
@@ -390,17 +379,16 @@ static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, 
 #define STEP(call) \
     if ((e = op(g, (call))) != 0) \
         return e
-#define EMIT(k, ptr, n, nd, shp, ...)                                                      \
-    if ((e = emit(g, f, nm[k], ptr, n, nd, shp, (const char *[]){__VA_ARGS__},               \
-                  (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)))) != 0) \
+#define EMIT(k, ptr, n, nd, shp)                                                               \
+    if ((e = emit(g, f, ln.act[k], ptr, n, nd, shp, ln.inputs[k], ln.n_inputs[k])) != 0) \
         return e
-    STEP(opd_layernorm_fwd(x, ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, in, lp(g, P, l, P_LN1W),
-                           lp(g, P, l, P_LN1B), N, C));
-    EMIT(0, ln1, BTC, 3, s3, in_name, pn[0], pn[6]);
-    STEP(opd_matmul_fwd(x, qkv, ln1, lp(g, P, l, P_QKVW), lp(g, P, l, P_QKVB), N, C, 3 * C));
-    EMIT(1, qkv, BTC * 3, 3, s3q, nm[0], pn[1], pn[7]);
+    STEP(opd_layernorm_fwd(x, ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, in, lp(g, P, l, GPT_LN1W),
+                           lp(g, P, l, GPT_LN1B), N, C));
+    EMIT(GPT_ACT_LN1, ln1, BTC, 3, s3);
+    STEP(opd_matmul_fwd(x, qkv, ln1, lp(g, P, l, GPT_QKVW), lp(g, P, l, GPT_QKVB), N, C, 3 * C));
+    EMIT(GPT_ACT_QKV, qkv, BTC * 3, 3, s3q);
     STEP(opd_attn_scores_fwd(x, sc, qkv, B, T, C, NH, scale));
-    EMIT(3, sc, att, 4, s4, nm[1]);
+    EMIT(GPT_ACT_SCORES, sc, att, 4, s4);
     /* masked softmax: the fill stored in the activation dtype (-1e9 is -inf
      * in fp16), a fully masked row of -inf gives NaN */
     if (f->rec) /* the scores are recorded before the fill changes them */
@@ -408,24 +396,24 @@ static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, 
     STEP(opd_masked_fill(x, sc, g->mask, var->mask_fill, B, NH, T));
     STEP(opd_round_storage(x, sc, att, g->store));
     STEP(opd_softmax_fwd(x, pr, sc, B * NH * T, T));
-    EMIT(4, pr, att, 4, s4, nm[3], nm[2]);
+    EMIT(GPT_ACT_PROBS, pr, att, 4, s4);
     STEP(opd_attn_values_fwd(x, atty, pr, qkv, B, T, C, NH));
-    EMIT(5, atty, BTC, 3, s3, nm[4], nm[1]);
-    STEP(opd_matmul_fwd(x, proj, atty, lp(g, P, l, P_PROJW), lp(g, P, l, P_PROJB), N, C, C));
-    EMIT(6, proj, BTC, 3, s3, nm[5], pn[2]);
+    EMIT(GPT_ACT_OUT, atty, BTC, 3, s3);
+    STEP(opd_matmul_fwd(x, proj, atty, lp(g, P, l, GPT_PROJW), lp(g, P, l, GPT_PROJB), N, C, C));
+    EMIT(GPT_ACT_PROJ, proj, BTC, 3, s3);
     STEP(opd_residual_fwd(x, res1, in, proj, BTC));
-    EMIT(7, res1, BTC, 3, s3, in_name, nm[6]);
-    STEP(opd_layernorm_fwd(x, ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, res1, lp(g, P, l, P_LN2W),
-                           lp(g, P, l, P_LN2B), N, C));
-    EMIT(8, ln2, BTC, 3, s3, nm[7], pn[3]);
-    STEP(opd_matmul_fwd(x, fc, ln2, lp(g, P, l, P_FCW), lp(g, P, l, P_FCB), N, C, 4 * C));
-    EMIT(9, fc, BTC * 4, 3, s3f, nm[8], pn[4]);
+    EMIT(GPT_ACT_RES1, res1, BTC, 3, s3);
+    STEP(opd_layernorm_fwd(x, ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, res1, lp(g, P, l, GPT_LN2W),
+                           lp(g, P, l, GPT_LN2B), N, C));
+    EMIT(GPT_ACT_LN2, ln2, BTC, 3, s3);
+    STEP(opd_matmul_fwd(x, fc, ln2, lp(g, P, l, GPT_FCW), lp(g, P, l, GPT_FCB), N, C, 4 * C));
+    EMIT(GPT_ACT_FC, fc, BTC * 4, 3, s3f);
     STEP(opd_gelu_fwd(x, gl, fc, BTC * 4));
-    EMIT(10, gl, BTC * 4, 3, s3f, nm[9]);
-    STEP(opd_matmul_fwd(x, fcp, gl, lp(g, P, l, P_FCPW), lp(g, P, l, P_FCPB), N, 4 * C, C));
-    EMIT(11, fcp, BTC, 3, s3, nm[10], pn[5]);
+    EMIT(GPT_ACT_GELU, gl, BTC * 4, 3, s3f);
+    STEP(opd_matmul_fwd(x, fcp, gl, lp(g, P, l, GPT_FCPW), lp(g, P, l, GPT_FCPB), N, 4 * C, C));
+    EMIT(GPT_ACT_FCPROJ, fcp, BTC, 3, s3);
     STEP(opd_residual_fwd(x, res2, res1, fcp, BTC));
-    EMIT(12, res2, BTC, 3, s3, nm[7], nm[11]);
+    EMIT(GPT_ACT_RES2, res2, BTC, 3, s3);
 #undef EMIT
     return 0;
 }
@@ -442,37 +430,36 @@ int gpt_cuda_forward(gpt_cuda *g, const gpt_variant *var, float denom, gpt_cuda_
     int e;
 
     STEP(opd_embedding_fwd(x, a->encoded, g->tokens, gp(g, P, 0), gp(g, P, 1), B, T, C));
-    if ((e = emit(g, &f, "emb", a->encoded, BTC, 3, s3, (const char *[]){"tokens", "wte", "wpe"}, 3)) != 0)
+    if ((e = emit(g, &f, GPT_N_EMB, a->encoded, BTC, 3, s3, (const char *[]){GPT_N_TOKENS, GPT_N_WTE, GPT_N_WPE},
+                  3)) != 0)
         return e;
     STEP(opd_build_mask(x, g->mask, a->maskf, g->have_pad ? g->pad : NULL, B, T, var->causal_offset,
                         var->combine_pad_mask));
     for (int l = 0; l < L; l++) {
         if (rec) { /* the same mask for every layer, recorded under each layer's name */
-            char nm[32];
-            snprintf(nm, sizeof(nm), "L%d.attn.mask", l);
-            rec(ctx, nm, a->maskf, 3, sm, (const char *[]){"tokens"}, 1);
+            char nm[GPT_NAME_MAX];
+            gpt_act_name(nm, sizeof(nm), l, GPT_ACT_MASK);
+            rec(ctx, nm, a->maskf, 3, sm, (const char *[]){GPT_N_TOKENS}, 1);
         }
-        char in_name[32];
-        snprintf(in_name, sizeof(in_name), "L%d.res2", l - 1);
-        if ((e = layer_forward(g, var, &f, l, l ? a->res2 + (size_t)(l - 1) * BTC : a->encoded,
-                               l ? in_name : "emb")) != 0)
+        if ((e = layer_forward(g, var, &f, l, l ? a->res2 + (size_t)(l - 1) * BTC : a->encoded)) != 0)
             return e;
     }
-    char last[32];
-    snprintf(last, sizeof(last), "L%d.res2", L - 1);
+    char last[GPT_NAME_MAX];
+    gpt_act_name(last, sizeof(last), L - 1, GPT_ACT_RES2);
     STEP(opd_layernorm_fwd(x, a->lnf, a->lnf_mean, a->lnf_rstd, a->res2 + (size_t)(L - 1) * BTC,
                            gp(g, P, g->nparams - 2), gp(g, P, g->nparams - 1), N, C));
-    if ((e = emit(g, &f, "lnf", a->lnf, BTC, 3, s3, (const char *[]){last, "lnf.w", "lnf.b"}, 3)) != 0)
+    if ((e = emit(g, &f, GPT_N_LNF, a->lnf, BTC, 3, s3, (const char *[]){last, GPT_N_LNF_W, GPT_N_LNF_B}, 3)) != 0)
         return e;
     STEP(opd_matmul_fwd(x, a->logits, a->lnf, gp(g, P, 0), NULL, N, C, V));
-    if ((e = emit(g, &f, "logits", a->logits, (size_t)N * V, 3, sl, (const char *[]){"lnf", "wte"}, 2)) != 0)
+    if ((e = emit(g, &f, GPT_N_LOGITS, a->logits, (size_t)N * V, 3, sl, (const char *[]){GPT_N_LNF, GPT_N_WTE}, 2)) !=
+        0)
         return e;
     if (!g->have_targets)
         return 0;
     STEP(opd_crossentropy_fwd(x, a->losses, a->probs, a->logits, g->targets, g->weight, N, V, &g->s->loss_sum,
                               denom, &g->s->loss));
     if (rec)
-        rec(ctx, "loss", &g->s->loss, 1, s1, (const char *[]){"logits", "targets", "loss_mask"}, 3);
+        rec(ctx, GPT_N_LOSS, &g->s->loss, 1, s1, (const char *[]){GPT_N_LOGITS, GPT_N_TARGETS, GPT_N_LOSS_MASK}, 3);
     return 0;
 }
 
@@ -488,19 +475,19 @@ static int layer_backward(gpt_cuda *g, const gpt_variant *var, int l, const floa
     int e;
     /* res2 = res1 + fcproj: dres is d(res2) and passes to both */
     STEP(opd_zero(x, a->dbig, BTC * 4 * sizeof(float)));
-    STEP(opd_matmul_bwd(x, a->dbig, lp(g, G, l, P_FCPW), lp(g, G, l, P_FCPB), a->dres, a->gelu + l * BTC * 4,
-                        lp(g, P, l, P_FCPW), N, 4 * C, C));
+    STEP(opd_matmul_bwd(x, a->dbig, lp(g, G, l, GPT_FCPW), lp(g, G, l, GPT_FCPB), a->dres, a->gelu + l * BTC * 4,
+                        lp(g, P, l, GPT_FCPW), N, 4 * C, C));
     STEP(opd_zero(x, a->dbig2, BTC * 4 * sizeof(float)));
     STEP(opd_gelu_bwd(x, a->dbig2, a->fc + l * BTC * 4, a->dbig, BTC * 4));
     STEP(opd_zero(x, a->dln, BTC * sizeof(float)));
-    STEP(opd_matmul_bwd(x, a->dln, lp(g, G, l, P_FCW), lp(g, G, l, P_FCB), a->dbig2, a->ln2 + l * BTC,
-                        lp(g, P, l, P_FCW), N, C, 4 * C));
-    STEP(opd_layernorm_bwd(x, a->dres, lp(g, G, l, P_LN2W), lp(g, G, l, P_LN2B), a->dln, a->res1 + l * BTC,
-                           lp(g, P, l, P_LN2W), a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C));
+    STEP(opd_matmul_bwd(x, a->dln, lp(g, G, l, GPT_FCW), lp(g, G, l, GPT_FCB), a->dbig2, a->ln2 + l * BTC,
+                        lp(g, P, l, GPT_FCW), N, C, 4 * C));
+    STEP(opd_layernorm_bwd(x, a->dres, lp(g, G, l, GPT_LN2W), lp(g, G, l, GPT_LN2B), a->dln, a->res1 + l * BTC,
+                           lp(g, P, l, GPT_LN2W), a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C));
     /* dres is now d(res1) = d(in) + d(attproj) */
     STEP(opd_zero(x, a->dtmp, BTC * sizeof(float)));
-    STEP(opd_matmul_bwd(x, a->dtmp, lp(g, G, l, P_PROJW), lp(g, G, l, P_PROJB), a->dres, a->atty + l * BTC,
-                        lp(g, P, l, P_PROJW), N, C, C));
+    STEP(opd_matmul_bwd(x, a->dtmp, lp(g, G, l, GPT_PROJW), lp(g, G, l, GPT_PROJB), a->dres, a->atty + l * BTC,
+                        lp(g, P, l, GPT_PROJW), N, C, C));
     STEP(opd_zero(x, a->dqkv, BTC * 3 * sizeof(float)));
     STEP(opd_attn_values_bwd(x, a->dprobs, a->dqkv, a->dtmp, a->att + l * att, a->qkv + l * BTC * 3, B, T, C,
                              NH));
@@ -509,10 +496,10 @@ static int layer_backward(gpt_cuda *g, const gpt_variant *var, int l, const floa
     float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
     STEP(opd_attn_scores_bwd(x, a->dqkv, a->dscores, a->qkv + l * BTC * 3, B, T, C, NH, scale));
     STEP(opd_zero(x, a->dln, BTC * sizeof(float)));
-    STEP(opd_matmul_bwd(x, a->dln, lp(g, G, l, P_QKVW), lp(g, G, l, P_QKVB), a->dqkv, a->ln1 + l * BTC,
-                        lp(g, P, l, P_QKVW), N, C, 3 * C));
-    STEP(opd_layernorm_bwd(x, a->dres, lp(g, G, l, P_LN1W), lp(g, G, l, P_LN1B), a->dln, in,
-                           lp(g, P, l, P_LN1W), a->ln1_mean + l * N, a->ln1_rstd + l * N, N, C));
+    STEP(opd_matmul_bwd(x, a->dln, lp(g, G, l, GPT_QKVW), lp(g, G, l, GPT_QKVB), a->dqkv, a->ln1 + l * BTC,
+                        lp(g, P, l, GPT_QKVW), N, C, 3 * C));
+    STEP(opd_layernorm_bwd(x, a->dres, lp(g, G, l, GPT_LN1W), lp(g, G, l, GPT_LN1B), a->dln, in,
+                           lp(g, P, l, GPT_LN1W), a->ln1_mean + l * N, a->ln1_rstd + l * N, N, C));
     return 0;
 }
 

@@ -97,15 +97,14 @@ static int setup_data(run *r)
     return r->tokens && r->targets && r->loss_mask && r->pad ? 0 : -ENOMEM;
 }
 
-static void record_params(run *r, const char *prefix, const float *base)
+/* Every parameter's PREFIX.P (names.h) from the block at base. */
+static void record_block(run *r, const char *prefix, const float *base)
 {
     for (int i = 0; i < r->m.nparams; i++) {
         const gpt_param *p = &r->m.params_info[i];
-        char name[64], in[64];
-        snprintf(name, sizeof(name), "%s%s", prefix, p->name);
-        snprintf(in, sizeof(in), "grad.%s", p->name);
-        const char *inputs[2] = {in, p->name};
-        rec_tensor(r->rec, name, TFT_F32, base + p->offset, p->ndim, p->shape, inputs, prefix[0] ? 2 : 0);
+        gpt_param_names pn;
+        gpt_param_names_init(&pn, prefix, p->name);
+        rec_tensor(r->rec, pn.name, TFT_F32, base + p->offset, p->ndim, p->shape, pn.inputs, pn.n_inputs);
     }
 }
 
@@ -126,7 +125,7 @@ static int setup_model(run *r)
         return e;
     }
     if (bug_is(r, BUG_POS_ZERO)) {
-        const gpt_param *wpe = gpt_param_find(&r->m, "wpe");
+        const gpt_param *wpe = gpt_param_find(&r->m, GPT_N_WPE);
         memset(r->m.params + wpe->offset, 0, wpe->count * sizeof(float));
     }
     return 0;
@@ -246,9 +245,9 @@ static int load_batch(run *r, int64_t step)
         drop_last_column(r->targets, B, T);
     }
     int64_t shape[2] = {B, Tb};
-    rec_tensor(r->rec, "tokens", TFT_I32, r->tokens, 2, shape, NULL, 0);
-    rec_tensor(r->rec, "targets", TFT_I32, r->targets, 2, shape, (const char *[]){"tokens"}, 1);
-    rec_tensor(r->rec, "loss_mask", TFT_F32, r->loss_mask, 2, shape, (const char *[]){"targets"}, 1);
+    rec_tensor(r->rec, GPT_N_TOKENS, TFT_I32, r->tokens, 2, shape, NULL, 0);
+    rec_tensor(r->rec, GPT_N_TARGETS, TFT_I32, r->targets, 2, shape, (const char *[]){GPT_N_TOKENS}, 1);
+    rec_tensor(r->rec, GPT_N_LOSS_MASK, TFT_F32, r->loss_mask, 2, shape, (const char *[]){GPT_N_TARGETS}, 1);
     if (Tb != T) {
         snprintf(r->err, sizeof(r->err), "step %lld: shape mismatch: tokens is (%d, %d) but the model takes (%d, %d)",
                  (long long)step, B, Tb, B, T);
@@ -276,29 +275,18 @@ static double grad_norm(run *r)
     return sqrtf(s);
 }
 
-static void record_grads(run *r)
-{
-    for (int i = 0; i < r->m.nparams; i++) {
-        const gpt_param *p = &r->m.params_info[i];
-        char name[64];
-        snprintf(name, sizeof(name), "grad.%s", p->name);
-        rec_tensor(r->rec, name, TFT_F32, r->m.grads + p->offset, p->ndim, p->shape,
-                   (const char *[]){"loss"}, 1);
-    }
-}
-
+/* adam.m and adam.v per parameter, then param.* */
 static void record_moments(run *r)
 {
     for (int i = 0; i < r->m.nparams; i++) {
         const gpt_param *p = &r->m.params_info[i];
-        char nm[64], nv[64], ng[64];
-        snprintf(nm, sizeof(nm), "adam.m.%s", p->name);
-        snprintf(nv, sizeof(nv), "adam.v.%s", p->name);
-        snprintf(ng, sizeof(ng), "grad.%s", p->name);
-        rec_tensor(r->rec, nm, TFT_F32, r->m.m + p->offset, p->ndim, p->shape, (const char *[]){ng, "lr"}, 2);
-        rec_tensor(r->rec, nv, TFT_F32, r->m.v + p->offset, p->ndim, p->shape, (const char *[]){ng}, 1);
+        gpt_param_names m, v;
+        gpt_param_names_init(&m, GPT_P_ADAM_M, p->name);
+        gpt_param_names_init(&v, GPT_P_ADAM_V, p->name);
+        rec_tensor(r->rec, m.name, TFT_F32, r->m.m + p->offset, p->ndim, p->shape, m.inputs, m.n_inputs);
+        rec_tensor(r->rec, v.name, TFT_F32, r->m.v + p->offset, p->ndim, p->shape, v.inputs, v.n_inputs);
     }
-    record_params(r, "param.", r->m.params);
+    record_block(r, GPT_P_PARAM, r->m.params);
 }
 
 /* Gradient all-reduce (mean); dp-mean sums, dp-skip's last rank skips it once. */
@@ -370,15 +358,15 @@ static int train_step(run *r, int64_t step, step_stats *st)
     gpt_backward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, denom);
     if ((e = reduce_grads(r, step)) < 0)
         return e;
-    record_grads(r);
+    record_block(r, GPT_P_GRAD, r->m.grads);
     st->norm = grad_norm(r);
     float gn = (float)st->norm;
     int64_t one = 1;
-    rec_tensor(r->rec, "grad_norm", TFT_F32, &gn, 1, &one, (const char *[]){"loss"}, 1);
+    rec_tensor(r->rec, GPT_N_GRAD_NORM, TFT_F32, &gn, 1, &one, (const char *[]){GPT_N_LOSS}, 1);
     if (!bug_is(r, BUG_NO_CLIP) && r->o->clip > 0 && st->norm > r->o->clip)
         op_scale(r->m.grads, r->m.num_params, (float)(r->o->clip / st->norm));
     st->lr = lr_at(r, step);
-    rec_tensor(r->rec, "lr", TFT_F32, &st->lr, 1, &one, NULL, 0);
+    rec_tensor(r->rec, GPT_N_LR, TFT_F32, &st->lr, 1, &one, NULL, 0);
     if (r->o->sgd)
         sgd_momentum(&r->m, st->lr);
     else
@@ -480,7 +468,7 @@ static int setup(run *r)
         return cuda_setup(r, resume(r));
     tft_step_begin(0);
     e = sync_initial_params(r);
-    record_params(r, "", r->m.params); /* at initialisation (after the broadcast), before the first forward */
+    record_block(r, "", r->m.params); /* at initialisation (after the broadcast), before the first forward */
     return cuda_setup(r, e);
 }
 

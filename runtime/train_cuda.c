@@ -269,14 +269,10 @@ static void record_block(cuda_run *c, const char *prefix, const float *base)
 {
     for (int i = 0; i < c->host->nparams; i++) {
         const gpt_param *p = &c->host->params_info[i];
-        char name[64], g[64];
-        snprintf(name, sizeof(name), "%s%s", prefix, p->name);
-        snprintf(g, sizeof(g), "grad.%s", p->name);
-        const char *in_grad[1] = {"loss"}, *in_m[2] = {g, "lr"}, *in_v[1] = {g}, *in_p[2] = {g, p->name};
-        const char *const *in = !strcmp(prefix, "grad.") ? in_grad : !strcmp(prefix, "adam.m.") ? in_m
-                              : !strcmp(prefix, "adam.v.") ? in_v : in_p;
-        int nin = !strcmp(prefix, "adam.m.") || !strcmp(prefix, "param.") ? 2 : 1;
-        devrec_dev_tensor(c->dr, name, TFT_F32, base + p->offset, p->ndim, p->shape, in, nin, c->stream);
+        gpt_param_names pn;
+        gpt_param_names_init(&pn, prefix, p->name);
+        devrec_dev_tensor(c->dr, pn.name, TFT_F32, base + p->offset, p->ndim, p->shape, pn.inputs, pn.n_inputs,
+                          c->stream);
     }
 }
 
@@ -285,16 +281,15 @@ static void record_moments(cuda_run *c)
 {
     for (int i = 0; i < c->host->nparams; i++) {
         const gpt_param *p = &c->host->params_info[i];
-        char nm[64], nv[64], ng[64];
-        snprintf(nm, sizeof(nm), "adam.m.%s", p->name);
-        snprintf(nv, sizeof(nv), "adam.v.%s", p->name);
-        snprintf(ng, sizeof(ng), "grad.%s", p->name);
-        devrec_dev_tensor(c->dr, nm, TFT_F32, gpt_cuda_m(c->g) + p->offset, p->ndim, p->shape,
-                          (const char *[]){ng, "lr"}, 2, c->stream);
-        devrec_dev_tensor(c->dr, nv, TFT_F32, gpt_cuda_v(c->g) + p->offset, p->ndim, p->shape,
-                          (const char *[]){ng}, 1, c->stream);
+        gpt_param_names m, v;
+        gpt_param_names_init(&m, GPT_P_ADAM_M, p->name);
+        gpt_param_names_init(&v, GPT_P_ADAM_V, p->name);
+        devrec_dev_tensor(c->dr, m.name, TFT_F32, gpt_cuda_m(c->g) + p->offset, p->ndim, p->shape, m.inputs,
+                          m.n_inputs, c->stream);
+        devrec_dev_tensor(c->dr, v.name, TFT_F32, gpt_cuda_v(c->g) + p->offset, p->ndim, p->shape, v.inputs,
+                          v.n_inputs, c->stream);
     }
-    record_block(c, "param.", gpt_cuda_params(c->g));
+    record_block(c, GPT_P_PARAM, gpt_cuda_params(c->g));
 }
 
 /* ---- the step ------------------------------------------------------------ */
@@ -319,18 +314,18 @@ int cuda_run_step(cuda_run *c, const cuda_step_in *in)
     if (e)
         return e;
     if (c->dr)
-        record_block(c, "grad.", gpt_cuda_grads(g));
+        record_block(c, GPT_P_GRAD, gpt_cuda_grads(g));
     e = model(c, gpt_cuda_grad_norm(g, in->reverse_norm, in->clip ? o->clip : 0.0f));
     if (e)
         return e;
     if (c->dr)
-        devrec_dev_tensor(c->dr, "grad_norm", TFT_F32, gpt_cuda_norm_dev(g), 1, &one, (const char *[]){"loss"}, 1,
-                          c->stream);
+        devrec_dev_tensor(c->dr, GPT_N_GRAD_NORM, TFT_F32, gpt_cuda_norm_dev(g), 1, &one,
+                          (const char *[]){GPT_N_LOSS}, 1, c->stream);
     devrec_flush(c->dr); /* the gradients, which clipping changes */
     if (in->clip && (e = model(c, gpt_cuda_clip(g))) != 0)
         return e;
     float lr = in->lr;
-    rec_tensor(c->rec, "lr", TFT_F32, &lr, 1, &one, NULL, 0);
+    rec_tensor(c->rec, GPT_N_LR, TFT_F32, &lr, 1, &one, NULL, 0);
     e = o->sgd ? model(c, gpt_cuda_sgd(g, lr))
                : model(c, gpt_cuda_adamw(g, lr, 0.9f, 0.95f, 1e-8f, o->weight_decay, (int)(in->step + 1)));
     if (e)
