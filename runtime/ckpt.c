@@ -9,7 +9,7 @@
  * the head against what the caller expects before any buffer is filled.
  */
 #include "ckpt.h"
-#include "rt_err.h"
+#include "tft_msg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -80,17 +80,17 @@ static int atomic_write(const char *path, write_fn fn, const void *ctx, char *er
     const char *base;
     if (split_path(path, dir, sizeof(dir), &base) ||
         snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.XXXXXX", dir, base) >= (int)sizeof(tmp))
-        return fail(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
+        return tft_errf(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
     int fd = mkstemp(tmp);
     if (fd < 0)
-        return fail(err, errlen, -errno, "%s: cannot create a temp file in %s: %s", path, dir,
-                    strerror(errno));
+        return tft_errf(err, errlen, -errno, "%s: cannot create a temp file in %s: %s", path, dir,
+                        strerror(errno));
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         int e = errno;
         close(fd);
         unlink(tmp);
-        return fail(err, errlen, -e, "%s: %s", path, strerror(e));
+        return tft_errf(err, errlen, -e, "%s: %s", path, strerror(e));
     }
     int rc = fchmod(fd, 0644) < 0 ? -errno : fn(f, ctx);
     if (rc == 0 && fflush(f) != 0)
@@ -103,13 +103,13 @@ static int atomic_write(const char *path, write_fn fn, const void *ctx, char *er
         rc = -errno;
     if (rc) {
         unlink(tmp);
-        return fail(err, errlen, rc, "%s: cannot write: %s (the previous file, if any, is intact)",
-                    path, strerror(-rc));
+        return tft_errf(err, errlen, rc, "%s: cannot write: %s (the previous file, if any, is intact)",
+                        path, strerror(-rc));
     }
     rc = fsync_dir(dir);
     if (rc)
-        return fail(err, errlen, rc, "%s: written, but syncing directory %s failed: %s", path, dir,
-                    strerror(-rc));
+        return tft_errf(err, errlen, rc, "%s: written, but syncing directory %s failed: %s", path, dir,
+                        strerror(-rc));
     return 0;
 }
 
@@ -120,21 +120,21 @@ static int check_save_args(const ckpt_meta *meta, const ckpt_tensor *t, size_t n
                            size_t errlen)
 {
     if (meta->step < 0)
-        return fail(err, errlen, -EINVAL, "checkpoint step %" PRId64 " is negative", meta->step);
+        return tft_errf(err, errlen, -EINVAL, "checkpoint step %" PRId64 " is negative", meta->step);
     if (strnlen(meta->config, CKPT_CONFIG_MAX) == CKPT_CONFIG_MAX)
-        return fail(err, errlen, -EINVAL, "checkpoint config is not NUL-terminated within %d bytes",
-                    CKPT_CONFIG_MAX);
+        return tft_errf(err, errlen, -EINVAL, "checkpoint config is not NUL-terminated within %d bytes",
+                        CKPT_CONFIG_MAX);
     for (size_t i = 0; i < n; i++) {
         size_t len = t[i].name ? strlen(t[i].name) : 0;
         if (len == 0 || len > CKPT_NAME_MAX)
-            return fail(err, errlen, -EINVAL, "checkpoint tensor %zu: name empty or over %d bytes",
-                        i, CKPT_NAME_MAX);
+            return tft_errf(err, errlen, -EINVAL, "checkpoint tensor %zu: name empty or over %d bytes",
+                            i, CKPT_NAME_MAX);
         if (t[i].count > SIZE_MAX / sizeof(float) || (t[i].count && !t[i].data))
-            return fail(err, errlen, -EINVAL, "checkpoint tensor %s: no data or count too large",
-                        t[i].name);
+            return tft_errf(err, errlen, -EINVAL, "checkpoint tensor %s: no data or count too large",
+                            t[i].name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(t[i].name, t[j].name) == 0)
-                return fail(err, errlen, -EINVAL, "checkpoint tensor %s given twice", t[i].name);
+                return tft_errf(err, errlen, -EINVAL, "checkpoint tensor %s given twice", t[i].name);
     }
     return 0;
 }
@@ -227,7 +227,7 @@ int ckpt_write(const char *path, const ckpt_meta *meta, const ckpt_tensor *t, si
     struct ckpt_out o = {.t = t, .n = n};
     uint8_t *head = build_head(meta, t, n, &o.head_len);
     if (!head)
-        return fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+        return tft_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
     o.head = head;
     errno = 0;
     rc = atomic_write(path, write_ckpt, &o, err, errlen);
@@ -247,10 +247,10 @@ int ckpt_save(const char *dir, const ckpt_meta *meta, const ckpt_tensor *t, size
     char file[4096], latest[4096];
     if (ckpt_path(dir, meta->step, file, sizeof(file)) ||
         snprintf(latest, sizeof(latest), "%s/latest", dir) >= (int)sizeof(latest))
-        return fail(err, errlen, -ENAMETOOLONG, "%s: checkpoint directory path too long", dir);
+        return tft_errf(err, errlen, -ENAMETOOLONG, "%s: checkpoint directory path too long", dir);
     if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-        return fail(err, errlen, -errno, "%s: cannot create checkpoint directory: %s", dir,
-                    strerror(errno));
+        return tft_errf(err, errlen, -errno, "%s: cannot create checkpoint directory: %s", dir,
+                        strerror(errno));
     int rc = ckpt_write(file, meta, t, n, err, errlen);
     if (rc)
         return rc;
@@ -258,8 +258,8 @@ int ckpt_save(const char *dir, const ckpt_meta *meta, const ckpt_tensor *t, size
     if (rc)
         return rc;
     if (path && snprintf(path, cap, "%s", file) >= (int)cap)
-        return fail(err, errlen, -ENAMETOOLONG, "%s: saved, but the path does not fit the buffer",
-                    file);
+        return tft_errf(err, errlen, -ENAMETOOLONG, "%s: saved, but the path does not fit the buffer",
+                        file);
     return 0;
 }
 
@@ -274,22 +274,22 @@ static int verify_header(FILE *f, const char *path, uint64_t *payload, uint64_t 
     struct stat st;
     uint8_t hdr[HEADER_BYTES];
     if (fstat(fileno(f), &st) < 0)
-        return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        return tft_errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
     if (fread(hdr, 1, sizeof(hdr), f) != sizeof(hdr) || memcmp(hdr, MAGIC, 8) != 0)
-        return fail(err, errlen, -EBADMSG, "%s: not a tftrain checkpoint (bad magic or shorter "
-                    "than its header); point --resume at a ckpt-step-*.bin file", path);
+        return tft_errf(err, errlen, -EBADMSG, "%s: not a tftrain checkpoint (bad magic or shorter "
+                        "than its header); point --resume at a ckpt-step-*.bin file", path);
     uint32_t version;
     uint64_t size, stored, want_size = (uint64_t)st.st_size - HEADER_BYTES;
     memcpy(&version, hdr + 8, 4);
     memcpy(&size, hdr + 16, 8);
     memcpy(&stored, hdr + 24, 8);
     if (version > CKPT_VERSION || version == 0)
-        return fail(err, errlen, -EPROTONOSUPPORT, "%s: checkpoint format version %u, this build "
-                    "reads version %d; use a matching tftrain", path, version, CKPT_VERSION);
+        return tft_errf(err, errlen, -EPROTONOSUPPORT, "%s: checkpoint format version %u, this build "
+                        "reads version %d; use a matching tftrain", path, version, CKPT_VERSION);
     if (size != want_size)
-        return fail(err, errlen, -EBADMSG, "%s: corrupt checkpoint: truncated or extended (header "
-                    "says %" PRIu64 " payload bytes, file has %" PRIu64 "); use an earlier "
-                    "checkpoint", path, size, want_size);
+        return tft_errf(err, errlen, -EBADMSG, "%s: corrupt checkpoint: truncated or extended (header "
+                        "says %" PRIu64 " payload bytes, file has %" PRIu64 "); use an earlier "
+                        "checkpoint", path, size, want_size);
     *payload = size;
     *hash = stored;
     return 0;
@@ -303,14 +303,14 @@ static int verify_checksum(FILE *f, const char *path, uint64_t size, uint64_t st
     uint8_t *buf = malloc(IO_CHUNK);
     int rc = 0;
     if (!st || !buf) {
-        rc = fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+        rc = tft_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
         goto out;
     }
     XXH3_64bits_reset(st);
     for (uint64_t left = size; left > 0;) {
         size_t want = left < IO_CHUNK ? (size_t)left : IO_CHUNK;
         if (fread(buf, 1, want, f) != want) {
-            rc = fail(err, errlen, -EIO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
+            rc = tft_errf(err, errlen, -EIO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
             goto out;
         }
         XXH3_64bits_update(st, buf, want);
@@ -318,9 +318,9 @@ static int verify_checksum(FILE *f, const char *path, uint64_t size, uint64_t st
     }
     uint64_t got = XXH3_64bits_digest(st);
     if (got != stored)
-        rc = fail(err, errlen, -EBADMSG, "%s: corrupt checkpoint: checksum mismatch (stored "
-                  "%016" PRIx64 ", computed %016" PRIx64 "); use an earlier checkpoint", path,
-                  stored, got);
+        rc = tft_errf(err, errlen, -EBADMSG, "%s: corrupt checkpoint: checksum mismatch (stored "
+                      "%016" PRIx64 ", computed %016" PRIx64 "); use an earlier checkpoint", path,
+                      stored, got);
 out:
     XXH3_freeState(st);
     free(buf);
@@ -449,19 +449,19 @@ static int check_config(const char *path, const char *have, const char *want, ch
     int kl, vl, hvl;
     while (cfg_next(&p, &k, &kl, &v, &vl)) {
         if (!cfg_find(have, k, kl, &hv, &hvl))
-            return fail(err, errlen, -EINVAL, "%s: config mismatch: checkpoint has no %.*s, this "
-                        "run %.*s=%.*s; resume with matching settings or use a fresh checkpoint "
-                        "directory", path, kl, k, kl, k, vl, v);
+            return tft_errf(err, errlen, -EINVAL, "%s: config mismatch: checkpoint has no %.*s, this "
+                            "run %.*s=%.*s; resume with matching settings or use a fresh checkpoint "
+                            "directory", path, kl, k, kl, k, vl, v);
         if (hvl != vl || memcmp(hv, v, (size_t)vl) != 0)
-            return fail(err, errlen, -EINVAL, "%s: config mismatch: checkpoint has %.*s=%.*s, "
-                        "this run %.*s=%.*s; resume with matching settings or use a fresh "
-                        "checkpoint directory", path, kl, k, hvl, hv, kl, k, vl, v);
+            return tft_errf(err, errlen, -EINVAL, "%s: config mismatch: checkpoint has %.*s=%.*s, "
+                            "this run %.*s=%.*s; resume with matching settings or use a fresh "
+                            "checkpoint directory", path, kl, k, hvl, hv, kl, k, vl, v);
     }
     for (p = have; cfg_next(&p, &k, &kl, &v, &vl);)
         if (!cfg_find(want, k, kl, &hv, &hvl))
-            return fail(err, errlen, -EINVAL, "%s: config mismatch: checkpoint has %.*s=%.*s, "
-                        "this run does not set %.*s; use a matching tftrain", path, kl, k, vl, v,
-                        kl, k);
+            return tft_errf(err, errlen, -EINVAL, "%s: config mismatch: checkpoint has %.*s=%.*s, "
+                            "this run does not set %.*s; use a matching tftrain", path, kl, k, vl, v,
+                            kl, k);
     return 0;
 }
 
@@ -474,20 +474,20 @@ static int match_tensors(const char *path, struct entry *e, uint32_t ne, const c
         while (j < ne && strcmp(e[j].name, t[i].name) != 0)
             j++;
         if (j == ne)
-            return fail(err, errlen, -EINVAL, "%s: checkpoint has no tensor %s; it was saved by "
-                        "a different model", path, t[i].name);
+            return tft_errf(err, errlen, -EINVAL, "%s: checkpoint has no tensor %s; it was saved by "
+                            "a different model", path, t[i].name);
         if (e[j].match != SIZE_MAX)
-            return fail(err, errlen, -EINVAL, "%s: tensor %s requested twice", path, t[i].name);
+            return tft_errf(err, errlen, -EINVAL, "%s: tensor %s requested twice", path, t[i].name);
         if (e[j].count != t[i].count)
-            return fail(err, errlen, -EINVAL, "%s: tensor %s has %" PRIu64 " floats in the "
-                        "checkpoint, this run %" PRIu64 "; the model shapes differ", path,
-                        t[i].name, e[j].count, t[i].count);
+            return tft_errf(err, errlen, -EINVAL, "%s: tensor %s has %" PRIu64 " floats in the "
+                            "checkpoint, this run %" PRIu64 "; the model shapes differ", path,
+                            t[i].name, e[j].count, t[i].count);
         e[j].match = i;
     }
     for (uint32_t j = 0; j < ne; j++)
         if (e[j].match == SIZE_MAX)
-            return fail(err, errlen, -EINVAL, "%s: checkpoint has tensor %s, which this run "
-                        "does not have; it was saved by a different model", path, e[j].name);
+            return tft_errf(err, errlen, -EINVAL, "%s: checkpoint has tensor %s, which this run "
+                            "does not have; it was saved by a different model", path, e[j].name);
     return 0;
 }
 
@@ -519,16 +519,16 @@ static int load_payload(struct reader *r, const char *path, const char *expect_c
     if (!rc)
         rc = parse_table(r, &e, &ne);
     if (rc == -EBADMSG)
-        return fail(err, errlen, rc, "%s: corrupt checkpoint: malformed header despite a valid "
-                    "checksum (written by a buggy tftrain?); use an earlier checkpoint", path);
+        return tft_errf(err, errlen, rc, "%s: corrupt checkpoint: malformed header despite a valid "
+                        "checksum (written by a buggy tftrain?); use an earlier checkpoint", path);
     if (rc)
-        return fail(err, errlen, rc, "%s: cannot read: %s", path, strerror(-rc));
+        return tft_errf(err, errlen, rc, "%s: cannot read: %s", path, strerror(-rc));
     if (expect_config)
         rc = check_config(path, m.config, expect_config, err, errlen);
     if (!rc)
         rc = match_tensors(path, e, ne, t, n, err, errlen);
     if (!rc && (rc = fill_tensors(r, e, ne, t)) != 0)
-        fail(err, errlen, rc, "%s: read error while loading tensors: %s", path, strerror(-rc));
+        tft_errf(err, errlen, rc, "%s: read error while loading tensors: %s", path, strerror(-rc));
     free(e);
     if (!rc)
         *meta = m;
@@ -540,13 +540,13 @@ int ckpt_load(const char *path, const char *expect_config, const ckpt_tensor *t,
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(err, errlen, -errno, "%s: cannot open checkpoint: %s", path, strerror(errno));
+        return tft_errf(err, errlen, -errno, "%s: cannot open checkpoint: %s", path, strerror(errno));
     uint64_t size = 0, hash = 0;
     int rc = verify_header(f, path, &size, &hash, err, errlen);
     if (!rc)
         rc = verify_checksum(f, path, size, hash, err, errlen);
     if (!rc && fseeko(f, HEADER_BYTES, SEEK_SET) < 0)
-        rc = fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+        rc = tft_errf(err, errlen, -errno, "%s: %s", path, strerror(errno));
     if (!rc) {
         struct reader r = {f, size};
         rc = load_payload(&r, path, expect_config, t, n, meta, err, errlen);
@@ -611,13 +611,13 @@ int ckpt_find_latest(const char *dir, char *path, size_t cap, char *err, size_t 
     struct stat st;
     DIR *d = opendir(dir);
     if (!d)
-        return fail(err, errlen, -errno, "%s: cannot open checkpoint directory: %s", dir,
-                    strerror(errno));
+        return tft_errf(err, errlen, -errno, "%s: cannot open checkpoint directory: %s", dir,
+                        strerror(errno));
     int rc = read_latest(dir, name, sizeof(name));
     if (rc == -EBADMSG) {
         closedir(d);
-        return fail(err, errlen, rc, "%s/latest: does not name a ckpt-step-N.bin file; remove it "
-                    "to fall back to the newest checkpoint file", dir);
+        return tft_errf(err, errlen, rc, "%s/latest: does not name a ckpt-step-N.bin file; remove it "
+                        "to fall back to the newest checkpoint file", dir);
     }
     if (rc == 0 && (snprintf(path, cap, "%s/%s", dir, name) >= (int)cap || stat(path, &st) < 0))
         rc = -ENOENT;
@@ -625,8 +625,8 @@ int ckpt_find_latest(const char *dir, char *path, size_t cap, char *err, size_t 
         rc = scan_newest(d, name, sizeof(name));
     closedir(d);
     if (rc)
-        return fail(err, errlen, -ENOENT, "%s: no checkpoint found (no ckpt-step-*.bin file)", dir);
+        return tft_errf(err, errlen, -ENOENT, "%s: no checkpoint found (no ckpt-step-*.bin file)", dir);
     if (snprintf(path, cap, "%s/%s", dir, name) >= (int)cap)
-        return fail(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", dir, name);
+        return tft_errf(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", dir, name);
     return 0;
 }

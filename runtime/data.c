@@ -8,7 +8,7 @@
  * (offset, length) per document and split.
  */
 #include "data.h"
-#include "rt_err.h"
+#include "tft_msg.h"
 
 #include <errno.h>
 #include <math.h>
@@ -163,7 +163,7 @@ int data_corpus_synthetic(data_corpus **out, uint64_t seed, char *err, size_t er
 {
     data_corpus *c = calloc(1, sizeof(*c));
     if (!c)
-        return fail(err, errlen, -ENOMEM, "synthetic corpus: out of memory");
+        return tft_errf(err, errlen, -ENOMEM, "synthetic corpus: out of memory");
     c->kind = CORPUS_SYNTHETIC;
     c->seed = seed;
     *out = c;
@@ -177,7 +177,7 @@ static int read_whole(const char *path, uint8_t **buf, size_t *len, char *err, s
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(err, errlen, -errno, "%s: cannot open data file: %s", path, strerror(errno));
+        return tft_errf(err, errlen, -errno, "%s: cannot open data file: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     uint8_t *b = malloc(cap);
     int rc = 0, read_errno = 0;
@@ -196,10 +196,10 @@ static int read_whole(const char *path, uint8_t **buf, size_t *len, char *err, s
     }
     fclose(f);
     if (!b)
-        rc = fail(err, errlen, -ENOMEM, "%s: out of memory reading the data file", path);
+        rc = tft_errf(err, errlen, -ENOMEM, "%s: out of memory reading the data file", path);
     else if (read_errno)
-        rc = fail(err, errlen, -read_errno, "%s: cannot read data file: %s", path,
-                  strerror(read_errno));
+        rc = tft_errf(err, errlen, -read_errno, "%s: cannot read data file: %s", path,
+                      strerror(read_errno));
     if (rc) {
         free(b);
         return rc;
@@ -240,7 +240,7 @@ int data_corpus_open_file(data_corpus **out, const char *path, size_t max_doc, c
 {
     data_corpus *c = calloc(1, sizeof(*c));
     if (!c)
-        return fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+        return tft_errf(err, errlen, -ENOMEM, "%s: out of memory", path);
     c->kind = CORPUS_FILE;
     if (max_doc == 0)
         max_doc = 1024;
@@ -249,16 +249,16 @@ int data_corpus_open_file(data_corpus **out, const char *path, size_t max_doc, c
         goto err_out;
     split_docs(c->text, c->text_len, max_doc, NULL, NULL, c->n);
     if (c->n[0] + c->n[1] == 0) {
-        rc = fail(err, errlen, -ENODATA,
-                  "%s: no documents (the file is empty or has only empty lines); "
-                  "give a text file with one document per line", path);
+        rc = tft_errf(err, errlen, -ENODATA,
+                      "%s: no documents (the file is empty or has only empty lines); "
+                      "give a text file with one document per line", path);
         goto err_out;
     }
     for (int s = 0; s < 2; s++) {
         c->off[s] = malloc((c->n[s] + 1) * sizeof(size_t));
         c->len[s] = malloc((c->n[s] + 1) * sizeof(size_t));
         if (!c->off[s] || !c->len[s]) {
-            rc = fail(err, errlen, -ENOMEM, "%s: out of memory indexing documents", path);
+            rc = tft_errf(err, errlen, -ENOMEM, "%s: out of memory indexing documents", path);
             goto err_out;
         }
     }
@@ -320,18 +320,18 @@ int data_loader_init(data_loader *dl, const data_corpus *c, int split, int B, in
 {
     memset(dl, 0, sizeof(*dl));
     if (split != DATA_TRAIN && split != DATA_EVAL)
-        return fail(err, errlen, -EINVAL, "data loader: split %d is neither train nor eval", split);
+        return tft_errf(err, errlen, -EINVAL, "data loader: split %d is neither train nor eval", split);
     if (B < 1 || T < 1)
-        return fail(err, errlen, -EINVAL, "data loader: batch %d x %d; both must be >= 1", B, T);
+        return tft_errf(err, errlen, -EINVAL, "data loader: batch %d x %d; both must be >= 1", B, T);
     if (world < 1 || rank < 0 || rank >= world)
-        return fail(err, errlen, -EINVAL, "data loader: rank %d of %d ranks", rank, world);
+        return tft_errf(err, errlen, -EINVAL, "data loader: rank %d of %d ranks", rank, world);
     if (data_corpus_count(c, split) == 0)
-        return fail(err, errlen, -ENODATA,
-                    "data loader: the %s split is empty (a data file needs 10 or more "
-                    "documents to have eval documents)", split == DATA_EVAL ? "eval" : "train");
+        return tft_errf(err, errlen, -ENODATA,
+                        "data loader: the %s split is empty (a data file needs 10 or more "
+                        "documents to have eval documents)", split == DATA_EVAL ? "eval" : "train");
     dl->scratch = malloc((size_t)T);
     if (!dl->scratch)
-        return fail(err, errlen, -ENOMEM, "data loader: out of memory");
+        return tft_errf(err, errlen, -ENOMEM, "data loader: out of memory");
     dl->corpus = c;
     dl->split = split;
     dl->B = B;
@@ -418,8 +418,8 @@ int data_check_tokens(const int32_t *tokens, int rows, int cols, char *err, size
         for (int t = 0; t < cols; t++) {
             int32_t id = tokens[(size_t)b * (size_t)cols + (size_t)t];
             if (id < 0 || id >= TFT_VOCAB)
-                return fail(err, errlen, -ERANGE,
-                            "tokens[row %d, column %d] = %d is outside the vocabulary [0, %d); "
+                return tft_errf(err, errlen, -ERANGE,
+                                "tokens[row %d, column %d] = %d is outside the vocabulary [0, %d); "
                             "the tokenizer or the data are broken", b, t, (int)id, TFT_VOCAB);
         }
     return 0;

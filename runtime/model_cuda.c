@@ -11,11 +11,11 @@
 #include "names.h"
 
 #include "tft_format.h" /* TFT_F32, TFT_F16, TFT_BF16 */
+#include "tft_cuda_err.h"
 #include "tft_ops_cuda.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,23 +71,9 @@ struct gpt_cuda {
     char err[256];
 };
 
-static int failf(gpt_cuda *g, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int failf(gpt_cuda *g, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g->err, sizeof(g->err), fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static int cuda_check(gpt_cuda *g, cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess)
-        return 0;
-    (void)cudaGetLastError();
-    return failf(g, -EIO, "%s: %s", what, cudaGetErrorString(e));
-}
+/* A message into g->err, returning rc; a CUDA error as one (tft_cuda_err.h). */
+#define failf(g, rc, ...) tft_errf((g)->err, sizeof((g)->err), (rc), __VA_ARGS__)
+#define cuda_check(g, e, what) tft_cuda_err((g)->err, sizeof((g)->err), (e), (what))
 
 /* An op's result: on failure the ops context's message becomes ours. */
 static int op(gpt_cuda *g, int e)

@@ -26,9 +26,9 @@
 #include "devrec.h"
 #include "model_cuda.h"
 #include "tft.h"
+#include "tft_cuda_err.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,23 +59,9 @@ struct cuda_run {
     char err[320];
 };
 
-static int failf(cuda_run *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int failf(cuda_run *c, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, sizeof(c->err), fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static int cuda_check(cuda_run *c, cudaError_t e, const char *what)
-{
-    if (e == cudaSuccess)
-        return 0;
-    (void)cudaGetLastError();
-    return failf(c, -EIO, "%s: %s", what, cudaGetErrorString(e));
-}
+/* A message into c->err, returning rc; a CUDA error as one (tft_cuda_err.h). */
+#define failf(c, rc, ...) tft_errf((c)->err, sizeof((c)->err), (rc), __VA_ARGS__)
+#define cuda_check(c, e, what) tft_cuda_err((c)->err, sizeof((c)->err), (e), (what))
 
 /* A model call's result, its message kept. */
 static int model(cuda_run *c, int e)

@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include "gemm_map.h"
+#include "tft_cuda_err.h"
 #include "tft_format.h"
 #include "tft_ops_cuda.h"
 
@@ -55,8 +56,7 @@ struct tft_cuda_ops {
 
 static int fail_cuda(tft_cuda_ops *x, cudaError_t e, const char *what)
 {
-    snprintf(x->err, sizeof x->err, "%s: %s", what, cudaGetErrorString(e));
-    return -EIO;
+    return tft_cuda_err(x->err, sizeof x->err, e, what);
 }
 
 static int fail_blas(tft_cuda_ops *x, cublasStatus_t s, const char *what)

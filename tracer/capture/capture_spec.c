@@ -3,23 +3,15 @@
  * start-up of the launcher or the recorder; never on the record path.
  */
 #include "capture_spec.h"
+#include "tft_msg.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
+/* A bad spec: the reason into err, -EINVAL. */
+#define fail(err, errlen, ...) tft_errf((err), (errlen), -EINVAL, __VA_ARGS__)
 
 static char *trim(char *s)
 {

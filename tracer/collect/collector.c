@@ -6,11 +6,11 @@
  * file closed with an index.
  */
 #include "collector.h"
+#include "tft_msg.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
-#include <stdarg.h>
 #include <time.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,19 +68,7 @@ struct collector {
     int write_errors;             /* rank files with an error (each counted once) */
 };
 
-#define CLOG(c, lvl, ...) fmt_log_c((c), (lvl), __VA_ARGS__)
-static void fmt_log_c(collector *c, int lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fmt_log_c(collector *c, int lvl, const char *fmt, ...)
-{
-    if (!c->o.log)
-        return;
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    c->o.log(c->o.log_ctx, lvl, buf);
-}
+#define CLOG(c, lvl, ...) tft_logf((c)->o.log, (c)->o.log_ctx, (lvl), __VA_ARGS__)
 
 collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t run_id[16],
                          const collector_opts *o)
