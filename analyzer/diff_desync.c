@@ -1661,9 +1661,9 @@ static int collect(desync_state *s, diff_desync *out, int max)
 
 static bool same_host(tft_trace *t, int n)
 {
+    const tft_file_info *a = tft_trace_file_info(t, 0);
     for (int i = 1; i < n; i++) {
-        const tft_file_info *a = tft_reader_info(tft_trace_reader(t, 0));
-        const tft_file_info *b = tft_reader_info(tft_trace_reader(t, i));
+        const tft_file_info *b = tft_trace_file_info(t, i);
         if (!a || !b || strncmp(a->host, b->host, sizeof(a->host)) != 0)
             return false;
     }

@@ -56,6 +56,8 @@ static int find_op(dump_trace *d, replay *rp)
         if (tft_trace_rank_id(d->t, i) != rp->rank)
             continue;
         tft_reader *r = tft_trace_reader(d->t, i);
+        if (!r)
+            return -1;
         tft_reader_rewind(r);
         const tft_rec *rec;
         int e;
@@ -64,14 +66,16 @@ static int find_op(dump_trace *d, replay *rp)
                 continue;
             rp->op = malloc(rec->len);
             if (!rp->op)
-                return -1;
+                break;
             memcpy(rp->op, rec, rec->len);
             char b[18];
             const char *nm = rec_string(r, rp->op->name, b);
             snprintf(rp->op_name, sizeof(rp->op_name), "%s", nm ? nm : "?");
-            return 0;
+            break;
         }
-        /* not in this file: two files may claim one rank (a helper process) */
+        tft_trace_release(d->t, i);
+        if (rp->op)
+            return 0;
     }
     return -1;
 }
