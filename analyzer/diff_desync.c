@@ -75,6 +75,7 @@
 
 enum {
     DESYNC_WINDOW_MAX = 4096,  /* open entries per communicator */
+    DESYNC_SLOT_BUDGET = 256 << 20, /* bytes of window slots, all communicators together */
     DESYNC_RECENT_TENSORS = 16,/* per rank: fingerprints kept for EXIT results */
     DESYNC_SPREADS = 32,       /* per communicator: enter spreads kept */
     DESYNC_SPREADS_MIN = 8,    /* spreads needed before judging a straggler */
@@ -160,7 +161,11 @@ typedef struct comm_state {
     uint64_t base, top;       /* open coll_seq window [base, top) */
     size_t cap;               /* window slots, power of two */
     coll_entry *win;          /* cap entries: coll_seq q at q & (cap-1) */
-    coll_slot *slots;         /* cap * nranks */
+    coll_slot *slots;         /* cap * wcap: entry q's slot k is rank file global[k]'s view */
+    int width, wcap;          /* rank files with records on it; slots per entry (<= nranks) */
+    int *local;               /* nranks: rank file -> its slot in an entry, -1 none */
+    int *global;              /* wcap: slot -> rank file */
+    int *order;               /* wcap: the rank files of global[0, width), ascending */
     uint8_t *member;          /* nranks: rank index has records on it */
     int size;                 /* communicator size from the records (an intercommunicator: both groups) */
     bool inter;               /* an intercommunicator (COMM record) */
@@ -232,9 +237,18 @@ typedef struct stuck_at {
     uint64_t q, name;
 } stuck_at;
 
+/* One window entry's slots spread out by rank file index, for the checks:
+ * only the last communicator's members are set, the rest stay zero. */
+typedef struct dense_view {
+    coll_slot *v;          /* nranks */
+    int owner;             /* index of the communicator whose members are set, -1 none */
+} dense_view;
+
 typedef struct desync_state {
     tft_trace *t;
     int nranks;
+    size_t slot_bytes;     /* window slots allocated, all communicators (<= DESYNC_SLOT_BUDGET) */
+    struct dense_view *dense; /* scratch: one entry's slots by rank file (entry_dense) */
     bool one_host;
     uint64_t world;        /* id of MPI_COMM_WORLD */
     comm_state *comms;
@@ -406,12 +420,16 @@ static comm_def *def_get(desync_state *s, uint64_t id)
     return d;
 }
 
-/* Sizes d for n members (all unknown); false when it cannot. */
-static bool def_size(comm_def *d, int n)
+/* Sizes d for n members (all unknown); false when it cannot. Members not
+ * listed are assembled from the rank files, one each: a communicator
+ * larger than the trace's rank files can never be complete, so its size
+ * is not allocated (a COMM record's size is the file's word, not memory
+ * the file has paid for). */
+static bool def_size(const desync_state *s, comm_def *d, int n)
 {
     if (d->mem && d->size == n)
         return true;
-    if (n <= 0 || n > DESYNC_MAX_MEMBERS || d->mem)
+    if (n <= 0 || n > DESYNC_MAX_MEMBERS || n > s->nranks || d->mem)
         return false;
     d->mem = malloc((size_t)n * sizeof(*d->mem));
     if (!d->mem)
@@ -425,7 +443,7 @@ static bool def_size(comm_def *d, int n)
 /* Rank file i's member k of d is its own rank (assembling unlisted members). */
 static void def_assemble(const desync_state *s, comm_def *d, int i, int k, int n)
 {
-    if (!d->listed && k >= 0 && k < n && def_size(d, n))
+    if (!d->listed && k >= 0 && k < n && def_size(s, d, n))
         d->mem[k] = rank_id(s, i);
 }
 
@@ -521,8 +539,14 @@ static comm_state *comm_get(desync_state *s, uint64_t comm)
     memset(c, 0, sizeof(*c));
     c->comm = comm;
     c->member = calloc((size_t)s->nranks, 1);
-    if (!c->member)
+    c->local = malloc((size_t)s->nranks * sizeof(*c->local));
+    if (!c->member || !c->local) {
+        free(c->member);
+        free(c->local);
         return NULL;
+    }
+    for (int i = 0; i < s->nranks; i++)
+        c->local[i] = -1;
     const comm_def *d = def_find(s, comm);
     if (d && d->inter) {
         c->inter = true;
@@ -534,16 +558,40 @@ static comm_state *comm_get(desync_state *s, uint64_t comm)
 
 static coll_entry *entry_at(comm_state *c, uint64_t q) { return &c->win[q & (c->cap - 1)]; }
 
+/* Entry q's slots, one per rank file with records on c (c->local). */
 static coll_slot *slots_at(const desync_state *s, comm_state *c, uint64_t q)
 {
-    return &c->slots[(size_t)(q & (c->cap - 1)) * (size_t)s->nranks];
+    (void)s;
+    return &c->slots[(size_t)(q & (c->cap - 1)) * (size_t)c->wcap];
 }
 
+/* Entry q's slots by rank file index (rank files without records on c:
+ * empty), for the checks: s->dense, valid until the next call. */
+static const coll_slot *entry_dense(const desync_state *s, comm_state *c, uint64_t q)
+{
+    dense_view *dv = s->dense;
+    if (dv->owner >= 0) { /* O(members), not O(rank files) */
+        const comm_state *o = &s->comms[dv->owner];
+        for (int k = 0; k < o->width; k++)
+            memset(&dv->v[o->global[k]], 0, sizeof(coll_slot));
+    }
+    const coll_slot *sl = slots_at(s, c, q);
+    for (int k = 0; k < c->width; k++)
+        dv->v[c->global[k]] = sl[k];
+    dv->owner = (int)(c - s->comms);
+    return dv->v;
+}
+
+/* Doubles c's window. -ENOSPC when the slots of all windows would pass
+ * DESYNC_SLOT_BUDGET (the caller judges old entries instead). */
 static int window_grow(desync_state *s, comm_state *c)
 {
     size_t ncap = c->cap ? c->cap * 2 : 16;
+    size_t grow_by = (ncap - c->cap) * (size_t)c->wcap * sizeof(coll_slot);
+    if (s->slot_bytes + grow_by > DESYNC_SLOT_BUDGET)
+        return -ENOSPC;
     coll_entry *nw = calloc(ncap, sizeof(*nw));
-    coll_slot *ns = calloc(ncap * (size_t)s->nranks, sizeof(*ns));
+    coll_slot *ns = calloc(ncap * (size_t)c->wcap, sizeof(*ns));
     if (!nw || !ns) {
         free(nw);
         free(ns);
@@ -551,15 +599,60 @@ static int window_grow(desync_state *s, comm_state *c)
     }
     for (uint64_t q = c->base; q < c->top; q++) {
         nw[q & (ncap - 1)] = *entry_at(c, q);
-        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)s->nranks], slots_at(s, c, q),
-               (size_t)s->nranks * sizeof(*ns));
+        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)c->wcap], slots_at(s, c, q),
+               (size_t)c->wcap * sizeof(*ns));
     }
     free(c->win);
     free(c->slots);
     c->win = nw;
     c->slots = ns;
     c->cap = ncap;
+    s->slot_bytes += grow_by;
     return 0;
+}
+
+/* The slot of rank file i in c's entries, added (widening every entry)
+ * when i records on c for the first time. -ENOSPC past DESYNC_SLOT_BUDGET. */
+static int comm_slot(desync_state *s, comm_state *c, int i)
+{
+    if (c->local[i] >= 0)
+        return c->local[i];
+    if (c->width == c->wcap) {
+        int nw = c->wcap ? c->wcap * 2 : 4;
+        if (nw > s->nranks)
+            nw = s->nranks;
+        size_t grow_by = c->cap * (size_t)(nw - c->wcap) * sizeof(coll_slot);
+        if (s->slot_bytes + grow_by > DESYNC_SLOT_BUDGET)
+            return -ENOSPC;
+        int *ng = realloc(c->global, (size_t)nw * sizeof(*ng));
+        if (!ng)
+            return -ENOMEM;
+        c->global = ng;
+        int *no = realloc(c->order, (size_t)nw * sizeof(*no));
+        if (!no)
+            return -ENOMEM;
+        c->order = no;
+        if (c->cap) {
+            coll_slot *ns = calloc(c->cap * (size_t)nw, sizeof(*ns));
+            if (!ns)
+                return -ENOMEM;
+            for (size_t p = 0; p < c->cap; p++)
+                memcpy(&ns[p * (size_t)nw], &c->slots[p * (size_t)c->wcap], (size_t)c->wcap * sizeof(*ns));
+            free(c->slots);
+            c->slots = ns;
+        }
+        c->wcap = nw;
+        s->slot_bytes += grow_by;
+    }
+    c->global[c->width] = i;
+    c->local[i] = c->width;
+    int k = c->width;
+    while (k > 0 && c->order[k - 1] > i) { /* insertion: members join one at a time */
+        c->order[k] = c->order[k - 1];
+        k--;
+    }
+    c->order[k] = i;
+    return c->width++;
 }
 
 /* Stores d into f with the evidence in s->inv_tmp / s->miss_tmp (then:
@@ -810,13 +903,12 @@ static bool stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t
 static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                           const stuck_at *stuck)
 {
-    int n = s->nranks, nmem = 0;
+    int n = s->nranks, nmem = c->width;
     int *present = s->ibuf + n, *missing = s->ibuf + 2 * (size_t)n, *inside = s->ibuf + 3 * (size_t)n;
     int np = 0, nm = 0, ni = 0;
-    for (int i = 0; i < n; i++)
-        nmem += c->member[i];
     bool all = nmem < c->size && c->size >= n; /* members not yet seen: everyone is one */
-    for (int i = 0; i < n; i++) {
+    for (int k = 0; k < (all ? n : c->width); k++) { /* in rank file order */
+        int i = all ? k : c->order[k];
         if (sl[i].entered || sl[i].exited)
             present[np++] = i;
         else if (all || c->member[i])
@@ -865,12 +957,12 @@ static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool f
 {
     if (c->fin.valid && c->fin.d.coll_seq <= q)
         return;
-    const coll_slot *sl = slots_at(s, c, q);
-    int n = s->nranks, np = 0;
+    const coll_slot *sl = entry_dense(s, c, q);
+    int np = 0;
     int *idx = s->ibuf;
-    for (int i = 0; i < n; i++)
-        if (sl[i].has_fields)
-            idx[np++] = i;
+    for (int k = 0; k < c->width; k++)
+        if (sl[c->order[k]].has_fields)
+            idx[np++] = c->order[k];
     if (final && !check_missing(s, c, q, sl, stuck))
         return;
     if (np < 2)
@@ -895,13 +987,24 @@ static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool f
         check_straggler(s, c, q, sl, idx, np);
 }
 
-/* Frees entry q and drops judged entries from the bottom of the window. */
+/* Frees entry q and drops judged entries from the bottom of the window
+ * (an entry's slots are cleared when it is used again). */
 static void entry_close(const desync_state *s, comm_state *c, uint64_t q)
 {
+    (void)s;
     entry_at(c, q)->used = false;
-    memset(slots_at(s, c, q), 0, (size_t)s->nranks * sizeof(coll_slot));
     while (c->base < c->top && !entry_at(c, c->base)->used)
         c->base++;
+}
+
+/* Judges the oldest entry of c as if the trace ended, and drops it. */
+static void entry_evict(const desync_state *s, comm_state *c, uint64_t q)
+{
+    if (entry_at(c, c->base)->used)
+        entry_check(s, c, c->base, true, NULL);
+    entry_close(s, c, c->base);
+    if (c->base == c->top)
+        c->base = c->top = q;
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -967,6 +1070,11 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
     if (!c)
         return s->ncomms == DESYNC_MAX_COMMS ? 0 : -ENOMEM;
     world_member(s, i, cr);
+    int li = comm_slot(s, c, i);
+    if (li == -ENOSPC)
+        return 0; /* the windows hold DESYNC_SLOT_BUDGET: this rank is not judged here */
+    if (li < 0)
+        return li;
     c->member[i] = 1;
     if (cr->nranks > c->size && !c->inter)
         c->size = cr->nranks;
@@ -979,15 +1087,17 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
         c->base = c->top = q;
     else if (q >= c->top + DESYNC_WINDOW_MAX)
         return 0; /* an implausible jump: leave it out */
-    while (q >= c->base + DESYNC_WINDOW_MAX) { /* judge the oldest as if the trace ended */
-        if (entry_at(c, c->base)->used)
-            entry_check(s, c, c->base, true, NULL);
-        entry_close(s, c, c->base);
-        if (c->base == c->top)
-            c->base = c->top = q;
-    }
+    while (q >= c->base + DESYNC_WINDOW_MAX) /* judge the oldest as if the trace ended */
+        entry_evict(s, c, q);
     while (q >= c->base + c->cap) {
         int e = window_grow(s, c);
+        if (e == -ENOSPC && !c->cap)
+            return 0; /* no window left for another communicator: not judged */
+        if (e == -ENOSPC) { /* the windows hold DESYNC_SLOT_BUDGET: this one stops growing */
+            while (q >= c->base + c->cap)
+                entry_evict(s, c, q);
+            break;
+        }
         if (e)
             return e;
     }
@@ -997,10 +1107,10 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
         c->top = q + 1;
     }
     coll_entry *e = entry_at(c, q);
-    coll_slot *x = &slots_at(s, c, q)[i];
+    coll_slot *x = &slots_at(s, c, q)[li];
     if (!e->used) {
         *e = (coll_entry){.used = true, .coll_seq = q};
-        memset(slots_at(s, c, q), 0, (size_t)s->nranks * sizeof(coll_slot));
+        memset(slots_at(s, c, q), 0, (size_t)c->wcap * sizeof(coll_slot));
     }
     bool was_out = x->exited;
     slot_fill(s, i, x, cr, step);
@@ -1435,8 +1545,9 @@ static int final_sweep(desync_state *s)
         for (uint64_t q = c->base; q < c->top; q++) {
             if (!entry_at(c, q)->used)
                 continue;
-            const coll_slot *sl = slots_at(s, c, q);
-            for (int i = 0; i < n; i++) {
+            const coll_slot *sl = entry_dense(s, c, q);
+            for (int m = 0; m < c->width; m++) {
+                int i = c->order[m];
                 if (!sl[i].entered || sl[i].exited)
                     continue;
                 stuck_at cand = {true, sl[i].step, sl[i].seq, sl[i].t_enter, c->comm, q, sl[i].name};
@@ -1682,6 +1793,9 @@ static void state_free(desync_state *s)
         free(s->comms[k].win);
         free(s->comms[k].slots);
         free(s->comms[k].member);
+        free(s->comms[k].local);
+        free(s->comms[k].global);
+        free(s->comms[k].order);
         found_free(&s->comms[k].fin);
         found_free(&s->comms[k].echo);
     }
@@ -1705,6 +1819,9 @@ static void state_free(desync_state *s)
     free(s->param_have);
     free(s->ibuf);
     free(s->ubuf);
+    if (s->dense)
+        free(s->dense->v);
+    free(s->dense);
     free(s->inv_tmp);
     free(s->miss_tmp);
 }
@@ -1747,7 +1864,13 @@ int diff_desyncs(tft_trace *t, diff_desync *out, int max)
     s.open = calloc((size_t)n, sizeof(*s.open));
     s.inv_tmp = calloc((size_t)n, 1);
     s.miss_tmp = calloc((size_t)n, 1);
-    bool ok = s.recent && s.recent_pos && s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp;
+    s.dense = calloc(1, sizeof(*s.dense));
+    if (s.dense) {
+        s.dense->owner = -1;
+        s.dense->v = calloc((size_t)n, sizeof(*s.dense->v));
+    }
+    bool ok = s.recent && s.recent_pos && s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp && s.dense &&
+              s.dense->v;
     tft_merge *m = ok ? tft_merge_open(t, TFT_ORDER_STEP_SEQ) : NULL;
     int e = m ? 0 : (ok ? -errno : -ENOMEM);
     int64_t *last_step = m ? malloc((size_t)n * sizeof(*last_step)) : NULL;
