@@ -85,6 +85,8 @@ enum {
     DESYNC_MAX_OPEN = 65536,   /* per rank: open point-to-point calls */
     DESYNC_MAX_PAIRS = 1 << 20,/* point-to-point counters */
     DESYNC_OPEN_JUDGED = 256,  /* per rank: open point-to-point calls judged at the end */
+    DESYNC_MAX_PARAM_FPS = 1 << 20, /* parameter fingerprints of one step, all ranks */
+    DESYNC_INSTEAD_SCAN = 65536, /* counters looked at to say what a blocked receive's peer sent */
 };
 #define STRAGGLER_NS 1000000000ull /* a straggler is > 1 s behind ... */
 #define STRAGGLER_FACTOR 10        /* ... and > 10x the usual spread */
@@ -194,12 +196,25 @@ typedef struct recent_tensor {
     bool valid;
 } recent_tensor;
 
-/* One step's parameter fingerprints. */
+/* One step's parameters: a (name, occurrence) ... */
 typedef struct param_entry {
     uint64_t name;
     uint32_t occ;
-    char text[96];
 } param_entry;
+
+/* ... and one rank's fingerprint of it. */
+typedef struct param_fp {
+    uint32_t param;           /* index in the step's params */
+    int32_t rank;             /* rank file index */
+    uint64_t fp;
+} param_fp;
+
+/* Open addressing, u64 key -> u32 value + 1 (0 empty), cleared per step. */
+typedef struct u64_map {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+} u64_map;
 
 /* A point-to-point call entered and not (yet) left. */
 typedef struct p2p_open {
@@ -209,11 +224,14 @@ typedef struct p2p_open {
     int32_t me, peer, tag;    /* communicator ranks (peer -1: any source); tag (TFT_TAG_ANY) */
     uint16_t type;
     uint8_t dtype;
+    bool gone;                /* left since (removed lazily: compacted in batches) */
+    int32_t prev_same;        /* index of the previous open call of the same (space, q), -1 none */
 } p2p_open;
 
 typedef struct p2p_rank {
-    p2p_open *v;              /* in call order */
-    size_t n, cap;
+    p2p_open *v;              /* in call order, left calls marked gone until compacted */
+    size_t n, cap, ngone;
+    u64_map ix;               /* (space, q) -> index + 1 of its newest open call in v */
     bool overflow;            /* more than DESYNC_MAX_OPEN: not judged */
 } p2p_rank;
 
@@ -225,6 +243,13 @@ typedef struct pair_ent {
     uint64_t last_count;      /* elements of the last send */
     uint8_t last_dtype;
 } pair_ent;
+
+/* A counter's place in s->pair_order. */
+typedef struct pair_key {
+    uint64_t space;
+    int32_t src, dst;
+    uint32_t slot;            /* in s->pairs */
+} pair_key;
 
 /* Where rank i is at the end: the first and last collective it entered and
  * never left (valid false: none). */
@@ -263,12 +288,15 @@ typedef struct desync_state {
     diff_desync param_finding;
     param_entry *params;
     size_t nparams, params_cap;
-    uint64_t *param_fp;    /* params_cap * nranks */
-    uint8_t *param_have;   /* params_cap * nranks */
+    param_fp *fps;         /* one per parameter record of the step (<= DESYNC_MAX_PARAM_FPS) */
+    size_t nfps, fps_cap;
+    u64_map param_ix;      /* (name, occurrence) -> params index */
+    u64_map occ_ix;        /* (name, rank file) -> occurrences so far in the step */
     /* point-to-point */
     p2p_rank *open;        /* nranks */
     pair_ent *pairs;
     size_t npairs, pairs_cap;
+    struct pair_key *pair_order; /* p2p_judge: the used slots of pairs, sorted (pairs_sort) */
     bool pairs_overflow;
     found *p2p;            /* findings, one per blocked rank at most */
     int np2p;
@@ -375,6 +403,70 @@ static int minority(const uint64_t *val, const int *idx, int n, bool has_prev, u
         if (val[a] != val[best])
             fault[nf++] = idx[a];
     return nf;
+}
+
+/* ---- small hash maps ------------------------------------------------------ */
+
+static uint64_t key_mix(uint64_t a, uint64_t b)
+{
+    uint64_t h = a ^ (b * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* The slot of key in m (its value, or the empty slot it goes to); eq
+ * tells keys with the same hash apart: eq(ctx, value) for a stored one. */
+static size_t map_slot(const u64_map *m, uint64_t key, bool (*eq)(const void *ctx, uint32_t v), const void *ctx)
+{
+    size_t mask = m->cap - 1, i = (size_t)key & mask;
+    while (m->vals[i] && !(m->keys[i] == key && eq(ctx, m->vals[i] - 1)))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Room for one more key (rehashing by the stored keys' hashes). */
+static int map_reserve(u64_map *m)
+{
+    if ((m->n + 1) * 2 <= m->cap)
+        return 0;
+    size_t ncap = m->cap ? m->cap * 2 : 256;
+    uint64_t *k = malloc(ncap * sizeof(*k));
+    uint32_t *v = calloc(ncap, sizeof(*v));
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->vals[i])
+            continue;
+        size_t j = (size_t)m->keys[i] & (ncap - 1);
+        while (v[j])
+            j = (j + 1) & (ncap - 1);
+        k[j] = m->keys[i];
+        v[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = k;
+    m->vals = v;
+    m->cap = ncap;
+    return 0;
+}
+
+static void map_clear(u64_map *m)
+{
+    if (m->cap)
+        memset(m->vals, 0, m->cap * sizeof(*m->vals));
+    m->n = 0;
+}
+
+static void map_free(u64_map *m)
+{
+    free(m->keys);
+    free(m->vals);
 }
 
 /* ---- communicator definitions (COMM records) ---------------------------- */
@@ -1160,6 +1252,7 @@ static pair_ent *pair_get(desync_state *s, uint64_t space, int32_t src, int32_t 
                 *pair_slot(n, ncap, s->pairs[k].space, s->pairs[k].src, s->pairs[k].dst, s->pairs[k].tag) =
                     s->pairs[k];
         free(s->pairs);
+    free(s->pair_order);
         s->pairs = n;
         s->pairs_cap = ncap;
     }
@@ -1169,6 +1262,60 @@ static pair_ent *pair_get(desync_state *s, uint64_t space, int32_t src, int32_t 
         s->npairs++;
     }
     return p;
+}
+
+typedef struct open_key {
+    const p2p_rank *o;
+    uint64_t space, q;
+} open_key;
+
+static bool open_eq(const void *ctx, uint32_t v)
+{
+    const open_key *k = ctx;
+    return k->o->v[v].space == k->space && k->o->v[v].q == k->q;
+}
+
+/* Backward-shift deletion of slot i of m (keys hashed by their value). */
+static void map_delete(u64_map *m, size_t i)
+{
+    size_t mask = m->cap - 1;
+    m->vals[i] = 0;
+    m->n--;
+    for (size_t j = (i + 1) & mask; m->vals[j]; j = (j + 1) & mask) {
+        uint64_t k = m->keys[j];
+        uint32_t v = m->vals[j];
+        m->vals[j] = 0;
+        size_t h = (size_t)k & mask;
+        while (m->vals[h])
+            h = (h + 1) & mask;
+        m->keys[h] = k;
+        m->vals[h] = v;
+    }
+}
+
+/* Drops the calls marked gone and rebuilds the index: O(open calls). */
+static int open_compact(p2p_rank *o)
+{
+    size_t k = 0;
+    for (size_t j = 0; j < o->n; j++)
+        if (!o->v[j].gone)
+            o->v[k++] = o->v[j];
+    o->n = k;
+    o->ngone = 0;
+    map_clear(&o->ix);
+    for (size_t j = 0; j < o->n; j++) {
+        if (map_reserve(&o->ix) < 0)
+            return -ENOMEM;
+        open_key key = {o, o->v[j].space, o->v[j].q};
+        uint64_t h = key_mix(o->v[j].space, o->v[j].q);
+        size_t i = map_slot(&o->ix, h, open_eq, &key);
+        o->v[j].prev_same = o->ix.vals[i] ? (int32_t)o->ix.vals[i] - 1 : -1;
+        if (!o->ix.vals[i])
+            o->ix.n++;
+        o->ix.keys[i] = h;
+        o->ix.vals[i] = (uint32_t)j + 1;
+    }
+    return 0;
 }
 
 static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
@@ -1185,20 +1332,41 @@ static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
         o->v = n;
         o->cap = ncap;
     }
-    o->v[o->n++] = (p2p_open){.space = cr->comm, .q = cr->coll_seq, .count = cr->count, .name = cr->name,
-                              .step = step, .seq = cr->h.seq, .me = cr->rank, .peer = cr->root,
-                              .tag = tft_rec_coll_tag(cr), .type = cr->type, .dtype = cr->dtype};
+    if (map_reserve(&o->ix) < 0) {
+        o->overflow = true;
+        return;
+    }
+    open_key key = {o, cr->comm, cr->coll_seq};
+    uint64_t h = key_mix(cr->comm, cr->coll_seq);
+    size_t i = map_slot(&o->ix, h, open_eq, &key);
+    o->v[o->n] = (p2p_open){.space = cr->comm, .q = cr->coll_seq, .count = cr->count, .name = cr->name,
+                            .step = step, .seq = cr->h.seq, .me = cr->rank, .peer = cr->root,
+                            .tag = tft_rec_coll_tag(cr), .type = cr->type, .dtype = cr->dtype,
+                            .prev_same = o->ix.vals[i] ? (int32_t)o->ix.vals[i] - 1 : -1};
+    if (!o->ix.vals[i])
+        o->ix.n++;
+    o->ix.keys[i] = h;
+    o->ix.vals[i] = (uint32_t)++o->n;
 }
 
+/* The call left: its newest open call of the same (space, q), O(1). */
 static void open_remove(p2p_rank *o, const tft_rec_collective *cr)
 {
-    for (size_t k = o->n; k-- > 0;) {
-        if (o->v[k].space == cr->comm && o->v[k].q == cr->coll_seq) {
-            memmove(&o->v[k], &o->v[k + 1], (o->n - k - 1) * sizeof(o->v[0]));
-            o->n--;
-            return;
-        }
-    }
+    if (!o->ix.cap)
+        return;
+    open_key key = {o, cr->comm, cr->coll_seq};
+    size_t i = map_slot(&o->ix, key_mix(cr->comm, cr->coll_seq), open_eq, &key);
+    if (!o->ix.vals[i])
+        return;
+    p2p_open *x = &o->v[o->ix.vals[i] - 1];
+    x->gone = true;
+    o->ngone++;
+    if (x->prev_same >= 0)
+        o->ix.vals[i] = (uint32_t)x->prev_same + 1;
+    else
+        map_delete(&o->ix, i);
+    if (o->ngone > 64 && o->ngone * 2 > o->n && open_compact(o) < 0)
+        o->overflow = true;
 }
 
 /* A send or receive record of rank file i: counters, open calls. */
@@ -1231,41 +1399,157 @@ static void on_p2p(desync_state *s, int i, const tft_rec_collective *cr, int64_t
     }
 }
 
+
+/* Sums the judging needs, one per (kind, space, src, dst, tag) asked,
+ * filled in one pass over the point-to-point counters (p2p_sums): a rank's
+ * open calls are judged in O(1) each, whatever the number of counters. */
+enum { Q_RECV = 1, Q_POSTED = 2 };
+#define SRC_ALL INT32_MIN       /* any source (a receive from any rank) */
+#define SRC_NEG (INT32_MIN + 1) /* the receives posted for any source (src < 0) */
+#define TAG_ALL INT32_MIN       /* any tag */
+
+typedef struct p2p_query {
+    uint64_t space;
+    int32_t src, dst, tag;
+    int kind;
+    int64_t sum;
+} p2p_query;
+
+typedef struct p2p_sums {
+    p2p_query *q;
+    size_t n, cap;
+    u64_map ix;
+} p2p_sums;
+
+typedef struct query_key {
+    const p2p_sums *ps;
+    const p2p_query *want;
+} query_key;
+
+static bool query_eq(const void *ctx, uint32_t v)
+{
+    const query_key *k = ctx;
+    const p2p_query *a = &k->ps->q[v], *b = k->want;
+    return a->space == b->space && a->src == b->src && a->dst == b->dst && a->tag == b->tag && a->kind == b->kind;
+}
+
+static uint64_t query_hash(const p2p_query *w)
+{
+    return key_mix(w->space ^ (uint64_t)w->kind << 60,
+                   ((uint64_t)(uint32_t)w->src << 32 | (uint32_t)w->dst) ^ (uint64_t)(uint32_t)w->tag * 0x51ull);
+}
+
+/* The query w in ps (added when add), NULL when absent or no memory. */
+static p2p_query *query_get(p2p_sums *ps, const p2p_query *w, bool add)
+{
+    if (add && map_reserve(&ps->ix) < 0)
+        return NULL;
+    if (!ps->ix.cap)
+        return NULL;
+    query_key key = {ps, w};
+    uint64_t h = query_hash(w);
+    size_t i = map_slot(&ps->ix, h, query_eq, &key);
+    if (ps->ix.vals[i])
+        return &ps->q[ps->ix.vals[i] - 1];
+    if (!add)
+        return NULL;
+    if (ps->n == ps->cap) {
+        size_t ncap = ps->cap ? ps->cap * 2 : 256;
+        p2p_query *nq = realloc(ps->q, ncap * sizeof(*nq));
+        if (!nq)
+            return NULL;
+        ps->q = nq;
+        ps->cap = ncap;
+    }
+    ps->q[ps->n] = *w;
+    ps->q[ps->n].sum = 0;
+    ps->ix.keys[i] = h;
+    ps->ix.vals[i] = (uint32_t)++ps->n;
+    ps->ix.n++;
+    return &ps->q[ps->n - 1];
+}
+
 static bool tag_match(int32_t want, int32_t tag) { return want == TFT_TAG_ANY || want == tag; }
+
+/* The sums open call o needs (what p2p_satisfied asks). */
+static int p2p_ask(p2p_sums *ps, const p2p_open *o)
+{
+    if (o->type == TFT_COLL_RECV) {
+        p2p_query w = {o->space, o->peer < 0 ? SRC_ALL : o->peer, o->me, o->tag == TFT_TAG_ANY ? TAG_ALL : o->tag,
+                       Q_RECV, 0};
+        return query_get(ps, &w, true) ? 0 : -ENOMEM;
+    }
+    int32_t srcs[2] = {o->me < 0 ? SRC_NEG : o->me, SRC_NEG}, tags[2] = {o->tag, TFT_TAG_ANY};
+    for (int a = 0; a < (o->me < 0 ? 1 : 2); a++)
+        for (int b = 0; b < (o->tag == TFT_TAG_ANY ? 1 : 2); b++) {
+            p2p_query w = {o->space, srcs[a], o->peer, tags[b], Q_POSTED, 0};
+            if (!query_get(ps, &w, true))
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+/* One pass over the counters into the sums asked. */
+static void p2p_fill(const desync_state *s, p2p_sums *ps)
+{
+    for (size_t k = 0; ps->n && k < s->pairs_cap; k++) {
+        const pair_ent *p = &s->pairs[k];
+        if (!p->space)
+            continue;
+        if (p->src >= 0) { /* messages sent and not yet received, for the receives */
+            int32_t srcs[2] = {p->src, SRC_ALL}, tags[2] = {p->tag, TAG_ALL};
+            for (int a = 0; a < 2; a++)
+                for (int b = 0; b < 2; b++) {
+                    p2p_query w = {p->space, srcs[a], p->dst, tags[b], Q_RECV, 0};
+                    p2p_query *x = query_get(ps, &w, false);
+                    if (x)
+                        x->sum += (int64_t)p->sends - (int64_t)p->done;
+                }
+        }
+        p2p_query w = {p->space, p->src < 0 ? SRC_NEG : p->src, p->dst, p->tag, Q_POSTED, 0};
+        p2p_query *x = query_get(ps, &w, false);
+        if (x)
+            x->sum += p->posted;
+    }
+}
 
 /* Whether open call o of a rank can still complete from what the trace
  * holds: a receive for which more matching messages were sent than it
  * (with its rank's other receives) took, a send for which its peer posted
- * as many matching receives as were sent. */
-static bool p2p_satisfied(const desync_state *s, const p2p_open *o)
+ * as many matching receives as were sent. The sums come from p2p_fill. */
+static bool p2p_satisfied(const desync_state *s, p2p_sums *ps, const p2p_open *o)
 {
     int64_t have = 0;
-    for (size_t k = 0; k < s->pairs_cap; k++) {
-        const pair_ent *p = &s->pairs[k];
-        if (p->space != o->space)
-            continue;
-        if (o->type == TFT_COLL_RECV) {
-            if (p->dst == o->me && (o->peer < 0 || p->src == o->peer) && tag_match(o->tag, p->tag) && p->src >= 0)
-                have += (int64_t)p->sends - (int64_t)p->done;
-        } else if (p->dst == o->peer) {
-            if ((p->src == o->me || p->src < 0) && tag_match(p->tag, o->tag))
-                have += p->posted;
-            if (p->src == o->me && p->tag == o->tag)
-                have -= p->sends;
-        }
+    if (o->type == TFT_COLL_RECV) {
+        p2p_query w = {o->space, o->peer < 0 ? SRC_ALL : o->peer, o->me, o->tag == TFT_TAG_ANY ? TAG_ALL : o->tag,
+                       Q_RECV, 0};
+        const p2p_query *x = query_get(ps, &w, false);
+        return x && x->sum > 0;
     }
-    return o->type == TFT_COLL_RECV ? have > 0 : have >= 0;
+    int32_t srcs[2] = {o->me < 0 ? SRC_NEG : o->me, SRC_NEG}, tags[2] = {o->tag, TFT_TAG_ANY};
+    for (int a = 0; a < (o->me < 0 ? 1 : 2); a++)
+        for (int b = 0; b < (o->tag == TFT_TAG_ANY ? 1 : 2); b++) {
+            p2p_query w = {o->space, srcs[a], o->peer, tags[b], Q_POSTED, 0};
+            const p2p_query *x = query_get(ps, &w, false);
+            have += x ? x->sum : 0;
+        }
+    if (s->pairs_cap) {
+        const pair_ent *p = pair_slot(s->pairs, s->pairs_cap, o->space, o->me, o->peer, o->tag);
+        if (p->space)
+            have -= p->sends;
+    }
+    return have >= 0;
 }
 
 /* Index in s->open[i] of the call rank i is blocked in, -1 none: its
  * first open call (of the first DESYNC_OPEN_JUDGED) that cannot complete. */
-static int p2p_blocked(const desync_state *s, int i)
+static int p2p_blocked(const desync_state *s, p2p_sums *ps, int i)
 {
     const p2p_rank *r = &s->open[i];
     if (r->overflow || s->pairs_overflow)
         return -1;
     for (size_t k = 0; k < r->n && k < DESYNC_OPEN_JUDGED; k++)
-        if (!p2p_satisfied(s, &r->v[k]))
+        if (!p2p_satisfied(s, ps, &r->v[k]))
             return (int)k;
     return -1;
 }
@@ -1317,15 +1601,59 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
     }
 }
 
-/* What the peer of receive o sent it instead, into buf. */
+/* s->pair_order: the counters' slots by (space, src, dst), then slot. */
+static int cmp_pair_key(const void *a, const void *b)
+{
+    const pair_key *x = a, *y = b;
+    if (x->space != y->space)
+        return x->space < y->space ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+static int pairs_sort(desync_state *s)
+{
+    free(s->pair_order);
+    s->pair_order = malloc((s->npairs + 1) * sizeof(*s->pair_order));
+    if (!s->pair_order)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t k = 0; k < s->pairs_cap; k++)
+        if (s->pairs[k].space)
+            s->pair_order[n++] = (pair_key){s->pairs[k].space, s->pairs[k].src, s->pairs[k].dst, (uint32_t)k};
+    qsort(s->pair_order, n, sizeof(*s->pair_order), cmp_pair_key);
+    return 0;
+}
+
+/* The first of s->pair_order at or after (space, src, dst). */
+static size_t pairs_lower(const desync_state *s, uint64_t space, int32_t src, int32_t dst)
+{
+    size_t lo = 0, hi = s->npairs;
+    pair_key want = {space, src, dst, 0};
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_pair_key(&s->pair_order[mid], &want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* What the peer of receive o sent it instead, into buf: the counters of
+ * (space, peer, me) only, at most DESYNC_INSTEAD_SCAN of them. */
 static void recv_instead(const desync_state *s, const p2p_open *o, int pw, char *buf, size_t len)
 {
     uint32_t same = 0, done = 0;
     const pair_ent *other = NULL, *mine = NULL;
-    for (size_t k = 0; k < s->pairs_cap; k++) {
-        const pair_ent *p = &s->pairs[k];
+    size_t from = s->pair_order ? pairs_lower(s, o->space, o->peer, o->me) : s->npairs;
+    for (size_t k = from; k < s->npairs && k < from + DESYNC_INSTEAD_SCAN; k++) {
+        const pair_ent *p = &s->pairs[s->pair_order[k].slot];
         if (p->space != o->space || p->src != o->peer || p->dst != o->me)
-            continue;
+            break;
         if (tag_match(o->tag, p->tag)) {
             same += p->sends;
             done += p->done;
@@ -1422,36 +1750,59 @@ static int p2p_judge(desync_state *s)
         free(blocked);
         return -ENOMEM;
     }
-    for (int i = 0; i < n; i++)
-        blocked[i] = p2p_blocked(s, i);
-    for (int i = 0; i < n; i++)
+    p2p_sums ps = {0};
+    int e = 0;
+    for (int i = 0; !e && i < n; i++) { /* the calls judged, and the sums they need */
+        p2p_rank *r = &s->open[i];
+        if (r->ngone && open_compact(r) < 0)
+            r->overflow = true;
+        for (size_t k = 0; !e && !r->overflow && !s->pairs_overflow && k < r->n && k < DESYNC_OPEN_JUDGED; k++)
+            e = p2p_ask(&ps, &r->v[k]);
+    }
+    if (!e) {
+        p2p_fill(s, &ps);
+        e = pairs_sort(s);
+    }
+    for (int i = 0; !e && i < n; i++)
+        blocked[i] = p2p_blocked(s, &ps, i);
+    for (int i = 0; !e && i < n; i++)
         if (blocked[i] >= 0 && !send_peer_stuck(s, i, blocked[i], blocked))
             blocked[i] = -1;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; !e && i < n; i++)
         if (blocked[i] >= 0)
             p2p_report(s, i, &s->open[i].v[blocked[i]], blocked, &s->p2p[s->np2p++]);
     free(blocked);
-    return 0;
+    free(ps.q);
+    map_free(&ps.ix);
+    return e;
 }
 
 /* ---- parameters --------------------------------------------------------- */
 
+static int cmp_param_fp(const void *a, const void *b)
+{
+    const param_fp *x = a, *y = b;
+    if (x->param != y->param)
+        return x->param < y->param ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The step's parameters in the order they first appeared, each over its
+ * ranks in rank file order: the first whose fingerprints differ is the
+ * finding (the first rank holding it is the reference). */
 static void params_judge(desync_state *s)
 {
-    int n = s->nranks;
-    for (size_t k = 0; k < s->nparams && !s->param_done; k++) {
-        const uint64_t *fp = &s->param_fp[k * (size_t)n];
-        const uint8_t *have = &s->param_have[k * (size_t)n];
-        int ref = -1;
-        diff_desync *d = &s->param_finding;
-        for (int i = 0; i < n; i++) {
-            if (!have[i])
-                continue;
-            if (ref < 0) {
-                ref = i;
-                continue;
-            }
-            if (fp[i] == fp[ref])
+    if (s->nfps > 1)
+        qsort(s->fps, s->nfps, sizeof(*s->fps), cmp_param_fp);
+    diff_desync *d = &s->param_finding;
+    for (size_t a = 0; a < s->nfps && !s->param_done;) {
+        size_t b = a + 1;
+        while (b < s->nfps && s->fps[b].param == s->fps[a].param)
+            b++;
+        const param_fp *ref = &s->fps[a];
+        for (size_t k = a + 1; k < b; k++) {
+            const param_fp *x = &s->fps[k];
+            if (x->fp == ref->fp)
                 continue;
             if (!s->param_done) {
                 memset(d, 0, sizeof(*d));
@@ -1460,50 +1811,84 @@ static void params_judge(desync_state *s)
                 d->kind = DS_VALUES;
                 d->peer = -1;
                 d->tag = TFT_TAG_NONE;
-                snprintf(d->detail, sizeof(d->detail), "%s differs across ranks at step %" PRId64
-                         ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64, s->params[k].text, s->param_step,
-                         rank_id(s, ref), fp[ref], rank_id(s, i), fp[i]);
+                snprintf(d->detail, sizeof(d->detail), "%.96s differs across ranks at step %" PRId64
+                         ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
+                         str_of(s, ref->rank, s->params[ref->param].name), s->param_step, rank_id(s, ref->rank),
+                         ref->fp, rank_id(s, x->rank), x->fp);
                 s->param_done = true;
             }
-            add_rank(d, rank_id(s, i));
+            add_rank(d, rank_id(s, x->rank));
         }
+        a = b;
     }
-    s->nparams = 0;
+    s->nparams = s->nfps = 0;
+    map_clear(&s->param_ix);
+    map_clear(&s->occ_ix);
 }
 
-/* Index of (name, occurrence for rank i) in this step's table, adding it. */
-static int param_slot(desync_state *s, int i, uint64_t name, const char *text, size_t *out)
+typedef struct occ_key {
+    const desync_state *s;
+    uint64_t name;
+    uint32_t occ_or_rank;
+} occ_key;
+
+static bool param_eq(const void *ctx, uint32_t v)
 {
-    int n = s->nranks;
-    uint32_t occ = 0;
-    for (size_t k = 0; k < s->nparams; k++)
-        if (s->params[k].name == name && s->param_have[k * (size_t)n + (size_t)i])
-            occ++;
-    for (size_t k = 0; k < s->nparams; k++) {
-        if (s->params[k].name == name && s->params[k].occ == occ) {
-            *out = k;
-            return 0;
-        }
-    }
-    if (s->nparams == s->params_cap) {
-        size_t ncap = s->params_cap ? s->params_cap * 2 : 64;
-        param_entry *p = realloc(s->params, ncap * sizeof(*p));
-        if (p)
+    const occ_key *k = ctx;
+    return k->s->params[v].name == k->name && k->s->params[v].occ == k->occ_or_rank;
+}
+
+/* occ_ix values index fps: the rank's latest record of the name (its
+ * param's occ + 1 is the rank's count of that name so far). */
+static bool occ_eq(const void *ctx, uint32_t v)
+{
+    const occ_key *k = ctx;
+    return k->s->params[k->s->fps[v].param].name == k->name && (uint32_t)k->s->fps[v].rank == k->occ_or_rank;
+}
+
+/* Notes rank i's fingerprint of (name, its next occurrence) in this step:
+ * O(1) per record. Past DESYNC_MAX_PARAM_FPS records the step's
+ * remaining parameters are not compared. */
+static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
+{
+    if (s->nfps >= DESYNC_MAX_PARAM_FPS)
+        return 0;
+    if (map_reserve(&s->occ_ix) < 0 || map_reserve(&s->param_ix) < 0)
+        return -ENOMEM;
+    occ_key ok = {s, name, (uint32_t)i};
+    uint64_t hk = key_mix(name, (uint64_t)(uint32_t)i);
+    size_t oi = map_slot(&s->occ_ix, hk, occ_eq, &ok);
+    uint32_t occ = s->occ_ix.vals[oi] ? s->params[s->fps[s->occ_ix.vals[oi] - 1].param].occ + 1 : 0;
+    occ_key pk = {s, name, occ};
+    uint64_t hp = key_mix(name, 0x100000000ull | occ);
+    size_t pi = map_slot(&s->param_ix, hp, param_eq, &pk);
+    if (!s->param_ix.vals[pi]) {
+        if (s->nparams == s->params_cap) {
+            size_t ncap = s->params_cap ? s->params_cap * 2 : 64;
+            param_entry *p = realloc(s->params, ncap * sizeof(*p));
+            if (!p)
+                return -ENOMEM;
             s->params = p;
-        uint64_t *f = p ? realloc(s->param_fp, ncap * (size_t)n * sizeof(*f)) : NULL;
-        if (f)
-            s->param_fp = f;
-        uint8_t *h = f ? realloc(s->param_have, ncap * (size_t)n) : NULL;
-        if (!h)
-            return -ENOMEM;
-        s->param_have = h;
-        s->params_cap = ncap;
+            s->params_cap = ncap;
+        }
+        s->params[s->nparams] = (param_entry){.name = name, .occ = occ};
+        s->param_ix.keys[pi] = hp;
+        s->param_ix.vals[pi] = (uint32_t)++s->nparams;
+        s->param_ix.n++;
     }
-    size_t k = s->nparams++;
-    s->params[k] = (param_entry){.name = name, .occ = occ};
-    snprintf(s->params[k].text, sizeof(s->params[k].text), "%s", text);
-    memset(&s->param_have[k * (size_t)n], 0, (size_t)n);
-    *out = k;
+    if (s->nfps == s->fps_cap) {
+        size_t ncap = s->fps_cap ? s->fps_cap * 2 : 256;
+        param_fp *f = realloc(s->fps, ncap * sizeof(*f));
+        if (!f)
+            return -ENOMEM;
+        s->fps = f;
+        s->fps_cap = ncap;
+    }
+    s->fps[s->nfps] = (param_fp){.param = s->param_ix.vals[pi] - 1, .rank = i, .fp = fp};
+    if (!s->occ_ix.vals[oi])
+        s->occ_ix.n++;
+    s->occ_ix.keys[oi] = hk;
+    s->occ_ix.vals[oi] = (uint32_t)++s->nfps;
     return 0;
 }
 
@@ -1520,13 +1905,7 @@ static int on_param(desync_state *s, int i, const tft_rec_tensor *tr)
         if (s->param_done)
             return 0;
     }
-    size_t k;
-    int e = param_slot(s, i, tr->name, text, &k);
-    if (e)
-        return e;
-    s->param_fp[k * (size_t)s->nranks + (size_t)i] = tr->stats.fingerprint;
-    s->param_have[k * (size_t)s->nranks + (size_t)i] = 1;
-    return 0;
+    return param_note(s, i, tr->name, tr->stats.fingerprint);
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -1803,8 +2182,10 @@ static void state_free(desync_state *s)
     for (int k = 0; k < s->ndefs; k++)
         free(s->defs[k].mem);
     free(s->defs);
-    for (int i = 0; s->open && i < s->nranks; i++)
+    for (int i = 0; s->open && i < s->nranks; i++) {
         free(s->open[i].v);
+        map_free(&s->open[i].ix);
+    }
     free(s->open);
     free(s->pairs);
     for (int k = 0; k < s->np2p; k++)
@@ -1815,8 +2196,9 @@ static void state_free(desync_state *s)
     free(s->recent);
     free(s->recent_pos);
     free(s->params);
-    free(s->param_fp);
-    free(s->param_have);
+    free(s->fps);
+    map_free(&s->param_ix);
+    map_free(&s->occ_ix);
     free(s->ibuf);
     free(s->ubuf);
     if (s->dense)
