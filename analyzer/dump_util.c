@@ -15,6 +15,28 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- an address-space limit and OpenBLAS ------------------------------------- */
+
+/* tfdump links OpenBLAS (--replay-op). Its worker threads, started when the
+ * library loads, each reserve a buffer of about 128 MiB of address space,
+ * and a worker whose reservation fails retries forever: under `ulimit -v`
+ * (the way to bound what a hostile trace may cost) tfdump would spin and
+ * never exit instead of saying it needs more memory. So when an
+ * address-space limit is set and OPENBLAS_NUM_THREADS is not, tfdump runs
+ * itself again with OPENBLAS_NUM_THREADS=1 (no workers) before main. This
+ * runs after OpenBLAS's own constructor (a library's constructors run
+ * before the program's), the exec ends its workers. */
+__attribute__((constructor)) static void openblas_under_limit(int argc, char **argv, char **envp)
+{
+    (void)argc, (void)envp;
+    struct rlimit rl;
+    if (getenv("OPENBLAS_NUM_THREADS") || getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || !argv)
+        return;
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0)
+        execv("/proc/self/exe", argv); /* on failure: run on as we are */
+}
 
 /* ---- diagnostics ------------------------------------------------------------ */
 
