@@ -554,8 +554,10 @@ static void on_comm(desync_state *s, int i, const tft_rec_comm *cr)
     if (!d)
         return;
     bool inter = (cr->h.flags & TFT_COMM_FLAG_INTER) != 0;
+    /* listed members: all of them (an intercommunicator: its local group of
+     * cr->size first, then the remote one) */
     if (cr->n_members > 0 && !d->listed && cr->n_members <= DESYNC_MAX_MEMBERS &&
-        (inter || cr->n_members == (uint32_t)cr->size)) {
+        (inter ? cr->size > 0 && (uint32_t)cr->size <= cr->n_members : cr->n_members == (uint32_t)cr->size)) {
         free(d->mem);
         d->mem = malloc(cr->n_members * sizeof(*d->mem));
         if (d->mem) {
@@ -1252,7 +1254,6 @@ static pair_ent *pair_get(desync_state *s, uint64_t space, int32_t src, int32_t 
                 *pair_slot(n, ncap, s->pairs[k].space, s->pairs[k].src, s->pairs[k].dst, s->pairs[k].tag) =
                     s->pairs[k];
         free(s->pairs);
-    free(s->pair_order);
         s->pairs = n;
         s->pairs_cap = ncap;
     }
@@ -2188,6 +2189,7 @@ static void state_free(desync_state *s)
     }
     free(s->open);
     free(s->pairs);
+    free(s->pair_order);
     for (int k = 0; k < s->np2p; k++)
         found_free(&s->p2p[k]);
     free(s->p2p);

@@ -211,7 +211,7 @@ static int replay_gemm(replay *rp)
     }
     return 0;
 #else
-    (void)a_cols, (void)b_cols, (void)c_cols;
+    (void)a_cols, (void)b_cols, (void)c_cols, (void)alpha;
     snprintf(rp->why, sizeof(rp->why), "this tfdump was built without CBLAS (OpenBLAS)");
     return -1;
 #endif

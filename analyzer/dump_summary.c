@@ -48,6 +48,7 @@ typedef struct rank_sum {
 
 typedef struct trace_sum {
     uint64_t *by_kind;       /* KINDS counters */
+    int kind_hi;             /* one past the largest kind counted */
     uint64_t records, dropped;
     int64_t step_first, step_last;
     uint64_t bytes, raw_bytes;
@@ -69,6 +70,8 @@ static void step_range(int64_t *first, int64_t *last, int64_t step)
 static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec)
 {
     s->by_kind[rec->kind]++;
+    if (rec->kind >= s->kind_hi)
+        s->kind_hi = rec->kind + 1;
     rs->records++;
     step_range(&rs->step_first, &rs->step_last, rec->step);
     if (rec->kind == TFT_REC_COLLECTIVE)
@@ -166,7 +169,7 @@ static void text_kinds(const trace_sum *s)
 {
     printf("records      %" PRIu64, s->records);
     const char *sep = " (";
-    for (int k = 0; k < KINDS; k++) {
+    for (int k = 0; k < s->kind_hi; k++) {
         if (!s->by_kind[k])
             continue;
         char kb[24];
@@ -415,7 +418,7 @@ static void json_counts(cJSON *o, const trace_sum *s)
 {
     json_u64(o, "records", s->records);
     cJSON *bk = cJSON_AddObjectToObject(o, "records_by_kind");
-    for (int k = 0; bk && k < KINDS; k++) {
+    for (int k = 0; bk && k < s->kind_hi; k++) {
         char kb[24];
         if (s->by_kind[k])
             json_u64(bk, rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
