@@ -21,6 +21,9 @@
  *       that both were given rank 0, as tftrace names them.
  *   mk_hostile params DIR RANKS PARAMS
  *       RANKS ranks recording PARAMS distinct param.* tensors in step 0.
+ *   mk_hostile sites DIR SITES STEPS
+ *       one rank: SITES allocation sites allocate once in step 0, then
+ *       STEPS steps of one record each (every step's end looks at sites).
  *   mk_hostile p2p DIR RANKS OPEN
  *       RANKS ranks, each entering OPEN receives (from rank 0, tag k) that
  *       never complete, plus OPEN sends from rank 0 to rank 1 of other tags.
@@ -189,6 +192,31 @@ static int mk_params(const char *dir, int ranks, int params)
     return 0;
 }
 
+static int mk_sites(const char *dir, int sites, int steps)
+{
+    tft_writer *w = open_rank_n(dir, 0, 0);
+    if (!w)
+        return 1;
+    int e = 0;
+    for (int k = 0; k < sites && !e; k++) {
+        char nm[32];
+        int n = snprintf(nm, sizeof(nm), "site%d", k);
+        tft_rec_alloc a;
+        hdr(&a.h, TFT_REC_ALLOC, sizeof(a), 0, TFT_SEQ_NONE, 1000 + (uint64_t)k);
+        a.ptr = 0x100000 + (uint64_t)k * 64;
+        a.bytes = 64;
+        a.site = tft_writer_string(w, nm, (size_t)n);
+        e = tft_writer_append(w, &a.h);
+    }
+    for (int k = 1; k <= steps && !e; k++) {
+        tft_rec_step st;
+        hdr(&st.h, TFT_REC_STEP, sizeof(st), k, TFT_SEQ_NONE, 100000000 + (uint64_t)k);
+        st.phase = TFT_STEP_END;
+        e = tft_writer_append(w, &st.h);
+    }
+    return e || close_all(w, dir) ? 1 : 0;
+}
+
 static int mk_p2p(const char *dir, int ranks, int open)
 {
     for (int r = 0; r < ranks; r++) {
@@ -214,7 +242,7 @@ static int mk_p2p(const char *dir, int ranks, int open)
 static int usage(void)
 {
     fprintf(stderr, "usage: mk_hostile coll DIR RANKS COMMS CALLS STRIDE | wide DIR RANKS KIB | second DIR |\n"
-                    "       params DIR RANKS PARAMS | p2p DIR RANKS OPEN\n");
+                    "       params DIR RANKS PARAMS | sites DIR SITES STEPS | p2p DIR RANKS OPEN\n");
     return 2;
 }
 
@@ -234,6 +262,8 @@ int main(int argc, char **argv)
         return mk_second(dir);
     if (!strcmp(mode, "params") && argc == 5 && a > 0)
         return mk_params(dir, a, b);
+    if (!strcmp(mode, "sites") && argc == 5 && a > 0)
+        return mk_sites(dir, a, b);
     if (!strcmp(mode, "p2p") && argc == 5 && a > 1)
         return mk_p2p(dir, a, b);
     return usage();

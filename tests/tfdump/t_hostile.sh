@@ -19,6 +19,15 @@ limited() {
     echo "$rc"
 }
 
+# cpu_limited SECONDS CMD...: the same under `ulimit -t` (CPU seconds, not
+# wall time: a loaded machine does not change it much); 152 = SIGXCPU
+cpu_limited() {
+    local secs=$1 rc=0
+    shift
+    (ulimit -t "$secs" && exec "$@") >"$tmp/out" 2>"$tmp/err" || rc=$?
+    echo "$rc"
+}
+
 "$SAMPLE" "$tmp/g.trace" --ranks 2 --steps 2 >/dev/null
 "$SAMPLE" "$tmp/h.trace" --ranks 2 --steps 2 >/dev/null # another run: another run id
 
@@ -106,4 +115,16 @@ if grep -q "read error" "$tmp/err"; then fail "--check said read error: $(cat "$
 "$MK" coll "$tmp/coll.trace" 1000 32 8192 1
 [ "$(limited 1048576 "$TFDUMP" --check "$tmp/coll.trace")" = 0 ] || fail "--check of the collective trace in 1 GiB: $(cat "$tmp/err")"
 has "$tmp/out" "OK: no non-finite values, leaks or desyncs"
+
+# -- time (CPU seconds, with margins of 10x and more) --------------------------
+
+# 4 ranks x 40000 replicated parameters in one step: each record scanned
+# the step's parameters (12 s of CPU); now O(1) each (under a second)
+"$MK" params "$tmp/params.trace" 4 40000
+[ "$(cpu_limited 8 "$TFDUMP" --check "$tmp/params.trace")" = 1 ] || fail "--check of 160000 parameters in 8 CPU s: $(cat "$tmp/err")"
+has "$tmp/out" "param.w39999 differs across ranks at step 0"
+# 20000 allocation sites, then 100000 steps: every step's end looked at
+# every site (11 s); now at the sites that changed (0.1 s)
+"$MK" sites "$tmp/sites.trace" 20000 100000
+[ "$(cpu_limited 5 "$TFDUMP" --check "$tmp/sites.trace")" = 0 ] || fail "--check of 20000 sites x 100000 steps in 5 CPU s: $(cat "$tmp/err")"
 echo PASS
