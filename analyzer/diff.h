@@ -88,6 +88,8 @@ typedef struct diff_rank_result {
     int64_t golden_first_step, golden_last_step, bad_first_step, bad_last_step;
     int64_t common_first_step, common_last_step; /* the steps both have */
     bool bad_ended_early;     /* BAD's last step < GOLDEN's */
+    bool lost_tail;           /* ... but BAD dropped records and exited as GOLDEN did: its last
+                               * steps were lost, not skipped (not a finding) */
     bool bad_exit_known;
     int bad_exit_code, bad_exit_signal;
     bool golden_exit_known;
@@ -96,6 +98,10 @@ typedef struct diff_rank_result {
                                * non-zero one where GOLDEN's is unknown): a finding */
     uint64_t inserted, deleted; /* structural: tensors only in BAD / only in GOLDEN, reported once each run */
     int threads;              /* threads that recorded ops or tensors in BAD (0: a file naming none) */
+    uint64_t golden_dropped, bad_dropped; /* records the recorder lost (chunk headers' counts) */
+    uint64_t unverified;      /* differences not judged: a side dropped records and the step's
+                               * tensors of that name differ in number (which is which is unknown) */
+    uint64_t golden_records, bad_records; /* records of substance read (no process/thread/sync/dropped) */
     char structure[256];      /* first structural difference, "" when none */
 } diff_rank_result;
 

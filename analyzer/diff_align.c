@@ -71,6 +71,9 @@ typedef struct align_ctx {
     int64_t structure_step;
     bool models_flagged;
     match_scratch ms;  /* order-free matching of steps recorded by several threads */
+    bool lossy;        /* a side dropped records: a missing tensor may be a lost one */
+    uint64_t *gnames, *bnames; /* lossy: the step's tensor names per side, sorted */
+    size_t n_gnames, n_bnames, cap_gnames, cap_bnames;
 } align_ctx;
 
 const char *diff_kind_name(int kind)
@@ -318,10 +321,13 @@ static uint32_t rec_thread_key(const align_side *s)
 static int side_next(align_side *s, const tft_rec **rec, uint32_t *key)
 {
     int rc = tft_reader_next(s->r, rec);
-    if (rc == 0)
+    if (rc == 0) {
         s->eof = true;
-    else if (rc > 0)
+    } else if (rc > 0) {
         *key = rec_thread_key(s);
+        uint16_t k = (*rec)->kind;
+        s->records += k != TFT_REC_PROCESS && k != TFT_REC_THREAD && k != TFT_REC_SYNC && k != TFT_REC_DROPPED;
+    }
     return rc;
 }
 
@@ -783,6 +789,51 @@ static int align_greedy(align_ctx *c, size_t g0, size_t g1, size_t b0, size_t b1
     return rc;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The name ids of tensors idx[0..n) of s into *out, sorted. */
+static int sorted_names(const align_side *s, const int32_t *idx, size_t n, uint64_t **out, size_t *cap)
+{
+    if (grow((void **)out, cap, n + 1, sizeof **out) < 0)
+        return -ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        (*out)[k] = s->tensors[idx[k]].name_id;
+    qsort(*out, n, sizeof **out, cmp_u64);
+    return 0;
+}
+
+/* How many times name occurs in sorted v[0..n). */
+static size_t name_count(const uint64_t *v, size_t n, uint64_t name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < name)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = lo;
+    while (k < n && v[k] == name)
+        k++;
+    return k - lo;
+}
+
+/* Lossy ranks: a difference involving a name whose tensors differ in
+ * number between the sides cannot be told from a lost record (which of
+ * them was lost, and so which pairs with which, is unknown). */
+static bool unverifiable(const align_ctx *c, const align_tensor *gt, const align_tensor *bt)
+{
+    if (!c->lossy)
+        return false;
+    uint64_t name = gt ? gt->name_id : bt->name_id;
+    return name_count(c->gnames, c->n_gnames, name) != name_count(c->bnames, c->n_bnames, name);
+}
+
 /* Whether the tensors idx[0..n) of s come from more than one thread. */
 static bool several_threads(const align_side *s, const int32_t *idx, size_t n)
 {
@@ -810,7 +861,16 @@ static int align_step(align_ctx *c)
         if (!c->b.tensors[k].skip)
             c->bi[m++] = (int32_t)k;
     c->n_edits = 0;
-    if (several_threads(&c->g, c->gi, n) || several_threads(&c->b, c->bi, m))
+    if (c->lossy) {
+        int rc = sorted_names(&c->g, c->gi, n, &c->gnames, &c->cap_gnames);
+        if (rc == 0)
+            rc = sorted_names(&c->b, c->bi, m, &c->bnames, &c->cap_bnames);
+        if (rc < 0)
+            return rc;
+        c->n_gnames = n;
+        c->n_bnames = m;
+    }
+    if (c->lossy || several_threads(&c->g, c->gi, n) || several_threads(&c->b, c->bi, m))
         return match_order_free(&c->g, &c->b, c->gi, n, c->bi, m, &c->ms, &c->edits, &c->n_edits, &c->cap_edits);
     size_t p = 0, s = 0;
     while (p < n && p < m && GNAME(p) == BNAME(p))
@@ -961,6 +1021,13 @@ static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *b
         kind = bt ? DK_EXTRA : DK_MISSING;
     }
     bool diverged = cls == PC_DIVERGED;
+    if (diverged && unverifiable(c, gt, bt)) { /* neither a match nor a divergence: unknown */
+        if (bt ? bt->report : gt->report) {
+            out->unverified++;
+            out->compared += gt && bt;
+        }
+        return 0;
+    }
     if (diverged && !out->origin.found && inputs_match(&c->g, gt) && inputs_match(&c->b, bt))
         fill_point(c, &out->origin, gt, bt, kind, stat);
     uint8_t st = diverged ? AS_DIVERGED : AS_MATCH;
@@ -1065,9 +1132,10 @@ static int one_sided_step(align_ctx *c, bool bad_side, bool gap)
         const align_tensor *t = &s->tensors[k];
         if (t->skip)
             continue;
-        if (!gap) {
+        if (!gap || c->lossy) { /* lossy: a whole step may have been lost */
             if (bad_side && t->report)
                 note_nonfinite(c, NULL, t);
+            c->out->unverified += gap && t->report;
             continue;
         }
         if (n && !c->out->structure[0]) {
@@ -1156,6 +1224,9 @@ static void finish(align_ctx *c)
         out->exit_differs = c->g.exit_known ? c->b.exit_signal != c->g.exit_signal ||
                                                   (!c->b.exit_signal && c->b.exit_code != c->g.exit_code)
                                             : c->b.exit_signal || c->b.exit_code;
+    out->lost_tail = out->bad_ended_early && out->bad_dropped && c->b.exit_known && c->g.exit_known &&
+                     !out->exit_differs;
+    out->unverified += out->lost_tail;
 }
 
 static int run(align_ctx *c)
@@ -1194,6 +1265,16 @@ static int run(align_ctx *c)
     return rc < 0 ? rc : 0;
 }
 
+/* Records the recorder lost, as the chunk headers count them (known before
+ * reading: the index holds them). */
+static uint64_t reader_dropped(const tft_reader *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < tft_reader_chunk_count(r); i++)
+        n += tft_reader_chunk(r, i)->dropped;
+    return n;
+}
+
 int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out)
 {
     static const diff_opts defaults = DIFF_OPTS_DEFAULT;
@@ -1212,14 +1293,21 @@ int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result
     c->out = out;
     side_init(&c->g, g);
     side_init(&c->b, b);
+    out->golden_dropped = reader_dropped(g);
+    out->bad_dropped = reader_dropped(b);
+    c->lossy = out->golden_dropped || out->bad_dropped;
     int rc = run(c);
     finish(c);
+    out->golden_records = c->g.records;
+    out->bad_records = c->b.records;
     side_free(&c->g);
     side_free(&c->b);
     free(c->edits);
     free(c->lcs);
     free(c->gi);
     free(c->bi);
+    free(c->gnames);
+    free(c->bnames);
     match_scratch_free(&c->ms);
     free(c);
     return rc;

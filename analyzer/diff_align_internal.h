@@ -108,6 +108,7 @@ typedef struct align_side {
     unsigned char *stash;  /* entries: u32 thread key, u32 pad, then the record */
     size_t stash_len, stash_cap;
     uint64_t late;         /* records that arrived after their step was closed */
+    uint64_t records;      /* records of substance read (not process, thread, sync, dropped) */
     _Alignas(8) unsigned char stepless[TFT_REC_MAX_BYTES]; /* a step-less record given a window step */
 } align_side;
 

@@ -27,6 +27,8 @@ struct diff_report {
     int ndesyncs;
     char notes[8][160];
     int nnotes;
+    char incomplete[8][200]; /* reasons from report_incomplete */
+    int nincomplete;
     bool bad_unrecorded;      /* BAD has a manifest and no rank file */
     char bad_unrecorded_what[400];
     int bad_exit_status;      /* its manifest's, -1 unknown */
@@ -62,6 +64,16 @@ void report_note(diff_report *r, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->notes[r->nnotes++], sizeof(r->notes[0]), fmt, ap);
+    va_end(ap);
+}
+
+void report_incomplete(diff_report *r, const char *fmt, ...)
+{
+    if (r->nincomplete == 8)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->incomplete[r->nincomplete++], sizeof(r->incomplete[0]), fmt, ap);
     va_end(ap);
 }
 
@@ -115,6 +127,50 @@ static const diff_nonfinite *first_nonfinite(const diff_report *r)
     return best;
 }
 
+/* The reasons the comparison is incomplete, one per call with k = 0, 1,
+ * ...: writes reason k to buf and returns true, false past the last. */
+static bool incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
+{
+    if (k < r->nincomplete) {
+        snprintf(buf, n, "%s", r->incomplete[k]);
+        return true;
+    }
+    k -= r->nincomplete;
+    for (int i = 0; i < r->nranks; i++) {
+        const diff_rank_result *x = &r->ranks[i];
+        const char *side[4] = {"GOLDEN", "BAD", "GOLDEN", "BAD"};
+        bool on[4] = {x->golden_records == 0, x->bad_records == 0, x->golden_dropped > 0, x->bad_dropped > 0};
+        uint64_t lost[4] = {0, 0, x->golden_dropped, x->bad_dropped};
+        for (int w = 0; w < 4; w++) {
+            if (!on[w] || k-- > 0)
+                continue;
+            if (w < 2)
+                snprintf(buf, n, "rank %d: %s recorded nothing (its rank file holds no records)", x->rank, side[w]);
+            else
+                snprintf(buf, n, "rank %d: %s lost %" PRIu64 " records (dropped by the recorder)%s", x->rank,
+                         side[w], lost[w], x->unverified ? "; differences where a lost record may be the cause "
+                                                            "were not judged" : "");
+            return true;
+        }
+    }
+    return false;
+}
+
+int report_verdict(const diff_report *r)
+{
+    if (report_diverged(r))
+        return VERDICT_DIVERGED;
+    char buf[8];
+    return incomplete_reason(r, 0, buf, sizeof(buf)) ? VERDICT_INCOMPLETE : VERDICT_MATCH;
+}
+
+static const char *verdict_name(int v, bool upper)
+{
+    if (v == VERDICT_DIVERGED)
+        return upper ? "DIVERGED" : "diverged";
+    return v == VERDICT_INCOMPLETE ? (upper ? "INCOMPLETE" : "incomplete") : (upper ? "MATCH" : "match");
+}
+
 bool report_diverged(const diff_report *r)
 {
     if (first_rank(r) || r->nleaks || r->ndesyncs || r->bad_unrecorded)
@@ -123,7 +179,8 @@ bool report_diverged(const diff_report *r)
     if (nf && !nf->in_golden)
         return true;
     for (int i = 0; i < r->nranks; i++)
-        if (r->ranks[i].bad_ended_early || r->ranks[i].structure[0] || r->ranks[i].exit_differs)
+        if ((r->ranks[i].bad_ended_early && !r->ranks[i].lost_tail) || r->ranks[i].structure[0] ||
+            r->ranks[i].exit_differs)
             return true;
     return false;
 }
@@ -298,6 +355,10 @@ static cJSON *json_rank(const diff_rank_result *x)
         }
     }
     cJSON_AddBoolToObject(o, "bad_ended_early", x->bad_ended_early);
+    cJSON_AddBoolToObject(o, "lost_tail", x->lost_tail);
+    cJSON_AddNumberToObject(o, "golden_dropped", (double)x->golden_dropped);
+    cJSON_AddNumberToObject(o, "bad_dropped", (double)x->bad_dropped);
+    cJSON_AddNumberToObject(o, "unverified", (double)x->unverified);
     if (x->bad_exit_known) {
         cJSON *ex = cJSON_AddObjectToObject(o, "bad_exit");
         if (x->bad_exit_signal)
@@ -330,7 +391,11 @@ static cJSON *json_rank(const diff_rank_result *x)
 static cJSON *json_findings(const diff_report *r)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "verdict", report_diverged(r) ? "diverged" : "match");
+    cJSON_AddStringToObject(o, "verdict", verdict_name(report_verdict(r), false));
+    cJSON *inc = cJSON_AddArrayToObject(o, "incomplete");
+    char why[320];
+    for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
+        cJSON_AddItemToArray(inc, cJSON_CreateString(why));
     const diff_rank_result *fr = first_rank(r);
     cJSON_AddItemToObject(o, "first_divergence", fr ? json_point(&fr->first) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "origin", fr && fr->origin.found ? json_point(&fr->origin) : cJSON_CreateNull());
@@ -451,6 +516,10 @@ static void text_ranks(const diff_report *r, FILE *f)
             fprintf(f, "rank %d: BAD ended early, in window %lld of its ops (no steps; golden ran to window %lld)%s\n",
                     x->rank, (long long)(x->bad_last_step - DIFF_STEPLESS_BASE),
                     (long long)(x->golden_last_step - DIFF_STEPLESS_BASE), x->bad_exit_known ? "" : ", exit unknown");
+        else if (x->lost_tail)
+            fprintf(f, "rank %d: BAD's records end at %s (golden's at %s), but it exited as GOLDEN did: "
+                       "the rest was lost, not skipped\n", x->rank, diff_step_text(x->bad_last_step, a, sizeof(a)),
+                    diff_step_text(x->golden_last_step, b, sizeof(b)));
         else if (x->bad_ended_early)
             fprintf(f, "rank %d: BAD ended early at %s (golden ran to %s)%s\n", x->rank,
                     diff_step_text(x->bad_last_step, a, sizeof(a)), diff_step_text(x->golden_last_step, b, sizeof(b)),
@@ -474,7 +543,10 @@ void report_text(const diff_report *r, FILE *f)
 {
     const diff_rank_result *fr = first_rank(r);
     char sb[48];
-    fprintf(f, "tfdiff: %s\n", report_diverged(r) ? "DIVERGED" : "MATCH");
+    fprintf(f, "tfdiff: %s\n", verdict_name(report_verdict(r), true));
+    char why[320];
+    for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
+        fprintf(f, "incomplete: %s\n", why);
     if (r->bad_unrecorded)
         fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
     if (fr) {
@@ -567,8 +639,10 @@ int report_junit(const diff_report *r, const char *path)
     int failures = 0, cases = 0;
     for (int i = 0; i < r->nranks; i++)
         failures += r->ranks[i].first.found, cases++;
-    cases += 3 + r->bad_unrecorded;
-    failures += r->bad_unrecorded;
+    char why[320];
+    bool incomplete = incomplete_reason(r, 0, why, sizeof(why));
+    cases += 4 + r->bad_unrecorded;
+    failures += r->bad_unrecorded + incomplete;
     failures += r->nleaks > 0;
     failures += r->ndesyncs > 0;
     const diff_nonfinite *nf = first_nonfinite(r);
@@ -602,6 +676,7 @@ int report_junit(const diff_report *r, const char *path)
                      r->desyncs[0].detail);
     }
     junit_case(f, "desync", r->ndesyncs ? msg : NULL);
+    junit_case(f, "complete", incomplete ? why : NULL);
     fputs("  </testsuite>\n</testsuites>\n", f);
     return fclose(f) == 0 ? 0 : -1;
 }

@@ -51,7 +51,9 @@ static void usage(FILE *f)
             "  -q, --quiet      no progress line\n"
             "  -h, --help       this help;  -V, --version\n\n"
             "Exit status: 0 no difference, 1 differences found (also: BAD recorded nothing,\n"
-            "a manifest and no rank file), 2 usage or input error (also: GOLDEN recorded nothing).\n");
+            "a manifest and no rank file), 2 usage or input error (also: GOLDEN recorded nothing),\n"
+            "3 incomplete: no difference in what was compared, but not everything could be\n"
+            "(records dropped by the recorder, a rank file with no records, a rank BAD lacks).\n");
 }
 
 typedef struct opts {
@@ -324,6 +326,13 @@ static int compare_ranks(const opts *o, tft_trace *g, tft_trace *b, diff_report 
         jobs[njobs] = (rank_job){.gi = gi, .bi = i, .o = &o->d};
         njobs++;
     }
+    for (int k = 0; k < tft_trace_nranks(g); k++) {
+        int rank = tft_trace_rank_id(g, k), found = 0;
+        for (int i = 0; i < n && !found; i++)
+            found = tft_trace_rank_id(b, i) == rank;
+        if (!found && rank_wanted(o, rank))
+            report_incomplete(rep, "rank %d is in GOLDEN only: BAD has no rank file for it", rank);
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int width = ncpu > 1 ? (int)ncpu : 1;
     for (int base = 0; base < njobs; base += width) {
@@ -484,7 +493,7 @@ static void unrecorded_text(const tft_manifest *m, char *buf, size_t n)
 /* Writes the report in the chosen forms; returns the exit status. */
 static int render(const opts *o, diff_report *rep)
 {
-    int code = report_diverged(rep) ? 1 : 0;
+    int code = report_verdict(rep); /* 0 match, 1 diverged, 3 incomplete */
     if (o->json)
         report_json(rep, stdout);
     else

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bug=${1:-causal-offbyone}
 if [ ! -x build/tracer/tftrace ] || [ ! -x build/analyzer/tfdiff ] || [ ! -x build/runtime/tftrain ]; then
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
 fi
 cmake --build build -j"$(nproc)" >/dev/null
 out=${TFT_DEMO_DIR:-demo}

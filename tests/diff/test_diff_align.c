@@ -47,6 +47,9 @@ typedef struct spec {
     bool coll;                 /* an MPI_Allreduce tensor after A */
     double coll_value;
     bool odd;                  /* a tensor with no name string, ndim 8, dtype 200 */
+    const char *lose_name;     /* this tensor of lose_step is lost: not written, counted as dropped */
+    int64_t lose_step;
+    bool lose_silent;          /* ... and not counted: a tensor the program did not record */
 } spec;
 
 typedef struct tw {
@@ -125,6 +128,13 @@ static uint64_t w_tensor(tw *t, int64_t step, const char *name, double v, int n_
     if (mod == MOD_SHAPE)
         numel = 5;
     bool coll = strncmp(name, "MPI_", 4) == 0;
+    if (sp->lose_name && step == sp->lose_step && strcmp(name, sp->lose_name) == 0) {
+        if (!sp->lose_silent)
+            tft_writer_add_dropped(t->w, 2); /* its op and tensor records */
+        if (vout)
+            *vout = v;
+        return t->next_id++;
+    }
     w_op(t, step, name, coll ? TFT_OP_COLLECTIVE : TFT_OP_RUNTIME, n_in, in);
     tft_rec_tensor rt;
     memset(&rt, 0, sizeof rt);
@@ -481,6 +491,30 @@ static void test_ended_early(void)
     CHECK(!r.exit_differs);
 }
 
+/* BAD lost records (the recorder dropped them): a tensor missing where the
+ * loss happened is not a divergence; a value difference elsewhere still is. */
+static void test_dropped(void)
+{
+    diff_opts o = DIFF_OPTS_DEFAULT;
+    diff_rank_result r;
+    spec g = STD_SPEC(), b = STD_SPEC(.lose_name = "B", .lose_step = 3);
+    run_diff("lost", &g, &b, &o, &r);
+    CHECK(r.bad_dropped == 2 && r.golden_dropped == 0);
+    CHECKF(!r.first.found, "lost: first %s at %lld (%s)", r.first.tensor, (long long)r.first.step,
+           diff_kind_name(r.first.kind));
+    CHECK(r.unverified == 1 && r.structure[0] == 0 && r.deleted == 0);
+    CHECK(r.compared == 6 * TENSORS_PER_STEP + 1 - 1);
+    /* not counted as dropped, the same gap is a missing tensor */
+    spec b1 = STD_SPEC(.lose_name = "B", .lose_step = 3, .lose_silent = true);
+    run_diff("missing", &g, &b1, &o, &r);
+    CHECK(r.first.found && r.first.kind == DK_MISSING && r.first.step == 3 && r.bad_dropped == 0 && !r.unverified);
+    /* a real change in what was recorded is still found */
+    spec b2 = STD_SPEC(.lose_name = "B", .lose_step = 3, .mod_name = "A", .mod_step = 4, .mod_kind = MOD_FACTOR,
+                       .factor = 2);
+    run_diff("lost-and-changed", &g, &b2, &o, &r);
+    CHECK(r.first.found && r.first.step == 4 && !strcmp(r.first.tensor, "A") && r.first.kind == DK_VALUE);
+}
+
 static void test_filters(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.mod_name = "A", .mod_step = 1, .mod_kind = MOD_FACTOR, .factor = 2,
@@ -583,6 +617,7 @@ int main(void)
     test_extra();
     test_resumed();
     test_ended_early();
+    test_dropped();
     test_filters();
     test_collectives();
     test_models();

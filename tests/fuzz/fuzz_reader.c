@@ -711,8 +711,8 @@ static void writer_roundtrip(const uint8_t *d, size_t n)
     rt_string str[RT_MAX_STRINGS];
     int nstr = 0;
     size_t chunk = (size_t)64 << (rt_byte(&in) % 5); /* 64 KiB .. 1 MiB */
-    tft_writer *w = tft_writer_open(G.path, NULL, &TFT_WRITER_OPTS(.chunk_bytes = chunk, .sync = 0));
-    FUZZ_CHECK(w, "tft_writer_open: %s", strerror(errno));
+    tft_writer *w = sample_writer_open(G.path, NULL, &TFT_WRITER_OPTS(.chunk_bytes = chunk, .sync = 0));
+    FUZZ_CHECK(w, "opening the writer: %s", strerror(errno));
     bytes expect = {0};
     uint64_t dropped = 0, t = 0;
     _Alignas(8) char buf[1024];

@@ -18,6 +18,7 @@
 #include "tft_format.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,6 +198,15 @@ static inline int sample_w_step(void *ctx) { return tft_writer_flush(ctx); }
 /* Writes a sample rank file of nsteps steps (one chunk each). close_it = 0
  * abandons the writer after the last flush, as a crashed recorder would:
  * complete chunks, no index. Returns 0 or a negative errno. */
+/* tft_writer_open that follows a link: the fuzzers write through
+ * /proc/self/fd/N of a memfd, which tft_writer_open refuses (ELOOP). */
+static inline tft_writer *sample_writer_open(const char *path, const tft_file_info *info,
+                                             const tft_writer_opts *opts)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    return fd < 0 ? NULL : tft_writer_fdopen(fd, info, opts);
+}
+
 static inline int sample_write_rank_file(const char *path, int nsteps, int close_it)
 {
     tft_file_info info = {.rank = 0, .world_size = 2, .pid = 4242,
@@ -204,7 +214,7 @@ static inline int sample_write_rank_file(const char *path, int nsteps, int close
                           .start_monotonic_ns = 1000000};
     memcpy(info.run_id, "0123456789abcdef", 16);
     strcpy(info.host, "fuzzhost");
-    tft_writer *w = tft_writer_open(path, &info, &TFT_WRITER_OPTS(.sync = 0));
+    tft_writer *w = sample_writer_open(path, &info, &TFT_WRITER_OPTS(.sync = 0));
     if (!w)
         return -errno;
     tft_writer_add_dropped(w, 3);

@@ -7,5 +7,5 @@ tft_warnings(trainer_threads)
 foreach(case threads-names threads-same)
   add_test(NAME trainers.${case}
            COMMAND bash ${TRAINERS_DIR}/run_threads_case.sh ${case} ${TRAINERS_TOOLS} $<TARGET_FILE:trainer_threads>)
-  set_tests_properties(trainers.${case} PROPERTIES TIMEOUT 180 LABELS "trainers;asan")
+  set_tests_properties(trainers.${case} PROPERTIES TIMEOUT 180 LABELS "trainers;asan;tsan")
 endforeach()
