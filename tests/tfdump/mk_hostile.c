@@ -18,7 +18,8 @@
  *       holds KIB KiB while it is open.
  *   mk_hostile second DIR
  *       rank-00000.tft and rank-00000-p200.tft: two processes of one run
- *       that both were given rank 0, as tftrace names them.
+ *       that both were given rank 0, as tftrace names them (each
+ *       records a tensor "loss" in step 0).
  *   mk_hostile params DIR RANKS PARAMS
  *       RANKS ranks recording PARAMS distinct param.* tensors in step 0.
  *   mk_hostile sites DIR SITES STEPS
@@ -155,6 +156,14 @@ static int mk_second(const char *dir)
         if (!w)
             return 1;
         int e = put_process(w, TFT_PROC_START, 1000);
+        tft_rec_tensor t; /* each process recorded something: a trace of headers only is incomplete */
+        hdr(&t.h, TFT_REC_TENSOR, sizeof(t), 0, 0, 1500);
+        t.id = 1;
+        t.name = tft_writer_string(w, "loss", 4);
+        t.mode = TFT_STATS_HEALTH;
+        t.stats.numel = 1;
+        t.stats.fingerprint = 42;
+        e = e ? e : tft_writer_append(w, &t.h);
         tft_rec_process x;
         hdr(&x.h, TFT_REC_PROCESS, sizeof(x), TFT_STEP_NONE, TFT_SEQ_NONE, 2000);
         x.event = TFT_PROC_EXIT;
