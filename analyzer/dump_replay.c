@@ -141,20 +141,6 @@ static const void *input(replay *rp, int k, int dtype, uint64_t numel)
     return t->data;
 }
 
-/* *out = a * b (* c) when every factor is >= 0 and the product fits: the
- * dimensions come from the file, and an overflowed product would let a
- * small buffer pass for a large one. */
-static bool mul2(int64_t a, int64_t b, int64_t *out)
-{
-    return a >= 0 && b >= 0 && !__builtin_mul_overflow(a, b, out);
-}
-
-static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
-{
-    int64_t ab;
-    return mul2(a, b, &ab) && mul2(ab, c, out);
-}
-
 static uint64_t numel(const cap_tensor *t) { return t->bytes / (tft_dtype_size(t->dtype) ?: 1); }
 
 /* ---- GEMM ----------------------------------------------------------------------- */
@@ -234,6 +220,20 @@ static int replay_gemm(replay *rp)
 /* ---- tftrain's runtime ops -------------------------------------------------------- */
 
 #ifdef TFT_HAVE_OPS
+/* *out = a * b (* c) when every factor is >= 0 and the product fits: the
+ * dimensions come from the file, and an overflowed product would let a
+ * small buffer pass for a large one. */
+static bool mul2(int64_t a, int64_t b, int64_t *out)
+{
+    return a >= 0 && b >= 0 && !__builtin_mul_overflow(a, b, out);
+}
+
+static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
+{
+    int64_t ab;
+    return mul2(a, b, &ab) && mul2(ab, c, out);
+}
+
 /* Dimensions of a [d0, d1, ..., dn] f32 tensor; the product of all but the last. */
 static int64_t rows_of(const cap_tensor *t)
 {
