@@ -6,7 +6,9 @@
  * against each other and against the first part of the same capture, and a
  * tensor's buffer grows with the bytes that actually arrived (never to a
  * size a damaged header claims), so memory stays bounded by the captured
- * bytes present in the file.
+ * bytes present in the file — of the captures the caller asked for
+ * (cap_list_want): tfdump --tensor keeps one tensor's bytes, --replay-op
+ * one op's. One rank file is open at a time.
  */
 #include "capture.h"
 
@@ -66,6 +68,7 @@ typedef struct cap_build {
     uint64_t next;           /* offset the next part must start at */
     uint64_t cap;            /* bytes allocated in data */
     bool gap;                /* a part was missing or out of order */
+    bool load;               /* its bytes are kept (with_data, and the caller wants them) */
 } cap_build;
 
 typedef struct lister {
@@ -73,6 +76,8 @@ typedef struct lister {
     cap_build *b;
     size_t n, cap;
     int with_data;
+    cap_want_fn want;        /* which captures' bytes to load (NULL: all, when with_data) */
+    void *want_ctx;
     recent_op ops[RECENT_OPS];
     recent_tensor *tensors;  /* RECENT_TENSORS entries, direct-mapped by id */
     tft_log_fn log;          /* the caller's, or NULL */
@@ -178,7 +183,7 @@ static int start_capture(lister *l, const tft_rec_capture *c, int rank, const tf
         t->stats = rt->stats;
         t->stats_mode = rt->mode;
     }
-    l->b[l->n] = (cap_build){0};
+    l->b[l->n] = (cap_build){.load = l->with_data && (!l->want || l->want(l->want_ctx, t))};
     l->n++;
     return 0;
 }
@@ -233,7 +238,7 @@ static int add_part(lister *l, const tft_rec_capture *c, int rank, size_t rank_s
     }
     b->next += c->n;
     t->present += c->n;
-    if (l->with_data && !b->gap && c->n && (e = take_bytes(t, b, c)))
+    if (b->load && !b->gap && c->n && (e = take_bytes(t, b, c)))
         return e;
     return 0;
 }
@@ -251,29 +256,53 @@ static void note_record(lister *l, const tft_rec *rec)
     }
 }
 
-/* Second pass over one rank file for TENSOR records too far back. */
+static int cmp_cap_id(const void *a, const void *b)
+{
+    const cap_tensor *x = *(cap_tensor *const *)a, *y = *(cap_tensor *const *)b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Second pass over one rank file for TENSOR records too far back: the
+ * captures still without statistics, sorted by id, looked up by binary
+ * search per record (O(records log captures), not their product). */
 static int fill_missing_stats(lister *l, tft_reader *r, size_t from)
 {
-    bool missing = false;
+    size_t nm = 0;
     for (size_t i = from; i < l->n; i++)
-        missing |= l->t[i].stats_mode < 0;
-    if (!missing)
+        nm += l->t[i].stats_mode < 0;
+    if (!nm)
         return 0;
+    cap_tensor **v = malloc(nm * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    nm = 0;
+    for (size_t i = from; i < l->n; i++)
+        if (l->t[i].stats_mode < 0)
+            v[nm++] = &l->t[i];
+    qsort(v, nm, sizeof(*v), cmp_cap_id);
     int e = tft_reader_rewind(r);
-    if (e)
-        return e;
     const tft_rec *rec;
-    while ((e = tft_reader_next(r, &rec)) > 0) {
-        if (rec->kind != TFT_REC_TENSOR)
+    while (!e && (e = tft_reader_next(r, &rec)) > 0) {
+        e = 0;
+        if (rec->kind != TFT_REC_TENSOR || rec->len < sizeof(tft_rec_tensor))
             continue;
         const tft_rec_tensor *tr = (const tft_rec_tensor *)rec;
-        for (size_t i = from; i < l->n; i++) {
-            if (l->t[i].stats_mode < 0 && l->t[i].id == tr->id) {
-                l->t[i].stats = tr->stats;
-                l->t[i].stats_mode = tr->mode;
-            }
+        size_t lo = 0, hi = nm;
+        while (lo < hi) { /* the first capture of this id */
+            size_t mid = lo + (hi - lo) / 2;
+            if (v[mid]->id < tr->id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t k = lo; k < nm && v[k]->id == tr->id; k++) {
+            if (v[k]->stats_mode >= 0)
+                continue;
+            v[k]->stats = tr->stats;
+            v[k]->stats_mode = tr->mode;
         }
     }
+    free(v);
     return e;
 }
 
@@ -299,7 +328,7 @@ static int list_rank(lister *l, tft_reader *r, int rank)
     for (size_t i = from; i < l->n; i++) {
         cap_tensor *t = &l->t[i];
         t->complete = t->consistent && !l->b[i].gap && t->present == t->bytes;
-        if (!t->complete || !l->with_data) {
+        if (!t->complete || !l->b[i].load) {
             free(t->data);
             t->data = NULL;
         } else if (!t->data) { /* an empty tensor: a valid, empty buffer */
@@ -319,6 +348,18 @@ int cap_list(const char *trace_path, int with_data, cap_tensor **out, size_t *n,
 int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t *n, tft_log_fn log,
                  void *log_ctx, char *err, size_t errlen)
 {
+    return cap_list_want(trace_path, with_data ? NULL : cap_want_none, NULL, out, n, log, log_ctx, err, errlen);
+}
+
+int cap_want_none(void *ctx, const cap_tensor *t)
+{
+    (void)ctx, (void)t;
+    return 0;
+}
+
+int cap_list_want(const char *trace_path, cap_want_fn want, void *want_ctx, cap_tensor **out, size_t *n,
+                  tft_log_fn log, void *log_ctx, char *err, size_t errlen)
+{
     *out = NULL;
     *n = 0;
     lister *l = calloc(1, sizeof(*l));
@@ -327,11 +368,13 @@ int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t
         set_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    l->with_data = with_data;
+    l->with_data = want != cap_want_none;
+    l->want = want == cap_want_none ? NULL : want;
+    l->want_ctx = want_ctx;
     l->log = log;
     l->log_ctx = log_ctx;
     tft_reader_opts ro = TFT_READER_OPTS(.log = log_keep, .log_ctx = l);
-    tft_trace *tr = tft_trace_open(trace_path, &ro);
+    tft_trace *tr = tft_trace_open_lazy(trace_path, &ro); /* one rank file open at a time */
     int e = 0;
     if (!tr) {
         e = -errno;
@@ -340,9 +383,11 @@ int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t
     }
     for (int i = 0; i < tft_trace_nranks(tr) && !e; i++) {
         tft_reader *r = tft_trace_reader(tr, i);
-        e = list_rank(l, r, tft_trace_rank_id(tr, i));
+        e = r ? list_rank(l, r, tft_trace_rank_id(tr, i)) : errno ? -errno : -EIO;
         if (e)
-            set_err(err, errlen, "%s: %s", tft_reader_name(r), e == -ENOMEM ? "out of memory" : strerror(-e));
+            set_err(err, errlen, "%s: %s", tft_trace_file_name(tr, i),
+                    e == -ENOMEM ? "needs more memory than allowed for the captured tensors" : strerror(-e));
+        tft_trace_release(tr, i);
     }
 out:
     tft_trace_close(tr);

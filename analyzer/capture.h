@@ -59,6 +59,16 @@ int cap_list(const char *trace_path, int with_data, cap_tensor **out, size_t *n,
 int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t *n, tft_log_fn log,
                  void *log_ctx, char *err, size_t errlen);
 void cap_free(cap_tensor *t, size_t n); /* NULL-safe */
+/* Which captures' bytes to load: want(ctx, t) sees the capture as its first
+ * part describes it (rank, step, seq, role, id, name, dtype, shape, bytes)
+ * and returns non-zero to keep its bytes. cap_want_none keeps none. */
+typedef int (*cap_want_fn)(void *ctx, const cap_tensor *t);
+int cap_want_none(void *ctx, const cap_tensor *t);
+/* cap_list_log that loads the bytes of the captures want accepts (NULL:
+ * all), so memory is what the caller needs rather than every capture of
+ * the trace. */
+int cap_list_want(const char *trace_path, cap_want_fn want, void *want_ctx, cap_tensor **out, size_t *n,
+                  tft_log_fn log, void *log_ctx, char *err, size_t errlen);
 
 /* Index of the first capture matching name_or_id, -1 when none: a decimal
  * number is a tensor id; otherwise a tensor name, optionally "NAME@STEP".

@@ -75,6 +75,7 @@
 
 enum {
     DESYNC_WINDOW_MAX = 4096,  /* open entries per communicator */
+    DESYNC_SLOT_BUDGET = 256 << 20, /* bytes of window slots, all communicators together */
     DESYNC_RECENT_TENSORS = 16,/* per rank: fingerprints kept for EXIT results */
     DESYNC_SPREADS = 32,       /* per communicator: enter spreads kept */
     DESYNC_SPREADS_MIN = 8,    /* spreads needed before judging a straggler */
@@ -84,6 +85,8 @@ enum {
     DESYNC_MAX_OPEN = 65536,   /* per rank: open point-to-point calls */
     DESYNC_MAX_PAIRS = 1 << 20,/* point-to-point counters */
     DESYNC_OPEN_JUDGED = 256,  /* per rank: open point-to-point calls judged at the end */
+    DESYNC_MAX_PARAM_FPS = 1 << 20, /* parameter fingerprints of one step, all ranks */
+    DESYNC_INSTEAD_SCAN = 65536, /* counters looked at to say what a blocked receive's peer sent */
 };
 #define STRAGGLER_NS 1000000000ull /* a straggler is > 1 s behind ... */
 #define STRAGGLER_FACTOR 10        /* ... and > 10x the usual spread */
@@ -160,7 +163,11 @@ typedef struct comm_state {
     uint64_t base, top;       /* open coll_seq window [base, top) */
     size_t cap;               /* window slots, power of two */
     coll_entry *win;          /* cap entries: coll_seq q at q & (cap-1) */
-    coll_slot *slots;         /* cap * nranks */
+    coll_slot *slots;         /* cap * wcap: entry q's slot k is rank file global[k]'s view */
+    int width, wcap;          /* rank files with records on it; slots per entry (<= nranks) */
+    int *local;               /* nranks: rank file -> its slot in an entry, -1 none */
+    int *global;              /* wcap: slot -> rank file */
+    int *order;               /* wcap: the rank files of global[0, width), ascending */
     uint8_t *member;          /* nranks: rank index has records on it */
     int size;                 /* communicator size from the records (an intercommunicator: both groups) */
     bool inter;               /* an intercommunicator (COMM record) */
@@ -189,12 +196,25 @@ typedef struct recent_tensor {
     bool valid;
 } recent_tensor;
 
-/* One step's parameter fingerprints. */
+/* One step's parameters: a (name, occurrence) ... */
 typedef struct param_entry {
     uint64_t name;
     uint32_t occ;
-    char text[96];
 } param_entry;
+
+/* ... and one rank's fingerprint of it. */
+typedef struct param_fp {
+    uint32_t param;           /* index in the step's params */
+    int32_t rank;             /* rank file index */
+    uint64_t fp;
+} param_fp;
+
+/* Open addressing, u64 key -> u32 value + 1 (0 empty), cleared per step. */
+typedef struct u64_map {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+} u64_map;
 
 /* A point-to-point call entered and not (yet) left. */
 typedef struct p2p_open {
@@ -204,11 +224,14 @@ typedef struct p2p_open {
     int32_t me, peer, tag;    /* communicator ranks (peer -1: any source); tag (TFT_TAG_ANY) */
     uint16_t type;
     uint8_t dtype;
+    bool gone;                /* left since (removed lazily: compacted in batches) */
+    int32_t prev_same;        /* index of the previous open call of the same (space, q), -1 none */
 } p2p_open;
 
 typedef struct p2p_rank {
-    p2p_open *v;              /* in call order */
-    size_t n, cap;
+    p2p_open *v;              /* in call order, left calls marked gone until compacted */
+    size_t n, cap, ngone;
+    u64_map ix;               /* (space, q) -> index + 1 of its newest open call in v */
     bool overflow;            /* more than DESYNC_MAX_OPEN: not judged */
 } p2p_rank;
 
@@ -221,6 +244,13 @@ typedef struct pair_ent {
     uint8_t last_dtype;
 } pair_ent;
 
+/* A counter's place in s->pair_order. */
+typedef struct pair_key {
+    uint64_t space;
+    int32_t src, dst;
+    uint32_t slot;            /* in s->pairs */
+} pair_key;
+
 /* Where rank i is at the end: the first and last collective it entered and
  * never left (valid false: none). */
 typedef struct stuck_at {
@@ -232,9 +262,18 @@ typedef struct stuck_at {
     uint64_t q, name;
 } stuck_at;
 
+/* One window entry's slots spread out by rank file index, for the checks:
+ * only the last communicator's members are set, the rest stay zero. */
+typedef struct dense_view {
+    coll_slot *v;          /* nranks */
+    int owner;             /* index of the communicator whose members are set, -1 none */
+} dense_view;
+
 typedef struct desync_state {
     tft_trace *t;
     int nranks;
+    size_t slot_bytes;     /* window slots allocated, all communicators (<= DESYNC_SLOT_BUDGET) */
+    struct dense_view *dense; /* scratch: one entry's slots by rank file (entry_dense) */
     bool one_host;
     uint64_t world;        /* id of MPI_COMM_WORLD */
     comm_state *comms;
@@ -249,12 +288,15 @@ typedef struct desync_state {
     diff_desync param_finding;
     param_entry *params;
     size_t nparams, params_cap;
-    uint64_t *param_fp;    /* params_cap * nranks */
-    uint8_t *param_have;   /* params_cap * nranks */
+    param_fp *fps;         /* one per parameter record of the step (<= DESYNC_MAX_PARAM_FPS) */
+    size_t nfps, fps_cap;
+    u64_map param_ix;      /* (name, occurrence) -> params index */
+    u64_map occ_ix;        /* (name, rank file) -> occurrences so far in the step */
     /* point-to-point */
     p2p_rank *open;        /* nranks */
     pair_ent *pairs;
     size_t npairs, pairs_cap;
+    struct pair_key *pair_order; /* p2p_judge: the used slots of pairs, sorted (pairs_sort) */
     bool pairs_overflow;
     found *p2p;            /* findings, one per blocked rank at most */
     int np2p;
@@ -363,6 +405,70 @@ static int minority(const uint64_t *val, const int *idx, int n, bool has_prev, u
     return nf;
 }
 
+/* ---- small hash maps ------------------------------------------------------ */
+
+static uint64_t key_mix(uint64_t a, uint64_t b)
+{
+    uint64_t h = a ^ (b * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* The slot of key in m (its value, or the empty slot it goes to); eq
+ * tells keys with the same hash apart: eq(ctx, value) for a stored one. */
+static size_t map_slot(const u64_map *m, uint64_t key, bool (*eq)(const void *ctx, uint32_t v), const void *ctx)
+{
+    size_t mask = m->cap - 1, i = (size_t)key & mask;
+    while (m->vals[i] && !(m->keys[i] == key && eq(ctx, m->vals[i] - 1)))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Room for one more key (rehashing by the stored keys' hashes). */
+static int map_reserve(u64_map *m)
+{
+    if ((m->n + 1) * 2 <= m->cap)
+        return 0;
+    size_t ncap = m->cap ? m->cap * 2 : 256;
+    uint64_t *k = malloc(ncap * sizeof(*k));
+    uint32_t *v = calloc(ncap, sizeof(*v));
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->vals[i])
+            continue;
+        size_t j = (size_t)m->keys[i] & (ncap - 1);
+        while (v[j])
+            j = (j + 1) & (ncap - 1);
+        k[j] = m->keys[i];
+        v[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = k;
+    m->vals = v;
+    m->cap = ncap;
+    return 0;
+}
+
+static void map_clear(u64_map *m)
+{
+    if (m->cap)
+        memset(m->vals, 0, m->cap * sizeof(*m->vals));
+    m->n = 0;
+}
+
+static void map_free(u64_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+}
+
 /* ---- communicator definitions (COMM records) ---------------------------- */
 
 static comm_def *def_find(const desync_state *s, uint64_t id)
@@ -406,12 +512,16 @@ static comm_def *def_get(desync_state *s, uint64_t id)
     return d;
 }
 
-/* Sizes d for n members (all unknown); false when it cannot. */
-static bool def_size(comm_def *d, int n)
+/* Sizes d for n members (all unknown); false when it cannot. Members not
+ * listed are assembled from the rank files, one each: a communicator
+ * larger than the trace's rank files can never be complete, so its size
+ * is not allocated (a COMM record's size is the file's word, not memory
+ * the file has paid for). */
+static bool def_size(const desync_state *s, comm_def *d, int n)
 {
     if (d->mem && d->size == n)
         return true;
-    if (n <= 0 || n > DESYNC_MAX_MEMBERS || d->mem)
+    if (n <= 0 || n > DESYNC_MAX_MEMBERS || n > s->nranks || d->mem)
         return false;
     d->mem = malloc((size_t)n * sizeof(*d->mem));
     if (!d->mem)
@@ -425,7 +535,7 @@ static bool def_size(comm_def *d, int n)
 /* Rank file i's member k of d is its own rank (assembling unlisted members). */
 static void def_assemble(const desync_state *s, comm_def *d, int i, int k, int n)
 {
-    if (!d->listed && k >= 0 && k < n && def_size(d, n))
+    if (!d->listed && k >= 0 && k < n && def_size(s, d, n))
         d->mem[k] = rank_id(s, i);
 }
 
@@ -444,8 +554,10 @@ static void on_comm(desync_state *s, int i, const tft_rec_comm *cr)
     if (!d)
         return;
     bool inter = (cr->h.flags & TFT_COMM_FLAG_INTER) != 0;
+    /* listed members: all of them (an intercommunicator: its local group of
+     * cr->size first, then the remote one) */
     if (cr->n_members > 0 && !d->listed && cr->n_members <= DESYNC_MAX_MEMBERS &&
-        (inter || cr->n_members == (uint32_t)cr->size)) {
+        (inter ? cr->size > 0 && (uint32_t)cr->size <= cr->n_members : cr->n_members == (uint32_t)cr->size)) {
         free(d->mem);
         d->mem = malloc(cr->n_members * sizeof(*d->mem));
         if (d->mem) {
@@ -521,8 +633,14 @@ static comm_state *comm_get(desync_state *s, uint64_t comm)
     memset(c, 0, sizeof(*c));
     c->comm = comm;
     c->member = calloc((size_t)s->nranks, 1);
-    if (!c->member)
+    c->local = malloc((size_t)s->nranks * sizeof(*c->local));
+    if (!c->member || !c->local) {
+        free(c->member);
+        free(c->local);
         return NULL;
+    }
+    for (int i = 0; i < s->nranks; i++)
+        c->local[i] = -1;
     const comm_def *d = def_find(s, comm);
     if (d && d->inter) {
         c->inter = true;
@@ -534,16 +652,40 @@ static comm_state *comm_get(desync_state *s, uint64_t comm)
 
 static coll_entry *entry_at(comm_state *c, uint64_t q) { return &c->win[q & (c->cap - 1)]; }
 
+/* Entry q's slots, one per rank file with records on c (c->local). */
 static coll_slot *slots_at(const desync_state *s, comm_state *c, uint64_t q)
 {
-    return &c->slots[(size_t)(q & (c->cap - 1)) * (size_t)s->nranks];
+    (void)s;
+    return &c->slots[(size_t)(q & (c->cap - 1)) * (size_t)c->wcap];
 }
 
+/* Entry q's slots by rank file index (rank files without records on c:
+ * empty), for the checks: s->dense, valid until the next call. */
+static const coll_slot *entry_dense(const desync_state *s, comm_state *c, uint64_t q)
+{
+    dense_view *dv = s->dense;
+    if (dv->owner >= 0) { /* O(members), not O(rank files) */
+        const comm_state *o = &s->comms[dv->owner];
+        for (int k = 0; k < o->width; k++)
+            memset(&dv->v[o->global[k]], 0, sizeof(coll_slot));
+    }
+    const coll_slot *sl = slots_at(s, c, q);
+    for (int k = 0; k < c->width; k++)
+        dv->v[c->global[k]] = sl[k];
+    dv->owner = (int)(c - s->comms);
+    return dv->v;
+}
+
+/* Doubles c's window. -ENOSPC when the slots of all windows would pass
+ * DESYNC_SLOT_BUDGET (the caller judges old entries instead). */
 static int window_grow(desync_state *s, comm_state *c)
 {
     size_t ncap = c->cap ? c->cap * 2 : 16;
+    size_t grow_by = (ncap - c->cap) * (size_t)c->wcap * sizeof(coll_slot);
+    if (s->slot_bytes + grow_by > DESYNC_SLOT_BUDGET)
+        return -ENOSPC;
     coll_entry *nw = calloc(ncap, sizeof(*nw));
-    coll_slot *ns = calloc(ncap * (size_t)s->nranks, sizeof(*ns));
+    coll_slot *ns = calloc(ncap * (size_t)c->wcap, sizeof(*ns));
     if (!nw || !ns) {
         free(nw);
         free(ns);
@@ -551,15 +693,60 @@ static int window_grow(desync_state *s, comm_state *c)
     }
     for (uint64_t q = c->base; q < c->top; q++) {
         nw[q & (ncap - 1)] = *entry_at(c, q);
-        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)s->nranks], slots_at(s, c, q),
-               (size_t)s->nranks * sizeof(*ns));
+        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)c->wcap], slots_at(s, c, q),
+               (size_t)c->wcap * sizeof(*ns));
     }
     free(c->win);
     free(c->slots);
     c->win = nw;
     c->slots = ns;
     c->cap = ncap;
+    s->slot_bytes += grow_by;
     return 0;
+}
+
+/* The slot of rank file i in c's entries, added (widening every entry)
+ * when i records on c for the first time. -ENOSPC past DESYNC_SLOT_BUDGET. */
+static int comm_slot(desync_state *s, comm_state *c, int i)
+{
+    if (c->local[i] >= 0)
+        return c->local[i];
+    if (c->width == c->wcap) {
+        int nw = c->wcap ? c->wcap * 2 : 4;
+        if (nw > s->nranks)
+            nw = s->nranks;
+        size_t grow_by = c->cap * (size_t)(nw - c->wcap) * sizeof(coll_slot);
+        if (s->slot_bytes + grow_by > DESYNC_SLOT_BUDGET)
+            return -ENOSPC;
+        int *ng = realloc(c->global, (size_t)nw * sizeof(*ng));
+        if (!ng)
+            return -ENOMEM;
+        c->global = ng;
+        int *no = realloc(c->order, (size_t)nw * sizeof(*no));
+        if (!no)
+            return -ENOMEM;
+        c->order = no;
+        if (c->cap) {
+            coll_slot *ns = calloc(c->cap * (size_t)nw, sizeof(*ns));
+            if (!ns)
+                return -ENOMEM;
+            for (size_t p = 0; p < c->cap; p++)
+                memcpy(&ns[p * (size_t)nw], &c->slots[p * (size_t)c->wcap], (size_t)c->wcap * sizeof(*ns));
+            free(c->slots);
+            c->slots = ns;
+        }
+        c->wcap = nw;
+        s->slot_bytes += grow_by;
+    }
+    c->global[c->width] = i;
+    c->local[i] = c->width;
+    int k = c->width;
+    while (k > 0 && c->order[k - 1] > i) { /* insertion: members join one at a time */
+        c->order[k] = c->order[k - 1];
+        k--;
+    }
+    c->order[k] = i;
+    return c->width++;
 }
 
 /* Stores d into f with the evidence in s->inv_tmp / s->miss_tmp (then:
@@ -810,13 +997,12 @@ static bool stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t
 static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                           const stuck_at *stuck)
 {
-    int n = s->nranks, nmem = 0;
+    int n = s->nranks, nmem = c->width;
     int *present = s->ibuf + n, *missing = s->ibuf + 2 * (size_t)n, *inside = s->ibuf + 3 * (size_t)n;
     int np = 0, nm = 0, ni = 0;
-    for (int i = 0; i < n; i++)
-        nmem += c->member[i];
     bool all = nmem < c->size && c->size >= n; /* members not yet seen: everyone is one */
-    for (int i = 0; i < n; i++) {
+    for (int k = 0; k < (all ? n : c->width); k++) { /* in rank file order */
+        int i = all ? k : c->order[k];
         if (sl[i].entered || sl[i].exited)
             present[np++] = i;
         else if (all || c->member[i])
@@ -865,12 +1051,12 @@ static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool f
 {
     if (c->fin.valid && c->fin.d.coll_seq <= q)
         return;
-    const coll_slot *sl = slots_at(s, c, q);
-    int n = s->nranks, np = 0;
+    const coll_slot *sl = entry_dense(s, c, q);
+    int np = 0;
     int *idx = s->ibuf;
-    for (int i = 0; i < n; i++)
-        if (sl[i].has_fields)
-            idx[np++] = i;
+    for (int k = 0; k < c->width; k++)
+        if (sl[c->order[k]].has_fields)
+            idx[np++] = c->order[k];
     if (final && !check_missing(s, c, q, sl, stuck))
         return;
     if (np < 2)
@@ -895,13 +1081,24 @@ static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool f
         check_straggler(s, c, q, sl, idx, np);
 }
 
-/* Frees entry q and drops judged entries from the bottom of the window. */
+/* Frees entry q and drops judged entries from the bottom of the window
+ * (an entry's slots are cleared when it is used again). */
 static void entry_close(const desync_state *s, comm_state *c, uint64_t q)
 {
+    (void)s;
     entry_at(c, q)->used = false;
-    memset(slots_at(s, c, q), 0, (size_t)s->nranks * sizeof(coll_slot));
     while (c->base < c->top && !entry_at(c, c->base)->used)
         c->base++;
+}
+
+/* Judges the oldest entry of c as if the trace ended, and drops it. */
+static void entry_evict(const desync_state *s, comm_state *c, uint64_t q)
+{
+    if (entry_at(c, c->base)->used)
+        entry_check(s, c, c->base, true, NULL);
+    entry_close(s, c, c->base);
+    if (c->base == c->top)
+        c->base = c->top = q;
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -967,6 +1164,11 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
     if (!c)
         return s->ncomms == DESYNC_MAX_COMMS ? 0 : -ENOMEM;
     world_member(s, i, cr);
+    int li = comm_slot(s, c, i);
+    if (li == -ENOSPC)
+        return 0; /* the windows hold DESYNC_SLOT_BUDGET: this rank is not judged here */
+    if (li < 0)
+        return li;
     c->member[i] = 1;
     if (cr->nranks > c->size && !c->inter)
         c->size = cr->nranks;
@@ -979,15 +1181,17 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
         c->base = c->top = q;
     else if (q >= c->top + DESYNC_WINDOW_MAX)
         return 0; /* an implausible jump: leave it out */
-    while (q >= c->base + DESYNC_WINDOW_MAX) { /* judge the oldest as if the trace ended */
-        if (entry_at(c, c->base)->used)
-            entry_check(s, c, c->base, true, NULL);
-        entry_close(s, c, c->base);
-        if (c->base == c->top)
-            c->base = c->top = q;
-    }
+    while (q >= c->base + DESYNC_WINDOW_MAX) /* judge the oldest as if the trace ended */
+        entry_evict(s, c, q);
     while (q >= c->base + c->cap) {
         int e = window_grow(s, c);
+        if (e == -ENOSPC && !c->cap)
+            return 0; /* no window left for another communicator: not judged */
+        if (e == -ENOSPC) { /* the windows hold DESYNC_SLOT_BUDGET: this one stops growing */
+            while (q >= c->base + c->cap)
+                entry_evict(s, c, q);
+            break;
+        }
         if (e)
             return e;
     }
@@ -997,10 +1201,10 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
         c->top = q + 1;
     }
     coll_entry *e = entry_at(c, q);
-    coll_slot *x = &slots_at(s, c, q)[i];
+    coll_slot *x = &slots_at(s, c, q)[li];
     if (!e->used) {
         *e = (coll_entry){.used = true, .coll_seq = q};
-        memset(slots_at(s, c, q), 0, (size_t)s->nranks * sizeof(coll_slot));
+        memset(slots_at(s, c, q), 0, (size_t)c->wcap * sizeof(coll_slot));
     }
     bool was_out = x->exited;
     slot_fill(s, i, x, cr, step);
@@ -1061,6 +1265,60 @@ static pair_ent *pair_get(desync_state *s, uint64_t space, int32_t src, int32_t 
     return p;
 }
 
+typedef struct open_key {
+    const p2p_rank *o;
+    uint64_t space, q;
+} open_key;
+
+static bool open_eq(const void *ctx, uint32_t v)
+{
+    const open_key *k = ctx;
+    return k->o->v[v].space == k->space && k->o->v[v].q == k->q;
+}
+
+/* Backward-shift deletion of slot i of m (keys hashed by their value). */
+static void map_delete(u64_map *m, size_t i)
+{
+    size_t mask = m->cap - 1;
+    m->vals[i] = 0;
+    m->n--;
+    for (size_t j = (i + 1) & mask; m->vals[j]; j = (j + 1) & mask) {
+        uint64_t k = m->keys[j];
+        uint32_t v = m->vals[j];
+        m->vals[j] = 0;
+        size_t h = (size_t)k & mask;
+        while (m->vals[h])
+            h = (h + 1) & mask;
+        m->keys[h] = k;
+        m->vals[h] = v;
+    }
+}
+
+/* Drops the calls marked gone and rebuilds the index: O(open calls). */
+static int open_compact(p2p_rank *o)
+{
+    size_t k = 0;
+    for (size_t j = 0; j < o->n; j++)
+        if (!o->v[j].gone)
+            o->v[k++] = o->v[j];
+    o->n = k;
+    o->ngone = 0;
+    map_clear(&o->ix);
+    for (size_t j = 0; j < o->n; j++) {
+        if (map_reserve(&o->ix) < 0)
+            return -ENOMEM;
+        open_key key = {o, o->v[j].space, o->v[j].q};
+        uint64_t h = key_mix(o->v[j].space, o->v[j].q);
+        size_t i = map_slot(&o->ix, h, open_eq, &key);
+        o->v[j].prev_same = o->ix.vals[i] ? (int32_t)o->ix.vals[i] - 1 : -1;
+        if (!o->ix.vals[i])
+            o->ix.n++;
+        o->ix.keys[i] = h;
+        o->ix.vals[i] = (uint32_t)j + 1;
+    }
+    return 0;
+}
+
 static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
 {
     if (o->overflow)
@@ -1075,20 +1333,41 @@ static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
         o->v = n;
         o->cap = ncap;
     }
-    o->v[o->n++] = (p2p_open){.space = cr->comm, .q = cr->coll_seq, .count = cr->count, .name = cr->name,
-                              .step = step, .seq = cr->h.seq, .me = cr->rank, .peer = cr->root,
-                              .tag = tft_rec_coll_tag(cr), .type = cr->type, .dtype = cr->dtype};
+    if (map_reserve(&o->ix) < 0) {
+        o->overflow = true;
+        return;
+    }
+    open_key key = {o, cr->comm, cr->coll_seq};
+    uint64_t h = key_mix(cr->comm, cr->coll_seq);
+    size_t i = map_slot(&o->ix, h, open_eq, &key);
+    o->v[o->n] = (p2p_open){.space = cr->comm, .q = cr->coll_seq, .count = cr->count, .name = cr->name,
+                            .step = step, .seq = cr->h.seq, .me = cr->rank, .peer = cr->root,
+                            .tag = tft_rec_coll_tag(cr), .type = cr->type, .dtype = cr->dtype,
+                            .prev_same = o->ix.vals[i] ? (int32_t)o->ix.vals[i] - 1 : -1};
+    if (!o->ix.vals[i])
+        o->ix.n++;
+    o->ix.keys[i] = h;
+    o->ix.vals[i] = (uint32_t)++o->n;
 }
 
+/* The call left: its newest open call of the same (space, q), O(1). */
 static void open_remove(p2p_rank *o, const tft_rec_collective *cr)
 {
-    for (size_t k = o->n; k-- > 0;) {
-        if (o->v[k].space == cr->comm && o->v[k].q == cr->coll_seq) {
-            memmove(&o->v[k], &o->v[k + 1], (o->n - k - 1) * sizeof(o->v[0]));
-            o->n--;
-            return;
-        }
-    }
+    if (!o->ix.cap)
+        return;
+    open_key key = {o, cr->comm, cr->coll_seq};
+    size_t i = map_slot(&o->ix, key_mix(cr->comm, cr->coll_seq), open_eq, &key);
+    if (!o->ix.vals[i])
+        return;
+    p2p_open *x = &o->v[o->ix.vals[i] - 1];
+    x->gone = true;
+    o->ngone++;
+    if (x->prev_same >= 0)
+        o->ix.vals[i] = (uint32_t)x->prev_same + 1;
+    else
+        map_delete(&o->ix, i);
+    if (o->ngone > 64 && o->ngone * 2 > o->n && open_compact(o) < 0)
+        o->overflow = true;
 }
 
 /* A send or receive record of rank file i: counters, open calls. */
@@ -1121,41 +1400,157 @@ static void on_p2p(desync_state *s, int i, const tft_rec_collective *cr, int64_t
     }
 }
 
+
+/* Sums the judging needs, one per (kind, space, src, dst, tag) asked,
+ * filled in one pass over the point-to-point counters (p2p_sums): a rank's
+ * open calls are judged in O(1) each, whatever the number of counters. */
+enum { Q_RECV = 1, Q_POSTED = 2 };
+#define SRC_ALL INT32_MIN       /* any source (a receive from any rank) */
+#define SRC_NEG (INT32_MIN + 1) /* the receives posted for any source (src < 0) */
+#define TAG_ALL INT32_MIN       /* any tag */
+
+typedef struct p2p_query {
+    uint64_t space;
+    int32_t src, dst, tag;
+    int kind;
+    int64_t sum;
+} p2p_query;
+
+typedef struct p2p_sums {
+    p2p_query *q;
+    size_t n, cap;
+    u64_map ix;
+} p2p_sums;
+
+typedef struct query_key {
+    const p2p_sums *ps;
+    const p2p_query *want;
+} query_key;
+
+static bool query_eq(const void *ctx, uint32_t v)
+{
+    const query_key *k = ctx;
+    const p2p_query *a = &k->ps->q[v], *b = k->want;
+    return a->space == b->space && a->src == b->src && a->dst == b->dst && a->tag == b->tag && a->kind == b->kind;
+}
+
+static uint64_t query_hash(const p2p_query *w)
+{
+    return key_mix(w->space ^ (uint64_t)w->kind << 60,
+                   ((uint64_t)(uint32_t)w->src << 32 | (uint32_t)w->dst) ^ (uint64_t)(uint32_t)w->tag * 0x51ull);
+}
+
+/* The query w in ps (added when add), NULL when absent or no memory. */
+static p2p_query *query_get(p2p_sums *ps, const p2p_query *w, bool add)
+{
+    if (add && map_reserve(&ps->ix) < 0)
+        return NULL;
+    if (!ps->ix.cap)
+        return NULL;
+    query_key key = {ps, w};
+    uint64_t h = query_hash(w);
+    size_t i = map_slot(&ps->ix, h, query_eq, &key);
+    if (ps->ix.vals[i])
+        return &ps->q[ps->ix.vals[i] - 1];
+    if (!add)
+        return NULL;
+    if (ps->n == ps->cap) {
+        size_t ncap = ps->cap ? ps->cap * 2 : 256;
+        p2p_query *nq = realloc(ps->q, ncap * sizeof(*nq));
+        if (!nq)
+            return NULL;
+        ps->q = nq;
+        ps->cap = ncap;
+    }
+    ps->q[ps->n] = *w;
+    ps->q[ps->n].sum = 0;
+    ps->ix.keys[i] = h;
+    ps->ix.vals[i] = (uint32_t)++ps->n;
+    ps->ix.n++;
+    return &ps->q[ps->n - 1];
+}
+
 static bool tag_match(int32_t want, int32_t tag) { return want == TFT_TAG_ANY || want == tag; }
+
+/* The sums open call o needs (what p2p_satisfied asks). */
+static int p2p_ask(p2p_sums *ps, const p2p_open *o)
+{
+    if (o->type == TFT_COLL_RECV) {
+        p2p_query w = {o->space, o->peer < 0 ? SRC_ALL : o->peer, o->me, o->tag == TFT_TAG_ANY ? TAG_ALL : o->tag,
+                       Q_RECV, 0};
+        return query_get(ps, &w, true) ? 0 : -ENOMEM;
+    }
+    int32_t srcs[2] = {o->me < 0 ? SRC_NEG : o->me, SRC_NEG}, tags[2] = {o->tag, TFT_TAG_ANY};
+    for (int a = 0; a < (o->me < 0 ? 1 : 2); a++)
+        for (int b = 0; b < (o->tag == TFT_TAG_ANY ? 1 : 2); b++) {
+            p2p_query w = {o->space, srcs[a], o->peer, tags[b], Q_POSTED, 0};
+            if (!query_get(ps, &w, true))
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+/* One pass over the counters into the sums asked. */
+static void p2p_fill(const desync_state *s, p2p_sums *ps)
+{
+    for (size_t k = 0; ps->n && k < s->pairs_cap; k++) {
+        const pair_ent *p = &s->pairs[k];
+        if (!p->space)
+            continue;
+        if (p->src >= 0) { /* messages sent and not yet received, for the receives */
+            int32_t srcs[2] = {p->src, SRC_ALL}, tags[2] = {p->tag, TAG_ALL};
+            for (int a = 0; a < 2; a++)
+                for (int b = 0; b < 2; b++) {
+                    p2p_query w = {p->space, srcs[a], p->dst, tags[b], Q_RECV, 0};
+                    p2p_query *x = query_get(ps, &w, false);
+                    if (x)
+                        x->sum += (int64_t)p->sends - (int64_t)p->done;
+                }
+        }
+        p2p_query w = {p->space, p->src < 0 ? SRC_NEG : p->src, p->dst, p->tag, Q_POSTED, 0};
+        p2p_query *x = query_get(ps, &w, false);
+        if (x)
+            x->sum += p->posted;
+    }
+}
 
 /* Whether open call o of a rank can still complete from what the trace
  * holds: a receive for which more matching messages were sent than it
  * (with its rank's other receives) took, a send for which its peer posted
- * as many matching receives as were sent. */
-static bool p2p_satisfied(const desync_state *s, const p2p_open *o)
+ * as many matching receives as were sent. The sums come from p2p_fill. */
+static bool p2p_satisfied(const desync_state *s, p2p_sums *ps, const p2p_open *o)
 {
     int64_t have = 0;
-    for (size_t k = 0; k < s->pairs_cap; k++) {
-        const pair_ent *p = &s->pairs[k];
-        if (p->space != o->space)
-            continue;
-        if (o->type == TFT_COLL_RECV) {
-            if (p->dst == o->me && (o->peer < 0 || p->src == o->peer) && tag_match(o->tag, p->tag) && p->src >= 0)
-                have += (int64_t)p->sends - (int64_t)p->done;
-        } else if (p->dst == o->peer) {
-            if ((p->src == o->me || p->src < 0) && tag_match(p->tag, o->tag))
-                have += p->posted;
-            if (p->src == o->me && p->tag == o->tag)
-                have -= p->sends;
-        }
+    if (o->type == TFT_COLL_RECV) {
+        p2p_query w = {o->space, o->peer < 0 ? SRC_ALL : o->peer, o->me, o->tag == TFT_TAG_ANY ? TAG_ALL : o->tag,
+                       Q_RECV, 0};
+        const p2p_query *x = query_get(ps, &w, false);
+        return x && x->sum > 0;
     }
-    return o->type == TFT_COLL_RECV ? have > 0 : have >= 0;
+    int32_t srcs[2] = {o->me < 0 ? SRC_NEG : o->me, SRC_NEG}, tags[2] = {o->tag, TFT_TAG_ANY};
+    for (int a = 0; a < (o->me < 0 ? 1 : 2); a++)
+        for (int b = 0; b < (o->tag == TFT_TAG_ANY ? 1 : 2); b++) {
+            p2p_query w = {o->space, srcs[a], o->peer, tags[b], Q_POSTED, 0};
+            const p2p_query *x = query_get(ps, &w, false);
+            have += x ? x->sum : 0;
+        }
+    if (s->pairs_cap) {
+        const pair_ent *p = pair_slot(s->pairs, s->pairs_cap, o->space, o->me, o->peer, o->tag);
+        if (p->space)
+            have -= p->sends;
+    }
+    return have >= 0;
 }
 
 /* Index in s->open[i] of the call rank i is blocked in, -1 none: its
  * first open call (of the first DESYNC_OPEN_JUDGED) that cannot complete. */
-static int p2p_blocked(const desync_state *s, int i)
+static int p2p_blocked(const desync_state *s, p2p_sums *ps, int i)
 {
     const p2p_rank *r = &s->open[i];
     if (r->overflow || s->pairs_overflow)
         return -1;
     for (size_t k = 0; k < r->n && k < DESYNC_OPEN_JUDGED; k++)
-        if (!p2p_satisfied(s, &r->v[k]))
+        if (!p2p_satisfied(s, ps, &r->v[k]))
             return (int)k;
     return -1;
 }
@@ -1207,15 +1602,59 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
     }
 }
 
-/* What the peer of receive o sent it instead, into buf. */
+/* s->pair_order: the counters' slots by (space, src, dst), then slot. */
+static int cmp_pair_key(const void *a, const void *b)
+{
+    const pair_key *x = a, *y = b;
+    if (x->space != y->space)
+        return x->space < y->space ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+static int pairs_sort(desync_state *s)
+{
+    free(s->pair_order);
+    s->pair_order = malloc((s->npairs + 1) * sizeof(*s->pair_order));
+    if (!s->pair_order)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t k = 0; k < s->pairs_cap; k++)
+        if (s->pairs[k].space)
+            s->pair_order[n++] = (pair_key){s->pairs[k].space, s->pairs[k].src, s->pairs[k].dst, (uint32_t)k};
+    qsort(s->pair_order, n, sizeof(*s->pair_order), cmp_pair_key);
+    return 0;
+}
+
+/* The first of s->pair_order at or after (space, src, dst). */
+static size_t pairs_lower(const desync_state *s, uint64_t space, int32_t src, int32_t dst)
+{
+    size_t lo = 0, hi = s->npairs;
+    pair_key want = {space, src, dst, 0};
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_pair_key(&s->pair_order[mid], &want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* What the peer of receive o sent it instead, into buf: the counters of
+ * (space, peer, me) only, at most DESYNC_INSTEAD_SCAN of them. */
 static void recv_instead(const desync_state *s, const p2p_open *o, int pw, char *buf, size_t len)
 {
     uint32_t same = 0, done = 0;
     const pair_ent *other = NULL, *mine = NULL;
-    for (size_t k = 0; k < s->pairs_cap; k++) {
-        const pair_ent *p = &s->pairs[k];
+    size_t from = s->pair_order ? pairs_lower(s, o->space, o->peer, o->me) : s->npairs;
+    for (size_t k = from; k < s->npairs && k < from + DESYNC_INSTEAD_SCAN; k++) {
+        const pair_ent *p = &s->pairs[s->pair_order[k].slot];
         if (p->space != o->space || p->src != o->peer || p->dst != o->me)
-            continue;
+            break;
         if (tag_match(o->tag, p->tag)) {
             same += p->sends;
             done += p->done;
@@ -1312,36 +1751,59 @@ static int p2p_judge(desync_state *s)
         free(blocked);
         return -ENOMEM;
     }
-    for (int i = 0; i < n; i++)
-        blocked[i] = p2p_blocked(s, i);
-    for (int i = 0; i < n; i++)
+    p2p_sums ps = {0};
+    int e = 0;
+    for (int i = 0; !e && i < n; i++) { /* the calls judged, and the sums they need */
+        p2p_rank *r = &s->open[i];
+        if (r->ngone && open_compact(r) < 0)
+            r->overflow = true;
+        for (size_t k = 0; !e && !r->overflow && !s->pairs_overflow && k < r->n && k < DESYNC_OPEN_JUDGED; k++)
+            e = p2p_ask(&ps, &r->v[k]);
+    }
+    if (!e) {
+        p2p_fill(s, &ps);
+        e = pairs_sort(s);
+    }
+    for (int i = 0; !e && i < n; i++)
+        blocked[i] = p2p_blocked(s, &ps, i);
+    for (int i = 0; !e && i < n; i++)
         if (blocked[i] >= 0 && !send_peer_stuck(s, i, blocked[i], blocked))
             blocked[i] = -1;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; !e && i < n; i++)
         if (blocked[i] >= 0)
             p2p_report(s, i, &s->open[i].v[blocked[i]], blocked, &s->p2p[s->np2p++]);
     free(blocked);
-    return 0;
+    free(ps.q);
+    map_free(&ps.ix);
+    return e;
 }
 
 /* ---- parameters --------------------------------------------------------- */
 
+static int cmp_param_fp(const void *a, const void *b)
+{
+    const param_fp *x = a, *y = b;
+    if (x->param != y->param)
+        return x->param < y->param ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The step's parameters in the order they first appeared, each over its
+ * ranks in rank file order: the first whose fingerprints differ is the
+ * finding (the first rank holding it is the reference). */
 static void params_judge(desync_state *s)
 {
-    int n = s->nranks;
-    for (size_t k = 0; k < s->nparams && !s->param_done; k++) {
-        const uint64_t *fp = &s->param_fp[k * (size_t)n];
-        const uint8_t *have = &s->param_have[k * (size_t)n];
-        int ref = -1;
-        diff_desync *d = &s->param_finding;
-        for (int i = 0; i < n; i++) {
-            if (!have[i])
-                continue;
-            if (ref < 0) {
-                ref = i;
-                continue;
-            }
-            if (fp[i] == fp[ref])
+    if (s->nfps > 1)
+        qsort(s->fps, s->nfps, sizeof(*s->fps), cmp_param_fp);
+    diff_desync *d = &s->param_finding;
+    for (size_t a = 0; a < s->nfps && !s->param_done;) {
+        size_t b = a + 1;
+        while (b < s->nfps && s->fps[b].param == s->fps[a].param)
+            b++;
+        const param_fp *ref = &s->fps[a];
+        for (size_t k = a + 1; k < b; k++) {
+            const param_fp *x = &s->fps[k];
+            if (x->fp == ref->fp)
                 continue;
             if (!s->param_done) {
                 memset(d, 0, sizeof(*d));
@@ -1350,50 +1812,84 @@ static void params_judge(desync_state *s)
                 d->kind = DS_VALUES;
                 d->peer = -1;
                 d->tag = TFT_TAG_NONE;
-                snprintf(d->detail, sizeof(d->detail), "%s differs across ranks at step %" PRId64
-                         ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64, s->params[k].text, s->param_step,
-                         rank_id(s, ref), fp[ref], rank_id(s, i), fp[i]);
+                snprintf(d->detail, sizeof(d->detail), "%.96s differs across ranks at step %" PRId64
+                         ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
+                         str_of(s, ref->rank, s->params[ref->param].name), s->param_step, rank_id(s, ref->rank),
+                         ref->fp, rank_id(s, x->rank), x->fp);
                 s->param_done = true;
             }
-            add_rank(d, rank_id(s, i));
+            add_rank(d, rank_id(s, x->rank));
         }
+        a = b;
     }
-    s->nparams = 0;
+    s->nparams = s->nfps = 0;
+    map_clear(&s->param_ix);
+    map_clear(&s->occ_ix);
 }
 
-/* Index of (name, occurrence for rank i) in this step's table, adding it. */
-static int param_slot(desync_state *s, int i, uint64_t name, const char *text, size_t *out)
+typedef struct occ_key {
+    const desync_state *s;
+    uint64_t name;
+    uint32_t occ_or_rank;
+} occ_key;
+
+static bool param_eq(const void *ctx, uint32_t v)
 {
-    int n = s->nranks;
-    uint32_t occ = 0;
-    for (size_t k = 0; k < s->nparams; k++)
-        if (s->params[k].name == name && s->param_have[k * (size_t)n + (size_t)i])
-            occ++;
-    for (size_t k = 0; k < s->nparams; k++) {
-        if (s->params[k].name == name && s->params[k].occ == occ) {
-            *out = k;
-            return 0;
-        }
-    }
-    if (s->nparams == s->params_cap) {
-        size_t ncap = s->params_cap ? s->params_cap * 2 : 64;
-        param_entry *p = realloc(s->params, ncap * sizeof(*p));
-        if (p)
+    const occ_key *k = ctx;
+    return k->s->params[v].name == k->name && k->s->params[v].occ == k->occ_or_rank;
+}
+
+/* occ_ix values index fps: the rank's latest record of the name (its
+ * param's occ + 1 is the rank's count of that name so far). */
+static bool occ_eq(const void *ctx, uint32_t v)
+{
+    const occ_key *k = ctx;
+    return k->s->params[k->s->fps[v].param].name == k->name && (uint32_t)k->s->fps[v].rank == k->occ_or_rank;
+}
+
+/* Notes rank i's fingerprint of (name, its next occurrence) in this step:
+ * O(1) per record. Past DESYNC_MAX_PARAM_FPS records the step's
+ * remaining parameters are not compared. */
+static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
+{
+    if (s->nfps >= DESYNC_MAX_PARAM_FPS)
+        return 0;
+    if (map_reserve(&s->occ_ix) < 0 || map_reserve(&s->param_ix) < 0)
+        return -ENOMEM;
+    occ_key ok = {s, name, (uint32_t)i};
+    uint64_t hk = key_mix(name, (uint64_t)(uint32_t)i);
+    size_t oi = map_slot(&s->occ_ix, hk, occ_eq, &ok);
+    uint32_t occ = s->occ_ix.vals[oi] ? s->params[s->fps[s->occ_ix.vals[oi] - 1].param].occ + 1 : 0;
+    occ_key pk = {s, name, occ};
+    uint64_t hp = key_mix(name, 0x100000000ull | occ);
+    size_t pi = map_slot(&s->param_ix, hp, param_eq, &pk);
+    if (!s->param_ix.vals[pi]) {
+        if (s->nparams == s->params_cap) {
+            size_t ncap = s->params_cap ? s->params_cap * 2 : 64;
+            param_entry *p = realloc(s->params, ncap * sizeof(*p));
+            if (!p)
+                return -ENOMEM;
             s->params = p;
-        uint64_t *f = p ? realloc(s->param_fp, ncap * (size_t)n * sizeof(*f)) : NULL;
-        if (f)
-            s->param_fp = f;
-        uint8_t *h = f ? realloc(s->param_have, ncap * (size_t)n) : NULL;
-        if (!h)
-            return -ENOMEM;
-        s->param_have = h;
-        s->params_cap = ncap;
+            s->params_cap = ncap;
+        }
+        s->params[s->nparams] = (param_entry){.name = name, .occ = occ};
+        s->param_ix.keys[pi] = hp;
+        s->param_ix.vals[pi] = (uint32_t)++s->nparams;
+        s->param_ix.n++;
     }
-    size_t k = s->nparams++;
-    s->params[k] = (param_entry){.name = name, .occ = occ};
-    snprintf(s->params[k].text, sizeof(s->params[k].text), "%s", text);
-    memset(&s->param_have[k * (size_t)n], 0, (size_t)n);
-    *out = k;
+    if (s->nfps == s->fps_cap) {
+        size_t ncap = s->fps_cap ? s->fps_cap * 2 : 256;
+        param_fp *f = realloc(s->fps, ncap * sizeof(*f));
+        if (!f)
+            return -ENOMEM;
+        s->fps = f;
+        s->fps_cap = ncap;
+    }
+    s->fps[s->nfps] = (param_fp){.param = s->param_ix.vals[pi] - 1, .rank = i, .fp = fp};
+    if (!s->occ_ix.vals[oi])
+        s->occ_ix.n++;
+    s->occ_ix.keys[oi] = hk;
+    s->occ_ix.vals[oi] = (uint32_t)++s->nfps;
     return 0;
 }
 
@@ -1410,13 +1906,7 @@ static int on_param(desync_state *s, int i, const tft_rec_tensor *tr)
         if (s->param_done)
             return 0;
     }
-    size_t k;
-    int e = param_slot(s, i, tr->name, text, &k);
-    if (e)
-        return e;
-    s->param_fp[k * (size_t)s->nranks + (size_t)i] = tr->stats.fingerprint;
-    s->param_have[k * (size_t)s->nranks + (size_t)i] = 1;
-    return 0;
+    return param_note(s, i, tr->name, tr->stats.fingerprint);
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -1435,8 +1925,9 @@ static int final_sweep(desync_state *s)
         for (uint64_t q = c->base; q < c->top; q++) {
             if (!entry_at(c, q)->used)
                 continue;
-            const coll_slot *sl = slots_at(s, c, q);
-            for (int i = 0; i < n; i++) {
+            const coll_slot *sl = entry_dense(s, c, q);
+            for (int m = 0; m < c->width; m++) {
+                int i = c->order[m];
                 if (!sl[i].entered || sl[i].exited)
                     continue;
                 stuck_at cand = {true, sl[i].step, sl[i].seq, sl[i].t_enter, c->comm, q, sl[i].name};
@@ -1661,9 +2152,9 @@ static int collect(desync_state *s, diff_desync *out, int max)
 
 static bool same_host(tft_trace *t, int n)
 {
+    const tft_file_info *a = tft_trace_file_info(t, 0);
     for (int i = 1; i < n; i++) {
-        const tft_file_info *a = tft_reader_info(tft_trace_reader(t, 0));
-        const tft_file_info *b = tft_reader_info(tft_trace_reader(t, i));
+        const tft_file_info *b = tft_trace_file_info(t, i);
         if (!a || !b || strncmp(a->host, b->host, sizeof(a->host)) != 0)
             return false;
     }
@@ -1682,6 +2173,9 @@ static void state_free(desync_state *s)
         free(s->comms[k].win);
         free(s->comms[k].slots);
         free(s->comms[k].member);
+        free(s->comms[k].local);
+        free(s->comms[k].global);
+        free(s->comms[k].order);
         found_free(&s->comms[k].fin);
         found_free(&s->comms[k].echo);
     }
@@ -1689,10 +2183,13 @@ static void state_free(desync_state *s)
     for (int k = 0; k < s->ndefs; k++)
         free(s->defs[k].mem);
     free(s->defs);
-    for (int i = 0; s->open && i < s->nranks; i++)
+    for (int i = 0; s->open && i < s->nranks; i++) {
         free(s->open[i].v);
+        map_free(&s->open[i].ix);
+    }
     free(s->open);
     free(s->pairs);
+    free(s->pair_order);
     for (int k = 0; k < s->np2p; k++)
         found_free(&s->p2p[k]);
     free(s->p2p);
@@ -1701,10 +2198,14 @@ static void state_free(desync_state *s)
     free(s->recent);
     free(s->recent_pos);
     free(s->params);
-    free(s->param_fp);
-    free(s->param_have);
+    free(s->fps);
+    map_free(&s->param_ix);
+    map_free(&s->occ_ix);
     free(s->ibuf);
     free(s->ubuf);
+    if (s->dense)
+        free(s->dense->v);
+    free(s->dense);
     free(s->inv_tmp);
     free(s->miss_tmp);
 }
@@ -1747,7 +2248,13 @@ int diff_desyncs(tft_trace *t, diff_desync *out, int max)
     s.open = calloc((size_t)n, sizeof(*s.open));
     s.inv_tmp = calloc((size_t)n, 1);
     s.miss_tmp = calloc((size_t)n, 1);
-    bool ok = s.recent && s.recent_pos && s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp;
+    s.dense = calloc(1, sizeof(*s.dense));
+    if (s.dense) {
+        s.dense->owner = -1;
+        s.dense->v = calloc((size_t)n, sizeof(*s.dense->v));
+    }
+    bool ok = s.recent && s.recent_pos && s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp && s.dense &&
+              s.dense->v;
     tft_merge *m = ok ? tft_merge_open(t, TFT_ORDER_STEP_SEQ) : NULL;
     int e = m ? 0 : (ok ? -errno : -ENOMEM);
     int64_t *last_step = m ? malloc((size_t)n * sizeof(*last_step)) : NULL;

@@ -103,6 +103,7 @@ typedef struct leak_site {
     uint64_t live_bytes, live_allocs;
     uint64_t prev_bytes;   /* live bytes at the end of the previous step */
     streak st;             /* over steps */
+    bool active;           /* in leak_state.active: changed since the last snapshot, or growing */
     /* step-less: over this site's allocations */
     uint64_t allocs;       /* ALLOC records of the site so far */
     uint64_t ev_prev;      /* live bytes after its previous ALLOC */
@@ -146,6 +147,10 @@ typedef struct leak_state {
     size_t nsites, sites_cap;
     uint32_t *site_idx;   /* open addressing: site id -> index + 1 (0 empty) */
     size_t site_idx_cap;
+    uint32_t *active;     /* sites a snapshot must look at: live bytes changed since the last
+                           * one, or a growth streak on. The others cannot change their streak,
+                           * so a snapshot costs O(active), not O(sites): O(records) in all */
+    size_t nactive, active_cap;
     int64_t cur_step;     /* step in progress, TFT_STEP_NONE before the first */
     bool step_open;       /* cur_step has records and no snapshot yet */
     bool snapped;         /* a snapshot was taken ... */
@@ -264,6 +269,24 @@ static void site_name(leak_site *st, const tft_reader *r)
     }
 }
 
+/* Site si's live bytes changed: the next snapshot looks at it. */
+static int mark_active(leak_state *s, uint32_t si)
+{
+    if (s->sites[si].active)
+        return 0;
+    if (s->nactive == s->active_cap) {
+        size_t ncap = s->active_cap ? s->active_cap * 2 : 64;
+        uint32_t *n = realloc(s->active, ncap * sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        s->active = n;
+        s->active_cap = ncap;
+    }
+    s->active[s->nactive++] = si;
+    s->sites[si].active = true;
+    return 0;
+}
+
 /* ---- records ----------------------------------------------------------- */
 
 static int32_t dev_key(uint8_t kind, int16_t device) { return (int32_t)((uint32_t)kind << 16 | (uint16_t)device); }
@@ -317,9 +340,13 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
         leak_site *old = &s->sites[s->live[i].site];
         old->live_bytes -= s->live[i].bytes;
         old->live_allocs--;
+        if ((e = mark_active(s, s->live[i].site)))
+            return e;
     } else {
         s->live_n++;
     }
+    if ((e = mark_active(s, si)))
+        return e;
     leak_site *st = &s->sites[si];
     s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .ts = a->h.ts,
                               .step = a->h.step, .pos = s->pos, .idx = st->allocs, .used = true};
@@ -344,27 +371,37 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
     return 0;
 }
 
-static void on_free(leak_state *s, const tft_rec_free *f)
+static int on_free(leak_state *s, const tft_rec_free *f)
 {
     if (!s->live_cap)
-        return;
+        return 0;
     size_t i = live_find(s, f->ptr, dev_key(f->device_kind, f->device));
     if (!s->live[i].used || f->h.ts < s->live[i].ts)
-        return; /* unknown, or the FREE of an earlier block at this address */
+        return 0; /* unknown, or the FREE of an earlier block at this address */
+    int e = mark_active(s, s->live[i].site);
     leak_site *st = &s->sites[s->live[i].site];
     st->live_bytes -= s->live[i].bytes;
     st->live_allocs--;
     live_remove(s, i);
+    return e;
 }
 
-/* End of step `step`: advances every site's growth streak. */
+/* End of step `step`: advances the growth streak of every site that can
+ * move (s->active; a site whose bytes did not change and whose streak is
+ * off stays as it is), keeping those still growing. */
 static void snapshot(leak_state *s, int64_t step)
 {
-    for (size_t k = 0; k < s->nsites; k++) {
-        leak_site *st = &s->sites[k];
+    size_t keep = 0;
+    for (size_t k = 0; k < s->nactive; k++) {
+        leak_site *st = &s->sites[s->active[k]];
         streak_advance(&st->st, st->live_bytes, st->prev_bytes, step);
         st->prev_bytes = st->live_bytes;
+        if (st->st.on)
+            s->active[keep++] = s->active[k];
+        else
+            st->active = false;
     }
+    s->nactive = keep;
     s->steps_seen++;
     s->step_open = false;
     s->snapped = true;
@@ -816,7 +853,7 @@ int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *
         if (rec->kind == TFT_REC_ALLOC && rec->len >= sizeof(tft_rec_alloc))
             e = on_alloc(&s, r, (const tft_rec_alloc *)rec);
         else if (rec->kind == TFT_REC_FREE && rec->len >= sizeof(tft_rec_free))
-            on_free(&s, (const tft_rec_free *)rec);
+            e = on_free(&s, (const tft_rec_free *)rec);
         else if (rec->kind == TFT_REC_PROCESS)
             on_process(&s, rec);
     }
@@ -830,5 +867,6 @@ int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *
     free(s.live);
     free(s.sites);
     free(s.site_idx);
+    free(s.active);
     return e;
 }

@@ -14,7 +14,8 @@
  * captured too), and a constant BAD/GOLDEN ratio.
  *
  * Memory: both traces' captured tensors are loaded (their size is what the
- * capture spec asked for), plus one bit per row and column per pair.
+ * capture spec asked for: the captured bytes both traces hold), plus one
+ * byte per row and column per pair. Pairing sorts (O(n log n)).
  */
 #include "diff_tensors.h"
 
@@ -69,31 +70,90 @@ typedef struct td_item {
     int paired;
 } td_item;
 
+/* Orders of td_item arrays: by (rank, id) then first position; by
+ * position; by (rank, step, name) then position; by (rank, step, name, occ). */
+typedef struct td_cand {
+    const cap_tensor *t;
+    size_t pos;     /* index in the capture list (of the first capture of its tensor) */
+    int occ;
+} td_cand;
+
+static int cmp_rank_id(const void *a, const void *b)
+{
+    const td_cand *x = a, *y = b;
+    if (x->t->rank != y->t->rank)
+        return x->t->rank < y->t->rank ? -1 : 1;
+    if (x->t->id != y->t->id)
+        return x->t->id < y->t->id ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_pos(const void *a, const void *b)
+{
+    const td_cand *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_key(const cap_tensor *x, const cap_tensor *y)
+{
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_key_pos(const void *a, const void *b)
+{
+    const td_cand *x = a, *y = b;
+    int c = cmp_key(x->t, y->t);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_item_key_occ(const void *a, const void *b)
+{
+    const td_item *x = *(td_item *const *)a, *y = *(td_item *const *)b;
+    int c = cmp_key(x->t, y->t);
+    return c ? c : (x->occ > y->occ) - (x->occ < y->occ);
+}
+
 /* The usable captured tensors of a trace: complete, with data, one per
- * (rank, tensor id), outputs preferred, matching the name filter. */
+ * (rank, tensor id) at the place of its first capture, the output capture
+ * preferred, matching the name filter; in the capture list's order, each
+ * with its occurrence of (rank, step, name). O(n log n): a trace may hold
+ * many captures. */
 static td_item *usable(const cap_tensor *t, size_t n, const char *glob, size_t *out_n)
 {
+    td_cand *c = malloc((n ? n : 1) * sizeof(*c));
     td_item *v = calloc(n ? n : 1, sizeof(*v));
-    size_t k = 0;
-    for (size_t i = 0; v && i < n; i++) {
-        if (!t[i].complete || !t[i].data || t[i].role == TFT_CAPTURE_PRIOR ||
-            (glob && fnmatch(glob, t[i].name, 0) != 0))
-            continue;
-        size_t j = 0;
-        for (; j < k; j++)
-            if (v[j].t->rank == t[i].rank && v[j].t->id == t[i].id)
-                break;
-        if (j < k) { /* the same tensor again: keep the output role */
-            if (v[j].t->role != 0 && t[i].role == 0)
-                v[j].t = &t[i];
-            continue;
-        }
-        v[k].t = &t[i];
-        int occ = 0;
-        for (size_t m = 0; m < k; m++)
-            occ += v[m].t->rank == t[i].rank && v[m].t->step == t[i].step && !strcmp(v[m].t->name, t[i].name);
-        v[k++].occ = occ;
+    size_t m = 0, k = 0;
+    *out_n = 0;
+    if (!c || !v) {
+        free(c);
+        free(v);
+        return NULL;
     }
+    for (size_t i = 0; i < n; i++)
+        if (t[i].complete && t[i].data && t[i].role != TFT_CAPTURE_PRIOR && (!glob || fnmatch(glob, t[i].name, 0) == 0))
+            c[m++] = (td_cand){&t[i], i, 0};
+    qsort(c, m, sizeof(*c), cmp_rank_id);
+    for (size_t a = 0; a < m;) {
+        size_t b = a + 1;
+        const cap_tensor *keep = c[a].t;
+        for (; b < m && c[b].t->rank == c[a].t->rank && c[b].t->id == c[a].t->id; b++)
+            if (keep->role != 0 && c[b].t->role == 0)
+                keep = c[b].t;
+        c[k++] = (td_cand){keep, c[a].pos, 0};
+        a = b;
+    }
+    qsort(c, k, sizeof(*c), cmp_key_pos);
+    for (size_t a = 1; a < k; a++)
+        if (!cmp_key(c[a - 1].t, c[a].t))
+            c[a].occ = c[a - 1].occ + 1;
+    qsort(c, k, sizeof(*c), cmp_pos);
+    for (size_t a = 0; a < k; a++)
+        v[a] = (td_item){.t = c[a].t, .occ = c[a].occ};
+    free(c);
     *out_n = k;
     return v;
 }
@@ -191,7 +251,7 @@ static void compare_pair(const cap_tensor *g, const cap_tensor *b, const cap_ten
     memset(r, 0, sizeof(*r));
     r->numel = numel_of(g);
     int nd = g->ndim;
-    if (nd >= 2) {
+    if (nd >= 2 && r->numel > 0) { /* every dimension then is at most numel: the bitmaps are bounded */
         r->has_matrix = 1;
         r->rows = g->shape[nd - 2];
         r->cols = g->shape[nd - 1];
@@ -401,15 +461,27 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
     cJSON_AddNumberToObject(tol, "atol", o->atol);
     cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
     int n_diff = 0, n_same = 0, n_pairs = 0;
-    for (size_t i = 0; gv && bv && i < ng; i++) {
+    td_item **bix = bv ? malloc((nb ? nb : 1) * sizeof(*bix)) : NULL; /* BAD's by (rank, step, name, occ) */
+    for (size_t j = 0; bix && j < nb; j++)
+        bix[j] = &bv[j];
+    if (bix)
+        qsort(bix, nb, sizeof(*bix), cmp_item_key_occ);
+    for (size_t i = 0; gv && bix && i < ng; i++) {
         const cap_tensor *g = gv[i].t;
         const cap_tensor *b = NULL;
-        for (size_t j = 0; j < nb && !b; j++)
-            if (!bv[j].paired && bv[j].t->rank == g->rank && bv[j].t->step == g->step && bv[j].occ == gv[i].occ &&
-                !strcmp(bv[j].t->name, g->name)) {
-                b = bv[j].t;
-                bv[j].paired = 1;
-            }
+        size_t lo = 0, hi = nb;
+        const td_item *want = &gv[i];
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_item_key_occ(&bix[mid], &want) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < nb && !cmp_item_key_occ(&bix[lo], &want) && !bix[lo]->paired) {
+            b = bix[lo]->t;
+            bix[lo]->paired = 1;
+        }
         if (!b)
             continue;
         gv[i].paired = 1;
@@ -521,6 +593,7 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
     cJSON_Delete(root);
     free(gv);
     free(bv);
+    free(bix);
     cap_free(gt, gn);
     cap_free(bt, bn);
     return code;

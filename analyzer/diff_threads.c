@@ -179,12 +179,12 @@ static uint64_t exact_key(const align_tensor *t)
 
 static int fill_items(const align_side *s, const int32_t *idx, size_t n, match_item **items, size_t *cap)
 {
-    if (n > *cap) {
-        match_item *p = realloc(*items, n * sizeof *p);
+    if (n >= *cap) { /* never NULL, even for no items: qsort(NULL, 0) is undefined */
+        match_item *p = realloc(*items, (n + 1) * sizeof *p);
         if (!p)
             return -ENOMEM;
         *items = p;
-        *cap = n;
+        *cap = n + 1;
     }
     for (size_t k = 0; k < n; k++) {
         const align_tensor *t = &s->tensors[idx[k]];

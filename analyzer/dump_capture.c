@@ -24,11 +24,20 @@ static void shape_text(const cap_tensor *t, char *buf, size_t n)
         snprintf(buf + k, n - k, "]");
 }
 
-/* Loads the captures of the trace (of rank o->rank when given). */
+/* --tensor: only the captures the name or id asks for keep their bytes. */
+static int want_tensor(void *ctx, const cap_tensor *t)
+{
+    const dump_opts *o = ctx;
+    return (o->rank < 0 || t->rank == o->rank) && cap_find(t, 1, o->tensor) == 0;
+}
+
+/* Loads the captures of the trace (of rank o->rank when given), the bytes
+ * of those --tensor asks for when with_data. */
 static int load(dump_trace *d, const dump_opts *o, int with_data, cap_tensor **t, size_t *n)
 {
     char err[512];
-    if (cap_list_log(o->path, with_data, t, n, dump_log_fn, &d->log, err, sizeof(err)) < 0) {
+    if (cap_list_want(o->path, with_data ? want_tensor : cap_want_none, (void *)o, t, n, dump_log_fn, &d->log,
+                      err, sizeof(err)) < 0) {
         dump_err("%s", err);
         return DUMP_USAGE;
     }

@@ -7,6 +7,7 @@
 #include "diff_common.h"
 #include "dump_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -18,11 +19,19 @@ typedef struct nonfinite {
     uint64_t nan, inf;
 } nonfinite;
 
+static void release_all(dump_trace *d)
+{
+    for (int i = 0; i < d->n; i++)
+        tft_trace_release(d->t, i);
+}
+
+/* The first tensor with a NaN or Inf in (step, seq) order across ranks:
+ * every rank file open at once (one chunk each). 0 or a negative errno. */
 static int find_nonfinite(dump_trace *d, nonfinite *nf)
 {
     tft_merge *m = tft_merge_open(d->t, TFT_ORDER_STEP_SEQ);
     if (!m)
-        return -1;
+        return errno ? -errno : -EIO;
     const tft_rec *rec;
     int idx, e;
     while ((e = tft_merge_next(m, &rec, &idx)) == 1) {
@@ -39,16 +48,20 @@ static int find_nonfinite(dump_trace *d, nonfinite *nf)
         break;
     }
     tft_merge_close(m);
-    return e < 0 ? -1 : 0;
+    return e < 0 ? e : 0;
 }
 
+/* Leaks rank by rank, one rank file open at a time. */
 static int find_leaks(dump_trace *d, uint64_t min_bytes, diff_leak *out, int max)
 {
     int n = 0;
     for (int i = 0; i < tft_trace_nranks(d->t) && n < max; i++) {
         tft_reader *r = tft_trace_reader(d->t, i);
+        if (!r)
+            return errno ? -errno : -EIO;
         tft_reader_rewind(r);
         int k = diff_leaks_mem(r, tft_trace_rank_id(d->t, i), min_bytes, out + n, max - n, NULL);
+        tft_trace_release(d->t, i);
         if (k < 0)
             return k;
         n += k;
@@ -152,14 +165,26 @@ int dump_check(dump_trace *d, const dump_opts *o)
     nonfinite nf = {0};
     diff_leak leaks[64];
     diff_desync ds[64];
-    if (find_nonfinite(d, &nf) < 0) {
-        dump_err("%s: read error while scanning tensors", o->path);
+    int e = find_nonfinite(d, &nf);
+    release_all(d);
+    if (e == -ENOMEM) {
+        dump_nomem(o->path, "--check (the first non-finite, reading every rank file at once)");
+        return DUMP_USAGE;
+    }
+    if (e < 0) {
+        dump_err("%s: read error while scanning tensors: %s", o->path, strerror(-e));
         return DUMP_USAGE;
     }
     int nl = find_leaks(d, o->leak_min_bytes, leaks, 64);
-    int nd = diff_desyncs(d->t, ds, 64);
+    int nd = nl < 0 ? 0 : diff_desyncs(d->t, ds, 64);
+    release_all(d);
+    if (nl == -ENOMEM || nd == -ENOMEM) {
+        dump_nomem(o->path, nl == -ENOMEM ? "--check (leaks)" : "--check (desyncs across ranks)");
+        return DUMP_USAGE;
+    }
     if (nl < 0 || nd < 0) {
-        dump_err("%s: read error while scanning allocations and collectives", o->path);
+        dump_err("%s: read error while scanning allocations and collectives: %s", o->path,
+                 strerror(-(nl < 0 ? nl : nd)));
         return DUMP_USAGE;
     }
     if (o->json)

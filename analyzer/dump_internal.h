@@ -66,6 +66,12 @@ void dump_log_free(dump_log *l);
 
 /* Prints "tfdump: MESSAGE" on stderr. */
 void dump_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "tfdump: PATH: WHAT needs more memory than allowed (the address space is
+ * limited to N MiB (ulimit -v)); ..." for an allocation that failed. */
+void dump_nomem(const char *path, const char *what);
+/* The message for a failed read of a rank file: dump_nomem for -ENOMEM,
+ * "NAME: read error: ..." otherwise. Returns DUMP_USAGE. */
+int dump_read_error(const char *path, const char *name, int e);
 
 /* ---- stdout (dump_util.c) -------------------------------------------------- */
 
@@ -132,23 +138,45 @@ const char *integrity_name(int integrity); /* complete / torn / damaged */
  * ones that were entered and never returned (an ENTER record without its
  * EXIT: the rank hung in the call, or died in it). A call is one EXIT record,
  * one record without ENTER/EXIT flags (written after the call), or one
- * unmatched ENTER. Ranks are fed one after the other (coll_rank_begin). */
+ * unmatched ENTER. Ranks are fed one after the other: coll_rank_begin, the
+ * rank's records (coll_note), coll_rank_end while its reader is still open
+ * (it names the calls left open).
+ *
+ * Bounds (a trace is untrusted): at most COLL_INFLIGHT_MAX calls in flight
+ * per rank are tracked (a hash on communicator and sequence number, O(1)
+ * per record); ENTERs beyond are counted, not kept. At most COLL_KEEP
+ * unfinished calls are kept for the report over the whole trace; the rest
+ * are counted (coll_track.unshown). */
+#define COLL_INFLIGHT_MAX 65536
+#define COLL_KEEP 4096
+
 typedef struct coll_open {
     uint64_t comm, coll_seq, name;
     int64_t step;
     int idx;             /* rank file index */
+    uint32_t count;      /* ENTERs of this (comm, coll_seq) in flight (1 but for repeats) */
+    uint64_t serial;     /* order of its first ENTER in the rank */
+    bool named;          /* name_text holds the API name (false: the record names none) */
+    char name_text[72];  /* the API name as the rank file defines it, resolved at coll_rank_end */
 } coll_open;
 
 typedef struct coll_track {
-    coll_open *open;     /* unmatched ENTERs, in order */
+    coll_open *open;     /* unmatched ENTERs of the ranks read, in order (at most COLL_KEEP) */
     size_t n, cap;
-    size_t rank_start;   /* first entry of the rank being read */
+    coll_open *fly;      /* the rank being read: calls in flight, open addressing */
+    size_t fly_cap, fly_n;
+    uint64_t serial;
     uint64_t calls;      /* completed calls so far */
-    uint64_t lost;       /* unmatched ENTERs not kept (out of memory) */
+    uint64_t lost;       /* unmatched ENTERs not kept (beyond COLL_INFLIGHT_MAX, or no memory) */
+    uint64_t rank_lost;  /* ... of the rank being read: an EXIT matching none completes one */
+    uint64_t unshown;    /* unfinished calls beyond COLL_KEEP, counted only */
 } coll_track;
 
 void coll_rank_begin(coll_track *t);
 void coll_note(coll_track *t, const tft_rec_collective *c, int idx);
+/* Ends the rank: its calls still in flight become unfinished ones, named
+ * through r (the rank's reader, still open). Returns 0 or -ENOMEM. */
+int coll_rank_end(coll_track *t, const tft_reader *r);
 uint64_t coll_calls(const coll_track *t); /* completed + unfinished */
 void coll_free(coll_track *t);
 

@@ -56,6 +56,8 @@ static int find_op(dump_trace *d, replay *rp)
         if (tft_trace_rank_id(d->t, i) != rp->rank)
             continue;
         tft_reader *r = tft_trace_reader(d->t, i);
+        if (!r)
+            return -1;
         tft_reader_rewind(r);
         const tft_rec *rec;
         int e;
@@ -64,14 +66,16 @@ static int find_op(dump_trace *d, replay *rp)
                 continue;
             rp->op = malloc(rec->len);
             if (!rp->op)
-                return -1;
+                break;
             memcpy(rp->op, rec, rec->len);
             char b[18];
             const char *nm = rec_string(r, rp->op->name, b);
             snprintf(rp->op_name, sizeof(rp->op_name), "%s", nm ? nm : "?");
-            return 0;
+            break;
         }
-        /* not in this file: two files may claim one rank (a helper process) */
+        tft_trace_release(d->t, i);
+        if (rp->op)
+            return 0;
     }
     return -1;
 }
@@ -128,10 +132,10 @@ static const void *input(replay *rp, int k, int dtype, uint64_t numel)
         snprintf(rp->why, sizeof(rp->why), "input %d (%s) is incomplete in the trace", k, t->name);
         return NULL;
     }
-    if (t->dtype != dtype || t->bytes != numel * tft_dtype_size(dtype)) {
-        snprintf(rp->why, sizeof(rp->why), "input %d (%s) is %s with %" PRIu64 " bytes, expected %s with %" PRIu64,
-                 k, t->name, tft_dtype_name(t->dtype), t->bytes, tft_dtype_name(dtype),
-                 numel * tft_dtype_size(dtype));
+    size_t esz = tft_dtype_size(dtype);
+    if (t->dtype != dtype || !esz || numel > UINT64_MAX / esz || t->bytes != numel * esz) {
+        snprintf(rp->why, sizeof(rp->why), "input %d (%s) is %s with %" PRIu64 " bytes, expected %s with %" PRIu64
+                 " elements", k, t->name, tft_dtype_name(t->dtype), t->bytes, tft_dtype_name(dtype), numel);
         return NULL;
     }
     return t->data;
@@ -157,7 +161,7 @@ static int replay_gemm(replay *rp)
         return -1;
     }
     const int64_t *a = (const int64_t *)(op->ids + op->n_in + op->n_out);
-    int64_t m = a[0], n = a[1], k = a[2], ta = a[3], tb = a[4], dtype = a[5], col = a[6];
+    int64_t m = a[0], n = a[1], k = a[2], ta = a[3] != 0, tb = a[4] != 0, dtype = a[5], col = a[6] != 0;
     double alpha = attr_f64(a[10]), beta = attr_f64(a[11]);
     if (m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
         (dtype != TFT_F32 && dtype != TFT_F64)) {
@@ -207,7 +211,7 @@ static int replay_gemm(replay *rp)
     }
     return 0;
 #else
-    (void)a_cols, (void)b_cols, (void)c_cols;
+    (void)a_cols, (void)b_cols, (void)c_cols, (void)alpha;
     snprintf(rp->why, sizeof(rp->why), "this tfdump was built without CBLAS (OpenBLAS)");
     return -1;
 #endif
@@ -216,6 +220,20 @@ static int replay_gemm(replay *rp)
 /* ---- tftrain's runtime ops -------------------------------------------------------- */
 
 #ifdef TFT_HAVE_OPS
+/* *out = a * b (* c) when every factor is >= 0 and the product fits: the
+ * dimensions come from the file, and an overflowed product would let a
+ * small buffer pass for a large one. */
+static bool mul2(int64_t a, int64_t b, int64_t *out)
+{
+    return a >= 0 && b >= 0 && !__builtin_mul_overflow(a, b, out);
+}
+
+static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
+{
+    int64_t ab;
+    return mul2(a, b, &ab) && mul2(ab, c, out);
+}
+
 /* Dimensions of a [d0, d1, ..., dn] f32 tensor; the product of all but the last. */
 static int64_t rows_of(const cap_tensor *t)
 {
@@ -270,9 +288,11 @@ static int replay_runtime_op(replay *rp, bool *scores_unscaled)
         op_softmax_fwd(got, s, (int)N, (int)C);
     } else if (!fnmatch("L*.qkv", nm, 0) || !strcmp(nm, "logits")) {
         const cap_tensor *xi = rp->op->n_in > 0 ? rp->in[0] : NULL;
-        int64_t IC = xi ? last_dim(xi) : 0;
-        const float *x = xi ? input(rp, 0, TFT_F32, (uint64_t)(N * IC)) : input(rp, 0, TFT_F32, 0);
-        const float *w = x ? input(rp, 1, TFT_F32, (uint64_t)(C * IC)) : NULL;
+        int64_t IC = xi ? last_dim(xi) : 0, NIC, CIC;
+        if (!fits_int(IC) || !mul2(N, IC, &NIC) || !mul2(C, IC, &CIC))
+            return snprintf(rp->why, sizeof(rp->why), "op %s: dimensions too large", nm), -1;
+        const float *x = xi ? input(rp, 0, TFT_F32, (uint64_t)NIC) : input(rp, 0, TFT_F32, 0);
+        const float *w = x ? input(rp, 1, TFT_F32, (uint64_t)CIC) : NULL;
         const float *b = NULL;
         if (w && !strcmp(nm, "logits")) {
             /* no bias */
@@ -289,9 +309,15 @@ static int replay_runtime_op(replay *rp, bool *scores_unscaled)
             return snprintf(rp->why, sizeof(rp->why), "op %s: its qkv input was not captured", nm), -1;
         int64_t B = q->shape[0], T = q->shape[1], C3 = q->shape[2];
         int64_t NH = scores ? out->shape[1] : (rp->in[0] && rp->in[0]->ndim == 4 ? rp->in[0]->shape[1] : 0);
-        if (C3 % 3 || NH <= 0 || (C3 / 3) % NH || !fits_int(B * T * C3))
+        int64_t BTC3, BNTT, BTC;
+        /* what the kernels read and write: qkv [B, T, C3], scores/probs
+         * [B, NH, T, T], the output [B, T, C3/3]; the output buffer is the
+         * captured output's size, so its element count must be theirs */
+        if (C3 % 3 || NH <= 0 || (C3 / 3) % NH || !mul3(B, T, C3, &BTC3) || !fits_int(BTC3) ||
+            !fits_int(NH) || !mul3(B, NH, T, &BNTT) || !mul2(BNTT, T, &BNTT) || !mul3(B, T, C3 / 3, &BTC) ||
+            (uint64_t)(scores ? BNTT : BTC) != n)
             return snprintf(rp->why, sizeof(rp->why), "op %s: shapes do not fit attention", nm), -1;
-        const float *qkv = input(rp, scores ? 0 : 1, TFT_F32, (uint64_t)(B * T * C3));
+        const float *qkv = input(rp, scores ? 0 : 1, TFT_F32, (uint64_t)BTC3);
         if (!qkv)
             return -1;
         if (scores) {
@@ -309,7 +335,7 @@ static int replay_runtime_op(replay *rp, bool *scores_unscaled)
                 }
             }
         } else {
-            const float *pr = input(rp, 0, TFT_F32, (uint64_t)(B * NH * T * T));
+            const float *pr = input(rp, 0, TFT_F32, (uint64_t)BNTT);
             if (!pr)
                 return -1;
             op_attn_values_fwd(got, pr, qkv, (int)B, (int)T, (int)(C3 / 3), (int)NH);
@@ -319,15 +345,17 @@ static int replay_runtime_op(replay *rp, bool *scores_unscaled)
         const cap_tensor *wte = rp->op->n_in > 1 ? rp->in[1] : NULL, *wpe = rp->op->n_in > 2 ? rp->in[2] : NULL;
         if (!tok || tok->ndim != 2 || !wte || !wpe || out->ndim != 3)
             return snprintf(rp->why, sizeof(rp->why), "op emb: tokens, wte and wpe must all be captured"), -1;
-        int64_t B = tok->shape[0], T = tok->shape[1], V = numel(wte) / (uint64_t)(C ? C : 1);
-        const int32_t *tk = input(rp, 0, TFT_I32, (uint64_t)(B * T));
+        int64_t B = tok->shape[0], T = tok->shape[1], V = (int64_t)(numel(wte) / (uint64_t)(C ? C : 1)), BT, TC, BTC;
+        if (!fits_int(B) || !fits_int(T) || !mul2(B, T, &BT) || !mul2(T, C, &TC) || !mul3(B, T, C, &BTC))
+            return snprintf(rp->why, sizeof(rp->why), "op emb: shapes do not fit"), -1;
+        const int32_t *tk = input(rp, 0, TFT_I32, (uint64_t)BT);
         const float *e = tk ? input(rp, 1, TFT_F32, numel(wte)) : NULL;
         const float *p = e ? input(rp, 2, TFT_F32, numel(wpe)) : NULL;
         if (!p)
             return -1;
-        if ((int64_t)numel(wpe) < T * C || B * T * C != (int64_t)n)
+        if (numel(wpe) < (uint64_t)TC || (uint64_t)BTC != n)
             return snprintf(rp->why, sizeof(rp->why), "op emb: shapes do not fit"), -1;
-        for (int64_t i = 0; i < B * T; i++)
+        for (int64_t i = 0; i < BT; i++)
             if (tk[i] < 0 || tk[i] >= V)
                 return snprintf(rp->why, sizeof(rp->why), "op emb: token %d out of the vocabulary (%" PRId64 ")",
                                 tk[i], V), -1;
@@ -468,12 +496,19 @@ static int report(const replay *rp, const verdict *v)
     return v->within ? DUMP_OK : DUMP_FINDINGS;
 }
 
+/* Only the captures of op SEQ keep their bytes. */
+static int want_op(void *ctx, const cap_tensor *t)
+{
+    const dump_opts *o = ctx;
+    return t->seq == o->replay_seq && (o->rank < 0 || t->rank == o->rank);
+}
+
 int dump_replay(dump_trace *d, const dump_opts *o)
 {
     replay rp = {.o = o, .rank = o->rank};
     char err[512];
     int status = DUMP_USAGE;
-    if (cap_list_log(o->path, 1, &rp.caps, &rp.ncaps, dump_log_fn, &d->log, err, sizeof(err)) < 0) {
+    if (cap_list_want(o->path, want_op, (void *)o, &rp.caps, &rp.ncaps, dump_log_fn, &d->log, err, sizeof(err)) < 0) {
         dump_err("%s", err);
         return DUMP_USAGE;
     }

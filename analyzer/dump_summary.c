@@ -4,8 +4,9 @@
  * one JSON object with the keys: trace, ranks (count), rank_ids, steps
  * ([first, last] or null), records, records_by_kind, ops, tensors,
  * collectives (calls), collectives_unfinished ([{rank, name, comm, coll_seq,
- * step}]), allocs, frees, dropped (the chunk headers' totals, FORMAT.md §5.11), bytes (of
- * the rank files), raw_bytes, ratio, integrity (complete|torn|damaged), exit
+ * step}], at most COLL_KEEP), collectives_unfinished_not_shown (the rest),
+ * allocs, frees, dropped (the chunk headers' totals, FORMAT.md §5.11),
+ * bytes (of the rank files), raw_bytes, ratio, integrity (complete|torn|damaged), exit
  * ({rank: {code}|{signal}|null}: the PROCESS exit record, else the manifest),
  * problems, problems_not_shown, manifest (null or {run_id, command,
  * world_size, complete, host, tool_version, format_version, exit_status,
@@ -22,8 +23,10 @@
  * summary with zero counts, what the manifest knows, and "recorded": false;
  * dump_unrecorded also answers every other mode for it.
  *
- * Memory: one chunk per rank file (the reader) plus a 512 KiB table of
- * counts by record kind; time: one decompression of the whole trace.
+ * Memory: one rank file is open at a time (one reader: one chunk), plus a
+ * 512 KiB table of counts by record kind, a few hundred bytes per rank
+ * file and the unfinished collective calls (dump_internal.h: bounded);
+ * time: one decompression of the whole trace.
  */
 #include "dump_internal.h"
 
@@ -45,6 +48,7 @@ typedef struct rank_sum {
 
 typedef struct trace_sum {
     uint64_t *by_kind;       /* KINDS counters */
+    int kind_hi;             /* one past the largest kind counted */
     uint64_t records, dropped;
     int64_t step_first, step_last;
     uint64_t bytes, raw_bytes;
@@ -66,6 +70,8 @@ static void step_range(int64_t *first, int64_t *last, int64_t step)
 static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec)
 {
     s->by_kind[rec->kind]++;
+    if (rec->kind >= s->kind_hi)
+        s->kind_hi = rec->kind + 1;
     rs->records++;
     step_range(&rs->step_first, &rs->step_last, rec->step);
     if (rec->kind == TFT_REC_COLLECTIVE)
@@ -80,22 +86,29 @@ static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec
     }
 }
 
-/* Reads rank file idx to the end. Returns 0 or a negative errno. */
+/* Reads rank file idx to the end, then closes it: one rank file is open
+ * at a time. Returns 0 or a negative errno. */
 static int sum_rank(dump_trace *d, int idx, trace_sum *s)
 {
     rank_sum *rs = &s->ranks[idx];
-    tft_reader *r = tft_trace_reader(d->t, idx);
     rs->rank = tft_trace_rank_id(d->t, idx);
     rs->step_first = rs->step_last = TFT_STEP_NONE;
+    tft_reader *r = tft_trace_reader(d->t, idx);
+    if (!r)
+        return errno ? -errno : -EIO;
     const tft_rec *rec;
     int e;
     tft_reader_rewind(r);
     coll_rank_begin(&s->coll);
     while ((e = tft_reader_next(r, &rec)) > 0)
         count_record(s, rs, idx, rec);
+    int ce = coll_rank_end(&s->coll, r);
     tft_reader_get_status(r, &rs->st);
+    tft_trace_release(d->t, idx);
     if (e < 0)
         return e;
+    if (ce < 0)
+        return ce;
     s->records += rs->records;
     s->dropped += rs->st.dropped;
     s->bytes += rs->st.file_bytes;
@@ -127,16 +140,14 @@ static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
     s->by_kind = calloc(KINDS, sizeof(*s->by_kind));
     s->ranks = calloc((size_t)d->n + 1, sizeof(*s->ranks));
     if (!s->by_kind || !s->ranks) {
-        dump_err("out of memory");
+        dump_nomem(o->path, "the summary");
         return DUMP_USAGE;
     }
     s->step_first = s->step_last = TFT_STEP_NONE;
     for (int i = 0; i < d->n; i++) {
         int e = sum_rank(d, i, s);
-        if (e < 0) {
-            dump_err("%s: read error: %s", d->names[i], strerror(-e));
-            return DUMP_USAGE;
-        }
+        if (e < 0)
+            return dump_read_error(o->path, d->names[i], e);
     }
     if (dump_trace_check(d, o->path) > 0)
         s->integrity = TFT_DAMAGED;
@@ -158,7 +169,7 @@ static void text_kinds(const trace_sum *s)
 {
     printf("records      %" PRIu64, s->records);
     const char *sep = " (";
-    for (int k = 0; k < KINDS; k++) {
+    for (int k = 0; k < s->kind_hi; k++) {
         if (!s->by_kind[k])
             continue;
         char kb[24];
@@ -264,20 +275,19 @@ static void text_collectives(dump_trace *d, const trace_sum *s)
     const coll_track *t = &s->coll;
     printf("collectives  %" PRIu64 " calls", coll_calls(t));
     if (t->n)
-        printf(", %zu entered and never returned (hang or crash):", t->n);
+        printf(", %" PRIu64 " entered and never returned (hang or crash):", (uint64_t)t->n + t->unshown);
     printf("\n");
     for (size_t i = 0; i < t->n && i < 16; i++) {
         const coll_open *o = &t->open[i];
-        char b[18];
         printf("             rank %d: %s comm=%016" PRIx64 " cseq=%" PRIu64,
-               tft_trace_rank_id(d->t, o->idx), name_or_dash(rec_string(tft_trace_reader(d->t, o->idx), o->name, b)),
+               tft_trace_rank_id(d->t, o->idx), name_or_dash(o->named ? o->name_text : NULL),
                o->comm, o->coll_seq);
         if (o->step != TFT_STEP_NONE)
             printf(" step %" PRId64, o->step);
         printf("\n");
     }
-    if (t->n > 16)
-        printf("             ... and %zu more\n", t->n - 16);
+    if (t->n + t->unshown > 16)
+        printf("             ... and %" PRIu64 " more\n", (uint64_t)t->n + t->unshown - 16);
 }
 
 static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
@@ -374,9 +384,8 @@ static cJSON *json_unfinished(dump_trace *d, const trace_sum *s)
     for (size_t i = 0; a && i < s->coll.n; i++) {
         const coll_open *o = &s->coll.open[i];
         cJSON *j = cJSON_CreateObject();
-        char b[18];
         cJSON_AddNumberToObject(j, "rank", tft_trace_rank_id(d->t, o->idx));
-        json_str_or_null(j, "name", rec_string(tft_trace_reader(d->t, o->idx), o->name, b));
+        json_str_or_null(j, "name", o->named ? o->name_text : NULL);
         json_hex(j, "comm", o->comm);
         json_u64(j, "coll_seq", o->coll_seq);
         if (o->step == TFT_STEP_NONE)
@@ -409,7 +418,7 @@ static void json_counts(cJSON *o, const trace_sum *s)
 {
     json_u64(o, "records", s->records);
     cJSON *bk = cJSON_AddObjectToObject(o, "records_by_kind");
-    for (int k = 0; bk && k < KINDS; k++) {
+    for (int k = 0; bk && k < s->kind_hi; k++) {
         char kb[24];
         if (s->by_kind[k])
             json_u64(bk, rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
@@ -475,6 +484,7 @@ static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s
     cJSON_AddItemToObject(j, "steps", json_steps(s->step_first, s->step_last));
     json_counts(j, s);
     cJSON_AddItemToObject(j, "collectives_unfinished", json_unfinished(d, s));
+    json_u64(j, "collectives_unfinished_not_shown", s->coll.unshown);
     cJSON_AddStringToObject(j, "integrity", integrity_name(s->integrity));
     cJSON *ex = cJSON_AddObjectToObject(j, "exit");
     for (int i = 0; ex && i < d->n; i++) {

@@ -13,7 +13,30 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- an address-space limit and OpenBLAS ------------------------------------- */
+
+/* tfdump links OpenBLAS (--replay-op). Its worker threads, started when the
+ * library loads, each reserve a buffer of about 128 MiB of address space,
+ * and a worker whose reservation fails retries forever: under `ulimit -v`
+ * (the way to bound what a hostile trace may cost) tfdump would spin and
+ * never exit instead of saying it needs more memory. So when an
+ * address-space limit is set and OPENBLAS_NUM_THREADS is not, tfdump runs
+ * itself again with OPENBLAS_NUM_THREADS=1 (no workers) before main. This
+ * runs after OpenBLAS's own constructor (a library's constructors run
+ * before the program's), the exec ends its workers. */
+__attribute__((constructor)) static void openblas_under_limit(int argc, char **argv, char **envp)
+{
+    (void)argc, (void)envp;
+    struct rlimit rl;
+    if (getenv("OPENBLAS_NUM_THREADS") || getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || !argv)
+        return;
+    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0)
+        execv("/proc/self/exe", argv); /* on failure: run on as we are */
+}
 
 /* ---- diagnostics ------------------------------------------------------------ */
 
@@ -25,6 +48,26 @@ void dump_err(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+void dump_nomem(const char *path, const char *what)
+{
+    struct rlimit rl;
+    char lim[128] = "the machine is out of memory";
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(lim, sizeof(lim), "the address space is limited to %llu MiB (ulimit -v)",
+                 (unsigned long long)(rl.rlim_cur >> 20));
+    dump_err("%s: %s needs more memory than allowed (%s); raise the limit, or look at fewer ranks "
+             "(tfdump TRACE/rank-NNNNN.tft)", path, what, lim);
+}
+
+int dump_read_error(const char *path, const char *name, int e)
+{
+    if (e == -ENOMEM)
+        dump_nomem(path, "reading the trace");
+    else
+        dump_err("%s: read error: %s", name, strerror(-e));
+    return DUMP_USAGE;
 }
 
 /* Log callback for tft_reader_opts: keeps ERROR and WARN messages (INFO and
@@ -127,11 +170,6 @@ bool out_json_line(const cJSON *j)
 
 /* ---- the trace and its rank-file names --------------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* trace.c's rule for rank files: rank-*.tft. */
 static bool is_rank_file_name(const char *name)
 {
@@ -139,60 +177,26 @@ static bool is_rank_file_name(const char *name)
     return strncmp(name, "rank-", 5) == 0 && len >= 9 && strcmp(name + len - 4, ".tft") == 0;
 }
 
-/* tft_trace does not say which file each reader reads, so this lists the
- * directory with the same rule it uses (rank-*.tft, sorted by strcmp); when
- * the counts agree, index i is names[i]. Returns the count found or -1. */
-static int list_names(const char *dir, char **names, int n)
-{
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return -1;
-    int found = 0;
-    bool oom = false;
-    struct dirent *de;
-    while ((de = readdir(dp))) {
-        if (!is_rank_file_name(de->d_name))
-            continue;
-        if (found < n) {
-            size_t need = strlen(dir) + strlen(de->d_name) + 2;
-            if ((names[found] = malloc(need)))
-                snprintf(names[found], need, "%s/%s", dir, de->d_name);
-            else
-                oom = true;
-        }
-        found++;
-    }
-    closedir(dp);
-    if (oom)
-        return -1;
-    if (found == n)
-        qsort(names, (size_t)n, sizeof(*names), cmp_str);
-    return found;
-}
-
-static int name_files(dump_trace *d, const char *path)
+static int name_files(dump_trace *d)
 {
     d->names = calloc((size_t)d->n + 1, sizeof(*d->names));
     if (!d->names)
         return -ENOMEM;
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-        d->names[0] = strdup(path);
-    } else if (list_names(path, d->names, d->n) != d->n) {
-        for (int i = 0; i < d->n; i++) {
-            free(d->names[i]);
-            d->names[i] = NULL;
-        }
-    }
-    for (int i = 0; i < d->n; i++) {
-        if (d->names[i])
-            continue;
-        char buf[64];
-        snprintf(buf, sizeof(buf), "rank %d", tft_trace_rank_id(d->t, i));
-        if (!(d->names[i] = strdup(buf)))
+    for (int i = 0; i < d->n; i++)
+        if (!(d->names[i] = strdup(tft_trace_file_name(d->t, i))))
             return -ENOMEM;
-    }
     return 0;
+}
+
+/* A trace of many ranks merged at once (--events, --check) needs a file
+ * descriptor per rank file: the soft limit goes up to the hard one. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }
 
 /* The format library opens rank files with a blocking open(): a FIFO would
@@ -231,9 +235,12 @@ int dump_trace_open(dump_trace *d, const dump_opts *o)
     *d = (dump_trace){0};
     if (!only_regular_files(o->path))
         return DUMP_USAGE;
+    raise_nofile();
     d->log.hold = 1;
+    /* rank files are opened when a mode reads them, and closed after where
+     * it reads them one by one (summary, --verify, --chunks, leaks) */
     tft_reader_opts ro = TFT_READER_OPTS(.log = dump_log_fn, .log_ctx = &d->log);
-    d->t = tft_trace_open(o->path, &ro);
+    d->t = tft_trace_open_lazy(o->path, &ro);
     if (!d->t && errno == EPROTO && trace_unrecorded(o->path, &d->manifest)) {
         dump_log_free(&d->log); /* "no rank files": said better by dump_unrecorded */
         d->unrecorded = true;
@@ -243,14 +250,16 @@ int dump_trace_open(dump_trace *d, const dump_opts *o)
         int e = errno;
         if (d->log.n)
             dump_log_echo(&d->log, 0);
-        else
+        if (e == ENOMEM)
+            dump_nomem(o->path, "opening the trace");
+        else if (!d->log.n)
             dump_err("%s: cannot open the trace: %s", o->path, strerror(e));
         dump_log_free(&d->log);
         return DUMP_USAGE;
     }
     d->n = tft_trace_nranks(d->t);
-    if (name_files(d, o->path) < 0) {
-        dump_err("out of memory");
+    if (name_files(d) < 0) {
+        dump_nomem(o->path, "opening the trace");
         dump_trace_close(d);
         return DUMP_USAGE;
     }
@@ -381,7 +390,7 @@ int dump_trace_check(dump_trace *d, const char *path)
     }
     for (int i = 0; i < d->n && m->run_id[0]; i++) {
         char hex[33];
-        run_id_hex(tft_reader_info(tft_trace_reader(d->t, i))->run_id, hex);
+        run_id_hex(tft_trace_file_info(d->t, i)->run_id, hex);
         if (strcmp(hex, m->run_id) != 0) {
             note(d, "%s: run id %s differs from manifest.json's %s: the file belongs to another run",
                  d->names[i], hex, m->run_id);

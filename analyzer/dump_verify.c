@@ -9,6 +9,7 @@
  */
 #include "dump_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,16 +92,17 @@ int dump_verify(dump_trace *d, const dump_opts *o)
 {
     tft_reader_status *st = calloc((size_t)d->n + 1, sizeof(*st));
     if (!st) {
-        dump_err("out of memory");
+        dump_nomem(o->path, "--verify");
         return DUMP_USAGE;
     }
     int worst = TFT_INTACT;
-    for (int i = 0; i < d->n; i++) {
-        int e = tft_reader_verify(tft_trace_reader(d->t, i), &st[i]);
+    for (int i = 0; i < d->n; i++) { /* one rank file open at a time */
+        tft_reader *r = tft_trace_reader(d->t, i);
+        int e = r ? tft_reader_verify(r, &st[i]) : errno ? -errno : -EIO;
+        tft_trace_release(d->t, i);
         if (e < 0) {
-            dump_err("%s: read error: %s", d->names[i], strerror(-e));
             free(st);
-            return DUMP_USAGE;
+            return dump_read_error(o->path, d->names[i], e);
         }
         if (st[i].integrity > worst)
             worst = st[i].integrity;
@@ -167,14 +169,19 @@ static bool chunk_text(const dump_trace *d, int i, const tft_chunk_info *c)
 int dump_chunks(dump_trace *d, const dump_opts *o)
 {
     for (int i = 0; i < d->n; i++) {
-        tft_reader *r = tft_trace_reader(d->t, i);
         if (o->rank >= 0 && tft_trace_rank_id(d->t, i) != o->rank)
             continue;
-        for (size_t k = 0; k < tft_reader_chunk_count(r); k++) {
+        tft_reader *r = tft_trace_reader(d->t, i);
+        if (!r)
+            return dump_read_error(o->path, d->names[i], errno ? -errno : -EIO);
+        bool ok = true;
+        for (size_t k = 0; ok && k < tft_reader_chunk_count(r); k++) {
             const tft_chunk_info *c = tft_reader_chunk(r, k);
-            if (!(o->json ? chunk_json(d, i, c) : chunk_text(d, i, c)))
-                return DUMP_OK;
+            ok = o->json ? chunk_json(d, i, c) : chunk_text(d, i, c);
         }
+        tft_trace_release(d->t, i);
+        if (!ok)
+            return DUMP_OK;
     }
     return DUMP_OK;
 }

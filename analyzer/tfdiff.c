@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -200,7 +201,35 @@ static void progress(void *ctx, int rank, int64_t step)
     pthread_mutex_unlock(&progress_lock);
 }
 
+/* "needs more memory than allowed (...)": what an allocation failure
+ * means to the user, with the limit that caused it. */
+static void say_nomem(const char *what)
+{
+    struct rlimit rl;
+    char lim[128] = "the machine is out of memory";
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(lim, sizeof(lim), "the address space is limited to %llu MiB (ulimit -v)",
+                 (unsigned long long)(rl.rlim_cur >> 20));
+    fprintf(stderr, "tfdiff: %s needs more memory than allowed (%s); raise the limit, or compare fewer ranks "
+            "(--ranks)\n", what, lim);
+}
+
+/* Every rank file of a trace open at once (the desync analysis merges them)
+ * needs a file descriptor each: the soft limit goes up to the hard one. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* One rank's comparison. Each job has readers of its own, opened by the
+ * main thread before the job starts and released after it ended: no
+ * reader is ever used by two threads. */
 typedef struct rank_job {
+    int gi, bi;              /* rank file indices in GOLDEN and BAD */
     tft_reader *g, *b;
     const diff_opts *o;
     diff_rank_result res;
@@ -224,30 +253,77 @@ static bool rank_wanted(const opts *o, int rank)
     return false;
 }
 
-/* Pairs the ranks of both traces and compares them, two threads at a time. */
+/* Index of rank `rank` in t, -1 none (tft_trace_open made ranks unique). */
+static int rank_index_of(const tft_trace *t, int rank)
+{
+    for (int k = 0; k < tft_trace_nranks(t); k++)
+        if (tft_trace_rank_id(t, k) == rank)
+            return k;
+    return -1;
+}
+
+/* Runs jobs[base, top): one thread each (inline when a thread cannot be
+ * made), then releases their readers. */
+static int run_batch(tft_trace *g, tft_trace *b, rank_job *jobs, pthread_t *th, int base, int top)
+{
+    int e = 0;
+    bool *started = calloc((size_t)(top - base), sizeof(*started));
+    if (!started)
+        return -ENOMEM;
+    for (int i = base; i < top; i++) {
+        jobs[i].g = tft_trace_reader(g, jobs[i].gi);
+        jobs[i].b = jobs[i].g ? tft_trace_reader(b, jobs[i].bi) : NULL;
+        if (!jobs[i].g || !jobs[i].b) {
+            jobs[i].err = errno ? -errno : -EIO;
+            continue;
+        }
+        started[i - base] = pthread_create(&th[i], NULL, rank_main, &jobs[i]) == 0;
+        if (!started[i - base])
+            rank_main(&jobs[i]);
+    }
+    for (int i = base; i < top; i++) {
+        if (started[i - base])
+            pthread_join(th[i], NULL);
+        jobs[i].res.rank = tft_trace_rank_id(b, jobs[i].bi); /* the rank it is read as */
+        tft_trace_release(g, jobs[i].gi);
+        tft_trace_release(b, jobs[i].bi);
+        if (jobs[i].err && !e)
+            e = jobs[i].err;
+    }
+    free(started);
+    return e;
+}
+
+/* Pairs the ranks of both traces and compares them, one thread per CPU at
+ * a time: memory is two readers (two chunks) and one step per side per
+ * thread, whatever the rank count. */
 static int compare_ranks(const opts *o, tft_trace *g, tft_trace *b, diff_report *rep)
 {
     int n = tft_trace_nranks(b);
-    rank_job *jobs = calloc((size_t)n, sizeof(*jobs));
-    pthread_t *th = calloc((size_t)n, sizeof(*th));
-    if (!jobs || !th) {
+    rank_job *jobs = calloc((size_t)n + 1, sizeof(*jobs));
+    pthread_t *th = calloc((size_t)n + 1, sizeof(*th));
+    bool *g_used = calloc((size_t)tft_trace_nranks(g) + 1, sizeof(*g_used));
+    if (!jobs || !th || !g_used) {
         free(jobs);
         free(th);
+        free(g_used);
         return -ENOMEM;
     }
     int njobs = 0, e = 0;
     for (int i = 0; i < n; i++) {
-        int rank = tft_trace_rank_id(b, i), gi = -1;
-        for (int k = 0; k < tft_trace_nranks(g); k++)
-            if (tft_trace_rank_id(g, k) == rank)
-                gi = k;
+        int rank = tft_trace_rank_id(b, i), gi = rank_index_of(g, rank);
         if (!rank_wanted(o, rank))
             continue;
         if (gi < 0) {
             report_note(rep, "rank %d is in BAD only", rank);
             continue;
         }
-        jobs[njobs] = (rank_job){tft_trace_reader(g, gi), tft_trace_reader(b, i), &o->d, {0}, 0};
+        if (g_used[gi]) { /* cannot happen after tft_trace_open's checks; never share a reader */
+            report_note(rep, "rank %d: a second BAD file read as this rank is left out", rank);
+            continue;
+        }
+        g_used[gi] = true;
+        jobs[njobs] = (rank_job){.gi = gi, .bi = i, .o = &o->d};
         njobs++;
     }
     for (int k = 0; k < tft_trace_nranks(g); k++) {
@@ -261,22 +337,19 @@ static int compare_ranks(const opts *o, tft_trace *g, tft_trace *b, diff_report 
     int width = ncpu > 1 ? (int)ncpu : 1;
     for (int base = 0; base < njobs; base += width) {
         int top = base + width < njobs ? base + width : njobs;
-        for (int i = base; i < top; i++)
-            pthread_create(&th[i], NULL, rank_main, &jobs[i]);
-        for (int i = base; i < top; i++)
-            pthread_join(th[i], NULL);
+        int be = run_batch(g, b, jobs, th, base, top);
+        if (be && !e)
+            e = be;
         if (!o->quiet && !o->json && isatty(2) && njobs > 1)
             fprintf(stderr, "\rtfdiff: compared %d of %d ranks", top, njobs);
     }
     if ((!o->quiet && !o->json && isatty(2) && njobs > 1) || progress_shown)
         fputc('\n', stderr);
-    for (int i = 0; i < njobs; i++) {
-        if (jobs[i].err && !e)
-            e = jobs[i].err;
+    for (int i = 0; i < njobs; i++)
         report_add_rank(rep, &jobs[i].res);
-    }
     free(jobs);
     free(th);
+    free(g_used);
     return e;
 }
 
@@ -298,8 +371,11 @@ static void exit_from_manifest(tft_trace *t, int rank, diff_rank_mem *m)
 static int scan_leaks(tft_trace *t, int i, diff_leak *l, int max, diff_rank_mem *m)
 {
     tft_reader *r = tft_trace_reader(t, i);
+    if (!r)
+        return errno ? -errno : -EIO;
     tft_reader_rewind(r);
     int n = diff_leaks_mem(r, tft_trace_rank_id(t, i), 0, l, max, m);
+    tft_trace_release(t, i);
     if (n >= 0)
         exit_from_manifest(t, tft_trace_rank_id(t, i), m);
     return n;
@@ -317,10 +393,7 @@ static int compare_leaks(const opts *o, tft_trace *g, tft_trace *b, diff_report 
     bm.sites = calloc(SITES_MAX, sizeof(*bm.sites));
     int e = gm.sites && bm.sites ? 0 : -ENOMEM;
     for (int i = 0; !e && i < tft_trace_nranks(b); i++) {
-        int rank = tft_trace_rank_id(b, i), gi = -1;
-        for (int k = 0; k < tft_trace_nranks(g); k++)
-            if (tft_trace_rank_id(g, k) == rank)
-                gi = k;
+        int rank = tft_trace_rank_id(b, i), gi = rank_index_of(g, rank);
         if (!rank_wanted(o, rank))
             continue;
         int nb = scan_leaks(b, i, bl, LEAKS_MAX, &bm);
@@ -346,13 +419,25 @@ static int compare_leaks(const opts *o, tft_trace *g, tft_trace *b, diff_report 
     return e;
 }
 
+static void release_all(tft_trace *t)
+{
+    for (int i = 0; i < tft_trace_nranks(t); i++)
+        tft_trace_release(t, i);
+}
+
+/* The desync analysis merges every rank file of a trace: one chunk per
+ * rank file of BAD, then of GOLDEN, is in memory at once. */
 static int compare_desyncs(tft_trace *g, tft_trace *b, diff_report *rep)
 {
     diff_desync bd[64], gd[64];
     int nb = diff_desyncs(b, bd, 64);
-    int ng = diff_desyncs(g, gd, 64);
+    release_all(b);
     if (nb < 0)
         return nb;
+    int ng = diff_desyncs(g, gd, 64);
+    release_all(g);
+    if (ng == -ENOMEM)
+        return ng;
     for (int j = 0; j < nb; j++) {
         bool in_golden = false;
         for (int k = 0; k < ng; k++)
@@ -368,7 +453,7 @@ static int check_integrity(tft_trace *t, const char *path)
 {
     for (int i = 0; i < tft_trace_nranks(t); i++) {
         tft_reader_status st;
-        tft_reader_get_status(tft_trace_reader(t, i), &st);
+        tft_trace_status(t, i, &st);
         if (st.integrity == TFT_DAMAGED) {
             fprintf(stderr, "tfdiff: %s: %s\n", path, st.first_problem[0] ? st.first_problem : "damaged");
             return -1;
@@ -461,10 +546,13 @@ int main(int argc, char **argv)
     }
     if ((e = compare_unrecorded(&o)) >= 0)
         return e;
+    raise_nofile();
     tft_reader_opts ro = TFT_READER_OPTS(.log = log_stderr);
-    tft_trace *g = tft_trace_open(o.golden, &ro);
-    tft_trace *b = g ? tft_trace_open(o.bad, &ro) : NULL;
+    tft_trace *g = tft_trace_open_lazy(o.golden, &ro);
+    tft_trace *b = g ? tft_trace_open_lazy(o.bad, &ro) : NULL;
     if (!g || !b) {
+        if (errno == ENOMEM)
+            say_nomem(!g ? "opening GOLDEN" : "opening BAD");
         tft_trace_close(g);
         return 2;
     }
@@ -473,8 +561,12 @@ int main(int argc, char **argv)
         progress_last = now_s(); /* the first line after half a second: short runs print none */
     }
     diff_report *rep = report_new(o.golden, o.bad, &o.d);
-    if (!rep)
+    if (!rep) {
+        say_nomem("the report");
+        tft_trace_close(g);
+        tft_trace_close(b);
         return 2;
+    }
     e = compare_ranks(&o, g, b, rep);
     if (!e)
         e = compare_leaks(&o, g, b, rep);
@@ -483,7 +575,9 @@ int main(int argc, char **argv)
     if (!e && (check_integrity(g, o.golden) < 0 || check_integrity(b, o.bad) < 0))
         e = -EBADMSG;
     int code = 2;
-    if (e) {
+    if (e == -ENOMEM) {
+        say_nomem("comparing GOLDEN and BAD");
+    } else if (e) {
         if (e != -EBADMSG)
             fprintf(stderr, "tfdiff: %s\n", strerror(-e));
     } else {

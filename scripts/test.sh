@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc 2>/dev/null || echo 2)
-fuzz_seconds=${TFT_FUZZ_SECONDS:-30}
+fuzz_seconds=${TFT_FUZZ_SECONDS:-20} # per target: 5 targets, 100 s
 
 bash scripts/install-deps.sh
 
@@ -58,7 +58,7 @@ if [ -f tests/fuzz/run-fuzz.sh ]; then
   step "libFuzzer (clang, ASan+UBSan), ${fuzz_seconds}s per target"
   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DTFT_FUZZ=ON \
         -DTFT_SANITIZE=address -DTFT_CUDA=OFF $werror >build-fuzz-configure.log 2>&1 || { cat build-fuzz-configure.log; exit 1; }
-  cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_manifest
+  cmake --build build-fuzz -j"$jobs" --target fuzz_reader fuzz_manifest fuzz_check fuzz_diff fuzz_capture
   run_ctest build-fuzz -L fuzz
   if bash tests/fuzz/run-fuzz.sh build-fuzz "$fuzz_seconds"; then passed=$((passed + 1)); else
     failed=$((failed + 1)); echo "$passed passed, $failed failed"; exit 1; fi

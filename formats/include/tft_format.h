@@ -641,6 +641,34 @@ TFT_API void tft_merge_close(tft_merge *m);
 /* Library version string ("0.1.0"). */
 TFT_API const char *tft_format_version(void);
 
+/* ------------------------------------------------------------------------ */
+/* Traces read one rank file at a time (added after 1.2's first release)     */
+/* ------------------------------------------------------------------------ */
+
+/* Opens a trace like tft_trace_open, checks its rank files the same way
+ * (one file per rank, FORMAT.md §2.2), but keeps none of them open: each
+ * file's header is read and closed. tft_trace_reader then opens a rank
+ * file when first asked for it (returning NULL with errno set, the reason
+ * logged, when it cannot), and tft_trace_release closes it again, so an
+ * analysis that reads the ranks one after the other holds one reader's
+ * memory (one chunk) and one file descriptor, whatever the rank count.
+ * tft_merge_open opens every reader. opts->log_ctx must outlive the trace. */
+TFT_API tft_trace *tft_trace_open_lazy(const char *path, const tft_reader_opts *opts);
+/* Closes the reader of rank file i (either kind of trace), keeping its
+ * status for tft_trace_status; a later tft_trace_reader opens it afresh
+ * (rewound, its strings read again as its chunks are). Readers a merge
+ * still uses must not be released. NULL-safe. */
+TFT_API void tft_trace_release(tft_trace *t, int i);
+/* The status of rank file i: of its open reader, or the worst of those
+ * released. Returns 1 when it was ever opened, 0 when not (out zeroed),
+ * -EINVAL for a bad index. */
+TFT_API int tft_trace_status(const tft_trace *t, int i, tft_reader_status *out);
+/* Header of rank file i (its rank as the file claims it: tft_trace_rank_id
+ * gives the rank it is read as), and its name in messages ("DIR/rank-00000.tft"),
+ * without opening it. NULL for a bad index. */
+TFT_API const tft_file_info *tft_trace_file_info(const tft_trace *t, int i);
+TFT_API const char *tft_trace_file_name(const tft_trace *t, int i);
+
 #ifdef __cplusplus
 }
 #endif

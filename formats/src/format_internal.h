@@ -96,6 +96,15 @@ int fmt_pread_full(int fd, void *buf, size_t n, uint64_t off);
 /* Writes all bytes; returns 0 or negative errno. */
 int fmt_write_full(int fd, const void *buf, size_t n);
 
+/* The file a reader reads (st_dev, st_ino of its open descriptor), so a
+ * trace can tell two names of one file apart from two files. */
+void fmt_reader_file_id(const tft_reader *r, uint64_t *dev, uint64_t *ino);
+/* Reads only the header frame of the rank file at path, silently: fills
+ * *info and the file's identity. Returns 0 or a negative errno (-EPROTO not
+ * a tftrace file, -EPROTONOSUPPORT newer major, ...); the caller opens the
+ * file with tft_reader_open to have the reason logged. */
+int fmt_reader_peek(const char *path, tft_file_info *info, uint64_t *dev, uint64_t *ino);
+
 static inline uint32_t fmt_get_u32(const void *p)
 {
     uint32_t v;

@@ -28,6 +28,7 @@ enum { CHUNK_UNKNOWN = 0, CHUNK_OK = 1, CHUNK_BAD = 2 };
 
 struct tft_reader {
     int fd;
+    uint64_t dev, ino;        /* the file (fstat), so a trace tells two names of one file apart */
     char *name;               /* display name for messages */
     tft_reader_opts opts;
     uint64_t file_size;
@@ -40,8 +41,7 @@ struct tft_reader {
     size_t next_chunk;        /* next chunk to load */
 
     ZSTD_DCtx *dctx;
-    char *comp;               /* chunk header frame + compressed frame */
-    size_t comp_cap;
+    char *comp;               /* chunk header frame + compressed frame, while a chunk loads */
     char *raw;                /* decompressed records of the current chunk */
     size_t raw_cap, raw_len, pos;
 
@@ -402,6 +402,8 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
         goto err_out;
     }
     r->file_size = (uint64_t)sb.st_size;
+    r->dev = (uint64_t)sb.st_dev;
+    r->ino = (uint64_t)sb.st_ino;
     r->st.file_bytes = r->file_size;
     if ((e = -read_header(r)) != 0)
         goto err_out;
@@ -436,6 +438,33 @@ void tft_reader_close(tft_reader *r)
     free(r->raw);
     free(r->name);
     free(r);
+}
+
+void fmt_reader_file_id(const tft_reader *r, uint64_t *dev, uint64_t *ino)
+{
+    *dev = r->dev;
+    *ino = r->ino;
+}
+
+int fmt_reader_peek(const char *path, tft_file_info *info, uint64_t *dev, uint64_t *ino)
+{
+    tft_reader r = {.fd = -1, .name = (char *)path}; /* no log: nothing is said */
+    struct stat sb;
+    r.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (r.fd < 0)
+        return -errno;
+    int e = fstat(r.fd, &sb) < 0 ? -errno : !S_ISREG(sb.st_mode) ? -EISDIR : 0;
+    if (!e) {
+        r.file_size = (uint64_t)sb.st_size;
+        e = read_header(&r);
+    }
+    close(r.fd);
+    if (e)
+        return e;
+    *info = r.info;
+    *dev = (uint64_t)sb.st_dev;
+    *ino = (uint64_t)sb.st_ino;
+    return 0;
 }
 
 const tft_file_info *tft_reader_info(const tft_reader *r) { return &r->info; }
@@ -517,7 +546,10 @@ static bool frame_shape_ok(const char *frame, const tft_chunk_info *ci)
 }
 
 /* Loads chunk i into r->raw. Returns 0, 1 when the chunk is damaged (reported
- * and skipped), or a negative errno on I/O failure. */
+ * and skipped), or a negative errno on I/O failure. The compressed bytes
+ * (at most the file's size) are held only while the chunk loads; the raw
+ * buffer grows to a chunk's stated size only once its checksum and frame
+ * header agree with that size, so a damaged header costs no memory. */
 static int load_chunk(tft_reader *r, size_t i)
 {
     const tft_chunk_info *ci = &r->chunks[i];
@@ -525,13 +557,14 @@ static int load_chunk(tft_reader *r, size_t i)
     size_t total = hdr + ci->comp_size;
     r->raw_len = r->pos = 0;
     memset(&r->thread, 0, sizeof(r->thread)); /* a chunk names its own threads */
-    if (grow(&r->comp, &r->comp_cap, total) < 0 || grow(&r->raw, &r->raw_cap, ci->raw_size + 8) < 0)
+    free(r->comp);
+    if (!(r->comp = malloc(total)))
         return -ENOMEM;
     int e = fmt_pread_full(r->fd, r->comp, total, ci->offset);
     if (e == -ENODATA)
         e = -EIO;
     if (e)
-        return e;
+        goto out;
     const char *why = NULL;
     chunk_hdr_disk h;
     memcpy(&h, r->comp + 8, sizeof(h));
@@ -545,6 +578,10 @@ static int load_chunk(tft_reader *r, size_t i)
         why = "checksum mismatch";
     if (!why && !frame_shape_ok(frame, ci))
         why = "compressed frame header corrupt";
+    if (!why && grow(&r->raw, &r->raw_cap, ci->raw_size + 8) < 0) {
+        e = -ENOMEM;
+        goto out;
+    }
     if (!why) {
         /* The XXH3 of the compressed bytes already guards against damage on
          * disk; zstd's own content checksum (XXH64 of the output, ~10% of
@@ -554,16 +591,23 @@ static int load_chunk(tft_reader *r, size_t i)
         size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, ci->raw_size + 8, frame, ci->comp_size);
         if (ZSTD_isError(got))
             why = ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong ? "checksum mismatch"
-                                                                      : "compressed data corrupt";
+                  : ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ? NULL
+                                                                         : "compressed data corrupt";
         else if (got != ci->raw_size)
             why = "decompressed size differs from its header";
         else
             r->raw_len = got;
+        if (ZSTD_isError(got) && !why) {
+            e = -ENOMEM;
+            goto out;
+        }
     }
     if (!why) {
         int ce = check_records(r, ci, &bad_at);
-        if (ce == -ENOMEM)
-            return ce;
+        if (ce == -ENOMEM) {
+            e = ce;
+            goto out;
+        }
         if (ce)
             why = "malformed record";
     }
@@ -576,14 +620,20 @@ static int load_chunk(tft_reader *r, size_t i)
                     "chunk %zu %s at byte %llu; its records are lost, the other chunks are intact",
                     i, why, (unsigned long long)ci->offset);
         }
-        return 1;
+        e = 1;
+        goto out;
     }
     if (r->chunk_state[i] == CHUNK_UNKNOWN) {
         r->chunk_state[i] = CHUNK_OK;
         r->st.raw_bytes += ci->raw_size;
         r->st.dropped += ci->dropped;
     }
-    return 0;
+out:
+    free(r->comp);
+    r->comp = NULL;
+    if (e < 0)
+        r->raw_len = 0;
+    return e;
 }
 
 int tft_reader_next(tft_reader *r, const tft_rec **rec)

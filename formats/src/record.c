@@ -250,12 +250,22 @@ int fmt_write_full(int fd, const void *buf, size_t n)
 
 /* ---- string map ---------------------------------------------------------- */
 
+/* Home slot of an id: ids come from files, where a crafted one can make
+ * them share their low bits, so they are mixed before masking. */
+static size_t strmap_home(uint64_t id, size_t mask)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return (size_t)id & mask;
+}
+
 strmap_entry *strmap_find(const strmap *m, uint64_t id)
 {
     if (!m->cap || !id)
         return NULL;
     size_t mask = m->cap - 1;
-    for (size_t i = (size_t)id & mask;; i = (i + 1) & mask) {
+    for (size_t i = strmap_home(id, mask);; i = (i + 1) & mask) {
         if (m->slots[i].id == id)
             return &m->slots[i];
         if (m->slots[i].id == 0)
@@ -272,7 +282,7 @@ static int strmap_grow(strmap *m)
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->slots[i].id)
             continue;
-        size_t j = (size_t)m->slots[i].id & (ncap - 1);
+        size_t j = strmap_home(m->slots[i].id, ncap - 1);
         while (ns[j].id)
             j = (j + 1) & (ncap - 1);
         ns[j] = m->slots[i];
@@ -298,7 +308,7 @@ strmap_entry *strmap_put(strmap *m, uint64_t id, const char *text, size_t len)
     memcpy(copy, text, len);
     copy[len] = '\0';
     size_t mask = m->cap - 1;
-    size_t i = (size_t)id & mask;
+    size_t i = strmap_home(id, mask);
     while (m->slots[i].id)
         i = (i + 1) & mask;
     m->slots[i] = (strmap_entry){.id = id, .text = copy, .len = (uint32_t)len};

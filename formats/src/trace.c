@@ -15,13 +15,28 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* One rank file of the trace. */
+typedef struct trace_file {
+    char *path;              /* to open (owned) */
+    char *name;              /* display name: "DIR/rank-00000.tft" (owned) */
+    tft_file_info info;      /* its header */
+    uint64_t dev, ino;       /* its identity: two names of one file are refused */
+    int rank;                /* rank id, after renumbering */
+    tft_reader *r;           /* the open reader, NULL while closed (lazy traces) */
+    bool have_st;            /* st holds the status of a reader released earlier */
+    tft_reader_status st;
+} trace_file;
+
 struct tft_trace {
     tft_manifest manifest;
     int have_manifest;
-    int n;
-    tft_reader **readers;
-    int *rank_ids;
+    int n, cap;
+    trace_file *f;
+    bool lazy;               /* readers open on demand (tft_trace_open_lazy) */
+    tft_reader_opts opts;    /* for opening readers later: the caller's log */
 };
+
+#define TLOG(opts, lvl, ...) fmt_log((opts) ? (opts)->log : NULL, (opts) ? (opts)->log_ctx : NULL, (lvl), __VA_ARGS__)
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -43,7 +58,7 @@ static int list_rank_files(const char *dir, char ***out)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, (size_t)cap * sizeof(*nn));
+            char **nn = cap > 0 ? realloc(names, (size_t)cap * sizeof(*nn)) : NULL;
             if (!nn)
                 goto nomem;
             names = nn;
@@ -65,74 +80,261 @@ nomem:
     return -ENOMEM;
 }
 
-static int trace_add(tft_trace *t, const char *path, const char *display, const tft_reader_opts *opts)
+static tft_reader *file_open(const tft_trace *t, const trace_file *f)
 {
-    tft_reader_opts o = opts ? *opts : TFT_READER_OPTS();
-    o.sz = sizeof(o);
-    o.display_name = display;
-    tft_reader *r = tft_reader_open(path, &o);
-    if (!r)
-        return -errno;
-    tft_reader **nr = realloc(t->readers, (size_t)(t->n + 1) * sizeof(*nr));
-    int *ni = nr ? realloc(t->rank_ids, (size_t)(t->n + 1) * sizeof(*ni)) : NULL;
-    if (nr)
-        t->readers = nr;
-    if (!ni) {
-        tft_reader_close(r);
+    tft_reader_opts o = t->opts;
+    o.display_name = f->name;
+    return tft_reader_open(f->path, &o);
+}
+
+/* Adds the rank file at path: its header (lazy) or an open reader. */
+static int trace_add(tft_trace *t, const char *path, const char *display)
+{
+    if (t->n == t->cap) {
+        int ncap = t->cap ? t->cap * 2 : 16;
+        trace_file *nf = ncap > 0 ? realloc(t->f, (size_t)ncap * sizeof(*nf)) : NULL;
+        if (!nf)
+            return -ENOMEM;
+        t->f = nf;
+        t->cap = ncap;
+    }
+    trace_file *f = &t->f[t->n];
+    memset(f, 0, sizeof(*f));
+    f->path = strdup(path);
+    f->name = strdup(display);
+    if (!f->path || !f->name) {
+        free(f->path);
+        free(f->name);
         return -ENOMEM;
     }
-    t->rank_ids = ni;
-    t->readers[t->n] = r;
-    t->rank_ids[t->n] = tft_reader_info(r)->rank;
+    int e = t->lazy ? fmt_reader_peek(path, &f->info, &f->dev, &f->ino) : -1;
+    if (e) { /* eager, or the header did not read: the reader opens it and says why */
+        f->r = file_open(t, f);
+        if (!f->r) {
+            e = -errno;
+            free(f->path);
+            free(f->name);
+            return e ? e : -EIO;
+        }
+        f->info = *tft_reader_info(f->r);
+        fmt_reader_file_id(f->r, &f->dev, &f->ino);
+        if (t->lazy) {
+            tft_reader_close(f->r);
+            f->r = NULL;
+        }
+    }
+    f->rank = f->info.rank;
     t->n++;
     return 0;
 }
 
-/* A process without a rank of its own (no MPI, no RANK: a launcher such as
- * torchrun's parent, a helper it spawned) is numbered by its registration
- * index, which can be a number a ranked process of the same run also
- * holds. Such a file is read as the next number no file holds, with a
- * note; files that were given their rank keep it. */
-static void renumber_index_ranks(tft_trace *t, const tft_reader_opts *opts)
+/* ---- one file per rank -------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
 {
-    for (int i = 0; i < t->n; i++) {
-        const tft_file_info *fi = tft_reader_info(t->readers[i]);
-        if (!(fi->flags & TFT_FILE_RANK_IS_INDEX))
-            continue;
-        int clash = 0;
-        for (int k = 0; k < t->n && !clash; k++) {
-            const tft_file_info *o = tft_reader_info(t->readers[k]);
-            clash = k != i && t->rank_ids[k] == t->rank_ids[i] && !memcmp(o->run_id, fi->run_id, 16) &&
-                    (!(o->flags & TFT_FILE_RANK_IS_INDEX) || k < i);
-        }
-        if (!clash)
-            continue;
-        int free_id = 0;
-        for (int k = 0; k < t->n; k++)
-            if (t->rank_ids[k] >= free_id)
-                free_id = t->rank_ids[k] + 1;
-        fmt_log(opts ? opts->log : NULL, opts ? opts->log_ctx : NULL, TFT_LOG_INFO,
-                "%s: a process without a rank of its own (pid %d) numbered %d like another process; "
-                "read as rank %d",
-                tft_reader_name(t->readers[i]), (int)fi->pid, t->rank_ids[i], free_id);
-        t->rank_ids[i] = free_id;
-    }
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
 }
 
-static int open_dir(tft_trace *t, const char *dir, const tft_reader_opts *opts)
+static bool same_header(const tft_file_info *a, const tft_file_info *b)
+{
+    return a->pid == b->pid && a->start_realtime_ns == b->start_realtime_ns &&
+           a->start_monotonic_ns == b->start_monotonic_ns && !memcmp(a->run_id, b->run_id, 16);
+}
+
+static void run_hex(const uint8_t id[16], char out[33])
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[id[i] >> 4];
+        out[2 * i + 1] = hex[id[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+/* Why files a and b cannot both be read as ranks of the trace (FORMAT.md
+ * §2.2): the same file twice, a copy, or two runs mixed. 0 when they can. */
+static int refuse_pair(const tft_trace *t, const trace_file *a, const trace_file *b)
+{
+    const tft_reader_opts *o = &t->opts;
+    if (a->dev == b->dev && a->ino == b->ino) {
+        TLOG(o, TFT_LOG_ERROR,
+             "%s and %s are the same file (hard links, or a symbolic link): a trace holds one file per rank; "
+             "remove the extra name", a->name, b->name);
+        return -EEXIST;
+    }
+    if (a->info.rank != b->info.rank)
+        return 0;
+    char ra[33], rb[33];
+    run_hex(a->info.run_id, ra);
+    run_hex(b->info.run_id, rb);
+    if (strcmp(ra, rb) != 0) {
+        TLOG(o, TFT_LOG_ERROR,
+             "%s and %s both claim rank %d but belong to different runs (run ids %s and %s): files of two "
+             "recordings are mixed in one directory; move one run's files out", a->name, b->name,
+             (int)a->info.rank, ra, rb);
+        return -EEXIST;
+    }
+    if (same_header(&a->info, &b->info)) {
+        TLOG(o, TFT_LOG_ERROR,
+             "%s and %s both claim rank %d of run %s with the same process (pid %d, same start): one is a "
+             "copy of the other; remove one", a->name, b->name, (int)a->info.rank, ra, (int)a->info.pid);
+        return -EEXIST;
+    }
+    return 0;
+}
+
+/* Open-addressing index of the files by a 64-bit key: slot = file index + 1. */
+typedef struct file_index {
+    int *slot;
+    size_t cap;
+} file_index;
+
+static int index_init(file_index *x, int n)
+{
+    x->cap = 16;
+    while (x->cap < (size_t)n * 2)
+        x->cap *= 2;
+    x->slot = calloc(x->cap, sizeof(*x->slot));
+    return x->slot ? 0 : -ENOMEM;
+}
+
+/* Checks every file against the earlier ones of the same identity and the
+ * same claimed rank: O(files) plus the files sharing a rank. *next links
+ * the files of one claimed rank (file index -> the earlier one, -1). */
+static int check_unique(tft_trace *t, int *prev_same_rank)
+{
+    file_index by_id = {0}, by_rank = {0};
+    int e = index_init(&by_id, t->n);
+    if (!e)
+        e = index_init(&by_rank, t->n);
+    for (int i = 0; !e && i < t->n; i++) {
+        trace_file *f = &t->f[i];
+        size_t mask = by_id.cap - 1;
+        size_t k = (size_t)mix64(f->dev * 0x9E3779B97F4A7C15ull ^ f->ino) & mask;
+        for (; by_id.slot[k] && !e; k = (k + 1) & mask) {
+            const trace_file *g = &t->f[by_id.slot[k] - 1];
+            if (g->dev == f->dev && g->ino == f->ino)
+                e = refuse_pair(t, g, f);
+        }
+        if (e)
+            break;
+        by_id.slot[k] = i + 1;
+        mask = by_rank.cap - 1;
+        k = (size_t)mix64((uint64_t)(uint32_t)f->info.rank) & mask;
+        while (by_rank.slot[k] && t->f[by_rank.slot[k] - 1].info.rank != f->info.rank)
+            k = (k + 1) & mask;
+        prev_same_rank[i] = by_rank.slot[k] - 1;
+        for (int j = prev_same_rank[i]; j >= 0 && !e; j = prev_same_rank[j])
+            e = refuse_pair(t, &t->f[j], f);
+        by_rank.slot[k] = i + 1;
+    }
+    free(by_id.slot);
+    free(by_rank.slot);
+    return e;
+}
+
+/* "rank-00042.tft" is the name the collector gives rank 42's file. */
+static bool canonical_name(const trace_file *f)
+{
+    char want[32];
+    snprintf(want, sizeof(want), "rank-%05d.tft", (int)f->info.rank);
+    const char *base = strrchr(f->name, '/');
+    return !strcmp(base ? base + 1 : f->name, want);
+}
+
+/* Which of two files of one run claiming one rank keeps it: a rank the
+ * process was given over a registration index, then the collector's own
+ * name for the rank (a second process claiming it is written as
+ * rank-NNNNN-pPID.tft), then the first by name. */
+static bool keeps_before(const trace_file *a, int ia, const trace_file *b, int ib)
+{
+    bool ga = !(a->info.flags & TFT_FILE_RANK_IS_INDEX), gb = !(b->info.flags & TFT_FILE_RANK_IS_INDEX);
+    if (ga != gb)
+        return ga;
+    bool ca = canonical_name(a), cb = canonical_name(b);
+    if (ca != cb)
+        return ca;
+    return ia < ib;
+}
+
+/* Several files of one run claiming one rank (checked: different processes)
+ * are read as one rank each: the file that keeps the rank (keeps_before)
+ * keeps it, the others are read as the next numbers no file holds, with a
+ * note. A process without a rank of its own (a launcher such as torchrun's
+ * parent) is numbered by its registration index, which a ranked process
+ * may hold too; two processes given one rank (a forked child inheriting
+ * RANK) are the other case. */
+static int renumber(tft_trace *t, const int *prev_same_rank)
+{
+    int free_id = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->f[i].rank >= free_id && t->f[i].rank < INT32_MAX)
+            free_id = t->f[i].rank + 1;
+    /* One pass per group: walk each chain from its last member. */
+    bool *done = calloc((size_t)t->n + 1, sizeof(*done));
+    int e = done ? 0 : -ENOMEM;
+    for (int i = t->n - 1; !e && i >= 0; i--) {
+        if (done[i] || prev_same_rank[i] < 0)
+            continue;
+        int best = i;
+        for (int j = i; j >= 0; j = prev_same_rank[j]) {
+            done[j] = true;
+            if (keeps_before(&t->f[j], j, &t->f[best], best))
+                best = j;
+        }
+        /* the others, in name order: the chain runs from the last backwards */
+        int cnt = 0;
+        for (int j = i; j >= 0; j = prev_same_rank[j])
+            cnt++;
+        int *members = malloc((size_t)cnt * sizeof(*members));
+        if (!members) {
+            e = -ENOMEM;
+            break;
+        }
+        int k = cnt;
+        for (int j = i; j >= 0; j = prev_same_rank[j])
+            members[--k] = j;
+        for (k = 0; k < cnt; k++) {
+            trace_file *f = &t->f[members[k]];
+            if (members[k] == best)
+                continue;
+            if (free_id == INT32_MAX) {
+                TLOG(&t->opts, TFT_LOG_ERROR, "%s and %s both claim rank %d and no rank number is free to read "
+                     "one of them under: remove one", t->f[best].name, f->name, f->rank);
+                e = -EEXIST;
+                break;
+            }
+            TLOG(&t->opts, TFT_LOG_INFO,
+                 "%s: %s (pid %d) numbered %d like %s; read as rank %d",
+                 f->name, f->info.flags & TFT_FILE_RANK_IS_INDEX ? "a process without a rank of its own"
+                                                                 : "a second process of the run",
+                 (int)f->info.pid, f->rank, t->f[best].name, free_id);
+            f->rank = free_id++;
+        }
+        free(members);
+    }
+    free(done);
+    return e;
+}
+
+static int open_dir(tft_trace *t, const char *dir)
 {
     char path[4096], err[256];
+    const tft_reader_opts *opts = &t->opts;
     snprintf(path, sizeof(path), "%s/manifest.json", dir);
     struct stat sb;
     if (stat(path, &sb) == 0) {
         int e = tft_manifest_read(path, &t->manifest, err, sizeof(err));
         if (e == -EPROTONOSUPPORT) {
-            fmt_log(opts ? opts->log : NULL, opts ? opts->log_ctx : NULL, TFT_LOG_ERROR, "%s: %s", path, err);
+            TLOG(opts, TFT_LOG_ERROR, "%s: %s", path, err);
             return e;
         }
         if (e)
-            fmt_log(opts ? opts->log : NULL, opts ? opts->log_ctx : NULL, TFT_LOG_WARN,
-                    "%s: %s; reading the rank files without it", path, err);
+            TLOG(opts, TFT_LOG_WARN, "%s: %s; reading the rank files without it", path, err);
         else
             t->have_manifest = 1;
     }
@@ -142,41 +344,54 @@ static int open_dir(tft_trace *t, const char *dir, const tft_reader_opts *opts)
         return n;
     int e = 0;
     if (n == 0) {
-        fmt_log(opts ? opts->log : NULL, opts ? opts->log_ctx : NULL, TFT_LOG_ERROR,
-                "%s: no rank files (rank-*.tft): not a tftrace trace, or nothing was recorded", dir);
+        TLOG(opts, TFT_LOG_ERROR, "%s: no rank files (rank-*.tft): not a tftrace trace, or nothing was recorded",
+             dir);
         e = -EPROTO;
     }
     for (int i = 0; i < n && !e; i++) {
-        char disp[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-        snprintf(disp, sizeof(disp), "%s/%s", dir, names[i]);
-        e = trace_add(t, path, disp, opts);
+        if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= (int)sizeof(path)) {
+            TLOG(opts, TFT_LOG_ERROR, "%s/%s: path too long", dir, names[i]);
+            e = -ENAMETOOLONG;
+            break;
+        }
+        e = trace_add(t, path, path);
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
+    int *prev = e ? NULL : malloc((size_t)t->n * sizeof(*prev));
+    if (!e && !prev)
+        e = -ENOMEM;
     if (!e)
-        renumber_index_ranks(t, opts);
+        e = check_unique(t, prev);
+    if (!e)
+        e = renumber(t, prev);
+    free(prev);
     return e;
 }
 
-tft_trace *tft_trace_open(const char *path, const tft_reader_opts *opts)
+static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool lazy)
 {
     tft_trace *t = calloc(1, sizeof(*t));
     if (!t) {
         errno = ENOMEM;
         return NULL;
     }
+    t->lazy = lazy;
+    t->opts = TFT_READER_OPTS();
+    if (opts)
+        memcpy(&t->opts, opts, opts->sz < sizeof(t->opts) ? opts->sz : sizeof(t->opts));
+    t->opts.sz = sizeof(t->opts);
+    t->opts.display_name = NULL;
     struct stat sb;
     int e;
     if (stat(path, &sb) < 0) {
         e = -errno;
-        fmt_log(opts ? opts->log : NULL, opts ? opts->log_ctx : NULL, TFT_LOG_ERROR, "%s: %s", path,
-                strerror(errno));
+        TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", path, strerror(errno));
     } else if (S_ISDIR(sb.st_mode)) {
-        e = open_dir(t, path, opts);
+        e = open_dir(t, path);
     } else {
-        e = trace_add(t, path, path, opts);
+        e = trace_add(t, path, path);
     }
     if (e) {
         tft_trace_close(t);
@@ -186,14 +401,26 @@ tft_trace *tft_trace_open(const char *path, const tft_reader_opts *opts)
     return t;
 }
 
+tft_trace *tft_trace_open(const char *path, const tft_reader_opts *opts)
+{
+    return trace_open(path, opts, false);
+}
+
+tft_trace *tft_trace_open_lazy(const char *path, const tft_reader_opts *opts)
+{
+    return trace_open(path, opts, true);
+}
+
 void tft_trace_close(tft_trace *t)
 {
     if (!t)
         return;
-    for (int i = 0; i < t->n; i++)
-        tft_reader_close(t->readers[i]);
-    free(t->readers);
-    free(t->rank_ids);
+    for (int i = 0; i < t->n; i++) {
+        tft_reader_close(t->f[i].r);
+        free(t->f[i].path);
+        free(t->f[i].name);
+    }
+    free(t->f);
     tft_manifest_free(&t->manifest);
     free(t);
 }
@@ -204,8 +431,60 @@ const tft_manifest *tft_trace_manifest(const tft_trace *t)
 }
 
 int tft_trace_nranks(const tft_trace *t) { return t->n; }
-int tft_trace_rank_id(const tft_trace *t, int i) { return (i >= 0 && i < t->n) ? t->rank_ids[i] : -1; }
-tft_reader *tft_trace_reader(tft_trace *t, int i) { return (i >= 0 && i < t->n) ? t->readers[i] : NULL; }
+int tft_trace_rank_id(const tft_trace *t, int i) { return (i >= 0 && i < t->n) ? t->f[i].rank : -1; }
+
+tft_reader *tft_trace_reader(tft_trace *t, int i)
+{
+    if (i < 0 || i >= t->n) {
+        errno = EINVAL;
+        return NULL;
+    }
+    trace_file *f = &t->f[i];
+    if (!f->r)
+        f->r = file_open(t, f); /* errno set, the reason logged, on failure */
+    return f->r;
+}
+
+void tft_trace_release(tft_trace *t, int i)
+{
+    if (!t || i < 0 || i >= t->n || !t->f[i].r)
+        return;
+    trace_file *f = &t->f[i];
+    tft_reader_status st;
+    tft_reader_get_status(f->r, &st);
+    if (!f->have_st || st.integrity >= f->st.integrity)
+        f->st = st;
+    f->have_st = true;
+    tft_reader_close(f->r);
+    f->r = NULL;
+}
+
+int tft_trace_status(const tft_trace *t, int i, tft_reader_status *out)
+{
+    if (i < 0 || i >= t->n)
+        return -EINVAL;
+    const trace_file *f = &t->f[i];
+    memset(out, 0, sizeof(*out));
+    if (f->have_st)
+        *out = f->st;
+    if (f->r) {
+        tft_reader_status now;
+        tft_reader_get_status(f->r, &now);
+        if (!f->have_st || now.integrity >= out->integrity)
+            *out = now;
+    }
+    return f->r || f->have_st ? 1 : 0;
+}
+
+const tft_file_info *tft_trace_file_info(const tft_trace *t, int i)
+{
+    return (i >= 0 && i < t->n) ? &t->f[i].info : NULL;
+}
+
+const char *tft_trace_file_name(const tft_trace *t, int i)
+{
+    return (i >= 0 && i < t->n) ? t->f[i].name : NULL;
+}
 
 /* ---- merge ------------------------------------------------------------------ */
 
@@ -218,6 +497,7 @@ typedef struct merge_head {
 
 struct tft_merge {
     tft_trace *t;
+    tft_reader **r;     /* the reader of each rank file, opened by tft_merge_open */
     int order;
     merge_head *heap;
     int n;
@@ -274,7 +554,7 @@ static void sift_up(tft_merge *m, int i)
 static int merge_fill(tft_merge *m, int idx)
 {
     const tft_rec *rec;
-    int e = tft_reader_next(m->t->readers[idx], &rec);
+    int e = tft_reader_next(m->r[idx], &rec);
     if (e <= 0)
         return e;
     if (rec->step != TFT_STEP_NONE)
@@ -297,12 +577,19 @@ tft_merge *tft_merge_open(tft_trace *t, int order)
     m->heap = calloc((size_t)t->n + 1, sizeof(*m->heap));
     m->last_step = calloc((size_t)t->n + 1, sizeof(*m->last_step));
     m->last_seq = calloc((size_t)t->n + 1, sizeof(*m->last_seq));
-    if (!m->heap || !m->last_step || !m->last_seq)
+    m->r = calloc((size_t)t->n + 1, sizeof(*m->r));
+    if (!m->heap || !m->last_step || !m->last_seq || !m->r)
         goto nomem;
     for (int i = 0; i < t->n; i++) {
         m->last_step[i] = INT64_MIN;
         m->last_seq[i] = INT64_MIN;
-        tft_reader_rewind(t->readers[i]);
+        if (!(m->r[i] = tft_trace_reader(t, i))) {
+            int e = errno ? errno : EIO;
+            tft_merge_close(m);
+            errno = e;
+            return NULL;
+        }
+        tft_reader_rewind(m->r[i]);
         int e = merge_fill(m, i);
         if (e < 0) {
             tft_merge_close(m);
@@ -341,6 +628,7 @@ void tft_merge_close(tft_merge *m)
     if (!m)
         return;
     free(m->heap);
+    free(m->r);
     free(m->last_step);
     free(m->last_seq);
     free(m);

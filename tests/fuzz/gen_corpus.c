@@ -1,7 +1,8 @@
 /*
  * gen_corpus.c — writes the seed corpus of the fuzz targets.
  *
- *   fuzz_gen_corpus DIR     writes the seeds into DIR/reader/ and DIR/manifest/
+ *   fuzz_gen_corpus DIR     writes the seeds into DIR/reader/, DIR/manifest/,
+ *                           DIR/check/, DIR/diff/ and DIR/capture/
  *
  * The committed seeds in tests/fuzz/corpus/ came from
  *   cmake --build BUILD --target fuzz_gen_corpus
@@ -9,12 +10,19 @@
  * Rerun it when the format or fuzz_sample.h changes. Reader seeds are small
  * rank files from tft_writer (closed, unclosed, torn, damaged, header only)
  * plus inputs for fuzz_reader's mutation modes (see fuzz_reader.c); manifest
- * seeds are valid manifests from tft_manifest_to_json and invalid ones.
+ * seeds are valid manifests from tft_manifest_to_json and invalid ones;
+ * check, diff and capture seeds are programs of fuzz_trace.h (rank files
+ * written through tft_writer) showing what each analysis looks for: a
+ * count mismatch, a hang, a blocked receive, a leak, replicated parameters
+ * that differ, a non-finite tensor, windows of far-apart collectives,
+ * threads, communicators; two ranks that match, differ, gain a tensor;
+ * captured gemms and tftrain ops with their inputs.
  * Files named regress-* are inputs that once crashed the library; they are
  * kept by hand (this program does not write them) and replayed by ctest.
  */
 #include "tft_format.h"
 #include "fuzz_sample.h"
+#include "fuzz_trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -152,6 +160,275 @@ static void reader_seeds(const char *dir)
     free(raw.p);
 }
 
+
+/* ---- programs of fuzz_trace.h ---------------------------------------------- */
+
+#define N(s) ft_ix(s)
+#define OPC(cmd, var) ((cmd) | (var) << 4)
+
+static void p_select(ft_prog *g, int f) { ft_bytes(g, 2, FT_SELECT, f); }
+static void p_step(ft_prog *g, int end) { ft_bytes(g, 2, OPC(FT_STEP, end ? 1 : 0), 0); }
+/* a collective: flags (1 enter, 2 exit, 3 both), comm index, coll_seq, count, type, rank, nranks, name */
+static void p_coll(ft_prog *g, int flags, int comm, int q, int count, int type, int root, int rank, int nranks,
+                   const char *name, int tag)
+{
+    ft_bytes(g, 14, OPC(FT_COLL, flags), comm, q, count, type, TFT_F32, type == TFT_COLL_ALLREDUCE ? 1 : 0, root,
+             rank, nranks, 0, N(name), tag);
+}
+/* an op: name, kind, n_in, n_out, ids (n_in + n_out), attrs (n_attr) */
+static void p_op(ft_prog *g, const char *name, int kind, int n_in, int n_out, const int *ids, int n_attr,
+                 const int *attrs)
+{
+    ft_bytes(g, 1, OPC(FT_OP, n_attr == 12 ? 2 : 0));
+    ft_bytes(g, 4, N(name), kind, n_in, n_out);
+    if (n_attr != 12)
+        ft_bytes(g, 1, n_attr);
+    for (int k = 0; k < n_in + n_out; k++)
+        ft_bytes(g, 1, ids[k] - 1);
+    for (int k = 0; k < n_attr; k++)
+        ft_bytes(g, 1, attrs[k]);
+}
+/* a tensor: id, name, dtype, mode, dims, fingerprint, nan */
+static void p_tensor(ft_prog *g, int id, const char *name, int dtype, int mode, int ndim, const int *dims, int fp,
+                     int nan)
+{
+    ft_bytes(g, 6, OPC(FT_TENSOR, nan ? 1 : 0), id - 1, N(name), dtype, mode, ndim);
+    for (int d = 0; d < ndim; d++)
+        ft_bytes(g, 1, dims[d]);
+    if (nan)
+        ft_bytes(g, 2, nan, 0);
+    ft_bytes(g, 5, fp, 0xfe, 4, 1, 16);
+}
+/* a capture: tensor id, name, dtype, role, dims, part size index, seq back, data seed */
+static void p_capture(ft_prog *g, int var, int id, const char *name, int dtype, int role, int ndim, const int *dims,
+                      int part, int back, int seed)
+{
+    ft_bytes(g, 6, OPC(FT_CAPTURE, var), id - 1, N(name), dtype, ndim, role);
+    for (int d = 0; d < ndim; d++)
+        ft_bytes(g, 1, dims[d]);
+    if (var & 8)
+        ft_bytes(g, 1, 3);
+    ft_bytes(g, 3, part, back, seed);
+}
+static void p_alloc(ft_prog *g, int ptr, int bytes, int shift, const char *site)
+{
+    ft_bytes(g, 5, FT_ALLOC, ptr, bytes, shift, N(site));
+}
+
+static void put_prog(const char *dir, const char *name, ft_prog *g)
+{
+    put_file(dir, name, g->p, g->len);
+    free(g->p);
+    *g = (ft_prog){0};
+}
+
+static void check_seeds(const char *dir)
+{
+    ft_prog g = {0};
+    /* two ranks disagree on an all-reduce's count, then one hangs */
+    ft_bytes(&g, 1, 1);
+    for (int f = 0; f < 2; f++) {
+        p_select(&g, f);
+        p_step(&g, 0);
+        p_coll(&g, 3, 0, 0, f ? 4 : 8, TFT_COLL_ALLREDUCE, -1, f, 2, "MPI_Allreduce", -1);
+        p_coll(&g, f ? 1 : 3, 0, 1, 8, TFT_COLL_ALLREDUCE, -1, f, 2, "MPI_Allreduce", -1);
+        p_step(&g, 1);
+    }
+    put_prog(dir, "desync-count-hang.bin", &g);
+    /* three ranks: two enter a broadcast, the third never does */
+    ft_bytes(&g, 1, 2);
+    for (int f = 0; f < 2; f++) {
+        p_select(&g, f);
+        p_coll(&g, 1, 0, 0, 16, TFT_COLL_BCAST, 0, f, 3, "MPI_Bcast", -1);
+    }
+    p_select(&g, 2);
+    ft_bytes(&g, 5, FT_PROCESS, 0, 0, 0, 1);
+    put_prog(dir, "desync-missing.bin", &g);
+    /* a receive never completed: the peer sent another tag and waits in an all-reduce */
+    ft_bytes(&g, 1, 1);
+    p_select(&g, 0);
+    p_coll(&g, 1, 4, 0, 256, TFT_COLL_RECV, 1, 0, 2, "MPI_Recv", 1);
+    p_select(&g, 1);
+    p_coll(&g, 3, 4, 0, 256, TFT_COLL_SEND, 0, 1, 2, "MPI_Send", 7);
+    p_coll(&g, 1, 0, 0, 1, TFT_COLL_ALLREDUCE, -1, 1, 2, "MPI_Allreduce", -1);
+    put_prog(dir, "desync-p2p.bin", &g);
+    /* communicators: listed members, an intercommunicator, far-apart sequence numbers repeated */
+    ft_bytes(&g, 1, 3);
+    for (int f = 0; f < 4; f++) {
+        p_select(&g, f);
+        ft_bytes(&g, 10, OPC(FT_COMM, 1), 1, N("MPI_Comm_split"), 0, f % 2, 2, 0, f & 2, (f & 2) + 1, 0);
+        ft_bytes(&g, 10, OPC(FT_COMM, 2), 5, N("MPI_Comm_split"), 0, f, 4, 0, 4, 0, 1);
+        ft_bytes(&g, 4, 2, 3, 0, 0);
+        p_coll(&g, 1 + (f == 3 ? 0 : 2), 1, 0, 8, TFT_COLL_ALLGATHER, -1, f % 2, 2, "MPI_Allgather", -1);
+        ft_bytes(&g, 15, OPC(FT_COLL, 5), 5, 1, 12, 8, TFT_COLL_ALLREDUCE, TFT_F32, 1, 0xff, f, 4, 0, N("MPI_Allreduce"),
+                 0xff, 0);
+        ft_bytes(&g, 2, OPC(FT_REPEAT, 2), 40);
+    }
+    put_prog(dir, "desync-comms-windows.bin", &g);
+    /* replicated parameters that differ on one rank; a non-finite activation */
+    ft_bytes(&g, 1, 1);
+    for (int f = 0; f < 2; f++) {
+        static const int dims[] = {4, 4};
+        p_select(&g, f);
+        p_step(&g, 0);
+        p_tensor(&g, 1, "param.w", TFT_F32, TFT_STATS_FULL, 2, dims, 7, 0);
+        p_tensor(&g, 2, "param.b", TFT_F32, TFT_STATS_HEALTH, 1, dims, f ? 9 : 8, 0);
+        p_tensor(&g, 3, "L0.gelu", TFT_F32, TFT_STATS_FULL, 2, dims, 3, f);
+        p_step(&g, 1);
+    }
+    put_prog(dir, "params-nonfinite.bin", &g);
+    /* a leak: a site growing every step, freed elsewhere; a torn last file, a manifest */
+    ft_bytes(&g, 1, FT_CFG_TORN | FT_CFG_MANIFEST | 1);
+    for (int f = 0; f < 2; f++) {
+        p_select(&g, f);
+        for (int s = 0; s < 6; s++) {
+            p_step(&g, 0);
+            p_alloc(&g, s, 1, 20, "site_a");
+            p_alloc(&g, 40, 8, 10, "site_b");
+            ft_bytes(&g, 2, FT_FREE, 40);
+            p_step(&g, 1);
+        }
+        ft_bytes(&g, 5, FT_PROCESS, 1, 0, f ? 9 : 0, 0);
+    }
+    put_prog(dir, "leak-torn-manifest.bin", &g);
+    /* without steps: allocations of one site, repeated (the per-allocation rule) */
+    ft_bytes(&g, 1, FT_CFG_BIG);
+    p_alloc(&g, 0, 4, 20, "site_a");
+    ft_bytes(&g, 7, FT_OP, N("emb"), 0, 0, 1, 0, 5);
+    ft_bytes(&g, 2, OPC(FT_REPEAT, 1), 10);
+    p_alloc(&g, 1, 4, 20, "site_a");
+    ft_bytes(&g, 2, OPC(FT_REPEAT, 4), 60);
+    put_prog(dir, "leak-stepless.bin", &g);
+    /* threads and watermarks; every file claiming rank 0; a copy (refused) */
+    ft_bytes(&g, 1, FT_CFG_SAME_RANK | 1);
+    for (int f = 0; f < 2; f++) {
+        static const int dims[] = {2};
+        p_select(&g, f);
+        p_step(&g, 0);
+        ft_bytes(&g, 5, FT_THREAD, 0, 1, 1, N("main"));
+        p_tensor(&g, 4, "L0.res1", TFT_F32, TFT_STATS_FULL, 1, dims, 1, 0);
+        ft_bytes(&g, 5, FT_THREAD, 0, 2, 2, 255);
+        p_tensor(&g, 5, "L0.ln1", TFT_F32, TFT_STATS_FULL, 1, dims, 2, 0);
+        ft_bytes(&g, 2, FT_SYNC, 1);
+        p_step(&g, 1);
+    }
+    put_prog(dir, "threads-same-rank.bin", &g);
+    ft_bytes(&g, 1, FT_CFG_COPY | 1);
+    ft_bytes(&g, 5, FT_PROCESS, 0, 0, 0, 1);
+    put_prog(dir, "copy-refused.bin", &g);
+}
+
+/* One step of a small model: an op, its output tensor, on the current file. */
+static void diff_step(ft_prog *g, int fp, int extra)
+{
+    static const int dims[] = {4, 8}, ids[] = {1, 2, 3};
+    p_step(g, 0);
+    p_op(g, "L0.qkv", TFT_OP_RUNTIME, 2, 1, ids, 0, NULL);
+    p_tensor(g, 3, "L0.qkv", TFT_F32, TFT_STATS_FULL, 2, dims, fp, 0);
+    p_op(g, "L0.gelu", TFT_OP_RUNTIME, 1, 1, (const int[]){3, 4}, 0, NULL);
+    p_tensor(g, 4, "L0.gelu", TFT_F32, TFT_STATS_FULL, 2, dims, fp + 1, 0);
+    if (extra)
+        p_tensor(g, 5, "loss", TFT_F64, TFT_STATS_SHAPE, 0, dims, 0, 0);
+    p_step(g, 1);
+}
+
+static void diff_seeds(const char *dir)
+{
+    ft_prog g = {0};
+    ft_bytes(&g, 1, 1);
+    for (int f = 0; f < 2; f++) {
+        p_select(&g, f);
+        for (int s = 0; s < 3; s++)
+            diff_step(&g, 10 + s, 0);
+    }
+    ft_bytes(&g, 1, 0);
+    put_prog(dir, "match.bin", &g);
+    ft_bytes(&g, 1, 1);
+    for (int f = 0; f < 2; f++) {
+        p_select(&g, f);
+        for (int s = 0; s < 3; s++)
+            diff_step(&g, 10 + s + (f && s == 1), f && s == 2);
+    }
+    ft_bytes(&g, 1, 0x01);
+    put_prog(dir, "value-extra.bin", &g);
+    /* no steps: ops by sequence number; BAD leaks; captures for --tensors */
+    ft_bytes(&g, 1, 1);
+    for (int f = 0; f < 2; f++) {
+        static const int dims[] = {2, 3};
+        p_select(&g, f);
+        p_op(&g, "cblas_sgemm", TFT_OP_GEMM, 0, 1, (const int[]){6}, 0, NULL);
+        p_tensor(&g, 6, "cblas_sgemm", TFT_F32, TFT_STATS_HEALTH, 2, dims, 5 + f, 0);
+        p_capture(&g, 0, 6, "cblas_sgemm", TFT_F32, TFT_CAPTURE_OUTPUT, 2, dims, 1, 0, 3 + f);
+        ft_bytes(&g, 2, OPC(FT_REPEAT, 1), 5);
+        for (int k = 0; k < 4 * f + 1; k++)
+            p_alloc(&g, k, 2, 20, "site_b");
+    }
+    ft_bytes(&g, 1, 0x30);
+    put_prog(dir, "stepless-leak-tensors.bin", &g);
+    /* threads: two threads' tensors of a step interleaved differently */
+    ft_bytes(&g, 1, 1);
+    for (int f = 0; f < 2; f++) {
+        static const int dims[] = {3};
+        p_select(&g, f);
+        p_step(&g, 0);
+        for (int k = 0; k < 2; k++) {
+            int th = f ? 1 - k : k;
+            ft_bytes(&g, 5, FT_THREAD, 0, th, th, 255);
+            p_tensor(&g, 7 + th, th ? "grad.w" : "param.w", TFT_F32, TFT_STATS_FULL, 1, dims, th, 0);
+        }
+        ft_bytes(&g, 2, FT_SYNC, 2);
+        p_step(&g, 1);
+    }
+    ft_bytes(&g, 1, 0x08);
+    put_prog(dir, "threads.bin", &g);
+}
+
+static void capture_seeds(const char *dir)
+{
+    ft_prog g = {0};
+    /* cblas_sgemm 2x3 @ 3x2, beta 0: A, B captured as inputs, C as output */
+    static const int gemm_attr[] = {2, 2, 3, 0, 0, 0, 0, 3, 2, 2, 0, 1};
+    ft_bytes(&g, 1, 0);
+    p_op(&g, "cblas_sgemm", TFT_OP_GEMM, 2, 1, (const int[]){1, 2, 3}, 12, gemm_attr);
+    p_capture(&g, 0, 1, "cblas_sgemm.A", TFT_F32, TFT_CAPTURE_INPUT, 2, (const int[]){2, 3}, 1, 0, 1);
+    p_capture(&g, 0, 2, "cblas_sgemm.A", TFT_F32, TFT_CAPTURE_INPUT, 2, (const int[]){3, 2}, 1, 0, 2);
+    p_capture(&g, 0, 3, "cblas_sgemm", TFT_F32, TFT_CAPTURE_OUTPUT, 2, (const int[]){2, 2}, 1, 0, 3);
+    put_prog(dir, "gemm.bin", &g);
+    /* tftrain ops: gelu, a residual, a layer norm, softmax */
+    ft_bytes(&g, 1, 0);
+    p_op(&g, "L0.gelu", TFT_OP_RUNTIME, 1, 1, (const int[]){1, 2}, 0, NULL);
+    p_capture(&g, 0, 1, "L0.qkv", TFT_F32, TFT_CAPTURE_INPUT, 2, (const int[]){2, 3}, 0, 0, 5);
+    p_capture(&g, 1, 2, "L0.gelu", TFT_F32, TFT_CAPTURE_OUTPUT, 2, (const int[]){2, 3}, 0, 0, 6);
+    p_op(&g, "L0.ln1", TFT_OP_RUNTIME, 3, 1, (const int[]){2, 4, 5, 6}, 0, NULL);
+    p_capture(&g, 0, 2, "L0.gelu", TFT_F32, TFT_CAPTURE_INPUT, 2, (const int[]){2, 3}, 0, 0, 6);
+    p_capture(&g, 0, 4, "wte", TFT_F32, TFT_CAPTURE_INPUT, 1, (const int[]){3}, 0, 0, 7);
+    p_capture(&g, 0, 5, "wpe", TFT_F32, TFT_CAPTURE_INPUT, 1, (const int[]){3}, 0, 0, 8);
+    p_capture(&g, 0, 6, "L0.ln1", TFT_F32, TFT_CAPTURE_OUTPUT, 2, (const int[]){2, 3}, 0, 0, 9);
+    p_op(&g, "L0.attn.probs", TFT_OP_RUNTIME, 1, 1, (const int[]){7, 8}, 0, NULL);
+    p_capture(&g, 0, 7, "L0.attn.scores", TFT_F32, TFT_CAPTURE_INPUT, 2, (const int[]){2, 2}, 0, 0, 1);
+    p_capture(&g, 0, 8, "L0.attn.probs", TFT_F32, TFT_CAPTURE_OUTPUT, 2, (const int[]){2, 2}, 0, 0, 2);
+    put_prog(dir, "runtime-ops.bin", &g);
+    /* attention scores from a qkv [1, 2, 6] (2 heads), and the embedding */
+    ft_bytes(&g, 1, 0);
+    p_op(&g, "L0.attn.scores", TFT_OP_RUNTIME, 1, 1, (const int[]){1, 2}, 0, NULL);
+    p_capture(&g, 0, 1, "L0.qkv", TFT_F32, TFT_CAPTURE_INPUT, 3, (const int[]){1, 2, 6}, 2, 0, 4);
+    p_capture(&g, 0, 2, "L0.attn.scores", TFT_F32, TFT_CAPTURE_OUTPUT, 4, (const int[]){1, 2, 2, 2}, 2, 0, 4);
+    p_op(&g, "emb", TFT_OP_RUNTIME, 3, 1, (const int[]){3, 4, 5, 6}, 0, NULL);
+    p_capture(&g, 0, 3, "tokens", TFT_I32, TFT_CAPTURE_INPUT, 2, (const int[]){1, 2}, 0, 0, 0);
+    p_capture(&g, 0, 4, "wte", TFT_F32, TFT_CAPTURE_INPUT, 2, (const int[]){4, 3}, 0, 0, 1);
+    p_capture(&g, 0, 5, "wpe", TFT_F32, TFT_CAPTURE_INPUT, 2, (const int[]){2, 3}, 0, 0, 2);
+    p_capture(&g, 0, 6, "emb", TFT_F32, TFT_CAPTURE_OUTPUT, 3, (const int[]){1, 2, 3}, 0, 0, 3);
+    put_prog(dir, "attention-embedding.bin", &g);
+    /* parts shuffled, one lost, one repeated, a wrong total; bf16 and bool */
+    ft_bytes(&g, 1, 1);
+    p_capture(&g, 1, 9, "L0.attn.out", TFT_BF16, TFT_CAPTURE_OUTPUT, 3, (const int[]){4, 8, 8}, 2, 0, 9);
+    p_capture(&g, 2, 10, "L0.attn.out", TFT_F32, TFT_CAPTURE_OUTPUT, 2, (const int[]){8, 8}, 0, 0, 9);
+    p_capture(&g, 4, 11, "logits", TFT_F16, TFT_CAPTURE_PRIOR, 1, (const int[]){8}, 0, 0, 9);
+    p_select(&g, 1);
+    p_capture(&g, 8, 12, "tokens", TFT_BOOL, TFT_CAPTURE_OUTPUT, 1, (const int[]){5}, 0, 0, 9);
+    put_prog(dir, "parts-odd.bin", &g);
+}
+
 static void manifest_seeds(const char *dir)
 {
     static char *cmd[] = {"torchrun", "--nproc-per-node=2", "train.py", "--lr=3e-4"};
@@ -211,19 +488,20 @@ static void manifest_seeds(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: fuzz_gen_corpus DIR  (writes DIR/reader and DIR/manifest)\n");
+        fprintf(stderr, "usage: fuzz_gen_corpus DIR  (writes DIR/{reader,manifest,check,diff,capture})\n");
         return 2;
     }
-    char reader[4096], manifest[4096];
-    snprintf(reader, sizeof(reader), "%s/reader", argv[1]);
-    snprintf(manifest, sizeof(manifest), "%s/manifest", argv[1]);
+    static const char *const sub[] = {"reader", "manifest", "check", "diff", "capture"};
+    static void (*const gen[])(const char *) = {reader_seeds, manifest_seeds, check_seeds, diff_seeds, capture_seeds};
     mkdir(argv[1], 0755);
-    if ((mkdir(reader, 0755) < 0 && errno != EEXIST) ||
-        (mkdir(manifest, 0755) < 0 && errno != EEXIST)) {
-        fprintf(stderr, "fuzz_gen_corpus: cannot create %s: %s\n", reader, strerror(errno));
-        return 1;
+    for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+        char d[4096];
+        snprintf(d, sizeof(d), "%s/%s", argv[1], sub[i]);
+        if (mkdir(d, 0755) < 0 && errno != EEXIST) {
+            fprintf(stderr, "fuzz_gen_corpus: cannot create %s: %s\n", d, strerror(errno));
+            return 1;
+        }
+        gen[i](d);
     }
-    reader_seeds(reader);
-    manifest_seeds(manifest);
     return failed;
 }

@@ -12,14 +12,14 @@
 # (crashing input, log) for inspection. Extra libFuzzer flags: FUZZ_ARGS.
 set -u
 
-usage() { echo "usage: $0 BUILD_DIR SECONDS [fuzz_reader|fuzz_manifest ...]" >&2; exit 2; }
+usage() { echo "usage: $0 BUILD_DIR SECONDS [fuzz_reader|fuzz_manifest|fuzz_check|fuzz_diff|fuzz_capture ...]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 build=$1
 secs=$2
 shift 2
 case $secs in ''|*[!0-9]*) usage ;; esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_reader fuzz_manifest)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_reader fuzz_manifest fuzz_check fuzz_diff fuzz_capture)
 
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/tft-fuzz.XXXXXX") || exit 1
@@ -38,6 +38,8 @@ for t in "${targets[@]}"; do
     log=$work/$t/fuzz.log
     dict=()
     [ -f "$here/$t.dict" ] && dict=(-dict="$here/$t.dict")
+    # the analyzers' targets print what tfdump and tfdiff would: keep it out of the log
+    case $t in fuzz_check|fuzz_diff|fuzz_capture) dict+=(-close_fd_mask=3) ;; esac
     # shellcheck disable=SC2086
     "$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
         -artifact_prefix="$work/$t/artifacts/" ${dict[@]+"${dict[@]}"} ${FUZZ_ARGS:-} "$work/$t/corpus" >"$log" 2>&1

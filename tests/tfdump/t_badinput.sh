@@ -78,12 +78,13 @@ assert any("rank-00001.tft" in p for p in s["problems"]), s["problems"]
 expect_rc 1 "$TFDUMP" --verify "$tmp/lost.trace"
 has "$tmp/out" "rank-00001.tft"
 
-# two files claim the same rank (a copy, or two runs mixed in one directory)
+# two files claim the same rank (a copy): refused, both named (t_hostile.sh
+# has the other cases: hard links, two runs mixed, a second process)
 cp -r "$tmp/good.trace" "$tmp/dup.trace"
 cp "$tmp/dup.trace/rank-00001.tft" "$tmp/dup.trace/rank-00007.tft"
-expect_rc 1 "$TFDUMP" --verify "$tmp/dup.trace"
-has "$tmp/out" "rank-00001.tft and "
-has "$tmp/out" "rank-00007.tft both claim rank 1"
+expect_rc 2 "$TFDUMP" --verify "$tmp/dup.trace"
+has "$tmp/err" "rank-00001.tft and "
+has "$tmp/err" "rank-00007.tft both claim rank 1"
 
 # a rank that is not in the trace
 expect_rc 2 "$TFDUMP" --events --rank 5 "$tmp/good.trace"

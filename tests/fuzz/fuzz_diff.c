@@ -1,0 +1,135 @@
+/*
+ * fuzz_diff.c — libFuzzer target for tfdiff's comparison of two rank
+ * files: the alignment and first divergence (diff_rank), leaks of each
+ * side and BAD against GOLDEN (diff_leaks_mem, diff_leaks_compare), the
+ * report in text, JSON and JUnit (diff_report.c), and the element-wise
+ * comparison of captured tensors (tfdiff --tensors, diff_tensors.c).
+ *
+ * The input is a program (fuzz_trace.h) of at least two rank files: file 0
+ * is GOLDEN, file 1 BAD, each written with tft_writer (checksummed) into a
+ * directory of its own on tmpfs. The last input byte picks the options:
+ * tolerances 0 (bitwise), a name glob, a step range, collectives compared.
+ *
+ * Invariants (abort): diff_rank returns 0 on readable files and reports a
+ * first divergence only with a kind in range; leak counts stay within the
+ * arrays given. The rest (crashes, leaks, time, memory) is libFuzzer's.
+ */
+#include "diff.h"
+#include "diff_report.h"
+#include "diff_tensors.h"
+#include "fuzz_trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FUZZ_CHECK(cond, ...)                                                                  \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fprintf(stderr, "fuzz_diff: invariant failed at %s:%d: %s: ", __FILE__, __LINE__, \
+                    #cond);                                                                    \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+            abort();                                                                           \
+        }                                                                                      \
+    } while (0)
+
+static char dir[256], gdir[300], bdir[300], junit[320];
+static FILE *devnull;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(dir, sizeof(dir), "%s/fuzz_diff.%d", base, (int)getpid());
+    snprintf(gdir, sizeof(gdir), "%s/g.trace", dir);
+    snprintf(bdir, sizeof(bdir), "%s/b.trace", dir);
+    snprintf(junit, sizeof(junit), "%s/junit.xml", dir);
+    FUZZ_CHECK((mkdir(dir, 0700) == 0 || errno == EEXIST) && (mkdir(gdir, 0700) == 0 || errno == EEXIST) &&
+                   (mkdir(bdir, 0700) == 0 || errno == EEXIST), "mkdir %s", dir);
+    FUZZ_CHECK((devnull = fopen("/dev/null", "w")), "/dev/null");
+    return 0;
+}
+
+static void quiet_log(void *ctx, int level, const char *msg) { (void)ctx, (void)level, (void)msg; }
+
+/* Moves rank file i of dir into side (as its rank-00000.tft). */
+static void take_file(int i, const char *side)
+{
+    char from[4096], to[4096];
+    ft_path(from, sizeof(from), dir, i);
+    ft_path(to, sizeof(to), side, 0);
+    FUZZ_CHECK(rename(from, to) == 0, "rename %s", from);
+}
+
+static void compare(const diff_opts *o)
+{
+    tft_reader_opts ro = TFT_READER_OPTS(.log = quiet_log);
+    char gp[4096], bp[4096];
+    ft_path(gp, sizeof(gp), gdir, 0);
+    ft_path(bp, sizeof(bp), bdir, 0);
+    tft_reader *g = tft_reader_open(gp, &ro), *b = tft_reader_open(bp, &ro);
+    FUZZ_CHECK(g && b, "a rank file written by tft_writer does not open: %s", strerror(errno));
+    diff_report *rep = report_new(gdir, bdir, o);
+    FUZZ_CHECK(rep, "report_new");
+    diff_rank_result res;
+    int e = diff_rank(g, b, o, &res);
+    FUZZ_CHECK(e == 0, "diff_rank: %s", strerror(-e));
+    FUZZ_CHECK(!res.first.found || (res.first.kind >= DK_VALUE && res.first.kind <= DK_EXTRA), "kind %d",
+               res.first.kind);
+    report_add_rank(rep, &res);
+
+    enum { SITES = 64, LEAKS = 16 };
+    diff_site_mem gs[SITES], bs[SITES];
+    diff_rank_mem gm = {.sites = gs, .max_sites = SITES}, bm = {.sites = bs, .max_sites = SITES};
+    diff_leak gl[LEAKS], bl[LEAKS], out[LEAKS];
+    int ng = diff_leaks_mem(g, 0, 0, gl, LEAKS, &gm), nb = diff_leaks_mem(b, 0, 0, bl, LEAKS, &bm);
+    FUZZ_CHECK(ng >= 0 && ng <= LEAKS && nb >= 0 && nb <= LEAKS, "leaks %d %d", ng, nb);
+    int n = diff_leaks_compare(&gm, gl, ng, &bm, bl, nb, 0, out, LEAKS);
+    FUZZ_CHECK(n >= 0 && n <= LEAKS, "leaks compared %d", n);
+    for (int k = 0; k < n; k++)
+        report_add_leak(rep, &out[k]);
+    report_text(rep, devnull);
+    report_json(rep, devnull);
+    report_junit(rep, junit);
+    report_free(rep);
+    tft_reader_close(g);
+    tft_reader_close(b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    ft_clean(dir);
+    ft_clean(gdir);
+    ft_clean(bdir);
+    uint8_t prog[4096 + 1];
+    size_t n = size < sizeof(prog) ? size : sizeof(prog);
+    memcpy(prog, data, n);
+    prog[0] = (uint8_t)((prog[0] | 1) & ~(FT_CFG_COPY | FT_CFG_SAME_RANK | FT_CFG_MANIFEST)); /* 2 or 4 files */
+    FUZZ_CHECK(ft_build(dir, prog, n) >= 2, "could not write the trace");
+    take_file(0, gdir);
+    take_file(1, bdir);
+
+    uint8_t opt = data[size - 1];
+    diff_opts o = DIFF_OPTS_DEFAULT;
+    if (opt & 1)
+        o.rtol = o.atol = 0;
+    if (opt & 2)
+        o.name_glob = "L0.*";
+    if (opt & 4)
+        o.step_lo = 1, o.step_hi = 2;
+    o.collectives = opt & 8;
+    compare(&o);
+
+    tensors_opts to = {.rtol = opt & 16 ? 1e-3 : 0, .atol = 0, .pad_id = 256, .json = opt & 32,
+                       .name_glob = opt & 64 ? "L0.*" : NULL};
+    int st = tensors_compare(gdir, bdir, &to, devnull);
+    FUZZ_CHECK(st >= 0 && st <= 2, "tensors_compare %d", st);
+    return 0;
+}
