@@ -21,6 +21,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of tftrace this header belongs to (the library, the tools and
+ * the API; CMakeLists.txt takes its version from here). A MINOR step adds
+ * to the API and keeps the ABI: programs built against an older header run
+ * with a newer library of the same MAJOR. 0.2 added tft_tensor_dev and
+ * tft_tensor_stats. The trace format has its own version
+ * (TFT_FORMAT_MAJOR/MINOR, tft_format.h). */
+#define TFT_VERSION_MAJOR 0
+#define TFT_VERSION_MINOR 2
+#define TFT_VERSION_PATCH 0
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,6 +61,37 @@ TFT_API int tft_tensor(const char *name, tft_dtype dtype, const void *data, int 
 /* Id of the last tensor this thread recorded (0 = none), for op inputs. */
 TFT_API uint64_t tft_last_tensor_id(void);
 
+/* Records a tensor in CUDA device memory: dense, row-major, the elements
+ * of shape at dev_ptr on CUDA device `device` (>= 0). Its statistics (per
+ * the recording mode) are computed on the device, on `stream` (a
+ * cudaStream_t; NULL = the legacy default stream) behind the work already
+ * queued there — the caller's own kernels that produce it — by the CUDA
+ * plugin (libtftrace-cuda.so, which the CUDA driver loads under tftrace
+ * when a device is there, docs/INTERPOSE.md). The call does not wait: the
+ * record is written when the statistics have come back, at the latest by
+ * the step's tft_step_end (or tft_flush, or exit); its id
+ * (tft_last_tensor_id) and op are taken at the call, like tft_tensor's.
+ * dev_ptr's memory must hold the tensor until the work queued on stream
+ * before the call has run. Without the plugin (no device, not under
+ * tftrace, a build without CUDA) the record carries shape and dtype only.
+ * dev_ptr is never dereferenced on the host. Returns 0, -EINVAL (as
+ * tft_tensor, or device < 0), -ENOSPC. */
+TFT_API int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int ndim,
+                           const int64_t *shape, int device, void *stream);
+
+/* Records a tensor whose statistics the caller computed (fused into the
+ * kernel that made it, on a device, in another library): stats holds the
+ * fields stats_mode makes valid (enum tft_stats_mode; the semantics of
+ * every field are tft_stats's, FORMAT.md). The record gets the lesser of
+ * stats_mode and the recording's mode for this step, the fields beyond it
+ * zeroed, and numel from shape (stats->numel is ignored). device: the CUDA
+ * ordinal that holds the tensor, or -1 for host memory. Same op rules as
+ * tft_tensor; never captured (the recorder does not see the bytes).
+ * Returns 0, -EINVAL (as tft_tensor, a NULL stats or a bad mode or
+ * device), -ENOSPC. */
+TFT_API int tft_tensor_stats(const char *name, tft_dtype dtype, int ndim, const int64_t *shape,
+                             const tft_stats *stats, int stats_mode, int device);
+
 /* Name nesting (layers, modules); the scope path joins names with '/'. */
 TFT_API void tft_scope_push(const char *name);
 TFT_API void tft_scope_pop(void);
@@ -76,7 +117,8 @@ typedef struct tft_coll_info {
     int redop;          /* enum tft_redop */
     int root;           /* root (bcast, reduce) or peer (send, recv); -1 when the call has none */
     int rank, nranks;   /* position in the communicator */
-    /* since 0.3 (callers built before pass a smaller sz: tag taken as none) */
+    /* added with format 1.2 (callers built before pass a smaller sz, at least
+     * TFT_COLL_INFO_V1_SZ: the tag is taken as none) */
     int tag;            /* send/recv: the message tag, TFT_TAG_ANY (-2) for any; ignored for collectives */
 } tft_coll_info;
 /* Zero-initialised but for sz; set .root = -1 for calls without a root. */

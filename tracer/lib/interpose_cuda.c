@@ -142,6 +142,7 @@ static void emit_tensor(const devq_item *it, int i, int64_t seq, uint64_t *id_ou
     if (it->mode[i] > TFT_STATS_SHAPE)
         r.stats = it->stats[i];
     r.stats.numel = numel_of(t);
+    r.id = t->id;
     *id_out = tft_x_record(TFT_X_EMIT, &r.h, t->name) == 0 ? r.id : 0;
 }
 
@@ -184,6 +185,16 @@ static void emit_item(const devq_item *it)
     int64_t s = emit_op(it, c->op_name, c->op_kind, n_in, in, c->n_attr, c->attr);
     uint64_t id;
     emit_tensor(it, c->nt - 1, s, &id);
+}
+
+/* Writes item it and lets go of what it owns. */
+static void emit_release(devq_item *it)
+{
+    emit_item(it);
+    for (int i = 0; i < it->c.nt; i++) {
+        free(it->c.t[i].owned);
+        it->c.t[i].owned = NULL;
+    }
 }
 
 /* 1 when every tensor of it has its statistics (or will get none). */
@@ -235,7 +246,7 @@ static void drain_locked(int wait)
             pthread_mutex_lock(&q.mu);
             continue;
         }
-        emit_item(it);
+        emit_release(it);
         q.head = (q.head + 1) % DEVQ_CAP;
         q.n--;
     }
@@ -269,7 +280,7 @@ void cuda_step_boundary(int begin)
         p->activity_flush();
 }
 
-void devq_submit(const devq_call *c, void *stream)
+void devq_submit(const devq_call *c, void *stream, int device)
 {
     int saved = errno;
     _Alignas(8) char sbuf[sizeof(tft_rec_op)];
@@ -300,6 +311,8 @@ void devq_submit(const devq_call *c, void *stream)
         if (!p || it == &spill || mode <= TFT_STATS_SHAPE || !t->mem.ptr || t->dtype < 0)
             continue;
         int64_t h = p->stats_launch(&t->mem, mode, stream, &it->device[i]);
+        if (device >= 0)
+            it->device[i] = device;
         if (h >= 0) {
             it->handle[i] = h;
             it->mode[i] = mode;
@@ -307,7 +320,7 @@ void devq_submit(const devq_call *c, void *stream)
         }
     }
     if (it == &spill || (q.n == 0 && !pending && may_write())) {
-        emit_item(it);
+        emit_release(it);
     } else {
         q.n++;
         if (may_write())
@@ -319,6 +332,31 @@ void devq_submit(const devq_call *c, void *stream)
     if (!atomic_exchange(&exit_hook, 1))
         atexit(drain_at_exit);
     errno = saved;
+}
+
+int devq_submit_tensor(const char *name, int dtype, const void *ptr, int ndim, const int64_t *shape,
+                       uint64_t numel, int device, void *stream, int64_t seq, uint64_t id)
+{
+    if (!devq_have_plugin() || ndim > TFT_MAX_NDIM)
+        return -ENODEV;
+    devq_call c;
+    memset(&c, 0, sizeof(c));
+    c.kind = DEVQ_RESULT;
+    c.seq = seq;
+    c.nt = 1;
+    devq_tensor *t = &c.t[0];
+    t->owned = strdup(name);
+    if (!t->owned)
+        return -ENODEV;
+    t->name = t->owned;
+    t->id = id;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    t->mem = (tft_cuda_tensor){.ptr = ptr, .dtype = dtype, .rows = numel, .cols = 1, .ld = numel, .batch = 1,
+                               .stride = 0};
+    devq_submit(&c, stream, device);
+    return 0;
 }
 
 /* ---- cuBLAS ------------------------------------------------------------------ */
@@ -424,7 +462,7 @@ static void record_gemm(const gemm_call *g, void *stream)
                         f64_bits(g->alpha), f64_bits(g->beta)};
     c.n_attr = g->have_scalars ? 12 : 10;
     memcpy(c.attr, attr, sizeof(attr));
-    devq_submit(&c, stream);
+    devq_submit(&c, stream, -1);
 }
 
 /* The handle's stream and whether alpha/beta are host pointers. */
@@ -679,7 +717,7 @@ static void record_lt(cublasLtMatmulDesc_t desc, const void *alpha, const void *
                         ld.order == CUBLASLT_ORDER_ROW ? 0 : 1, la.ld, lb.ld, ld.ld, f64_bits(a), f64_bits(b)};
     c.n_attr = host ? 12 : 10;
     memcpy(c.attr, attr, sizeof(attr));
-    devq_submit(&c, stream);
+    devq_submit(&c, stream, -1);
 }
 
 TFT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,

@@ -26,10 +26,12 @@
 
 /* One tensor of an item: what it is and where its data lives. */
 typedef struct devq_tensor {
-    const char *name;    /* static string */
+    const char *name;    /* static string (owned: a copy the queue frees) */
+    char *owned;         /* name when the queue owns it (tft_tensor_dev), else NULL */
+    uint64_t id;         /* tensor id taken at the call, 0: one is taken when the record is written */
     int dtype;           /* enum tft_dtype; -1: a type we have no name for (recorded as u8, shape only) */
     int ndim;
-    int64_t shape[3];    /* row-major view of the data as stored */
+    int64_t shape[TFT_MAX_NDIM]; /* row-major view of the data as stored */
     tft_cuda_tensor mem; /* where the data is (mem.ptr NULL: shape only) */
 } devq_tensor;
 
@@ -49,8 +51,18 @@ typedef struct devq_call {
 } devq_call;
 
 /* Records c (see above): statistics launched on stream when possible.
- * Call with ip_depth > 0 and ip_active() true. Keeps errno. */
-void devq_submit(const devq_call *c, void *stream);
+ * device >= 0: the device ordinal its tensors are recorded with (else the
+ * plugin's answer). Call with ip_depth > 0 and recording on. Keeps errno. */
+void devq_submit(const devq_call *c, void *stream, int device);
+
+/* tft_tensor_dev with the plugin there: queues the TENSOR record (id, op
+ * seq, both taken by the caller) of the dense device tensor of numel
+ * elements at ptr on `device`, its statistics launched on stream; written
+ * when they arrive, in queue order. Call with ip_depth > 0. Returns 0, or
+ * -ENODEV when the plugin or memory is missing (the caller then writes the
+ * record shape only). */
+int devq_submit_tensor(const char *name, int dtype, const void *ptr, int ndim, const int64_t *shape,
+                       uint64_t numel, int device, void *stream, int64_t seq, uint64_t id);
 
 /* Writes the finished items at the head of the queue; wait != 0: waits for
  * all of them (bounded, see above). Keeps errno. */

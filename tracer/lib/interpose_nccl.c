@@ -435,7 +435,7 @@ static void result_stats(const nccl_call *cc, int64_t seq, const void *buf, size
             nt.d[nt.n++] = (deferred){c, stream};
         return;
     }
-    devq_submit(&c, stream);
+    devq_submit(&c, stream, -1);
 }
 
 /* Records the exit (result: the buffer to take statistics of, NULL none). */
@@ -608,7 +608,7 @@ ncclResult_t ncclGroupEnd(void)
         if (init_ok(rc) && !ip_depth) {
             ip_depth++;
             for (int i = 0; i < n; i++)
-                devq_submit(&nt.d[i].c, nt.d[i].stream);
+                devq_submit(&nt.d[i].c, nt.d[i].stream, -1);
             ip_depth--;
         }
     }

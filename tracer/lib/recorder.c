@@ -12,6 +12,9 @@
  */
 #include "collector.h"
 #include "recorder_internal.h"
+#ifdef TFT_HAVE_CUDA
+#include "interpose_cuda_internal.h" /* devq_*: device tensors */
+#endif
 #include "tft.h"
 #include "tft_stats.h"
 
@@ -233,44 +236,78 @@ static int tensor_mode(void)
 
 int rec_tensor_mode(void) { return tensor_mode(); }
 
-/* Records one tensor of the current op (or as its own op). */
-static int record_tensor(const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
-                         int device_kind, int device, uint64_t *id_out)
+/* Checks a tensor's description (as tft_tensor documents it); *numel gets
+ * its element count. 0 or -EINVAL. */
+static int tensor_numel(const char *name, int dtype, int ndim, const int64_t *shape, uint64_t *numel)
 {
     if (!name || ndim < 0 || ndim > TFT_MAX_NDIM || (ndim && !shape) || tft_dtype_size(dtype) == 0)
         return -EINVAL;
-    uint64_t numel = 1;
+    uint64_t n = 1;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0 || (shape[i] && numel > UINT64_MAX / (uint64_t)shape[i]))
+        if (shape[i] < 0 || (shape[i] && n > UINT64_MAX / (uint64_t)shape[i]))
             return -EINVAL;
-        numel *= (uint64_t)shape[i];
+        n *= (uint64_t)shape[i];
     }
-    if (numel && !data)
+    *numel = n;
+    return 0;
+}
+
+/* The op a tensor recorded now belongs to: the current one, or (outside an
+ * op bracket, *own_op set) a new op named like the tensor, written now. */
+static int64_t tensor_op(shm_ring *r, const char *name, bool *own_op)
+{
+    *own_op = !tls.in_op;
+    if (!*own_op)
+        return tls.op_seq;
+    int64_t seq = next_seq();
+    emit_op(r, name, TFT_OP_RUNTIME, 0, NULL, seq);
+    return seq;
+}
+
+static uint64_t next_tensor_id(void)
+{
+    return atomic_fetch_add_explicit(&g_rec.tensor_id, 1, memory_order_relaxed) + 1;
+}
+
+/* Fills the rest of TENSOR record t of op seq (its statistics and mode are
+ * the caller's): header, id (0: a new one; it becomes this thread's last
+ * tensor), name, dtype, device, shape. */
+static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id, const char *name, int dtype,
+                        int ndim, const int64_t *shape, int device_kind, int device)
+{
+    t->name = rec_intern(r, name);
+    rec_hdr(&t->h, TFT_REC_TENSOR, sizeof(*t), seq);
+    t->id = id ? id : next_tensor_id();
+    t->dtype = (uint8_t)dtype;
+    t->device_kind = (uint8_t)device_kind;
+    t->device = (int16_t)device;
+    t->ndim = (uint8_t)ndim;
+    for (int i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    tls.last_tensor = t->id;
+}
+
+/* Records one tensor of the current op (or as its own op); statistics of
+ * host memory per the recording mode, shape only for a device tensor. */
+static int record_tensor(const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
+                         int device_kind, int device, uint64_t *id_out)
+{
+    uint64_t numel;
+    if (tensor_numel(name, dtype, ndim, shape, &numel) < 0 || (numel && !data))
         return -EINVAL;
     shm_ring *r = rec_ring();
     if (!r)
         return -ENOSPC;
-    bool own_op = !tls.in_op;
-    int64_t seq = own_op ? next_seq() : tls.op_seq;
-    if (own_op)
-        emit_op(r, name, TFT_OP_RUNTIME, 0, NULL, seq);
+    bool own_op;
+    int64_t seq = tensor_op(r, name, &own_op);
     tft_rec_tensor t;
     memset(&t, 0, sizeof(t));
     int mode = device_kind == TFT_DEV_CPU ? tensor_mode() : TFT_STATS_SHAPE;
     if (mode > TFT_STATS_SHAPE)
         tft_stats_compute(dtype, data, (size_t)numel, mode, &t.stats);
     t.stats.numel = numel;
-    t.name = rec_intern(r, name);
-    rec_hdr(&t.h, TFT_REC_TENSOR, sizeof(t), seq);
-    t.id = atomic_fetch_add_explicit(&g_rec.tensor_id, 1, memory_order_relaxed) + 1;
-    t.dtype = (uint8_t)dtype;
-    t.device_kind = (uint8_t)device_kind;
-    t.device = (int16_t)device;
     t.mode = (uint8_t)mode;
-    t.ndim = (uint8_t)ndim;
-    for (int i = 0; i < ndim; i++)
-        t.shape[i] = shape[i];
-    tls.last_tensor = t.id;
+    tensor_fill(r, &t, seq, 0, name, dtype, ndim, shape, device_kind, device);
     if (id_out)
         *id_out = t.id;
     if (__builtin_expect(g_rec.capture != NULL, 0) && device_kind == TFT_DEV_CPU)
@@ -283,6 +320,79 @@ int tft_tensor(const char *name, tft_dtype dtype, const void *data, int ndim, co
     if (!on())
         return 0;
     return record_tensor(name, (int)dtype, data, ndim, shape, TFT_DEV_CPU, -1, NULL);
+}
+
+/* Zeroes the fields of s that mode does not carry (tft_stats validity). */
+static void stats_trim(tft_stats *s, int mode)
+{
+    if (mode >= TFT_STATS_FULL)
+        return;
+    if (mode <= TFT_STATS_SHAPE) {
+        memset(s, 0, sizeof(*s));
+        return;
+    }
+    s->over_fp16 = s->over_bf16 = s->under_fp16 = 0;
+    s->mean = s->std = s->l1 = s->l2 = s->absmax = 0;
+}
+
+int tft_tensor_stats(const char *name, tft_dtype dtype, int ndim, const int64_t *shape, const tft_stats *stats,
+                     int stats_mode, int device)
+{
+    if (!on())
+        return 0;
+    uint64_t numel;
+    if (tensor_numel(name, (int)dtype, ndim, shape, &numel) < 0 || !stats || stats_mode < TFT_STATS_SHAPE ||
+        stats_mode > TFT_STATS_FULL || device < -1 || device > INT16_MAX)
+        return -EINVAL;
+    shm_ring *r = rec_ring();
+    if (!r)
+        return -ENOSPC;
+    bool own_op;
+    int64_t seq = tensor_op(r, name, &own_op);
+    tft_rec_tensor t;
+    memset(&t, 0, sizeof(t));
+    int mode = tensor_mode();
+    t.mode = (uint8_t)(mode < stats_mode ? mode : stats_mode);
+    t.stats = *stats;
+    stats_trim(&t.stats, t.mode);
+    t.stats.numel = numel;
+    tensor_fill(r, &t, seq, 0, name, (int)dtype, ndim, shape, device >= 0 ? TFT_DEV_CUDA : TFT_DEV_CPU, device);
+    return ring_write(g_rec.h, r, &t.h);
+}
+
+int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int ndim, const int64_t *shape,
+                   int device, void *stream)
+{
+    if (!on())
+        return 0;
+    uint64_t numel;
+    if (tensor_numel(name, (int)dtype, ndim, shape, &numel) < 0 || (numel && !dev_ptr) || device < 0 ||
+        device > INT16_MAX)
+        return -EINVAL;
+#ifdef TFT_HAVE_CUDA
+    if (numel && tensor_mode() > TFT_STATS_SHAPE && devq_have_plugin()) {
+        shm_ring *r = rec_ring();
+        if (!r)
+            return -ENOSPC;
+        bool own_op;
+        int64_t seq = tensor_op(r, name, &own_op);
+        uint64_t id = next_tensor_id();
+        tls.last_tensor = id;
+        ip_depth++; /* the queue's own allocations are not the program's */
+        int e = devq_submit_tensor(name, (int)dtype, dev_ptr, ndim, shape, numel, device, stream, seq, id);
+        ip_depth--;
+        if (e != -ENODEV)
+            return e;
+        /* the plugin could not take it: shape only, now */
+        tft_rec_tensor t;
+        memset(&t, 0, sizeof(t));
+        t.stats.numel = numel;
+        tensor_fill(r, &t, seq, id, name, (int)dtype, ndim, shape, TFT_DEV_CUDA, device);
+        return ring_write(g_rec.h, r, &t.h);
+    }
+#endif
+    (void)stream;
+    return record_tensor(name, (int)dtype, dev_ptr, ndim, shape, TFT_DEV_CUDA, device, NULL);
 }
 
 static int emit_step(int64_t step, uint32_t phase)
@@ -306,10 +416,22 @@ int tft_step_begin(int64_t step)
     return emit_step(step, TFT_STEP_BEGIN);
 }
 
+/* Device tensors still waiting for their statistics (tft_tensor_dev) are
+ * written first, so that a step's records precede its end. */
+static void drain_device_records(void)
+{
+#ifdef TFT_HAVE_CUDA
+    ip_depth++;
+    devq_drain(1);
+    ip_depth--;
+#endif
+}
+
 int tft_step_end(int64_t step)
 {
     if (!on())
         return 0;
+    drain_device_records();
     return emit_step(step, TFT_STEP_END);
 }
 
@@ -541,6 +663,7 @@ int tft_flush(void)
 {
     if (!on())
         return 0;
+    drain_device_records();
     return rec_inproc_flush(1000);
 }
 
