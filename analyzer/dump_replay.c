@@ -10,9 +10,10 @@
  *    attributes (layout, transposes, M, N, K, alpha, beta) and the captured
  *    A, B (and C's prior value when beta != 0), through the CBLAS tfdump is
  *    linked with (OpenBLAS);
- *  - tftrain's forward ops, told by their names, through the runtime's own
- *    CPU ops (kernels/ops/tft_ops.h): emb, L*.ln1/ln2, lnf, L*.qkv, logits,
- *    L*.attn.scores, L*.attn.probs, L*.attn.out, L*.gelu, L*.res1, L*.res2.
+ *  - tftrain's forward ops, told by their names, through the runtime's
+ *    registry of replayable ops (runtime/replay_ops.h: emb, L*.ln1/ln2,
+ *    lnf, L*.qkv, logits, L*.attn.scores/probs/out, L*.gelu, L*.res1/res2)
+ *    and its CPU ops (kernels/ops/tft_ops.h).
  * Anything else is "cannot be replayed" (exit 2).
  *
  * Exit: 0 bit-identical or within tolerance, 1 different, 2 cannot replay.
@@ -20,7 +21,6 @@
 #include "capture.h"
 #include "dump_internal.h"
 
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +30,7 @@
 #include <cblas.h>
 #endif
 #ifdef TFT_HAVE_OPS
+#include "replay_ops.h" /* the runtime's registry of replayable ops */
 #include "tft_ops.h"
 #endif
 
@@ -220,168 +221,34 @@ static int replay_gemm(replay *rp)
 /* ---- tftrain's runtime ops -------------------------------------------------------- */
 
 #ifdef TFT_HAVE_OPS
-/* *out = a * b (* c) when every factor is >= 0 and the product fits: the
- * dimensions come from the file, and an overflowed product would let a
- * small buffer pass for a large one. */
-static bool mul2(int64_t a, int64_t b, int64_t *out)
+/* The runtime registry's view of a captured tensor (NULL: not captured). */
+static rt_replay_tensor view(const cap_tensor *t)
 {
-    return a >= 0 && b >= 0 && !__builtin_mul_overflow(a, b, out);
-}
-
-static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
-{
-    int64_t ab;
-    return mul2(a, b, &ab) && mul2(ab, c, out);
-}
-
-/* Dimensions of a [d0, d1, ..., dn] f32 tensor; the product of all but the last. */
-static int64_t rows_of(const cap_tensor *t)
-{
-    int64_t r = 1;
-    for (int i = 0; i + 1 < t->ndim; i++)
-        r *= t->shape[i];
-    return r;
-}
-
-static int64_t last_dim(const cap_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
-
-static bool fits_int(int64_t v) { return v >= 0 && v <= INT32_MAX; }
-
-/* out = f(inputs) for the op named like tftrain's; 0, -1 cannot (why set). */
-static int replay_runtime_op(replay *rp, bool *scores_unscaled)
-{
-    const char *nm = rp->op_name;
-    const cap_tensor *out = rp->out;
-    float *got = rp->got;
-    uint64_t n = numel(out);
-    if (out->dtype != TFT_F32) {
-        snprintf(rp->why, sizeof(rp->why), "op %s: output dtype %s (tftrain ops are f32)", nm,
-                 tft_dtype_name(out->dtype));
-        return -1;
-    }
-    int64_t N = rows_of(out), C = last_dim(out);
-    if (!fits_int(N) || !fits_int(C))
-        return snprintf(rp->why, sizeof(rp->why), "op %s: dimensions too large", nm), -1;
-    if (!fnmatch("L*.gelu", nm, 0)) {
-        const float *x = input(rp, 0, TFT_F32, n);
-        if (!x)
-            return -1;
-        op_gelu_fwd(got, x, n);
-    } else if (!fnmatch("L*.res[12]", nm, 0)) {
-        const float *a = input(rp, 0, TFT_F32, n), *b = a ? input(rp, 1, TFT_F32, n) : NULL;
-        if (!b)
-            return -1;
-        op_residual_fwd(got, a, b, n);
-    } else if (!fnmatch("L*.ln[12]", nm, 0) || !strcmp(nm, "lnf")) {
-        const float *x = input(rp, 0, TFT_F32, n), *w = x ? input(rp, 1, TFT_F32, (uint64_t)C) : NULL;
-        const float *b = w ? input(rp, 2, TFT_F32, (uint64_t)C) : NULL;
-        float *stats = b ? malloc(2 * sizeof(float) * (size_t)N + 1) : NULL;
-        if (!stats)
-            return -1;
-        op_layernorm_fwd(got, stats, stats + N, x, w, b, (int)N, (int)C);
-        free(stats);
-    } else if (!fnmatch("L*.attn.probs", nm, 0)) {
-        /* its input holds the scores after the in-place masking, as softmax read them */
-        const float *s = input(rp, 0, TFT_F32, n);
-        if (!s)
-            return -1;
-        op_softmax_fwd(got, s, (int)N, (int)C);
-    } else if (!fnmatch("L*.qkv", nm, 0) || !strcmp(nm, "logits")) {
-        const cap_tensor *xi = rp->op->n_in > 0 ? rp->in[0] : NULL;
-        int64_t IC = xi ? last_dim(xi) : 0, NIC, CIC;
-        if (!fits_int(IC) || !mul2(N, IC, &NIC) || !mul2(C, IC, &CIC))
-            return snprintf(rp->why, sizeof(rp->why), "op %s: dimensions too large", nm), -1;
-        const float *x = xi ? input(rp, 0, TFT_F32, (uint64_t)NIC) : input(rp, 0, TFT_F32, 0);
-        const float *w = x ? input(rp, 1, TFT_F32, (uint64_t)CIC) : NULL;
-        const float *b = NULL;
-        if (w && !strcmp(nm, "logits")) {
-            /* no bias */
-        } else if (w && !(b = input(rp, 2, TFT_F32, (uint64_t)C))) {
-            return -1;
-        }
-        if (!w)
-            return -1;
-        op_matmul_fwd(got, x, w, b, (int)N, (int)IC, (int)C);
-    } else if (!fnmatch("L*.attn.scores", nm, 0) || !fnmatch("L*.attn.out", nm, 0)) {
-        bool scores = !fnmatch("L*.attn.scores", nm, 0);
-        const cap_tensor *q = rp->op->n_in > (scores ? 0 : 1) ? rp->in[scores ? 0 : 1] : NULL;
-        if (!q || q->ndim != 3 || out->ndim != (scores ? 4 : 3))
-            return snprintf(rp->why, sizeof(rp->why), "op %s: its qkv input was not captured", nm), -1;
-        int64_t B = q->shape[0], T = q->shape[1], C3 = q->shape[2];
-        int64_t NH = scores ? out->shape[1] : (rp->in[0] && rp->in[0]->ndim == 4 ? rp->in[0]->shape[1] : 0);
-        int64_t BTC3, BNTT, BTC;
-        /* what the kernels read and write: qkv [B, T, C3], scores/probs
-         * [B, NH, T, T], the output [B, T, C3/3]; the output buffer is the
-         * captured output's size, so its element count must be theirs */
-        if (C3 % 3 || NH <= 0 || (C3 / 3) % NH || !mul3(B, T, C3, &BTC3) || !fits_int(BTC3) ||
-            !fits_int(NH) || !mul3(B, NH, T, &BNTT) || !mul2(BNTT, T, &BNTT) || !mul3(B, T, C3 / 3, &BTC) ||
-            (uint64_t)(scores ? BNTT : BTC) != n)
-            return snprintf(rp->why, sizeof(rp->why), "op %s: shapes do not fit attention", nm), -1;
-        const float *qkv = input(rp, scores ? 0 : 1, TFT_F32, (uint64_t)BTC3);
-        if (!qkv)
-            return -1;
-        if (scores) {
-            float scale = 1.0f / sqrtf((float)(C3 / 3 / NH));
-            op_attn_scores_fwd(got, qkv, (int)B, (int)T, (int)(C3 / 3), (int)NH, scale);
-            if (memcmp(got, out->data, (size_t)out->bytes) != 0) { /* the missing-scale bug? */
-                float *alt = malloc((size_t)out->bytes + 1);
-                if (alt) {
-                    op_attn_scores_fwd(alt, qkv, (int)B, (int)T, (int)(C3 / 3), (int)NH, 1.0f);
-                    if (memcmp(alt, out->data, (size_t)out->bytes) == 0) {
-                        memcpy(got, alt, (size_t)out->bytes);
-                        *scores_unscaled = true;
-                    }
-                    free(alt);
-                }
-            }
-        } else {
-            const float *pr = input(rp, 0, TFT_F32, (uint64_t)BNTT);
-            if (!pr)
-                return -1;
-            op_attn_values_fwd(got, pr, qkv, (int)B, (int)T, (int)(C3 / 3), (int)NH);
-        }
-    } else if (!strcmp(nm, "emb")) {
-        const cap_tensor *tok = rp->op->n_in > 0 ? rp->in[0] : NULL;
-        const cap_tensor *wte = rp->op->n_in > 1 ? rp->in[1] : NULL, *wpe = rp->op->n_in > 2 ? rp->in[2] : NULL;
-        if (!tok || tok->ndim != 2 || !wte || !wpe || out->ndim != 3)
-            return snprintf(rp->why, sizeof(rp->why), "op emb: tokens, wte and wpe must all be captured"), -1;
-        int64_t B = tok->shape[0], T = tok->shape[1], V = (int64_t)(numel(wte) / (uint64_t)(C ? C : 1)), BT, TC, BTC;
-        if (!fits_int(B) || !fits_int(T) || !mul2(B, T, &BT) || !mul2(T, C, &TC) || !mul3(B, T, C, &BTC))
-            return snprintf(rp->why, sizeof(rp->why), "op emb: shapes do not fit"), -1;
-        const int32_t *tk = input(rp, 0, TFT_I32, (uint64_t)BT);
-        const float *e = tk ? input(rp, 1, TFT_F32, numel(wte)) : NULL;
-        const float *p = e ? input(rp, 2, TFT_F32, numel(wpe)) : NULL;
-        if (!p)
-            return -1;
-        if (numel(wpe) < (uint64_t)TC || (uint64_t)BTC != n)
-            return snprintf(rp->why, sizeof(rp->why), "op emb: shapes do not fit"), -1;
-        for (int64_t i = 0; i < BT; i++)
-            if (tk[i] < 0 || tk[i] >= V)
-                return snprintf(rp->why, sizeof(rp->why), "op emb: token %d out of the vocabulary (%" PRId64 ")",
-                                tk[i], V), -1;
-        op_embedding_fwd(got, tk, e, p, (int)B, (int)T, (int)C);
-    } else if (!fnmatch("L*.fc", nm, 0) || !fnmatch("L*.fcproj", nm, 0) || !fnmatch("L*.attn.proj", nm, 0)) {
-        snprintf(rp->why, sizeof(rp->why), "a matmul whose bias is not among the op's recorded inputs (tftrain "
-                 "lists only its input and weight)");
-        return -1;
-    } else {
-        snprintf(rp->why, sizeof(rp->why), "no CPU reference is known for it (replayable: cblas gemms; "
-                 "tftrain's emb, L*.ln1/ln2, lnf, L*.qkv, logits, L*.attn.scores, L*.attn.probs, L*.attn.out, "
-                 "L*.gelu, L*.res1, L*.res2)");
-        return -1;
-    }
-    return 0;
+    if (!t)
+        return (rt_replay_tensor){.missing = "was not captured (it was recorded too long before the op, or its "
+                                             "memory was gone)"};
+    rt_replay_tensor v = {.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .shape = t->shape,
+                          .data = t->complete ? t->data : NULL, .bytes = t->bytes};
+    if (!v.data)
+        v.missing = "is incomplete in the trace";
+    return v;
 }
 #endif
 
+/* An op of tftrain, by its name, through the runtime's registry of
+ * replayable ops (runtime/replay_ops.h). */
 static int replay_runtime(replay *rp)
 {
 #ifdef TFT_HAVE_OPS
     openblas_set_num_threads(1); /* as tftrain runs it: bit-identical matmuls */
-    bool unscaled = false;
-    if (replay_runtime_op(rp, &unscaled) < 0)
+    rt_replay_tensor in[16], out = view(rp->out);
+    int n_in = rp->op->n_in < 16 ? rp->op->n_in : 16;
+    for (int k = 0; k < n_in; k++)
+        in[k] = view(rp->in[k]);
+    unsigned how = 0;
+    if (rt_replay_run(rp->op_name, &out, in, rp->op->n_in, rp->got, &how, rp->why, sizeof(rp->why)) < 0)
         return -1;
-    if (unscaled)
+    if (how & RT_REPLAY_UNSCALED)
         snprintf(rp->note, sizeof(rp->note), "with scale 1: the scores are not scaled by 1/sqrt(head size)");
     /* tftrain stores activations rounded to its storage dtype (emulated fp16/bf16) */
     const int dts[2] = {TFT_BF16, TFT_F16};

@@ -49,7 +49,7 @@ void gpt_layer_names_init(gpt_layer_names *n, int l)
     inputs(n, GPT_ACT_OUT, a[GPT_ACT_PROBS], a[GPT_ACT_QKV], NULL);
     inputs(n, GPT_ACT_PROJ, a[GPT_ACT_OUT], p[GPT_PROJW], NULL);
     inputs(n, GPT_ACT_RES1, n->in, a[GPT_ACT_PROJ], NULL);
-    inputs(n, GPT_ACT_LN2, a[GPT_ACT_RES1], p[GPT_LN2W], NULL);
+    inputs(n, GPT_ACT_LN2, a[GPT_ACT_RES1], p[GPT_LN2W], p[GPT_LN2B]);
     inputs(n, GPT_ACT_FC, a[GPT_ACT_LN2], p[GPT_FCW], NULL);
     inputs(n, GPT_ACT_GELU, a[GPT_ACT_FC], NULL, NULL);
     inputs(n, GPT_ACT_FCPROJ, a[GPT_ACT_GELU], p[GPT_FCPW], NULL);
