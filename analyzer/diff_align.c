@@ -1,6 +1,6 @@
 /*
  * diff_align.c — alignment and first divergence of one rank of GOLDEN vs
- * BAD (DESIGN.md §7 items 1-3; the contract is diff.h).
+ * BAD (docs/TFDIFF.md, "What it reports" and "Alignment"; the contract is diff.h).
  *
  * Both rank files are streamed step by step: the TENSOR and OP records of
  * one step of each side are collected, aligned, compared and discarded.

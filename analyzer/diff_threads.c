@@ -1,6 +1,6 @@
 /*
  * diff_threads.c — what tfdiff needs for ranks that record from several
- * threads (format 1.2 THREAD and SYNC records; DESIGN.md §11): the stash
+ * threads (format 1.2 THREAD and SYNC records; docs/TFDIFF.md, "Several recording threads"; FORMAT.md §5.13-5.14): the stash
  * of records that arrived before their step was complete, and the
  * order-free matching of one step's tensors.
  *

@@ -10,7 +10,7 @@
  * can cause them, a message in the caller's buffer (err, errlen; err may be
  * NULL).
  *
- * Bug-zoo hooks (shared/BUGZOO.md) and who implements them:
+ * Bug-zoo hooks (runtime/README.md, "The bug zoo") and who implements them:
  *   label-shift  the runtime copies tokens into targets (loss_mask unchanged);
  *   short-batch  the runtime drops the last column of a (B, T) batch;
  *   token-oob    data_corrupt_token() plants an id >= TFT_VOCAB and

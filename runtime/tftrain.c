@@ -1,6 +1,6 @@
 /*
  * tftrain — a small GPT-style training runtime, instrumented through tft.h,
- * with the bug zoo of ../shared/BUGZOO.md. main parses options and wires
+ * with the bug zoo of runtime/README.md. main parses options and wires
  * the parts; the loop is in train.c.
  *
  *   tftrain [options]            (mpirun -np N tftrain ... for data parallelism)

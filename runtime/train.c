@@ -2,7 +2,7 @@
  * train.c — tftrain's training loop: batches, forward, backward, gradient
  * all-reduce, clipping, LR schedule, AdamW, checkpoints, eval, and the bug
  * zoo, every step recorded through tft.h under the canonical names of
- * DESIGN.md §9. Messages go to stderr prefixed "tftrain:", progress to
+ * runtime/README.md ("What is recorded"; the names: names.h). Messages go to stderr prefixed "tftrain:", progress to
  * stdout on rank 0.
  */
 #include "train.h"

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The bug zoo (../shared/BUGZOO.md): one per run, with a step where it applies. */
+/* The bug zoo (runtime/README.md, "The bug zoo"): one per run, with a step where it applies. */
 enum bug_kind {
     BUG_NONE = 0, BUG_LABEL_SHIFT, BUG_POS_ZERO, BUG_CAUSAL_OFFBYONE, BUG_PAD_MASK, BUG_LOSS_PAD,
     BUG_NO_SCALE, BUG_FP16_MASK, BUG_NO_WARMUP, BUG_GRAD_ACCUM, BUG_NO_CLIP, BUG_TOKEN_OOB,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh NAME [DIR]: record a golden and a buggy tftrain run for one row of
-# the bug zoo (shared/BUGZOO.md) into DIR (default ./bugzoo-NAME) and show
+# the bug zoo (runtime/README.md) into DIR (default ./bugzoo-NAME) and show
 # where they part: the first differing tensor of every rank, and what the
 # row is about (non-finite values, a hung collective, a leak...).
 #
@@ -51,7 +51,7 @@ case $name in
     ckpt-optim | ckpt-data) steps=6 ;;
     dp-mean | dp-shard | dp-nosync) ranks=2 ;;
     dp-skip) ranks=2 bug=$name@$step topts=(--timeout 10 --grace 2) ;;
-    *) echo "run.sh: unknown bug '$name' (see shared/BUGZOO.md)" >&2; exit 2 ;;
+    *) echo "run.sh: unknown bug '$name' (see runtime/README.md, "The bug zoo")" >&2; exit 2 ;;
 esac
 if [ "$ranks" -gt 1 ] && ! command -v mpirun >/dev/null; then
     echo "run.sh: $name needs mpirun (2 ranks)" >&2

@@ -8,7 +8,7 @@
  * OUT.trace/manifest.json and OUT.trace/rank-NNNNN.tft, one per rank. Each
  * rank records: process start, parameter init, then per step a step begin,
  * the forward ops and their output tensors under the canonical names of
- * DESIGN.md §9 (tokens, emb, L0.qkv, L0.attn.probs, ..., loss), backward
+ * runtime/README.md, "What is recorded" (tokens, emb, L0.qkv, L0.attn.probs, ..., loss), backward
  * gradients, one all-reduce (ENTER and EXIT collective records, the same
  * communicator on every rank, coll_seq 0, 1, 2, ...), grad_norm, the AdamW update, an allocation and its free, a GEMM
  * kernel and a step end; a checkpoint after the middle step; process exit.

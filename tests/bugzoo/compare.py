@@ -18,7 +18,7 @@ lacks ("missing": BAD stopped early) or that BAD has and golden lacks
 ("extra"). The result tensors of collectives (records named MPI_Allreduce,
 MPI_Bcast: the buffer after the collective, recorded by tft_coll_exit) are
 left out unless --collectives is given: the bug zoo names the tensors of
-DESIGN.md §9 (grad.*, ...), which follow them.
+runtime/README.md, "What is recorded" (grad.*, ...), which follow them.
 
 Subcommands (exit 0: the assertion holds; 1: it does not; 2: usage/input):
   diff GOLDEN BAD            print the first divergence of every rank

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_bug.sh CASE TFTRAIN TFTRACE TFDUMP [HAVE_MPI]
 #
-# One bug-zoo test (../../shared/BUGZOO.md): records GOLDEN (tftrain without
+# One bug-zoo test (runtime/README.md, "The bug zoo"): records GOLDEN (tftrain without
 # --bug) and BAD (with it) under tftrace, with a small model so it runs in
 # about a second, and checks the row's expectation at the runtime level with
 # compare.py (tensor fingerprints aligned by step and name), and, when

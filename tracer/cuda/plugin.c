@@ -1,6 +1,6 @@
 /*
  * plugin.c — libtftrace-cuda.so: the CUDA injection library of tftrace
- * (DESIGN.md §6). The CUDA driver loads it when the program initialises
+ * (docs/INTERPOSE.md, "CUDA, cuBLAS, NCCL, NVTX"). The CUDA driver loads it when the program initialises
  * CUDA, if CUDA_INJECTION64_PATH names it, and calls InitializeInjection
  * (without a driver or a device nothing loads and nothing here runs).
  *

@@ -1,6 +1,6 @@
 /*
  * tft_cuda_plugin.h — the interface between libtftrace.so and its CUDA
- * plugin, libtftrace-cuda.so (DESIGN.md §6; docs/INTERPOSE.md "CUDA, cuBLAS,
+ * plugin, libtftrace-cuda.so (docs/INTERPOSE.md "CUDA, cuBLAS,
  * NCCL, NVTX").
  *
  * libtftrace must load into any process, so it links no CUDA library: its
