@@ -9,7 +9,7 @@
  * and which of the op's recorded inputs (in the order names.h records them)
  * it reads, so a tensor renamed in the model renames its replay too, and a
  * change to an op's recorded inputs fails the registry's test
- * (tests/runtime_model/test_replay_ops.c) instead of silently breaking
+ * (tests/runtime/model/test_replay_ops.c) instead of silently breaking
  * replay.
  *
  * The registry trusts nothing in the tensors it is given: dtypes, element

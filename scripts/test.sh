@@ -45,6 +45,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTFT_SANITIZE=address $werror
 cmake --build build-asan -j"$jobs"
 step "ASan+UBSan tests"
 # the bug-zoo set and the long training test train many steps: release only
+# (the fuzz corpora replay here too, through tests/fuzz/replay_main.c)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_ctest build-asan -LE "bugzoo|slow"
 

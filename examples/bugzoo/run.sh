@@ -11,7 +11,7 @@
 #
 # The programs come from $TFTRAIN, $TFTRACE, $TFDUMP, else the build tree
 # next to this script (../../build), else PATH. 2-rank rows need mpirun.
-# The comparison is tests/bugzoo/compare.py (until tfdiff exists).
+# The comparison is tests/e2e/bugzoo/compare.py (until tfdiff exists).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
@@ -23,7 +23,7 @@ name=${bug%@*}
 dir=${2:-bugzoo-$name}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-CMP=$root/tests/bugzoo/compare.py
+CMP=$root/tests/e2e/bugzoo/compare.py
 PY=${PYTHON3:-python3}
 
 find_tool() { # VAR NAME BUILD_SUBDIR

@@ -1,7 +1,7 @@
 /*
  * gemm_map.h — a row-major GEMM expressed as a column-major BLAS call
  * (cuBLAS), for ops_cuda.cu. Host-only arithmetic on ints, no CUDA types,
- * so tests/cuda_backend checks it on the CPU against a column-major
+ * so tests/runtime/cuda_backend checks it on the CPU against a column-major
  * reference.
  *
  * The runtime's matrices are row-major (tft_ops.h); cuBLAS is column-major.

@@ -38,6 +38,9 @@
 
 static char dir[256];
 
+/* at exit: the trace directory goes (libFuzzer's exit, replay_main.c's) */
+static void remove_dir(void) { ft_remove(dir); }
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -45,6 +48,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(dir, sizeof(dir), "%s/fuzz_capture.%d.trace", base, (int)getpid());
     FUZZ_CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST, "mkdir %s", dir);
+    atexit(remove_dir);
     FUZZ_CHECK(freopen("/dev/null", "w", stdout), "stdout");
     out_init();
     return 0;

@@ -39,6 +39,15 @@
 static char dir[256], gdir[300], bdir[300], junit[320];
 static FILE *devnull;
 
+/* at exit: the directories go (libFuzzer's exit, replay_main.c's) */
+static void remove_dirs(void)
+{
+    unlink(junit);
+    ft_remove(gdir);
+    ft_remove(bdir);
+    ft_remove(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -50,6 +59,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(junit, sizeof(junit), "%s/junit.xml", dir);
     FUZZ_CHECK((mkdir(dir, 0700) == 0 || errno == EEXIST) && (mkdir(gdir, 0700) == 0 || errno == EEXIST) &&
                    (mkdir(bdir, 0700) == 0 || errno == EEXIST), "mkdir %s", dir);
+    atexit(remove_dirs);
     FUZZ_CHECK((devnull = fopen("/dev/null", "w")), "/dev/null");
     return 0;
 }

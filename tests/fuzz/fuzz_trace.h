@@ -409,6 +409,13 @@ static inline void ft_clean(const char *dir)
     unlink(p);
 }
 
+/* Removes what ft_build may have written in dir, then dir (when empty). */
+static inline void ft_remove(const char *dir)
+{
+    ft_clean(dir);
+    rmdir(dir);
+}
+
 /* Writes the trace of program data[0, n) into dir (an existing, empty
  * directory). Returns the number of rank files, or -1 when a file could
  * not be written. */

@@ -22,7 +22,7 @@
 #            fp16 (loss scaling) learn; a 1-rank NCCL run equals the plain
 #            one; the eval (greedy decoding) path runs
 #   bugs     bug-zoo rows on the GPU with their tfdiff checks
-#            (tests/bugzoo/run_bug.sh with tftrain --backend cuda)
+#            (tests/e2e/bugzoo/run_bug.sh with tftrain --backend cuda)
 #   ratio    traced / untraced step time, 4 layers, d 256, seq 128 (goal
 #            <= 1.05); also device statistics computed but not recorded
 #            (TFTRAIN_STATS_DRYRUN=1) and the host-copy recording
@@ -86,8 +86,8 @@ check() {
 }
 
 TFTRAIN=$B/runtime/tftrain TFTRACE=$B/tracer/tftrace TFDUMP=$B/analyzer/tfdump TFDIFF=$B/analyzer/tfdiff
-CHECK_OPS=$B/tests/cuda_backend/check_ops_cuda
-# the default config, as tests/runtime_train runs it
+CHECK_OPS=$B/tests/gpu/check_ops_cuda
+# the default config, as tests/runtime/train runs it
 DEFAULT=(--steps 300 --eval-every 0 --log-every 1)
 LARGE=(--layers 4 --d-model 256 --heads 4 --seq 128 --batch 16 --eval-every 0)
 
@@ -112,7 +112,7 @@ build() {
     fi
     grep -E "tftrace 0|tftrain: CUDA backend" "$tmp/configure.out" || true
     cmake --build "$B" -j "$J" --target tftrain tftrace_launcher tfdump tfdiff check_ops_cuda test_cuda_host
-    "$B/tests/cuda_backend/test_cuda_host" | tail -n 1
+    "$B/tests/runtime/cuda_backend/test_cuda_host" | tail -n 1
     echo "built for sm_$arch"
 }
 
@@ -182,7 +182,7 @@ bugs() {
     for r in $rows; do
         t0=$SECONDS st=0
         BUGZOO_WORK=$tmp/bugzoo TFDIFF=$TFDIFF PYTHON3=python3 timeout 120 \
-            bash "$root/tests/bugzoo/run_bug.sh" "$r" "$w" "$TFTRACE" "$TFDUMP" "$mpi" >"$tmp/bug-$r.out" 2>&1 || st=$?
+            bash "$root/tests/e2e/bugzoo/run_bug.sh" "$r" "$w" "$TFTRACE" "$TFDUMP" "$mpi" >"$tmp/bug-$r.out" 2>&1 || st=$?
         if grep -q '^SKIP' "$tmp/bug-$r.out"; then
             echo "SKIP bugzoo.$r: $(grep '^SKIP' "$tmp/bug-$r.out")"
         elif [ "$st" = 0 ]; then

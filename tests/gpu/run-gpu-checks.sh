@@ -9,12 +9,12 @@
 # each check on its own (one failing does not stop the others):
 #   env        what the machine is (GPU, driver, toolkit, PyTorch)
 #   build      configure + build of the needed targets
-#   leak       tests/cuda_interpose/cuda_leak.cu: cudaMalloc without cudaFree
+#   leak       tests/tracer/cuda_interpose/cuda_leak.cu: cudaMalloc without cudaFree
 #              from step 2; tfdump --check and tfdiff must name the site
-#   cublas     tests/cuda_interpose/cublas_prog.c: a cuBLAS/cuBLASLt GEMM
+#   cublas     tests/tracer/cuda_interpose/cublas_prog.c: a cuBLAS/cuBLASLt GEMM
 #              sequence with a planted difference in step 2; tfdiff must
 #              name that GEMM; device statistics checked against the host
-#   nccl       tests/cuda_interpose/nccl_prog.c: a one-rank NCCL all-reduce
+#   nccl       tests/tracer/cuda_interpose/nccl_prog.c: a one-rank NCCL all-reduce
 #              (torch.distributed when nccl.h was not found): the collective
 #              records and their result statistics
 #   torch      tests/gpu/torch_train.py recorded three times (twice as is,
@@ -65,7 +65,7 @@ check() {
 }
 
 TFTRACE=$B/tracer/tftrace TFDUMP=$B/analyzer/tfdump TFDIFF=$B/analyzer/tfdiff
-PROGS=$B/tests/cuda_interpose
+PROGS=$B/tests/tracer/cuda_interpose
 # The launcher gives a traced program NVTX_INJECTION64_PATH and
 # CUDA_INJECTION64_PATH (docs/INTERPOSE.md); none may leak in from outside.
 unset NVTX_INJECTION64_PATH CUDA_INJECTION64_PATH

@@ -13,7 +13,7 @@
  */
 #include "tft_format.h"
 #include "tft_stats.h"
-#include "../common/tft_test.h"
+#include "tft_test.h"
 #include "rec_data.h"
 
 #include <signal.h>
