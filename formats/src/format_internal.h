@@ -6,6 +6,7 @@
 #define TFT_FORMAT_INTERNAL_H
 
 #include "tft_format.h"
+#include "tft_u64map.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -112,9 +113,9 @@ static inline uint32_t fmt_get_u32(const void *p)
     return v;
 }
 
-/* Open-addressing map from string id to text, shared by writer and reader. */
+/* Map from string id (never 0) to text, shared by writer and reader: a
+ * tft_u64map of these values. */
 typedef struct strmap_entry {
-    uint64_t id;       /* 0 = empty slot */
     char *text;        /* NUL-terminated copy, owned */
     uint32_t len;
     uint32_t mark;     /* writer: chunk number + 1 that last referenced it */
@@ -122,12 +123,14 @@ typedef struct strmap_entry {
 } strmap_entry;
 
 typedef struct strmap {
-    strmap_entry *slots;
-    size_t cap, count;
+    tft_u64map ids;    /* string id -> strmap_entry */
 } strmap;
 
+/* An empty map (allocates nothing); before any other strmap call. */
+void strmap_init(strmap *m);
 strmap_entry *strmap_find(const strmap *m, uint64_t id);
-/* Inserts (copying text) if absent; returns the entry or NULL on ENOMEM. */
+/* Inserts (copying text) if absent; returns the entry or NULL on ENOMEM
+ * (or for id 0). */
 strmap_entry *strmap_put(strmap *m, uint64_t id, const char *text, size_t len);
 void strmap_free(strmap *m);
 

@@ -378,6 +378,7 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
     }
     int e = 0;
     r->fd = -1;
+    strmap_init(&r->strings);
     if (opts)
         memcpy(&r->opts, opts, opts->sz < sizeof(r->opts) ? opts->sz : sizeof(r->opts));
     r->opts.sz = sizeof(r->opts);
