@@ -25,16 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define FUZZ_CHECK(cond, ...)                                                                  \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "fuzz_diff: invariant failed at %s:%d: %s: ", __FILE__, __LINE__, \
-                    #cond);                                                                    \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-            abort();                                                                           \
-        }                                                                                      \
-    } while (0)
+#define FUZZ_TARGET "fuzz_diff"
+#include "../common/tft_fuzz_check.h"
 
 static char dir[256], gdir[300], bdir[300], junit[320];
 static FILE *devnull;

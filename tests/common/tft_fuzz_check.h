@@ -1,0 +1,28 @@
+/*
+ * tft_fuzz_check.h — FUZZ_CHECK(cond, fmt, ...) for the libFuzzer targets:
+ * an invariant that must hold on every input; when it does not, one line
+ * "TARGET: invariant failed at FILE:LINE: COND: message" on stderr and
+ * abort(), which libFuzzer reports as a crash with the input that caused
+ * it. Define FUZZ_TARGET (the target's name, a string) before including.
+ */
+#ifndef TFT_FUZZ_CHECK_H
+#define TFT_FUZZ_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef FUZZ_TARGET
+#error "define FUZZ_TARGET (the fuzz target's name) before including tft_fuzz_check.h"
+#endif
+
+#define FUZZ_CHECK(cond, ...)                                                                         \
+    do {                                                                                              \
+        if (!(cond)) {                                                                                \
+            fprintf(stderr, FUZZ_TARGET ": invariant failed at %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                                             \
+            fputc('\n', stderr);                                                                      \
+            abort();                                                                                  \
+        }                                                                                             \
+    } while (0)
+
+#endif
