@@ -6,6 +6,7 @@
 #define TFT_FORMAT_INTERNAL_H
 
 #include "tft_format.h"
+#include "tft_msg.h" /* tft_logf: messages to the caller's log */
 #include "tft_u64map.h"
 
 #include <stdarg.h>
@@ -88,8 +89,6 @@ _Static_assert(sizeof(tft_rec_collective) % 8 == 0, "collective record aligned")
 _Static_assert(sizeof(tft_rec_kernel) % 8 == 0, "kernel record aligned");
 
 uint32_t fmt_checksum32(const void *p, size_t n);
-void fmt_log(tft_log_fn fn, void *ctx, int level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* Collects the string ids a record refers to; returns how many (<= 4). */
 int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4]);
 /* Reads exactly n bytes at off; returns 0, -EIO or -ENODATA at end of file. */

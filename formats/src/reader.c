@@ -51,7 +51,7 @@ struct tft_reader {
     int verifying;            /* tft_reader_verify: check zstd's content checksum too */
 };
 
-#define RLOG(r, lvl, ...) fmt_log((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
+#define RLOG(r, lvl, ...) tft_logf((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
 
 /* Records the first problem and raises the integrity level. */
 static void problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)

@@ -1,6 +1,6 @@
 /*
  * record.c — record kinds: sizes, structural checks, names, string refs;
- * plus the small I/O, logging and string-map helpers of the format library.
+ * plus the small I/O and string-map helpers of the format library.
  */
 #include "format_internal.h"
 
@@ -199,18 +199,6 @@ uint64_t tft_string_id(const char *s, size_t n)
 uint32_t fmt_checksum32(const void *p, size_t n)
 {
     return (uint32_t)XXH3_64bits(p, n);
-}
-
-void fmt_log(tft_log_fn fn, void *ctx, int level, const char *fmt, ...)
-{
-    if (!fn)
-        return;
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    fn(ctx, level, buf);
 }
 
 int fmt_pread_full(int fd, void *buf, size_t n, uint64_t off)

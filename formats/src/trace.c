@@ -36,7 +36,7 @@ struct tft_trace {
     tft_reader_opts opts;    /* for opening readers later: the caller's log */
 };
 
-#define TLOG(opts, lvl, ...) fmt_log((opts) ? (opts)->log : NULL, (opts) ? (opts)->log_ctx : NULL, (lvl), __VA_ARGS__)
+#define TLOG(opts, lvl, ...) tft_logf((opts) ? (opts)->log : NULL, (opts) ? (opts)->log_ctx : NULL, (lvl), __VA_ARGS__)
 
 static int cmp_str(const void *a, const void *b)
 {

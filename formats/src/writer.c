@@ -155,7 +155,7 @@ tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
         int e = errno;
         tft_writer_opts o;
         opts_resolve(&o, opts);
-        fmt_log(o.log, o.log_ctx, TFT_LOG_ERROR, "%s: cannot create: %s%s", path, strerror(e),
+        tft_logf(o.log, o.log_ctx, TFT_LOG_ERROR, "%s: cannot create: %s%s", path, strerror(e),
                 e == ELOOP ? " (a symbolic link: not followed)" : "");
         errno = e;
         return NULL;
