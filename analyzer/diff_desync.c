@@ -401,16 +401,7 @@ static int minority(const uint64_t *val, const int *idx, int n, bool has_prev, u
 
 /* ---- small hash maps ------------------------------------------------------ */
 
-static uint64_t key_mix(uint64_t a, uint64_t b)
-{
-    uint64_t h = a ^ (b * 0x9E3779B97F4A7C15ull);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
-}
-
-/* An index map: key_mix of a longer key -> a u32 index into the array
+/* An index map: tft_u64map_hash2 of a longer key -> a u32 index into the array
  * that holds the longer key (eq compares it), at most half full. */
 static void ix_init(tft_u64map *m)
 {
@@ -1232,7 +1223,7 @@ static int open_compact(p2p_rank *o)
     for (size_t j = 0; j < o->n; j++) {
         open_key key = {o, o->v[j].space, o->v[j].q};
         void *v;
-        int rc = tft_u64map_insert(&o->ix, key_mix(key.space, key.q), open_eq, &key, &v);
+        int rc = tft_u64map_insert(&o->ix, tft_u64map_hash2(key.space, key.q), open_eq, &key, &v);
         if (rc < 0)
             return rc;
         o->v[j].prev_same = rc == 0 ? (int32_t)*(uint32_t *)v : -1;
@@ -1257,7 +1248,7 @@ static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
     }
     open_key key = {o, cr->comm, cr->coll_seq};
     void *v;
-    int rc = tft_u64map_insert(&o->ix, key_mix(cr->comm, cr->coll_seq), open_eq, &key, &v);
+    int rc = tft_u64map_insert(&o->ix, tft_u64map_hash2(cr->comm, cr->coll_seq), open_eq, &key, &v);
     if (rc < 0) {
         o->overflow = true;
         return;
@@ -1273,7 +1264,7 @@ static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
 static void open_remove(p2p_rank *o, const tft_rec_collective *cr)
 {
     open_key key = {o, cr->comm, cr->coll_seq};
-    uint32_t *ix = tft_u64map_find(&o->ix, key_mix(cr->comm, cr->coll_seq), open_eq, &key);
+    uint32_t *ix = tft_u64map_find(&o->ix, tft_u64map_hash2(cr->comm, cr->coll_seq), open_eq, &key);
     if (!ix)
         return;
     p2p_open *x = &o->v[*ix];
@@ -1353,7 +1344,7 @@ static bool query_eq(const void *ctx, const void *val)
 
 static uint64_t query_hash(const p2p_query *w)
 {
-    return key_mix(w->space ^ (uint64_t)w->kind << 60,
+    return tft_u64map_hash2(w->space ^ (uint64_t)w->kind << 60,
                    ((uint64_t)(uint32_t)w->src << 32 | (uint32_t)w->dst) ^ (uint64_t)(uint32_t)w->tag * 0x51ull);
 }
 
@@ -1775,12 +1766,12 @@ static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
     if (tft_u64map_reserve(&s->occ_ix) < 0 || tft_u64map_reserve(&s->param_ix) < 0)
         return -ENOMEM;
     occ_key ok = {s, name, (uint32_t)i};
-    uint64_t hk = key_mix(name, (uint64_t)(uint32_t)i);
+    uint64_t hk = tft_u64map_hash2(name, (uint64_t)(uint32_t)i);
     const uint32_t *last = tft_u64map_find(&s->occ_ix, hk, occ_eq, &ok);
     uint32_t occ = last ? s->params[s->fps[*last].param].occ + 1 : 0;
     occ_key pk = {s, name, occ};
     void *pv;
-    if (tft_u64map_insert(&s->param_ix, key_mix(name, 0x100000000ull | occ), param_eq, &pk, &pv) == 1) {
+    if (tft_u64map_insert(&s->param_ix, tft_u64map_hash2(name, 0x100000000ull | occ), param_eq, &pk, &pv) == 1) {
         if (s->nparams == s->params_cap) {
             size_t ncap = s->params_cap ? s->params_cap * 2 : 64;
             param_entry *p = realloc(s->params, ncap * sizeof(*p));

@@ -13,15 +13,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static uint64_t fly_hash(uint64_t comm, uint64_t q)
-{
-    uint64_t h = comm ^ (q * 0x9E3779B97F4A7C15ull);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
-}
-
 static bool fly_eq(const void *ctx, const void *val)
 {
     const tft_rec_collective *c = ctx;
@@ -45,7 +36,7 @@ void coll_rank_begin(coll_track *t)
 static void enter(coll_track *t, const tft_rec_collective *c, int idx)
 {
     void *v;
-    int rc = tft_u64map_insert(&t->fly, fly_hash(c->comm, c->coll_seq), fly_eq, c, &v);
+    int rc = tft_u64map_insert(&t->fly, tft_u64map_hash2(c->comm, c->coll_seq), fly_eq, c, &v);
     if (rc < 0) { /* beyond COLL_INFLIGHT_MAX, or no memory */
         t->lost++;
         t->rank_lost++;
@@ -66,7 +57,7 @@ static void enter(coll_track *t, const tft_rec_collective *c, int idx)
 /* Removes this rank's unmatched ENTER of the same call; false when none. */
 static bool exit_match(coll_track *t, const tft_rec_collective *c)
 {
-    coll_open *e = tft_u64map_find(&t->fly, fly_hash(c->comm, c->coll_seq), fly_eq, c);
+    coll_open *e = tft_u64map_find(&t->fly, tft_u64map_hash2(c->comm, c->coll_seq), fly_eq, c);
     if (!e)
         return false;
     if (--e->count == 0)

@@ -82,6 +82,17 @@ static inline uint64_t tft_u64map_mix(uint64_t k)
     return k;
 }
 
+/* A hash of a two-part key (a, b), for hashed maps: a multiply of b, then
+ * half of murmur3's finaliser. */
+static inline uint64_t tft_u64map_hash2(uint64_t a, uint64_t b)
+{
+    uint64_t h = a ^ (b * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
 /* An empty map with the options o; allocates nothing (the first insert
  * does). A zeroed map must be initialised before use. */
 static inline void tft_u64map_init(tft_u64map *m, const tft_u64map_opts *o)

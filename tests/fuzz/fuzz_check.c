@@ -32,9 +32,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(dir, sizeof(dir), "%s/fuzz_check.%d.trace", base, (int)getpid());
-    FUZZ_CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST, "mkdir %s", dir);
+    fuzz_scratch_dir(dir, sizeof(dir), ".trace");
     FUZZ_CHECK(freopen("/dev/null", "w", stdout), "stdout");
     out_init();
     return 0;

@@ -35,13 +35,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(dir, sizeof(dir), "%s/fuzz_diff.%d", base, (int)getpid());
+    fuzz_scratch_dir(dir, sizeof(dir), "");
     snprintf(gdir, sizeof(gdir), "%s/g.trace", dir);
     snprintf(bdir, sizeof(bdir), "%s/b.trace", dir);
     snprintf(junit, sizeof(junit), "%s/junit.xml", dir);
-    FUZZ_CHECK((mkdir(dir, 0700) == 0 || errno == EEXIST) && (mkdir(gdir, 0700) == 0 || errno == EEXIST) &&
-                   (mkdir(bdir, 0700) == 0 || errno == EEXIST), "mkdir %s", dir);
+    FUZZ_CHECK((mkdir(gdir, 0700) == 0 || errno == EEXIST) && (mkdir(bdir, 0700) == 0 || errno == EEXIST), "mkdir %s",
+               dir);
     FUZZ_CHECK((devnull = fopen("/dev/null", "w")), "/dev/null");
     return 0;
 }
