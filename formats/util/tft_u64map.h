@@ -14,7 +14,8 @@
  *   ((communicator, sequence number), (pointer, device)) as it is.
  * - Equality: key equality, and, where the key is a hash, eq(ctx, value):
  *   the caller compares the longer key its value holds (NULL: keys alone).
- * - Values: vsize bytes each, zeroed by the insert that creates them. A
+ * - Values: vsize bytes each (a type T with vsize = sizeof(T) is aligned
+ *   for T, up to 8 bytes), zeroed by the insert that creates them. A
  *   pointer to a value stays valid until the next insert of a new key,
  *   reserve, remove, clear, drain or free: growth and removal move entries.
  * - Growth: the table is 0 or a power of two >= min_cap slots; it doubles
@@ -55,7 +56,7 @@ typedef bool (*tft_u64map_eq_fn)(const void *ctx, const void *val);
 typedef struct tft_u64map_opts {
     size_t vsize;      /* bytes of a value (>= 1) */
     size_t max_n;      /* most entries; 0: no bound */
-    size_t min_cap;    /* first table size, a power of two; 0: 64 */
+    size_t min_cap;    /* first table size (rounded up to a power of two); 0: 64 */
     unsigned load_pct; /* the table grows before passing this load (percent); 0: 50 */
     bool hashed;       /* keys are the caller's hashes: used unmixed */
 } tft_u64map_opts;
@@ -97,9 +98,12 @@ static inline uint64_t tft_u64map_hash2(uint64_t a, uint64_t b)
  * does). A zeroed map must be initialised before use. */
 static inline void tft_u64map_init(tft_u64map *m, const tft_u64map_opts *o)
 {
+    size_t min_cap = 1;
+    while (min_cap < (o->min_cap ? o->min_cap : 64) && min_cap <= SIZE_MAX / 4)
+        min_cap *= 2;
     *m = (tft_u64map){.vsize = o->vsize ? o->vsize : 1,
                       .max_n = o->max_n,
-                      .min_cap = o->min_cap ? o->min_cap : 64,
+                      .min_cap = min_cap,
                       .load_pct = o->load_pct ? (o->load_pct > 90 ? 90 : o->load_pct) : 50,
                       .hashed = o->hashed};
 }
@@ -150,11 +154,12 @@ static inline bool u64map_probe(const tft_u64map *m, uint64_t key, tft_u64map_eq
 }
 
 /* Rehashes into a table of ncap slots (a power of two), in slot order of
- * the old table. 0 or -ENOMEM (the map unchanged). */
+ * the old table. 0 or -ENOMEM (the map unchanged; also for a map never
+ * initialised, whose min_cap is 0). */
 static inline int u64map_rehash(tft_u64map *m, size_t ncap)
 {
     size_t per = sizeof(uint64_t) + m->vsize + 1;
-    if (ncap < m->cap || ncap > SIZE_MAX / per)
+    if (ncap == 0 || ncap < m->cap || ncap > SIZE_MAX / per)
         return -ENOMEM;
     unsigned char *p = TFT_U64MAP_MALLOC(ncap * per);
     if (!p)
@@ -227,9 +232,9 @@ static inline int tft_u64map_insert(tft_u64map *m, uint64_t key, tft_u64map_eq_f
     return 1;
 }
 
-/* Removes the entry whose value is val (from find, insert or next), by
- * backward shift: the later entries of its probe chain move up, so no
- * tombstone is left and chains stay as short as if it never was. */
+/* Removes the entry whose value is val (non-NULL: from find, insert or
+ * next), by backward shift: the later entries of its probe chain move up,
+ * so no tombstone is left and chains stay as short as if it never was. */
 static inline void tft_u64map_remove(tft_u64map *m, void *val)
 {
     size_t mask = m->cap - 1, i = (size_t)((unsigned char *)val - m->vals) / m->vsize;

@@ -69,6 +69,9 @@ static void test_basic(void)
     tft_u64map m;
     tft_u64map_init(&m, &(tft_u64map_opts){.vsize = sizeof(uint64_t)});
     CHECK(u64_at(&m, 0) == NULL && m.cap == 0);
+    tft_u64map odd;
+    tft_u64map_init(&odd, &(tft_u64map_opts){.vsize = 4, .min_cap = 100});
+    CHECK(odd.min_cap == 128); /* rounded up to a power of two */
     const uint64_t keys[] = {0, 1, UINT64_MAX, 64, 128, 0x8000000000000000ull};
     for (size_t k = 0; k < 6; k++)
         CHECK(put(&m, keys[k], k + 100) == 1);
@@ -227,6 +230,11 @@ static void test_enomem(void)
     fail_in = -1;
     CHECK(put(&m, 99, 1) == 1 && m.cap == 16 && *u64_at(&m, 3) == 13);
     tft_u64map_free(&m);
+
+    /* a map never initialised (zeroed) refuses to grow rather than corrupt */
+    tft_u64map zero = {0};
+    CHECK(tft_u64map_insert(&zero, 1, NULL, NULL, &p) == -ENOMEM && zero.cap == 0);
+    CHECK(tft_u64map_find(&zero, 1, NULL, NULL) == NULL);
 
     /* a table whose size would overflow size_t */
     tft_u64map big;
