@@ -11,10 +11,10 @@
  * one op's. One rank file is open at a time.
  */
 #include "capture.h"
+#include "tft_msg.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,16 +28,6 @@ const char *cap_role_name(int role)
 {
     static const char *const n[] = {"output", "input", "prior"};
     return role >= 0 && role <= TFT_CAPTURE_PRIOR ? n[role] : "?";
-}
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
 }
 
 void cap_free(cap_tensor *t, size_t n)
@@ -365,8 +355,7 @@ int cap_list_want(const char *trace_path, cap_want_fn want, void *want_ctx, cap_
     lister *l = calloc(1, sizeof(*l));
     if (!l || !(l->tensors = calloc(RECENT_TENSORS, sizeof(*l->tensors)))) {
         free(l);
-        set_err(err, errlen, "out of memory");
-        return -ENOMEM;
+        return tft_errf(err, errlen, -ENOMEM, "out of memory");
     }
     l->with_data = want != cap_want_none;
     l->want = want == cap_want_none ? NULL : want;
@@ -377,16 +366,15 @@ int cap_list_want(const char *trace_path, cap_want_fn want, void *want_ctx, cap_
     tft_trace *tr = tft_trace_open_lazy(trace_path, &ro); /* one rank file open at a time */
     int e = 0;
     if (!tr) {
-        e = -errno;
-        set_err(err, errlen, "%s", l->first_log[0] ? l->first_log : strerror(errno));
+        e = tft_errf(err, errlen, -errno, "%s", l->first_log[0] ? l->first_log : strerror(errno));
         goto out;
     }
     for (int i = 0; i < tft_trace_nranks(tr) && !e; i++) {
         tft_reader *r = tft_trace_reader(tr, i);
         e = r ? list_rank(l, r, tft_trace_rank_id(tr, i)) : errno ? -errno : -EIO;
         if (e)
-            set_err(err, errlen, "%s: %s", tft_trace_file_name(tr, i),
-                    e == -ENOMEM ? "needs more memory than allowed for the captured tensors" : strerror(-e));
+            tft_errf(err, errlen, e, "%s: %s", tft_trace_file_name(tr, i),
+                     e == -ENOMEM ? "needs more memory than allowed for the captured tensors" : strerror(-e));
         tft_trace_release(tr, i);
     }
 out:
@@ -535,26 +523,20 @@ static int write_body(FILE *f, const cap_tensor *t, int convert_bf16)
 
 int cap_write_npy_ex(const cap_tensor *t, const char *path, int bf16_as_f32, char *err, size_t errlen)
 {
-    if (!t->complete || !t->data) {
-        set_err(err, errlen, "tensor %s (id %" PRIu64 ") is not completely captured", t->name, t->id);
-        return -ENODATA;
-    }
+    if (!t->complete || !t->data)
+        return tft_errf(err, errlen, -ENODATA, "tensor %s (id %" PRIu64 ") is not completely captured", t->name,
+                        t->id);
     const char *descr = npy_descr(t->dtype, bf16_as_f32);
-    if (!descr || t->ndim < 0 || t->ndim > TFT_MAX_NDIM) {
-        set_err(err, errlen, "tensor %s: dtype %d has no .npy equivalent", t->name, t->dtype);
-        return -EINVAL;
-    }
+    if (!descr || t->ndim < 0 || t->ndim > TFT_MAX_NDIM)
+        return tft_errf(err, errlen, -EINVAL, "tensor %s: dtype %d has no .npy equivalent", t->name, t->dtype);
     char hdr[TFT_MAX_NDIM * 24 + 256];
     size_t hlen;
-    if (npy_header(t, descr, hdr, sizeof(hdr), &hlen) < 0) {
-        set_err(err, errlen, "tensor %s: shape too long for a .npy header", t->name);
-        return -EINVAL;
-    }
+    if (npy_header(t, descr, hdr, sizeof(hdr), &hlen) < 0)
+        return tft_errf(err, errlen, -EINVAL, "tensor %s: shape too long for a .npy header", t->name);
     FILE *f = fopen(path, "wb");
     if (!f) {
         int e = errno;
-        set_err(err, errlen, "%s: cannot create: %s", path, strerror(e));
-        return -e;
+        return tft_errf(err, errlen, -e, "%s: cannot create: %s", path, strerror(e));
     }
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
@@ -564,7 +546,7 @@ int cap_write_npy_ex(const cap_tensor *t, const char *path, int bf16_as_f32, cha
     if (fclose(f) != 0 && !e)
         e = -EIO;
     if (e) {
-        set_err(err, errlen, "%s: write failed", path);
+        tft_errf(err, errlen, e, "%s: write failed", path);
         remove(path);
     }
     return e;

@@ -107,86 +107,24 @@ static int grow(void **p, size_t *cap, size_t n, size_t sz)
     return 0;
 }
 
-static size_t id_hash(uint64_t k)
+/* State of tensor id in m (enum align_state), AS_UNKNOWN when absent. */
+static uint8_t map_get(const tft_u64map *m, uint64_t id)
 {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return (size_t)k;
+    const uint8_t *v = tft_u64map_find(m, id, NULL, NULL);
+    return v ? *v : AS_UNKNOWN;
 }
 
-static uint8_t map_get(const id_map *m, uint64_t key)
+/* Sets id -> st. A bounded map that is full ignores new ids. */
+static int map_put(tft_u64map *m, uint64_t id, uint8_t st)
 {
-    if (!m->cap)
-        return AS_UNKNOWN;
-    size_t mask = m->cap - 1;
-    for (size_t i = id_hash(key) & mask;; i = (i + 1) & mask) {
-        if (!m->vals[i])
-            return AS_UNKNOWN;
-        if (m->keys[i] == key)
-            return m->vals[i];
-    }
-}
-
-static int map_rehash(id_map *m, size_t ncap)
-{
-    uint64_t *keys = malloc(ncap * sizeof *keys);
-    uint8_t *vals = calloc(ncap, 1);
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        return -ENOMEM;
-    }
-    for (size_t j = 0; j < m->cap; j++) {
-        if (!m->vals[j])
-            continue;
-        size_t i = id_hash(m->keys[j]) & (ncap - 1);
-        while (vals[i])
-            i = (i + 1) & (ncap - 1);
-        keys[i] = m->keys[j];
-        vals[i] = m->vals[j];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
-    m->cap = ncap;
+    void *v;
+    int rc = tft_u64map_insert(m, id, NULL, NULL, &v);
+    if (rc == -ENOSPC)
+        return 0;
+    if (rc < 0)
+        return rc;
+    *(uint8_t *)v = st;
     return 0;
-}
-
-/* Sets key -> val (val != 0). A capped map that is full ignores new keys. */
-static int map_put(id_map *m, uint64_t key, uint8_t val)
-{
-    if ((m->n + 1) * 2 > m->cap) {
-        if (m->max_n && m->n >= m->max_n && map_get(m, key) == AS_UNKNOWN)
-            return 0;
-        int rc = map_rehash(m, m->cap ? m->cap * 2 : 64);
-        if (rc < 0)
-            return rc;
-    }
-    size_t mask = m->cap - 1;
-    size_t i = id_hash(key) & mask;
-    while (m->vals[i] && m->keys[i] != key)
-        i = (i + 1) & mask;
-    if (!m->vals[i])
-        m->n++;
-    m->keys[i] = key;
-    m->vals[i] = val;
-    return 0;
-}
-
-static void map_clear(id_map *m)
-{
-    if (m->cap)
-        memset(m->vals, 0, m->cap);
-    m->n = 0;
-}
-
-static void map_free(id_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
 }
 
 /* ---- reading one step of one side ---------------------------------------- */
@@ -450,10 +388,10 @@ static int side_load_threaded(align_side *s, const diff_opts *o)
  * for good (side_load_threaded). */
 static int side_load(align_side *s, const diff_opts *o)
 {
-    id_map t = s->prev;
+    tft_u64map t = s->prev;
     s->prev = s->cur;
     s->cur = t;
-    map_clear(&s->cur);
+    tft_u64map_clear(&s->cur);
     s->n_tensors = s->n_ops = s->n_inputs = 0;
     s->has = false;
     for (size_t i = 0; i < s->n_threads; i++)
@@ -1163,7 +1101,9 @@ static void side_init(align_side *s, tft_reader *r)
     memset(s, 0, sizeof *s);
     s->r = r;
     s->first_step = s->last_step = TFT_STEP_NONE;
-    s->leaf.max_n = LEAF_MAX;
+    tft_u64map_init(&s->cur, &(tft_u64map_opts){.vsize = 1});
+    tft_u64map_init(&s->prev, &(tft_u64map_opts){.vsize = 1});
+    tft_u64map_init(&s->leaf, &(tft_u64map_opts){.vsize = 1, .max_n = LEAF_MAX});
     s->sync_step = TFT_STEP_NONE;
 }
 
@@ -1175,9 +1115,9 @@ static void side_free(align_side *s)
     free(s->tensors);
     free(s->ops);
     free(s->inputs);
-    map_free(&s->cur);
-    map_free(&s->prev);
-    map_free(&s->leaf);
+    tft_u64map_free(&s->cur);
+    tft_u64map_free(&s->prev);
+    tft_u64map_free(&s->leaf);
 }
 
 /* "steps A..B", or "no steps (windows A..B)" for a trace without steps. */

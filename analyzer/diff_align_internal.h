@@ -12,6 +12,7 @@
 #define TFT_DIFF_ALIGN_INTERNAL_H
 
 #include "diff.h"
+#include "tft_u64map.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,14 +52,6 @@ typedef struct align_tensor {
     char name[96];
 } align_tensor;
 
-/* Open-addressing map uint64 -> small state; a zero state marks a free slot. */
-typedef struct id_map {
-    uint64_t *keys;
-    uint8_t *vals;
-    size_t cap, n;         /* cap is 0 or a power of two */
-    size_t max_n;          /* inserts beyond this are dropped (0 = no cap) */
-} id_map;
-
 /* What a side knows of one recording thread of its rank. */
 typedef struct align_thread {
     uint32_t key;          /* thread key */
@@ -96,7 +89,7 @@ typedef struct align_side {
     int64_t first_step, last_step;
     bool exit_known;
     int exit_code, exit_signal;
-    id_map cur, prev, leaf; /* tensor id -> enum align_state */
+    tft_u64map cur, prev, leaf; /* tensor id -> enum align_state (u8); leaf holds at most LEAF_MAX */
     /* threads */
     bool threaded;         /* THREAD records (format 1.2) or a second thread key seen */
     uint32_t op_threads;   /* threads that recorded ops or tensors */

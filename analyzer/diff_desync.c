@@ -65,6 +65,7 @@
  * and are used only when all ranks ran on one host.
  */
 #include "diff.h"
+#include "tft_u64map.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -209,13 +210,6 @@ typedef struct param_fp {
     uint64_t fp;
 } param_fp;
 
-/* Open addressing, u64 key -> u32 value + 1 (0 empty), cleared per step. */
-typedef struct u64_map {
-    uint64_t *keys;
-    uint32_t *vals;
-    size_t cap, n;
-} u64_map;
-
 /* A point-to-point call entered and not (yet) left. */
 typedef struct p2p_open {
     uint64_t space, q;        /* its p2p sequence space and number there */
@@ -231,13 +225,13 @@ typedef struct p2p_open {
 typedef struct p2p_rank {
     p2p_open *v;              /* in call order, left calls marked gone until compacted */
     size_t n, cap, ngone;
-    u64_map ix;               /* (space, q) -> index + 1 of its newest open call in v */
+    tft_u64map ix;            /* (space, q) -> index in v of its newest open call (ix_init) */
     bool overflow;            /* more than DESYNC_MAX_OPEN: not judged */
 } p2p_rank;
 
 /* Counters of one (space, source, destination, tag), communicator ranks. */
 typedef struct pair_ent {
-    uint64_t space;           /* 0: free slot */
+    uint64_t space;           /* never 0 (pair_get) */
     int32_t src, dst, tag;    /* src -1: receives posted for any source */
     uint32_t sends, posted, done; /* sends entered; receives posted (ENTER) and completed (EXIT) */
     uint64_t last_count;      /* elements of the last send */
@@ -248,7 +242,8 @@ typedef struct pair_ent {
 typedef struct pair_key {
     uint64_t space;
     int32_t src, dst;
-    uint32_t slot;            /* in s->pairs */
+    uint32_t nth;             /* its place in the slot order of s->pairs */
+    const pair_ent *p;
 } pair_key;
 
 /* Where rank i is at the end: the first and last collective it entered and
@@ -290,13 +285,12 @@ typedef struct desync_state {
     size_t nparams, params_cap;
     param_fp *fps;         /* one per parameter record of the step (<= DESYNC_MAX_PARAM_FPS) */
     size_t nfps, fps_cap;
-    u64_map param_ix;      /* (name, occurrence) -> params index */
-    u64_map occ_ix;        /* (name, rank file) -> occurrences so far in the step */
+    tft_u64map param_ix;   /* (name, occurrence) -> params index (ix_init) */
+    tft_u64map occ_ix;     /* (name, rank file) -> index in fps of its latest record (ix_init) */
     /* point-to-point */
     p2p_rank *open;        /* nranks */
-    pair_ent *pairs;
-    size_t npairs, pairs_cap;
-    struct pair_key *pair_order; /* p2p_judge: the used slots of pairs, sorted (pairs_sort) */
+    tft_u64map pairs;      /* pair_hash -> pair_ent, at most DESYNC_MAX_PAIRS */
+    struct pair_key *pair_order; /* p2p_judge: the counters, sorted (pairs_sort) */
     bool pairs_overflow;
     found *p2p;            /* findings, one per blocked rank at most */
     int np2p;
@@ -407,66 +401,11 @@ static int minority(const uint64_t *val, const int *idx, int n, bool has_prev, u
 
 /* ---- small hash maps ------------------------------------------------------ */
 
-static uint64_t key_mix(uint64_t a, uint64_t b)
+/* An index map: tft_u64map_hash2 of a longer key -> a u32 index into the array
+ * that holds the longer key (eq compares it), at most half full. */
+static void ix_init(tft_u64map *m)
 {
-    uint64_t h = a ^ (b * 0x9E3779B97F4A7C15ull);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
-}
-
-/* The slot of key in m (its value, or the empty slot it goes to); eq
- * tells keys with the same hash apart: eq(ctx, value) for a stored one. */
-static size_t map_slot(const u64_map *m, uint64_t key, bool (*eq)(const void *ctx, uint32_t v), const void *ctx)
-{
-    size_t mask = m->cap - 1, i = (size_t)key & mask;
-    while (m->vals[i] && !(m->keys[i] == key && eq(ctx, m->vals[i] - 1)))
-        i = (i + 1) & mask;
-    return i;
-}
-
-/* Room for one more key (rehashing by the stored keys' hashes). */
-static int map_reserve(u64_map *m)
-{
-    if ((m->n + 1) * 2 <= m->cap)
-        return 0;
-    size_t ncap = m->cap ? m->cap * 2 : 256;
-    uint64_t *k = malloc(ncap * sizeof(*k));
-    uint32_t *v = calloc(ncap, sizeof(*v));
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->vals[i])
-            continue;
-        size_t j = (size_t)m->keys[i] & (ncap - 1);
-        while (v[j])
-            j = (j + 1) & (ncap - 1);
-        k[j] = m->keys[i];
-        v[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = k;
-    m->vals = v;
-    m->cap = ncap;
-    return 0;
-}
-
-static void map_clear(u64_map *m)
-{
-    if (m->cap)
-        memset(m->vals, 0, m->cap * sizeof(*m->vals));
-    m->n = 0;
-}
-
-static void map_free(u64_map *m)
-{
-    free(m->keys);
-    free(m->vals);
+    tft_u64map_init(m, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .min_cap = 256, .hashed = true});
 }
 
 /* ---- communicator definitions (COMM records) ---------------------------- */
@@ -1228,41 +1167,35 @@ static uint64_t pair_hash(uint64_t space, int32_t src, int32_t dst, int32_t tag)
     return h ^ (h >> 33);
 }
 
-static pair_ent *pair_slot(pair_ent *tab, size_t cap, uint64_t space, int32_t src, int32_t dst, int32_t tag)
+static bool pair_eq(const void *ctx, const void *val)
 {
-    size_t i = (size_t)pair_hash(space, src, dst, tag) & (cap - 1);
-    while (tab[i].space && !(tab[i].space == space && tab[i].src == src && tab[i].dst == dst && tab[i].tag == tag))
-        i = (i + 1) & (cap - 1);
-    return &tab[i];
+    const pair_ent *a = ctx, *b = val;
+    return a->space == b->space && a->src == b->src && a->dst == b->dst && a->tag == b->tag;
+}
+
+static const pair_ent *pair_find(const desync_state *s, uint64_t space, int32_t src, int32_t dst, int32_t tag)
+{
+    pair_ent want = {.space = space, .src = src, .dst = dst, .tag = tag};
+    return tft_u64map_find(&s->pairs, pair_hash(space, src, dst, tag), pair_eq, &want);
 }
 
 /* The counters of (space, src, dst, tag), added when new; NULL when the
- * table is full (point-to-point is then not judged). */
+ * table is full (point-to-point is then not judged). Room is made before
+ * the lookup, as DESYNC_MAX_PAIRS counts it: once the table holds that
+ * many, the next call overflows, whatever it asks for. */
 static pair_ent *pair_get(desync_state *s, uint64_t space, int32_t src, int32_t dst, int32_t tag)
 {
     if (s->pairs_overflow || !space)
         return NULL;
-    if (s->npairs * 2 >= s->pairs_cap) {
-        size_t ncap = s->pairs_cap ? s->pairs_cap * 2 : 256;
-        pair_ent *n = s->npairs < DESYNC_MAX_PAIRS ? calloc(ncap, sizeof(*n)) : NULL;
-        if (!n) {
-            s->pairs_overflow = true;
-            return NULL;
-        }
-        for (size_t k = 0; k < s->pairs_cap; k++)
-            if (s->pairs[k].space)
-                *pair_slot(n, ncap, s->pairs[k].space, s->pairs[k].src, s->pairs[k].dst, s->pairs[k].tag) =
-                    s->pairs[k];
-        free(s->pairs);
-        s->pairs = n;
-        s->pairs_cap = ncap;
+    if (tft_u64map_reserve(&s->pairs) < 0) {
+        s->pairs_overflow = true;
+        return NULL;
     }
-    pair_ent *p = pair_slot(s->pairs, s->pairs_cap, space, src, dst, tag);
-    if (!p->space) {
-        *p = (pair_ent){.space = space, .src = src, .dst = dst, .tag = tag};
-        s->npairs++;
-    }
-    return p;
+    pair_ent want = {.space = space, .src = src, .dst = dst, .tag = tag};
+    void *v;
+    if (tft_u64map_insert(&s->pairs, pair_hash(space, src, dst, tag), pair_eq, &want, &v) == 1)
+        *(pair_ent *)v = want;
+    return v;
 }
 
 typedef struct open_key {
@@ -1270,28 +1203,11 @@ typedef struct open_key {
     uint64_t space, q;
 } open_key;
 
-static bool open_eq(const void *ctx, uint32_t v)
+static bool open_eq(const void *ctx, const void *val)
 {
     const open_key *k = ctx;
-    return k->o->v[v].space == k->space && k->o->v[v].q == k->q;
-}
-
-/* Backward-shift deletion of slot i of m (keys hashed by their value). */
-static void map_delete(u64_map *m, size_t i)
-{
-    size_t mask = m->cap - 1;
-    m->vals[i] = 0;
-    m->n--;
-    for (size_t j = (i + 1) & mask; m->vals[j]; j = (j + 1) & mask) {
-        uint64_t k = m->keys[j];
-        uint32_t v = m->vals[j];
-        m->vals[j] = 0;
-        size_t h = (size_t)k & mask;
-        while (m->vals[h])
-            h = (h + 1) & mask;
-        m->keys[h] = k;
-        m->vals[h] = v;
-    }
+    const p2p_open *x = &k->o->v[*(const uint32_t *)val];
+    return x->space == k->space && x->q == k->q;
 }
 
 /* Drops the calls marked gone and rebuilds the index: O(open calls). */
@@ -1303,18 +1219,15 @@ static int open_compact(p2p_rank *o)
             o->v[k++] = o->v[j];
     o->n = k;
     o->ngone = 0;
-    map_clear(&o->ix);
+    tft_u64map_clear(&o->ix);
     for (size_t j = 0; j < o->n; j++) {
-        if (map_reserve(&o->ix) < 0)
-            return -ENOMEM;
         open_key key = {o, o->v[j].space, o->v[j].q};
-        uint64_t h = key_mix(o->v[j].space, o->v[j].q);
-        size_t i = map_slot(&o->ix, h, open_eq, &key);
-        o->v[j].prev_same = o->ix.vals[i] ? (int32_t)o->ix.vals[i] - 1 : -1;
-        if (!o->ix.vals[i])
-            o->ix.n++;
-        o->ix.keys[i] = h;
-        o->ix.vals[i] = (uint32_t)j + 1;
+        void *v;
+        int rc = tft_u64map_insert(&o->ix, tft_u64map_hash2(key.space, key.q), open_eq, &key, &v);
+        if (rc < 0)
+            return rc;
+        o->v[j].prev_same = rc == 0 ? (int32_t)*(uint32_t *)v : -1;
+        *(uint32_t *)v = (uint32_t)j;
     }
     return 0;
 }
@@ -1333,39 +1246,34 @@ static void open_add(p2p_rank *o, const tft_rec_collective *cr, int64_t step)
         o->v = n;
         o->cap = ncap;
     }
-    if (map_reserve(&o->ix) < 0) {
+    open_key key = {o, cr->comm, cr->coll_seq};
+    void *v;
+    int rc = tft_u64map_insert(&o->ix, tft_u64map_hash2(cr->comm, cr->coll_seq), open_eq, &key, &v);
+    if (rc < 0) {
         o->overflow = true;
         return;
     }
-    open_key key = {o, cr->comm, cr->coll_seq};
-    uint64_t h = key_mix(cr->comm, cr->coll_seq);
-    size_t i = map_slot(&o->ix, h, open_eq, &key);
     o->v[o->n] = (p2p_open){.space = cr->comm, .q = cr->coll_seq, .count = cr->count, .name = cr->name,
                             .step = step, .seq = cr->h.seq, .me = cr->rank, .peer = cr->root,
                             .tag = tft_rec_coll_tag(cr), .type = cr->type, .dtype = cr->dtype,
-                            .prev_same = o->ix.vals[i] ? (int32_t)o->ix.vals[i] - 1 : -1};
-    if (!o->ix.vals[i])
-        o->ix.n++;
-    o->ix.keys[i] = h;
-    o->ix.vals[i] = (uint32_t)++o->n;
+                            .prev_same = rc == 0 ? (int32_t)*(uint32_t *)v : -1};
+    *(uint32_t *)v = (uint32_t)o->n++;
 }
 
 /* The call left: its newest open call of the same (space, q), O(1). */
 static void open_remove(p2p_rank *o, const tft_rec_collective *cr)
 {
-    if (!o->ix.cap)
-        return;
     open_key key = {o, cr->comm, cr->coll_seq};
-    size_t i = map_slot(&o->ix, key_mix(cr->comm, cr->coll_seq), open_eq, &key);
-    if (!o->ix.vals[i])
+    uint32_t *ix = tft_u64map_find(&o->ix, tft_u64map_hash2(cr->comm, cr->coll_seq), open_eq, &key);
+    if (!ix)
         return;
-    p2p_open *x = &o->v[o->ix.vals[i] - 1];
+    p2p_open *x = &o->v[*ix];
     x->gone = true;
     o->ngone++;
     if (x->prev_same >= 0)
-        o->ix.vals[i] = (uint32_t)x->prev_same + 1;
+        *ix = (uint32_t)x->prev_same;
     else
-        map_delete(&o->ix, i);
+        tft_u64map_remove(&o->ix, ix);
     if (o->ngone > 64 && o->ngone * 2 > o->n && open_compact(o) < 0)
         o->overflow = true;
 }
@@ -1419,7 +1327,7 @@ typedef struct p2p_query {
 typedef struct p2p_sums {
     p2p_query *q;
     size_t n, cap;
-    u64_map ix;
+    tft_u64map ix;            /* query_hash -> index in q (ix_init) */
 } p2p_sums;
 
 typedef struct query_key {
@@ -1427,47 +1335,48 @@ typedef struct query_key {
     const p2p_query *want;
 } query_key;
 
-static bool query_eq(const void *ctx, uint32_t v)
+static bool query_eq(const void *ctx, const void *val)
 {
     const query_key *k = ctx;
-    const p2p_query *a = &k->ps->q[v], *b = k->want;
+    const p2p_query *a = &k->ps->q[*(const uint32_t *)val], *b = k->want;
     return a->space == b->space && a->src == b->src && a->dst == b->dst && a->tag == b->tag && a->kind == b->kind;
 }
 
 static uint64_t query_hash(const p2p_query *w)
 {
-    return key_mix(w->space ^ (uint64_t)w->kind << 60,
+    return tft_u64map_hash2(w->space ^ (uint64_t)w->kind << 60,
                    ((uint64_t)(uint32_t)w->src << 32 | (uint32_t)w->dst) ^ (uint64_t)(uint32_t)w->tag * 0x51ull);
 }
 
 /* The query w in ps (added when add), NULL when absent or no memory. */
 static p2p_query *query_get(p2p_sums *ps, const p2p_query *w, bool add)
 {
-    if (add && map_reserve(&ps->ix) < 0)
-        return NULL;
-    if (!ps->ix.cap)
-        return NULL;
     query_key key = {ps, w};
     uint64_t h = query_hash(w);
-    size_t i = map_slot(&ps->ix, h, query_eq, &key);
-    if (ps->ix.vals[i])
-        return &ps->q[ps->ix.vals[i] - 1];
-    if (!add)
+    if (!add) {
+        const uint32_t *ix = tft_u64map_find(&ps->ix, h, query_eq, &key);
+        return ix ? &ps->q[*ix] : NULL;
+    }
+    void *v;
+    int rc = tft_u64map_insert(&ps->ix, h, query_eq, &key, &v);
+    if (rc < 0)
         return NULL;
+    if (rc == 0)
+        return &ps->q[*(uint32_t *)v];
     if (ps->n == ps->cap) {
         size_t ncap = ps->cap ? ps->cap * 2 : 256;
         p2p_query *nq = realloc(ps->q, ncap * sizeof(*nq));
-        if (!nq)
+        if (!nq) {
+            tft_u64map_remove(&ps->ix, v);
             return NULL;
+        }
         ps->q = nq;
         ps->cap = ncap;
     }
     ps->q[ps->n] = *w;
     ps->q[ps->n].sum = 0;
-    ps->ix.keys[i] = h;
-    ps->ix.vals[i] = (uint32_t)++ps->n;
-    ps->ix.n++;
-    return &ps->q[ps->n - 1];
+    *(uint32_t *)v = (uint32_t)ps->n;
+    return &ps->q[ps->n++];
 }
 
 static bool tag_match(int32_t want, int32_t tag) { return want == TFT_TAG_ANY || want == tag; }
@@ -1493,10 +1402,8 @@ static int p2p_ask(p2p_sums *ps, const p2p_open *o)
 /* One pass over the counters into the sums asked. */
 static void p2p_fill(const desync_state *s, p2p_sums *ps)
 {
-    for (size_t k = 0; ps->n && k < s->pairs_cap; k++) {
-        const pair_ent *p = &s->pairs[k];
-        if (!p->space)
-            continue;
+    const pair_ent *p;
+    for (size_t pos = 0; ps->n && (p = tft_u64map_next(&s->pairs, &pos, NULL));) {
         if (p->src >= 0) { /* messages sent and not yet received, for the receives */
             int32_t srcs[2] = {p->src, SRC_ALL}, tags[2] = {p->tag, TAG_ALL};
             for (int a = 0; a < 2; a++)
@@ -1534,11 +1441,9 @@ static bool p2p_satisfied(const desync_state *s, p2p_sums *ps, const p2p_open *o
             const p2p_query *x = query_get(ps, &w, false);
             have += x ? x->sum : 0;
         }
-    if (s->pairs_cap) {
-        const pair_ent *p = pair_slot(s->pairs, s->pairs_cap, o->space, o->me, o->peer, o->tag);
-        if (p->space)
-            have -= p->sends;
-    }
+    const pair_ent *p = pair_find(s, o->space, o->me, o->peer, o->tag);
+    if (p)
+        have -= p->sends;
     return have >= 0;
 }
 
@@ -1602,7 +1507,7 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
     }
 }
 
-/* s->pair_order: the counters' slots by (space, src, dst), then slot. */
+/* s->pair_order: the counters by (space, src, dst), then slot. */
 static int cmp_pair_key(const void *a, const void *b)
 {
     const pair_key *x = a, *y = b;
@@ -1612,19 +1517,19 @@ static int cmp_pair_key(const void *a, const void *b)
         return x->src < y->src ? -1 : 1;
     if (x->dst != y->dst)
         return x->dst < y->dst ? -1 : 1;
-    return (x->slot > y->slot) - (x->slot < y->slot);
+    return (x->nth > y->nth) - (x->nth < y->nth);
 }
 
 static int pairs_sort(desync_state *s)
 {
     free(s->pair_order);
-    s->pair_order = malloc((s->npairs + 1) * sizeof(*s->pair_order));
+    s->pair_order = malloc((tft_u64map_count(&s->pairs) + 1) * sizeof(*s->pair_order));
     if (!s->pair_order)
         return -ENOMEM;
     size_t n = 0;
-    for (size_t k = 0; k < s->pairs_cap; k++)
-        if (s->pairs[k].space)
-            s->pair_order[n++] = (pair_key){s->pairs[k].space, s->pairs[k].src, s->pairs[k].dst, (uint32_t)k};
+    const pair_ent *p;
+    for (size_t pos = 0; (p = tft_u64map_next(&s->pairs, &pos, NULL)); n++)
+        s->pair_order[n] = (pair_key){p->space, p->src, p->dst, (uint32_t)n, p};
     qsort(s->pair_order, n, sizeof(*s->pair_order), cmp_pair_key);
     return 0;
 }
@@ -1632,8 +1537,8 @@ static int pairs_sort(desync_state *s)
 /* The first of s->pair_order at or after (space, src, dst). */
 static size_t pairs_lower(const desync_state *s, uint64_t space, int32_t src, int32_t dst)
 {
-    size_t lo = 0, hi = s->npairs;
-    pair_key want = {space, src, dst, 0};
+    size_t lo = 0, hi = tft_u64map_count(&s->pairs);
+    pair_key want = {space, src, dst, 0, NULL};
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (cmp_pair_key(&s->pair_order[mid], &want) < 0)
@@ -1650,9 +1555,10 @@ static void recv_instead(const desync_state *s, const p2p_open *o, int pw, char 
 {
     uint32_t same = 0, done = 0;
     const pair_ent *other = NULL, *mine = NULL;
-    size_t from = s->pair_order ? pairs_lower(s, o->space, o->peer, o->me) : s->npairs;
-    for (size_t k = from; k < s->npairs && k < from + DESYNC_INSTEAD_SCAN; k++) {
-        const pair_ent *p = &s->pairs[s->pair_order[k].slot];
+    size_t npairs = tft_u64map_count(&s->pairs);
+    size_t from = s->pair_order ? pairs_lower(s, o->space, o->peer, o->me) : npairs;
+    for (size_t k = from; k < npairs && k < from + DESYNC_INSTEAD_SCAN; k++) {
+        const pair_ent *p = s->pair_order[k].p;
         if (p->space != o->space || p->src != o->peer || p->dst != o->me)
             break;
         if (tag_match(o->tag, p->tag)) {
@@ -1752,6 +1658,7 @@ static int p2p_judge(desync_state *s)
         return -ENOMEM;
     }
     p2p_sums ps = {0};
+    ix_init(&ps.ix);
     int e = 0;
     for (int i = 0; !e && i < n; i++) { /* the calls judged, and the sums they need */
         p2p_rank *r = &s->open[i];
@@ -1774,7 +1681,7 @@ static int p2p_judge(desync_state *s)
             p2p_report(s, i, &s->open[i].v[blocked[i]], blocked, &s->p2p[s->np2p++]);
     free(blocked);
     free(ps.q);
-    map_free(&ps.ix);
+    tft_u64map_free(&ps.ix);
     return e;
 }
 
@@ -1823,8 +1730,8 @@ static void params_judge(desync_state *s)
         a = b;
     }
     s->nparams = s->nfps = 0;
-    map_clear(&s->param_ix);
-    map_clear(&s->occ_ix);
+    tft_u64map_clear(&s->param_ix);
+    tft_u64map_clear(&s->occ_ix);
 }
 
 typedef struct occ_key {
@@ -1833,18 +1740,20 @@ typedef struct occ_key {
     uint32_t occ_or_rank;
 } occ_key;
 
-static bool param_eq(const void *ctx, uint32_t v)
+static bool param_eq(const void *ctx, const void *val)
 {
     const occ_key *k = ctx;
-    return k->s->params[v].name == k->name && k->s->params[v].occ == k->occ_or_rank;
+    const param_entry *p = &k->s->params[*(const uint32_t *)val];
+    return p->name == k->name && p->occ == k->occ_or_rank;
 }
 
 /* occ_ix values index fps: the rank's latest record of the name (its
  * param's occ + 1 is the rank's count of that name so far). */
-static bool occ_eq(const void *ctx, uint32_t v)
+static bool occ_eq(const void *ctx, const void *val)
 {
     const occ_key *k = ctx;
-    return k->s->params[k->s->fps[v].param].name == k->name && (uint32_t)k->s->fps[v].rank == k->occ_or_rank;
+    const param_fp *f = &k->s->fps[*(const uint32_t *)val];
+    return k->s->params[f->param].name == k->name && (uint32_t)f->rank == k->occ_or_rank;
 }
 
 /* Notes rank i's fingerprint of (name, its next occurrence) in this step:
@@ -1854,29 +1763,29 @@ static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
 {
     if (s->nfps >= DESYNC_MAX_PARAM_FPS)
         return 0;
-    if (map_reserve(&s->occ_ix) < 0 || map_reserve(&s->param_ix) < 0)
+    if (tft_u64map_reserve(&s->occ_ix) < 0 || tft_u64map_reserve(&s->param_ix) < 0)
         return -ENOMEM;
     occ_key ok = {s, name, (uint32_t)i};
-    uint64_t hk = key_mix(name, (uint64_t)(uint32_t)i);
-    size_t oi = map_slot(&s->occ_ix, hk, occ_eq, &ok);
-    uint32_t occ = s->occ_ix.vals[oi] ? s->params[s->fps[s->occ_ix.vals[oi] - 1].param].occ + 1 : 0;
+    uint64_t hk = tft_u64map_hash2(name, (uint64_t)(uint32_t)i);
+    const uint32_t *last = tft_u64map_find(&s->occ_ix, hk, occ_eq, &ok);
+    uint32_t occ = last ? s->params[s->fps[*last].param].occ + 1 : 0;
     occ_key pk = {s, name, occ};
-    uint64_t hp = key_mix(name, 0x100000000ull | occ);
-    size_t pi = map_slot(&s->param_ix, hp, param_eq, &pk);
-    if (!s->param_ix.vals[pi]) {
+    void *pv;
+    if (tft_u64map_insert(&s->param_ix, tft_u64map_hash2(name, 0x100000000ull | occ), param_eq, &pk, &pv) == 1) {
         if (s->nparams == s->params_cap) {
             size_t ncap = s->params_cap ? s->params_cap * 2 : 64;
             param_entry *p = realloc(s->params, ncap * sizeof(*p));
-            if (!p)
+            if (!p) {
+                tft_u64map_remove(&s->param_ix, pv);
                 return -ENOMEM;
+            }
             s->params = p;
             s->params_cap = ncap;
         }
         s->params[s->nparams] = (param_entry){.name = name, .occ = occ};
-        s->param_ix.keys[pi] = hp;
-        s->param_ix.vals[pi] = (uint32_t)++s->nparams;
-        s->param_ix.n++;
+        *(uint32_t *)pv = (uint32_t)s->nparams++;
     }
+    uint32_t param = *(uint32_t *)pv;
     if (s->nfps == s->fps_cap) {
         size_t ncap = s->fps_cap ? s->fps_cap * 2 : 256;
         param_fp *f = realloc(s->fps, ncap * sizeof(*f));
@@ -1885,11 +1794,10 @@ static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
         s->fps = f;
         s->fps_cap = ncap;
     }
-    s->fps[s->nfps] = (param_fp){.param = s->param_ix.vals[pi] - 1, .rank = i, .fp = fp};
-    if (!s->occ_ix.vals[oi])
-        s->occ_ix.n++;
-    s->occ_ix.keys[oi] = hk;
-    s->occ_ix.vals[oi] = (uint32_t)++s->nfps;
+    s->fps[s->nfps] = (param_fp){.param = param, .rank = i, .fp = fp};
+    void *ov;
+    tft_u64map_insert(&s->occ_ix, hk, occ_eq, &ok, &ov); /* room reserved above */
+    *(uint32_t *)ov = (uint32_t)s->nfps++;
     return 0;
 }
 
@@ -2185,10 +2093,10 @@ static void state_free(desync_state *s)
     free(s->defs);
     for (int i = 0; s->open && i < s->nranks; i++) {
         free(s->open[i].v);
-        map_free(&s->open[i].ix);
+        tft_u64map_free(&s->open[i].ix);
     }
     free(s->open);
-    free(s->pairs);
+    tft_u64map_free(&s->pairs);
     free(s->pair_order);
     for (int k = 0; k < s->np2p; k++)
         found_free(&s->p2p[k]);
@@ -2199,8 +2107,8 @@ static void state_free(desync_state *s)
     free(s->recent_pos);
     free(s->params);
     free(s->fps);
-    map_free(&s->param_ix);
-    map_free(&s->occ_ix);
+    tft_u64map_free(&s->param_ix);
+    tft_u64map_free(&s->occ_ix);
     free(s->ibuf);
     free(s->ubuf);
     if (s->dense)
@@ -2246,6 +2154,12 @@ int diff_desyncs(tft_trace *t, diff_desync *out, int max)
     s.ibuf = calloc((size_t)n * 5, sizeof(*s.ibuf));
     s.ubuf = calloc((size_t)n, sizeof(*s.ubuf));
     s.open = calloc((size_t)n, sizeof(*s.open));
+    for (int i = 0; s.open && i < n; i++)
+        ix_init(&s.open[i].ix);
+    ix_init(&s.param_ix);
+    ix_init(&s.occ_ix);
+    tft_u64map_init(&s.pairs, &(tft_u64map_opts){.vsize = sizeof(pair_ent), .max_n = DESYNC_MAX_PAIRS, .min_cap = 256,
+                                                 .hashed = true});
     s.inv_tmp = calloc((size_t)n, 1);
     s.miss_tmp = calloc((size_t)n, 1);
     s.dense = calloc(1, sizeof(*s.dense));

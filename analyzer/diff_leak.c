@@ -67,6 +67,7 @@
  * live one (that earlier block's FREE, older still, follows it).
  */
 #include "diff.h"
+#include "tft_u64map.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -126,8 +127,7 @@ typedef struct leak_site {
     uint64_t end_first_pos, end_last_pos;
 } leak_site;
 
-/* A live allocation; slot empty when bytes_site == 0 is not usable, so
- * `used` marks occupancy. */
+/* A live allocation, keyed by (ptr, dev). */
 typedef struct live_alloc {
     uint64_t ptr;
     int32_t dev;   /* device_kind << 16 | (uint16_t)device */
@@ -137,16 +137,13 @@ typedef struct live_alloc {
     int64_t step;  /* ... its step */
     uint64_t pos;  /* ... its record position */
     uint64_t idx;  /* ... its index among the site's allocations */
-    bool used;
 } live_alloc;
 
 typedef struct leak_state {
-    live_alloc *live;     /* open addressing, linear probing, power-of-two size */
-    size_t live_cap, live_n;
+    tft_u64map live;      /* live_hash -> live_alloc, at most 3/4 full */
     leak_site *sites;
     size_t nsites, sites_cap;
-    uint32_t *site_idx;   /* open addressing: site id -> index + 1 (0 empty) */
-    size_t site_idx_cap;
+    tft_u64map site_idx;  /* site id -> index in sites */
     uint32_t *active;     /* sites a snapshot must look at: live bytes changed since the last
                            * one, or a growth streak on. The others cannot change their streak,
                            * so a snapshot costs O(active), not O(sites): O(records) in all */
@@ -163,95 +160,43 @@ typedef struct leak_state {
     int exit_code, exit_signal;
 } leak_state;
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 /* ---- live allocations -------------------------------------------------- */
 
-static size_t live_find(const leak_state *s, uint64_t ptr, int32_t dev)
+static uint64_t live_hash(const live_alloc *a)
 {
-    size_t mask = s->live_cap - 1;
-    size_t i = (size_t)mix64(ptr ^ ((uint64_t)(uint32_t)dev << 48)) & mask;
-    while (s->live[i].used && !(s->live[i].ptr == ptr && s->live[i].dev == dev))
-        i = (i + 1) & mask;
-    return i;
+    return tft_u64map_mix(a->ptr ^ ((uint64_t)(uint32_t)a->dev << 48));
 }
 
-static int live_grow(leak_state *s)
+static bool live_eq(const void *ctx, const void *val)
 {
-    size_t ncap = s->live_cap ? s->live_cap * 2 : 1024;
-    live_alloc *old = s->live;
-    size_t ocap = s->live_cap;
-    s->live = calloc(ncap, sizeof(*s->live));
-    if (!s->live) {
-        s->live = old;
-        return -ENOMEM;
-    }
-    s->live_cap = ncap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].used)
-            s->live[live_find(s, old[i].ptr, old[i].dev)] = old[i];
-    free(old);
-    return 0;
-}
-
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void live_remove(leak_state *s, size_t i)
-{
-    size_t mask = s->live_cap - 1;
-    s->live[i].used = false;
-    s->live_n--;
-    for (size_t j = (i + 1) & mask; s->live[j].used; j = (j + 1) & mask) {
-        live_alloc e = s->live[j];
-        s->live[j].used = false;
-        s->live[live_find(s, e.ptr, e.dev)] = e;
-    }
+    const live_alloc *a = ctx, *b = val;
+    return a->ptr == b->ptr && a->dev == b->dev;
 }
 
 /* ---- sites ------------------------------------------------------------- */
 
 static int site_index(leak_state *s, uint64_t id, uint32_t *out)
 {
-    if ((s->nsites + 1) * 2 > s->site_idx_cap) {
-        size_t ncap = s->site_idx_cap ? s->site_idx_cap * 2 : 64;
-        uint32_t *n = calloc(ncap, sizeof(*n));
-        if (!n)
-            return -ENOMEM;
-        for (size_t k = 0; k < s->nsites; k++) {
-            size_t i = (size_t)mix64(s->sites[k].id) & (ncap - 1);
-            while (n[i])
-                i = (i + 1) & (ncap - 1);
-            n[i] = (uint32_t)k + 1;
-        }
-        free(s->site_idx);
-        s->site_idx = n;
-        s->site_idx_cap = ncap;
-    }
-    size_t mask = s->site_idx_cap - 1;
-    size_t i = (size_t)mix64(id) & mask;
-    for (; s->site_idx[i]; i = (i + 1) & mask) {
-        if (s->sites[s->site_idx[i] - 1].id == id) {
-            *out = s->site_idx[i] - 1;
-            return 0;
-        }
+    void *v;
+    int rc = tft_u64map_insert(&s->site_idx, id, NULL, NULL, &v);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        *out = *(uint32_t *)v;
+        return 0;
     }
     if (s->nsites == s->sites_cap) {
         size_t ncap = s->sites_cap ? s->sites_cap * 2 : 32;
         leak_site *n = realloc(s->sites, ncap * sizeof(*n));
-        if (!n)
+        if (!n) {
+            tft_u64map_remove(&s->site_idx, v);
             return -ENOMEM;
+        }
         s->sites = n;
         s->sites_cap = ncap;
     }
     s->sites[s->nsites] = (leak_site){.id = id};
-    s->site_idx[i] = (uint32_t)s->nsites + 1;
+    *(uint32_t *)v = (uint32_t)s->nsites;
     *out = (uint32_t)s->nsites++;
     return 0;
 }
@@ -330,26 +275,33 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
     if (e)
         return e;
     site_name(&s->sites[si], r);
-    if ((s->live_n + 1) * 4 > s->live_cap * 3 && (e = live_grow(s)))
+    /* room first, as the table has always grown: the slot order, which
+     * site_ends visits, stays what it was */
+    if ((e = tft_u64map_reserve(&s->live)))
         return e;
-    int32_t dev = dev_key(a->device_kind, a->device);
-    size_t i = live_find(s, a->ptr, dev);
-    if (s->live[i].used && a->h.ts < s->live[i].ts)
+    live_alloc want = {.ptr = a->ptr, .dev = dev_key(a->device_kind, a->device)};
+    void *v;
+    int rc = tft_u64map_insert(&s->live, live_hash(&want), live_eq, &want, &v);
+    if (rc < 0)
+        return rc;
+    live_alloc *l = v;
+    if (rc == 0 && a->h.ts < l->ts)
         return 0; /* an older block at this address, drained late; its FREE will be too */
-    if (s->live[i].used) { /* its FREE was lost, or comes later from another thread: the old block is gone */
-        leak_site *old = &s->sites[s->live[i].site];
-        old->live_bytes -= s->live[i].bytes;
+    if (rc == 0) { /* its FREE was lost, or comes later from another thread: the old block is gone */
+        leak_site *old = &s->sites[l->site];
+        old->live_bytes -= l->bytes;
         old->live_allocs--;
-        if ((e = mark_active(s, s->live[i].site)))
+        if ((e = mark_active(s, l->site)))
             return e;
-    } else {
-        s->live_n++;
     }
-    if ((e = mark_active(s, si)))
+    if ((e = mark_active(s, si))) {
+        if (rc == 1)
+            tft_u64map_remove(&s->live, l);
         return e;
+    }
     leak_site *st = &s->sites[si];
-    s->live[i] = (live_alloc){.ptr = a->ptr, .dev = dev, .site = si, .bytes = a->bytes, .ts = a->h.ts,
-                              .step = a->h.step, .pos = s->pos, .idx = st->allocs, .used = true};
+    *l = (live_alloc){.ptr = a->ptr, .dev = want.dev, .site = si, .bytes = a->bytes, .ts = a->h.ts,
+                      .step = a->h.step, .pos = s->pos, .idx = st->allocs};
     st->live_bytes += a->bytes;
     st->live_allocs++;
     if (st->live_bytes > st->peak_bytes) {
@@ -373,16 +325,15 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
 
 static int on_free(leak_state *s, const tft_rec_free *f)
 {
-    if (!s->live_cap)
-        return 0;
-    size_t i = live_find(s, f->ptr, dev_key(f->device_kind, f->device));
-    if (!s->live[i].used || f->h.ts < s->live[i].ts)
+    live_alloc want = {.ptr = f->ptr, .dev = dev_key(f->device_kind, f->device)};
+    live_alloc *l = tft_u64map_find(&s->live, live_hash(&want), live_eq, &want);
+    if (!l || f->h.ts < l->ts)
         return 0; /* unknown, or the FREE of an earlier block at this address */
-    int e = mark_active(s, s->live[i].site);
-    leak_site *st = &s->sites[s->live[i].site];
-    st->live_bytes -= s->live[i].bytes;
+    int e = mark_active(s, l->site);
+    leak_site *st = &s->sites[l->site];
+    st->live_bytes -= l->bytes;
     st->live_allocs--;
-    live_remove(s, i);
+    tft_u64map_remove(&s->live, l);
     return e;
 }
 
@@ -454,10 +405,8 @@ static void site_ends(leak_state *s)
         st->end_first_alloc = 0;
         st->end_first_step = TFT_STEP_NONE;
     }
-    for (size_t i = 0; i < s->live_cap; i++) {
-        const live_alloc *a = &s->live[i];
-        if (!a->used)
-            continue;
+    const live_alloc *a;
+    for (size_t pos = 0; (a = tft_u64map_next(&s->live, &pos, NULL));) {
         leak_site *st = &s->sites[a->site];
         if (a->bytes > st->end_max_block)
             st->end_max_block = a->bytes;
@@ -840,6 +789,9 @@ int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *
     if (!r || (max > 0 && !out) || (mem && mem->max_sites > 0 && !mem->sites))
         return -EINVAL;
     leak_state s = {.cur_step = TFT_STEP_NONE, .ts_min = UINT64_MAX, .last_step = TFT_STEP_NONE};
+    tft_u64map_init(&s.live, &(tft_u64map_opts){.vsize = sizeof(live_alloc), .min_cap = 1024, .load_pct = 75,
+                                                .hashed = true});
+    tft_u64map_init(&s.site_idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t)});
     int e = tft_reader_rewind(r);
     const tft_rec *rec;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) {
@@ -864,9 +816,9 @@ int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *
     }
     if (e >= 0 && mem)
         fill_mem(&s, r, mem);
-    free(s.live);
+    tft_u64map_free(&s.live);
     free(s.sites);
-    free(s.site_idx);
+    tft_u64map_free(&s.site_idx);
     free(s.active);
     return e;
 }

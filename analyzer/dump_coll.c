@@ -12,53 +12,19 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
-static size_t fly_home(uint64_t comm, uint64_t q, size_t mask)
+static bool fly_eq(const void *ctx, const void *val)
 {
-    uint64_t h = comm ^ (q * 0x9E3779B97F4A7C15ull);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return (size_t)h & mask;
+    const tft_rec_collective *c = ctx;
+    const coll_open *o = val;
+    return o->comm == c->comm && o->coll_seq == c->coll_seq;
 }
 
-/* The slot of (comm, q): its entry, or the empty slot where it goes. */
-static coll_open *fly_slot(coll_open *tab, size_t cap, uint64_t comm, uint64_t q)
+void coll_init(coll_track *t)
 {
-    size_t mask = cap - 1;
-    size_t i = fly_home(comm, q, mask);
-    while (tab[i].count && !(tab[i].comm == comm && tab[i].coll_seq == q))
-        i = (i + 1) & mask;
-    return &tab[i];
-}
-
-static int fly_grow(coll_track *t)
-{
-    size_t ncap = t->fly_cap ? t->fly_cap * 2 : 64;
-    coll_open *n = calloc(ncap, sizeof(*n));
-    if (!n)
-        return -ENOMEM;
-    for (size_t i = 0; i < t->fly_cap; i++)
-        if (t->fly[i].count)
-            *fly_slot(n, ncap, t->fly[i].comm, t->fly[i].coll_seq) = t->fly[i];
-    free(t->fly);
-    t->fly = n;
-    t->fly_cap = ncap;
-    return 0;
-}
-
-/* Backward-shift deletion: no tombstones, probe chains stay short. */
-static void fly_remove(coll_track *t, coll_open *e)
-{
-    size_t mask = t->fly_cap - 1, i = (size_t)(e - t->fly);
-    t->fly[i].count = 0;
-    t->fly_n--;
-    for (size_t j = (i + 1) & mask; t->fly[j].count; j = (j + 1) & mask) {
-        coll_open x = t->fly[j];
-        t->fly[j].count = 0;
-        *fly_slot(t->fly, t->fly_cap, x.comm, x.coll_seq) = x;
-    }
+    *t = (coll_track){0};
+    tft_u64map_init(&t->fly, &(tft_u64map_opts){.vsize = sizeof(coll_open), .max_n = COLL_INFLIGHT_MAX,
+                                                .hashed = true});
 }
 
 void coll_rank_begin(coll_track *t)
@@ -69,37 +35,33 @@ void coll_rank_begin(coll_track *t)
 
 static void enter(coll_track *t, const tft_rec_collective *c, int idx)
 {
-    if (t->fly_cap) {
-        coll_open *e = fly_slot(t->fly, t->fly_cap, c->comm, c->coll_seq);
-        if (e->count) { /* the same call entered again: one more in flight */
-            if (e->count < UINT32_MAX)
-                e->count++;
-            else
-                t->lost++, t->rank_lost++;
-            return;
-        }
-    }
-    if (t->fly_n >= COLL_INFLIGHT_MAX || ((t->fly_n + 1) * 2 > t->fly_cap && fly_grow(t) < 0)) {
+    void *v;
+    int rc = tft_u64map_insert(&t->fly, tft_u64map_hash2(c->comm, c->coll_seq), fly_eq, c, &v);
+    if (rc < 0) { /* beyond COLL_INFLIGHT_MAX, or no memory */
         t->lost++;
         t->rank_lost++;
         return;
     }
-    coll_open *e = fly_slot(t->fly, t->fly_cap, c->comm, c->coll_seq);
+    coll_open *e = v;
+    if (rc == 0) { /* the same call entered again: one more in flight */
+        if (e->count < UINT32_MAX)
+            e->count++;
+        else
+            t->lost++, t->rank_lost++;
+        return;
+    }
     *e = (coll_open){.comm = c->comm, .coll_seq = c->coll_seq, .name = c->name, .step = c->h.step,
                      .idx = idx, .count = 1, .serial = t->serial++};
-    t->fly_n++;
 }
 
 /* Removes this rank's unmatched ENTER of the same call; false when none. */
 static bool exit_match(coll_track *t, const tft_rec_collective *c)
 {
-    if (!t->fly_cap)
-        return false;
-    coll_open *e = fly_slot(t->fly, t->fly_cap, c->comm, c->coll_seq);
-    if (!e->count)
+    coll_open *e = tft_u64map_find(&t->fly, tft_u64map_hash2(c->comm, c->coll_seq), fly_eq, c);
+    if (!e)
         return false;
     if (--e->count == 0)
-        fly_remove(t, e);
+        tft_u64map_remove(&t->fly, e);
     return true;
 }
 
@@ -126,14 +88,12 @@ static int cmp_serial(const void *a, const void *b)
 int coll_rank_end(coll_track *t, const tft_reader *r)
 {
     int e = 0;
-    size_t k = 0;
-    for (size_t i = 0; i < t->fly_cap; i++) /* compact in place, then restore the rank's order */
-        if (t->fly[i].count)
-            t->fly[k++] = t->fly[i];
+    size_t k;
+    coll_open *fly = tft_u64map_drain(&t->fly, &k); /* then restore the rank's order */
     if (k > 1)
-        qsort(t->fly, k, sizeof(*t->fly), cmp_serial);
+        qsort(fly, k, sizeof(*fly), cmp_serial);
     for (size_t i = 0; i < k; i++) {
-        coll_open *o = &t->fly[i];
+        coll_open *o = &fly[i];
         if (t->n >= COLL_KEEP) {
             t->unshown += o->count;
             continue;
@@ -155,14 +115,8 @@ int coll_rank_end(coll_track *t, const tft_reader *r)
         snprintf(o->name_text, sizeof(o->name_text), "%s", txt ? txt : "");
         t->open[t->n++] = *o;
     }
-    if (t->fly_cap > 1024) { /* a rank with many calls in flight: the next starts small */
-        free(t->fly);
-        t->fly = NULL;
-        t->fly_cap = 0;
-    } else if (t->fly_cap) {
-        memset(t->fly, 0, t->fly_cap * sizeof(*t->fly));
-    }
-    t->fly_n = 0;
+    if (t->fly.cap > 1024) /* a rank with many calls in flight: the next starts small */
+        tft_u64map_free(&t->fly);
     t->rank_lost = 0;
     return e;
 }
@@ -178,6 +132,6 @@ uint64_t coll_calls(const coll_track *t)
 void coll_free(coll_track *t)
 {
     free(t->open);
-    free(t->fly);
-    *t = (coll_track){0};
+    tft_u64map_free(&t->fly);
+    coll_init(t);
 }

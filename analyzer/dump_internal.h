@@ -11,6 +11,7 @@
 #define TFT_DUMP_INTERNAL_H
 
 #include "tft_format.h"
+#include "tft_u64map.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -163,8 +164,7 @@ typedef struct coll_open {
 typedef struct coll_track {
     coll_open *open;     /* unmatched ENTERs of the ranks read, in order (at most COLL_KEEP) */
     size_t n, cap;
-    coll_open *fly;      /* the rank being read: calls in flight, open addressing */
-    size_t fly_cap, fly_n;
+    tft_u64map fly;      /* the rank being read: calls in flight, (comm, coll_seq) -> coll_open */
     uint64_t serial;
     uint64_t calls;      /* completed calls so far */
     uint64_t lost;       /* unmatched ENTERs not kept (beyond COLL_INFLIGHT_MAX, or no memory) */
@@ -172,6 +172,7 @@ typedef struct coll_track {
     uint64_t unshown;    /* unfinished calls beyond COLL_KEEP, counted only */
 } coll_track;
 
+void coll_init(coll_track *t); /* before the first rank */
 void coll_rank_begin(coll_track *t);
 void coll_note(coll_track *t, const tft_rec_collective *c, int idx);
 /* Ends the rank: its calls still in flight become unfinished ones, named

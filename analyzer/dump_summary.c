@@ -144,6 +144,7 @@ static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
         return DUMP_USAGE;
     }
     s->step_first = s->step_last = TFT_STEP_NONE;
+    coll_init(&s->coll);
     for (int i = 0; i < d->n; i++) {
         int e = sum_rank(d, i, s);
         if (e < 0)

@@ -320,6 +320,9 @@ void json_str_or_null(cJSON *o, const char *key, const char *s)
 
 /* ---- cross-checks the library does not make ----------------------------------- */
 
+/* One ERROR line to the trace's log. Not tft_logf (tft_msg.h): these lines
+ * name two files and run ids, and keep their 599 bytes where tft_logf's
+ * stop at 511. */
 static void note(dump_trace *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(dump_trace *d, const char *fmt, ...)
 {

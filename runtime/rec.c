@@ -10,6 +10,7 @@
 #include "train.h"
 
 #include "tft.h"
+#include "tft_u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,31 +19,36 @@
  * tensors whose statistics were computed on the device). */
 #include "tft_cuda_plugin.h"
 
-#define REC_SLOTS 4096 /* names per run: params, activations, grads, moments */
+#define REC_NAMES 4096 /* names per run: params, activations, grads, moments */
 
 struct rec_map {
-    uint64_t key[REC_SLOTS]; /* string id of the name, 0 = empty */
-    uint64_t id[REC_SLOTS];  /* last tensor id recorded under it */
+    tft_u64map last; /* string id of a name -> the last tensor id recorded under it (u64) */
 };
 
-rec_map *rec_map_new(void) { return calloc(1, sizeof(rec_map)); }
-void rec_map_free(rec_map *m) { free(m); }
+rec_map *rec_map_new(void)
+{
+    rec_map *m = malloc(sizeof(*m));
+    if (m)
+        tft_u64map_init(&m->last, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = REC_NAMES});
+    return m;
+}
 
+void rec_map_free(rec_map *m)
+{
+    if (m)
+        tft_u64map_free(&m->last);
+    free(m);
+}
+
+/* The last tensor id of name; added (0) when insert and new. NULL when
+ * absent, or beyond REC_NAMES names (or out of memory): not tracked. */
 static uint64_t *slot(rec_map *m, const char *name, int insert)
 {
     uint64_t k = tft_string_id(name, strlen(name));
-    for (unsigned i = 0; i < REC_SLOTS; i++) {
-        unsigned s = (unsigned)((k + i) % REC_SLOTS);
-        if (m->key[s] == k)
-            return &m->id[s];
-        if (m->key[s] == 0) {
-            if (!insert)
-                return NULL;
-            m->key[s] = k;
-            return &m->id[s];
-        }
-    }
-    return NULL;
+    if (!insert)
+        return tft_u64map_find(&m->last, k, NULL, NULL);
+    void *v;
+    return tft_u64map_insert(&m->last, k, NULL, NULL, &v) < 0 ? NULL : v;
 }
 
 /* The CUDA backend's queue (devrec.c) while it runs, else NULL. */

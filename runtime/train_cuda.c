@@ -81,8 +81,7 @@ int cuda_probe(char *why, size_t len)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        snprintf(why, len, "%s", cudaGetErrorString(e));
-        (void)cudaGetLastError();
+        snprintf(why, len, "%s", tft_cuda_reason(e));
         return 0;
     }
     if (n == 0) {

@@ -6,6 +6,8 @@
 #define TFT_FORMAT_INTERNAL_H
 
 #include "tft_format.h"
+#include "tft_msg.h" /* tft_logf: messages to the caller's log */
+#include "tft_u64map.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -87,8 +89,6 @@ _Static_assert(sizeof(tft_rec_collective) % 8 == 0, "collective record aligned")
 _Static_assert(sizeof(tft_rec_kernel) % 8 == 0, "kernel record aligned");
 
 uint32_t fmt_checksum32(const void *p, size_t n);
-void fmt_log(tft_log_fn fn, void *ctx, int level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* Collects the string ids a record refers to; returns how many (<= 4). */
 int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4]);
 /* Reads exactly n bytes at off; returns 0, -EIO or -ENODATA at end of file. */
@@ -112,9 +112,9 @@ static inline uint32_t fmt_get_u32(const void *p)
     return v;
 }
 
-/* Open-addressing map from string id to text, shared by writer and reader. */
+/* Map from string id (never 0) to text, shared by writer and reader: a
+ * tft_u64map of these values. */
 typedef struct strmap_entry {
-    uint64_t id;       /* 0 = empty slot */
     char *text;        /* NUL-terminated copy, owned */
     uint32_t len;
     uint32_t mark;     /* writer: chunk number + 1 that last referenced it */
@@ -122,12 +122,14 @@ typedef struct strmap_entry {
 } strmap_entry;
 
 typedef struct strmap {
-    strmap_entry *slots;
-    size_t cap, count;
+    tft_u64map ids;    /* string id -> strmap_entry */
 } strmap;
 
+/* An empty map (allocates nothing); before any other strmap call. */
+void strmap_init(strmap *m);
 strmap_entry *strmap_find(const strmap *m, uint64_t id);
-/* Inserts (copying text) if absent; returns the entry or NULL on ENOMEM. */
+/* Inserts (copying text) if absent; returns the entry or NULL on ENOMEM
+ * (or for id 0). */
 strmap_entry *strmap_put(strmap *m, uint64_t id, const char *text, size_t len);
 void strmap_free(strmap *m);
 

@@ -51,7 +51,7 @@ struct tft_reader {
     int verifying;            /* tft_reader_verify: check zstd's content checksum too */
 };
 
-#define RLOG(r, lvl, ...) fmt_log((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
+#define RLOG(r, lvl, ...) tft_logf((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
 
 /* Records the first problem and raises the integrity level. */
 static void problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)
@@ -378,6 +378,7 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
     }
     int e = 0;
     r->fd = -1;
+    strmap_init(&r->strings);
     if (opts)
         memcpy(&r->opts, opts, opts->sz < sizeof(r->opts) ? opts->sz : sizeof(r->opts));
     r->opts.sz = sizeof(r->opts);

@@ -1,6 +1,6 @@
 /*
  * record.c — record kinds: sizes, structural checks, names, string refs;
- * plus the small I/O, logging and string-map helpers of the format library.
+ * plus the small I/O and string-map helpers of the format library.
  */
 #include "format_internal.h"
 
@@ -201,18 +201,6 @@ uint32_t fmt_checksum32(const void *p, size_t n)
     return (uint32_t)XXH3_64bits(p, n);
 }
 
-void fmt_log(tft_log_fn fn, void *ctx, int level, const char *fmt, ...)
-{
-    if (!fn)
-        return;
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    fn(ctx, level, buf);
-}
-
 int fmt_pread_full(int fd, void *buf, size_t n, uint64_t off)
 {
     char *p = buf;
@@ -250,47 +238,13 @@ int fmt_write_full(int fd, const void *buf, size_t n)
 
 /* ---- string map ---------------------------------------------------------- */
 
-/* Home slot of an id: ids come from files, where a crafted one can make
- * them share their low bits, so they are mixed before masking. */
-static size_t strmap_home(uint64_t id, size_t mask)
-{
-    id ^= id >> 33;
-    id *= 0xff51afd7ed558ccdull;
-    id ^= id >> 33;
-    return (size_t)id & mask;
-}
+/* Ids come from files, where a crafted one can make them share their low
+ * bits: the map mixes them before masking. */
+void strmap_init(strmap *m) { tft_u64map_init(&m->ids, &(tft_u64map_opts){.vsize = sizeof(strmap_entry), .min_cap = 256}); }
 
 strmap_entry *strmap_find(const strmap *m, uint64_t id)
 {
-    if (!m->cap || !id)
-        return NULL;
-    size_t mask = m->cap - 1;
-    for (size_t i = strmap_home(id, mask);; i = (i + 1) & mask) {
-        if (m->slots[i].id == id)
-            return &m->slots[i];
-        if (m->slots[i].id == 0)
-            return NULL;
-    }
-}
-
-static int strmap_grow(strmap *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 256;
-    strmap_entry *ns = calloc(ncap, sizeof(*ns));
-    if (!ns)
-        return -ENOMEM;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i].id)
-            continue;
-        size_t j = strmap_home(m->slots[i].id, ncap - 1);
-        while (ns[j].id)
-            j = (j + 1) & (ncap - 1);
-        ns[j] = m->slots[i];
-    }
-    free(m->slots);
-    m->slots = ns;
-    m->cap = ncap;
-    return 0;
+    return id ? tft_u64map_find(&m->ids, id, NULL, NULL) : NULL;
 }
 
 strmap_entry *strmap_put(strmap *m, uint64_t id, const char *text, size_t len)
@@ -298,31 +252,26 @@ strmap_entry *strmap_put(strmap *m, uint64_t id, const char *text, size_t len)
     strmap_entry *e = strmap_find(m, id);
     if (e)
         return e;
-    if (!id)
-        return NULL;
-    if ((m->count + 1) * 2 > m->cap && strmap_grow(m) < 0)
+    if (!id || tft_u64map_reserve(&m->ids) < 0)
         return NULL;
     char *copy = malloc(len + 1);
     if (!copy)
         return NULL;
     memcpy(copy, text, len);
     copy[len] = '\0';
-    size_t mask = m->cap - 1;
-    size_t i = strmap_home(id, mask);
-    while (m->slots[i].id)
-        i = (i + 1) & mask;
-    m->slots[i] = (strmap_entry){.id = id, .text = copy, .len = (uint32_t)len};
-    m->count++;
-    return &m->slots[i];
+    void *v;
+    tft_u64map_insert(&m->ids, id, NULL, NULL, &v); /* room reserved: cannot fail */
+    e = v;
+    *e = (strmap_entry){.text = copy, .len = (uint32_t)len};
+    return e;
 }
 
 void strmap_free(strmap *m)
 {
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->slots[i].text);
-    free(m->slots);
-    m->slots = NULL;
-    m->cap = m->count = 0;
+    size_t pos = 0;
+    for (strmap_entry *e; (e = tft_u64map_next(&m->ids, &pos, NULL));)
+        free(e->text);
+    tft_u64map_free(&m->ids);
 }
 _Static_assert(sizeof(tft_rec_capture) == 144, "CAPTURE fixed part is 144 bytes (FORMAT.md 5.12)");
 _Static_assert(sizeof(tft_rec_collective) == 112, "COLLECTIVE is 112 bytes since 1.2 (FORMAT.md 5.7)");

@@ -36,7 +36,7 @@ struct tft_trace {
     tft_reader_opts opts;    /* for opening readers later: the caller's log */
 };
 
-#define TLOG(opts, lvl, ...) fmt_log((opts) ? (opts)->log : NULL, (opts) ? (opts)->log_ctx : NULL, (lvl), __VA_ARGS__)
+#define TLOG(opts, lvl, ...) tft_logf((opts) ? (opts)->log : NULL, (opts) ? (opts)->log_ctx : NULL, (lvl), __VA_ARGS__)
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -130,15 +130,6 @@ static int trace_add(tft_trace *t, const char *path, const char *display)
 
 /* ---- one file per rank -------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
 static bool same_header(const tft_file_info *a, const tft_file_info *b)
 {
     return a->pid == b->pid && a->start_realtime_ns == b->start_realtime_ns &&
@@ -187,19 +178,17 @@ static int refuse_pair(const tft_trace *t, const trace_file *a, const trace_file
     return 0;
 }
 
-/* Open-addressing index of the files by a 64-bit key: slot = file index + 1. */
-typedef struct file_index {
-    int *slot;
-    size_t cap;
-} file_index;
+/* by_id's longer key: a file's identity; the values are file indices. */
+typedef struct file_key {
+    const tft_trace *t;
+    uint64_t dev, ino;
+} file_key;
 
-static int index_init(file_index *x, int n)
+static bool same_file(const void *ctx, const void *val)
 {
-    x->cap = 16;
-    while (x->cap < (size_t)n * 2)
-        x->cap *= 2;
-    x->slot = calloc(x->cap, sizeof(*x->slot));
-    return x->slot ? 0 : -ENOMEM;
+    const file_key *k = ctx;
+    const trace_file *g = &k->t->f[*(const int *)val];
+    return g->dev == k->dev && g->ino == k->ino;
 }
 
 /* Checks every file against the earlier ones of the same identity and the
@@ -207,33 +196,31 @@ static int index_init(file_index *x, int n)
  * the files of one claimed rank (file index -> the earlier one, -1). */
 static int check_unique(tft_trace *t, int *prev_same_rank)
 {
-    file_index by_id = {0}, by_rank = {0};
-    int e = index_init(&by_id, t->n);
-    if (!e)
-        e = index_init(&by_rank, t->n);
+    tft_u64map by_id, by_rank; /* (dev, ino) -> file index; claimed rank -> its latest file */
+    tft_u64map_init(&by_id, &(tft_u64map_opts){.vsize = sizeof(int), .hashed = true});
+    tft_u64map_init(&by_rank, &(tft_u64map_opts){.vsize = sizeof(int)});
+    int e = 0;
     for (int i = 0; !e && i < t->n; i++) {
         trace_file *f = &t->f[i];
-        size_t mask = by_id.cap - 1;
-        size_t k = (size_t)mix64(f->dev * 0x9E3779B97F4A7C15ull ^ f->ino) & mask;
-        for (; by_id.slot[k] && !e; k = (k + 1) & mask) {
-            const trace_file *g = &t->f[by_id.slot[k] - 1];
-            if (g->dev == f->dev && g->ino == f->ino)
-                e = refuse_pair(t, g, f);
-        }
-        if (e)
+        file_key key = {t, f->dev, f->ino};
+        void *v;
+        e = tft_u64map_insert(&by_id, tft_u64map_mix(f->dev * 0x9E3779B97F4A7C15ull ^ f->ino), same_file, &key, &v);
+        if (e == 0)
+            e = refuse_pair(t, &t->f[*(int *)v], f);
+        if (e < 0)
             break;
-        by_id.slot[k] = i + 1;
-        mask = by_rank.cap - 1;
-        k = (size_t)mix64((uint64_t)(uint32_t)f->info.rank) & mask;
-        while (by_rank.slot[k] && t->f[by_rank.slot[k] - 1].info.rank != f->info.rank)
-            k = (k + 1) & mask;
-        prev_same_rank[i] = by_rank.slot[k] - 1;
+        *(int *)v = i;
+        e = tft_u64map_insert(&by_rank, (uint32_t)f->info.rank, NULL, NULL, &v);
+        if (e < 0)
+            break;
+        prev_same_rank[i] = e ? -1 : *(int *)v;
+        e = 0;
         for (int j = prev_same_rank[i]; j >= 0 && !e; j = prev_same_rank[j])
             e = refuse_pair(t, &t->f[j], f);
-        by_rank.slot[k] = i + 1;
+        *(int *)v = i;
     }
-    free(by_id.slot);
-    free(by_rank.slot);
+    tft_u64map_free(&by_id);
+    tft_u64map_free(&by_rank);
     return e;
 }
 

@@ -155,7 +155,7 @@ tft_writer *tft_writer_open(const char *path, const tft_file_info *info,
         int e = errno;
         tft_writer_opts o;
         opts_resolve(&o, opts);
-        fmt_log(o.log, o.log_ctx, TFT_LOG_ERROR, "%s: cannot create: %s%s", path, strerror(e),
+        tft_logf(o.log, o.log_ctx, TFT_LOG_ERROR, "%s: cannot create: %s%s", path, strerror(e),
                 e == ELOOP ? " (a symbolic link: not followed)" : "");
         errno = e;
         return NULL;
@@ -173,6 +173,7 @@ tft_writer *tft_writer_fdopen(int fd, const tft_file_info *info, const tft_write
         return NULL;
     }
     int e = 0;
+    strmap_init(&w->strings);
     opts_resolve(&w->opts, opts);
     w->fd = fd;
     if (w->fd < 0) {
@@ -268,7 +269,7 @@ static int build_strings(tft_writer *w, size_t *out_len, uint32_t *out_count)
         s->h.len = (uint32_t)rl;
         s->h.step = TFT_STEP_NONE;
         s->h.seq = TFT_SEQ_NONE;
-        s->id = e->id;
+        s->id = w->needed[i];
         s->n = e->len;
         memcpy(s->text, e->text, e->len);
         len += rl;

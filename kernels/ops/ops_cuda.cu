@@ -150,8 +150,7 @@ extern "C" int tft_cuda_ops_new(tft_cuda_ops **out, const tft_cuda_ops_opts *o, 
         x->ws_elems = o->gemm_ws_elems;
         for (int i = 0; i < 2; i++) {
             if ((ce = cudaMalloc(&x->ws[i], x->ws_elems * 2)) != cudaSuccess) {
-                snprintf(err, errlen, "cudaMalloc of %zu bytes: %s", x->ws_elems * 2, cudaGetErrorString(ce));
-                (void)cudaGetLastError();
+                snprintf(err, errlen, "cudaMalloc of %zu bytes: %s", x->ws_elems * 2, tft_cuda_reason(ce));
                 tft_cuda_ops_free(x);
                 return -ENOMEM;
             }

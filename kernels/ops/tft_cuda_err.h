@@ -11,15 +11,22 @@
 #include <cuda_runtime_api.h>
 #include <errno.h>
 
-/* 0 for cudaSuccess. Otherwise clears the error the CUDA runtime keeps for
+/* CUDA's reason for e, after clearing the error the CUDA runtime keeps for
  * the next cudaGetLastError (so a later launch check does not report it
- * again), writes "what: CUDA's reason" into err and returns -EIO. */
+ * again). */
+static inline const char *tft_cuda_reason(cudaError_t e)
+{
+    (void)cudaGetLastError();
+    return cudaGetErrorString(e);
+}
+
+/* 0 for cudaSuccess. Otherwise clears the error (tft_cuda_reason), writes
+ * "what: CUDA's reason" into err and returns -EIO. */
 static inline int tft_cuda_err(char *err, size_t errlen, cudaError_t e, const char *what)
 {
     if (e == cudaSuccess)
         return 0;
-    (void)cudaGetLastError();
-    return tft_errf(err, errlen, -EIO, "%s: %s", what, cudaGetErrorString(e));
+    return tft_errf(err, errlen, -EIO, "%s: %s", what, tft_cuda_reason(e));
 }
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "tft_format.h"
 #include "tft_test.h"
+#include "tft_test_rng.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,13 +44,7 @@ static void recset_free(recset *s)
 }
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd(void) { return tft_test_rng(&rng); }
 
 static const char *names[] = {"tokens", "emb", "L0.qkv", "L0.attn.probs", "L0.fc", "loss",
                               "grad_norm", "MPI_Allreduce", "site:alloc", "ckpt/step-10",

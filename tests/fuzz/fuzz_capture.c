@@ -25,16 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define FUZZ_CHECK(cond, ...)                                                                     \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "fuzz_capture: invariant failed at %s:%d: %s: ", __FILE__, __LINE__, \
-                    #cond);                                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-            abort();                                                                              \
-        }                                                                                         \
-    } while (0)
+#define FUZZ_TARGET "fuzz_capture"
+#include "tft_fuzz_check.h"
 
 static char dir[256];
 
@@ -45,9 +37,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(dir, sizeof(dir), "%s/fuzz_capture.%d.trace", base, (int)getpid());
-    FUZZ_CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST, "mkdir %s", dir);
+    fuzz_scratch_dir(dir, sizeof(dir), ".trace");
     atexit(remove_dir);
     FUZZ_CHECK(freopen("/dev/null", "w", stdout), "stdout");
     out_init();

@@ -23,16 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define FUZZ_CHECK(cond, ...)                                                                   \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "fuzz_check: invariant failed at %s:%d: %s: ", __FILE__, __LINE__, \
-                    #cond);                                                                     \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-            abort();                                                                            \
-        }                                                                                       \
-    } while (0)
+#define FUZZ_TARGET "fuzz_check"
+#include "tft_fuzz_check.h"
 
 static char dir[256];
 
@@ -43,9 +35,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(dir, sizeof(dir), "%s/fuzz_check.%d.trace", base, (int)getpid());
-    FUZZ_CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST, "mkdir %s", dir);
+    fuzz_scratch_dir(dir, sizeof(dir), ".trace");
     atexit(remove_dir);
     FUZZ_CHECK(freopen("/dev/null", "w", stdout), "stdout");
     out_init();

@@ -25,16 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define FUZZ_CHECK(cond, ...)                                                                  \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "fuzz_diff: invariant failed at %s:%d: %s: ", __FILE__, __LINE__, \
-                    #cond);                                                                    \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-            abort();                                                                           \
-        }                                                                                      \
-    } while (0)
+#define FUZZ_TARGET "fuzz_diff"
+#include "tft_fuzz_check.h"
 
 static char dir[256], gdir[300], bdir[300], junit[320];
 static FILE *devnull;
@@ -52,13 +44,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(dir, sizeof(dir), "%s/fuzz_diff.%d", base, (int)getpid());
+    fuzz_scratch_dir(dir, sizeof(dir), "");
     snprintf(gdir, sizeof(gdir), "%s/g.trace", dir);
     snprintf(bdir, sizeof(bdir), "%s/b.trace", dir);
     snprintf(junit, sizeof(junit), "%s/junit.xml", dir);
-    FUZZ_CHECK((mkdir(dir, 0700) == 0 || errno == EEXIST) && (mkdir(gdir, 0700) == 0 || errno == EEXIST) &&
-                   (mkdir(bdir, 0700) == 0 || errno == EEXIST), "mkdir %s", dir);
+    FUZZ_CHECK((mkdir(gdir, 0700) == 0 || errno == EEXIST) && (mkdir(bdir, 0700) == 0 || errno == EEXIST), "mkdir %s",
+               dir);
     atexit(remove_dirs);
     FUZZ_CHECK((devnull = fopen("/dev/null", "w")), "/dev/null");
     return 0;

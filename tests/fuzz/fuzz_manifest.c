@@ -15,16 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_CHECK(cond, ...)                                                           \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "fuzz_manifest: invariant failed at %s:%d: %s: ", __FILE__, \
-                    __LINE__, #cond);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                               \
-            fputc('\n', stderr);                                                        \
-            abort();                                                                    \
-        }                                                                               \
-    } while (0)
+#define FUZZ_TARGET "fuzz_manifest"
+#include "tft_fuzz_check.h"
 
 static void check_same(const tft_manifest *a, const tft_manifest *b)
 {

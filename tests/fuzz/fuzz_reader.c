@@ -53,16 +53,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define FUZZ_CHECK(cond, ...)                                                           \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "fuzz_reader: invariant failed at %s:%d: %s: ", __FILE__,   \
-                    __LINE__, #cond);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                               \
-            fputc('\n', stderr);                                                        \
-            abort();                                                                    \
-        }                                                                               \
-    } while (0)
+#define FUZZ_TARGET "fuzz_reader"
+#include "tft_fuzz_check.h"
 
 #define MAX_BASE_CHUNKS 16
 

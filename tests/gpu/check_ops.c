@@ -39,6 +39,8 @@
 #include "tft_stats_cuda.h"
 #include "tft_stats_cuda_ring.h"
 
+#include "tft_test_rng.h"
+
 static int n_pass, n_fail;
 
 #define CK(call)                                                                                          \
@@ -79,13 +81,7 @@ static void verdict(int ok, const char *fmt, ...)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static float frand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
-}
+static float frand(void) { return tft_test_rng_sym(&rng); }
 
 static float *hrand(size_t n, float scale)
 {
@@ -654,8 +650,7 @@ static void fill_dtype(uint8_t *p, int dtype, size_t n)
         case TFT_BOOL: *e = (uint8_t)(i % 3 == 0); break;
         default: { /* integers: random bytes */
             for (size_t b = 0; b < esz; b++) {
-                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-                e[b] = (uint8_t)(rng >> 24);
+                e[b] = (uint8_t)(tft_test_rng(&rng) >> 24);
             }
         }
         }

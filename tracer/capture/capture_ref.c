@@ -10,6 +10,7 @@
 #include "capture_ref.h"
 
 #include "tft_format.h"
+#include "tft_u64map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,64 +83,27 @@ static bool bloom_has(const uint8_t *bits, uint64_t nbits, uint64_t h)
 /* ---- occurrence counting within a step (builder side) ------------------- */
 
 typedef struct occ_map {
-    uint64_t *name;   /* 0 = empty */
-    uint32_t *count;
-    size_t cap, used;
+    tft_u64map count; /* name id -> its occurrences so far in the step (u32) */
     int64_t step;
 } occ_map;
 
-static int occ_reset(occ_map *m, int64_t step)
+static void occ_reset(occ_map *m, int64_t step)
 {
-    if (m->used)
-        memset(m->name, 0, m->cap * sizeof(*m->name));
-    m->used = 0;
+    tft_u64map_clear(&m->count);
     m->step = step;
-    return 0;
 }
 
-static int occ_grow(occ_map *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 1024;
-    uint64_t *nn = calloc(ncap, sizeof(*nn));
-    uint32_t *nc = calloc(ncap, sizeof(*nc));
-    if (!nn || !nc) {
-        free(nn);
-        free(nc);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->name[i])
-            continue;
-        size_t j = mix(m->name[i]) & (ncap - 1);
-        while (nn[j])
-            j = (j + 1) & (ncap - 1);
-        nn[j] = m->name[i];
-        nc[j] = m->count[i];
-    }
-    free(m->name);
-    free(m->count);
-    m->name = nn;
-    m->count = nc;
-    m->cap = ncap;
-    return 0;
-}
-
-/* The occurrence number of name in the current step (0, 1, ...), or -1. */
+/* The occurrence number of name in the current step (0, 1, ...), or -1
+ * (no memory). Name 0 counts as name 1, as the recorder counts them
+ * (recorder_capture.c, whose table reserves 0). */
 static int64_t occ_next(occ_map *m, uint64_t name)
 {
     if (!name)
         name = 1;
-    if ((m->used + 1) * 2 > m->cap && occ_grow(m) < 0)
+    void *v;
+    if (tft_u64map_insert(&m->count, name, NULL, NULL, &v) < 0)
         return -1;
-    size_t j = mix(name) & (m->cap - 1);
-    while (m->name[j] && m->name[j] != name)
-        j = (j + 1) & (m->cap - 1);
-    if (!m->name[j]) {
-        m->name[j] = name;
-        m->count[j] = 0;
-        m->used++;
-    }
-    return m->count[j]++;
+    return (*(uint32_t *)v)++;
 }
 
 /* ---- building ------------------------------------------------------------- */
@@ -169,11 +133,10 @@ int capref_build(const char *golden, const char *path, uint64_t *tensors, char *
         bits <<= 1;
     size_t bytes = sizeof(capref_hdr) + 2 * (size_t)(bits / 8);
     uint8_t *buf = calloc(1, bytes);
-    occ_map occ = {0};
-    if (!buf || occ_grow(&occ) < 0) {
+    occ_map occ = {.step = TFT_STEP_NONE};
+    tft_u64map_init(&occ.count, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .min_cap = 1024});
+    if (!buf || tft_u64map_reserve(&occ.count) < 0) {
         free(buf);
-        free(occ.name);
-        free(occ.count);
         tft_trace_close(t);
         return fail(err, errlen, -ENOMEM, "%s%s: out of memory", golden, "");
     }
@@ -211,8 +174,7 @@ int capref_build(const char *golden, const char *path, uint64_t *tensors, char *
             e = st;
     }
     tft_trace_close(t);
-    free(occ.name);
-    free(occ.count);
+    tft_u64map_free(&occ.count);
     h->entries = *tensors;
     if (!e && *tensors == 0)
         e = fail(err, errlen, -ENODATA, "%s: no fingerprinted tensors (recorded with --stats shape?)%s", golden, "");

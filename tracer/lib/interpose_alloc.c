@@ -267,8 +267,9 @@ static void *raw_map(size_t bytes)
 
 /* ---- the set of recorded blocks -------------------------------------------- */
 
-/* Open addressing, linear probing, at most half full. Writers hold
- * set.lock; readers probe without it. A removal shifts later entries back
+/* Open addressing, linear probing, at most half full (not tft_u64map.h:
+ * lock-free readers, atomics, and memory from mmap inside malloc's
+ * interposer). Writers hold set.lock; readers probe without it. A removal shifts later entries back
  * (no tombstones), so it bumps seq to odd before and to even after: a probe
  * that missed while seq changed looks again. Growing publishes a new table
  * and keeps the old one mapped (readers may still be in it; old tables

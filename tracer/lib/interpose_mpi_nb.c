@@ -10,7 +10,9 @@
  * request never completed leaves an ENTER without EXIT: the hang signal.
  *
  * Requests in flight live in a fixed table (request handle -> call),
- * guarded by a mutex; MPI_Request is a pointer in Open MPI and completion
+ * guarded by a mutex: static, not a tft_u64map, since the interposers
+ * allocate nothing inside the program's MPI calls (a full table writes
+ * the EXIT at once). MPI_Request is a pointer in Open MPI and completion
  * sets the caller's handle to MPI_REQUEST_NULL, so completion wrappers copy
  * the handles before the real call and finish every request whose handle
  * became MPI_REQUEST_NULL. Persistent requests are not recorded (and not

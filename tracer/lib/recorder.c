@@ -505,7 +505,8 @@ int tft_alloc_dev(const void *ptr, size_t bytes, int device, const char *site)
 
 int tft_free_dev(const void *ptr, int device) { return on() ? emit_free(ptr, TFT_DEV_CUDA, device) : 0; }
 
-/* Next per-communicator sequence number (lock-free open addressing). */
+/* Next per-communicator sequence number (lock-free open addressing, insert
+ * only: any thread may number a call, so not a tft_u64map). */
 static uint64_t comm_next_seq(uint64_t comm)
 {
     uint64_t key = comm ? comm : 1;

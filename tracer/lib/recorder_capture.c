@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CAP_CACHE 1024u   /* tensors remembered per thread (8-way sets) */
+#define CAP_CACHE 1024u   /* tensors remembered per thread (8-way sets; a cache that evicts, not a map) */
 #define CAP_WAYS 8u
 #define CAP_DONE 64       /* tensors captured per op (dedup) */
 #define CAP_OCC 2048u     /* tensor names per step (first-divergence-of) */
@@ -59,7 +59,9 @@ typedef struct cap_thread {
     uint64_t done[CAP_DONE]; /* (tensor id) already captured in this op */
     int safe_read;        /* 1 process_vm_readv works, 0 not tried, -1 use memcpy */
     /* first-divergence-of: occurrences of each tensor name in the current
-     * step (open addressing; a full table stops the comparison) */
+     * step (open addressing; a full table stops the comparison). Fixed, in
+     * the thread's state, rather than a tft_u64map: the recording path
+     * allocates nothing. It counts as capture_ref.c's occ_next does. */
     int64_t occ_step;
     uint64_t occ_name[CAP_OCC];
     uint32_t occ_count[CAP_OCC];

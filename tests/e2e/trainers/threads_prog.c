@@ -20,6 +20,8 @@
 #define _GNU_SOURCE
 #include <tft.h>
 
+#include "tft_test_rng.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -38,13 +40,7 @@ static int64_t cur_step;
 static float outputs[MAXW];
 
 /* Deterministic pseudo-random numbers from a seed (xorshift). */
-static float rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return (float)((*s >> 11) % 2000001) / 1000000.0f - 1.0f;
-}
+static float rnd(uint64_t *s) { return (float)((tft_test_rng(s) >> 11) % 2000001) / 1000000.0f - 1.0f; }
 
 /* A random yield or two, so that the order in which threads record (and
  * in which the collector finds their records) differs from run to run. */

@@ -27,6 +27,7 @@
 #include "tft_ops.h"
 #include "tft_stats.h"
 #include "tft_test.h"
+#include "tft_test_rng.h"
 
 enum { B = 2, T = 5, C = 8, NH = 2, V = 11, N = B * T };
 
@@ -38,15 +39,7 @@ enum { B = 2, T = 5, C = 8, NH = 2, V = 11, N = B * T };
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 /* Uniform in [-1, 1), from a fixed xorshift sequence. */
-static float frand(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    rng_state = x;
-    return (float)((double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
-}
+static float frand(void) { return tft_test_rng_sym(&rng_state); }
 
 static float *fill_rand(float *x, size_t n, float scale)
 {

@@ -19,17 +19,11 @@
 #include "tft_stats.h"
 
 #include "tft_test.h"
+#include "tft_test_rng.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
+static uint64_t rng(void) { return tft_test_rng(&rng_state); }
 
 static uint32_t bits(float f)
 {

@@ -26,19 +26,13 @@
 #include "tft_stats.h"
 
 #include "tft_test.h"
+#include "tft_test_rng.h"
 
 /* ---- deterministic random numbers ---------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
+static uint64_t rng(void) { return tft_test_rng(&rng_state); }
 
 static double urand(void) /* [0, 1) */
 {

@@ -17,17 +17,11 @@
 #include "tft_stats_cuda.h"
 
 #include "tft_test.h"
+#include "tft_test_rng.h"
 
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 
-static uint64_t rng(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
+static uint64_t rng(void) { return tft_test_rng(&rng_state); }
 
 /* Every length through 2100 (all short paths, the long path's block and
  * stripe boundaries), big ones, and odd alignments. */

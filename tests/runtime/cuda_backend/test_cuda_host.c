@@ -25,6 +25,7 @@
 #include "loss_scale.h"
 #include "tft_stats_ring.h"
 #include "tft_test.h"
+#include "tft_test_rng.h"
 
 #ifdef TFT_HAVE_TFTOPS
 #include "tft_ops.h"
@@ -38,13 +39,7 @@
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
 
-static uint32_t rnd(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)(rng >> 33) % n;
-}
+static uint32_t rnd(uint32_t n) { return (uint32_t)(tft_test_rng(&rng) >> 33) % n; }
 
 /* ---- GEMM mapping ----------------------------------------------------- */
 

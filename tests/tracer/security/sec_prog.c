@@ -15,6 +15,8 @@
  */
 #include "tft.h"
 
+#include "tft_test_rng.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +24,7 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static float next_float(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)(rng >> 40) / (float)(1u << 24);
-}
+static float next_float(void) { return tft_test_rng_unit(&rng); }
 
 /* One tensor of 64 random floats: its statistics differ every time. */
 static int random_tensor(void)
