@@ -10,6 +10,7 @@
 #include "train.h"
 
 #include "tft.h"
+#include "tft_format.h" /* tft_string_id, tft_coll_type_name */
 
 #include <stdlib.h>
 #include <string.h>

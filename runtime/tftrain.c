@@ -10,7 +10,7 @@
  */
 #include "train.h"
 
-#include "tft_format.h"
+#include "tft_types.h"
 #include "train_cuda.h"
 
 #include <cblas.h>

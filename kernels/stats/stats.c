@@ -525,17 +525,6 @@ static void block_stats(const struct stats_kernels *kk, const void *x, size_t n,
 /* The tensor: blocks, staging, hashing                                      */
 /* ------------------------------------------------------------------------ */
 
-static const unsigned char dtype_sizes[TFT_DTYPE_COUNT] = {
-    [TFT_F32] = 4, [TFT_F64] = 8, [TFT_F16] = 2, [TFT_BF16] = 2, [TFT_I32] = 4,
-    [TFT_I64] = 8, [TFT_U8] = 1, [TFT_I8] = 1, [TFT_I16] = 2, [TFT_U16] = 2,
-    [TFT_U32] = 4, [TFT_U64] = 8, [TFT_BOOL] = 1,
-};
-
-TFT_API size_t tft_stats_dtype_size(int dtype)
-{
-    return dtype >= 0 && dtype < TFT_DTYPE_COUNT ? dtype_sizes[dtype] : 0;
-}
-
 static void fp_update(XXH3_state_t *st, const void *p, size_t n)
 {
 #ifdef TFT_XXH_DISPATCH
@@ -592,7 +581,7 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
                                   const unsigned char *b, size_t n, double scale,
                                   union stage *buf)
 {
-    size_t esz = dtype_sizes[dtype];
+    size_t esz = tft_dtype_size(dtype);
     int aligned = ((uintptr_t)b % esz) == 0;
     switch (dtype) {
     case TFT_F64:
@@ -628,7 +617,7 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
 static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigned char *raw,
                         size_t numel, int full, double scale, struct acc *A, XXH3_state_t *st)
 {
-    size_t esz = dtype_sizes[dtype];
+    size_t esz = tft_dtype_size(dtype);
     int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
     size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
     union stage buf;
@@ -697,7 +686,7 @@ TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mod
     if (!out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    size_t esz = tft_stats_dtype_size(dtype);
+    size_t esz = tft_dtype_size(dtype);
     if (esz == 0 || mode < TFT_STATS_SHAPE || mode > TFT_STATS_FULL || (!data && numel > 0))
         return -EINVAL;
     if (numel > SIZE_MAX / esz)

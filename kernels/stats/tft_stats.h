@@ -1,6 +1,6 @@
 /*
  * tft_stats.h — tensor statistics on the CPU: the numbers a tensor record
- * carries (tft_stats, see tft_format.h), fingerprints, and fp16/bf16
+ * carries (tft_stats, see tft_types.h), fingerprints, and fp16/bf16
  * conversions.
  *
  * Semantics (normative; formats/FORMAT.md repeats them):
@@ -56,8 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tft_format.h" /* tft_stats, tft_dtype, enum tft_stats_mode, TFT_API */
-
+#include "tft_types.h" /* tft_stats, tft_dtype, tft_dtype_size, enum tft_stats_mode */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -81,9 +80,6 @@ TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mod
  *   array h[0..nblocks) stored as little-endian uint64 (8 * nblocks bytes).
  * data may be NULL when bytes is 0. */
 TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes);
-
-/* Byte size of one element of dtype, 0 when dtype is unknown. */
-TFT_API size_t tft_stats_dtype_size(int dtype);
 
 /* IEEE binary16 -> binary32, exact (subnormals, +-Inf, NaN payload kept). */
 TFT_API float tft_f16_to_f32(uint16_t h);

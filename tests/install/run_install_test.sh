@@ -6,7 +6,7 @@ build=$1 src=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/tft-install-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/p" >/dev/null
-for f in bin/tftrace bin/tfdump include/tft.h include/tft_format.h; do
+for f in bin/tftrace bin/tfdump include/tft.h include/tft_format.h include/tft_types.h; do
   [ -e "$tmp/p/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 lib=$(ls "$tmp"/p/lib*/libtftrace.so 2>/dev/null | head -1)

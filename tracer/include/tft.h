@@ -16,7 +16,7 @@
 #ifndef TFT_H
 #define TFT_H
 
-#include "tft_format.h" /* tft_dtype, enum tft_op_kind, tft_coll_type, tft_redop */
+#include "tft_types.h" /* TFT_API, tft_dtype, tft_stats, enum tft_op_kind, tft_coll_type, tft_redop */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -149,8 +149,8 @@ typedef struct tft_comm_info {
     unsigned flags;         /* TFT_COMM_INTER */
 } tft_comm_info;
 /* tft_comm_info.flags, written as the COMM record's header flags: an
- * intercommunicator (FORMAT.md 5.15). */
-#define TFT_COMM_INTER TFT_COMM_FLAG_INTER
+ * intercommunicator (FORMAT.md 5.15; TFT_COMM_FLAG_INTER in tft_format.h). */
+#define TFT_COMM_INTER 0x1u
 /* Zero-initialised but for sz. */
 #define TFT_COMM_INFO(...) ((tft_comm_info){ .sz = sizeof(tft_comm_info), __VA_ARGS__ })
 

@@ -7,6 +7,7 @@
 #define TFT_INTERPOSE_INTERNAL_H
 
 #include "tft.h"
+#include "tft_format.h" /* record layouts, tft_string_id */
 
 /* Set by tft_coll_enter, cleared by tft_coll_exit (recorder.c): the program
  * is recording this collective itself, so the MPI interposers step aside. */

@@ -626,6 +626,7 @@ int tft_comm_define(const tft_comm_info *ci)
     memset(c, 0, len);
     uint64_t name = rec_intern(r, ci->name);
     rec_hdr(&c->h, TFT_REC_COMM, len, TFT_SEQ_NONE);
+    _Static_assert(TFT_COMM_INTER == TFT_COMM_FLAG_INTER, "tft.h's flag is the record's");
     c->h.flags = (uint16_t)(ci->flags & TFT_COMM_INTER);
     c->comm = ci->comm;
     c->name = name;
