@@ -394,8 +394,6 @@ TFT_API int tft_writer_flush(tft_writer *w);
 /* Seals, writes the index and seek table, fsyncs (opts.sync) and frees.
  * NULL-safe. Returns 0 or the first error seen. */
 TFT_API int tft_writer_close(tft_writer *w);
-/* Frees without writing index (simulates a crash in tests). NULL-safe. */
-TFT_API void tft_writer_abandon(tft_writer *w);
 
 typedef struct tft_writer_stats {
     uint64_t records, chunks, raw_bytes, file_bytes, dropped;

@@ -9,6 +9,7 @@
  * compression happens once per chunk. Not thread-safe: one writer, one thread.
  */
 #include "format_internal.h"
+#include "tft_writer_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

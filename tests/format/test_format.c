@@ -5,6 +5,7 @@
  * unknown kinds, version rules, index rebuild, seeking and the manifest.
  */
 #include "tft_format.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon: torn files */
 #include "../common/tft_test.h"
 
 #include <errno.h>

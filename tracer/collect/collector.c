@@ -7,6 +7,7 @@
  */
 #include "collector.h"
 #include "tft_msg.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon */
 
 #include <errno.h>
 #include <fcntl.h>
