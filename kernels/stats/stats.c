@@ -107,7 +107,7 @@ static inline float f32_from_bits(uint32_t u)
 /* Integer-only except for the subnormal case, which converts an integer
  * below 1024 exactly; so DAZ/FTZ never matter. NaNs come out quiet (as
  * F16C's vcvtph2ps makes them), keeping sign and payload. */
-TFT_API float tft_f16_to_f32(uint16_t h)
+float tft_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t em = h & 0x7fffu;
@@ -122,7 +122,7 @@ TFT_API float tft_f16_to_f32(uint16_t h)
 
 /* Round to nearest even on the bit pattern; the same results as F16C's
  * vcvtps2ph with rounding immediate 0. */
-TFT_API uint16_t tft_f32_to_f16(float f)
+uint16_t tft_f32_to_f16(float f)
 {
     uint32_t x = f32_bits(f);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
@@ -145,14 +145,14 @@ TFT_API uint16_t tft_f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
-TFT_API float tft_bf16_to_f32(uint16_t h)
+float tft_bf16_to_f32(uint16_t h)
 {
     return f32_from_bits((uint32_t)h << 16);
 }
 
 /* Adding 0x7fff plus the lowest kept bit rounds to nearest even and carries
  * into the exponent (up to Inf) by itself. */
-TFT_API uint16_t tft_f32_to_bf16(float f)
+uint16_t tft_f32_to_bf16(float f)
 {
     uint32_t x = f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u)
@@ -680,8 +680,8 @@ static void f64_rescue(const struct stats_kernels *kk, const unsigned char *raw,
     acc_finish(A, &M, scale, TFT_STATS_FULL, out);
 }
 
-TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
-                              tft_stats *out)
+int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
+                      tft_stats *out)
 {
     if (!out)
         return -EINVAL;
@@ -716,7 +716,7 @@ TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mod
     return 0;
 }
 
-TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)
+uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)
 {
     if (bytes <= TFT_FP_BLOCK_BYTES)
         return fp_oneshot(data, bytes);
@@ -738,22 +738,22 @@ TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)
 /* Bulk conversions                                                          */
 /* ------------------------------------------------------------------------ */
 
-TFT_API void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n)
+void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
     kernels_get()->dec_f16((const unsigned char *)in, n, out);
 }
 
-TFT_API void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n)
+void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
     kernels_get()->dec_bf16((const unsigned char *)in, n, out);
 }
 
-TFT_API void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n)
+void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n)
 {
     kernels_get()->enc_f16(in, n, out);
 }
 
-TFT_API void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n)
+void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n)
 {
     kernels_get()->enc_bf16(in, n, out);
 }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-TFT_API int InitializeInjection(void);
+TFT_PLUGIN_API int InitializeInjection(void);
 
 #define SLOTS 4096
 
