@@ -9,6 +9,23 @@
  * NULL and set errno.  The library never prints: diagnostics go to the log
  * callback given in the options (none = silent).
  *
+ * ABI (LIBTFTRACE_1): how each struct may change.
+ *   - Passed in by the caller, with size_t sz first (tft_writer_opts,
+ *     tft_reader_opts; their TFT_*_OPTS macros set sz): they grow at the
+ *     end; the library reads the prefix sz covers and defaults the rest.
+ *   - Filled into the caller's memory, with sz first (tft_writer_stats): the
+ *     caller sets sz (TFT_WRITER_STATS()), the library writes only what it
+ *     covers; they grow at the end.
+ *   - Handed out by pointer into the library's memory (tft_reader_info's
+ *     tft_file_info, tft_chunk_info, tft_trace_manifest's tft_manifest):
+ *     may grow at the end; a caller reads the fields it knows.
+ *   - Fixed in size: tft_file_info as tft_writer_open's input,
+ *     tft_reader_status, tft_thread_info, tft_manifest and its entries as
+ *     the caller's (tft_manifest_parse/read, tft_manifest_collector_self):
+ *     they never change; a field they would need comes with a new struct
+ *     and a new function.
+ *   - Record layouts: FORMAT.md's rules (fields appended, lengths say).
+ *
  * Workload: the writer takes millions of small records per second from one
  * thread (the collector); the reader streams files of any size with memory
  * bounded by one chunk (<= 4 MiB raw) per open rank file.
@@ -395,10 +412,24 @@ TFT_API int tft_writer_flush(tft_writer *w);
  * NULL-safe. Returns 0 or the first error seen. */
 TFT_API int tft_writer_close(tft_writer *w);
 
+/* What a writer has done so far. Filled into the caller's memory, so it
+ * begins with sz like an options struct: the caller sets it
+ * (TFT_WRITER_STATS()) to the size it was built with, and the library
+ * writes only the fields sz covers; fields added later go at the end. */
 typedef struct tft_writer_stats {
-    uint64_t records, chunks, raw_bytes, file_bytes, dropped;
+    size_t sz;           /* sizeof(tft_writer_stats) as the caller was built */
+    uint64_t records;    /* records appended */
+    uint64_t chunks;     /* chunks sealed and written */
+    uint64_t raw_bytes;  /* record bytes of those chunks before compression */
+    uint64_t file_bytes; /* bytes of the file written so far */
+    uint64_t dropped;    /* dropped counts of those chunks (tft_writer_add_dropped) */
 } tft_writer_stats;
-TFT_API void tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out);
+#define TFT_WRITER_STATS() ((tft_writer_stats){ .sz = sizeof(tft_writer_stats) })
+/* The size of the first published tft_writer_stats: the smallest sz accepted. */
+#define TFT_WRITER_STATS_V1_SZ (offsetof(tft_writer_stats, dropped) + sizeof(uint64_t))
+/* Fills out as far as out->sz. Returns 0, or -EINVAL (out untouched) for a
+ * NULL w or out, or out->sz below TFT_WRITER_STATS_V1_SZ. */
+TFT_API int tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out);
 
 /* ------------------------------------------------------------------------ */
 /* Reader                                                                    */

@@ -7,6 +7,8 @@
  *   rec_check sleep TRACE         the tensor before the hang, exit by SIGTERM/SIGKILL
  *   rec_check dropped TRACE       a dropped count recorded
  *   rec_check api TRACE           the records of rec_prog api, field by field
+ *   rec_check structs TRACE       the records of rec_prog structs: each caller's
+ *                                 struct read as far as its sz, the rest defaulted
  *   rec_check tensor-api TRACE MODE EVERY
  *                                 the records of rec_prog tensor-api recorded
  *                                 with --stats MODE --every EVERY
@@ -315,6 +317,46 @@ static int check_tensor_api(const char *dir, int rec_mode, int every)
     return TEST_DONE();
 }
 
+/* rec_prog structs: the sends of an older, a current and a newer caller
+ * (tags none, 5, 6: the older struct has no tag), each an ENTER and an
+ * EXIT; the COMM record of an older-sized tft_comm_info; nothing from the
+ * refused calls. */
+static int check_structs(const char *dir)
+{
+    tft_trace *t = tft_trace_open(dir, NULL);
+    CHECK(t && tft_trace_nranks(t) == 1);
+    if (!t)
+        return TEST_DONE();
+    tft_reader *r = tft_trace_reader(t, 0);
+    const int32_t want_tag[3] = {TFT_TAG_NONE, 5, 6};
+    const tft_rec *rec;
+    int nenter = 0, nexit = 0, ncomm = 0;
+    while (tft_reader_next(r, &rec) == 1) {
+        if (rec->kind == TFT_REC_COLLECTIVE) {
+            const tft_rec_collective *c = (const void *)rec;
+            int *n = c->h.flags == TFT_COLL_FLAG_ENTER ? &nenter : &nexit;
+            CHECKF(*n < 3, "more than 3 collective records of flags %u", c->h.flags);
+            if (*n < 3) {
+                CHECKF(tft_rec_coll_tag(c) == want_tag[*n], "call %d: tag %d, want %d", *n, tft_rec_coll_tag(c),
+                       want_tag[*n]);
+                CHECKF(c->comm == 5 && c->coll_seq == (uint64_t)*n && c->type == TFT_COLL_SEND && c->root == 1 &&
+                       c->count == 4 && c->nranks == 2 && !strcmp(str(r, c->name), "send"),
+                       "call %d: comm %llu seq %llu type %u root %d", *n, (unsigned long long)c->comm,
+                       (unsigned long long)c->coll_seq, c->type, c->root);
+            }
+            (*n)++;
+        } else if (rec->kind == TFT_REC_COMM) {
+            const tft_rec_comm *c = (const void *)rec;
+            CHECK(c->comm == 9 && c->parent == 5 && c->rank == 1 && c->size == 2 && !strcmp(str(r, c->name), "split"));
+            CHECK(c->n_members == 2 && c->members[0] == 3 && c->members[1] == 1 && c->h.flags == 0);
+            ncomm++;
+        }
+    }
+    CHECKF(nenter == 3 && nexit == 3 && ncomm == 1, "%d enters, %d exits, %d COMM records", nenter, nexit, ncomm);
+    tft_trace_close(t);
+    return TEST_DONE();
+}
+
 /* Every rank file's header run id equals the manifest's. */
 static int check_runid(const char *dir)
 {
@@ -339,6 +381,8 @@ int main(int argc, char **argv)
         return check_runid(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "api"))
         return check_api(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "structs"))
+        return check_structs(argv[2]);
     if (argc >= 5 && !strcmp(argv[1], "tensor-api"))
         return check_tensor_api(argv[2], mode_word(argv[3]), atoi(argv[4]));
     if (argc >= 3 && !strcmp(argv[1], "names"))

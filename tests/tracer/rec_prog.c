@@ -17,6 +17,9 @@
  *                             arrives there, 3 when not within 10 s
  *   rec_prog repeat V         step 0: tensor "h" four times, each its own op,
  *                             holding 0, 1, 2, 3 (the last V + 3)
+ *   rec_prog structs          tft_coll_info and tft_comm_info of older (smaller
+ *                             sz, ending at an inaccessible page), current
+ *                             and newer (larger) callers; too small ones refused
  *   rec_prog tensor-api       tft_tensor_stats and tft_tensor_dev: valid calls
  *                             in steps 0 and 1 (rec_check tensor-api knows
  *                             them), invalid ones refused; tft_tensor_dev's
@@ -197,6 +200,62 @@ static int run_tensor_api(void)
     return bad ? 1 : 0;
 }
 
+/* A send of peer 1 on communicator 5, tag tag, as a caller whose struct
+ * is sz bytes long (sz <= sizeof: an older tft.h; larger: a newer one)
+ * would pass it, at dst. */
+static const tft_coll_info *coll_as(void *dst, size_t sz, int tag)
+{
+    tft_coll_info ci = TFT_COLL_INFO(.name = "send", .comm = 5, .type = TFT_COLL_SEND, .dtype = TFT_F32,
+                                     .count = 4, .root = 1, .rank = 0, .nranks = 2, .tag = tag);
+    ci.sz = sz;
+    memset(dst, 0x5a, sz); /* a newer caller's fields this library does not know */
+    memcpy(dst, &ci, sz < sizeof(ci) ? sz : sizeof(ci));
+    return dst;
+}
+
+/* rec_check structs expects: three sends (tags none, 5, 6) and one COMM
+ * record, from callers built against tft.h versions older than, equal to
+ * and newer than the library's. The older struct ends where an
+ * inaccessible page begins, so reading past its sz faults. */
+static int run_structs(void)
+{
+    int bad = 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    char *two = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (two == MAP_FAILED || mprotect(two + pg, (size_t)pg, PROT_NONE) != 0)
+        return 1;
+    char *edge = two + pg;
+    float buf[4] = {1, 2, 3, 4};
+    _Alignas(16) char cur[sizeof(tft_coll_info)], newer[sizeof(tft_coll_info) + 16];
+    const tft_coll_info *calls[3] = {
+        coll_as(edge - TFT_COLL_INFO_V1_SZ, TFT_COLL_INFO_V1_SZ, 77), /* no tag field: none */
+        coll_as(cur, sizeof(cur), 5),
+        coll_as(newer, sizeof(newer), 6),
+    };
+    bad |= tft_step_begin(0);
+    for (int i = 0; i < 3; i++) {
+        int64_t tok = tft_coll_enter(calls[i]);
+        bad |= tok != i;
+        bad |= tft_coll_exit(tok, calls[i], buf) != 0;
+    }
+    const tft_coll_info *small = coll_as(edge - TFT_COLL_INFO_V1_SZ + 8, TFT_COLL_INFO_V1_SZ - 8, 0);
+    bad |= tft_coll_enter(small) != -EINVAL;
+    bad |= tft_coll_exit(0, small, NULL) != -EINVAL;
+    bad |= tft_coll_enter(NULL) != -EINVAL;
+    int32_t members[2] = {3, 1};
+    tft_comm_info co = TFT_COMM_INFO(.comm = 9, .name = "split", .parent = 5, .rank = 1, .size = 2,
+                                     .n_members = 2, .members = members);
+    co.sz = TFT_COMM_INFO_V1_SZ;
+    bad |= tft_comm_define(&co);
+    co.sz = TFT_COMM_INFO_V1_SZ - 4;
+    bad |= tft_comm_define(&co) != -EINVAL;
+    bad |= tft_step_end(0);
+    munmap(two, 2 * (size_t)pg);
+    if (bad)
+        fprintf(stderr, "rec_prog structs: an API call returned an unexpected value\n");
+    return bad ? 1 : 0;
+}
+
 static int run_crash(const char *kind, int at)
 {
     float x[16];
@@ -332,6 +391,8 @@ int main(int argc, char **argv)
         return run_repeat(atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "tensor-api"))
         return run_tensor_api();
+    if (argc >= 2 && !strcmp(argv[1], "structs"))
+        return run_structs();
     if (argc >= 2 && !strcmp(argv[1], "closefds")) {
         close(0);
         close(1);

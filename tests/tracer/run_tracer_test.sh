@@ -130,6 +130,11 @@ PY
   api)
     "$tftrace" -q -o "$tr" -- "$prog" api
     "$check" api "$tr" ;;
+  structs)
+    # tft_coll_info / tft_comm_info of callers built against older and newer
+    # tft.h versions (sz smaller or larger than the library's)
+    "$tftrace" -q -o "$tr" -- "$prog" structs
+    "$check" structs "$tr" ;;
   tensor-api)
     # tft_tensor_stats and tft_tensor_dev (no CUDA device or plugin here:
     # the device tensors get shape and dtype only) under the default mode,
