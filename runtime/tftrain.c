@@ -20,10 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef TFT_VERSION_STRING
-#define TFT_VERSION_STRING "0.0.0"
-#endif
-
 static void usage(FILE *f)
 {
     char bugs[1024];
@@ -182,7 +178,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
         else if (c == 'h')
             usage(stdout), exit(0);
         else if (c == 'V')
-            printf("tftrain (tftrace) %s\n", TFT_VERSION_STRING), exit(0);
+            printf("tftrain (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()), exit(0);
         else if (c == '?' || parse_opt(o, c, optarg) < 0)
             return fprintf(stderr, "Try 'tftrain --help'.\n"), 2;
     }

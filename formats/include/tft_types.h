@@ -2,7 +2,7 @@
  * tft_types.h — the types every part of tftrace shares: the export macro,
  * element types and their sizes, the statistics a tensor record carries and
  * the enumerations the recording API (tft.h) and the trace format
- * (tft_format.h) both use.
+ * (tft_format.h) both use; and the two version strings.
  *
  * Installed; included by tft.h and tft_format.h, so a program includes one
  * of those. The statistics kernels, the training runtime's ops and
@@ -98,7 +98,15 @@ enum tft_redop {
 
 enum tft_ckpt_action { TFT_CKPT_SAVE = 0, TFT_CKPT_RESUME = 1 };
 
-/* Library version string (tftrace's, "0.2.0"). */
+/* The tftrace release this library belongs to, "MAJOR.MINOR.PATCH" ("0.2.0":
+ * tft.h's TFT_VERSION_*, which a program was compiled with, may be older
+ * than the library it runs with). Never NULL; static storage. */
+TFT_API const char *tft_version(void);
+/* The trace format version this library writes, "MAJOR.MINOR" ("1.2":
+ * tft_format.h's TFT_FORMAT_MAJOR/MINOR). It reads files of every minor
+ * version of that major and refuses a newer major (FORMAT.md §1). Never
+ * NULL; static storage. (Before tftrace 0.2 it returned the library's
+ * version, now tft_version's.) */
 TFT_API const char *tft_format_version(void);
 
 #ifdef __cplusplus

@@ -11,12 +11,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#ifndef TFT_VERSION_STRING
-#define TFT_VERSION_STRING "0.0.0"
-#endif
-
-const char *tft_format_version(void) { return TFT_VERSION_STRING; }
-
 static const struct {
     const char *name;
     size_t size; /* fixed part */

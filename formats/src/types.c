@@ -1,17 +1,21 @@
 /*
  * types.c — what tft_types.h declares: the one table of dtype sizes and
- * names. Its own library (tfttypes) so that the
+ * names, and the version strings. Its own library (tfttypes) so that the
  * statistics kernels and the format library share it without depending on
  * each other; libtftrace.so holds it once.
  */
 #include "tft_types.h"
 
+#include "tft_format.h" /* TFT_FORMAT_MAJOR, TFT_FORMAT_MINOR (macros only) */
+
 #include <errno.h>
 #include <string.h>
 
-#ifndef TFT_VERSION_STRING
+#ifndef TFT_VERSION_STRING /* CMake's PROJECT_VERSION, taken from tft.h */
 #define TFT_VERSION_STRING "0.0.0"
 #endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const struct {
     const char *name;
@@ -50,3 +54,7 @@ int tft_dtype_parse(const char *s)
             return aliases[i].dtype;
     return -EINVAL;
 }
+
+const char *tft_version(void) { return TFT_VERSION_STRING; }
+
+const char *tft_format_version(void) { return STR(TFT_FORMAT_MAJOR) "." STR(TFT_FORMAT_MINOR); }

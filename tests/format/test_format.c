@@ -810,6 +810,30 @@ static void test_threads_comm(void)
     tft_reader_close(r);
 }
 
+/* tft_format_version is the format's version, the header's macros; the
+ * library's own version (tft_version) is another, MAJOR.MINOR.PATCH, and
+ * what a manifest written without one records as its tool. */
+static void test_version_strings(void)
+{
+    char want[32];
+    snprintf(want, sizeof(want), "%d.%d", TFT_FORMAT_MAJOR, TFT_FORMAT_MINOR);
+    CHECKF(!strcmp(tft_format_version(), want), "tft_format_version() %s, want %s", tft_format_version(), want);
+    unsigned a, b, c;
+    char end;
+    CHECKF(sscanf(tft_version(), "%u.%u.%u%c", &a, &b, &c, &end) == 3, "tft_version() %s", tft_version());
+    tft_manifest m = {.major = TFT_FORMAT_MAJOR, .minor = TFT_FORMAT_MINOR, .world_size = 1};
+    char *json = tft_manifest_to_json(&m);
+    CHECK(json != NULL);
+    tft_manifest back;
+    char err[256];
+    CHECK(json && tft_manifest_parse(json, strlen(json), &back, err, sizeof(err)) == 0);
+    if (json) {
+        CHECKF(!strcmp(back.tool_version, tft_version()), "tool_version %s", back.tool_version);
+        tft_manifest_free(&back);
+    }
+    free(json);
+}
+
 /* tft_writer_stats is filled as far as the caller's sz: a caller built
  * with the first published struct, a newer one with a larger struct (the
  * bytes past what this library knows stay as they were), one whose sz is
@@ -879,6 +903,7 @@ int main(void)
     test_capture_record();
     test_threads_comm();
     test_writer_stats_sz();
+    test_version_strings();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

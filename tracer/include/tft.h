@@ -33,8 +33,9 @@
  * the API; CMakeLists.txt takes its version from here). A MINOR step adds
  * to the API and keeps the ABI: programs built against an older header run
  * with a newer library of the same MAJOR. 0.2 added tft_tensor_dev and
- * tft_tensor_stats. The trace format has its own version
- * (TFT_FORMAT_MAJOR/MINOR, tft_format.h). */
+ * tft_tensor_stats. tft_version() (tft_types.h) gives the version of the
+ * library a program runs with. The trace format has its own version
+ * (TFT_FORMAT_MAJOR/MINOR, tft_format.h; tft_format_version()). */
 #define TFT_VERSION_MAJOR 0
 #define TFT_VERSION_MINOR 2
 #define TFT_VERSION_PATCH 0
