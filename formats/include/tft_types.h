@@ -8,7 +8,9 @@
  * of those. The statistics kernels, the training runtime's ops and
  * anything else that needs a dtype or a tft_stats but no trace I/O
  * includes this header alone. Values here are part of the trace format
- * (FORMAT.md): enumerators are never renumbered, only added.
+ * (FORMAT.md): enumerators are never renumbered, only added. Like the
+ * other installed headers it compiles alone, as C17 and as C++17
+ * (install.exports checks).
  */
 #ifndef TFT_TYPES_H
 #define TFT_TYPES_H
@@ -21,7 +23,7 @@ extern "C" {
 #endif
 
 /* Marks a function of the public API: exported from libtftrace.so (at
- * version LIBTFTRACE_1, tracer/lib/libtftrace.map), whose sources are built
+ * version LIBTFTRACE_1, tracer/lib/libtftrace.map.in), whose sources are built
  * with -fvisibility=hidden. Nothing else of the library's is exported but
  * its interposers (tracer/lib/interposed.txt) and the CUDA plugin's
  * private entries (tracer/cuda/tft_cuda_plugin.h). */
@@ -65,8 +67,8 @@ enum tft_stats_mode {
 /* Tensor statistics. Validity by mode: SHAPE numel only; HEALTH + nan,
  * pinf, ninf, zero, min, max and fingerprint; FULL everything. Counts are
  * exact; moments are computed in double. The exact semantics of every
- * field are FORMAT.md's (and kernels/stats/tft_stats.h's). A record layout
- * (tft_rec_tensor): never changes. */
+ * field are FORMAT.md's (and kernels/stats/tft_stats.h's). Part of the
+ * TENSOR record's layout (tft_rec_tensor), so its size never changes. */
 typedef struct tft_stats {
     uint64_t numel;
     uint64_t nan, pinf, ninf, zero;
