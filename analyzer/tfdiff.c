@@ -155,7 +155,7 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_COLL: o->d.collectives = true; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
-        case 'V': printf("tfdiff (tftrace) %s\n", tft_format_version()); exit(0);
+        case 'V': printf("tfdiff (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()); exit(0);
         default: fprintf(stderr, "Try 'tfdiff --help'.\n"); return 2;
         }
     }

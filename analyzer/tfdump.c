@@ -250,7 +250,7 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
         }
         return usage_error("--order must be 'step' or 'time', not '%s'", arg);
     case 'h': usage(stdout); return -1;
-    case 'V': printf("tfdump (tftrace) %s\n", tft_format_version()); return -1;
+    case 'V': printf("tfdump (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()); return -1;
     case ':': return usage_error("option '%s' needs an argument", opt);
     default: return usage_error("unknown option '%s'", opt);
     }

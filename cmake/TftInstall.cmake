@@ -2,7 +2,7 @@
 # a CMake package config so other projects can find_package(tftrace).
 include(CMakePackageConfigHelpers)
 
-install(FILES formats/include/tft_format.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES formats/include/tft_types.h formats/include/tft_format.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tracer/include/tft.h)
   install(FILES tracer/include/tft.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()

@@ -8,6 +8,7 @@
 #include "train.h"
 
 #include "tft.h"
+#include "tft_format.h" /* tft_string_id */
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include "model_acts.h"
 #include "names.h"
 
-#include "tft_format.h" /* TFT_F32 */
+#include "tft_types.h" /* TFT_F32 */
 #include "tft_ops.h"
 
 #include <errno.h>

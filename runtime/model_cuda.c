@@ -10,7 +10,7 @@
 #include "model_acts.h"
 #include "names.h"
 
-#include "tft_format.h" /* TFT_F32, TFT_F16, TFT_BF16 */
+#include "tft_types.h" /* TFT_F32, TFT_F16, TFT_BF16 */
 #include "tft_cuda_err.h"
 #include "tft_ops_cuda.h"
 

@@ -10,14 +10,11 @@
 #include "train.h"
 
 #include "tft.h"
+#include "tft_format.h" /* tft_string_id, tft_coll_type_name */
 #include "tft_u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* tft_x_record: libtftrace's entry for records built outside tft.h (here:
- * tensors whose statistics were computed on the device). */
-#include "tft_cuda_plugin.h"
 
 #define REC_NAMES 4096 /* names per run: params, activations, grads, moments */
 
@@ -57,53 +54,15 @@ static const rec_defer *g_defer;
 void rec_set_defer(const rec_defer *d) { g_defer = d; }
 const rec_defer *rec_deferred(void) { return g_defer; }
 
-/* Zeroes the statistics mode does not carry (tft_stats validity by mode). */
-static void stats_for_mode(tft_stats *s, int mode)
-{
-    if (mode >= TFT_STATS_FULL)
-        return;
-    if (mode <= TFT_STATS_SHAPE) {
-        uint64_t numel = s->numel;
-        memset(s, 0, sizeof(*s));
-        s->numel = numel;
-        return;
-    }
-    s->over_fp16 = s->over_bf16 = s->under_fp16 = 0;
-    s->mean = s->std = s->l1 = s->l2 = s->absmax = 0;
-}
-
 /* A tensor record of the current op with statistics computed on CUDA
- * device `device` in stats_mode, reduced to the recorder's mode for this
- * step (TFT_STATS, TFT_EVERY). Returns its id, 0 when not recorded. */
+ * device `device` in stats_mode (tft_tensor_stats reduces them to the
+ * recorder's mode for this step). Returns its id, 0 when not recorded. */
 static uint64_t emit_stats_tensor(const char *name, int dtype, int ndim, const int64_t *shape, const tft_stats *stats,
                                   int stats_mode, int device)
 {
-    _Alignas(8) char sbuf[sizeof(tft_rec_op) + 64];
-    memset(sbuf, 0, sizeof(sbuf));
-    tft_rec_op *st = (tft_rec_op *)sbuf;
-    int mode = (int)tft_x_record(TFT_X_STATE, &st->h, NULL); /* step, op seq, mode */
-    if (ndim < 0 || ndim > TFT_MAX_NDIM)
+    if (tft_tensor_stats(name, (tft_dtype)dtype, ndim, shape, stats, stats_mode, device) != 0)
         return 0;
-    tft_rec_tensor t;
-    memset(&t, 0, sizeof(t));
-    t.h.kind = TFT_REC_TENSOR;
-    t.h.len = sizeof(t);
-    t.h.step = st->h.step;
-    t.h.seq = st->h.seq;
-    t.dtype = (uint8_t)dtype;
-    t.device_kind = TFT_DEV_CUDA;
-    t.device = (int16_t)device;
-    t.mode = (uint8_t)(mode < stats_mode ? mode : stats_mode);
-    t.ndim = (uint8_t)ndim;
-    uint64_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        t.shape[i] = shape[i];
-        numel *= (uint64_t)shape[i];
-    }
-    t.stats = *stats;
-    stats_for_mode(&t.stats, t.mode);
-    t.stats.numel = numel;
-    return tft_x_record(TFT_X_EMIT, &t.h, name) == 0 ? t.id : 0;
+    return tft_last_tensor_id();
 }
 
 void rec_emit_tensor(rec_map *m, const char *name, int dtype, const void *data, const tft_stats *stats,

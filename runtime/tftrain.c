@@ -10,7 +10,7 @@
  */
 #include "train.h"
 
-#include "tft_format.h"
+#include "tft_types.h"
 #include "train_cuda.h"
 
 #include <cblas.h>
@@ -19,10 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef TFT_VERSION_STRING
-#define TFT_VERSION_STRING "0.0.0"
-#endif
 
 static void usage(FILE *f)
 {
@@ -182,7 +178,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
         else if (c == 'h')
             usage(stdout), exit(0);
         else if (c == 'V')
-            printf("tftrain (tftrace) %s\n", TFT_VERSION_STRING), exit(0);
+            printf("tftrain (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()), exit(0);
         else if (c == '?' || parse_opt(o, c, optarg) < 0)
             return fprintf(stderr, "Try 'tftrain --help'.\n"), 2;
     }

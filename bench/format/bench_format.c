@@ -286,7 +286,7 @@ static uint64_t run_writer(const stream *s, const char *path, int level)
             die("tft_writer_append", -e);
         pos += r->len;
     }
-    tft_writer_stats ws;
+    tft_writer_stats ws = TFT_WRITER_STATS();
     tft_writer_get_stats(w, &ws);
     int e = tft_writer_close(w);
     if (e)

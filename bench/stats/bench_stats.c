@@ -75,7 +75,7 @@ static volatile double sink;
  * fingerprint) over reps repetitions; returns seconds per repetition. */
 static double sample(int what, int dtype, const void *buf, size_t bytes, int reps)
 {
-    size_t numel = bytes / tft_stats_dtype_size(dtype);
+    size_t numel = bytes / tft_dtype_size(dtype);
     tft_stats st;
     double t = now();
     for (int r = 0; r < reps; r++) {
@@ -93,7 +93,7 @@ static double sample(int what, int dtype, const void *buf, size_t bytes, int rep
 static void fill(int dtype, void *buf, size_t bytes)
 {
     uint64_t s = 0x9e3779b97f4a7c15ull;
-    size_t n = bytes / tft_stats_dtype_size(dtype);
+    size_t n = bytes / tft_dtype_size(dtype);
     for (size_t i = 0; i < n; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         float v = (float)((double)(s >> 11) * 0x1p-53 * 4.0 - 2.0);

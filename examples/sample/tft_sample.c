@@ -1,7 +1,8 @@
 /*
  * tft_sample — writes a realistic synthetic trace directory with the public
- * format API only (tft_format.h): what a data-parallel GPT-style training
- * run recorded by tftrace would leave, without running one.
+ * format API (tft_format.h; --crash also with the internal
+ * tft_writer_abandon): what a data-parallel GPT-style training run
+ * recorded by tftrace would leave, without running one.
  *
  *   tft_sample OUT.trace [--ranks N] [--steps S] [--layers L] [--crash]
  *
@@ -26,6 +27,7 @@
  * several chunks.
  */
 #include "tft_format.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon: the crashed rank */
 
 #include <errno.h>
 #include <getopt.h>

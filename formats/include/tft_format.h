@@ -9,12 +9,31 @@
  * NULL and set errno.  The library never prints: diagnostics go to the log
  * callback given in the options (none = silent).
  *
+ * ABI (LIBTFTRACE_1): how each struct may change.
+ *   - Passed in by the caller, with size_t sz first (tft_writer_opts,
+ *     tft_reader_opts; their TFT_*_OPTS macros set sz): they grow at the
+ *     end; the library reads the prefix sz covers and defaults the rest.
+ *   - Filled into the caller's memory, with sz first (tft_writer_stats): the
+ *     caller sets sz (TFT_WRITER_STATS()), the library writes only what it
+ *     covers; they grow at the end.
+ *   - Handed out by pointer into the library's memory (tft_reader_info's
+ *     tft_file_info, tft_chunk_info, tft_trace_manifest's tft_manifest):
+ *     may grow at the end; a caller reads the fields it knows.
+ *   - Fixed in size: tft_file_info as tft_writer_open's input,
+ *     tft_reader_status, tft_thread_info, tft_manifest and its entries as
+ *     the caller's (tft_manifest_parse/read, tft_manifest_collector_self):
+ *     they never change; a field they would need comes with a new struct
+ *     and a new function.
+ *   - Record layouts: FORMAT.md's rules (fields appended, lengths say).
+ *
  * Workload: the writer takes millions of small records per second from one
  * thread (the collector); the reader streams files of any size with memory
  * bounded by one chunk (<= 4 MiB raw) per open rank file.
  */
 #ifndef TFT_FORMAT_H
 #define TFT_FORMAT_H
+
+#include "tft_types.h" /* TFT_API, tft_dtype, tft_stats, the shared enumerations */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,12 +42,8 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define TFT_API __attribute__((visibility("default")))
-#else
-#define TFT_API
-#endif
-
+/* The format version this header describes and the library writes
+ * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
 #define TFT_FORMAT_MINOR 2 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags */
 
@@ -41,15 +56,8 @@ enum tft_log_level { TFT_LOG_ERROR = 0, TFT_LOG_WARN = 1, TFT_LOG_INFO = 2, TFT_
 typedef void (*tft_log_fn)(void *ctx, int level, const char *msg);
 
 /* ------------------------------------------------------------------------ */
-/* Enumerations shared by the recorder, the format and the analyzer          */
+/* Enumerations of records (those the recording API shares: tft_types.h)    */
 /* ------------------------------------------------------------------------ */
-
-typedef enum tft_dtype {
-    TFT_F32 = 0, TFT_F64 = 1, TFT_F16 = 2, TFT_BF16 = 3,
-    TFT_I32 = 4, TFT_I64 = 5, TFT_U8 = 6, TFT_I8 = 7, TFT_I16 = 8,
-    TFT_U16 = 9, TFT_U32 = 10, TFT_U64 = 11, TFT_BOOL = 12,
-    TFT_DTYPE_COUNT
-} tft_dtype;
 
 /* Record kinds (u16 in the record header). Readers skip unknown kinds. */
 enum tft_rec_kind {
@@ -71,34 +79,7 @@ enum tft_rec_kind {
     TFT_REC_KIND_MAX = 16
 };
 
-enum tft_op_kind {
-    TFT_OP_RUNTIME = 0, TFT_OP_GEMM = 1, TFT_OP_COLLECTIVE = 2,
-    TFT_OP_KERNEL = 3, TFT_OP_COPY = 4, TFT_OP_OTHER = 5
-};
-
-enum tft_device_kind { TFT_DEV_CPU = 0, TFT_DEV_CUDA = 1 };
-
-/* Statistics recording mode (which fields of tft_stats are valid). */
-enum tft_stats_mode {
-    TFT_STATS_SHAPE = 0,  /* shape and dtype only */
-    TFT_STATS_HEALTH = 1, /* + numel, counts, min, max, fingerprint */
-    TFT_STATS_FULL = 2    /* + mean, std, l1, l2, absmax, precision risks */
-};
-
-enum tft_coll_type {
-    TFT_COLL_ALLREDUCE = 0, TFT_COLL_REDUCE = 1, TFT_COLL_BCAST = 2,
-    TFT_COLL_ALLGATHER = 3, TFT_COLL_REDUCE_SCATTER = 4, TFT_COLL_ALLTOALL = 5,
-    TFT_COLL_BARRIER = 6, TFT_COLL_SEND = 7, TFT_COLL_RECV = 8,
-    TFT_COLL_GATHER = 9, TFT_COLL_SCATTER = 10, TFT_COLL_TYPE_COUNT
-};
-
-enum tft_redop {
-    TFT_REDOP_NONE = 0, TFT_REDOP_SUM = 1, TFT_REDOP_PROD = 2,
-    TFT_REDOP_MIN = 3, TFT_REDOP_MAX = 4, TFT_REDOP_AVG = 5, TFT_REDOP_OTHER = 6
-};
-
 enum tft_step_phase { TFT_STEP_BEGIN = 0, TFT_STEP_END = 1 };
-enum tft_ckpt_action { TFT_CKPT_SAVE = 0, TFT_CKPT_RESUME = 1 };
 enum tft_proc_event { TFT_PROC_START = 0, TFT_PROC_EXIT = 1, TFT_PROC_RSS = 2 };
 enum tft_drop_reason { TFT_DROP_RING_FULL = 0, TFT_DROP_TOO_BIG = 1, TFT_DROP_OTHER = 2 };
 enum tft_thread_event {
@@ -112,7 +93,6 @@ enum tft_thread_event {
 
 #define TFT_REC_ALIGN 8u
 #define TFT_REC_MAX_BYTES 65536u /* largest record a writer accepts */
-#define TFT_MAX_NDIM 8
 #define TFT_STRING_MAX 65000u    /* longest string text a writer accepts */
 #define TFT_SEQ_NONE INT64_MIN  /* seq field when no op is current */
 #define TFT_STEP_NONE INT64_MIN /* step field when outside any step */
@@ -152,22 +132,6 @@ typedef struct tft_rec_op {
     uint8_t pad[3];
     uint64_t ids[]; /* n_in input ids, n_out output ids, then n_attr int64 attrs */
 } tft_rec_op;
-
-/* Tensor statistics. Validity by mode: SHAPE numel only; HEALTH + nan,
- * pinf, ninf, zero, min, max and fingerprint; FULL everything. Counts are exact; moments are computed in
- * double. */
-typedef struct tft_stats {
-    uint64_t numel;
-    uint64_t nan, pinf, ninf, zero;
-    uint64_t over_fp16;   /* finite |x| > 65504 */
-    uint64_t over_bf16;   /* finite |x| > bf16 max (3.3895314e38) */
-    uint64_t under_fp16;  /* nonzero finite |x| < 2^-14 (fp16 smallest normal) */
-    uint64_t fingerprint; /* xxh3-64 of the raw bytes */
-    double min, max;      /* over finite values; 0 when none */
-    double mean, std;     /* over finite values (population std) */
-    double l1, l2;        /* sum |x|, sqrt(sum x^2) over finite values */
-    double absmax;        /* max |x| over finite values */
-} tft_stats;
 
 #define TFT_TENSOR_HAS_DATA 0x1u /* h.flags: its bytes are captured as an output (CAPTURE records) */
 
@@ -228,13 +192,11 @@ typedef struct tft_rec_collective {
     int32_t nranks;
     /* since 1.2 (a 1.0/1.1 record ends here, at TFT_REC_COLLECTIVE_MIN_BYTES):
      * read it with tft_rec_coll_tag() */
-    int32_t tag;        /* point-to-point message tag; TFT_TAG_NONE, TFT_TAG_ANY */
+    int32_t tag;        /* point-to-point message tag; TFT_TAG_NONE, TFT_TAG_ANY (tft_types.h) */
     uint32_t pad3;
 } tft_rec_collective;
 /* Length of a 1.0/1.1 COLLECTIVE record, the smallest a reader accepts. */
 #define TFT_REC_COLLECTIVE_MIN_BYTES 104u
-#define TFT_TAG_NONE (-1) /* a collective, or a record written before 1.2 */
-#define TFT_TAG_ANY (-2)  /* a receive posted for any tag (MPI_ANY_TAG) */
 
 typedef struct tft_rec_kernel {
     tft_rec h;
@@ -369,11 +331,9 @@ TFT_API size_t tft_rec_min_size(uint16_t kind);
  * Returns 0 when well-formed, -EBADMSG otherwise. Unknown kinds pass when
  * their length is sane. */
 TFT_API int tft_rec_check(const tft_rec *rec, size_t avail);
-/* Name of a record kind / dtype / op kind / coll type / redop ("?" if unknown). */
+/* Name of a record kind / op kind / coll type / redop ("?" if unknown);
+ * dtypes: tft_dtype_name (tft_types.h). */
 TFT_API const char *tft_rec_kind_name(uint16_t kind);
-TFT_API const char *tft_dtype_name(int dtype);
-TFT_API int tft_dtype_parse(const char *s); /* -EINVAL if unknown */
-TFT_API size_t tft_dtype_size(int dtype);   /* 0 if unknown */
 TFT_API const char *tft_op_kind_name(int kind);
 TFT_API const char *tft_coll_type_name(int type);
 TFT_API const char *tft_redop_name(int op);
@@ -451,13 +411,25 @@ TFT_API int tft_writer_flush(tft_writer *w);
 /* Seals, writes the index and seek table, fsyncs (opts.sync) and frees.
  * NULL-safe. Returns 0 or the first error seen. */
 TFT_API int tft_writer_close(tft_writer *w);
-/* Frees without writing index (simulates a crash in tests). NULL-safe. */
-TFT_API void tft_writer_abandon(tft_writer *w);
 
+/* What a writer has done so far. Filled into the caller's memory, so it
+ * begins with sz like an options struct: the caller sets it
+ * (TFT_WRITER_STATS()) to the size it was built with, and the library
+ * writes only the fields sz covers; fields added later go at the end. */
 typedef struct tft_writer_stats {
-    uint64_t records, chunks, raw_bytes, file_bytes, dropped;
+    size_t sz;           /* sizeof(tft_writer_stats) as the caller was built */
+    uint64_t records;    /* records appended */
+    uint64_t chunks;     /* chunks sealed and written */
+    uint64_t raw_bytes;  /* record bytes of those chunks before compression */
+    uint64_t file_bytes; /* bytes of the file written so far */
+    uint64_t dropped;    /* dropped counts of those chunks (tft_writer_add_dropped) */
 } tft_writer_stats;
-TFT_API void tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out);
+#define TFT_WRITER_STATS() ((tft_writer_stats){ .sz = sizeof(tft_writer_stats) })
+/* The size of the first published tft_writer_stats: the smallest sz accepted. */
+#define TFT_WRITER_STATS_V1_SZ (offsetof(tft_writer_stats, dropped) + sizeof(uint64_t))
+/* Fills out as far as out->sz. Returns 0, or -EINVAL (out untouched) for a
+ * NULL w or out, or out->sz below TFT_WRITER_STATS_V1_SZ. */
+TFT_API int tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out);
 
 /* ------------------------------------------------------------------------ */
 /* Reader                                                                    */
@@ -637,9 +609,6 @@ TFT_API tft_merge *tft_merge_open(tft_trace *t, int order);
 /* Returns 1 with *rec and *rank_index set, 0 at the end, negative errno. */
 TFT_API int tft_merge_next(tft_merge *m, const tft_rec **rec, int *rank_index);
 TFT_API void tft_merge_close(tft_merge *m);
-
-/* Library version string ("0.1.0"). */
-TFT_API const char *tft_format_version(void);
 
 /* ------------------------------------------------------------------------ */
 /* Traces read one rank file at a time (added after 1.2's first release)     */

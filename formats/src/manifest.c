@@ -373,7 +373,7 @@ static cJSON *build(const tft_manifest *m)
     cJSON_AddStringToObject(o, "format", "tftrace");
     cJSON_AddStringToObject(o, "format_version", ver);
     cJSON_AddStringToObject(o, "run_id", m->run_id);
-    cJSON_AddStringToObject(o, "tool_version", m->tool_version[0] ? m->tool_version : tft_format_version());
+    cJSON_AddStringToObject(o, "tool_version", m->tool_version[0] ? m->tool_version : tft_version());
     cJSON_AddStringToObject(o, "host", m->host);
     cJSON_AddStringToObject(o, "cwd", m->cwd);
     cJSON *cmd = cJSON_AddArrayToObject(o, "command");

@@ -11,12 +11,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#ifndef TFT_VERSION_STRING
-#define TFT_VERSION_STRING "0.0.0"
-#endif
-
-const char *tft_format_version(void) { return TFT_VERSION_STRING; }
-
 static const struct {
     const char *name;
     size_t size; /* fixed part */
@@ -115,39 +109,6 @@ int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4])
     default: break;
     }
     return n;
-}
-
-static const char *const dtype_names[TFT_DTYPE_COUNT] = {
-    "f32", "f64", "f16", "bf16", "i32", "i64", "u8", "i8", "i16", "u16", "u32", "u64", "bool",
-};
-static const uint8_t dtype_sizes[TFT_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1, 1, 2, 2, 4, 8, 1};
-
-const char *tft_dtype_name(int dtype)
-{
-    return (dtype >= 0 && dtype < TFT_DTYPE_COUNT) ? dtype_names[dtype] : "?";
-}
-
-size_t tft_dtype_size(int dtype)
-{
-    return (dtype >= 0 && dtype < TFT_DTYPE_COUNT) ? dtype_sizes[dtype] : 0;
-}
-
-int tft_dtype_parse(const char *s)
-{
-    static const struct { const char *alias; int dtype; } aliases[] = {
-        {"fp32", TFT_F32}, {"float32", TFT_F32}, {"fp64", TFT_F64}, {"float64", TFT_F64},
-        {"fp16", TFT_F16}, {"float16", TFT_F16}, {"bfloat16", TFT_BF16},
-        {"int32", TFT_I32}, {"int64", TFT_I64}, {"uint8", TFT_U8},
-    };
-    if (!s)
-        return -EINVAL;
-    for (int i = 0; i < TFT_DTYPE_COUNT; i++)
-        if (strcmp(s, dtype_names[i]) == 0)
-            return i;
-    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-        if (strcmp(s, aliases[i].alias) == 0)
-            return aliases[i].dtype;
-    return -EINVAL;
 }
 
 const char *tft_op_kind_name(int kind)

@@ -9,6 +9,7 @@
  * compression happens once per chunk. Not thread-safe: one writer, one thread.
  */
 #include "format_internal.h"
+#include "tft_writer_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -573,10 +574,13 @@ void tft_writer_abandon(tft_writer *w)
         writer_free(w);
 }
 
-void tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out)
+int tft_writer_get_stats(const tft_writer *w, tft_writer_stats *out)
 {
-    if (!w || !out)
-        return;
-    *out = w->stats;
-    out->file_bytes = w->offset;
+    if (!w || !out || out->sz < TFT_WRITER_STATS_V1_SZ)
+        return -EINVAL;
+    tft_writer_stats st = w->stats;
+    st.file_bytes = w->offset;
+    size_t n = out->sz < sizeof(st) ? out->sz : sizeof(st);
+    memcpy((char *)out + sizeof(out->sz), (const char *)&st + sizeof(st.sz), n - sizeof(st.sz));
+    return 0;
 }

@@ -25,7 +25,7 @@
 
 #include <cblas.h>
 
-#include "tft_format.h"
+#include "tft_types.h"
 #include "tft_ops.h"
 #include "tft_stats.h"
 

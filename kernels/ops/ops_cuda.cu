@@ -31,7 +31,7 @@
 
 #include "gemm_map.h"
 #include "tft_cuda_err.h"
-#include "tft_format.h"
+#include "tft_types.h"
 #include "tft_ops_cuda.h"
 
 #define TPB 256          /* threads per block */

@@ -107,7 +107,7 @@ static inline float f32_from_bits(uint32_t u)
 /* Integer-only except for the subnormal case, which converts an integer
  * below 1024 exactly; so DAZ/FTZ never matter. NaNs come out quiet (as
  * F16C's vcvtph2ps makes them), keeping sign and payload. */
-TFT_API float tft_f16_to_f32(uint16_t h)
+float tft_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t em = h & 0x7fffu;
@@ -122,7 +122,7 @@ TFT_API float tft_f16_to_f32(uint16_t h)
 
 /* Round to nearest even on the bit pattern; the same results as F16C's
  * vcvtps2ph with rounding immediate 0. */
-TFT_API uint16_t tft_f32_to_f16(float f)
+uint16_t tft_f32_to_f16(float f)
 {
     uint32_t x = f32_bits(f);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
@@ -145,14 +145,14 @@ TFT_API uint16_t tft_f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
-TFT_API float tft_bf16_to_f32(uint16_t h)
+float tft_bf16_to_f32(uint16_t h)
 {
     return f32_from_bits((uint32_t)h << 16);
 }
 
 /* Adding 0x7fff plus the lowest kept bit rounds to nearest even and carries
  * into the exponent (up to Inf) by itself. */
-TFT_API uint16_t tft_f32_to_bf16(float f)
+uint16_t tft_f32_to_bf16(float f)
 {
     uint32_t x = f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u)
@@ -525,17 +525,6 @@ static void block_stats(const struct stats_kernels *kk, const void *x, size_t n,
 /* The tensor: blocks, staging, hashing                                      */
 /* ------------------------------------------------------------------------ */
 
-static const unsigned char dtype_sizes[TFT_DTYPE_COUNT] = {
-    [TFT_F32] = 4, [TFT_F64] = 8, [TFT_F16] = 2, [TFT_BF16] = 2, [TFT_I32] = 4,
-    [TFT_I64] = 8, [TFT_U8] = 1, [TFT_I8] = 1, [TFT_I16] = 2, [TFT_U16] = 2,
-    [TFT_U32] = 4, [TFT_U64] = 8, [TFT_BOOL] = 1,
-};
-
-TFT_API size_t tft_stats_dtype_size(int dtype)
-{
-    return dtype >= 0 && dtype < TFT_DTYPE_COUNT ? dtype_sizes[dtype] : 0;
-}
-
 static void fp_update(XXH3_state_t *st, const void *p, size_t n)
 {
 #ifdef TFT_XXH_DISPATCH
@@ -592,7 +581,7 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
                                   const unsigned char *b, size_t n, double scale,
                                   union stage *buf)
 {
-    size_t esz = dtype_sizes[dtype];
+    size_t esz = tft_dtype_size(dtype);
     int aligned = ((uintptr_t)b % esz) == 0;
     switch (dtype) {
     case TFT_F64:
@@ -628,7 +617,7 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
 static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigned char *raw,
                         size_t numel, int full, double scale, struct acc *A, XXH3_state_t *st)
 {
-    size_t esz = dtype_sizes[dtype];
+    size_t esz = tft_dtype_size(dtype);
     int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
     size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
     union stage buf;
@@ -691,13 +680,13 @@ static void f64_rescue(const struct stats_kernels *kk, const unsigned char *raw,
     acc_finish(A, &M, scale, TFT_STATS_FULL, out);
 }
 
-TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
-                              tft_stats *out)
+int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
+                      tft_stats *out)
 {
     if (!out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    size_t esz = tft_stats_dtype_size(dtype);
+    size_t esz = tft_dtype_size(dtype);
     if (esz == 0 || mode < TFT_STATS_SHAPE || mode > TFT_STATS_FULL || (!data && numel > 0))
         return -EINVAL;
     if (numel > SIZE_MAX / esz)
@@ -727,7 +716,7 @@ TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mod
     return 0;
 }
 
-TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)
+uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)
 {
     if (bytes <= TFT_FP_BLOCK_BYTES)
         return fp_oneshot(data, bytes);
@@ -749,22 +738,22 @@ TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)
 /* Bulk conversions                                                          */
 /* ------------------------------------------------------------------------ */
 
-TFT_API void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n)
+void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
     kernels_get()->dec_f16((const unsigned char *)in, n, out);
 }
 
-TFT_API void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n)
+void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {
     kernels_get()->dec_bf16((const unsigned char *)in, n, out);
 }
 
-TFT_API void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n)
+void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n)
 {
     kernels_get()->enc_f16(in, n, out);
 }
 
-TFT_API void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n)
+void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n)
 {
     kernels_get()->enc_bf16(in, n, out);
 }

@@ -549,13 +549,13 @@ static int layout_of(int dtype, size_t numel, struct layout *L)
     return 0;
 }
 
-extern "C" TFT_API size_t tft_stats_cuda_scratch_bytes(int dtype, size_t numel)
+extern "C" size_t tft_stats_cuda_scratch_bytes(int dtype, size_t numel)
 {
     struct layout L;
     return layout_of(dtype, numel, &L) == 0 ? L.total : 0;
 }
 
-extern "C" TFT_API int tft_stats_cuda_available(void)
+extern "C" int tft_stats_cuda_available(void)
 {
     static int cached = -1; /* benign race: every thread computes the same */
     if (cached < 0) {
@@ -594,10 +594,10 @@ static int record_pending(cudaStream_t st, tft_stats_cuda_pending *pend)
     return 0;
 }
 
-extern "C" TFT_API int tft_stats_cuda_launch(int dtype, const void *dev_data, size_t numel,
-                                             int mode, void *stream, void *dev_scratch,
-                                             size_t scratch_bytes, tft_stats *host_out,
-                                             tft_stats_cuda_pending *pend)
+extern "C" int tft_stats_cuda_launch(int dtype, const void *dev_data, size_t numel,
+                                     int mode, void *stream, void *dev_scratch,
+                                     size_t scratch_bytes, tft_stats *host_out,
+                                     tft_stats_cuda_pending *pend)
 {
     struct layout L;
     if (!pend || check_args(dtype, dev_data, numel, mode, host_out) != 0 ||
@@ -631,7 +631,7 @@ extern "C" TFT_API int tft_stats_cuda_launch(int dtype, const void *dev_data, si
     return record_pending(st, pend);
 }
 
-extern "C" TFT_API int tft_stats_cuda_query(tft_stats_cuda_pending *pend)
+extern "C" int tft_stats_cuda_query(tft_stats_cuda_pending *pend)
 {
     if (!pend || !pend->event)
         return -EINVAL;
@@ -647,7 +647,7 @@ extern "C" TFT_API int tft_stats_cuda_query(tft_stats_cuda_pending *pend)
     return 1;
 }
 
-extern "C" TFT_API int tft_stats_cuda_wait(tft_stats_cuda_pending *pend)
+extern "C" int tft_stats_cuda_wait(tft_stats_cuda_pending *pend)
 {
     if (!pend || !pend->event)
         return -EINVAL;
@@ -674,8 +674,8 @@ static void emulate_tile(int dtype, const uint8_t *tp, size_t n, double k, int f
     *hash = xxh3_host(tp, n * dtype_bytes(dtype));
 }
 
-extern "C" TFT_API int tft_stats_cuda_emulate(int dtype, const void *data, size_t numel, int mode,
-                                              tft_stats *out)
+extern "C" int tft_stats_cuda_emulate(int dtype, const void *data, size_t numel, int mode,
+                                      tft_stats *out)
 {
     struct layout L;
     if (check_args(dtype, data, numel, mode, out) != 0 || layout_of(dtype, numel, &L) != 0)
@@ -715,7 +715,7 @@ extern "C" TFT_API int tft_stats_cuda_emulate(int dtype, const void *data, size_
     return rc;
 }
 
-extern "C" TFT_API uint64_t tft_stats_cuda_xxh3(const void *data, size_t len)
+extern "C" uint64_t tft_stats_cuda_xxh3(const void *data, size_t len)
 {
     return xxh3_host((const uint8_t *)data, len);
 }
@@ -855,15 +855,15 @@ static int many_layout(const tft_stats_cuda_item *items, int n, int mode, many_t
     return 0;
 }
 
-extern "C" TFT_API size_t tft_stats_cuda_scratch_bytes_many(const tft_stats_cuda_item *items, int n, int mode)
+extern "C" size_t tft_stats_cuda_scratch_bytes_many(const tft_stats_cuda_item *items, int n, int mode)
 {
     many_table local;
     struct layout L;
     return many_layout(items, n, mode, &local, &L) == 0 ? (L.total ? L.total : 256) : 0;
 }
 
-extern "C" TFT_API int tft_stats_cuda_launch_many(const tft_stats_cuda_item *items, int n, int mode, void *stream,
-                                                  void *dev_scratch, size_t scratch_bytes)
+extern "C" int tft_stats_cuda_launch_many(const tft_stats_cuda_item *items, int n, int mode, void *stream,
+                                          void *dev_scratch, size_t scratch_bytes)
 {
     many_table t;
     struct layout L;

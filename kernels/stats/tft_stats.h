@@ -1,6 +1,6 @@
 /*
  * tft_stats.h — tensor statistics on the CPU: the numbers a tensor record
- * carries (tft_stats, see tft_format.h), fingerprints, and fp16/bf16
+ * carries (tft_stats, see tft_types.h), fingerprints, and fp16/bf16
  * conversions.
  *
  * Semantics (normative; formats/FORMAT.md repeats them):
@@ -49,6 +49,9 @@
  * rounding mode, unmasked FP exceptions on x86) does not change the results
  * and is restored on return. Results are bit-identical across runs and
  * across x86-64 CPUs with and without AVX2.
+ *
+ * Not a public header: programs link these kernels statically (tftstats);
+ * libtftrace.so holds them but does not export them.
  */
 #ifndef TFT_STATS_H
 #define TFT_STATS_H
@@ -56,8 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tft_format.h" /* tft_stats, tft_dtype, enum tft_stats_mode, TFT_API */
-
+#include "tft_types.h" /* tft_stats, tft_dtype, tft_dtype_size, enum tft_stats_mode */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -71,8 +73,8 @@ extern "C" {
  * Returns 0; -EINVAL for an unknown dtype or mode, a NULL out, or NULL data
  * with numel > 0; -EOVERFLOW when numel * element size overflows size_t.
  * On error *out (if not NULL) is zeroed. Thread-safe; no allocation. */
-TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
-                              tft_stats *out);
+int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
+                      tft_stats *out);
 
 /* The blocked fingerprint of bytes bytes at data (the device definition):
  *   bytes <= TFT_FP_BLOCK_BYTES: XXH3_64bits(data, bytes) — the plain one;
@@ -80,28 +82,25 @@ TFT_API int tft_stats_compute(int dtype, const void *data, size_t numel, int mod
  *   be shorter), h[i] = XXH3_64bits(block i), and return XXH3_64bits of the
  *   array h[0..nblocks) stored as little-endian uint64 (8 * nblocks bytes).
  * data may be NULL when bytes is 0. */
-TFT_API uint64_t tft_fingerprint_blocked(const void *data, size_t bytes);
-
-/* Byte size of one element of dtype, 0 when dtype is unknown. */
-TFT_API size_t tft_stats_dtype_size(int dtype);
+uint64_t tft_fingerprint_blocked(const void *data, size_t bytes);
 
 /* IEEE binary16 -> binary32, exact (subnormals, +-Inf, NaN payload kept). */
-TFT_API float tft_f16_to_f32(uint16_t h);
+float tft_f16_to_f32(uint16_t h);
 /* binary32 -> binary16, round to nearest even; values that round beyond
  * 65504 become +-Inf; NaN stays NaN (quiet, sign and top payload bits kept). */
-TFT_API uint16_t tft_f32_to_f16(float f);
+uint16_t tft_f32_to_f16(float f);
 /* bfloat16 -> binary32, exact. */
-TFT_API float tft_bf16_to_f32(uint16_t h);
+float tft_bf16_to_f32(uint16_t h);
 /* binary32 -> bfloat16, round to nearest even (overflow gives +-Inf); NaN
  * stays NaN (quiet, sign and top payload bits kept). */
-TFT_API uint16_t tft_f32_to_bf16(float f);
+uint16_t tft_f32_to_bf16(float f);
 
 /* Bulk forms of the four conversions above, n elements, element-wise
  * identical to them. in and out must not overlap. Vectorised. */
-TFT_API void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n);
-TFT_API void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n);
-TFT_API void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n);
-TFT_API void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n);
+void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n);
+void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n);
+void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n);
+void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n);
 
 #ifdef __cplusplus
 }

@@ -45,11 +45,11 @@ extern "C" {
 /* 1 when a CUDA driver and at least one device are usable, else 0 (any
  * error counts as 0; the error is cleared so the application's
  * cudaGetLastError() does not see it). Cached after the first call. */
-TFT_API int tft_stats_cuda_available(void);
+int tft_stats_cuda_available(void);
 
 /* Bytes of device scratch tft_stats_cuda_launch needs for numel elements of
  * dtype; 0 for an unknown dtype. About 120 bytes per 64 KiB of tensor. */
-TFT_API size_t tft_stats_cuda_scratch_bytes(int dtype, size_t numel);
+size_t tft_stats_cuda_scratch_bytes(int dtype, size_t numel);
 
 /* A launched computation not yet known to be finished. Zero it before use;
  * query/wait release it when they report completion or an error. */
@@ -67,28 +67,28 @@ typedef struct tft_stats_cuda_pending {
  * Returns 0 (pend then holds the event), -EINVAL (bad dtype or mode, NULL
  * host_out or pend, NULL dev_data with numel > 0), -ENOSPC (scratch too
  * small or NULL), -ENODEV (no usable device), -EIO (a CUDA call failed). */
-TFT_API int tft_stats_cuda_launch(int dtype, const void *dev_data, size_t numel, int mode,
-                                  void *stream, void *dev_scratch, size_t scratch_bytes,
-                                  tft_stats *host_out, tft_stats_cuda_pending *pend);
+int tft_stats_cuda_launch(int dtype, const void *dev_data, size_t numel, int mode,
+                          void *stream, void *dev_scratch, size_t scratch_bytes,
+                          tft_stats *host_out, tft_stats_cuda_pending *pend);
 
 /* 1 when the computation behind pend has finished (host_out is valid; pend
  * is released), 0 when not yet, -EIO on a CUDA error (pend released),
  * -EINVAL when pend holds nothing. Never blocks. */
-TFT_API int tft_stats_cuda_query(tft_stats_cuda_pending *pend);
+int tft_stats_cuda_query(tft_stats_cuda_pending *pend);
 
 /* Blocks until the computation behind pend has finished, then releases it.
  * Returns 0, -EIO on a CUDA error, -EINVAL when pend holds nothing. */
-TFT_API int tft_stats_cuda_wait(tft_stats_cuda_pending *pend);
+int tft_stats_cuda_wait(tft_stats_cuda_pending *pend);
 
 /* Runs the device algorithm (the same code: XXH3 port, per-thread Welford,
  * fixed trees) on the host over host memory; for tests and for checking a
  * device result against a host copy. Same returns as tft_stats_compute. */
-TFT_API int tft_stats_cuda_emulate(int dtype, const void *data, size_t numel, int mode,
-                                   tft_stats *out);
+int tft_stats_cuda_emulate(int dtype, const void *data, size_t numel, int mode,
+                           tft_stats *out);
 
 /* XXH3_64bits of len bytes computed by the device port (run on the host);
  * equal to libxxhash's XXH3_64bits. For tests. */
-TFT_API uint64_t tft_stats_cuda_xxh3(const void *data, size_t len);
+uint64_t tft_stats_cuda_xxh3(const void *data, size_t len);
 
 /* ---- many tensors in one launch (added for tftrain's CUDA backend) ------ */
 
@@ -107,7 +107,7 @@ typedef struct tft_stats_cuda_item {
 
 /* Device scratch tft_stats_cuda_launch_many needs for these items in mode;
  * 0 for a bad item. */
-TFT_API size_t tft_stats_cuda_scratch_bytes_many(const tft_stats_cuda_item *items, int n, int mode);
+size_t tft_stats_cuda_scratch_bytes_many(const tft_stats_cuda_item *items, int n, int mode);
 
 /* Enqueues the statistics of n (1..TFT_STATS_CUDA_MANY) tensors on stream
  * in two kernel launches: each item's result, written to its out, equals
@@ -115,8 +115,8 @@ TFT_API size_t tft_stats_cuda_scratch_bytes_many(const tft_stats_cuda_item *item
  * event: the caller records an event after it and reads the results once
  * the event has completed. Scratch as for tft_stats_cuda_launch. Returns
  * 0, -EINVAL, -ENOSPC, -ENODEV, -EIO. */
-TFT_API int tft_stats_cuda_launch_many(const tft_stats_cuda_item *items, int n, int mode, void *stream,
-                                       void *dev_scratch, size_t scratch_bytes);
+int tft_stats_cuda_launch_many(const tft_stats_cuda_item *items, int n, int mode, void *stream,
+                               void *dev_scratch, size_t scratch_bytes);
 
 #ifdef __cplusplus
 }

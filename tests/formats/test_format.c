@@ -7,6 +7,7 @@
 #include "tft_format.h"
 #include "tft_test.h"
 #include "tft_test_rng.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon: torn files */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -804,6 +805,82 @@ static void test_threads_comm(void)
     tft_reader_close(r);
 }
 
+/* tft_format_version is the format's version, the header's macros; the
+ * library's own version (tft_version) is another, MAJOR.MINOR.PATCH, and
+ * what a manifest written without one records as its tool. */
+static void test_version_strings(void)
+{
+    char want[32];
+    snprintf(want, sizeof(want), "%d.%d", TFT_FORMAT_MAJOR, TFT_FORMAT_MINOR);
+    CHECKF(!strcmp(tft_format_version(), want), "tft_format_version() %s, want %s", tft_format_version(), want);
+    unsigned a, b, c;
+    char end;
+    CHECKF(sscanf(tft_version(), "%u.%u.%u%c", &a, &b, &c, &end) == 3, "tft_version() %s", tft_version());
+    tft_manifest m = {.major = TFT_FORMAT_MAJOR, .minor = TFT_FORMAT_MINOR, .world_size = 1};
+    char *json = tft_manifest_to_json(&m);
+    CHECK(json != NULL);
+    tft_manifest back;
+    char err[256];
+    CHECK(json && tft_manifest_parse(json, strlen(json), &back, err, sizeof(err)) == 0);
+    if (json) {
+        CHECKF(!strcmp(back.tool_version, tft_version()), "tool_version %s", back.tool_version);
+        tft_manifest_free(&back);
+    }
+    free(json);
+}
+
+/* tft_writer_stats is filled as far as the caller's sz: a caller built
+ * with the first published struct, a newer one with a larger struct (the
+ * bytes past what this library knows stay as they were), one whose sz is
+ * too small (refused, nothing written). */
+static void test_writer_stats_sz(void)
+{
+    char path[512];
+    path_in_tmp(path, sizeof(path), "stats.tft");
+    tft_file_info fi = {0};
+    tft_writer_opts o = TFT_WRITER_OPTS(.sync = 0);
+    tft_writer *w = tft_writer_open(path, &fi, &o);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    _Alignas(8) char buf[1024];
+    uint64_t ids[NNAMES];
+    for (size_t i = 0; i < NNAMES; i++)
+        ids[i] = tft_writer_string(w, names[i], strlen(names[i]));
+    for (int i = 0; i < 10; i++) {
+        make_record(i % 11, 0, i, 1000 + (uint64_t)i, buf, ids);
+        CHECK(tft_writer_append(w, (tft_rec *)buf) == 0);
+    }
+    tft_writer_add_dropped(w, 3);
+    CHECK(tft_writer_flush(w) == 0);
+    tft_writer_stats full = TFT_WRITER_STATS();
+    CHECK(tft_writer_get_stats(w, &full) == 0);
+    CHECK(full.sz == sizeof(full) && full.records == 10 && full.chunks == 1 && full.dropped == 3);
+    CHECK(full.raw_bytes > 0 && full.file_bytes > 0);
+
+    _Alignas(8) unsigned char mem[sizeof(tft_writer_stats) + 32], canary[sizeof(mem)];
+    memset(canary, 0xa5, sizeof(canary));
+    size_t sizes[2] = {TFT_WRITER_STATS_V1_SZ, sizeof(tft_writer_stats) + 16};
+    for (int k = 0; k < 2; k++) { /* the first published size; a newer caller's */
+        memcpy(mem, canary, sizeof(mem));
+        memcpy(mem, &sizes[k], sizeof(size_t));
+        CHECK(tft_writer_get_stats(w, (tft_writer_stats *)mem) == 0);
+        size_t known = sizes[k] < sizeof(full) ? sizes[k] : sizeof(full);
+        CHECKF(!memcmp(mem + sizeof(size_t), (const char *)&full + sizeof(size_t), known - sizeof(size_t)),
+               "sz %zu: the fields it covers differ", sizes[k]);
+        CHECKF(!memcmp(mem + known, canary + known, sizeof(mem) - known), "sz %zu: bytes past it written",
+               sizes[k]);
+        CHECK(!memcmp(mem, &sizes[k], sizeof(size_t))); /* sz stays the caller's */
+    }
+    size_t tiny = TFT_WRITER_STATS_V1_SZ - 8;
+    memcpy(mem, canary, sizeof(mem));
+    memcpy(mem, &tiny, sizeof(size_t));
+    CHECK(tft_writer_get_stats(w, (tft_writer_stats *)mem) == -EINVAL);
+    CHECK(!memcmp(mem + sizeof(size_t), canary + sizeof(size_t), sizeof(mem) - sizeof(size_t)));
+    CHECK(tft_writer_get_stats(w, NULL) == -EINVAL && tft_writer_get_stats(NULL, &full) == -EINVAL);
+    CHECK(tft_writer_close(w) == 0);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/tft-test-format-XXXXXX");
@@ -820,6 +897,8 @@ int main(void)
     test_manifest();
     test_capture_record();
     test_threads_comm();
+    test_writer_stats_sz();
+    test_version_strings();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

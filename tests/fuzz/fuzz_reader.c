@@ -743,7 +743,7 @@ static void writer_roundtrip(const uint8_t *d, size_t n)
             expect.count++;
         }
     }
-    tft_writer_stats ws;
+    tft_writer_stats ws = TFT_WRITER_STATS();
     tft_writer_get_stats(w, &ws);
     FUZZ_CHECK(ws.records == expect.count, "writer counted %llu records of %zu",
                (unsigned long long)ws.records, expect.count);

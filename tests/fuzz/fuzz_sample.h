@@ -16,6 +16,7 @@
 #define TFT_FUZZ_SAMPLE_H
 
 #include "tft_format.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon: torn files */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -36,6 +36,7 @@
 #define TFT_FUZZ_TRACE_H
 
 #include "tft_format.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon: torn files */
 
 #include <errno.h>
 #include <stdarg.h>

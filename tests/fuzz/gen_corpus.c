@@ -21,6 +21,7 @@
  * kept by hand (this program does not write them) and replayed by ctest.
  */
 #include "tft_format.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon: torn files */
 #include "fuzz_sample.h"
 #include "fuzz_trace.h"
 

@@ -615,7 +615,7 @@ static void run_ops(void)
 
 static void fill_dtype(uint8_t *p, int dtype, size_t n)
 {
-    size_t esz = tft_stats_dtype_size(dtype);
+    size_t esz = tft_dtype_size(dtype);
     for (size_t i = 0; i < n; i++) {
         double v = frand() * (i % 97 == 0 ? 1e6 : 3.0);
         uint8_t *e = p + i * esz;
@@ -680,7 +680,7 @@ static void run_stats(void)
     CK(cudaHostAlloc((void **)&pinned, sizeof(tft_stats), cudaHostAllocDefault));
     for (size_t di = 0; di < sizeof(dtypes) / sizeof(dtypes[0]); di++) {
         int dt = dtypes[di];
-        size_t esz = tft_stats_dtype_size(dt);
+        size_t esz = tft_dtype_size(dt);
         int ok_all = 1;
         char why[200] = "";
         for (size_t si = 0; si < 3; si++) {
@@ -721,7 +721,7 @@ static void run_stats(void)
     size_t off = 0;
     for (int i = 0; i < NI; i++) {
         int dt = dtypes[i % (sizeof(dtypes) / sizeof(dtypes[0]))];
-        size_t esz = tft_stats_dtype_size(dt), n = i == 3 ? 0 : (size_t)(1 + (i * 7919) % 40000);
+        size_t esz = tft_dtype_size(dt), n = i == 3 ? 0 : (size_t)(1 + (i * 7919) % 40000);
         off = (off + 7) & ~(size_t)7;
         if (off + n * esz > cap)
             off = 0;

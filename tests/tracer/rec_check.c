@@ -7,6 +7,11 @@
  *   rec_check sleep TRACE         the tensor before the hang, exit by SIGTERM/SIGKILL
  *   rec_check dropped TRACE       a dropped count recorded
  *   rec_check api TRACE           the records of rec_prog api, field by field
+ *   rec_check structs TRACE       the records of rec_prog structs: each caller's
+ *                                 struct read as far as its sz, the rest defaulted
+ *   rec_check tensor-api TRACE MODE EVERY
+ *                                 the records of rec_prog tensor-api recorded
+ *                                 with --stats MODE --every EVERY
  *   rec_check names TRACE FILE:NAME=COUNT,... ...
  *                                 exactly these rank files, each holding
  *                                 these tensor names this many times, closed
@@ -210,6 +215,148 @@ static int check_api(const char *dir)
     return TEST_DONE();
 }
 
+/* What rec_prog tensor-api records for one call: shape from the call, the
+ * statistics it passed trimmed to mode, numel from the shape. */
+typedef struct want_tensor {
+    const char *name;
+    int dtype, device_kind, device, mode, ndim;
+    int64_t shape[2];
+    int64_t seq;
+} want_tensor;
+
+/* rec_prog's given_stats as a record of mode carries them. */
+static tft_stats stats_in_mode(int mode, uint64_t numel)
+{
+    tft_stats s = {.nan = 1, .pinf = 2, .ninf = 3, .zero = 4, .over_fp16 = 5, .over_bf16 = 6,
+                   .under_fp16 = 7, .fingerprint = 0x1234abcd5678ef90ull, .min = -1.5, .max = 2.5,
+                   .mean = 0.25, .std = 0.5, .l1 = 3, .l2 = 4, .absmax = 2.5};
+    if (mode < TFT_STATS_FULL) {
+        s.over_fp16 = s.over_bf16 = s.under_fp16 = 0;
+        s.mean = s.std = s.l1 = s.l2 = s.absmax = 0;
+    }
+    if (mode == TFT_STATS_SHAPE)
+        memset(&s, 0, sizeof(s));
+    s.numel = numel;
+    return s;
+}
+
+static void check_want_tensor(tft_reader *r, const tft_rec_tensor *t, const want_tensor *w)
+{
+    uint64_t numel = 1;
+    for (int i = 0; i < w->ndim; i++)
+        numel *= (uint64_t)w->shape[i];
+    tft_stats ref = stats_in_mode(w->mode, numel);
+    CHECKF(!strcmp(str(r, t->name), w->name), "tensor %s, want %s", str(r, t->name), w->name);
+    CHECKF(t->dtype == w->dtype && t->device_kind == w->device_kind && t->device == w->device,
+           "%s: dtype %d device %d:%d", w->name, t->dtype, t->device_kind, t->device);
+    CHECKF(t->mode == w->mode && t->ndim == w->ndim && t->h.seq == w->seq, "%s: mode %d ndim %d seq %lld", w->name,
+           t->mode, t->ndim, (long long)t->h.seq);
+    for (int i = 0; i < w->ndim && i < TFT_MAX_NDIM; i++)
+        CHECKF(t->shape[i] == w->shape[i], "%s: shape[%d] %lld", w->name, i, (long long)t->shape[i]);
+    CHECKF(!memcmp(&t->stats, &ref, sizeof(ref)), "%s: stats differ (numel %llu, mean %g, nan %llu)", w->name,
+           (unsigned long long)t->stats.numel, t->stats.mean, (unsigned long long)t->stats.nan);
+}
+
+/* --stats's word for a mode; -1 unknown. */
+static int mode_word(const char *s)
+{
+    return !strcmp(s, "shape") ? TFT_STATS_SHAPE : !strcmp(s, "health") ? TFT_STATS_HEALTH
+         : !strcmp(s, "full") ? TFT_STATS_FULL : -1;
+}
+
+/* The records of rec_prog tensor-api under --stats rec_mode --every every:
+ * each tensor as given, trimmed to the lesser of its mode and the step's;
+ * the device tensors shape only, their memory never read (it is a page the
+ * program may not touch); the refused calls left nothing. */
+static int check_tensor_api(const char *dir, int rec_mode, int every)
+{
+#define MIN_MODE(m) ((m) < rec_mode ? (m) : rec_mode)
+    const want_tensor want[] = {
+        {"s.full", TFT_F32, TFT_DEV_CUDA, 2, MIN_MODE(TFT_STATS_FULL), 2, {3, 4}, 0},
+        {"s.health", TFT_F16, TFT_DEV_CPU, -1, MIN_MODE(TFT_STATS_HEALTH), 1, {5}, 1},
+        {"s.shape", TFT_BF16, TFT_DEV_CUDA, 0, TFT_STATS_SHAPE, 0, {0}, 2},
+        {"s.inop", TFT_F32, TFT_DEV_CUDA, 7, MIN_MODE(TFT_STATS_FULL), 1, {5}, 3},
+        {"d.x", TFT_F16, TFT_DEV_CUDA, 1, TFT_STATS_SHAPE, 2, {2, 3}, 5},
+        {"d.empty", TFT_F32, TFT_DEV_CUDA, 0, TFT_STATS_SHAPE, 1, {0}, 6},
+        {"s.step1", TFT_F32, TFT_DEV_CUDA, 0, every == 2 ? TFT_STATS_SHAPE : MIN_MODE(TFT_STATS_FULL), 1, {5}, 7},
+    };
+#undef MIN_MODE
+    const int nwant = (int)(sizeof(want) / sizeof(want[0]));
+    tft_trace *t = tft_trace_open(dir, NULL);
+    CHECK(t && tft_trace_nranks(t) == 1);
+    if (!t)
+        return TEST_DONE();
+    tft_reader *r = tft_trace_reader(t, 0);
+    const tft_rec *rec;
+    int nt = 0, nops = 0;
+    uint64_t inop_id = 0;
+    while (tft_reader_next(r, &rec) == 1) {
+        if (rec->kind == TFT_REC_TENSOR) {
+            const tft_rec_tensor *tr = (const void *)rec;
+            CHECKF(nt < nwant, "extra tensor %s", str(r, tr->name));
+            if (nt < nwant)
+                check_want_tensor(r, tr, &want[nt]);
+            if (!strcmp(str(r, tr->name), "s.inop"))
+                inop_id = tr->id;
+            CHECKF(rec->step == (nt < nwant - 1 ? 0 : 1), "%s: step %lld", str(r, tr->name), (long long)rec->step);
+            nt++;
+        } else if (rec->kind == TFT_REC_OP) {
+            const tft_rec_op *op = (const void *)rec;
+            CHECKF(op->h.seq == nops, "op %s seq %lld, want %d", str(r, op->name), (long long)op->h.seq, nops);
+            if (!strcmp(str(r, op->name), "op.uses"))
+                CHECKF(op->n_in == 1 && op->ids[0] == inop_id && inop_id, "op.uses input %llu, s.inop %llu",
+                       op->n_in ? (unsigned long long)op->ids[0] : 0ull, (unsigned long long)inop_id);
+            nops++;
+        }
+    }
+    CHECKF(nt == nwant && nops == 8, "%d tensors, %d ops (want %d, 8)", nt, nops, nwant);
+    tft_reader_status st;
+    tft_reader_get_status(r, &st);
+    CHECK(st.integrity == TFT_INTACT);
+    tft_trace_close(t);
+    return TEST_DONE();
+}
+
+/* rec_prog structs: the sends of an older, a current and a newer caller
+ * (tags none, 5, 6: the older struct has no tag), each an ENTER and an
+ * EXIT; the COMM record of an older-sized tft_comm_info; nothing from the
+ * refused calls. */
+static int check_structs(const char *dir)
+{
+    tft_trace *t = tft_trace_open(dir, NULL);
+    CHECK(t && tft_trace_nranks(t) == 1);
+    if (!t)
+        return TEST_DONE();
+    tft_reader *r = tft_trace_reader(t, 0);
+    const int32_t want_tag[3] = {TFT_TAG_NONE, 5, 6};
+    const tft_rec *rec;
+    int nenter = 0, nexit = 0, ncomm = 0;
+    while (tft_reader_next(r, &rec) == 1) {
+        if (rec->kind == TFT_REC_COLLECTIVE) {
+            const tft_rec_collective *c = (const void *)rec;
+            int *n = c->h.flags == TFT_COLL_FLAG_ENTER ? &nenter : &nexit;
+            CHECKF(*n < 3, "more than 3 collective records of flags %u", c->h.flags);
+            if (*n < 3) {
+                CHECKF(tft_rec_coll_tag(c) == want_tag[*n], "call %d: tag %d, want %d", *n, tft_rec_coll_tag(c),
+                       want_tag[*n]);
+                CHECKF(c->comm == 5 && c->coll_seq == (uint64_t)*n && c->type == TFT_COLL_SEND && c->root == 1 &&
+                       c->count == 4 && c->nranks == 2 && !strcmp(str(r, c->name), "send"),
+                       "call %d: comm %llu seq %llu type %u root %d", *n, (unsigned long long)c->comm,
+                       (unsigned long long)c->coll_seq, c->type, c->root);
+            }
+            (*n)++;
+        } else if (rec->kind == TFT_REC_COMM) {
+            const tft_rec_comm *c = (const void *)rec;
+            CHECK(c->comm == 9 && c->parent == 5 && c->rank == 1 && c->size == 2 && !strcmp(str(r, c->name), "split"));
+            CHECK(c->n_members == 2 && c->members[0] == 3 && c->members[1] == 1 && c->h.flags == 0);
+            ncomm++;
+        }
+    }
+    CHECKF(nenter == 3 && nexit == 3 && ncomm == 1, "%d enters, %d exits, %d COMM records", nenter, nexit, ncomm);
+    tft_trace_close(t);
+    return TEST_DONE();
+}
+
 /* Every rank file's header run id equals the manifest's. */
 static int check_runid(const char *dir)
 {
@@ -234,6 +381,10 @@ int main(int argc, char **argv)
         return check_runid(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "api"))
         return check_api(argv[2]);
+    if (argc >= 3 && !strcmp(argv[1], "structs"))
+        return check_structs(argv[2]);
+    if (argc >= 5 && !strcmp(argv[1], "tensor-api"))
+        return check_tensor_api(argv[2], mode_word(argv[3]), atoi(argv[4]));
     if (argc >= 3 && !strcmp(argv[1], "names"))
         return check_names(argv[2], argc - 3, argv + 3);
     if (argc < 3) {

@@ -17,6 +17,13 @@
  *                             arrives there, 3 when not within 10 s
  *   rec_prog repeat V         step 0: tensor "h" four times, each its own op,
  *                             holding 0, 1, 2, 3 (the last V + 3)
+ *   rec_prog structs          tft_coll_info and tft_comm_info of older (smaller
+ *                             sz, ending at an inaccessible page), current
+ *                             and newer (larger) callers; too small ones refused
+ *   rec_prog tensor-api       tft_tensor_stats and tft_tensor_dev: valid calls
+ *                             in steps 0 and 1 (rec_check tensor-api knows
+ *                             them), invalid ones refused; tft_tensor_dev's
+ *                             pointer is an inaccessible page
  */
 #include "tft.h"
 
@@ -132,6 +139,120 @@ static int run_api(void)
     bad |= tft_tensor("x", TFT_F32, a, 9, &n) != -EINVAL;
     if (bad)
         fprintf(stderr, "rec_prog api: an API call returned an unexpected value\n");
+    return bad ? 1 : 0;
+}
+
+/* The statistics every tft_tensor_stats call passes: each field set, so a
+ * field the recorder fails to zero shows. */
+static const tft_stats given_stats = {
+    .numel = 999, .nan = 1, .pinf = 2, .ninf = 3, .zero = 4, .over_fp16 = 5, .over_bf16 = 6,
+    .under_fp16 = 7, .fingerprint = 0x1234abcd5678ef90ull, .min = -1.5, .max = 2.5, .mean = 0.25,
+    .std = 0.5, .l1 = 3, .l2 = 4, .absmax = 2.5};
+
+/* The calls rec_check tensor-api expects, in order, and the ones it must
+ * not see. Returns 1 when a call returned something unexpected. */
+static int run_tensor_api(void)
+{
+    int bad = 0;
+    const tft_stats *st = &given_stats;
+    int64_t s34[2] = {3, 4}, s5[1] = {5}, s23[2] = {2, 3}, s0[1] = {0}, neg[1] = {-1};
+    /* device memory the host may not touch: a dereference faults */
+    void *dev = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (dev == MAP_FAILED)
+        return 1;
+    bad |= tft_step_begin(0);
+    bad |= tft_tensor_stats("s.full", TFT_F32, 2, s34, st, TFT_STATS_FULL, 2);
+    bad |= tft_tensor_stats("s.health", TFT_F16, 1, s5, st, TFT_STATS_HEALTH, -1);
+    bad |= tft_tensor_stats("s.shape", TFT_BF16, 0, NULL, st, TFT_STATS_SHAPE, 0);
+    int64_t seq = tft_op_begin("op.stats", TFT_OP_RUNTIME, 0, NULL);
+    bad |= seq < 0;
+    bad |= tft_tensor_stats("s.inop", TFT_F32, 1, s5, st, TFT_STATS_FULL, 7);
+    uint64_t id = tft_last_tensor_id();
+    tft_op_end();
+    bad |= tft_op_begin("op.uses", TFT_OP_RUNTIME, 1, &id) < 0; /* its input: s.inop's id */
+    tft_op_end();
+    bad |= tft_tensor_dev("d.x", TFT_F16, dev, 2, s23, 1, NULL);
+    bad |= tft_tensor_dev("d.empty", TFT_F32, NULL, 1, s0, 0, NULL); /* no elements: no pointer needed */
+    /* refused: no record */
+    bad |= tft_tensor_stats(NULL, TFT_F32, 1, s5, st, TFT_STATS_FULL, 0) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 1, s5, NULL, TFT_STATS_FULL, 0) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 1, s5, st, TFT_STATS_FULL + 1, 0) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 1, s5, st, -1, 0) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 1, s5, st, TFT_STATS_FULL, -2) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 1, s5, st, TFT_STATS_FULL, 1 << 16) != -EINVAL;
+    bad |= tft_tensor_stats("bad", (tft_dtype)99, 1, s5, st, TFT_STATS_FULL, 0) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 9, s5, st, TFT_STATS_FULL, 0) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 1, neg, st, TFT_STATS_FULL, 0) != -EINVAL;
+    bad |= tft_tensor_stats("bad", TFT_F32, 1, NULL, st, TFT_STATS_FULL, 0) != -EINVAL;
+    bad |= tft_tensor_dev(NULL, TFT_F32, dev, 1, s5, 0, NULL) != -EINVAL;
+    bad |= tft_tensor_dev("bad", TFT_F32, dev, 1, s5, -1, NULL) != -EINVAL;
+    bad |= tft_tensor_dev("bad", TFT_F32, dev, 1, s5, 1 << 16, NULL) != -EINVAL;
+    bad |= tft_tensor_dev("bad", TFT_F32, NULL, 1, s5, 0, NULL) != -EINVAL;
+    bad |= tft_tensor_dev("bad", (tft_dtype)99, dev, 1, s5, 0, NULL) != -EINVAL;
+    bad |= tft_tensor_dev("bad", TFT_F32, dev, 1, neg, 0, NULL) != -EINVAL;
+    bad |= tft_step_end(0);
+    bad |= tft_step_begin(1); /* skipped by --every 2: shape only */
+    bad |= tft_tensor_stats("s.step1", TFT_F32, 1, s5, st, TFT_STATS_FULL, 0);
+    bad |= tft_step_end(1);
+    munmap(dev, 4096);
+    if (bad)
+        fprintf(stderr, "rec_prog tensor-api: an API call returned an unexpected value\n");
+    return bad ? 1 : 0;
+}
+
+/* A send of peer 1 on communicator 5, tag tag, as a caller whose struct
+ * is sz bytes long (sz <= sizeof: an older tft.h; larger: a newer one)
+ * would pass it, at dst. */
+static const tft_coll_info *coll_as(void *dst, size_t sz, int tag)
+{
+    tft_coll_info ci = TFT_COLL_INFO(.name = "send", .comm = 5, .type = TFT_COLL_SEND, .dtype = TFT_F32,
+                                     .count = 4, .root = 1, .rank = 0, .nranks = 2, .tag = tag);
+    ci.sz = sz;
+    memset(dst, 0x5a, sz); /* a newer caller's fields this library does not know */
+    memcpy(dst, &ci, sz < sizeof(ci) ? sz : sizeof(ci));
+    return dst;
+}
+
+/* rec_check structs expects: three sends (tags none, 5, 6) and one COMM
+ * record, from callers built against tft.h versions older than, equal to
+ * and newer than the library's. The older struct ends where an
+ * inaccessible page begins, so reading past its sz faults. */
+static int run_structs(void)
+{
+    int bad = 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    char *two = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (two == MAP_FAILED || mprotect(two + pg, (size_t)pg, PROT_NONE) != 0)
+        return 1;
+    char *edge = two + pg;
+    float buf[4] = {1, 2, 3, 4};
+    _Alignas(16) char cur[sizeof(tft_coll_info)], newer[sizeof(tft_coll_info) + 16];
+    const tft_coll_info *calls[3] = {
+        coll_as(edge - TFT_COLL_INFO_V1_SZ, TFT_COLL_INFO_V1_SZ, 77), /* no tag field: none */
+        coll_as(cur, sizeof(cur), 5),
+        coll_as(newer, sizeof(newer), 6),
+    };
+    bad |= tft_step_begin(0);
+    for (int i = 0; i < 3; i++) {
+        int64_t tok = tft_coll_enter(calls[i]);
+        bad |= tok != i;
+        bad |= tft_coll_exit(tok, calls[i], buf) != 0;
+    }
+    const tft_coll_info *small = coll_as(edge - TFT_COLL_INFO_V1_SZ + 8, TFT_COLL_INFO_V1_SZ - 8, 0);
+    bad |= tft_coll_enter(small) != -EINVAL;
+    bad |= tft_coll_exit(0, small, NULL) != -EINVAL;
+    bad |= tft_coll_enter(NULL) != -EINVAL;
+    int32_t members[2] = {3, 1};
+    tft_comm_info co = TFT_COMM_INFO(.comm = 9, .name = "split", .parent = 5, .rank = 1, .size = 2,
+                                     .n_members = 2, .members = members);
+    co.sz = TFT_COMM_INFO_V1_SZ;
+    bad |= tft_comm_define(&co);
+    co.sz = TFT_COMM_INFO_V1_SZ - 4;
+    bad |= tft_comm_define(&co) != -EINVAL;
+    bad |= tft_step_end(0);
+    munmap(two, 2 * (size_t)pg);
+    if (bad)
+        fprintf(stderr, "rec_prog structs: an API call returned an unexpected value\n");
     return bad ? 1 : 0;
 }
 
@@ -268,6 +389,10 @@ int main(int argc, char **argv)
         return run_sigwait();
     if (argc >= 3 && !strcmp(argv[1], "repeat"))
         return run_repeat(atoi(argv[2]));
+    if (argc >= 2 && !strcmp(argv[1], "tensor-api"))
+        return run_tensor_api();
+    if (argc >= 2 && !strcmp(argv[1], "structs"))
+        return run_structs();
     if (argc >= 2 && !strcmp(argv[1], "closefds")) {
         close(0);
         close(1);

@@ -130,6 +130,21 @@ PY
   api)
     "$tftrace" -q -o "$tr" -- "$prog" api
     "$check" api "$tr" ;;
+  structs)
+    # tft_coll_info / tft_comm_info of callers built against older and newer
+    # tft.h versions (sz smaller or larger than the library's)
+    "$tftrace" -q -o "$tr" -- "$prog" structs
+    "$check" structs "$tr" ;;
+  tensor-api)
+    # tft_tensor_stats and tft_tensor_dev (no CUDA device or plugin here:
+    # the device tensors get shape and dtype only) under the default mode,
+    # then under a lesser one with steps skipped
+    "$tftrace" -q -o "$tr" -- "$prog" tensor-api
+    "$check" tensor-api "$tr" full 1
+    "$tftrace" -q -o "$tmp/h.trace" --stats health --every 2 -- "$prog" tensor-api
+    "$check" tensor-api "$tmp/h.trace" health 2
+    "$tftrace" -q -o "$tmp/s.trace" --stats shape -- "$prog" tensor-api
+    "$check" tensor-api "$tmp/s.trace" shape 1 ;;
   no-drop)
     # --no-drop: a tiny ring makes the program wait for the collector, nothing is lost
     out=$("$tftrace" -o "$tr" --no-drop --ring-kb 64 -- "$prog" flood 100000 2>&1)

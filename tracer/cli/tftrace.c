@@ -41,10 +41,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef TFT_VERSION_STRING
-#define TFT_VERSION_STRING "0.0.0"
-#endif
-
 /* The command succeeded, the trace lost records (disk full): a status no
  * common tool uses (not 1/2, not sysexits 64-78, not 100/101, not 124-127,
  * not 128+signal), documented in README and docs/SECURITY.md. */
@@ -332,7 +328,7 @@ static int parse_args(int argc, char **argv, opts *o)
             o->step_range = optarg;
             break;
         case 'h': usage(stdout); exit(0);
-        case 'V': printf("tftrace %s (trace format %d.%d)\n", TFT_VERSION_STRING, TFT_FORMAT_MAJOR, TFT_FORMAT_MINOR); exit(0);
+        case 'V': printf("tftrace %s (trace format %s)\n", tft_version(), tft_format_version()); exit(0);
         default: fprintf(stderr, "Try 'tftrace --help'.\n"); return 2;
         }
     }

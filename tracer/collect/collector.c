@@ -7,6 +7,7 @@
  */
 #include "collector.h"
 #include "tft_msg.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -135,7 +136,7 @@ static void proc_fail(collector *c, cproc *p, int e, const char *what)
  * every record appended before it: that is what is known to be on disk. */
 static int proc_append(collector *c, cproc *p, const tft_rec *rec)
 {
-    tft_writer_stats before, after;
+    tft_writer_stats before = TFT_WRITER_STATS(), after = TFT_WRITER_STATS();
     tft_writer_get_stats(p->w, &before);
     int e = tft_writer_append(p->w, rec);
     tft_writer_get_stats(p->w, &after);
@@ -154,7 +155,7 @@ static void proc_close(collector *c, cproc *p)
 {
     if (!p->w)
         return;
-    tft_writer_stats st;
+    tft_writer_stats st = TFT_WRITER_STATS();
     int e = p->failed ? 0 : tft_writer_flush(p->w);
     tft_writer_get_stats(p->w, &st);
     if (e)
@@ -584,7 +585,7 @@ void collector_flush(collector *c)
         if (!p->w || p->closed || p->failed)
             continue;
         int e = tft_writer_flush(p->w);
-        tft_writer_stats st;
+        tft_writer_stats st = TFT_WRITER_STATS();
         tft_writer_get_stats(p->w, &st);
         if (e)
             proc_fail(c, p, e, "write");

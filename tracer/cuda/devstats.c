@@ -143,7 +143,7 @@ static int64_t launch_locked(const tft_cuda_tensor *t, int mode, void *stream, i
 {
     if (ds_init_locked() < 0)
         return -ENODEV;
-    size_t esz = tft_stats_dtype_size(t->dtype);
+    size_t esz = tft_dtype_size(t->dtype);
     if (!esz || !t->ptr || t->batch < 1 || t->ld < t->rows)
         return -EINVAL;
     if (ds.next - ds.oldest >= SLOTS)

@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-TFT_API int InitializeInjection(void);
+TFT_PLUGIN_API int InitializeInjection(void);
 
 __thread int cp_self;
 

@@ -16,11 +16,24 @@
  * In the other direction the plugin records through tft.h and through
  * tft_x_record, the recorder's one internal entry for records built outside
  * an op bracket (recorder.c, end of file).
+ *
+ * Not API: the tft_x_* functions are exported from libtftrace.so for the
+ * plugin alone, at version LIBTFTRACE_PRIVATE (tracer/lib/libtftrace.map.in),
+ * apart from the public LIBTFTRACE_1; their contract changes with the
+ * plugin built from the same tree. Not installed.
  */
 #ifndef TFT_CUDA_PLUGIN_H
 #define TFT_CUDA_PLUGIN_H
 
 #include "tft_format.h"
+
+/* An entry of this interface: tft_x_* in libtftrace.so (LIBTFTRACE_PRIVATE),
+ * InitializeInjection in the plugin (the CUDA driver's, plugin.map). */
+#if defined(__GNUC__)
+#define TFT_PLUGIN_API __attribute__((visibility("default")))
+#else
+#define TFT_PLUGIN_API
+#endif
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,7 +63,7 @@ enum tft_x_verb {
 };
 #define TFT_X_SEQ_NEW (INT64_MIN + 1)
 
-TFT_API int64_t tft_x_record(int verb, tft_rec *rec, const char *name);
+TFT_PLUGIN_API int64_t tft_x_record(int verb, tft_rec *rec, const char *name);
 
 /* ---- plugin table (registered by the plugin, called by libtftrace) -------- */
 
@@ -85,18 +98,18 @@ typedef struct tft_cuda_plugin {
 
 /* libtftrace: installs the plugin's table (NULL uninstalls). The table must
  * stay valid while installed. */
-TFT_API void tft_x_cuda_register(const tft_cuda_plugin *p);
+TFT_PLUGIN_API void tft_x_cuda_register(const tft_cuda_plugin *p);
 
 /* libtftrace: 1 when CUDA-side records are wanted in this process (recording
  * on; interposers not turned off by TFT_INTERPOSE=0 or by the main program
  * being linked with libtftrace), else 0. The plugin asks this once. */
-TFT_API int tft_x_cuda_wanted(void);
+TFT_PLUGIN_API int tft_x_cuda_wanted(void);
 
 /* libtftrace: quiet != 0 makes the calling thread's interposers pass calls
  * through (the host-allocation interposer included) until a matching call
  * with 0: the plugin's own allocations (CUPTI buffers, cudart's pinned
  * memory) are not the program's. Calls nest. */
-TFT_API void tft_x_cuda_quiet(int quiet);
+TFT_PLUGIN_API void tft_x_cuda_quiet(int quiet);
 
 #ifdef __cplusplus
 }

@@ -12,11 +12,19 @@
  * abort or print; they return 0 or a negative errno (-ENOSPC when a record
  * was dropped because its ring was full). All functions are thread-safe;
  * each thread records into its own ring.
+ *
+ * ABI: the structs a caller passes in (tft_coll_info, tft_comm_info) begin
+ * with size_t sz, which their initialiser macros set to the size the
+ * caller was compiled with. They only grow at the end; the library reads
+ * the prefix sz covers (anything from the first published size, *_V1_SZ,
+ * on) and gives the fields beyond it their defaults, so a program built
+ * against an older tft.h runs with a newer library, and a newer program's
+ * larger struct is read as far as the library knows it.
  */
 #ifndef TFT_H
 #define TFT_H
 
-#include "tft_format.h" /* tft_dtype, enum tft_op_kind, tft_coll_type, tft_redop */
+#include "tft_types.h" /* TFT_API, tft_dtype, tft_stats, enum tft_op_kind, tft_coll_type, tft_redop */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,8 +33,9 @@
  * the API; CMakeLists.txt takes its version from here). A MINOR step adds
  * to the API and keeps the ABI: programs built against an older header run
  * with a newer library of the same MAJOR. 0.2 added tft_tensor_dev and
- * tft_tensor_stats. The trace format has its own version
- * (TFT_FORMAT_MAJOR/MINOR, tft_format.h). */
+ * tft_tensor_stats. tft_version() (tft_types.h) gives the version of the
+ * library a program runs with. The trace format has its own version
+ * (TFT_FORMAT_MAJOR/MINOR, tft_format.h; tft_format_version()). */
 #define TFT_VERSION_MAJOR 0
 #define TFT_VERSION_MINOR 2
 #define TFT_VERSION_PATCH 0
@@ -108,7 +117,7 @@ TFT_API int tft_free_dev(const void *ptr, int device);
  * statistics. A rank stuck in a collective leaves an enter without exit.
  * The per-communicator sequence number is assigned by the recorder. */
 typedef struct tft_coll_info {
-    size_t sz;          /* sizeof(tft_coll_info) */
+    size_t sz;          /* sizeof(tft_coll_info) as the caller was built (TFT_COLL_INFO sets it) */
     const char *name;   /* API name, e.g. "MPI_Allreduce" */
     uint64_t comm;      /* communicator id, equal across its ranks */
     int type;           /* enum tft_coll_type */
@@ -126,7 +135,8 @@ typedef struct tft_coll_info {
 /* The size of tft_coll_info before the tag was added: the smallest sz accepted. */
 #define TFT_COLL_INFO_V1_SZ (offsetof(tft_coll_info, tag))
 
-/* Returns a token for tft_coll_exit (>= 0) or a negative errno. */
+/* Returns a token for tft_coll_exit (>= 0) or a negative errno (-EINVAL:
+ * ci NULL or its sz below TFT_COLL_INFO_V1_SZ). */
 TFT_API int64_t tft_coll_enter(const tft_coll_info *ci);
 /* result: host buffer holding count elements of dtype after the call, or NULL. */
 TFT_API int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result);
@@ -136,7 +146,7 @@ TFT_API int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *re
  * its members ("communicator {1,3}"). The caller keeps the once-only
  * promise; every call writes a record. */
 typedef struct tft_comm_info {
-    size_t sz;              /* sizeof(tft_comm_info) */
+    size_t sz;              /* sizeof(tft_comm_info) as the caller was built (TFT_COMM_INFO sets it) */
     uint64_t comm;          /* its id, as in tft_coll_info.comm; 0 is refused */
     const char *name;       /* what made it ("MPI_Comm_split", "ncclCommInitRank"), NULL none */
     uint64_t parent;        /* id of the communicator it was made from, 0 none or unknown */
@@ -149,10 +159,13 @@ typedef struct tft_comm_info {
     unsigned flags;         /* TFT_COMM_INTER */
 } tft_comm_info;
 /* tft_comm_info.flags, written as the COMM record's header flags: an
- * intercommunicator (FORMAT.md 5.15). */
-#define TFT_COMM_INTER TFT_COMM_FLAG_INTER
+ * intercommunicator (FORMAT.md 5.15; TFT_COMM_FLAG_INTER in tft_format.h). */
+#define TFT_COMM_INTER 0x1u
 /* Zero-initialised but for sz. */
 #define TFT_COMM_INFO(...) ((tft_comm_info){ .sz = sizeof(tft_comm_info), __VA_ARGS__ })
+/* The size of the first published tft_comm_info: the smallest sz accepted
+ * (fields added after it go at the end and are defaulted for a smaller sz). */
+#define TFT_COMM_INFO_V1_SZ (offsetof(tft_comm_info, flags) + sizeof(unsigned))
 
 /* Writes the COMM record of ci (members beyond TFT_COMM_MAX_MEMBERS: none
  * listed). Returns 0 (also when recording is off), -EINVAL for a bad ci,

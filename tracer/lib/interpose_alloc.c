@@ -681,7 +681,7 @@ static NOINLINE void *malloc_slow(size_t n, const void *ret)
     return p;
 }
 
-TFT_API void *malloc(size_t n)
+TFT_INTERPOSE void *malloc(size_t n)
 {
     if (LIKELY(n < min_bytes()))
         return NEXT(malloc)(n);
@@ -696,7 +696,7 @@ static NOINLINE void *calloc_slow(size_t k, size_t n, const void *ret)
     return p;
 }
 
-TFT_API void *calloc(size_t k, size_t n)
+TFT_INTERPOSE void *calloc(size_t k, size_t n)
 {
     size_t b;
     if (LIKELY(!__builtin_mul_overflow(k, n, &b) && b < min_bytes()))
@@ -721,7 +721,7 @@ static NOINLINE void free_live(void *p)
         NEXT(free)(p);
 }
 
-TFT_API void free(void *p)
+TFT_INTERPOSE void free(void *p)
 {
     if (UNLIKELY(atomic_load_explicit(&set.live, memory_order_relaxed) != 0)) {
         free_live(p);
@@ -762,9 +762,9 @@ static inline __attribute__((always_inline)) void *realloc_at(void *p, size_t n,
     return realloc_slow(p, n, ret);
 }
 
-TFT_API void *realloc(void *p, size_t n) { return realloc_at(p, n, RET_ADDR); }
+TFT_INTERPOSE void *realloc(void *p, size_t n) { return realloc_at(p, n, RET_ADDR); }
 
-TFT_API void *reallocarray(void *p, size_t k, size_t n)
+TFT_INTERPOSE void *reallocarray(void *p, size_t k, size_t n)
 {
     size_t b;
     if (__builtin_mul_overflow(k, n, &b)) {
@@ -782,7 +782,7 @@ static NOINLINE int posix_memalign_slow(void **pp, size_t align, size_t n, const
     return e;
 }
 
-TFT_API int posix_memalign(void **pp, size_t align, size_t n)
+TFT_INTERPOSE int posix_memalign(void **pp, size_t align, size_t n)
 {
     if (LIKELY(n < min_bytes()))
         return NEXT(posix_memalign)(pp, align, n);
@@ -796,14 +796,14 @@ static NOINLINE void *aligned_slow(int c11, size_t align, size_t n, const void *
     return p;
 }
 
-TFT_API void *aligned_alloc(size_t align, size_t n)
+TFT_INTERPOSE void *aligned_alloc(size_t align, size_t n)
 {
     if (LIKELY(n < min_bytes()))
         return NEXT(aligned_alloc)(align, n);
     return aligned_slow(1, align, n, RET_ADDR);
 }
 
-TFT_API void *memalign(size_t align, size_t n)
+TFT_INTERPOSE void *memalign(size_t align, size_t n)
 {
     if (LIKELY(n < min_bytes()))
         return NEXT(memalign)(align, n);
@@ -937,7 +937,7 @@ static NOINLINE void *mmap_slow(int is64, void *a, size_t len, int prot, int fla
     return p;
 }
 
-TFT_API void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+TFT_INTERPOSE void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
 {
     if (LIKELY(len < min_bytes()) && !(flags & MAP_FIXED)) {
         mmap_fn fn = (mmap_fn)ip_real_cached(&real_mmap, "mmap");
@@ -947,7 +947,7 @@ TFT_API void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
     return mmap_slow(0, a, len, prot, flags, fd, off, RET_ADDR);
 }
 
-TFT_API void *mmap64(void *a, size_t len, int prot, int flags, int fd, off_t off)
+TFT_INTERPOSE void *mmap64(void *a, size_t len, int prot, int flags, int fd, off_t off)
 {
     if (LIKELY(len < min_bytes()) && !(flags & MAP_FIXED)) {
         mmap_fn fn = (mmap_fn)ip_real_cached(&real_mmap64, "mmap64");
@@ -957,7 +957,7 @@ TFT_API void *mmap64(void *a, size_t len, int prot, int flags, int fd, off_t off
     return mmap_slow(1, a, len, prot, flags, fd, off, RET_ADDR);
 }
 
-TFT_API int munmap(void *a, size_t len)
+TFT_INTERPOSE int munmap(void *a, size_t len)
 {
     munmap_fn fn = (munmap_fn)ip_real_cached(&real_munmap, "munmap");
     /* a range the kernel will refuse unmaps nothing: forget nothing */
@@ -967,7 +967,7 @@ TFT_API int munmap(void *a, size_t len)
     return fn ? fn(a, len) : (int)syscall(SYS_munmap, a, len);
 }
 
-TFT_API void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+TFT_INTERPOSE void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
     void *want = NULL;
     if (flags & MREMAP_FIXED) {

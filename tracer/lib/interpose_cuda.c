@@ -502,9 +502,9 @@ static void after_cublas(cublasHandle_t h, gemm_call *g, const void *alpha, cons
 }
 
 
-TFT_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                                      int m, int n, int k, const float *alpha, const float *A, int lda,
-                                      const float *B, int ldb, const float *beta, float *C, int ldc)
+TFT_INTERPOSE cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                            int m, int n, int k, const float *alpha, const float *A, int lda,
+                                            const float *B, int ldb, const float *beta, float *C, int ldc)
 {
     static void *_Atomic fn_cache;
     REAL(fn, cublasSgemm_v2);
@@ -523,9 +523,9 @@ TFT_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t t
     return st;
 }
 
-TFT_API cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                                      int m, int n, int k, const double *alpha, const double *A, int lda,
-                                      const double *B, int ldb, const double *beta, double *C, int ldc)
+TFT_INTERPOSE cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                            int m, int n, int k, const double *alpha, const double *A, int lda,
+                                            const double *B, int ldb, const double *beta, double *C, int ldc)
 {
     static void *_Atomic fn_cache;
     REAL(fn, cublasDgemm_v2);
@@ -544,11 +544,11 @@ TFT_API cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_t t
     return st;
 }
 
-TFT_API cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
-                                    int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda,
-                                    const void *B, cudaDataType Btype, int ldb, const void *beta, void *C,
-                                    cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
-                                    cublasGemmAlgo_t algo)
+TFT_INTERPOSE cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                          int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda,
+                                          const void *B, cudaDataType Btype, int ldb, const void *beta, void *C,
+                                          cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                                          cublasGemmAlgo_t algo)
 {
     static void *_Atomic fn_cache;
     REAL(fn, cublasGemmEx);
@@ -570,11 +570,11 @@ TFT_API cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t tra
     return st;
 }
 
-TFT_API cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
-                                                 cublasOperation_t transb, int m, int n, int k, const float *alpha,
-                                                 const float *A, int lda, long long strideA, const float *B,
-                                                 int ldb, long long strideB, const float *beta, float *C, int ldc,
-                                                 long long strideC, int batchCount)
+TFT_INTERPOSE cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                                       cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                                                       const float *A, int lda, long long strideA, const float *B,
+                                                       int ldb, long long strideB, const float *beta, float *C, int ldc,
+                                                       long long strideC, int batchCount)
 {
     static void *_Atomic fn_cache;
     REAL(fn, cublasSgemmStridedBatched);
@@ -596,13 +596,13 @@ TFT_API cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOp
     return st;
 }
 
-TFT_API cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
-                                                  cublasOperation_t transb, int m, int n, int k, const void *alpha,
-                                                  const void *A, cudaDataType Atype, int lda, long long strideA,
-                                                  const void *B, cudaDataType Btype, int ldb, long long strideB,
-                                                  const void *beta, void *C, cudaDataType Ctype, int ldc,
-                                                  long long strideC, int batchCount,
-                                                  cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+TFT_INTERPOSE cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                                        cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                                                        const void *A, cudaDataType Atype, int lda, long long strideA,
+                                                        const void *B, cudaDataType Btype, int ldb, long long strideB,
+                                                        const void *beta, void *C, cudaDataType Ctype, int ldc,
+                                                        long long strideC, int batchCount,
+                                                        cublasComputeType_t computeType, cublasGemmAlgo_t algo)
 {
     static void *_Atomic fn_cache;
     REAL(fn, cublasGemmStridedBatchedEx);
@@ -720,12 +720,12 @@ static void record_lt(cublasLtMatmulDesc_t desc, const void *alpha, const void *
     devq_submit(&c, stream, -1);
 }
 
-TFT_API cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
-                                      const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
-                                      cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
-                                      cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
-                                      const cublasLtMatmulAlgo_t *algo, void *workspace,
-                                      size_t workspaceSizeInBytes, cudaStream_t stream)
+TFT_INTERPOSE cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+                                            const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
+                                            cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,
+                                            cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,
+                                            const cublasLtMatmulAlgo_t *algo, void *workspace,
+                                            size_t workspaceSizeInBytes, cudaStream_t stream)
 {
     static void *_Atomic fn_cache;
     REAL(fn, cublasLtMatmul);

@@ -7,6 +7,18 @@
 #define TFT_INTERPOSE_INTERNAL_H
 
 #include "tft.h"
+#include "tft_format.h" /* record layouts, tft_string_id */
+
+/* Marks a definition that takes the place of another library's function
+ * (malloc, MPI_*, cblas_*, ...) or is an injection entry a library calls
+ * (NVTX): exported from libtftrace.so like the public API, but unversioned,
+ * so that it interposes versioned references such as malloc@GLIBC_2.2.5
+ * (the dynamic linker binds those to an LD_PRELOADed definition only when
+ * it has no version or the base one). Every such name is listed in
+ * interposed.txt, which the install test (tests/install) compares with what
+ * libtftrace.so exports; the version script (libtftrace.map.in) must not
+ * name them. */
+#define TFT_INTERPOSE __attribute__((visibility("default")))
 
 /* Set by tft_coll_enter, cleared by tft_coll_exit (recorder.c): the program
  * is recording this collective itself, so the MPI interposers step aside. */
@@ -32,20 +44,20 @@ extern __thread int ip_depth __attribute__((tls_model("initial-exec")));
 int ip_active(void);
 
 /* CBLAS, with OpenBLAS's LP64 ABI (enums and blasint are int). */
-TFT_API void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
-                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                         int ldc);
-TFT_API void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
-                         const double *a, int lda, const double *b, int ldb, double beta, double *c,
-                         int ldc);
+TFT_INTERPOSE void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
+                               const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                               int ldc);
+TFT_INTERPOSE void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
+                               const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                               int ldc);
 
-TFT_API void cblas_ssyrk(int order, int uplo, int trans, int n, int k, float alpha, const float *a, int lda,
-                         float beta, float *c, int ldc);
-TFT_API void cblas_dsyrk(int order, int uplo, int trans, int n, int k, double alpha, const double *a, int lda,
-                         double beta, double *c, int ldc);
-TFT_API void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float *a, int lda,
-                         const float *x, int incx, float beta, float *y, int incy);
-TFT_API void cblas_dgemv(int order, int trans, int m, int n, double alpha, const double *a, int lda,
-                         const double *x, int incx, double beta, double *y, int incy);
+TFT_INTERPOSE void cblas_ssyrk(int order, int uplo, int trans, int n, int k, float alpha, const float *a, int lda,
+                               float beta, float *c, int ldc);
+TFT_INTERPOSE void cblas_dsyrk(int order, int uplo, int trans, int n, int k, double alpha, const double *a, int lda,
+                               double beta, double *c, int ldc);
+TFT_INTERPOSE void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float *a, int lda,
+                               const float *x, int incx, float beta, float *y, int incy);
+TFT_INTERPOSE void cblas_dgemv(int order, int trans, int m, int n, double alpha, const double *a, int lda,
+                               const double *x, int incx, double beta, double *y, int incy);
 
 #endif

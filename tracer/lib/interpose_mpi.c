@@ -604,8 +604,8 @@ typedef int (*redscat_fn)(const void *, void *, const int *, MPI_Datatype, MPI_O
 typedef int (*redscat_block_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 typedef int (*barrier_fn)(MPI_Comm);
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  MPI_Comm comm)
+TFT_INTERPOSE int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                MPI_Comm comm)
 {
     REAL(allreduce_fn, "MPI_Allreduce");
     mpi_call mc;
@@ -616,7 +616,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return rc;
 }
 
-int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     REAL(bcast_fn, "MPI_Bcast");
     mpi_call mc;
@@ -627,8 +627,8 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
     return rc;
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-               MPI_Comm comm)
+TFT_INTERPOSE int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                             MPI_Comm comm)
 {
     REAL(reduce_fn, "MPI_Reduce");
     mpi_call mc;
@@ -641,8 +641,8 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 
 /* The count recorded is the per-rank recvcount; the result gets no
  * statistics (it is nranks x recvcount elements). */
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                MPI_Datatype recvtype, MPI_Comm comm)
 {
     REAL(allgather_fn, "MPI_Allgather");
     mpi_call mc;
@@ -654,8 +654,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 }
 
 /* As MPI_Allgather: the per-peer recvcount, no statistics. */
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                 MPI_Datatype recvtype, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                               MPI_Datatype recvtype, MPI_Comm comm)
 {
     REAL(allgather_fn, "MPI_Alltoall");
     mpi_call mc;
@@ -668,8 +668,8 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 /* The count recorded is the sum of recvcounts (equal on all ranks; a rank's
  * own share may legitimately differ from its peers'); no statistics. */
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
-                       MPI_Op op, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                                     MPI_Op op, MPI_Comm comm)
 {
     REAL(redscat_fn, "MPI_Reduce_scatter");
     if (!mpi_rec_begin())
@@ -687,8 +687,8 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
     return rc;
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                             MPI_Op op, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                           MPI_Op op, MPI_Comm comm)
 {
     REAL(redscat_block_fn, "MPI_Reduce_scatter_block");
     mpi_call mc;
@@ -702,8 +702,8 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
 
 /* Gather: the count and type every rank sends (the root's own receive
  * arguments when it gathers in place); no statistics. */
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-               MPI_Datatype recvtype, int root, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                             MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     REAL(gather_fn, "MPI_Gather");
     if (!mpi_rec_begin())
@@ -720,8 +720,8 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 
 /* Scatter: the count and type every rank receives, with their statistics
  * (the root's send arguments when it keeps its share in place). */
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                              MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     REAL(gather_fn, "MPI_Scatter");
     if (!mpi_rec_begin())
@@ -736,7 +736,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     return rc;
 }
 
-int MPI_Barrier(MPI_Comm comm)
+TFT_INTERPOSE int MPI_Barrier(MPI_Comm comm)
 {
     REAL(barrier_fn, "MPI_Barrier");
     mpi_call mc;
@@ -766,19 +766,19 @@ static int send_common(send_fn fn, const char *name, const void *buf, int count,
     return rc;
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     REAL(send_fn, "MPI_Send");
     return send_common(fn, "MPI_Send", buf, count, datatype, dest, tag, comm);
 }
 
-int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+TFT_INTERPOSE int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 {
     REAL(send_fn, "MPI_Ssend");
     return send_common(fn, "MPI_Ssend", buf, count, datatype, dest, tag, comm);
 }
 
-int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
+TFT_INTERPOSE int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     REAL(recv_fn, "MPI_Recv");
     mpi_call mc;
@@ -833,8 +833,8 @@ static void sendrecv_end(sendrecv_rec *x, int rc, const void *rbuf, const MPI_St
     mpi_rec_end();
 }
 
-int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+TFT_INTERPOSE int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                               int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     REAL(sendrecv_fn, "MPI_Sendrecv");
     sendrecv_rec x;
@@ -850,8 +850,8 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
     return rc;
 }
 
-int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
-                         int recvtag, MPI_Comm comm, MPI_Status *status)
+TFT_INTERPOSE int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source,
+                                       int recvtag, MPI_Comm comm, MPI_Status *status)
 {
     REAL(sendrecv_replace_fn, "MPI_Sendrecv_replace");
     sendrecv_rec x;
@@ -895,7 +895,7 @@ static void created(int rc, const MPI_Comm *out, const char *made_by, MPI_Comm p
     mpi_rec_end();
 }
 
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+TFT_INTERPOSE int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     REAL(split_fn, "MPI_Comm_split");
     int rc = fn(comm, color, key, newcomm);
@@ -903,7 +903,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     return rc;
 }
 
-int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
+TFT_INTERPOSE int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
 {
     REAL(split_type_fn, "MPI_Comm_split_type");
     int rc = fn(comm, split_type, key, info, newcomm);
@@ -911,7 +911,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, M
     return rc;
 }
 
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+TFT_INTERPOSE int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     REAL(dup_fn, "MPI_Comm_dup");
     int rc = fn(comm, newcomm);
@@ -919,7 +919,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     return rc;
 }
 
-int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+TFT_INTERPOSE int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
     REAL(dup_info_fn, "MPI_Comm_dup_with_info");
     int rc = fn(comm, info, newcomm);
@@ -927,7 +927,7 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
     return rc;
 }
 
-int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+TFT_INTERPOSE int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
     REAL(create_fn, "MPI_Comm_create");
     int rc = fn(comm, group, newcomm);
@@ -935,7 +935,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     return rc;
 }
 
-int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+TFT_INTERPOSE int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
     REAL(create_group_fn, "MPI_Comm_create_group");
     int rc = fn(comm, group, tag, newcomm);
@@ -943,8 +943,8 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
     return rc;
 }
 
-int MPI_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const int periods[], int reorder,
-                    MPI_Comm *comm_cart)
+TFT_INTERPOSE int MPI_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const int periods[], int reorder,
+                                  MPI_Comm *comm_cart)
 {
     REAL(cart_create_fn, "MPI_Cart_create");
     int rc = fn(old_comm, ndims, dims, periods, reorder, comm_cart);
@@ -952,7 +952,7 @@ int MPI_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const int pe
     return rc;
 }
 
-int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *new_comm)
+TFT_INTERPOSE int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *new_comm)
 {
     REAL(cart_sub_fn, "MPI_Cart_sub");
     int rc = fn(comm, remain_dims, new_comm);
@@ -960,8 +960,8 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *new_comm)
     return rc;
 }
 
-int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder,
-                     MPI_Comm *comm_graph)
+TFT_INTERPOSE int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder,
+                                   MPI_Comm *comm_graph)
 {
     REAL(graph_create_fn, "MPI_Graph_create");
     int rc = fn(comm_old, nnodes, index, edges, reorder, comm_graph);
@@ -969,9 +969,9 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int
     return rc;
 }
 
-int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[],
-                                   int outdegree, const int destinations[], const int destweights[],
-                                   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
+TFT_INTERPOSE int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[],
+                                                 int outdegree, const int destinations[], const int destweights[],
+                                                 MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
 {
     REAL(dist_graph_adj_fn, "MPI_Dist_graph_create_adjacent");
     int rc = fn(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder,
@@ -980,8 +980,8 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int so
     return rc;
 }
 
-int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int nodes[], const int degrees[], const int targets[],
-                          const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm)
+TFT_INTERPOSE int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int nodes[], const int degrees[], const int targets[],
+                                        const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm)
 {
     REAL(dist_graph_fn, "MPI_Dist_graph_create");
     int rc = fn(comm_old, n, nodes, degrees, targets, weights, info, reorder, newcomm);
@@ -989,8 +989,8 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int nodes[], const int
     return rc;
 }
 
-int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm, int remote_leader, int tag,
-                         MPI_Comm *newintercomm)
+TFT_INTERPOSE int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm, int remote_leader, int tag,
+                                       MPI_Comm *newintercomm)
 {
     REAL(intercomm_create_fn, "MPI_Intercomm_create");
     int rc = fn(local_comm, local_leader, bridge_comm, remote_leader, tag, newintercomm);
@@ -998,7 +998,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_
     return rc;
 }
 
-int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+TFT_INTERPOSE int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 {
     REAL(intercomm_merge_fn, "MPI_Intercomm_merge");
     int rc = fn(intercomm, high, newintracomm);

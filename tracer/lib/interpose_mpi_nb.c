@@ -234,8 +234,8 @@ static void icoll_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, 
                   TFT_TAG_NONE);
 }
 
-int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                   MPI_Comm comm, MPI_Request *request)
+TFT_INTERPOSE int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                 MPI_Comm comm, MPI_Request *request)
 {
     REAL(iallreduce_fn, "MPI_Iallreduce");
     if (!mpi_rec_begin())
@@ -250,7 +250,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     return rc;
 }
 
-int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+TFT_INTERPOSE int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
     REAL(ibcast_fn, "MPI_Ibcast");
     if (!mpi_rec_begin())
@@ -265,8 +265,8 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
     return rc;
 }
 
-int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                MPI_Comm comm, MPI_Request *request)
+TFT_INTERPOSE int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                              MPI_Comm comm, MPI_Request *request)
 {
     REAL(ireduce_fn, "MPI_Ireduce");
     if (!mpi_rec_begin())
@@ -297,24 +297,24 @@ static int iallgather_common(iallgather_fn fn, const char *name, int type, const
     return rc;
 }
 
-int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+TFT_INTERPOSE int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     REAL(iallgather_fn, "MPI_Iallgather");
     return iallgather_common(fn, "MPI_Iallgather", TFT_COLL_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf,
                              recvcount, recvtype, comm, request);
 }
 
-int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+TFT_INTERPOSE int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     REAL(iallgather_fn, "MPI_Ialltoall");
     return iallgather_common(fn, "MPI_Ialltoall", TFT_COLL_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf,
                              recvcount, recvtype, comm, request);
 }
 
-int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                              MPI_Op op, MPI_Comm comm, MPI_Request *request)
+TFT_INTERPOSE int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                            MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     REAL(iredscat_block_fn, "MPI_Ireduce_scatter_block");
     if (!mpi_rec_begin())
@@ -329,7 +329,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     return rc;
 }
 
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+TFT_INTERPOSE int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     REAL(ibarrier_fn, "MPI_Ibarrier");
     if (!mpi_rec_begin())
@@ -359,22 +359,22 @@ static int isend_common(isend_fn fn, const char *name, const void *buf, int coun
     return rc;
 }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-              MPI_Request *request)
+TFT_INTERPOSE int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                            MPI_Request *request)
 {
     REAL(isend_fn, "MPI_Isend");
     return isend_common(fn, "MPI_Isend", buf, count, datatype, dest, tag, comm, request);
 }
 
-int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-               MPI_Request *request)
+TFT_INTERPOSE int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                             MPI_Request *request)
 {
     REAL(isend_fn, "MPI_Issend");
     return isend_common(fn, "MPI_Issend", buf, count, datatype, dest, tag, comm, request);
 }
 
-int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-              MPI_Request *request)
+TFT_INTERPOSE int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                            MPI_Request *request)
 {
     REAL(irecv_fn, "MPI_Irecv");
     if (source == MPI_PROC_NULL || !mpi_rec_begin())
@@ -408,7 +408,7 @@ static void finish_one(uintptr_t old, const MPI_Request *req, const MPI_Status *
         nb_finish(old, st, rc == MPI_SUCCESS);
 }
 
-int MPI_Wait(MPI_Request *request, MPI_Status *status)
+TFT_INTERPOSE int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     REAL(wait_fn, "MPI_Wait");
     if (!request || !nb_begin())
@@ -422,7 +422,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     return rc;
 }
 
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+TFT_INTERPOSE int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     REAL(test_fn, "MPI_Test");
     if (!request || !nb_begin())
@@ -436,7 +436,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     return rc;
 }
 
-int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses)
+TFT_INTERPOSE int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses)
 {
     REAL(waitall_fn, "MPI_Waitall");
     req_snap s;
@@ -453,7 +453,7 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of
     return rc;
 }
 
-int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
+TFT_INTERPOSE int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
 {
     REAL(testall_fn, "MPI_Testall");
     req_snap s;
@@ -478,7 +478,7 @@ static void finish_index(const req_snap *s, int count, const MPI_Request *reqs, 
         finish_one(s->old[index], &reqs[index], st, rc);
 }
 
-int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+TFT_INTERPOSE int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
 {
     REAL(waitany_fn, "MPI_Waitany");
     req_snap s;
@@ -497,7 +497,7 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Stat
     return rc;
 }
 
-int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
+TFT_INTERPOSE int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
 {
     REAL(testany_fn, "MPI_Testany");
     req_snap s;
@@ -547,15 +547,15 @@ static int some_common(waitsome_fn fn, int incount, MPI_Request *reqs, int *outc
     return rc;
 }
 
-int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
-                 MPI_Status array_of_statuses[])
+TFT_INTERPOSE int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                               MPI_Status array_of_statuses[])
 {
     REAL(waitsome_fn, "MPI_Waitsome");
     return some_common(fn, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
 }
 
-int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
-                 MPI_Status array_of_statuses[])
+TFT_INTERPOSE int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                               MPI_Status array_of_statuses[])
 {
     REAL(waitsome_fn, "MPI_Testsome");
     return some_common(fn, incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
@@ -563,7 +563,7 @@ int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, in
 
 /* The program stops tracking the request: its EXIT now, without statistics
  * (the operation may still be in flight). */
-int MPI_Request_free(MPI_Request *request)
+TFT_INTERPOSE int MPI_Request_free(MPI_Request *request)
 {
     REAL(request_free_fn, "MPI_Request_free");
     if (!request || !nb_begin())

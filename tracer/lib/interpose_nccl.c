@@ -58,34 +58,34 @@ enum { NCCL_SUCCESS = 0, NCCL_SYSTEM_ERROR = 2, NCCL_IN_PROGRESS = 7 };
 
 /* The real function of sym (same prototype), cached in var##_cache. */
 
-TFT_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
-TFT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
-                                            ncclConfig_t *config);
-TFT_API ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
-                                              ncclUniqueId *commIds, ncclConfig_t *config);
-TFT_API ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist);
-TFT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config);
-TFT_API ncclResult_t ncclCommDestroy(ncclComm_t comm);
-TFT_API ncclResult_t ncclCommAbort(ncclComm_t comm);
-TFT_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-TFT_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                                   int root, ncclComm_t comm, cudaStream_t stream);
-TFT_API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-                               cudaStream_t stream);
-TFT_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                                ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
-TFT_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
-TFT_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
-                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                       cudaStream_t stream);
-TFT_API ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                              ncclComm_t comm, cudaStream_t stream);
-TFT_API ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                              cudaStream_t stream);
-TFT_API ncclResult_t ncclGroupStart(void);
-TFT_API ncclResult_t ncclGroupEnd(void);
+TFT_INTERPOSE ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
+TFT_INTERPOSE ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                                                  ncclConfig_t *config);
+TFT_INTERPOSE ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
+                                                    ncclUniqueId *commIds, ncclConfig_t *config);
+TFT_INTERPOSE ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist);
+TFT_INTERPOSE ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config);
+TFT_INTERPOSE ncclResult_t ncclCommDestroy(ncclComm_t comm);
+TFT_INTERPOSE ncclResult_t ncclCommAbort(ncclComm_t comm);
+TFT_INTERPOSE ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                         int root, ncclComm_t comm, cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                             cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                    ncclComm_t comm, cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                                    cudaStream_t stream);
+TFT_INTERPOSE ncclResult_t ncclGroupStart(void);
+TFT_INTERPOSE ncclResult_t ncclGroupEnd(void);
 /* Looked up, not interposed. */
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);

@@ -46,7 +46,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
-TFT_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable);
+TFT_INTERPOSE int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable);
 
 /* ---- names --------------------------------------------------------------------- */
 

@@ -525,6 +525,33 @@ static uint64_t comm_next_seq(uint64_t comm)
     return 0;
 }
 
+/* The caller's tft_coll_info as this library's version of it: the prefix
+ * ci->sz covers (any sz from TFT_COLL_INFO_V1_SZ on: an older caller's
+ * smaller struct, or a newer one's larger), the fields beyond it defaulted
+ * (tag: none). Nothing past ci->sz is read. Returns out, or NULL for a NULL
+ * or too small ci. */
+static const tft_coll_info *coll_info_in(const tft_coll_info *ci, tft_coll_info *out)
+{
+    if (!ci || ci->sz < TFT_COLL_INFO_V1_SZ)
+        return NULL;
+    *out = TFT_COLL_INFO(.tag = TFT_TAG_NONE);
+    memcpy(out, ci, ci->sz < sizeof(*out) ? ci->sz : sizeof(*out));
+    out->sz = sizeof(*out);
+    return out;
+}
+
+/* The same for tft_comm_info (from TFT_COMM_INFO_V1_SZ on). */
+static const tft_comm_info *comm_info_in(const tft_comm_info *ci, tft_comm_info *out)
+{
+    if (!ci || ci->sz < TFT_COMM_INFO_V1_SZ)
+        return NULL;
+    *out = TFT_COMM_INFO();
+    memcpy(out, ci, ci->sz < sizeof(*out) ? ci->sz : sizeof(*out));
+    out->sz = sizeof(*out);
+    return out;
+}
+
+/* ci: as coll_info_in made it. */
 static void fill_coll(tft_rec_collective *c, const tft_coll_info *ci, uint64_t coll_seq, int64_t seq,
                       uint64_t name_id)
 {
@@ -541,14 +568,16 @@ static void fill_coll(tft_rec_collective *c, const tft_coll_info *ci, uint64_t c
     c->rank = ci->rank;
     c->nranks = ci->nranks;
     bool p2p = ci->type == TFT_COLL_SEND || ci->type == TFT_COLL_RECV;
-    c->tag = p2p && ci->sz >= offsetof(tft_coll_info, tag) + sizeof(ci->tag) ? ci->tag : TFT_TAG_NONE;
+    c->tag = p2p ? ci->tag : TFT_TAG_NONE;
 }
 
-int64_t tft_coll_enter(const tft_coll_info *ci)
+int64_t tft_coll_enter(const tft_coll_info *caller_ci)
 {
     if (!on())
         return 0;
-    if (!ci || ci->sz < TFT_COLL_INFO_V1_SZ)
+    tft_coll_info buf;
+    const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
+    if (!ci)
         return -EINVAL;
     shm_ring *r = rec_ring();
     if (!r)
@@ -572,11 +601,13 @@ int64_t tft_coll_enter(const tft_coll_info *ci)
     return (int64_t)cs;
 }
 
-int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result)
+int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *result)
 {
     if (!on())
         return 0;
-    if (!ci || ci->sz < TFT_COLL_INFO_V1_SZ || token < 0)
+    tft_coll_info buf;
+    const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
+    if (!ci || token < 0)
         return -EINVAL;
     shm_ring *r = rec_ring();
     if (!r)
@@ -608,12 +639,13 @@ int tft_coll_exit(int64_t token, const tft_coll_info *ci, const void *result)
  * record is built on the stack; a larger one is allocated (once per
  * communicator, never on a collective's path). */
 #define COMM_STACK_MEMBERS 64
-int tft_comm_define(const tft_comm_info *ci)
+int tft_comm_define(const tft_comm_info *caller_ci)
 {
     if (!on())
         return 0;
-    if (!ci || ci->sz < offsetof(tft_comm_info, flags) + sizeof(ci->flags) || !ci->comm || ci->n_members < 0 ||
-        (ci->n_members > 0 && !ci->members))
+    tft_comm_info buf;
+    const tft_comm_info *ci = comm_info_in(caller_ci, &buf);
+    if (!ci || !ci->comm || ci->n_members < 0 || (ci->n_members > 0 && !ci->members))
         return -EINVAL;
     shm_ring *r = rec_ring();
     if (!r)
@@ -627,6 +659,7 @@ int tft_comm_define(const tft_comm_info *ci)
     memset(c, 0, len);
     uint64_t name = rec_intern(r, ci->name);
     rec_hdr(&c->h, TFT_REC_COMM, len, TFT_SEQ_NONE);
+    _Static_assert(TFT_COMM_INTER == TFT_COMM_FLAG_INTER, "tft.h's flag is the record's");
     c->h.flags = (uint16_t)(ci->flags & TFT_COMM_INTER);
     c->comm = ci->comm;
     c->name = name;

@@ -11,7 +11,7 @@ expect_rc 0 "$TFDUMP" -h
 has "$tmp/out" "Usage: tfdump"
 
 expect_rc 0 "$TFDUMP" --version
-has_re "$tmp/out" '^tfdump \(tftrace\) [0-9]+\.[0-9]+\.[0-9]+$'
+has_re "$tmp/out" '^tfdump \(tftrace\) [0-9]+\.[0-9]+\.[0-9]+ \(trace format [0-9]+\.[0-9]+\)$'
 
 "$SAMPLE" "$tmp/p.trace" --ranks 2 --steps 30 >/dev/null
 

@@ -67,7 +67,7 @@ static double ref_value(int dtype, const unsigned char *p, size_t i)
         float f; double d; uint16_t h; int32_t i32; int64_t i64; uint8_t u8; int8_t i8;
         int16_t i16; uint16_t u16; uint32_t u32; uint64_t u64;
     } u;
-    size_t sz = tft_stats_dtype_size(dtype);
+    size_t sz = tft_dtype_size(dtype);
     memcpy(&u, p + i * sz, sz);
     switch (dtype) {
     case TFT_F32: return u.f;
@@ -92,7 +92,7 @@ static void ref_stats(int dtype, const unsigned char *p, size_t n, tft_stats *r)
 {
     memset(r, 0, sizeof *r);
     r->numel = n;
-    r->fingerprint = XXH3_64bits(p, n * tft_stats_dtype_size(dtype));
+    r->fingerprint = XXH3_64bits(p, n * tft_dtype_size(dtype));
     long double sum = 0, sumabs = 0, sumsq = 0;
     uint64_t nfin = 0;
     double mn = INFINITY, mx = -INFINITY;
@@ -207,7 +207,7 @@ static void check_case(const char *label, int dtype, const unsigned char *p, siz
 
 static void put(int dtype, unsigned char *p, size_t i, double v)
 {
-    size_t sz = tft_stats_dtype_size(dtype);
+    size_t sz = tft_dtype_size(dtype);
     union {
         float f; double d; uint16_t h; int32_t i32; int64_t i64; uint8_t u8; int8_t i8;
         int16_t i16; uint32_t u32; uint64_t u64;
@@ -397,8 +397,8 @@ static void test_empty_and_errors(void)
     CHECKF(tft_stats_compute(TFT_F32, &one, 1, TFT_STATS_FULL, NULL) == -EINVAL, "NULL out");
     CHECKF(tft_stats_compute(TFT_F64, &one, SIZE_MAX / 4, TFT_STATS_FULL, &s) == -EOVERFLOW,
           "byte size overflow");
-    CHECKF(tft_stats_dtype_size(TFT_BF16) == 2 && tft_stats_dtype_size(TFT_U64) == 8 &&
-              tft_stats_dtype_size(TFT_BOOL) == 1 && tft_stats_dtype_size(99) == 0,
+    CHECKF(tft_dtype_size(TFT_BF16) == 2 && tft_dtype_size(TFT_U64) == 8 &&
+              tft_dtype_size(TFT_BOOL) == 1 && tft_dtype_size(99) == 0,
           "dtype sizes");
 }
 

@@ -56,9 +56,9 @@ static void compare_emulation(const char *what, int dtype, const void *data, siz
         CHECKF(tft_stats_cuda_emulate(dtype, data, n, mode, &g) == 0, "%s emulate", what);
         uint64_t want_fp = 0;
         if (mode != TFT_STATS_SHAPE)
-            want_fp = tft_fingerprint_blocked(data, n * tft_stats_dtype_size(dtype));
+            want_fp = tft_fingerprint_blocked(data, n * tft_dtype_size(dtype));
         CHECKF(g.fingerprint == want_fp, "%s mode %d: fingerprint", what, mode);
-        if (n * tft_stats_dtype_size(dtype) <= TFT_FP_BLOCK_BYTES)
+        if (n * tft_dtype_size(dtype) <= TFT_FP_BLOCK_BYTES)
             CHECKF(g.fingerprint == c.fingerprint, "%s: small tensors share the plain XXH3", what);
         CHECKF(g.numel == c.numel && g.nan == c.nan && g.pinf == c.pinf && g.ninf == c.ninf &&
                   g.zero == c.zero && g.over_fp16 == c.over_fp16 && g.over_bf16 == c.over_bf16 &&

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-TFT_API int InitializeInjection(void);
+TFT_PLUGIN_API int InitializeInjection(void);
 
 #define SLOTS 4096
 
@@ -28,7 +28,7 @@ static struct {
 
 static int64_t launch(const tft_cuda_tensor *t, int mode, void *stream, int *device)
 {
-    size_t esz = tft_stats_dtype_size(t->dtype);
+    size_t esz = tft_dtype_size(t->dtype);
     uint64_t numel = t->rows * t->cols * t->batch;
     if (!esz || fp.next - fp.oldest >= SLOTS)
         return -ENOSPC;
