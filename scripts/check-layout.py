@@ -41,14 +41,14 @@ ALLOWED = {
     "util": {"types", "format-api"},
     "format": PUBLIC | {"util"},
     "stats": {"types", "util"},
-    "ops": {"types", "util"},
+    "ops": {"types", "util", "stats"},
     "collect": PUBLIC | {"util", "format", "stats"},
     "capture": PUBLIC | {"util", "stats"},
     "lib": PUBLIC | {"util", "stats", "collect", "capture", "cuda-plugin"},
     "cuda-plugin": PUBLIC | {"util", "stats"},
     "cli": PUBLIC | {"util", "format", "collect", "capture"},
-    "analyzer": PUBLIC | {"util", "format", "stats", "runtime"},
-    "runtime": PUBLIC | {"util", "ops"},
+    "analyzer": PUBLIC | {"util", "format", "stats", "runtime", "ops"},
+    "runtime": PUBLIC | {"util", "ops", "stats"},
 }
 SOURCES = (".c", ".h", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
