@@ -40,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <wchar.h>
 
 /* Declarations and the injection interface's types, no implementation. */
@@ -137,11 +138,44 @@ static const char *keep_string(const char *s)
 enum { R_SCOPE = 0, R_STEP = 1, R_IGNORED = 2 };
 #define MAX_DEPTH 256
 
-static __thread struct {
-    int depth;
+/* A thread's open ranges: the depth is thread-local, what each level is
+ * lives in a mapping made at the thread's first range and unmapped when it
+ * ends (the library's initial-exec TLS stays small enough for dlopen, see
+ * recorder.c's tls_cold). */
+typedef struct nv_levels {
     uint8_t what[MAX_DEPTH];
     int64_t step[MAX_DEPTH]; /* R_STEP: its number */
+} nv_levels;
+
+static __thread struct {
+    int depth;
+    nv_levels *lv;           /* NULL until the first range (or when mapping failed: ranges not recorded) */
 } nv __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t nv_key;
+static pthread_once_t nv_key_once = PTHREAD_ONCE_INIT;
+
+static void nv_levels_free(void *p)
+{
+    if (p == nv.lv)
+        nv.lv = NULL;
+    munmap(p, sizeof(nv_levels));
+}
+
+static void nv_key_init(void) { pthread_key_create(&nv_key, nv_levels_free); }
+
+static nv_levels *levels(void)
+{
+    if (__builtin_expect(nv.lv != NULL, 1))
+        return nv.lv;
+    void *p = mmap(NULL, sizeof(nv_levels), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    pthread_once(&nv_key_once, nv_key_init);
+    pthread_setspecific(nv_key, p);
+    nv.lv = p;
+    return nv.lv;
+}
 
 static void step_begin(int64_t s)
 {
@@ -158,21 +192,22 @@ static void step_end(int64_t s)
 static int push(const char *name)
 {
     int d = nv.depth++;
-    if (d >= MAX_DEPTH)
+    nv_levels *lv;
+    if (d >= MAX_DEPTH || !(lv = levels()))
         return d;
     if (ip_depth || !name) {
-        nv.what[d] = R_IGNORED;
+        lv->what[d] = R_IGNORED;
         return d;
     }
     int saved = errno;
     ip_depth++;
     int64_t s = step_of(name);
     if (s >= 0) {
-        nv.what[d] = R_STEP;
-        nv.step[d] = s;
+        lv->what[d] = R_STEP;
+        lv->step[d] = s;
         step_begin(s);
     } else {
-        nv.what[d] = R_SCOPE;
+        lv->what[d] = R_SCOPE;
         tft_scope_push(name);
     }
     ip_depth--;
@@ -185,12 +220,13 @@ static int pop(void)
     if (nv.depth == 0)
         return -1;
     int d = --nv.depth;
-    if (d >= MAX_DEPTH || nv.what[d] == R_IGNORED)
+    nv_levels *lv = nv.lv;
+    if (d >= MAX_DEPTH || !lv || lv->what[d] == R_IGNORED)
         return d;
     int saved = errno;
     ip_depth++;
-    if (nv.what[d] == R_STEP)
-        step_end(nv.step[d]);
+    if (lv->what[d] == R_STEP)
+        step_end(lv->step[d]);
     else
         tft_scope_pop();
     ip_depth--;

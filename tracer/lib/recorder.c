@@ -45,6 +45,21 @@ typedef struct pending_coll {
     uint64_t comm, coll_seq, t_enter;
 } pending_coll;
 
+/* What a thread needs only once it uses scopes or collectives: mapped at
+ * its first use (tls_cold()) and unmapped when the thread ends, so that
+ * libtftrace.so's initial-exec thread-local block stays small (about 100
+ * bytes in all) and the library can be dlopen()ed into a running program
+ * such as Python: glibc keeps only about 1.6 KiB of static TLS for
+ * libraries loaded after start. */
+typedef struct tls_cold {
+    int scope_len, depth;
+    int scope_lens[32];
+    char scope[MAX_SCOPE];
+    pending_coll pending[MAX_PENDING_COLL];
+    unsigned npending;
+} tls_cold;
+
+/* What every record of a thread needs: thread-local, no allocation. */
 typedef struct tls_state {
     shm_ring *ring;
     uint32_t gen;           /* g_rec.gen when the ring was claimed */
@@ -54,14 +69,25 @@ typedef struct tls_state {
     int64_t op_seq;
     uint64_t last_tensor;
     uint64_t scope_id;      /* string id of the scope path, 0 none */
-    int scope_len, depth;
-    int scope_lens[32];
-    char scope[MAX_SCOPE];
-    pending_coll pending[MAX_PENDING_COLL];
-    unsigned npending;
+    tls_cold *cold;         /* NULL until the thread's first scope or collective */
 } tls_state;
 
 static __thread tls_state tls __attribute__((tls_model("initial-exec")));
+
+/* The thread's cold state, mapped (zeroed) at first use with mmap, which
+ * neither allocates through the interposed malloc nor takes a lock; NULL
+ * when the mapping fails (scopes and collective enter times are then not
+ * recorded for the thread). */
+static tls_cold *cold_state(void)
+{
+    if (__builtin_expect(tls.cold != NULL, 1))
+        return tls.cold;
+    void *p = mmap(NULL, sizeof(tls_cold), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    tls.cold = p;
+    return tls.cold;
+}
 static pthread_key_t ring_key;
 
 /* 1 between tft_coll_enter and tft_coll_exit on this thread: the program
@@ -98,6 +124,10 @@ static void ring_retire(void *p)
     shm_ring *r = p;
     if (r == tls.ring)
         tls.ring = NULL;
+    if (tls.cold) { /* a later record of the exit maps a fresh one, unmapped with its ring */
+        munmap(tls.cold, sizeof(tls_cold));
+        tls.cold = NULL;
+    }
     if (r && g_rec.h)
         atomic_store_explicit(&r->state, RING_RETIRED, memory_order_release);
 }
@@ -437,28 +467,30 @@ int tft_step_end(int64_t step)
 
 void tft_scope_push(const char *name)
 {
-    if (!on() || !name)
+    tls_cold *c;
+    if (!on() || !name || !(c = cold_state()))
         return;
-    if (tls.depth < 32)
-        tls.scope_lens[tls.depth] = tls.scope_len;
-    tls.depth++;
-    int n = snprintf(tls.scope + tls.scope_len, MAX_SCOPE - (size_t)tls.scope_len, "%s%s",
-                     tls.scope_len ? "/" : "", name);
+    if (c->depth < 32)
+        c->scope_lens[c->depth] = c->scope_len;
+    c->depth++;
+    int n = snprintf(c->scope + c->scope_len, MAX_SCOPE - (size_t)c->scope_len, "%s%s", c->scope_len ? "/" : "",
+                     name);
     if (n > 0)
-        tls.scope_len = tls.scope_len + n < MAX_SCOPE ? tls.scope_len + n : MAX_SCOPE - 1;
+        c->scope_len = c->scope_len + n < MAX_SCOPE ? c->scope_len + n : MAX_SCOPE - 1;
     shm_ring *r = rec_ring();
-    tls.scope_id = r ? rec_intern(r, tls.scope) : 0;
+    tls.scope_id = r ? rec_intern(r, c->scope) : 0;
 }
 
 void tft_scope_pop(void)
 {
-    if (!on() || tls.depth == 0)
+    tls_cold *c = tls.cold;
+    if (!on() || !c || c->depth == 0)
         return;
-    tls.depth--;
-    tls.scope_len = tls.depth < 32 ? tls.scope_lens[tls.depth] : tls.scope_len;
-    tls.scope[tls.scope_len] = '\0';
+    c->depth--;
+    c->scope_len = c->depth < 32 ? c->scope_lens[c->depth] : c->scope_len;
+    c->scope[c->scope_len] = '\0';
     shm_ring *r = rec_ring();
-    tls.scope_id = (tls.scope_len && r) ? rec_intern(r, tls.scope) : 0;
+    tls.scope_id = (c->scope_len && r) ? rec_intern(r, c->scope) : 0;
 }
 
 static int emit_alloc(const void *ptr, size_t bytes, int dev_kind, int device, const char *site)
@@ -595,8 +627,9 @@ int64_t tft_coll_enter(const tft_coll_info *caller_ci)
     c.h.flags = TFT_COLL_FLAG_ENTER;
     c.t_enter = c.h.ts;
     rec_explicit_coll = 1;
-    pending_coll *p = &tls.pending[tls.npending++ % MAX_PENDING_COLL];
-    *p = (pending_coll){ci->comm, cs, c.t_enter};
+    tls_cold *cold = cold_state();
+    if (cold)
+        cold->pending[cold->npending++ % MAX_PENDING_COLL] = (pending_coll){ci->comm, cs, c.t_enter};
     ring_write(g_rec.h, r, &c.h);
     return (int64_t)cs;
 }
@@ -613,9 +646,9 @@ int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *res
     if (!r)
         return -ENOSPC;
     uint64_t t_enter = 0;
-    for (unsigned i = 0; i < MAX_PENDING_COLL; i++)
-        if (tls.pending[i].comm == ci->comm && tls.pending[i].coll_seq == (uint64_t)token)
-            t_enter = tls.pending[i].t_enter;
+    for (unsigned i = 0; tls.cold && i < MAX_PENDING_COLL; i++)
+        if (tls.cold->pending[i].comm == ci->comm && tls.cold->pending[i].coll_seq == (uint64_t)token)
+            t_enter = tls.cold->pending[i].t_enter;
     const char *name = ci->name ? ci->name : tft_coll_type_name(ci->type);
     uint64_t rid = 0;
     if (result && ci->count) {
