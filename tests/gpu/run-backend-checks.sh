@@ -176,7 +176,7 @@ bugs() {
     local w=$tmp/tftrain-cuda mpi=OFF rows st t0 nfail=0
     printf '#!/bin/sh\nexec "%s" --backend %s "$@"\n' "$TFTRAIN" "$BACKEND" >"$w"
     chmod +x "$w"
-    ldd "$TFTRAIN" | grep -q libmpi && command -v mpirun >/dev/null && mpi=ON
+    ldd "$TFTRAIN" | grep libmpi >/dev/null && command -v mpirun >/dev/null && mpi=ON
     rows="causal-offbyone pad-mask no-scale no-warmup grad-accum label-shift loss-pad pos-zero fp16-mask nondet
           determinism resume-golden leak dp-mean"
     for r in $rows; do

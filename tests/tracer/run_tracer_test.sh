@@ -45,8 +45,8 @@ case $case_name in
     [ "$n" = 2 ] || { echo "FAIL: $n trace directories, want 2"; exit 1; }
     for d in "$tmp"/tftrace-*.trace; do "$check" threads "$d" 1; done ;;
   usage)
-    "$tftrace" --help | grep -q -- "--timeout" || { echo "FAIL: --help"; exit 1; }
-    "$tftrace" --version | grep -q "^tftrace " || { echo "FAIL: --version"; exit 1; }
+    "$tftrace" --help | grep -- "--timeout" >/dev/null || { echo "FAIL: --help"; exit 1; }
+    "$tftrace" --version | grep "^tftrace " >/dev/null || { echo "FAIL: --version"; exit 1; }
     for bad in "--bogus -- true" "--every 0 -- true" "--stats fast -- true" "--timeout x -- true" "" \
                "--alloc-min 4X -- true" "--alloc-min -1 -- true" "--until-step x -- true" "--step-range= -- true"; do
       # shellcheck disable=SC2086
@@ -68,13 +68,13 @@ case $case_name in
     out=$("$tftrace" -o "$tr" --ring-kb 64 -- "$prog" flood 300000 2>&1) && st=0 || st=$?
     expect_status 0 $st
     echo "$out"
-    echo "$out" | grep -q "flood: [1-9][0-9]* of 300000 dropped" || { echo "FAIL: program saw no drops"; exit 1; }
+    echo "$out" | grep "flood: [1-9][0-9]* of 300000 dropped" >/dev/null || { echo "FAIL: program saw no drops"; exit 1; }
     echo "$out" | grep -Eq "[1-9][0-9]* dropped" || { echo "FAIL: summary shows no drops"; exit 1; }
     "$check" dropped "$tr" ;;
   untraced)
     # without tftrace and TFT_*: every call a no-op, nothing written
     (cd "$tmp" && env -u TFT_OUTPUT -u TFT_SHM "$prog" threads 2)
-    if ls "$tmp" | grep -q trace; then echo "FAIL: untraced run wrote a trace"; exit 1; fi ;;
+    if ls "$tmp" | grep trace >/dev/null; then echo "FAIL: untraced run wrote a trace"; exit 1; fi ;;
   inproc)
     # no launcher: TFT_OUTPUT makes the library write the trace itself
     TFT_OUTPUT=$tr "$prog" threads 3
@@ -98,7 +98,7 @@ case $case_name in
     # 0 by its index, then a process given RANK=0: both files readable, the
     # rankless one read under a free number, the trace not "damaged"
     "$tftrace" -q -o "$tr" -- bash -c "\"$prog\" threads 1 && RANK=0 \"$prog\" threads 1"
-    ls "$tr" | grep -c '^rank-.*\.tft$' | grep -qx 2 || { echo "FAIL: want 2 rank files: $(ls "$tr")"; exit 1; }
+    ls "$tr" | grep -c '^rank-.*\.tft$' | grep -x 2 >/dev/null || { echo "FAIL: want 2 rank files: $(ls "$tr")"; exit 1; }
     "$tfdump" "$tr" >"$tmp/sum" 2>&1 || { cat "$tmp/sum"; echo "FAIL: tfdump on a trace with a rankless process"; exit 1; }
     grep -q "ranks        2" "$tmp/sum" && ! grep -q "damaged\|both claim" "$tmp/sum" ||
         { cat "$tmp/sum"; echo "FAIL: summary"; exit 1; }
@@ -149,7 +149,7 @@ PY
     # --no-drop: a tiny ring makes the program wait for the collector, nothing is lost
     out=$("$tftrace" -o "$tr" --no-drop --ring-kb 64 -- "$prog" flood 100000 2>&1)
     echo "$out"
-    echo "$out" | grep -q "flood: 0 of 100000 dropped" || { echo "FAIL: the program saw drops"; exit 1; }
+    echo "$out" | grep "flood: 0 of 100000 dropped" >/dev/null || { echo "FAIL: the program saw drops"; exit 1; }
     "$check" names "$tr" "rank-00000.tft:flood=100000" ;;
   closefds)
     "$tftrace" -q -o "$tr" -- "$prog" closefds

@@ -62,6 +62,6 @@ for bad in "--bogus g.trace b.trace" "g.trace" "--rtol x g.trace b.trace" "--ste
   # shellcheck disable=SC2086
   [ "$(st "$tfdiff" $bad)" = 2 ] || fail "usage: $bad"
 done
-"$tfdiff" --help | grep -q -- "--junit" || fail "--help"
-"$tfdiff" --version | grep -q "^tfdiff" || fail "--version"
+"$tfdiff" --help | grep -- "--junit" >/dev/null || fail "--help"
+"$tfdiff" --version | grep "^tfdiff" >/dev/null || fail "--version"
 echo "PASS tfdiff"

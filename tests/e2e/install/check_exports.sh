@@ -120,7 +120,7 @@ report "$tmp/vother" "exported at an unknown version"
 # ---- a program binds to the versioned API -----------------------------------
 printf '#include "tft.h"\nint main(void) { return tft_tensor("x", TFT_F32, 0, 0, 0); }\n' >"$tmp/prog.c"
 "$cc" -std=c17 -I"$inc" "$tmp/prog.c" -o "$tmp/prog" -L"$(dirname "$lib")" -ltftrace
-readelf --dyn-syms -W "$tmp/prog" | grep -q ' tft_tensor@LIBTFTRACE_1' ||
+readelf --dyn-syms -W "$tmp/prog" | grep ' tft_tensor@LIBTFTRACE_1' >/dev/null ||
     bad "a program built against the installed library does not reference tft_tensor@LIBTFTRACE_1"
 
 [ $fail = 0 ] || exit 1

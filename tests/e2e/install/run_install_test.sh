@@ -34,8 +34,8 @@ out=$(LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/b/consumer")
     { echo "FAIL: consumer: '$out', want version $ver, format $fmt"; exit 1; }
 # pkg-config
 PKG_CONFIG_PATH=$(dirname "$pc") cc -o "$tmp/pc" "$src/consumer/main.c" $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs tftrace)
-LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/pc" | grep -q "tft_enabled=0"
+LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/pc" | grep "tft_enabled=0" >/dev/null
 # the installed tftrace finds the installed library (../lib)
-"$tmp/p/bin/tftrace" -q -o "$tmp/t.trace" -- env LD_LIBRARY_PATH="$(dirname "$lib")" "$tmp/pc" | grep -q "tft_enabled=1 tft_tensor=0"
+"$tmp/p/bin/tftrace" -q -o "$tmp/t.trace" -- env LD_LIBRARY_PATH="$(dirname "$lib")" "$tmp/pc" | grep "tft_enabled=1 tft_tensor=0" >/dev/null
 "$tmp/p/bin/tfdump" --json "$tmp/t.trace" | python3 -c 'import json,sys; s=json.load(sys.stdin); assert s["tensors"]==1, s'
 echo "PASS install"

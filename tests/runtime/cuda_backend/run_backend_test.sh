@@ -11,7 +11,7 @@ tmp=$(mktemp -d /tmp/tft-backend-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 SMALL=(--steps 3 --log-every 1 --eval-every 0 --layers 1 --d-model 32 --heads 2 --seq 16 --batch 4)
-have_device() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+have_device() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null; }
 case $case_name in
   nodevice)
     st=0; "$tftrain" --backend cuda "${SMALL[@]}" >"$tmp/out" 2>"$tmp/err" || st=$?

@@ -49,7 +49,7 @@ case $case_name in
     expect_fail 2 "--dtype must be" "$tftrain" --dtype fp8
     expect_fail 2 "Try 'tftrain --help'" "$tftrain" --steps -3
     # without a GPU (CI): a clear message; with one, the CUDA backend runs
-    if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
+    if ! nvidia-smi -L 2>/dev/null | grep "^GPU" >/dev/null; then
         expect_fail 2 "no CUDA device" "$tftrain" --backend cuda
     fi
     expect_fail 1 "/nonexistent/data.txt" "$tftrain" --data /nonexistent/data.txt --steps 1
@@ -63,8 +63,8 @@ case $case_name in
     # a checkpoint of another model shape is refused, naming the field
     "$tftrain" --steps 3 --ckpt-dir "$tmp/ck2" -q --layers 1 --d-model 32 --heads 2
     expect_fail 1 "d_model" "$tftrain" --steps 5 --resume "$tmp/ck2" -q --layers 1 --d-model 64 --heads 2
-    "$tftrain" --help | grep -q -- "--bug NAME" || fail "--help"
-    "$tftrain" --version | grep -q "^tftrain" || fail "--version" ;;
+    "$tftrain" --help | grep -- "--bug NAME" >/dev/null || fail "--help"
+    "$tftrain" --version | grep "^tftrain" >/dev/null || fail "--version" ;;
   datafile)
     for i in $(seq 1 50); do echo "the quick brown fox $i jumps over the lazy dog"; done >"$tmp/d.txt"
     out=$("$tftrain" --data "$tmp/d.txt" --steps 60 --eval-every 0 --log-every 60 --layers 1 --d-model 32 --heads 2)

@@ -139,7 +139,7 @@ PY
     [ ! -s "$tmp/caps.json" ] || fail "captures listed in a trace without --capture"
     expect_rc 2 "$tfdump" --tensor big "$tmp/n.trace"
     grep -q "no captured tensors (record with tftrace --capture SPEC)" "$tmp/err" || fail "$(cat "$tmp/err")"
-    "$tfdump" --events -k tensor "$tmp/n.trace" | grep -q captured && fail "tensor flagged without capture" || true ;;
+    "$tfdump" --events -k tensor "$tmp/n.trace" | grep captured >/dev/null && fail "tensor flagged without capture" || true ;;
   spec)
     # bad specs are refused before the command runs
     for s in '' 'stp=3' 'step=x' 'step=3:1' 'rank=-1' 'name=' ';name=a' 'step=1;' 'seq' 'step=1,step=2'; do
@@ -154,7 +154,7 @@ PY
     TFT_CAPTURE='bogus=1' "$tftrace" -q -o "$tmp/s.trace" -- "$prog" >/dev/null 2>"$tmp/err" \
         && fail "a bad TFT_CAPTURE must be refused" || true
     grep -q "unknown key 'bogus'" "$tmp/err" || fail "$(cat "$tmp/err")"
-    "$tftrace" --help | grep -q -- "--capture SPEC" || fail "--capture missing from --help"
+    "$tftrace" --help | grep -- "--capture SPEC" >/dev/null || fail "--capture missing from --help"
     # the spec is kept in the manifest's options
     "$tftrace" -q -o "$tmp/m.trace" --capture 'name="x",step=1' -- "$prog" >/dev/null
     python3 -c "
@@ -178,7 +178,7 @@ assert c["good"]["complete"] and c["good"]["parts"] == 10, c["good"]
 assert not c["gap"]["complete"] and c["gap"]["present"] == 65000, c["gap"]
 assert not c["mixed"]["complete"] and not c["twice"]["complete"], (c["mixed"], c["twice"])
 PY
-    "$tfdump" --captures "$tmp/x.trace" | grep -q "gap f32\[40000\].*INCOMPLETE (65000 of 160000 bytes)" \
+    "$tfdump" --captures "$tmp/x.trace" | grep "gap f32\[40000\].*INCOMPLETE (65000 of 160000 bytes)" >/dev/null \
         || fail "incomplete capture not shown: $("$tfdump" --captures "$tmp/x.trace")"
     expect_rc 0 "$tfdump" --tensor good --out "$tmp/good.npy" "$tmp/x.trace"
     python3 - "$tmp/good.npy" "$tmp/good.bin" <<'PY'
@@ -289,7 +289,7 @@ assert r['result']=='bit-identical' and r['op']=='cblas_sgemm' and r['numel']==3
     args=(--steps 4 --eval-every 0 --log-every 1 --layers 2 --d-model 32 --heads 2 --batch 4 --seq 16)
     "$tftrain" "${args[@]}" >"$tmp/plain.out"
     "$tftrace" -q -o "$tmp/t.trace" --capture 'step=2,name=L0.attn.*' -- "$tftrain" "${args[@]}" >"$tmp/cap.out"
-    diff "$tmp/plain.out" "$tmp/cap.out" | grep -v "tok/s" | grep -q "^[<>]" && fail "training changed under capture" || true
+    diff "$tmp/plain.out" "$tmp/cap.out" | grep -v "tok/s" | grep "^[<>]" >/dev/null && fail "training changed under capture" || true
     captures "$tmp/t.trace"
     python3 - "$tmp/caps.json" <<'PY'
 import json, sys
@@ -338,7 +338,7 @@ c=[json.loads(l) for l in open(sys.argv[1])]
 assert len(c)==400 and all(x['complete'] and x['role']=='output' for x in c), len(c)
 assert sorted(x['name'] for x in c)==sorted(f't{t}.{i}' for t in range(4) for i in range(100))" "$tmp/caps.json"
     for n in t0.0 t1.57 t3.99; do
-        "$tfdump" --tensor "$n" "$tmp/t.trace" | grep -q "= the recorded tensor's" || fail "$n: bytes differ"
+        "$tfdump" --tensor "$n" "$tmp/t.trace" | grep "= the recorded tensor's" >/dev/null || fail "$n: bytes differ"
     done ;;
   *) fail "unknown case $case_name" ;;
 esac

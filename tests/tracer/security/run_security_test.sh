@@ -90,7 +90,7 @@ case $case_name in
     RANK=0 TFT_OUTPUT=mine.trace run 0 "$prog" touch ran
     [ "$(cat victim)" = precious ] || fail "the in-process writer wrote through rank-00000.tft"
     [ -L mine.trace/rank-00000.tft ] || fail "the planted link was replaced"
-    ls mine.trace | grep -q '^rank-00000-p[0-9]*\.tft$' || fail "no rank file of its own: $(ls mine.trace)"
+    ls mine.trace | grep '^rank-00000-p[0-9]*\.tft$' >/dev/null || fail "no rank file of its own: $(ls mine.trace)"
     # the output directory itself a link: not followed, unless --force
     mkdir real.trace
     ln -s real.trace link.trace
@@ -173,7 +173,7 @@ PY
     rm -f PWNED
     run 2 "$tftrace" replay --yes -q -o rp2 g.trace s.trace
     has err.txt "redacted"
-    "$tftrace" --help | grep -q -- "--no-redact" && "$tftrace" replay --help | grep -q -- "--yes" ||
+    "$tftrace" --help | grep -- "--no-redact" >/dev/null && "$tftrace" replay --help | grep -- "--yes" >/dev/null ||
         fail "--help lacks --no-redact / --yes" ;;
 
   secrets)
@@ -351,7 +351,7 @@ PY
                 { cat "err$t.txt"; fail "the summary does not count the stalled drops apart"; }
             python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert m['dropped_stalled']==int(sys.argv[2]), m" \
                 "n$t.trace/manifest.json" "$n"
-            "$tfdump" "n$t.trace" | grep -q "($n when --no-drop gave up" || fail "tfdump does not show them"
+            "$tfdump" "n$t.trace" | grep "($n when --no-drop gave up" >/dev/null || fail "tfdump does not show them"
         else
             [ "$refused" = 0 ] || fail "--no-drop-timeout 0 dropped $refused"
             grep -q " 0 dropped" "err$t.txt" || { cat "err$t.txt"; fail "drops with --no-drop-timeout 0"; }
@@ -383,7 +383,7 @@ PY
     wait_for ready 60 $col
     python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert m['world_size']==-1 and not m['complete'], m" \
         u.trace/manifest.json || fail "unfinished manifest"
-    "$tfdump" u.trace 2>/dev/null | grep -q "still recording" || fail "tfdump does not say the run is still recording"
+    "$tfdump" u.trace 2>/dev/null | grep "still recording" >/dev/null || fail "tfdump does not say the run is still recording"
     touch go
     wait $col ;;
 
@@ -405,7 +405,7 @@ PY
         wait_for done 60
         read -r ok _ <done
         [ "$ok" = ok ] || fail "the program did not finish: $(cat done)"
-        if ls /dev/shm | grep -q "^tftrace-$col-"; then fail "left in /dev/shm: $(ls /dev/shm | grep "^tftrace-$col-")"; fi
+        if ls /dev/shm | grep "^tftrace-$col-" >/dev/null; then fail "left in /dev/shm: $(ls /dev/shm | grep "^tftrace-$col-")"; fi
         "$tfdump" "k${nd:+nd}.trace" >sum.txt 2>/dev/null || true
         has sum.txt "collector    died: tftrace (pid $col"
         has sum.txt "its collector died"
