@@ -64,6 +64,7 @@ typedef struct opts {
     const char *alloc_min;  /* host allocations recorded from this size (TFT_ALLOC_MIN) */
     const char *step_range; /* NVTX range name marking steps (TFT_STEP_RANGE) */
     const char *capture; /* capture spec (docs/CAPTURE.md), NULL = none */
+    const char *torch;   /* --torch: "modules" or "ops", NULL = off (TFT_TORCH) */
     char **cmd;
 } opts;
 
@@ -118,6 +119,11 @@ static void usage(FILE *f)
             "                        match SPEC: terms step=N|A:B, seq=N|A:B, rank=N, name=GLOB\n"
             "                        joined by ',' (all must match); ';' separates alternatives.\n"
             "                        e.g. 'step=2,name=L0.attn.*' (docs/CAPTURE.md) [TFT_CAPTURE]\n"
+            "      --torch [MODE]    record PyTorch from Python in every Python process of the run\n"
+            "                        (torchrun's and mpirun's included) as it imports torch:\n"
+            "                        MODE modules (default: module outputs and gradients, loss,\n"
+            "                        optimizer steps, parameters and state, torch.distributed)\n"
+            "                        or ops (also every ATen op); docs/PYTORCH.md [TFT_TORCH]\n"
             "      --incomplete-status N  exit status when the command succeeded but records were\n"
             "                        lost to write errors (disk full); 0 = the command's own\n"
             "                        (default 86)                           [TFT_INCOMPLETE_STATUS]\n"
@@ -209,6 +215,18 @@ static void env_defaults(opts *o)
         o->until_step = us;
     if ((v = getenv("TFT_CAPTURE")) && *v)
         o->capture = v;
+    if ((v = getenv("TFT_TORCH")) && *v && strcmp(v, "0") && strcmp(v, "off"))
+        o->torch = !strcmp(v, "ops") ? "ops" : "modules";
+}
+
+/* MODE of --torch: modules (also 1) or ops; NULL when s is neither. */
+static const char *torch_mode(const char *s)
+{
+    if (!strcmp(s, "modules") || !strcmp(s, "1"))
+        return "modules";
+    if (!strcmp(s, "ops"))
+        return "ops";
+    return NULL;
 }
 
 /* GOLDEN of a first-divergence-of capture term, "" none; its reference
@@ -261,7 +279,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"step-range", required_argument, 0, 'R'}, {"capture", required_argument, 0, 'C'},
         {"force", no_argument, 0, 'F'},        {"mode", required_argument, 0, 'M'},
         {"no-redact", no_argument, 0, 'N'},    {"no-drop-timeout", required_argument, 0, 'T'},
-        {"incomplete-status", required_argument, 0, 'I'},
+        {"incomplete-status", required_argument, 0, 'I'}, {"torch", optional_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
@@ -296,6 +314,15 @@ static int parse_args(int argc, char **argv, opts *o)
             break;
         }
         case 'C': o->capture = optarg; break;
+        case 'P':
+            /* --torch, --torch=MODE or --torch MODE (MODE: modules | ops) */
+            if (!optarg && optind < argc && torch_mode(argv[optind]))
+                optarg = argv[optind++];
+            if (!optarg)
+                o->torch = "modules";
+            else if (!(o->torch = torch_mode(optarg)))
+                return fprintf(stderr, "tftrace: --torch takes modules or ops, got '%s'\n", optarg), 2;
+            break;
         case 'F': o->force = 1; break;
         case 'N': o->no_redact = 1; break;
         case 'M':
@@ -380,6 +407,66 @@ static int find_library(char *out, size_t n)
         }
     }
     return -1;
+}
+
+/* The folder holding the tftrace Python package (and its _boot/ with the
+ * sitecustomize of --torch): TFT_PYTHON_DIR, else python/ next to this
+ * program (the build tree links it there), else ../lib/tftrace/python
+ * (cmake --install). */
+static int find_python_dir(char *out, size_t n)
+{
+    const char *env = getenv("TFT_PYTHON_DIR");
+    char probe[PATH_MAX + 64];
+    if (env && *env) {
+        snprintf(probe, sizeof(probe), "%s/tftrace/_boot/sitecustomize.py", env);
+        if (access(probe, R_OK) == 0)
+            return snprintf(out, n, "%s", env), 0;
+        return -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (len <= 0)
+        return -1;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    static const char *const rel[] = {"/python", "/../lib/tftrace/python", "/../lib64/tftrace/python"};
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        snprintf(probe, sizeof(probe), "%s%s/tftrace/_boot/sitecustomize.py", exe, rel[i]);
+        if (access(probe, R_OK) == 0) {
+            char dir[PATH_MAX + 32];
+            snprintf(dir, sizeof(dir), "%s%s", exe, rel[i]);
+            char real[PATH_MAX];
+            if (!realpath(dir, real) || strlen(real) >= n)
+                return -1;
+            memcpy(out, real, strlen(real) + 1);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* --torch: TFT_TORCH for the sitecustomize, whose folder goes first on
+ * PYTHONPATH and the package's after it (a user's PYTHONPATH follows). */
+static int set_torch_env(const opts *o)
+{
+    char dir[PATH_MAX];
+    if (find_python_dir(dir, sizeof(dir)) < 0) {
+        fprintf(stderr, "tftrace: --torch: the tftrace Python package was not found next to tftrace "
+                        "(python/ or ../lib/tftrace/python); set TFT_PYTHON_DIR to the folder holding it\n");
+        return -1;
+    }
+    const char *pp = getenv("PYTHONPATH");
+    size_t need = 2 * strlen(dir) + (pp ? strlen(pp) : 0) + 32;
+    char *v = malloc(need);
+    if (!v)
+        return -1;
+    snprintf(v, need, "%s/tftrace/_boot:%s%s%s", dir, dir, pp && *pp ? ":" : "", pp && *pp ? pp : "");
+    setenv("PYTHONPATH", v, 1);
+    free(v);
+    setenv("TFT_TORCH", o->torch, 1);
+    return 0;
 }
 
 /* The rings live in a memfd: an anonymous file that goes away with its
@@ -1020,6 +1107,8 @@ int main(int argc, char **argv)
     int e = parse_args(argc, argv, &o);
     if (e)
         return e;
+    if (o.torch && set_torch_env(&o) < 0)
+        return 2;
     char outbuf[4096], lib[PATH_MAX];
     if (!o.out) {
         fresh_name(outbuf, sizeof(outbuf), "tftrace", ".trace");

@@ -129,6 +129,11 @@ typedef struct tft_coll_info {
     /* added with format 1.2 (callers built before pass a smaller sz, at least
      * TFT_COLL_INFO_V1_SZ: the tag is taken as none) */
     int tag;            /* send/recv: the message tag, TFT_TAG_ANY (-2) for any; ignored for collectives */
+    /* added in tftrace 0.2 (format unchanged; a smaller sz: taken as 0) */
+    uint64_t t_enter;   /* tft_coll_exit only: when the call began (tft_now_ns), for a call that
+                         * completes on another thread than the one that called tft_coll_enter
+                         * (an async collective waited for elsewhere); 0 = the enter time this
+                         * thread's tft_coll_enter noted */
 } tft_coll_info;
 /* Zero-initialised but for sz; set .root = -1 for calls without a root. */
 #define TFT_COLL_INFO(...) ((tft_coll_info){ .sz = sizeof(tft_coll_info), __VA_ARGS__ })

@@ -649,6 +649,8 @@ int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *res
     for (unsigned i = 0; tls.cold && i < MAX_PENDING_COLL; i++)
         if (tls.cold->pending[i].comm == ci->comm && tls.cold->pending[i].coll_seq == (uint64_t)token)
             t_enter = tls.cold->pending[i].t_enter;
+    if (ci->t_enter)
+        t_enter = ci->t_enter;
     const char *name = ci->name ? ci->name : tft_coll_type_name(ci->type);
     uint64_t rid = 0;
     if (result && ci->count) {
