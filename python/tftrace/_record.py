@@ -66,6 +66,7 @@ class _Steps:
     """
 
     def __init__(self):
+        self.before_end = []  # callables run before a step ends (on the thread that ends it)
         self.lock = threading.Lock()
         self.source = "optimizer"
         self.current = 0      # number of the step in progress, or of the next one
@@ -84,13 +85,22 @@ class _Steps:
         """An optimizer step() finished: ends its step (optimizer numbering only)."""
         if self.source != "optimizer":
             return
+        self._before_end()
         with self.lock:
             if self.open:
                 _lib.lib().tft_step_end(self.current)
                 self.open = False
             self.current += 1
 
+    def _before_end(self):
+        for f in self.before_end:
+            try:
+                f()
+            except Exception:
+                pass
+
     def explicit(self, n, source="explicit"):
+        self._before_end()
         with self.lock:
             lib = _lib.lib()
             if self.open:
@@ -101,6 +111,7 @@ class _Steps:
             self.open = True
 
     def close(self):
+        self._before_end()
         with self.lock:
             if self.open:
                 _lib.lib().tft_step_end(self.current)

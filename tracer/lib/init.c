@@ -83,6 +83,36 @@ static int env_world(void)
     return -1;
 }
 
+/* 1 when this process is a job launcher that starts the ranks and computes
+ * nothing itself: PyTorch's torchrun (torch.distributed.run / .launch, run
+ * as a script or with -m). It imports torch and allocates like a rank but
+ * carries no rank of its own (RANK is set for its workers only); recorded,
+ * it would take rank 0's file number. Only consulted for processes without
+ * a rank in their environment. */
+static int is_job_launcher(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* argv[0] is the interpreter; look at the first arguments that name a script or module */
+    const char *a = buf;
+    for (int i = 0; i < 4 && a < buf + n; i++, a += strlen(a) + 1) {
+        const char *base = strrchr(a, '/');
+        base = base ? base + 1 : a;
+        if (!strcmp(base, "torchrun") || !strcmp(a, "torch.distributed.run") ||
+            !strcmp(a, "torch.distributed.launch") || strstr(a, "torch/distributed/run.py") ||
+            strstr(a, "torch/distributed/launch.py"))
+            return 1;
+    }
+    return 0;
+}
+
 static int parse_mode(void)
 {
     const char *m = getenv("TFT_STATS");
@@ -483,7 +513,7 @@ void rec_init(void)
     rec_thread_key_init();
     const char *shm = getenv("TFT_SHM");
     const char *out = getenv("TFT_OUTPUT");
-    if (env_long("TFT_DISABLE", 0)) {
+    if (env_long("TFT_DISABLE", 0) || (env_rank() < 0 && is_job_launcher())) {
         /* off */
     } else if (shm && *shm) {
         if (attach(shm) == 0 && register_proc(env_rank()) == 0)

@@ -634,6 +634,17 @@ int64_t tft_coll_enter(const tft_coll_info *caller_ci)
     return (int64_t)cs;
 }
 
+/* A CLOCK_MONOTONIC time (tft_now_ns) in the units of record stamps (raw
+ * TSC ticks when the region uses them; the collector converts back). */
+static uint64_t stamp_of_ns(uint64_t ns)
+{
+    const shm_hdr *h = g_rec.h;
+    if (!h || !(h->flags & SHM_TSC) || h->ns_per_tick <= 0)
+        return ns;
+    double t = (double)h->tsc0 + ((double)ns - (double)h->ns0) / h->ns_per_tick;
+    return t > 0 ? (uint64_t)t : 1;
+}
+
 int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *result)
 {
     if (!on())
@@ -650,7 +661,7 @@ int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *res
         if (tls.cold->pending[i].comm == ci->comm && tls.cold->pending[i].coll_seq == (uint64_t)token)
             t_enter = tls.cold->pending[i].t_enter;
     if (ci->t_enter)
-        t_enter = ci->t_enter;
+        t_enter = stamp_of_ns(ci->t_enter);
     const char *name = ci->name ? ci->name : tft_coll_type_name(ci->type);
     uint64_t rid = 0;
     if (result && ci->count) {

@@ -6,8 +6,10 @@
   point-to-point calls (send, recv, isend, irecv) are wrapped: an ENTER
   record before the call, an EXIT record (with the statistics of the result
   buffer when it is a dense CPU tensor) after it — for ``async_op=True``
-  and isend/irecv when the work completes (its future's callback), with the
-  enter time carried over. A rank stuck in a call leaves an ENTER alone.
+  and isend/irecv at the Work's ``wait()`` (on the waiting thread, with the
+  enter time carried over), or, for work never waited for, at the end of
+  the step in which it completed. A rank stuck in a call leaves an ENTER
+  alone.
 - A process group is a communicator whose id is made of its members'
   global ranks and its creation order among groups with the same members,
   so it is equal on its members and different across disjoint groups; a
@@ -27,6 +29,7 @@
 import inspect
 import os
 import threading
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -219,10 +222,7 @@ def _wrap(fname, real):
         finally:
             _busy.on = False
         if (a.get("async_op") or fname in _ASYNC_ALWAYS) and work is not None:
-            try:
-                work.get_future().add_done_callback(call.exit)
-            except Exception:
-                call.exit()
+            _pending_work(work, call)
         else:
             call.exit()
         return work
@@ -231,6 +231,52 @@ def _wrap(fname, real):
     wrapper.__name__ = real.__name__
     wrapper.__doc__ = real.__doc__
     return wrapper
+
+
+_works = weakref.WeakKeyDictionary()  # Work -> its Call, until wait()
+_unwaited = []                        # (weak Work, Call) of works not yet waited for
+
+
+def _pending_work(work, call):
+    try:
+        _works[work] = call
+        _unwaited.append((weakref.ref(work), call))
+    except TypeError:
+        call.exit()
+
+
+def _flush_unwaited():
+    """Step end: the exits of works that completed without a wait()."""
+    keep = []
+    for ref, call in _unwaited:
+        w = ref()
+        if call.done:
+            continue
+        try:
+            finished = w is None or w.is_completed()
+        except Exception:
+            finished = True
+        if finished:
+            call.exit()
+        else:
+            keep.append((ref, call))
+    _unwaited[:] = keep
+
+
+def _wrap_work():
+    W = dist.Work
+    real_wait = W.wait
+
+    def wait(self, *args, **kwargs):
+        r = real_wait(self, *args, **kwargs)
+        call = _works.pop(self, None)
+        if call is not None:
+            call.exit()
+        return r
+
+    wait.__doc__ = real_wait.__doc__
+    W.wait = wait
+    steps.before_end.append(_flush_unwaited)
 
 
 class _Busy(threading.local):
@@ -268,14 +314,19 @@ def _recording_hook(inner):
                 size = dist.get_world_size(pg)
                 buf.mul_(1.0 / size)
                 fut = dist.all_reduce(buf, group=pg, async_op=True).get_future()
-                fut = fut.then(lambda f: f.value()[0])
             else:
                 fut = inner(state, bucket)
         finally:
             _busy.on = False
-        if call is not None:
-            fut.add_done_callback(call.exit)
-        return fut
+
+        # the exit is recorded before DDP sees the result (then() runs first),
+        # so it lands in the step of its backward, run after run
+        def done(f):
+            v = f.value()
+            if call is not None:
+                call.exit()
+            return v[0] if inner is None else v
+        return fut.then(done)
     return hook
 
 
@@ -338,6 +389,10 @@ def install():
         if getattr(dist, fname, None) is real:
             setattr(dist, fname, w)
     c10d._tft_wrapped = True
+    try:
+        _wrap_work()
+    except Exception:
+        pass
     try:
         _wrap_ddp()
     except Exception:
