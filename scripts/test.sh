@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a fresh checkout: installs the Debian
-# packages it needs, builds (release, ASan+UBSan, TSan, fuzz), and runs ctest
+# packages it needs and the Python virtual environment of the PyTorch tests
+# (scripts/python-env.sh: made once, ~3 GB, reused after), builds (release, ASan+UBSan, TSan, fuzz), and runs ctest
 # in each configuration plus a short libFuzzer run. Every configuration is
 # built with -DTFT_WERROR=ON: a warning fails here (it is off by default, so
 # that a user's or a distribution's build does not).
@@ -32,8 +33,13 @@ run_ctest() {
 
 werror=-DTFT_WERROR=ON
 
+step "Python environment for the PyTorch and pandas tests (scripts/python-env.sh)"
+torch_python=$(bash scripts/python-env.sh)
+echo "$torch_python"
+
 step "release build (gcc, Release)"
-cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release $werror >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
+cmake -S . -B build -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DTFT_TORCH_PYTHON="$torch_python" $werror \
+      >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
 cmake --build build -j"$jobs"
 step "release tests"
 run_ctest build

@@ -21,7 +21,7 @@ from ._lib import TftLibraryError, library_path, library_version
 from ._record import enabled, step, end_step, scope, flush
 
 # the reader (tftrace/_reader.py), imported on first use
-_READER = ("open", "diff", "Trace", "TraceError")
+_READER = ("open", "diff", "Trace", "TraceError", "TraceWarning", "ToolNotFoundError")
 
 
 def install_torch(mode="modules"):

@@ -114,7 +114,6 @@ def _declare(lib):
         "tft_rec_min_size": (SZ, [c.c_uint16]),
         "tft_dtype_size": (SZ, [I]),
         "tft_capture_shuffle": (None, [P, P, SZ, SZ, I]),
-        "tft_trace_status": (I, [P, I, P]),
     }
     for name, (res, args) in protos.items():
         f = getattr(lib, name)

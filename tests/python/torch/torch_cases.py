@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""PyTorch recorded with no code change (tftrace --torch): the CPU test cases.
+
+    torch_cases.py CASE --tftrace T --tfdiff D --tfdump U --python PY --gpt GPT [--work DIR]
+
+PY is the virtual environment's python with torch (scripts/python-env.sh);
+GPT is examples/pytorch/gpt_train.py, an ordinary PyTorch training script
+with planted bugs. Each case records golden and bad runs and checks what a
+user would read: that tracing leaves the losses bit-identical, that two
+golden runs match, that each planted bug is localized by tfdiff to its step
+and its module (with --torch ops: its op), and what torchrun + gloo DDP
+desyncs look like. Exit 0 = pass; failures name what differed.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+A = None
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def run(cmd, timeout=300, ok=(0,), env=None):
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    e.update(env or {})
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, env=e)
+    if ok is not None and p.returncode not in ok:
+        fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
+                                                       p.stderr[-3000:]))
+    return p
+
+
+def losses(text):
+    """The 'step N loss X' / 'rank R step N loss X' lines of a run."""
+    got = [l for l in text.splitlines() if re.match(r"^(rank \d+ )?step \d+ loss ", l)]
+    if not got:
+        fail("no loss lines in:\n" + text[-2000:])
+    return sorted(got)
+
+
+def trace(name):
+    p = os.path.join(A.work, name + ".trace")
+    shutil.rmtree(p, ignore_errors=True)
+    return p
+
+
+def record(name, args, mode="modules", torchrun=0, extra=(), ok=(0,), timeout=300):
+    """Runs the GPT under tftrace --torch; returns (trace path, process)."""
+    t = trace(name)
+    prog = [A.python, A.gpt] if not torchrun else \
+        [A.python, "-m", "torch.distributed.run", "--nproc_per_node", str(torchrun), A.gpt]
+    cmd = [A.tftrace, "-q", "-o", t, "--torch", mode] + list(extra) + ["--"] + prog + list(args)
+    return t, run(cmd, timeout=timeout, ok=ok)
+
+
+def untraced(args, torchrun=0):
+    prog = [A.python, A.gpt] if not torchrun else \
+        [A.python, "-m", "torch.distributed.run", "--nproc_per_node", str(torchrun), A.gpt]
+    return run(prog + list(args))
+
+
+def diff(golden, bad, want):
+    p = run([A.tfdiff, "--json", golden, bad], ok=(0, 1, 3))
+    d = json.loads(p.stdout)
+    if want is not None and p.returncode != want:
+        fail("tfdiff %s %s exited %d, want %d: %s" % (golden, bad, p.returncode, want, p.stdout[:3000]))
+    return d
+
+
+def events(t, kind=None):
+    cmd = [A.tfdump, "--events", "--json"] + (["--kind", kind] if kind else []) + [t]
+    p = run(cmd)
+    return [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+
+
+def tensor_names(t):
+    return {e["name"] for e in events(t, "tensor") if "name" in e}
+
+
+# ---------------------------------------------------------------- cases
+
+
+def case_golden():
+    """Tracing changes nothing; two golden runs match; the names are there."""
+    args = ["--steps", "4"]
+    base = losses(untraced(args).stdout)
+    g1, p1 = record("g1", args)
+    if losses(p1.stdout) != base:
+        fail("traced losses differ from untraced:\n%s\nvs\n%s" % (losses(p1.stdout), base))
+    g2, _ = record("g2", args)
+    d = diff(g1, g2, 0)
+    if d["verdict"] != "match":
+        fail("golden vs golden: %s" % d["verdict"])
+    names = tensor_names(g1)
+    want = ["model.tok_emb", "model.pos_emb", "model.blocks.0.attn", "model.blocks.0.attn.qkv",
+            "model.blocks.1.mlp.fc", "model.lm_head", "model", "grad.model.blocks.0.attn",
+            "grad.model.lm_head", "loss", "grad_norm", "lr", "param.model.lm_head.weight",
+            "grad.model.lm_head.weight", "adam.m.model.lm_head.weight", "adam.v.model.lm_head.weight",
+            "param.model.blocks.0.attn.qkv.weight"]
+    missing = [n for n in want if n not in names]
+    if missing:
+        fail("names missing from the trace: %s (it has e.g. %s)" % (missing, sorted(names)[:30]))
+    ev = events(g1)
+    steps = sorted({e["step"] for e in ev if e.get("kind") == "step"})
+    if steps != [0, 1, 2, 3]:
+        fail("steps %s, want 0..3 (one per optimizer step)" % steps)
+    scopes = {e.get("scope") for e in ev if e.get("kind") == "op"}
+    if "model/blocks.0/attn/qkv" not in scopes:
+        fail("no scope model/blocks.0/attn/qkv among %s" % sorted(s for s in scopes if s)[:20])
+    # the loss recorded is the one printed
+    loss0 = [e for e in ev if e.get("kind") == "tensor" and e.get("name") == "loss" and e.get("step") == 0]
+    printed = float(base[0].split()[-1])
+    if not loss0 or abs(loss0[0]["stats"]["mean"] - printed) > 1e-6 * abs(printed):
+        fail("loss record %s vs printed %s" % (loss0[:1], printed))
+
+
+# bug -> (module-mode tensor, ops-mode tensor prefix or None); all planted at step 2
+BUGS = {
+    "causal-off-by-one": ("model.blocks.0.attn.proj", "model.blocks.0.attn:aten."),
+    "no-attn-scale": ("model.blocks.0.attn.proj", "model.blocks.0.attn:aten."),
+    "zero-pos-emb": ("model.pos_emb", None),
+    "labels-not-shifted": ("model", None),
+    "loss-over-padding": ("model", None),
+    "grads-not-zeroed": ("grad_norm", None),
+}
+
+
+def check_bug(golden, bad, bug, want, ops=False):
+    d = diff(golden, bad, 1)
+    fd = d.get("first_divergence") or fail("%s: no first divergence: %s" % (bug, json.dumps(d)[:2000]))
+    if fd["step"] != 2:
+        fail("%s: first divergence at step %s, want 2 (%s)" % (bug, fd["step"], fd))
+    name = fd["tensor"]
+    if (ops and not name.startswith(want)) or (not ops and name != want):
+        fail("%s: first divergence in %s, want %s%s" % (bug, name, want, "*" if ops else ""))
+    if ops:
+        o = d.get("origin") or {}
+        if o.get("tensor") != name:
+            fail("%s: origin %s, want the diverging op itself (inputs equal, output not)" % (bug, o))
+    print("%-20s step %d  %s  (origin %s)" % (bug, fd["step"], name, (d.get("origin") or {}).get("op")))
+
+
+def case_bugs(which):
+    args = ["--steps", "4"]
+    g, _ = record("bg", args)
+    for bug in which:
+        b, _ = record("b-" + bug, args + ["--bug", bug + "@2"])
+        check_bug(g, b, bug, BUGS[bug][0])
+
+
+def case_ops():
+    """--torch ops: golden vs golden match; the op inside attn that differs."""
+    args = ["--steps", "3"]
+    g1, p1 = record("og1", args, mode="ops")
+    if losses(p1.stdout) != losses(untraced(args).stdout):
+        fail("--torch ops changed the losses")
+    g2, _ = record("og2", args, mode="ops")
+    if diff(g1, g2, 0)["verdict"] != "match":
+        fail("ops golden vs golden differ")
+    ops = {e.get("name") for e in events(g1, "op")}
+    for want in ("aten.addmm", "aten._softmax", "aten.native_layer_norm", "aten.embedding"):
+        if want not in ops:
+            fail("op %s not recorded (have %s)" % (want, sorted(o for o in ops if o)[:40]))
+    for bug in ("causal-off-by-one", "no-attn-scale"):
+        b, _ = record("ob-" + bug, args + ["--bug", bug + "@2"], mode="ops")
+        check_bug(g1, b, bug, BUGS[bug][1], ops=True)
+
+
+def collectives(t):
+    return [e for e in events(t, "collective")]
+
+
+def case_ddp():
+    """torchrun --nproc_per_node 2, gloo DDP: golden = no desync; losses as untraced."""
+    args = ["--steps", "3"]
+    base = losses(untraced(args, torchrun=2).stdout)
+    g, p = record("dg", args, torchrun=2)
+    if losses(p.stdout) != base:
+        fail("DDP: traced losses differ from untraced:\n%s\nvs\n%s" % (losses(p.stdout), base))
+    man = json.load(open(os.path.join(g, "manifest.json")))
+    ranks = sorted(r["rank"] for r in man["ranks"])
+    if ranks != [0, 1]:
+        fail("DDP trace ranks %s, want [0, 1] (torchrun's agent is not a rank)" % ranks)
+    chk = run([A.tfdump, "--check", "--json", g], ok=(0, 1))
+    j = json.loads(chk.stdout)
+    if j.get("desync"):
+        fail("golden DDP run has desyncs: %s" % j["desync"])
+    cs = collectives(g)
+    names = {(c["rank"], c["name"]) for c in cs}
+    for r in (0, 1):
+        for n in ("DDP.init", "DDP.allreduce"):
+            if (r, n) not in names:
+                fail("rank %d has no %s collective (%s)" % (r, n, sorted(names)))
+    comm = {c["comm"] for c in cs}
+    if len(comm) != 1:
+        fail("DDP's group should be one communicator, got %s" % comm)
+    return g
+
+
+def case_ddp_skip():
+    """A rank that skips a gradient all-reduce: the hang, and who is missing."""
+    args = ["--steps", "4"]
+    g, _ = record("dsg", args, torchrun=2)
+    b, p = record("dsb", args + ["--bug", "skip-allreduce@2"], torchrun=2, extra=["--timeout", "60"],
+                  ok=None, timeout=200)
+    d = diff(g, b, 1)
+    ds = d.get("desync") or fail("no desync found: %s" % json.dumps(d)[:3000])
+    first = ds[0]
+    if first["step"] != 2 or first["kind"] not in ("missing", "type") or 1 not in first["ranks"]:
+        fail("first desync %s, want step 2 naming rank 1 (missing)" % first)
+    print("desync:", first["kind"], first["detail"])
+
+
+def case_ddp_nobcast():
+    """Parameters not broadcast (init_sync=False, seeds differ): a values desync at step 0."""
+    args = ["--steps", "2"]
+    b, _ = record("dnb", args + ["--bug", "no-param-broadcast"], torchrun=2)
+    chk = run([A.tfdump, "--check", "--json", b], ok=(0, 1))
+    ds = json.loads(chk.stdout).get("desync") or fail("no desync in %s" % chk.stdout[:2000])
+    v = [x for x in ds if x["kind"] == "values" and x["step"] == 0]
+    if not v:
+        fail("no values desync at step 0: %s" % ds)
+    if not any("DDP.init" in x["detail"] for x in v):
+        fail("the values desync does not name DDP.init: %s" % v)
+    print("desync:", v[0]["detail"])
+
+
+def case_program_imports_tftrace():
+    """A traced program that imports tftrace itself (tftrace.step marks steps)."""
+    args = ["--steps", "3", "--import-tftrace"]
+    t, p = record("imp", args)
+    if losses(p.stdout) != losses(untraced(["--steps", "3"]).stdout):
+        fail("--import-tftrace changed the losses")
+    steps = sorted({e["step"] for e in events(t, "step")})
+    if steps != [0, 1, 2]:
+        fail("steps %s with tftrace.step, want [0, 1, 2]" % steps)
+    # untraced, importing tftrace does nothing and needs no LD_PRELOAD
+    env = {"PYTHONPATH": A.pythonpath}
+    run([A.python, A.gpt, "--steps", "1", "--import-tftrace"], env=env)
+    p = run([A.python, "-c", "import tftrace; print(tftrace.enabled(), tftrace.library_version())"], env=env)
+    if p.stdout.split() != ["False", A.version]:
+        fail("untraced import tftrace: %r" % p.stdout)
+
+
+def case_grad_accum():
+    """Gradient accumulation: several backward passes, one step."""
+    t, _ = record("acc", ["--steps", "3", "--grad-accum", "2"])
+    ev = events(t, "tensor")
+    steps = sorted({e["step"] for e in ev if e["name"] == "param.model.lm_head.weight"})
+    if steps != [0, 1, 2]:
+        fail("param records at steps %s, want [0, 1, 2]" % steps)
+    n_loss = [sum(1 for e in ev if e["name"] == "loss" and e["step"] == s) for s in range(3)]
+    if n_loss != [2, 2, 2]:
+        fail("loss records per step %s, want two (two micro-batches) in each" % n_loss)
+
+
+def case_sitecustomize_chain():
+    """--torch never shadows the program's own sitecustomize."""
+    d = tempfile.mkdtemp(dir=A.work)
+    with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+        f.write("import os\nos.environ['USER_SITECUSTOMIZE_RAN'] = '1'\n")
+    prog = os.path.join(d, "prog.py")
+    with open(prog, "w") as f:
+        f.write("import os, torch\nprint('user site', os.environ.get('USER_SITECUSTOMIZE_RAN'))\n"
+                "m = torch.nn.Linear(4, 2)\nm(torch.ones(3, 4)).sum().backward()\n")
+    t = trace("site")
+    p = run([A.tftrace, "-q", "-o", t, "--torch", "--", A.python, prog], env={"PYTHONPATH": d})
+    if "user site 1" not in p.stdout:
+        fail("the user's sitecustomize did not run under --torch: %r %r" % (p.stdout, p.stderr))
+    names = tensor_names(t)
+    if "model" not in names or "loss" not in names:
+        fail("hooks not installed next to the user's sitecustomize: %s" % sorted(names))
+    # a Python program that never imports torch: untouched, records no tensors
+    p = run([A.tftrace, "-q", "-o", trace("notorch"), "--torch", "--", A.python, "-c", "print(6*7)"])
+    if p.stdout.strip() != "42" or p.stderr.strip():
+        fail("a program without torch under --torch: %r %r" % (p.stdout, p.stderr))
+
+
+CASES = {
+    "golden": case_golden,
+    "bugs-model": lambda: case_bugs(["causal-off-by-one", "no-attn-scale", "zero-pos-emb"]),
+    "bugs-loss": lambda: case_bugs(["labels-not-shifted", "loss-over-padding", "grads-not-zeroed"]),
+    "ops": case_ops,
+    "ddp": case_ddp,
+    "ddp-skip-allreduce": case_ddp_skip,
+    "ddp-no-param-broadcast": case_ddp_nobcast,
+    "imports-tftrace": case_program_imports_tftrace,
+    "grad-accum": case_grad_accum,
+    "sitecustomize": case_sitecustomize_chain,
+}
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    for k in ("tftrace", "tfdiff", "tfdump", "python", "gpt", "pythonpath", "version"):
+        ap.add_argument("--" + k, required=True)
+    ap.add_argument("--work")
+    A = ap.parse_args()
+    A.work = A.work or tempfile.mkdtemp(prefix="tft-torch-")
+    os.makedirs(A.work, exist_ok=True)
+    try:
+        CASES[A.case]()
+    finally:
+        if not os.environ.get("TFT_KEEP"):
+            shutil.rmtree(A.work, ignore_errors=True)
+    print("PASS", A.case)
+
+
+if __name__ == "__main__":
+    main()
