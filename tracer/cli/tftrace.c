@@ -431,7 +431,8 @@ static int find_python_dir(char *out, size_t n)
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
-    static const char *const rel[] = {"/python", "/../lib/tftrace/python", "/../lib64/tftrace/python"};
+    static const char *const rel[] = {"/python", "/../lib/tftrace/python", "/../lib64/tftrace/python",
+                                      "/../lib/x86_64-linux-gnu/tftrace/python"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
         snprintf(probe, sizeof(probe), "%s%s/tftrace/_boot/sitecustomize.py", exe, rel[i]);
         if (access(probe, R_OK) == 0) {
