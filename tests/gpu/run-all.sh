@@ -10,6 +10,9 @@
 #   run-gpu-checks.sh      the interposers: cudaMalloc leak, cuBLAS GEMMs
 #                          with a planted difference, a 1-rank NCCL
 #                          all-reduce, a PyTorch loop recorded with a change
+#   run-torch-checks.sh    tftrace --torch on the example GPT on CUDA (device
+#                          statistics, no added syncs, bug localized, ops
+#                          mode, DDP with NCCL on the one GPU)
 #   run-backend-checks.sh  tftrain's CUDA backend: every kernel vs its CPU
 #                          reference, the statistics kernel vs the CPU's,
 #                          loss curves CUDA vs CPU, bug-zoo rows, bandwidth
@@ -28,6 +31,8 @@ echo "== interposers (tests/gpu/run-gpu-checks.sh)"
 OUT=$out/interpose timeout "${TFT_GPU_INTERPOSE_LIMIT:-330}" bash tests/gpu/run-gpu-checks.sh || bad=$((bad + 1))
 echo "== CUDA backend (tests/gpu/run-backend-checks.sh)"
 OUT=$out/backend timeout "${TFT_GPU_BACKEND_LIMIT:-330}" bash tests/gpu/run-backend-checks.sh || bad=$((bad + 1))
+echo "== PyTorch under --torch (tests/gpu/run-torch-checks.sh)"
+OUT=$out/torch timeout "${TFT_GPU_TORCH_LIMIT:-240}" bash tests/gpu/run-torch-checks.sh || bad=$((bad + 1))
 echo "== summary"
-cat "$out/interpose/gpu-results.txt" "$out/backend/gpu-backend-results.txt" 2>/dev/null | grep -E "^(PASS|FAIL|SKIP)|total"
+cat "$out/interpose/gpu-results.txt" "$out/backend/gpu-backend-results.txt" "$out/torch/torch-results.txt" 2>/dev/null | grep -E "^(PASS|FAIL|SKIP)|total"
 exit $bad
