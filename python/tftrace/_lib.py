@@ -135,7 +135,10 @@ def lib():
                 tried.append("%s (%s): not there" % (path, why))
                 continue
             try:
-                handle = ctypes.CDLL(path)
+                # PyDLL: calls keep the GIL (no release and re-take around each of the
+                # many short calls a training step makes; the longest, a statistics
+                # pass over one tensor, is a few hundred microseconds)
+                handle = ctypes.PyDLL(path)
                 _declare(handle)
             except (OSError, AttributeError) as e:
                 tried.append("%s (%s): %s" % (path, why, e))

@@ -17,7 +17,7 @@ from . import _lib
 
 # enum values of tft_types.h (part of the trace format: never renumbered)
 DTYPE = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5, "u8": 6, "i8": 7,
-         "i16": 8, "u16": 9, "u32": 10, "u64": 11, "bool": 12}
+         "i16": 8, "u16": 9, "u32": 10, "u64": 11, "bool": 12, "f8e4m3": 13, "f8e5m2": 14}
 OP_RUNTIME, OP_GEMM, OP_COLLECTIVE, OP_KERNEL, OP_COPY, OP_OTHER = range(6)
 STATS_SHAPE, STATS_HEALTH, STATS_FULL = range(3)
 COLL = {"allreduce": 0, "reduce": 1, "broadcast": 2, "allgather": 3, "reduce_scatter": 4,

@@ -12,8 +12,8 @@ Statistics are computed by the C kernels on the tensor's own memory:
   computes the statistics on the device; docs/PYTORCH.md); a non-contiguous
   one is first made contiguous on that stream;
 - anything else (meta, sparse, quantized, nested tensors, complex or fp8
-  dtypes): shape and dtype only, or nothing when the dtype has no tftrace
-  counterpart (complex).
+  dtypes other than E4M3FN and E5M2): shape and dtype only, or nothing when
+  the dtype has no tftrace counterpart (complex).
 
 More than 8 dimensions are folded into the first (tftrace records at most
 8). Nothing here keeps a reference to the tensor after the call.
@@ -35,17 +35,22 @@ _DT = {
 for _n, _v in (("uint16", "u16"), ("uint32", "u32"), ("uint64", "u64")):
     if hasattr(torch, _n):
         _DT[getattr(torch, _n)] = DTYPE[_v]
-# 8-bit floats have no tftrace dtype yet: recorded as shape-only u8 tensors
-# (their bytes), flagged in docs/PYTORCH.md.
+# 8-bit floats: E4M3FN and E5M2 exactly (tftrace 0.2, format 1.3, when the
+# loaded library knows them); the other fp8 flavours (fnuz, e8m0) have no
+# tftrace dtype: recorded as shape-only u8 tensors (docs/PYTORCH.md).
+if _lib.lib().tft_dtype_size(DTYPE["f8e4m3"]) == 1:
+    for _n, _v in (("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2")):
+        if hasattr(torch, _n):
+            _DT[getattr(torch, _n)] = DTYPE[_v]
 _SHAPE_ONLY_AS_U8 = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
                                                        "float8_e5m2fnuz", "float8_e8m0fnu")
-                          if hasattr(torch, n))
+                          if hasattr(torch, n) and getattr(torch, n) not in _DT)
 
 _ZERO_STATS = ctypes.create_string_buffer(160)  # a tft_stats of zeros (136 bytes) for shape-only records
 
 
 def tft_dtype(t):
-    """The tftrace dtype code of t, or None when it has none."""
+    """The tftrace dtype code of t (u8 for the shape-only fp8 flavours), or None."""
     d = _DT.get(t.dtype)
     if d is None and t.dtype in _SHAPE_ONLY_AS_U8:
         return DTYPE["u8"]
@@ -62,18 +67,47 @@ def _shape(t):
     return s
 
 
+_SHAPE_T = [ctypes.c_int64 * max(1, n) for n in range(MAX_NDIM + 1)]
+_STRIDED = torch.strided
+_lib_handle = None
+
+
 def record(name, t, shape_only=False):
     """Records tensor t under name; returns its tensor id (0 when not recorded).
 
     name: str or bytes. shape_only: write shape and dtype but no statistics
     (views in ops mode). Never raises for an odd tensor: it is skipped.
+    The common case (a dense CPU tensor of a mapped dtype) is kept short:
+    this runs for every module output.
     """
-    lib = _lib.lib()
-    dt = tft_dtype(t)
-    if dt is None:
-        return 0
+    global _lib_handle
+    lib = _lib_handle or _lib.lib()
+    _lib_handle = lib
+    dt = _DT.get(t.dtype)
     if isinstance(name, str):
         name = name.encode()
+    shape = t.shape
+    nd = len(shape)
+    if (dt is not None and not shape_only and nd <= MAX_NDIM and t.layout is _STRIDED and t.is_cpu
+            and not t.is_nested):
+        arr = _SHAPE_T[nd](*shape)
+        if t.is_contiguous():
+            rc = lib.tft_tensor(name, dt, t.data_ptr() if t.numel() else None, nd, arr)
+        else:
+            with torch.no_grad():
+                c = t.contiguous()
+            rc = lib.tft_tensor(name, dt, c.data_ptr() if c.numel() else None, nd, arr)
+        return lib.tft_last_tensor_id() if rc == 0 else 0
+    return _record_slow(lib, name, t, shape_only, dt)
+
+
+def _record_slow(lib, name, t, shape_only, dt):
+    """record() for everything but a dense CPU tensor: CUDA, shape-only,
+    folded dimensions, other layouts and dtypes."""
+    if dt is None:
+        if t.dtype not in _SHAPE_ONLY_AS_U8:
+            return 0
+        dt = DTYPE["u8"]
     shape = _shape(t)
     arr = shape_array(shape)
     layout_ok = t.layout == torch.strided and not t.is_quantized and not getattr(t, "is_nested", False)
