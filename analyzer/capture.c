@@ -12,6 +12,7 @@
  */
 #include "capture.h"
 #include "tft_msg.h"
+#include "tft_stats.h" /* tft_bf16_to_f32, tft_f8e4m3_to_f32, tft_f8e5m2_to_f32 */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -449,13 +450,14 @@ int cap_find_op(const cap_tensor *t, size_t n, int rank, int64_t seq, uint64_t i
 
 /* ---- .npy ------------------------------------------------------------------- */
 
-static const char *npy_descr(int dtype, int bf16_as_f32)
+static const char *npy_descr(int dtype, int as_f32)
 {
     switch (dtype) {
     case TFT_F32: return "<f4";
     case TFT_F64: return "<f8";
     case TFT_F16: return "<f2";
-    case TFT_BF16: return bf16_as_f32 ? "<f4" : "<u2";
+    case TFT_BF16: return as_f32 ? "<f4" : "<u2";
+    case TFT_F8E4M3: case TFT_F8E5M2: return as_f32 ? "<f4" : "|u1";
     case TFT_I32: return "<i4";
     case TFT_I64: return "<i8";
     case TFT_U8: return "|u1";
@@ -492,28 +494,29 @@ static int npy_header(const cap_tensor *t, const char *descr, char *buf, size_t 
     return 0;
 }
 
-static float bf16_to_f32(uint16_t b)
+/* Element i of t's bytes (bf16 or fp8) as a float, exactly. */
+static float decode_f32(const cap_tensor *t, size_t i)
 {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
+    const unsigned char *p = t->data;
+    if (t->dtype == TFT_F8E4M3)
+        return tft_f8e4m3_to_f32(p[i]);
+    if (t->dtype == TFT_F8E5M2)
+        return tft_f8e5m2_to_f32(p[i]);
+    uint16_t b;
+    memcpy(&b, p + 2 * i, sizeof(b));
+    return tft_bf16_to_f32(b);
 }
 
-static int write_body(FILE *f, const cap_tensor *t, int convert_bf16)
+static int write_body(FILE *f, const cap_tensor *t, int convert)
 {
-    if (!convert_bf16)
+    if (!convert)
         return fwrite(t->data, 1, (size_t)t->bytes, f) == (size_t)t->bytes ? 0 : -EIO;
-    const uint16_t *src = t->data;
-    size_t count = (size_t)(t->bytes / 2);
+    size_t count = (size_t)(t->bytes / tft_dtype_size(t->dtype));
     float buf[4096];
     for (size_t i = 0; i < count;) {
         size_t m = count - i < 4096 ? count - i : 4096;
-        for (size_t j = 0; j < m; j++) {
-            uint16_t b;
-            memcpy(&b, src + i + j, sizeof(b));
-            buf[j] = bf16_to_f32(b);
-        }
+        for (size_t j = 0; j < m; j++)
+            buf[j] = decode_f32(t, i + j);
         if (fwrite(buf, sizeof(float), m, f) != m)
             return -EIO;
         i += m;
@@ -521,12 +524,12 @@ static int write_body(FILE *f, const cap_tensor *t, int convert_bf16)
     return 0;
 }
 
-int cap_write_npy_ex(const cap_tensor *t, const char *path, int bf16_as_f32, char *err, size_t errlen)
+int cap_write_npy_ex(const cap_tensor *t, const char *path, int as_f32, char *err, size_t errlen)
 {
     if (!t->complete || !t->data)
         return tft_errf(err, errlen, -ENODATA, "tensor %s (id %" PRIu64 ") is not completely captured", t->name,
                         t->id);
-    const char *descr = npy_descr(t->dtype, bf16_as_f32);
+    const char *descr = npy_descr(t->dtype, as_f32);
     if (!descr || t->ndim < 0 || t->ndim > TFT_MAX_NDIM)
         return tft_errf(err, errlen, -EINVAL, "tensor %s: dtype %d has no .npy equivalent", t->name, t->dtype);
     char hdr[TFT_MAX_NDIM * 24 + 256];
@@ -542,7 +545,7 @@ int cap_write_npy_ex(const cap_tensor *t, const char *path, int bf16_as_f32, cha
                              (unsigned char)(hlen >> 8)};
     int e = fwrite(pre, 1, sizeof(pre), f) == sizeof(pre) && fwrite(hdr, 1, hlen, f) == hlen ? 0 : -EIO;
     if (!e)
-        e = write_body(f, t, t->dtype == TFT_BF16 && bf16_as_f32);
+        e = write_body(f, t, as_f32 && cap_npy_decodes(t->dtype));
     if (fclose(f) != 0 && !e)
         e = -EIO;
     if (e) {
@@ -550,6 +553,11 @@ int cap_write_npy_ex(const cap_tensor *t, const char *path, int bf16_as_f32, cha
         remove(path);
     }
     return e;
+}
+
+int cap_npy_decodes(int dtype)
+{
+    return dtype == TFT_BF16 || dtype == TFT_F8E4M3 || dtype == TFT_F8E5M2;
 }
 
 int cap_write_npy(const cap_tensor *t, const char *path, char *err, size_t errlen)

@@ -82,13 +82,17 @@ int cap_find_op(const cap_tensor *t, size_t n, int rank, int64_t seq, uint64_t i
 /* Writes t (complete, data loaded) as a .npy file, format version 1.0, C
  * order, the exact shape (a 0-d tensor is shape ()), dtype: f32 '<f4',
  * f64 '<f8', f16 '<f2', i32 '<i4', i64 '<i8', u8 '|u1', i8 '|i1', i16
- * '<i2', u16 '<u2', u32 '<u4', u64 '<u8', bool '|b1'. numpy has no bf16:
- * bf16 is written as its raw bits, '<u2' (bf16_as_f32 = 0), or converted
- * exactly to '<f4' (bf16_as_f32 = 1). Returns 0 or a negative errno with a
- * message in err. */
-int cap_write_npy_ex(const cap_tensor *t, const char *path, int bf16_as_f32, char *err, size_t errlen);
-/* cap_write_npy_ex with bf16 as raw '<u2' bits. */
+ * '<i2', u16 '<u2', u32 '<u4', u64 '<u8', bool '|b1'. numpy has no bf16
+ * and no fp8 (those for which cap_npy_decodes is true): they are written
+ * as their raw bits, bf16 '<u2' and f8e4m3/f8e5m2 '|u1' (as_f32 = 0), or
+ * converted exactly to '<f4' (as_f32 = 1; other dtypes ignore it).
+ * Returns 0 or a negative errno with a message in err. */
+int cap_write_npy_ex(const cap_tensor *t, const char *path, int as_f32, char *err, size_t errlen);
+/* cap_write_npy_ex with bf16 and fp8 as raw bits. */
 int cap_write_npy(const cap_tensor *t, const char *path, char *err, size_t errlen);
+/* Whether dtype has no numpy equivalent and is converted to '<f4' by
+ * cap_write_npy_ex's as_f32 (bf16, f8e4m3, f8e5m2). */
+int cap_npy_decodes(int dtype);
 
 /* "output" / "input" / "prior" / "?" */
 const char *cap_role_name(int role);

@@ -50,6 +50,8 @@ static double elem(const cap_tensor *t, uint64_t i)
     case TFT_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
     case TFT_U32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
     case TFT_U64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+    case TFT_F8E4M3: return tft_f8e4m3_to_f32(p[i]);
+    case TFT_F8E5M2: return tft_f8e5m2_to_f32(p[i]);
     default: return 0;
     }
 }

@@ -184,6 +184,17 @@ static void tensor_text(const cap_tensor *t, int match)
                t->seq);
 }
 
+/* What --out wrote for a dtype numpy lacks ("" for the others). */
+static const char *npy_note(int dtype, int raw)
+{
+    switch (dtype) {
+    case TFT_BF16: return raw ? " (bf16 as raw bits, '<u2')" : " (bf16 as float32, '<f4')";
+    case TFT_F8E4M3: return raw ? " (f8e4m3 as raw bits, '|u1')" : " (f8e4m3 as float32, '<f4')";
+    case TFT_F8E5M2: return raw ? " (f8e5m2 as raw bits, '|u1')" : " (f8e5m2 as float32, '<f4')";
+    default: return "";
+    }
+}
+
 int dump_tensor(dump_trace *d, const dump_opts *o)
 {
     cap_tensor *t;
@@ -208,7 +219,7 @@ int dump_tensor(dump_trace *d, const dump_opts *o)
                      "or a larger --ring-kb)", o->out, c->name, c->present, c->bytes);
             bad = 1;
         } else {
-            bad = cap_write_npy_ex(c, o->out, c->dtype == TFT_BF16 && !o->raw, err, sizeof(err)) < 0;
+            bad = cap_write_npy_ex(c, o->out, !o->raw, err, sizeof(err)) < 0;
         }
     }
     if (o->json) {
@@ -225,9 +236,7 @@ int dump_tensor(dump_trace *d, const dump_opts *o)
     } else {
         tensor_text(c, match);
         if (o->out && !bad)
-            printf("wrote     %s%s\n", o->out,
-                   c->dtype == TFT_BF16 ? (o->raw ? " (bf16 as raw bits, '<u2')" : " (bf16 as float32, '<f4')")
-                                        : "");
+            printf("wrote     %s%s\n", o->out, npy_note(c->dtype, o->raw));
     }
     if (bad)
         dump_err("%s", err);

@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 2 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags */
+#define TFT_FORMAT_MINOR 3 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */

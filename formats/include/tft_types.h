@@ -38,6 +38,13 @@ typedef enum tft_dtype {
     TFT_F32 = 0, TFT_F64 = 1, TFT_F16 = 2, TFT_BF16 = 3,
     TFT_I32 = 4, TFT_I64 = 5, TFT_U8 = 6, TFT_I8 = 7, TFT_I16 = 8,
     TFT_U16 = 9, TFT_U32 = 10, TFT_U64 = 11, TFT_BOOL = 12,
+    /* 8-bit floats (format 1.3), one byte each, sign in the top bit: */
+    TFT_F8E4M3 = 13, /* OCP E4M3FN (torch.float8_e4m3fn): 4 exponent bits,
+                      * bias 7, 3 mantissa bits, subnormals; no infinities;
+                      * NaN only S.1111.111; largest 448 */
+    TFT_F8E5M2 = 14, /* E5M2 (torch.float8_e5m2): 5 exponent bits, bias 15,
+                      * 2 mantissa bits, subnormals; IEEE-like, +-Inf and
+                      * NaNs (exponent 31); largest finite 57344 */
     TFT_DTYPE_COUNT
 } tft_dtype;
 
@@ -104,7 +111,7 @@ enum tft_ckpt_action { TFT_CKPT_SAVE = 0, TFT_CKPT_RESUME = 1 };
  * tft.h's TFT_VERSION_*, which a program was compiled with, may be older
  * than the library it runs with). Never NULL; static storage. */
 TFT_API const char *tft_version(void);
-/* The trace format version this library writes, "MAJOR.MINOR" ("1.2":
+/* The trace format version this library writes, "MAJOR.MINOR" ("1.3":
  * tft_format.h's TFT_FORMAT_MAJOR/MINOR). It reads files of every minor
  * version of that major and refuses a newer major (FORMAT.md §1). Never
  * NULL; static storage. (Before tftrace 0.2 it returned the library's

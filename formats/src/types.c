@@ -24,7 +24,7 @@ static const struct {
     [TFT_F32] = {"f32", 4},  [TFT_F64] = {"f64", 8},  [TFT_F16] = {"f16", 2},  [TFT_BF16] = {"bf16", 2},
     [TFT_I32] = {"i32", 4},  [TFT_I64] = {"i64", 8},  [TFT_U8] = {"u8", 1},    [TFT_I8] = {"i8", 1},
     [TFT_I16] = {"i16", 2},  [TFT_U16] = {"u16", 2},  [TFT_U32] = {"u32", 4},  [TFT_U64] = {"u64", 8},
-    [TFT_BOOL] = {"bool", 1},
+    [TFT_BOOL] = {"bool", 1}, [TFT_F8E4M3] = {"f8e4m3", 1}, [TFT_F8E5M2] = {"f8e5m2", 1},
 };
 
 size_t tft_dtype_size(int dtype)
@@ -43,6 +43,8 @@ int tft_dtype_parse(const char *s)
         {"fp32", TFT_F32}, {"float32", TFT_F32}, {"fp64", TFT_F64}, {"float64", TFT_F64},
         {"fp16", TFT_F16}, {"float16", TFT_F16}, {"bfloat16", TFT_BF16},
         {"int32", TFT_I32}, {"int64", TFT_I64}, {"uint8", TFT_U8},
+        {"float8_e4m3fn", TFT_F8E4M3}, {"fp8e4m3", TFT_F8E4M3},
+        {"float8_e5m2", TFT_F8E5M2}, {"fp8e5m2", TFT_F8E5M2},
     };
     if (!s)
         return -EINVAL;

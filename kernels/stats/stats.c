@@ -1,13 +1,13 @@
 /*
  * stats.c — tensor statistics on the CPU (tft_stats.h): the driver, the
- * portable C kernels, fp16/bf16 conversions and the fingerprints.
+ * portable C kernels, fp16/bf16/fp8 conversions and the fingerprints.
  *
  * One pass over the data: the tensor is cut into blocks of 8 KiB; each
  * block's statistics are computed (stats_kernels, two cache-hot sweeps at
  * most), merged into the running totals in block order, and then the same
  * bytes go to the XXH3 streaming state while they are still in L1. fp16,
- * bf16, integer and misaligned blocks are first decoded or copied into an
- * 8 KiB stack buffer.
+ * bf16, fp8, integer and misaligned blocks are first decoded or copied into
+ * an 8 KiB stack buffer (fp8 blocks hold 2048 elements, like fp16's).
  *
  * Moments: all sums are taken in a frame shifted by K, the mean of the first
  * block that has finite values: each block accumulates sum(x-K),
@@ -148,6 +148,46 @@ uint16_t tft_f32_to_f16(float f)
 float tft_bf16_to_f32(uint16_t h)
 {
     return f32_from_bits((uint32_t)h << 16);
+}
+
+/* The 256 values of each 8-bit float format, as constant expressions from
+ * the bit fields (so built at compile time, shared by every thread):
+ * E4M3FN (8 + m) * 2^(e-10), subnormal m * 2^-9, S.1111.111 NaN; E5M2
+ * (4 + m) * 2^(e-17), subnormal m * 2^-16, exponent 31 Inf or NaN. Every
+ * value has at most 4 significant bits, so each product is exact. NaNs are
+ * the quiet NaN with the byte's sign. */
+#define F8_R4(X, b) X(b), X((b) + 1), X((b) + 2), X((b) + 3)
+#define F8_R16(X, b) F8_R4(X, b), F8_R4(X, (b) + 4), F8_R4(X, (b) + 8), F8_R4(X, (b) + 12)
+#define F8_R64(X, b) F8_R16(X, b), F8_R16(X, (b) + 16), F8_R16(X, (b) + 32), F8_R16(X, (b) + 48)
+#define F8_R256(X) F8_R64(X, 0), F8_R64(X, 64), F8_R64(X, 128), F8_R64(X, 192)
+#define F8_SIGNED(b, mag) (((b) & 0x80) ? -(mag) : (mag))
+#define E4M3_MAG(b)                                                                     \
+    (((b) & 0x7f) == 0x7f ? NAN                                                         \
+     : ((b) & 0x78)       ? (float)((8 + ((b) & 7)) << (((b) >> 3) & 15)) * 0x1p-10f    \
+                          : (float)((b) & 7) * 0x1p-9f)
+#define E5M2_MAG(b)                                                                     \
+    (((b) & 0x7c) == 0x7c ? (((b) & 3) ? NAN : INFINITY)                                \
+     : ((b) & 0x7c)       ? (float)((4ull + ((b) & 3)) << (((b) >> 2) & 31)) * 0x1p-17f \
+                          : (float)((b) & 3) * 0x1p-16f)
+#define E4M3_VAL(b) F8_SIGNED(b, E4M3_MAG(b))
+#define E5M2_VAL(b) F8_SIGNED(b, E5M2_MAG(b))
+static const float f8e4m3_values[256] = { F8_R256(E4M3_VAL) };
+static const float f8e5m2_values[256] = { F8_R256(E5M2_VAL) };
+
+float tft_f8e4m3_to_f32(uint8_t b) { return f8e4m3_values[b]; }
+
+float tft_f8e5m2_to_f32(uint8_t b) { return f8e5m2_values[b]; }
+
+void tft_f8e4m3_to_f32_n(const uint8_t *in, float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = f8e4m3_values[in[i]];
+}
+
+void tft_f8e5m2_to_f32_n(const uint8_t *in, float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = f8e5m2_values[in[i]];
 }
 
 /* Adding 0x7fff plus the lowest kept bit rounds to nearest even and carries
@@ -574,7 +614,7 @@ union stage {
     double d[STATS_BLOCK_F64];
 };
 
-/* Returns a pointer to block b's n elements as floats (F32, F16, BF16) or
+/* Returns a pointer to block b's n elements as floats (F32, F16, BF16, F8*) or
  * doubles (everything else): b itself when it can be read in place,
  * otherwise buf after decoding or copying. */
 static const void *block_elements(const struct stats_kernels *kk, int dtype,
@@ -605,6 +645,12 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
     case TFT_BF16:
         kk->dec_bf16(b, n, buf->f);
         return buf->f;
+    case TFT_F8E4M3:
+        tft_f8e4m3_to_f32_n(b, buf->f, n);
+        return buf->f;
+    case TFT_F8E5M2:
+        tft_f8e5m2_to_f32_n(b, buf->f, n);
+        return buf->f;
     default:
         dec_int(dtype, b, n, buf->d);
         return buf->d;
@@ -618,7 +664,8 @@ static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigne
                         size_t numel, int full, double scale, struct acc *A, XXH3_state_t *st)
 {
     size_t esz = tft_dtype_size(dtype);
-    int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
+    int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_F8E4M3 ||
+                 dtype == TFT_F8E5M2);
     size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
     union stage buf;
     for (size_t i = 0; i < numel; i += per_block) {

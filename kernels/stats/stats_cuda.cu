@@ -277,7 +277,7 @@ static HD size_t dtype_bytes(int dtype)
     case TFT_F64: case TFT_I64: case TFT_U64: return 8;
     case TFT_F32: case TFT_I32: case TFT_U32: return 4;
     case TFT_F16: case TFT_BF16: case TFT_I16: case TFT_U16: return 2;
-    case TFT_U8: case TFT_I8: case TFT_BOOL: return 1;
+    case TFT_U8: case TFT_I8: case TFT_BOOL: case TFT_F8E4M3: case TFT_F8E5M2: return 1;
     default: return 0;
     }
 }
@@ -299,6 +299,28 @@ static HD float f16_decode(uint16_t h)
     memcpy(&r, &u, 4);
     return r;
 }
+
+/* OCP E4M3FN (bias 7, no Inf, NaN only S.1111.111) -> binary32, exact, by
+ * bit arithmetic (the CPU side uses a table; the tests compare the two). */
+static HD float f8e4m3_decode(uint8_t b)
+{
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24, em = b & 0x7fu, u;
+    if (em == 0x7fu) {
+        u = sign | 0x7fc00000u;
+    } else if (em >= 0x08u) {
+        u = sign | ((em << 20) + 0x3c000000u); /* exponent e - 7 + 127 */
+    } else {
+        float f = (float)em * 0x1p-9f;
+        memcpy(&u, &f, 4);
+        u |= sign;
+    }
+    float r;
+    memcpy(&r, &u, 4);
+    return r;
+}
+
+/* E5M2 is the top byte of an IEEE binary16. */
+static HD float f8e5m2_decode(uint8_t b) { return f16_decode((uint16_t)(b << 8)); }
 
 /* Element i of an element-aligned array of T (the host reads through
  * memcpy, so emulated data needs no alignment). */
@@ -334,6 +356,8 @@ static HD double load_elem(int dtype, const uint8_t *base, size_t i)
     case TFT_U16: return ld<uint16_t>(base, i);
     case TFT_U32: return ld<uint32_t>(base, i);
     case TFT_U64: return (double)ld<uint64_t>(base, i);
+    case TFT_F8E4M3: return f8e4m3_decode(ld<uint8_t>(base, i));
+    case TFT_F8E5M2: return f8e5m2_decode(ld<uint8_t>(base, i));
     default: return 0.0;
     }
 }

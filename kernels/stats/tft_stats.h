@@ -1,6 +1,6 @@
 /*
  * tft_stats.h — tensor statistics on the CPU: the numbers a tensor record
- * carries (tft_stats, see tft_types.h), fingerprints, and fp16/bf16
+ * carries (tft_stats, see tft_types.h), fingerprints, and fp16/bf16/fp8
  * conversions.
  *
  * Semantics (normative; formats/FORMAT.md repeats them):
@@ -25,7 +25,9 @@
  * element's value converted to double (I64/U64 beyond 2^53 round). BOOL is
  * one byte per element, counted by the byte's value (0 or 1 for a valid
  * bool; other byte values are kept as they are, so corruption shows).
- * fp16 and bf16 elements are decoded exactly, subnormals included.
+ * fp16, bf16 and fp8 (E4M3FN, E5M2) elements are decoded exactly,
+ * subnormals included; every fp8 value is exact in float, so fp8 statistics
+ * are those of the decoded values.
  *
  * Validity by mode (fields not valid are 0):
  *   TFT_STATS_SHAPE   numel only (fingerprint 0).
@@ -95,7 +97,17 @@ float tft_bf16_to_f32(uint16_t h);
  * stays NaN (quiet, sign and top payload bits kept). */
 uint16_t tft_f32_to_bf16(float f);
 
-/* Bulk forms of the four conversions above, n elements, element-wise
+/* 8-bit floats -> binary32, exact: OCP E4M3FN (TFT_F8E4M3: no Inf, NaN
+ * S.1111.111) and E5M2 (TFT_F8E5M2: +-Inf, NaNs), subnormals and -0
+ * included; a NaN comes out as the quiet NaN with the byte's sign. Table
+ * lookups (tft_types.h has the formats). */
+float tft_f8e4m3_to_f32(uint8_t b);
+float tft_f8e5m2_to_f32(uint8_t b);
+/* The same for n bytes at in; in and out must not overlap. */
+void tft_f8e4m3_to_f32_n(const uint8_t *in, float *out, size_t n);
+void tft_f8e5m2_to_f32_n(const uint8_t *in, float *out, size_t n);
+
+/* Bulk forms of the four fp16/bf16 conversions above, n elements, element-wise
  * identical to them. in and out must not overlap. Vectorised. */
 void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n);
 void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n);

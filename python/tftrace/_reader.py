@@ -98,6 +98,7 @@ _COMM_FLAG_INTER = 0x1
 _COLL_SEND, _COLL_RECV = 7, 8
 _TAG_NONE = -1
 _BF16 = 3
+_F8E4M3, _F8E5M2 = 13, 14
 _MODE_NAMES = ("shape", "health", "full")
 _ROLE_NAMES = ("output", "input", "prior")
 _PROC_EVENTS = ("start", "exit", "rss")
@@ -107,9 +108,42 @@ _LIST_IN_ERROR = 100  # captures a KeyError names
 _MANIFEST_MAX_BYTES = 64 << 20  # the C library's limit (formats/src/manifest.c)
 
 # numpy dtype of each tft_dtype (little-endian, as captured bytes are); bf16
-# has none: its bits are widened to float32 (exact) or returned as uint16.
+# has none: its bits are widened to float32 (exact) or returned as uint16;
+# nor has fp8 (f8e4m3, f8e5m2): decoded to float32 (exact) or its bytes as
+# uint8.
 _NP_DTYPES = {0: "<f4", 1: "<f8", 2: "<f2", 3: "<u2", 4: "<i4", 5: "<i8", 6: "|u1", 7: "|i1",
-              8: "<i2", 9: "<u2", 10: "<u4", 11: "<u8", 12: "|b1"}
+              8: "<i2", 9: "<u2", 10: "<u4", 11: "<u8", 12: "|b1", 13: "|u1", 14: "|u1"}
+
+
+def _fp8_table(mbits, bias, ieee):
+    """The float32 value of each of the 256 bytes of an 8-bit float format
+    with mbits mantissa bits and exponent bias `bias`; ieee: the top
+    exponent holds Inf and NaNs (E5M2), else only S.1111.111 is NaN (E4M3FN).
+    NaNs are the quiet NaN with the byte's sign, as the C library's
+    tft_f8e4m3_to_f32 / tft_f8e5m2_to_f32 and tfdump --out give them."""
+    b = np.arange(256)
+    e, m = (b & 0x7f) >> mbits, b & ((1 << mbits) - 1)
+    emax = (1 << (7 - mbits)) - 1
+    mag = np.where(e == 0, np.ldexp(m.astype(np.float64), 1 - bias - mbits),
+                   np.ldexp(((1 << mbits) + m).astype(np.float64), e - bias - mbits))
+    if ieee:
+        mag = np.where((e == emax) & (m == 0), np.inf, mag)
+        nan = (e == emax) & (m != 0)
+    else:
+        nan = (e == emax) & (m == (1 << mbits) - 1)
+    bits = np.where(b >= 128, -mag, mag).astype(np.float32).view(np.uint32)
+    bits = np.where(nan, np.where(b >= 128, 0xffc00000, 0x7fc00000), bits).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+_FP8_TABLES = {}  # tft dtype -> its _fp8_table, made on first use
+
+
+def _fp8_decode(dtype, a):
+    t = _FP8_TABLES.get(dtype)
+    if t is None:
+        t = _FP8_TABLES[dtype] = _fp8_table(3, 7, False) if dtype == _F8E4M3 else _fp8_table(2, 15, True)
+    return t[a]
 
 
 # ---- record layouts (tft_format.h, FORMAT.md section 5) ----------------------
@@ -826,12 +860,14 @@ class Trace:
             caps, _ = self._scan_captures(ranks, None, None)
         return _table([cp.row() for cp in caps], _CAPTURE_COLS)
 
-    def captured(self, name, step=None, rank=None, role="output", bf16="float32"):
+    def captured(self, name, step=None, rank=None, role="output", bf16="float32", fp8="float32"):
         """The whole captured tensor ``name`` as a numpy array of its exact
         shape and dtype (tft dtype -> numpy: f32 float32, f64 float64, f16
         float16, i32 int32, i64 int64, u8 uint8, i8 int8, i16 int16, u16
         uint16, u32 uint32, u64 uint64, bool bool_; bf16: float32 values,
-        converted exactly, or with bf16="raw" its bits as uint16).
+        converted exactly, or with bf16="raw" its bits as uint16; f8e4m3
+        and f8e5m2: float32 values, converted exactly, or with fp8="raw"
+        the bytes as uint8).
 
         name: the tensor name, or an int tensor id. step / rank narrow the
         search; role: "output" (the value its op produced), "input" (its
@@ -845,6 +881,8 @@ class Trace:
             raise ValueError("tftrace: role= is 'output', 'input', 'prior' or None, not %r" % (role,))
         if bf16 not in ("float32", "raw"):
             raise ValueError("tftrace: bf16= is 'float32' or 'raw', not %r" % (bf16,))
+        if fp8 not in ("float32", "raw"):
+            raise ValueError("tftrace: fp8= is 'float32' or 'raw', not %r" % (fp8,))
         if step is not None and (isinstance(step, bool) or not isinstance(step, numbers.Integral)):
             raise TypeError("tftrace: step= is an int or None")
         by_id = isinstance(name, numbers.Integral) and not isinstance(name, bool)
@@ -880,7 +918,7 @@ class Trace:
                 more = ", ... (%d more; Trace.captures() lists them all)" % (len(listed) - _LIST_IN_ERROR)
             raise KeyError("%s: no captured tensor %s; captured: %s%s"
                            % (self.path, what, ", ".join(listed[:_LIST_IN_ERROR]), more))
-        return hit.array(self, bf16 == "raw")
+        return hit.array(self, bf16 == "raw", fp8 == "raw")
 
     def _scan_captures(self, ranks, step, want):
         """Reads CAPTURE records; returns (the captures seen, the first one
@@ -1140,7 +1178,7 @@ class _Capture:
                 self.id, self.name, self.op, self.dtype_name, self.shape, self.bytes, self.present,
                 self.parts, self.complete)
 
-    def array(self, trace, raw_bf16):
+    def array(self, trace, raw_bf16, raw_fp8):
         where = "%s: captured tensor %s (%s of op %s, rank %d)" % (
             trace.path, self.name, _ROLE_NAMES[self.role], self.seq, self.rank)
         if not self.consistent:
@@ -1157,6 +1195,8 @@ class _Capture:
             a = np.frombuffer(self.data, dtype=npd).reshape(self.shape)
         if self.dtype == _BF16 and not raw_bf16:
             a = (a.astype(np.uint32) << 16).view(np.float32)
+        elif self.dtype in (_F8E4M3, _F8E5M2) and not raw_fp8:
+            a = _fp8_decode(self.dtype, a)
         return a
 
 

@@ -2,7 +2,8 @@
  * test_format.c — the trace format library against its contract:
  * round trip of every record kind over many chunks and several ranks,
  * truncation at every byte of the tail, a flipped bit at every byte,
- * unknown kinds, version rules, index rebuild, seeking and the manifest.
+ * unknown kinds, version rules, index rebuild, seeking and the manifest;
+ * dtype names, sizes and fp8 records in 1.3 and 1.2 files.
  */
 #include "tft_format.h"
 #include "tft_test.h"
@@ -805,6 +806,82 @@ static void test_threads_comm(void)
     tft_reader_close(r);
 }
 
+/* dtypes (tft_types.h): every code has a name that parses back and a
+ * size; the fp8 codes of 1.3 and their torch-style aliases. TENSOR and
+ * CAPTURE records of fp8 read back unchanged, in a 1.3 file and in one
+ * whose header says 1.2 (the reader never checks a dtype), next to a code
+ * no version defines (what a 1.2 reader meets in a 1.3 file: it names it
+ * "?" and reads on). */
+static void test_dtypes(void)
+{
+    static const unsigned char sizes[TFT_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1, 1, 2, 2, 4, 8, 1, 1, 1};
+    CHECK(TFT_DTYPE_COUNT == 15 && TFT_F8E4M3 == 13 && TFT_F8E5M2 == 14);
+    for (int d = 0; d < TFT_DTYPE_COUNT; d++) {
+        CHECKF(tft_dtype_size(d) == sizes[d], "size of %s", tft_dtype_name(d));
+        CHECKF(strcmp(tft_dtype_name(d), "?") && tft_dtype_parse(tft_dtype_name(d)) == d, "name of %d", d);
+    }
+    CHECK(!strcmp(tft_dtype_name(TFT_F8E4M3), "f8e4m3") && !strcmp(tft_dtype_name(TFT_F8E5M2), "f8e5m2"));
+    CHECK(tft_dtype_parse("float8_e4m3fn") == TFT_F8E4M3 && tft_dtype_parse("fp8e4m3") == TFT_F8E4M3 &&
+          tft_dtype_parse("float8_e5m2") == TFT_F8E5M2 && tft_dtype_parse("fp8e5m2") == TFT_F8E5M2);
+    CHECK(tft_dtype_parse("float8_e4m3fnuz") == -EINVAL && tft_dtype_parse("f8") == -EINVAL);
+    CHECK(tft_dtype_size(TFT_DTYPE_COUNT) == 0 && !strcmp(tft_dtype_name(TFT_DTYPE_COUNT), "?") &&
+          tft_dtype_size(200) == 0 && !strcmp(tft_dtype_name(-1), "?"));
+
+    static const uint8_t codes[3] = {TFT_F8E4M3, TFT_F8E5M2, 200};
+    for (int minor = 3; minor >= 2; minor--) {
+        char path[512];
+        path_in_tmp(path, sizeof(path), "dtypes.tft");
+        tft_writer *w = tft_writer_open(path, NULL, NULL);
+        CHECK(w != NULL);
+        if (!w)
+            return;
+        recset exp = {0};
+        _Alignas(8) char buf[sizeof(tft_rec_tensor) + sizeof(tft_rec_capture)]; /* either record */
+        for (int i = 0; i < 3; i++) {
+            tft_rec_tensor *t = (tft_rec_tensor *)buf;
+            hdr(&t->h, TFT_REC_TENSOR, sizeof(*t), 0, i, 10 + (uint64_t)i);
+            t->id = (uint64_t)i + 1;
+            t->name = tft_writer_string(w, "w8", 2);
+            t->dtype = codes[i];
+            t->mode = TFT_STATS_FULL;
+            t->ndim = 1;
+            t->shape[0] = 4;
+            t->stats.numel = 4;
+            t->stats.nan = (uint64_t)i;
+            t->stats.max = 448.0;
+            CHECK(tft_writer_append(w, &t->h) == 0);
+            recset_add(&exp, &t->h);
+            tft_rec_capture *c = (tft_rec_capture *)buf;
+            hdr(&c->h, TFT_REC_CAPTURE, sizeof(*c) + 8, 0, i, 20 + (uint64_t)i);
+            c->tensor = (uint64_t)i + 1;
+            c->total = 4;
+            c->n = 4;
+            c->name = tft_writer_string(w, "w8", 2);
+            c->dtype = codes[i];
+            c->ndim = 1;
+            c->shape[0] = 4;
+            memcpy(c->data, "\x7e\x7f\x80\x01", 4);
+            CHECK(tft_writer_append(w, &c->h) == 0);
+            recset_add(&exp, &c->h);
+        }
+        CHECK(tft_writer_close(w) == 0);
+        if (minor == 2)
+            patch_header(path, 1, 2);
+        tft_reader *r = tft_reader_open(path, NULL);
+        CHECK(r != NULL);
+        size_t mism = 1;
+        CHECKF(r && (size_t)read_all(r, &exp, SIZE_MAX, 0, &mism) == exp.n && mism == 0,
+               "fp8 and unknown dtypes in a %d.%d file", TFT_FORMAT_MAJOR, minor);
+        if (r) {
+            tft_reader_status st;
+            tft_reader_get_status(r, &st);
+            CHECK(st.integrity == TFT_INTACT && st.chunks_bad == 0 && tft_reader_info(r)->minor == minor);
+        }
+        tft_reader_close(r);
+        recset_free(&exp);
+    }
+}
+
 /* tft_format_version is the format's version, the header's macros; the
  * library's own version (tft_version) is another, MAJOR.MINOR.PATCH, and
  * what a manifest written without one records as its tool. */
@@ -899,6 +976,7 @@ int main(void)
     test_threads_comm();
     test_writer_stats_sz();
     test_version_strings();
+    test_dtypes();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

@@ -372,6 +372,10 @@ static int map_cuda_dtype(int t)
     case CUDA_R_32I: return TFT_I32;
     case CUDA_R_8I: return TFT_I8;
     case CUDA_R_8U: return TFT_U8;
+#if CUDART_VERSION >= 11080 /* cudaDataType's fp8 members came with CUDA 11.8 */
+    case CUDA_R_8F_E4M3: return TFT_F8E4M3;
+    case CUDA_R_8F_E5M2: return TFT_F8E5M2;
+#endif
     default: return -1;
     }
 }

@@ -339,7 +339,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
 static int map_dtype(ncclDataType_t t)
 {
     static const int8_t map[] = {TFT_I8, TFT_U8, TFT_I32, TFT_U32, TFT_I64, TFT_U64, TFT_F16, TFT_F32, TFT_F64,
-                                 TFT_BF16};
+                                 TFT_BF16, TFT_F8E4M3, TFT_F8E5M2}; /* 10, 11: ncclFloat8e4m3, ncclFloat8e5m2 */
     return t >= 0 && t < (int)sizeof(map) ? map[t] : -1;
 }
 

@@ -3,7 +3,9 @@
  * each format against a reference decoder written with ldexp, encoding
  * against a reference that searches for the nearest value (ties to even,
  * overflow to Inf, NaN kept), and the bulk forms (generic and AVX2) against
- * the scalar ones, also under a hostile MXCSR (DAZ, FTZ, round-up).
+ * the scalar ones, also under a hostile MXCSR (DAZ, FTZ, round-up). fp8
+ * (E4M3FN, E5M2) decoding: all 256 patterns of each against a reference
+ * decoder written with ldexp.
  */
 #define _GNU_SOURCE
 #include <fenv.h>
@@ -211,6 +213,60 @@ static void test_encode_bulk(const struct fmt *f)
     tft_stats_set_isa(STATS_ISA_AUTO);
 }
 
+/* ---- 8-bit floats ------------------------------------------------------------ */
+
+/* The reference fp8 decoder, from the bit fields with ldexp: E4M3FN (bias
+ * 7, NaN only at S.1111.111, no Inf) and E5M2 (bias 15, exponent 31 is Inf
+ * with mantissa 0, else NaN). */
+static double ref_f8(int e5m2, uint8_t b)
+{
+    int mbits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7, emax = e5m2 ? 31 : 15;
+    int e = (b & 0x7f) >> mbits, m = b & ((1 << mbits) - 1);
+    double v;
+    if (e5m2 && e == emax)
+        v = m ? NAN : INFINITY;
+    else if (!e5m2 && e == emax && m == (1 << mbits) - 1)
+        v = NAN;
+    else if (e == 0)
+        v = ldexp(m, 1 - bias - mbits);
+    else
+        v = ldexp((1 << mbits) + m, e - bias - mbits);
+    return (b & 0x80) ? -v : v;
+}
+
+/* All 256 patterns of each format, scalar and bulk (at every alignment),
+ * against the reference: values bit for bit (so -0 is -0), NaNs as NaNs
+ * with the byte's sign. */
+static void test_f8(int e5m2)
+{
+    const char *name = e5m2 ? "f8e5m2" : "f8e4m3";
+    float (*dec)(uint8_t) = e5m2 ? tft_f8e5m2_to_f32 : tft_f8e4m3_to_f32;
+    void (*dec_n)(const uint8_t *, float *, size_t) = e5m2 ? tft_f8e5m2_to_f32_n : tft_f8e4m3_to_f32_n;
+    uint8_t all[256 + 3];
+    float bulk[256];
+    int nan = 0, inf = 0;
+    for (int off = 0; off < 4; off++) {
+        for (int i = 0; i < 256; i++)
+            all[off + i] = (uint8_t)i;
+        dec_n(all + off, bulk, 256);
+        for (int i = 0; i < 256; i++) {
+            double want = ref_f8(e5m2, (uint8_t)i);
+            float got = dec((uint8_t)i);
+            CHECKF(bits(bulk[i]) == bits(got), "%s %#04x: bulk %#x scalar %#x", name, i, bits(bulk[i]),
+                  bits(got));
+            if (isnan(want)) {
+                CHECKF(isnan(got) && (bits(got) >> 31) == (unsigned)(i >> 7), "%s %#04x: %g, want NaN", name,
+                      i, got);
+                nan += off == 0;
+            } else {
+                CHECKF(bits(got) == bits((float)want), "%s %#04x: %a, want %a", name, i, got, want);
+                inf += off == 0 && isinf(want);
+            }
+        }
+    }
+    CHECKF(nan == (e5m2 ? 6 : 2) && inf == (e5m2 ? 2 : 0), "%s: %d NaNs, %d infinities", name, nan, inf);
+}
+
 int main(void)
 {
     static const struct fmt fmts[2] = {
@@ -230,6 +286,18 @@ int main(void)
     CHECKF(tft_f16_to_f32(0x0001) == 0x1p-24f && tft_f16_to_f32(0x7bff) == 65504.0f &&
               tft_bf16_to_f32(0x7f7f) == 3.3895313892515355e38f,
           "decode spot checks");
+    CHECKF(tft_f8e4m3_to_f32(0x7e) == 448.0f && tft_f8e4m3_to_f32(0x01) == 0x1p-9f &&
+              tft_f8e4m3_to_f32(0x08) == 0x1p-6f && tft_f8e4m3_to_f32(0x38) == 1.0f &&
+              tft_f8e4m3_to_f32(0xc0) == -2.0f && bits(tft_f8e4m3_to_f32(0x80)) == 0x80000000u &&
+              isnan(tft_f8e4m3_to_f32(0x7f)) && tft_f8e4m3_to_f32(0x78) == 256.0f,
+          "f8e4m3 spot checks");
+    CHECKF(tft_f8e5m2_to_f32(0x7b) == 57344.0f && tft_f8e5m2_to_f32(0x01) == 0x1p-16f &&
+              tft_f8e5m2_to_f32(0x3c) == 1.0f && tft_f8e5m2_to_f32(0x7c) == INFINITY &&
+              tft_f8e5m2_to_f32(0xfc) == -INFINITY && isnan(tft_f8e5m2_to_f32(0x7d)) &&
+              tft_f8e5m2_to_f32(0x04) == 0x1p-14f,
+          "f8e5m2 spot checks");
+    test_f8(0);
+    test_f8(1);
     for (int i = 0; i < 2; i++) {
         test_decode(&fmts[i]);
         test_encode(&fmts[i]);

@@ -4,7 +4,8 @@
  * mode, on random and adversarial data, unaligned pointers and awkward
  * lengths; every case also runs with the generic and the AVX2 kernels, which
  * must agree bit for bit. Also: argument errors, the caller's FP
- * environment, badly conditioned data, the blocked fingerprint.
+ * environment, badly conditioned data, the blocked fingerprint; fp8
+ * (E4M3FN, E5M2) tensors holding every value of the format.
  *
  * Tolerances: counts, min, max, absmax and fingerprints exact; mean within
  * 1e-12 of mean|x|; std within 1e-12 relative (+1e-15 of mean|x|); l1 and
@@ -61,6 +62,52 @@ static double ref_bf16(uint16_t h)
     return (h & 0x8000) ? -v : v;
 }
 
+/* fp8 from the bit fields: E4M3FN bias 7, NaN only S.1111.111, no Inf;
+ * E5M2 bias 15, exponent 31 Inf (mantissa 0) or NaN. */
+static double ref_f8e4m3(uint8_t b)
+{
+    int e = (b >> 3) & 15, m = b & 7;
+    double v = (e == 15 && m == 7) ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
+    return (b & 0x80) ? -v : v;
+}
+
+static double ref_f8e5m2(uint8_t b)
+{
+    int e = (b >> 2) & 31, m = b & 3;
+    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -16) : ldexp(4 + m, e - 17);
+    return (b & 0x80) ? -v : v;
+}
+
+/* The fp8 byte nearest to v (ties to the even mantissa, which is the even
+ * byte), by search over the positive values; from half a step beyond the
+ * largest finite value on (a tie there: E4M3's 448 is even and keeps it,
+ * E5M2's 57344 is odd and gives it up) E5M2 gives Inf and E4M3 NaN, as
+ * torch's casts do. The test's data generator, not a converter under test. */
+static uint8_t enc_f8(int dtype, double v)
+{
+    static double mag[2][128];
+    static int ready;
+    if (!ready) {
+        for (int b = 0; b < 128; b++)
+            mag[0][b] = ref_f8e4m3((uint8_t)b), mag[1][b] = ref_f8e5m2((uint8_t)b);
+        ready = 1;
+    }
+    int e5 = dtype == TFT_F8E5M2;
+    uint8_t sign = signbit(v) ? 0x80 : 0;
+    double a = fabs(v), max = e5 ? 57344.0 : 448.0, half = e5 ? 4096.0 : 16.0;
+    if (isnan(v))
+        return e5 ? 0x7e : 0x7f;
+    if (a > max + half || (e5 && a == max + half))
+        return (uint8_t)(sign | (e5 ? 0x7c : 0x7f));
+    int best = 0;
+    for (int b = 1; b < 128; b++) {
+        double d = fabs(mag[e5][b] - a), bd = fabs(mag[e5][best] - a);
+        if (isfinite(mag[e5][b]) && (d < bd || (d == bd && !(b & 1))))
+            best = b;
+    }
+    return (uint8_t)(sign | best);
+}
+
 static double ref_value(int dtype, const unsigned char *p, size_t i)
 {
     union {
@@ -82,6 +129,8 @@ static double ref_value(int dtype, const unsigned char *p, size_t i)
     case TFT_U16: return u.u16;
     case TFT_U32: return u.u32;
     case TFT_U64: return (double)u.u64;
+    case TFT_F8E4M3: return ref_f8e4m3(u.u8);
+    case TFT_F8E5M2: return ref_f8e5m2(u.u8);
     }
     abort();
 }
@@ -226,13 +275,15 @@ static void put(int dtype, unsigned char *p, size_t i, double v)
     case TFT_U16: u.h = (uint16_t)v; break;
     case TFT_U32: u.u32 = (uint32_t)v; break;
     case TFT_U64: u.u64 = (uint64_t)v; break;
+    case TFT_F8E4M3: case TFT_F8E5M2: u.u8 = enc_f8(dtype, v); break;
     }
     memcpy(p + i * sz, &u, sz);
 }
 
 static int is_float(int dtype)
 {
-    return dtype == TFT_F32 || dtype == TFT_F64 || dtype == TFT_F16 || dtype == TFT_BF16;
+    return dtype == TFT_F32 || dtype == TFT_F64 || dtype == TFT_F16 || dtype == TFT_BF16 ||
+           dtype == TFT_F8E4M3 || dtype == TFT_F8E5M2;
 }
 
 /* A value typical of the dtype: normal data for floats (with some zeros),
@@ -252,6 +303,8 @@ static double typical(int dtype)
     }
     if (rng() % 8 == 0)
         return 0.0;
+    if (dtype == TFT_F8E5M2 && rng() % 4 == 0) /* the whole range, subnormals included */
+        return ldexp(nrand(), (int)(rng() % 32) - 17);
     return nrand() * (dtype == TFT_F16 ? 100.0 : 3.0) + 0.5;
 }
 
@@ -307,8 +360,8 @@ static void test_random(void)
  * in an otherwise ordinary block (the fast path must notice it). */
 static void test_adversarial(void)
 {
-    static const int fl[] = { TFT_F32, TFT_F64, TFT_F16, TFT_BF16 };
-    for (size_t t = 0; t < 4; t++) {
+    static const int fl[] = { TFT_F32, TFT_F64, TFT_F16, TFT_BF16, TFT_F8E4M3, TFT_F8E5M2 };
+    for (size_t t = 0; t < sizeof fl / sizeof fl[0]; t++) {
         int dt = fl[t];
         size_t n = 5000;
         for (size_t i = 0; i < n; i++)
@@ -369,6 +422,60 @@ static void test_adversarial(void)
     CHECKF(tft_stats_compute(TFT_BOOL, b, 5, TFT_STATS_FULL, &s) == 0 && s.max == 2 &&
               s.zero == 2 && s.l1 == 4,
           "bool: max %g zero %llu", s.max, (unsigned long long)s.zero);
+}
+
+/* Every fp8 value in one tensor (each byte 0..255, then the same again
+ * reversed and at an odd offset, 2 x 256 + 1 elements long enough for the
+ * kernels' vector path) against the long-double reference, and against
+ * counts worked out by hand: E4M3FN has 2 NaNs, no Inf, 2 zeros, max 448,
+ * no value below 2^-14 (its smallest is 2^-9); E5M2 has 6 NaNs, +-Inf, 2
+ * zeros, max 57344 and 6 values below 2^-14 (its subnormals 2^-16, 2^-15,
+ * 3 x 2^-16 of each sign). Symmetric data: mean 0, min = -max. The
+ * fingerprint is that of the raw bytes, and equals the blocked one. */
+static void test_fp8_all_values(void)
+{
+    for (int e5 = 0; e5 < 2; e5++) {
+        int dt = e5 ? TFT_F8E5M2 : TFT_F8E4M3;
+        unsigned char *p = bufmem + 1;
+        for (int i = 0; i < 256; i++)
+            p[i] = p[511 - i] = (unsigned char)i;
+        p[512] = 0x38; /* an unpaired value: 1.0 in E4M3, 0.5 in E5M2 */
+        check_case("fp8-all-values", dt, p, 512);
+        check_case("fp8-all-values+1", dt, p, 513);
+        tft_stats s;
+        CHECK(tft_stats_compute(dt, p, 512, TFT_STATS_FULL, &s) == 0);
+        double max = e5 ? 57344.0 : 448.0, l1 = 0, sumsq = 0;
+        uint64_t nfin = 0;
+        for (int b = 0; b < 256; b++) {
+            double v = e5 ? ref_f8e5m2((uint8_t)b) : ref_f8e4m3((uint8_t)b);
+            if (isfinite(v)) {
+                nfin += 2;
+                l1 += 2 * fabs(v); /* exact: every value is a multiple of 2^-16 below 2^16 */
+                sumsq += 2 * v * v;
+            }
+        }
+        CHECKF(s.numel == 512 && s.nan == (e5 ? 12u : 4u) && s.pinf == (e5 ? 2u : 0u) &&
+                  s.ninf == s.pinf && s.zero == 4 && s.over_fp16 == 0 && s.over_bf16 == 0 &&
+                  s.under_fp16 == (e5 ? 12u : 0u),
+              "%s counts: nan %llu inf %llu/%llu zero %llu under16 %llu", tft_dtype_name(dt),
+              (unsigned long long)s.nan, (unsigned long long)s.pinf, (unsigned long long)s.ninf,
+              (unsigned long long)s.zero, (unsigned long long)s.under_fp16);
+        CHECKF(s.max == max && s.min == -max && s.absmax == max && s.l1 == l1,
+              "%s: min %g max %g absmax %g l1 %.17g/%.17g", tft_dtype_name(dt), s.min, s.max, s.absmax,
+              s.l1, l1);
+        CHECKF(fabs(s.mean) <= 1e-15 * max && fabs(s.l2 - sqrt(sumsq)) <= 1e-15 * s.l2 &&
+                  fabs(s.std - sqrt(sumsq / (double)nfin)) <= 1e-14 * s.std,
+              "%s: mean %g l2 %.17g/%.17g std %.17g", tft_dtype_name(dt), s.mean, s.l2, sqrt(sumsq),
+              s.std);
+        CHECK(s.fingerprint == XXH3_64bits(p, 512) && s.fingerprint == tft_fingerprint_blocked(p, 512));
+        /* bigger than a fingerprint block: the plain XXH3 of the bytes, not the blocked one */
+        size_t big = 3 * 4096 + 77;
+        for (size_t i = 0; i < big; i++)
+            bufmem[i] = (unsigned char)rng();
+        CHECK(tft_stats_compute(dt, bufmem, big, TFT_STATS_HEALTH, &s) == 0 &&
+              s.fingerprint == XXH3_64bits(bufmem, big));
+        CHECKF(tft_dtype_size(dt) == 1, "%s is one byte", tft_dtype_name(dt));
+    }
 }
 
 static void test_empty_and_errors(void)
@@ -509,6 +616,7 @@ int main(void)
     test_empty_and_errors();
     test_random();
     test_adversarial();
+    test_fp8_all_values();
     test_fp_environment();
     test_conditioning();
     test_blocked_fingerprint();

@@ -2,9 +2,10 @@
  * test_stats_cuda.c — the host side of the CUDA statistics library, on any
  * machine (no GPU needed): the device XXH3 port against libxxhash, the
  * device algorithm (emulated on the host with the same code) against
- * tft_stats_compute and its fingerprint against tft_fingerprint_blocked,
- * and the no-device path (available() == 0, launch -> -ENODEV) when no GPU
- * is present. With a GPU, the real launch is compared with the emulation.
+ * tft_stats_compute (fp8 included) and its fingerprint against
+ * tft_fingerprint_blocked, and the no-device path (available() == 0,
+ * launch -> -ENODEV) when no GPU is present. With a GPU, the real launch
+ * is compared with the emulation.
  */
 #include <errno.h>
 #include <math.h>
@@ -97,6 +98,18 @@ static void test_emulation(void)
     compare_emulation("bf16", TFT_BF16, f, 2 * 40000 + 1);
     compare_emulation("f16", TFT_F16, f, 2 * 40000 + 3);
     compare_emulation("i32", TFT_I32, f, 50000);
+    /* fp8: the bytes of the floats (every pattern, NaNs and Infs included),
+     * many tiles, an odd tail; and each format's 256 values in one tile */
+    compare_emulation("f8e4m3", TFT_F8E4M3, f, 4 * 50000 + 5);
+    compare_emulation("f8e5m2", TFT_F8E5M2, f, 4 * 50000 + 5);
+    unsigned char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (unsigned char)i;
+    compare_emulation("f8e4m3 all values", TFT_F8E4M3, all, 256);
+    compare_emulation("f8e5m2 all values", TFT_F8E5M2, all, 256);
+    CHECKF(tft_stats_cuda_scratch_bytes(TFT_F8E4M3, 1 << 20) == tft_stats_cuda_scratch_bytes(TFT_U8, 1 << 20) &&
+              tft_stats_cuda_scratch_bytes(TFT_F8E5M2, 1 << 20) == tft_stats_cuda_scratch_bytes(TFT_U8, 1 << 20),
+          "fp8 elements are one byte on the device");
     double *d = malloc(30001 * sizeof *d);
     for (size_t i = 0; i < 30001; i++)
         d[i] = 1e8 + (double)f[i]; /* NaN and Inf carried over */

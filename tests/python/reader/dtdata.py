@@ -3,15 +3,19 @@ one per tft dtype, deterministic per step (numpy's default_rng). Shared
 by both, so a test compares a captured tensor with the bytes that were
 recorded, not only with what tfdump says."""
 
+import math
+import struct
+
 import numpy as np
 
 # tft_dtype codes (tft_types.h)
-F32, F64, F16, BF16, I32, I64, U8, I8, I16, U16, U32, U64, BOOL = range(13)
+F32, F64, F16, BF16, I32, I64, U8, I8, I16, U16, U32, U64, BOOL, F8E4M3, F8E5M2 = range(15)
 
 
 def arrays(step):
     """name -> (tft dtype code, numpy array of the bytes recorded). bf16 is
-    given as its raw bits (uint16); the reader returns it as float32."""
+    given as its raw bits (uint16), fp8 as its bytes (uint8: every one of
+    the 256, shuffled); the reader returns them as float32."""
     rng = np.random.default_rng(100 + step)
     f32 = rng.standard_normal((3, 50, 200)).astype(np.float32)  # 120000 bytes: 2 capture parts
     f32[0, 0, 0] = np.nan
@@ -35,6 +39,8 @@ def arrays(step):
         "dt.u32": (U32, rng.integers(0, 2**32, 50, dtype=np.uint32)),
         "dt.u64": (U64, u64),
         "dt.bool": (BOOL, rng.integers(0, 2, 33, dtype=np.uint8).astype(bool)),
+        "dt.f8e4m3": (F8E4M3, rng.permutation(256).astype(np.uint8).reshape(2, 128)),
+        "dt.f8e5m2": (F8E5M2, rng.permutation(256).astype(np.uint8).reshape(4, 64)),
         "dt.scalar": (F64, np.array(3.25 + step)),
         "dt.empty": (F32, np.zeros((0, 5), dtype=np.float32)),
     }
@@ -45,4 +51,25 @@ def expected(step, name):
     code, a = arrays(step)[name]
     if code == BF16:
         return (a.astype(np.uint32) << 16).view(np.float32)
+    if code in (F8E4M3, F8E5M2):
+        return np.array([fp8_value(code, int(b)) for b in a.flat], dtype=np.float32).reshape(a.shape)
     return a
+
+
+def fp8_value(code, b):
+    """Byte b of an fp8 format as a float32, one element at a time from the
+    bit fields (E4M3FN: bias 7, only S.1111.111 NaN; E5M2: bias 15, exponent
+    31 Inf or NaN); a NaN is the quiet NaN with the byte's sign."""
+    e5 = code == F8E5M2
+    mb, bias = (2, 15) if e5 else (3, 7)
+    e, m = (b & 0x7f) >> mb, b & ((1 << mb) - 1)
+    top = (1 << (7 - mb)) - 1
+    if (e5 and e == top and m) or (not e5 and e == top and m == (1 << mb) - 1):
+        return struct.unpack("<f", struct.pack("<I", 0xffc00000 if b & 0x80 else 0x7fc00000))[0]
+    if e5 and e == top:
+        v = math.inf
+    elif e == 0:
+        v = math.ldexp(m, 1 - bias - mb)
+    else:
+        v = math.ldexp((1 << mb) + m, e - bias - mb)
+    return -v if b & 0x80 else v

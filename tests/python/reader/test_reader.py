@@ -392,6 +392,7 @@ def case_errors(tftrace):
                               (lambda: t.tensors(name=3), TypeError),
                               (lambda: t.captured("x", role="bogus"), ValueError),
                               (lambda: t.captured("x", bf16="f16"), ValueError),
+                              (lambda: t.captured("x", fp8="u8"), ValueError),
                               (lambda: list(t.events(kinds=["bogus"])), ValueError)):
             try:
                 bad_call()
@@ -636,7 +637,8 @@ def case_capture(tftrace):
         tr = mk_trace("mk%d.trace" % shuffled, env={} if shuffled else {"TFT_CAPTURE_SHUFFLE": "0"})
         parts = tfdump_lines("--events", "--json", "--kind", "capture", tr)
         # (one-byte elements and empty parts are never shuffled: nothing to gain)
-        check(parts and all(p["shuffled"] == (shuffled and p["n"] > 0 and p["dtype"] not in ("u8", "i8", "bool"))
+        check(parts and all(p["shuffled"] == (shuffled and p["n"] > 0
+                                              and p["dtype"] not in ("u8", "i8", "bool", "f8e4m3", "f8e5m2"))
                             for p in parts), "parts shuffled=%s" % shuffled)
         with tftrace.open(tr) as t:
             caps = rows_of(t.captures(), CAPTURE_COLS)
@@ -655,6 +657,13 @@ def case_capture(tftrace):
             raw = t.captured("dt.bf16", step=1, bf16="raw")
             same_array(raw, dtdata.arrays(1)["dt.bf16"][1], "bf16 raw bits")
             same_array(raw, npy_of(tr, "--raw", "--tensor", "dt.bf16@1"), "bf16 raw vs tfdump --raw")
+            for f8 in ("dt.f8e4m3", "dt.f8e5m2"):
+                raw = t.captured(f8, step=1, fp8="raw")
+                same_array(raw, dtdata.arrays(1)[f8][1], f8 + " raw bytes")
+                same_array(raw, npy_of(tr, "--raw", "--tensor", f8 + "@1"), f8 + " raw vs tfdump --raw")
+                dec = t.captured(f8, step=1, bf16="raw")  # bf16= leaves fp8 decoded
+                check(dec.dtype == np.float32 and np.isnan(dec).sum() == (2 if f8 == "dt.f8e4m3" else 6)
+                      and np.isinf(dec).sum() == (0 if f8 == "dt.f8e4m3" else 2), "%s decoded: %s" % (f8, dec))
             first = t.captured("dt.f16")  # no step: the first capture, step 0
             same_array(first, dtdata.expected(0, "dt.f16"), "dt.f16 without step")
             cid = [c for c in caps if c["name"] == "dt.i64" and c["step"] == 1][0]["id"]

@@ -132,6 +132,13 @@ def case_golden():
     printed = float(base[0].split()[-1])
     if not loss0 or abs(loss0[0]["stats"]["mean"] - printed) > 1e-6 * abs(printed):
         fail("loss record %s vs printed %s" % (loss0[:1], printed))
+    # the notebook's three lines (docs/PYTORCH.md): the loss curve as a DataFrame
+    code = ("import sys, tftrace; df = tftrace.open(sys.argv[1]).tensors(name='loss'); "
+            "print(type(df).__name__, [int(s) for s in df['step']], ' '.join(repr(float(x)) for x in df['mean']))")
+    p = run([A.python, "-c", code, g1], env={"PYTHONPATH": A.pythonpath})
+    want = "DataFrame [0, 1, 2, 3] " + " ".join(repr(float(l.split()[-1])) for l in base)
+    if p.stdout.strip() != want:
+        fail("tftrace.open().tensors(name='loss') says %r, want %r" % (p.stdout.strip(), want))
     # no retained tensors: the traced run's peak memory within 5% of the untraced one's
     plain = peak_rss_mib([A.python, A.gpt] + args)
     traced = peak_rss_mib([A.tftrace, "-q", "-o", trace("rss"), "--torch", "--", A.python, A.gpt] + args)
@@ -303,7 +310,106 @@ def case_sitecustomize_chain():
         fail("a program without torch under --torch: %r %r" % (p.stdout, p.stderr))
 
 
+_DTYPES_PROG = r"""
+import sys, torch, tftrace
+from tftrace._torch import tensors
+torch.manual_seed(0)
+x = torch.randn(6, 5, dtype=torch.float64) * 100
+x[0, 0], x[0, 1], x[0, 2] = float("nan"), float("inf"), 0.0
+cases = {"f32": x.float(), "f64": x, "f16": x.half(), "bf16": x.bfloat16(),
+         "i32": x.nan_to_num(0, 0, 0).int(), "i64": x.nan_to_num(0, 0, 0).long(), "u8": x.nan_to_num(0, 0, 0).abs().clamp(0, 255).to(torch.uint8),
+         "i8": x.nan_to_num(0, 0, 0).clamp(-128, 127).to(torch.int8), "bool": x > 0,
+         "i16": x.nan_to_num(0, 0, 0).to(torch.int16)}
+for n in ("float8_e4m3fn", "float8_e5m2"):
+    if hasattr(torch, n):
+        cases[n] = x.clamp(-400, 400).to(getattr(torch, n))
+tftrace.step(0)
+for name, t in cases.items():
+    tensors.record("dt." + name, t)
+    tensors.record("nc." + name, t.t())          # not contiguous: a copy, same values
+    tensors.record("cc." + name, t.t().contiguous())
+tensors.record("zero_d", torch.tensor(3.5))
+tensors.record("empty", torch.zeros(0, 4))
+tensors.record("ndim10", torch.ones([2] * 10))
+tftrace.end_step()
+print("ok", len(cases))
+"""
+
+
+def case_tensors():
+    """Every torch dtype recorded exactly: statistics against torch's own in
+    double precision; a non-contiguous view equals its contiguous copy."""
+    d = tempfile.mkdtemp(dir=A.work)
+    prog = os.path.join(d, "dt.py")
+    with open(prog, "w") as f:
+        f.write(_DTYPES_PROG)
+    t = trace("dtypes")
+    run([A.tftrace, "-q", "-o", t, "--torch", "--", A.python, prog], env={"PYTHONPATH": A.pythonpath})
+    recs = {e["name"]: e for e in events(t, "tensor")}
+    import torch
+    torch.manual_seed(0)
+    x = torch.randn(6, 5, dtype=torch.float64) * 100
+    x[0, 0], x[0, 1], x[0, 2] = float("nan"), float("inf"), 0.0
+    want_dt = {"f32": "f32", "f64": "f64", "f16": "f16", "bf16": "bf16", "i32": "i32", "i64": "i64",
+               "u8": "u8", "i8": "i8", "bool": "bool", "i16": "i16",
+               "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
+    conv = {"f32": x.float(), "f64": x, "f16": x.half(), "bf16": x.bfloat16(),
+            "i32": x.nan_to_num(0, 0, 0).int(), "i64": x.nan_to_num(0, 0, 0).long(),
+            "u8": x.nan_to_num(0, 0, 0).abs().clamp(0, 255).to(torch.uint8),
+            "i8": x.nan_to_num(0, 0, 0).clamp(-128, 127).to(torch.int8), "bool": x > 0,
+            "i16": x.nan_to_num(0, 0, 0).to(torch.int16)}
+    for n in ("float8_e4m3fn", "float8_e5m2"):
+        if hasattr(torch, n):
+            conv[n] = x.clamp(-400, 400).to(getattr(torch, n))
+    for name, tt in conv.items():
+        r = recs.get("dt." + name) or fail("dtype %s not recorded (have %s)" % (name, sorted(recs)))
+        if r["dtype"] != want_dt[name] or r["shape"] != [6, 5]:
+            fail("%s recorded as %s %s" % (name, r["dtype"], r["shape"]))
+        v = tt.double().flatten()
+        fin = v[torch.isfinite(v)]
+        st = r["stats"]
+        exp = {"nan": int(torch.isnan(v).sum()), "pinf": int((v == float("inf")).sum()),
+               "ninf": int((v == float("-inf")).sum()), "zero": int((v == 0).sum())}
+        for k, e in exp.items():
+            if st[k] != e:
+                fail("%s: %s = %s, torch says %s" % (name, k, st[k], e))
+        for k, e in (("min", fin.min()), ("max", fin.max()), ("mean", fin.mean()), ("l1", fin.abs().sum())):
+            if abs(st[k] - float(e)) > 1e-9 * max(1.0, abs(float(e))):
+                fail("%s: %s = %r, torch says %r" % (name, k, st[k], float(e)))
+        nc, cc = recs["nc." + name], recs["cc." + name]
+        if nc["stats"]["fingerprint"] != cc["stats"]["fingerprint"] or nc["shape"] != [5, 6]:
+            fail("%s: a transposed view's record differs from its contiguous copy's" % name)
+    for n, shape in (("zero_d", []), ("empty", [0, 4]), ("ndim10", [8, 2, 2, 2, 2, 2, 2, 2])):
+        r = recs.get(n) or fail("%s not recorded" % n)
+        if r["shape"] != shape:
+            fail("%s shape %s, want %s" % (n, r["shape"], shape))
+    print("dtypes recorded exactly:", ", ".join(sorted(want_dt[n] for n in conv)))
+
+
+def case_mpirun():
+    """tftrace --torch -- mpirun -np 2 python ...: every process recorded, ranks from MPI."""
+    t = trace("mpi")
+    p = run([A.tftrace, "-q", "-o", t, "--torch", "--", "mpirun", "--allow-run-as-root", "--oversubscribe",
+             "-np", "2", A.python, A.gpt, "--steps", "2"], ok=None)
+    if p.returncode != 0:
+        if "mpirun" in p.stderr and ("not found" in p.stderr or "No such file" in p.stderr):
+            print("SKIP: no mpirun")
+            return
+        fail("mpirun run exited %d: %s" % (p.returncode, p.stderr[-2000:]))
+    man = json.load(open(os.path.join(t, "manifest.json")))
+    ranks = sorted(r["rank"] for r in man["ranks"])
+    if ranks != [0, 1]:
+        fail("mpirun ranks %s, want [0, 1]" % ranks)
+    ev = events(t, "tensor")
+    for r in (0, 1):
+        steps = sorted({e["step"] for e in ev if e["rank"] == r and e["name"] == "loss"})
+        if steps != [0, 1]:
+            fail("rank %d loss records at steps %s" % (r, steps))
+
+
 CASES = {
+    "mpirun": case_mpirun,
+    "tensors": case_tensors,
     "golden": case_golden,
     "bugs-model": lambda: case_bugs(["causal-off-by-one", "no-attn-scale", "zero-pos-emb"]),
     "bugs-loss": lambda: case_bugs(["labels-not-shifted", "loss-over-padding", "grads-not-zeroed"]),

@@ -1,0 +1,43 @@
+"""tftrace for Python: read traces into pandas/numpy, and record PyTorch.
+
+Reading (over the C reader in libtftrace.so, docs/PYTHON.md)::
+
+    import tftrace
+    t = tftrace.open("golden.trace")
+    t.tensors(name="loss")            # a pandas DataFrame (numpy arrays without pandas)
+    tftrace.diff("golden.trace", "bad.trace")   # what tfdiff --json says
+
+Recording PyTorch needs no code change: ``tftrace --torch -- python train.py``
+(docs/PYTORCH.md). A program may still mark steps itself with
+``tftrace.step(n)``, or install the PyTorch hooks by hand with
+``tftrace.install_torch()``.
+
+``import tftrace`` loads nothing heavy: libtftrace.so is loaded on first use,
+pandas only by the reader, torch only by the PyTorch layer.
+"""
+
+from ._version import __version__
+from ._lib import TftLibraryError, library_path, library_version
+from ._record import enabled, step, end_step, scope, flush
+
+# the reader (tftrace/_reader.py), imported on first use
+_READER = ("open", "diff", "Trace", "TraceError", "TraceWarning", "ToolNotFoundError")
+
+
+def install_torch(mode="modules"):
+    """Installs the PyTorch recording hooks in this process (what
+    ``tftrace --torch`` does when torch is imported); mode "modules" or "ops".
+    Returns True when installed, False when not traced."""
+    from ._torch import install
+    return install(mode)
+
+
+def __getattr__(name):
+    if name in _READER:
+        from . import _reader
+        return getattr(_reader, name)
+    raise AttributeError("module 'tftrace' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_READER))

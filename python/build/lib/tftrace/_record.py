@@ -1,0 +1,190 @@
+"""The recording API (tft.h) for Python programs, over libtftrace.so.
+
+Every function is a cheap no-op when the process is not traced
+(``tft_enabled() == 0``: not started under ``tftrace`` and no ``TFT_OUTPUT``).
+Nothing here raises on a recording problem: tracing never changes what the
+traced program does (a failed record is counted by the C recorder, or lost).
+
+Steps: ``step(n)`` marks the start of training step ``n`` (ending the one
+before); it overrides the optimizer-step numbering of ``tftrace --torch``
+from its first call on (docs/PYTORCH.md).
+"""
+
+import ctypes
+import threading
+
+from . import _lib
+
+# enum values of tft_types.h (part of the trace format: never renumbered)
+DTYPE = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i32": 4, "i64": 5, "u8": 6, "i8": 7,
+         "i16": 8, "u16": 9, "u32": 10, "u64": 11, "bool": 12}
+OP_RUNTIME, OP_GEMM, OP_COLLECTIVE, OP_KERNEL, OP_COPY, OP_OTHER = range(6)
+STATS_SHAPE, STATS_HEALTH, STATS_FULL = range(3)
+COLL = {"allreduce": 0, "reduce": 1, "broadcast": 2, "allgather": 3, "reduce_scatter": 4,
+        "alltoall": 5, "barrier": 6, "send": 7, "recv": 8, "gather": 9, "scatter": 10}
+REDOP = {"none": 0, "sum": 1, "prod": 2, "min": 3, "max": 4, "avg": 5, "other": 6}
+MAX_NDIM = 8
+
+
+class CollInfo(ctypes.Structure):
+    """tft_coll_info (tft.h): grows only at its end; sz says how far this copy goes."""
+    _fields_ = [("sz", ctypes.c_size_t), ("name", ctypes.c_char_p), ("comm", ctypes.c_uint64),
+                ("type", ctypes.c_int), ("dtype", ctypes.c_int), ("count", ctypes.c_uint64),
+                ("redop", ctypes.c_int), ("root", ctypes.c_int), ("rank", ctypes.c_int),
+                ("nranks", ctypes.c_int), ("tag", ctypes.c_int), ("t_enter", ctypes.c_uint64)]
+
+
+class CommInfo(ctypes.Structure):
+    """tft_comm_info (tft.h)."""
+    _fields_ = [("sz", ctypes.c_size_t), ("comm", ctypes.c_uint64), ("name", ctypes.c_char_p),
+                ("parent", ctypes.c_uint64), ("rank", ctypes.c_int), ("size", ctypes.c_int),
+                ("order", ctypes.c_uint), ("n_members", ctypes.c_int),
+                ("members", ctypes.POINTER(ctypes.c_int32)), ("flags", ctypes.c_uint)]
+
+
+_on = None
+_state = threading.local()
+
+
+def enabled():
+    """True when this process records (the C recorder is on)."""
+    global _on
+    if _on is None:
+        try:
+            _on = bool(_lib.lib().tft_enabled())
+        except _lib.TftLibraryError:
+            _on = False
+    return _on
+
+
+class _Steps:
+    """Who numbers the steps, and the one in progress.
+
+    ``source`` is "optimizer" (tftrace --torch: one optimizer step() = one
+    step), "explicit" (``tftrace.step``) or "nvtx" (an NVTX step range seen
+    by the C recorder); explicit and NVTX marks switch the optimizer's off.
+    """
+
+    def __init__(self):
+        self.before_end = []  # callables run before a step ends (on the thread that ends it)
+        self.lock = threading.Lock()
+        self.source = "optimizer"
+        self.current = 0      # number of the step in progress, or of the next one
+        self.open = False     # a step_begin without its step_end yet
+
+    def ensure(self):
+        """Begins the current step if none is open (optimizer numbering only)."""
+        if self.open or self.source != "optimizer":
+            return
+        with self.lock:
+            if not self.open and self.source == "optimizer":
+                _lib.lib().tft_step_begin(self.current)
+                self.open = True
+
+    def end_optimizer_step(self):
+        """An optimizer step() finished: ends its step (optimizer numbering only)."""
+        if self.source != "optimizer":
+            return
+        self._before_end()
+        with self.lock:
+            if self.open:
+                _lib.lib().tft_step_end(self.current)
+                self.open = False
+            self.current += 1
+
+    def _before_end(self):
+        for f in self.before_end:
+            try:
+                f()
+            except Exception:
+                pass
+
+    def explicit(self, n, source="explicit"):
+        self._before_end()
+        with self.lock:
+            lib = _lib.lib()
+            if self.open:
+                lib.tft_step_end(self.current)
+            self.source = source
+            self.current = int(n)
+            lib.tft_step_begin(self.current)
+            self.open = True
+
+    def close(self):
+        self._before_end()
+        with self.lock:
+            if self.open:
+                _lib.lib().tft_step_end(self.current)
+                self.open = False
+
+
+steps = _Steps()
+
+
+def step(n):
+    """Marks the start of training step n (and the end of the step before).
+
+    From the first call on, steps are numbered by these calls alone (not by
+    optimizer steps). A no-op when not traced.
+    """
+    if enabled():
+        steps.explicit(n)
+
+
+def end_step():
+    """Ends the step in progress (also done at the next step() and at exit)."""
+    if enabled():
+        steps.close()
+
+
+class scope:
+    """Context manager: records inside it carry NAME in their scope path."""
+
+    def __init__(self, name):
+        self.name = name.encode()
+
+    def __enter__(self):
+        if enabled():
+            _lib.lib().tft_scope_push(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        if enabled():
+            _lib.lib().tft_scope_pop()
+        return False
+
+
+def shape_array(shape):
+    """A ctypes int64 array of shape (at most MAX_NDIM entries: callers fold more)."""
+    return (ctypes.c_int64 * max(1, len(shape)))(*shape)
+
+
+def flush():
+    """Pushes this process's records towards the trace (best effort)."""
+    if enabled():
+        _lib.lib().tft_flush()
+
+
+_broken = set()
+
+
+def guarded(what):
+    """Decorator for recording code that runs inside the traced program
+    (hooks, wrappers): an exception in it is reported once on stderr, under
+    `what`, and swallowed (the hook returns None), so that a recording
+    problem never becomes the program's."""
+    def deco(fn):
+        def run(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 (any recording failure)
+                if what not in _broken:
+                    _broken.add(what)
+                    import sys
+                    sys.stderr.write("tftrace: recording %s failed (%s: %s); the program goes on, "
+                                     "this may be missing from the trace\n" % (what, type(e).__name__, e))
+                return None
+        run.__name__ = getattr(fn, "__name__", "hook")
+        run.__doc__ = fn.__doc__
+        return run
+    return deco

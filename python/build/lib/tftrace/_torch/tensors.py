@@ -1,0 +1,117 @@
+"""Recording one torch.Tensor: dtype mapping and where its statistics are made.
+
+Statistics are computed by the C kernels on the tensor's own memory:
+
+- a CPU tensor that is contiguous: in place (``tft_tensor`` reads its
+  ``data_ptr()``), no copy;
+- a CPU tensor that is not contiguous (a transposed view, a slice): one
+  ``contiguous()`` copy, freed right after (the statistics kernels and the
+  fingerprint read dense row-major memory);
+- a CUDA tensor: ``tft_tensor_dev`` on the tensor's current stream, behind
+  the work that made it, without a host synchronisation (the CUDA plugin
+  computes the statistics on the device; docs/PYTORCH.md); a non-contiguous
+  one is first made contiguous on that stream;
+- anything else (meta, sparse, quantized, nested tensors, complex or fp8
+  dtypes): shape and dtype only, or nothing when the dtype has no tftrace
+  counterpart (complex).
+
+More than 8 dimensions are folded into the first (tftrace records at most
+8). Nothing here keeps a reference to the tensor after the call.
+"""
+
+import ctypes
+
+import torch
+
+from .. import _lib
+from .._record import DTYPE, MAX_NDIM, STATS_SHAPE, shape_array
+
+_DT = {
+    torch.float32: DTYPE["f32"], torch.float64: DTYPE["f64"], torch.float16: DTYPE["f16"],
+    torch.bfloat16: DTYPE["bf16"], torch.int32: DTYPE["i32"], torch.int64: DTYPE["i64"],
+    torch.uint8: DTYPE["u8"], torch.int8: DTYPE["i8"], torch.int16: DTYPE["i16"],
+    torch.bool: DTYPE["bool"],
+}
+for _n, _v in (("uint16", "u16"), ("uint32", "u32"), ("uint64", "u64")):
+    if hasattr(torch, _n):
+        _DT[getattr(torch, _n)] = DTYPE[_v]
+# 8-bit floats have no tftrace dtype yet: recorded as shape-only u8 tensors
+# (their bytes), flagged in docs/PYTORCH.md.
+_SHAPE_ONLY_AS_U8 = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                                       "float8_e5m2fnuz", "float8_e8m0fnu")
+                          if hasattr(torch, n))
+
+_ZERO_STATS = ctypes.create_string_buffer(160)  # a tft_stats of zeros (136 bytes) for shape-only records
+
+
+def tft_dtype(t):
+    """The tftrace dtype code of t, or None when it has none."""
+    d = _DT.get(t.dtype)
+    if d is None and t.dtype in _SHAPE_ONLY_AS_U8:
+        return DTYPE["u8"]
+    return d
+
+
+def _shape(t):
+    s = tuple(t.shape)
+    if len(s) > MAX_NDIM:
+        lead = 1
+        for x in s[:len(s) - MAX_NDIM + 1]:
+            lead *= x
+        s = (lead,) + s[len(s) - MAX_NDIM + 1:]
+    return s
+
+
+def record(name, t, shape_only=False):
+    """Records tensor t under name; returns its tensor id (0 when not recorded).
+
+    name: str or bytes. shape_only: write shape and dtype but no statistics
+    (views in ops mode). Never raises for an odd tensor: it is skipped.
+    """
+    lib = _lib.lib()
+    dt = tft_dtype(t)
+    if dt is None:
+        return 0
+    if isinstance(name, str):
+        name = name.encode()
+    shape = _shape(t)
+    arr = shape_array(shape)
+    layout_ok = t.layout == torch.strided and not t.is_quantized and not getattr(t, "is_nested", False)
+    dev = t.device.type
+    if shape_only or not layout_ok or t.dtype in _SHAPE_ONLY_AS_U8 or dev not in ("cpu", "cuda"):
+        idx = t.device.index if dev == "cuda" and t.device.index is not None else -1
+        rc = lib.tft_tensor_stats(name, dt, len(shape), arr, _ZERO_STATS, STATS_SHAPE, idx)
+        return lib.tft_last_tensor_id() if rc == 0 else 0
+    with torch.no_grad():
+        if not t.is_contiguous():
+            t = t.contiguous()
+        if dev == "cpu":
+            rc = lib.tft_tensor(name, dt, t.data_ptr() if t.numel() else None, len(shape), arr)
+        else:
+            stream = torch.cuda.current_stream(t.device).cuda_stream
+            rc = lib.tft_tensor_dev(name, dt, t.data_ptr(), len(shape), arr, t.device.index or 0,
+                                    ctypes.c_void_p(stream))
+    return lib.tft_last_tensor_id() if rc == 0 else 0
+
+
+def leaves(obj, path, out, depth=0):
+    """Appends (name, tensor) for every tensor leaf of obj, named by its path:
+    a tensor is ``path``; a tuple/list element ``path[i]``; a dict entry
+    ``path.key``; a dataclass / namedtuple / ModelOutput field ``path.field``."""
+    if depth > 8:
+        return out
+    if isinstance(obj, torch.Tensor):
+        out.append((path, obj))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            leaves(v, "%s.%s" % (path, k), out, depth + 1)
+    elif isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        for k in obj._fields:
+            leaves(getattr(obj, k), "%s.%s" % (path, k), out, depth + 1)
+    elif isinstance(obj, (tuple, list)):
+        for i, v in enumerate(obj):
+            leaves(v, "%s[%d]" % (path, i), out, depth + 1)
+    elif hasattr(obj, "__dataclass_fields__"):
+        for k in obj.__dataclass_fields__:
+            leaves(getattr(obj, k, None), "%s.%s" % (path, k), out, depth + 1)
+    return out
