@@ -381,6 +381,19 @@ void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix)
         snprintf(buf, n, "%s-%s-%d%s", prefix, stamp, k, suffix);
 }
 
+/* The folder of this program (/proc/self/exe without its last part). */
+static int exe_dir(char *exe, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", exe, n - 1);
+    if (len <= 0)
+        return -1;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    return 0;
+}
+
 /* libtftrace.so next to this program (build tree) or in ../lib (install). */
 static int find_library(char *out, size_t n)
 {
@@ -388,13 +401,8 @@ static int find_library(char *out, size_t n)
     if (env && access(env, R_OK) == 0)
         return snprintf(out, n, "%s", env), 0;
     char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len <= 0)
+    if (exe_dir(exe, sizeof(exe)) < 0)
         return -1;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
     static const char *const rel[] = {"/libtftrace.so", "/../lib/libtftrace.so",
                                       "/../lib64/libtftrace.so", "/../lib/x86_64-linux-gnu/libtftrace.so"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
@@ -424,13 +432,8 @@ static int find_python_dir(char *out, size_t n)
         return -1;
     }
     char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len <= 0)
+    if (exe_dir(exe, sizeof(exe)) < 0)
         return -1;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
     static const char *const rel[] = {"/python", "/../lib/tftrace/python", "/../lib64/tftrace/python",
                                       "/../lib/x86_64-linux-gnu/tftrace/python"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {

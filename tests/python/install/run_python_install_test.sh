@@ -29,8 +29,10 @@ out=$(env -u TFT_LIB -u TFT_PYTHON_DIR "$tmp/p/bin/tftrace" -q -o "$tmp/t.trace"
 echo "$out" | grep -x modules >/dev/null || fail "TFT_TORCH not set: $out"
 echo "$out" | grep "^True $pydir/tftrace/__init__.py" >/dev/null || fail "not the installed package, or not recording: $out"
 if [ -n "$venv_py" ]; then
+    # from a copy: setuptools writes build/ and *.egg-info beside the sources
+    cp -r "$src/python" "$tmp/src" && rm -rf "$tmp/src/build" "$tmp/src"/*.egg-info
     "$venv_py" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
-        --target "$tmp/site" "$src/python" >"$tmp/pip.log" 2>&1 || fail "pip install ./python: $(tail -5 "$tmp/pip.log")"
+        --target "$tmp/site" "$tmp/src" >"$tmp/pip.log" 2>&1 || fail "pip install ./python: $(tail -5 "$tmp/pip.log")"
     lib=$(find "$tmp/p" -name 'libtftrace.so' | head -1)
     out=$(cd "$tmp" && env -u LD_PRELOAD PYTHONPATH="$tmp/site" TFT_LIB="$lib" "$venv_py" -c \
           "import tftrace; print(tftrace.__version__, tftrace.library_version(), tftrace.__file__)" 2>&1) ||
