@@ -354,7 +354,9 @@ def _wrap_ddp():
         if not getattr(self, "_tft_hooked", True):
             self._tft_hooked = True
             try:
-                real_register(self, getattr(self, "process_group", None), _recording_hook(None))
+                pg = getattr(self, "process_group", None)
+                if group_info(pg) is not None:   # else DDP's own reduction stays (NCCL under tftrace)
+                    real_register(self, pg, _recording_hook(None))
             except Exception:
                 pass
         return real_forward(self, *args, **kwargs)
