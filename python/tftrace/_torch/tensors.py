@@ -38,7 +38,11 @@ for _n, _v in (("uint16", "u16"), ("uint32", "u32"), ("uint64", "u64")):
 # 8-bit floats: E4M3FN and E5M2 exactly (tftrace 0.2, format 1.3, when the
 # loaded library knows them); the other fp8 flavours (fnuz, e8m0) have no
 # tftrace dtype: recorded as shape-only u8 tensors (docs/PYTORCH.md).
-if _lib.lib().tft_dtype_size(DTYPE["f8e4m3"]) == 1:
+try:
+    _fp8 = _lib.lib().tft_dtype_size(DTYPE["f8e4m3"]) == 1
+except _lib.TftLibraryError:
+    _fp8 = False
+if _fp8:
     for _n, _v in (("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2")):
         if hasattr(torch, _n):
             _DT[getattr(torch, _n)] = DTYPE[_v]
