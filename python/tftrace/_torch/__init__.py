@@ -31,6 +31,12 @@ def install(mode="modules"):
     if mode not in ("modules", "ops"):
         raise ValueError("tftrace: torch mode must be 'modules' or 'ops', not %r" % (mode,))
     if not enabled():
+        import os
+        if os.environ.get("TFT_OUTPUT") or os.environ.get("TFT_SHM"):
+            try:
+                _lib.lib()
+            except _lib.TftLibraryError as e:
+                sys.stderr.write("tftrace: TFT_TORCH is set but PyTorch is not recorded: %s\n" % e)
         return False
     with _lock:
         if _installed is not None:

@@ -407,7 +407,43 @@ def case_mpirun():
             fail("rank %d loss records at steps %s" % (r, steps))
 
 
+_NVTX_PROG = r"""
+import torch
+m = torch.nn.Linear(4, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for s in range(3):
+    torch.cuda.nvtx.range_push("step %d" % (10 + s))
+    for micro in range(2):
+        opt.zero_grad(); m(torch.ones(3, 4)).sum().backward(); opt.step()
+    torch.cuda.nvtx.range_pop()
+"""
+
+
+def case_nvtx_steps():
+    """An NVTX 'step N' range numbers the steps (two optimizer steps inside
+    each), under tftrace (the C recorder sees the range) and in-process
+    without it (TFT_TORCH + TFT_OUTPUT + TFT_LIB: the Python layer does)."""
+    d = tempfile.mkdtemp(dir=A.work)
+    prog = os.path.join(d, "nv.py")
+    with open(prog, "w") as f:
+        f.write(_NVTX_PROG)
+    t1 = trace("nvtx-launcher")
+    run([A.tftrace, "-q", "-o", t1, "--torch", "--", A.python, prog])
+    t2 = trace("nvtx-inproc")
+    boot = os.path.join(A.pythonpath, "tftrace", "_boot")
+    run([A.python, prog], env={"TFT_TORCH": "1", "TFT_OUTPUT": t2, "PYTHONPATH": boot + ":" + A.pythonpath})
+    for t in (t1, t2):
+        ev = events(t)
+        steps = [(e["step"], e.get("phase")) for e in ev if e["kind"] == "step"]
+        nums = sorted({s for s, _ in steps})
+        if nums != [10, 11, 12] or len(steps) != 6:
+            fail("%s: step records %s, want begin/end of 10, 11, 12" % (os.path.basename(t), steps))
+        params = [e["step"] for e in ev if e["kind"] == "tensor" and e["name"] == "param.model.weight"]
+        if params != [10, 10, 11, 11, 12, 12]:
+            fail("%s: param records at steps %s" % (os.path.basename(t), params))
+
+
 CASES = {
+    "nvtx-steps": case_nvtx_steps,
     "mpirun": case_mpirun,
     "tensors": case_tensors,
     "golden": case_golden,
