@@ -313,7 +313,9 @@ def case_errors(tftrace):
     os.mkfifo(fifo)
     refused(fifo, "not a regular file")
 
-    g = tftrain("g.trace", "--steps", "20")
+    # 60 steps: ~3 MB of records, several 1 MiB chunks by size alone (20 steps
+    # are just under one chunk, split or not by the collector's timed flush)
+    g = tftrain("g.trace", "--steps", "60")
     n_chunks = sum(1 for _ in tfdump_lines("--chunks", "--json", g))
     check(n_chunks >= 2, "want a trace of several chunks, got %d" % n_chunks)
     with tftrace.open(g) as t:
