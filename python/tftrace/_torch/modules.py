@@ -266,22 +266,23 @@ def _wrap_backward():
             record_loss(t)
         return True
 
-    def tensor_backward(self, *args, **kwargs):
-        mine = note_loss(self)
-        try:
-            return real_tensor_backward(self, *args, **kwargs)
-        finally:
-            if mine:
-                _in_backward.on = False
+    def noting(real, loss_of):
+        """real, recording loss_of(its first argument) unless a backward is
+        already in progress on this thread (Tensor.backward calls
+        torch.autograd.backward)."""
+        def wrapper(first, *args, **kwargs):
+            mine = note_loss(loss_of(first))
+            try:
+                return real(first, *args, **kwargs)
+            finally:
+                if mine:
+                    _in_backward.on = False
+        wrapper.__doc__ = real.__doc__
+        return wrapper
 
-    def autograd_backward(tensors_, *args, **kwargs):
-        first = tensors_[0] if isinstance(tensors_, (list, tuple)) and tensors_ else tensors_
-        mine = note_loss(first)
-        try:
-            return real_autograd_backward(tensors_, *args, **kwargs)
-        finally:
-            if mine:
-                _in_backward.on = False
+    tensor_backward = noting(real_tensor_backward, lambda t: t)
+    autograd_backward = noting(real_autograd_backward,
+                               lambda ts: ts[0] if isinstance(ts, (list, tuple)) and ts else ts)
 
     torch.Tensor.backward = tensor_backward
     torch.autograd.backward = autograd_backward
