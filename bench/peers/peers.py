@@ -334,8 +334,9 @@ def main():
                 osu, where = find_osu(tmp)
                 prog = "OSU osu_bcast.py" if osu else "bcast_loop.py"
                 log(f"peers.osu: {prog} ({where})")
-                n = {"ltrace": (300, 20), "uftrace": (2000, 50)}
-                default = (2000, 50) if osu else (20000, 100)
+                # OSU's own loop counts (10,000 small, 100 large), fewer under the slow tools
+                n = {"ltrace": (300, 20), "uftrace": (2000, 50), "bpftrace": (2000, 50)}
+                default = (10000, 100) if osu else (20000, 100)
                 best, _ = measure("osu", lambda t: case_osu(r, t, osu, *n.get(t, default)), tools, a.reps)
                 results += emit("peers.osu", f"{prog}, 2 ranks, 8 B MPI_Bcast", best, "small", tools)
                 results += emit("peers.osu1m", f"{prog}, 2 ranks, 1 MiB MPI_Bcast", best, "large", tools)
