@@ -379,7 +379,7 @@ export TFT_BENCH_REPS=$REPS TFT_BENCH_QUICK=$QUICK
 load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "0 0 0")
 timeout_s=${TFT_BENCH_TIMEOUT:-1800}
 while IFS=$'\t' read -r name file command; do
-    log=$logs/$name.log
+    log=$logs/$name.log shown=${logs#"$root"/}/$name.log
     if [ "$file" != - ] && [ ! -e "$file" ]; then
         echo "== $name: not present ($file)"
         printf '%s\tnot present\t%s\t\t%s\n' "$name" "$file missing" "$command" >>"$manifest"
@@ -399,8 +399,8 @@ while IFS=$'\t' read -r name file command; do
     if [ "$st" = 124 ]; then status="timed out after ${timeout_s} s"
     elif [ "$st" != 0 ]; then status="failed (exit $st)"; fi
     n=$(grep -c 'BENCH-RESULT' "$log" || true)
-    echo "   $status, $n BENCH-RESULT lines, ${secs} s, log $log"
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "$log" "$secs" "$command" >>"$manifest" < /dev/null
+    echo "   $status, $n BENCH-RESULT lines, ${secs} s, log $shown"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$status" "$shown" "$secs" "$command" >>"$manifest"
 done < <(entries)
 
 load1=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "0 0 0")
