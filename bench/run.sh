@@ -56,7 +56,8 @@ die() { echo "bench/run.sh: $*" >&2; exit 2; }
 
 # JSON, tables and the doc: python3's standard library only.
 IFS= read -r -d '' PY <<'PYEOF' || true
-import json, os, re, sys
+import json, os, re, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # bench/run.sh --table | head
 
 KEYS_NUM = ("figure", "baseline", "value", "goal")
 
