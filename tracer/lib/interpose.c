@@ -98,15 +98,12 @@ void *ip_real(const char *name)
     return p ? p : walk_loaded(name);
 }
 
-/* Cached ip_real; a miss is retried on the next call (the library may be
- * loaded later). */
-void *ip_real_cached(void *_Atomic *cache, const char *name)
+/* ip_real_cached's miss: looks name up and caches what it found (NULL:
+ * looked up again next time, the library may be loaded later). */
+void *ip_real_fill(void *_Atomic *cache, const char *name)
 {
-    void *p = atomic_load_explicit(cache, memory_order_acquire);
-    if (!p) {
-        p = ip_real(name);
-        atomic_store_explicit(cache, p, memory_order_release);
-    }
+    void *p = ip_real(name);
+    atomic_store_explicit(cache, p, memory_order_release);
     return p;
 }
 
@@ -483,9 +480,12 @@ typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, i
     }                                                                                                         \
     ip_depth++;                                                                                               \
     gemm_args g = {&SITE, DT, sizeof(T), order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc, alpha, beta}; \
-    int saved = errno;                                                                                        \
-    void *c0 = gemm_prior(&g);                                                                                \
-    errno = saved;                                                                                            \
+    void *c0 = NULL;                                                                                          \
+    if (beta != 0) { /* C is read: a capture may want its prior value */                                      \
+        int saved = errno;                                                                                    \
+        c0 = gemm_prior(&g);                                                                                  \
+        errno = saved;                                                                                        \
+    }                                                                                                         \
     fn(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                                  \
     after_gemm(&g, c0);
 

@@ -91,7 +91,7 @@ PY
     # never arms (rank=999999) sends every call down the tft.h path.
     read -r exe lib <<<"$prog"
     want=$("$exe" "$lib")
-    for stats in shape health full; do
+    for stats in shape full; do
         for path in fast slow; do
             extra=(); [ $path = slow ] && extra=(--capture rank=999999)
             "$tftrace" -q --stats $stats "${extra[@]}" -o "$tmp/$stats-$path.trace" -- "$exe" "$lib" >"$tmp/out"
