@@ -5,6 +5,11 @@
  * B and C; the call's arguments as op attributes, so `tfdump --replay-op`
  * can re-run a captured gemm). MPI: interpose_mpi.c.
  *
+ * Records: through recorder_fast.c (string ids cached per interposer, the
+ * statistics memo for inputs; docs/INTERPOSE.md "Cost"), except under a
+ * capture, which goes through tft.h: the same records either way
+ * (tests/tracer/interpose, gemm-sites).
+ *
  * Capture (tftrace --capture): A and B stay readable until the gemm op has
  * begun (their inputs are read then), and when beta != 0 a copy of C taken
  * before the call is stored as the op's PRIOR capture; that copy is made
