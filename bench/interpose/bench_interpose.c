@@ -6,12 +6,18 @@
  *           probes the recorded-block set): the cost of the size check;
  *   small0  the same with no recorded block alive (free: one load);
  *   big     malloc(2 MiB) + free: one recorded ALLOC and FREE per pair;
- *   sgemm   cblas_sgemm on 4 x 4 matrices, tftrace --stats shape: an op
- *           and three tensor records per call (A, B inputs; C output).
+ *   sgemm   cblas_sgemm on 4 x 4 matrices, under tftrace --stats shape (an
+ *           op and C's shape per call) and with full statistics (A and B
+ *           as inputs, each an op and a tensor, then the op and C).
  * Configurations: untraced; libtftrace preloaded without recording (the
  * interposers present but off); under tftrace. Each measurement is a child
- * process running this program with --child; best of R, alternated.
+ * process running this program with --child, reporting its best of 30
+ * short passes, each followed by a pause (child()); best of R such runs,
+ * alternated. tftrace runs with its defaults (4 MiB rings); a traced run
+ * whose trace shows dropped records is left out. Prints a table and one
+ * BENCH-RESULT line per figure (bench/run.sh), in CPU time.
  *   bench_interpose [--reps R] [--scale X] [--tftrace PATH] [--lib PATH]
+ * --scale X multiplies the calls per pass.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -27,32 +33,69 @@
 
 static void *volatile sink;
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* child: ns per iteration of kind over n iterations (after a warm-up) */
-static double child(const char *kind, long n)
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+
+#define PASSES 30     /* measured passes per run */
+#define WARM_PASSES 30 /* before them: the ring lapped, its pages mapped */
+#define PAUSE_NS 10000000L
+
+/* One pass of n iterations of kind; seconds. */
+static double pass(const char *kind, long n);
+
+/* child: ns per iteration of kind, the best of PASSES passes of n
+ * iterations (on a loaded machine the best one is the one least
+ * disturbed), in wall-clock time and in the thread's CPU time (*cpu: what
+ * the calls cost the program; the wall clock adds the time other processes
+ * took the core). Each pass is followed by a 10 ms pause, in which the
+ * collector drains what the pass wrote: the figure is the cost of a call
+ * with room in the ring, not the collector's throughput (a pass writes at
+ * most ~1.2 MB, less than the default 4 MiB ring). The warm-up passes lap
+ * the ring, so its pages are mapped: the first touch of each costs a page
+ * fault, once per ring. */
+static double child(const char *kind, long n, double *cpu)
 {
     /* recorded under tftrace: free probes the set */
     void *keep = strcmp(kind, "small0") ? malloc(2u << 20) : NULL;
     sink = keep;
-    double t0 = 0;
+    double best = 1e30, best_cpu = 1e30;
+    const struct timespec pause = {0, PAUSE_NS};
+    for (int p = 0; p < WARM_PASSES + PASSES; p++) {
+        double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+        double t = pass(kind, n);
+        double c = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+        if (t < 0) {
+            free(keep);
+            return -1;
+        }
+        if (p >= WARM_PASSES) {
+            best = t < best ? t : best;
+            best_cpu = c < best_cpu ? c : best_cpu;
+        }
+        nanosleep(&pause, NULL);
+    }
+    free(keep);
+    *cpu = best_cpu / (double)n * 1e9;
+    return best / (double)n * 1e9;
+}
+
+static double pass(const char *kind, long n)
+{
+    double t0 = now();
     if (!strcmp(kind, "small") || !strcmp(kind, "small0")) {
-        for (long i = -n / 10; i < n; i++) {
-            if (i == 0)
-                t0 = now();
+        for (long i = 0; i < n; i++) {
             void *p = malloc(64);
             sink = p;
             free(p);
         }
     } else if (!strcmp(kind, "big")) {
-        for (long i = -n / 10; i < n; i++) {
-            if (i == 0)
-                t0 = now();
+        for (long i = 0; i < n; i++) {
             void *p = malloc(2u << 20);
             sink = p;
             free(p);
@@ -62,9 +105,7 @@ static double child(const char *kind, long n)
         float a[16], b[16], c[16];
         for (int i = 0; i < 16; i++)
             a[i] = (float)i, b[i] = (float)(16 - i);
-        for (long i = -n / 10; i < n; i++) {
-            if (i == 0)
-                t0 = now();
+        for (long i = 0; i < n; i++) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 4, 4, 4, 1.0f, a, 4, b, 4, 0.0f, c, 4);
             sink = c;
         }
@@ -72,17 +113,35 @@ static double child(const char *kind, long n)
     } else {
         return -1;
     }
-    double dt = now() - t0;
-    free(keep);
-    return dt / (double)n * 1e9;
+    return now() - t0;
 }
 
 enum { UNTRACED, PRELOADED, TRACED };
 
-/* Runs this program as a child in configuration cfg; returns its figure. */
-static double run(const char *self, int cfg, const char *kind, long n, const char *tftrace, const char *lib,
-                  const char *dir)
+/* Records the trace at dir says were dropped, -1 when unreadable. */
+static long trace_dropped(const char *tfdump, const char *dir)
 {
+    char cmd[4400];
+    snprintf(cmd, sizeof(cmd), "'%s' --json '%s' 2>/dev/null", tfdump, dir);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    char line[512];
+    long n = -1;
+    while (fgets(line, sizeof(line), f))
+        if (n < 0 && !strncmp(line, "\t\"dropped\":", 11)) /* the summary's own, one tab in */
+            n = atol(line + 11);
+    pclose(f);
+    return n;
+}
+
+/* Runs this program as a child in configuration cfg; returns its wall
+ * figure, *cpu its CPU-time figure; -1 when it failed. */
+static double run(const char *self, int cfg, const char *kind, const char *stats, long n, const char *tftrace,
+                  const char *lib, const char *dir, double *cpu)
+{
+    static int runs; /* each traced run records into a new directory */
+    runs++;
     int fd[2];
     if (pipe(fd) < 0)
         return -1;
@@ -92,12 +151,12 @@ static double run(const char *self, int cfg, const char *kind, long n, const cha
         close(fd[0]);
         char ns[32], out[4200];
         snprintf(ns, sizeof(ns), "%ld", n);
-        snprintf(out, sizeof(out), "%s/%s.trace", dir, kind);
+        snprintf(out, sizeof(out), "%s/%s-%d.trace", dir, kind, runs);
         unsetenv("TFT_SHM");
         unsetenv("TFT_OUTPUT");
         setenv("OPENBLAS_NUM_THREADS", "1", 1);
         if (cfg == TRACED)
-            execl(tftrace, tftrace, "-q", "--stats", "shape", "--ring-kb", "65536", "-o", out, "--", self,
+            execl(tftrace, tftrace, "-q", "--stats", stats, "-o", out, "--", self,
                   "--child", kind, ns, (char *)NULL);
         if (cfg == PRELOADED)
             setenv("LD_PRELOAD", lib, 1);
@@ -105,19 +164,32 @@ static double run(const char *self, int cfg, const char *kind, long n, const cha
         _exit(127);
     }
     close(fd[1]);
-    char buf[64] = {0};
+    char buf[128] = {0};
     ssize_t got = read(fd[0], buf, sizeof(buf) - 1);
     close(fd[0]);
     int st;
     waitpid(pid, &st, 0);
-    return got > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? atof(buf) : -1;
+    double wall = -1;
+    if (got <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(buf, "%lf %lf", &wall, cpu) != 2)
+        return -1;
+    if (cfg == TRACED) {
+        char out[4200];
+        snprintf(out, sizeof(out), "%s/%s-%d.trace", dir, kind, runs);
+        long d = trace_dropped(TFT_BENCH_TFDUMP, out);
+        if (d != 0) {
+            fprintf(stderr, "bench_interpose: %s (--stats %s): %ld records dropped%s; run discarded\n", kind, stats,
+                    d, d < 0 ? " (trace unreadable)" : "");
+            return -2;
+        }
+    }
+    return wall;
 }
 
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--child")) {
-        double v = child(argv[2], atol(argv[3]));
-        printf("%.3f\n", v);
+        double cpu = -1, v = child(argv[2], atol(argv[3]), &cpu);
+        printf("%.3f %.3f\n", v, cpu);
         return v < 0;
     }
     int reps = 5;
@@ -142,34 +214,69 @@ int main(int argc, char **argv)
     if (len <= 0)
         return 1;
     exe[len] = '\0';
+    /* goal: ns per call over untraced, < 0 none (BENCH-RESULT "goal": null) */
     static const struct {
-        const char *kind, *what;
+        const char *id, *kind, *stats, *what;
         long n;
+        double goal;
     } cases[] = {
-        {"small0", "malloc(64)+free, none recorded alive", 4000000},
-        {"small", "malloc(64)+free, a recorded block alive", 4000000},
-        {"big", "malloc(2 MiB)+free, recorded", 200000},
+        /* n: calls per pass */
+        {"interpose.malloc.small0", "small0", "shape", "malloc(64)+free, none recorded alive", 40000, -1},
+        {"interpose.malloc.small", "small", "shape", "malloc(64)+free, a recorded block alive", 40000, -1},
+        /* 100 ns per intercepted call (docs/BENCHMARKS.md): two per pair */
+        {"interpose.malloc.big", "big", "shape", "malloc(2 MiB)+free, recorded", 4000, 200},
 #ifdef TFT_BENCH_BLAS
-        {"sgemm", "cblas_sgemm 4x4, --stats shape", 400000},
+        {"interpose.sgemm4.shape", "sgemm", "shape", "cblas_sgemm 4x4, --stats shape", 2000, 100},
+        {"interpose.sgemm4.full", "sgemm", "full", "cblas_sgemm 4x4, full statistics", 1000, -1},
 #endif
     };
-    printf("ns per call (per malloc+free pair), best of %d, alternated; ratio = traced / untraced\n", reps);
-    printf("%-40s %10s %12s %10s %8s\n", "", "untraced", "preload,off", "traced", "ratio");
+    enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
+    double load0[1] = {0}, load1[1] = {0};
+    getloadavg(load0, 1);
+    printf("ns per call (per malloc+free pair), best of %d runs of %d passes, alternated, default ring; wall clock\n"
+           "(CPU time of the calling thread); ratio = traced / untraced CPU time\n", reps, PASSES);
+    printf("%-40s %15s %15s %15s %6s\n", "", "untraced", "preload,off", "traced", "ratio");
     int bad = 0;
-    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    double best[NCASES][3], cpu[NCASES][3];
+    for (size_t k = 0; k < NCASES; k++) {
         long n = (long)((double)cases[k].n * scale);
         n = n < 100 ? 100 : n;
-        double best[3] = {1e30, 1e30, 1e30};
+        for (int cfg = UNTRACED; cfg <= TRACED; cfg++)
+            best[k][cfg] = cpu[k][cfg] = 1e30;
         for (int r = 0; r < reps; r++)
             for (int cfg = UNTRACED; cfg <= TRACED; cfg++) {
-                double v = run(exe, cfg, cases[k].kind, n, tftrace, lib, dir);
-                if (v < 0)
-                    bad = 1;
-                else if (v < best[cfg])
-                    best[cfg] = v;
+                double c, v = run(exe, cfg, cases[k].kind, cases[k].stats, n, tftrace, lib, dir, &c);
+                if (v < 0) {
+                    bad |= v == -1; /* a run with drops is left out, not a failure */
+                    continue;
+                }
+                best[k][cfg] = v < best[k][cfg] ? v : best[k][cfg];
+                cpu[k][cfg] = c < cpu[k][cfg] ? c : cpu[k][cfg];
             }
-        printf("%-40s %10.1f %12.1f %10.1f %8.2f\n", cases[k].what, best[UNTRACED], best[PRELOADED], best[TRACED],
-               best[TRACED] / best[UNTRACED]);
+        printf("%-40s", cases[k].what);
+        for (int cfg = UNTRACED; cfg <= TRACED; cfg++)
+            printf(" %6.1f (%6.1f)", best[k][cfg], cpu[k][cfg]);
+        printf(" %6.2f\n", cpu[k][TRACED] / cpu[k][UNTRACED]);
+    }
+    getloadavg(load1, 1);
+    printf("load average %.1f -> %.1f\n", load0[0], load1[0]);
+    /* the figures: CPU time, which the other processes of a loaded machine
+     * disturb far less than the wall clock */
+    for (size_t k = 0; k < NCASES && !bad; k++) {
+        if (cpu[k][TRACED] >= 1e30 || cpu[k][UNTRACED] >= 1e30)
+            continue; /* every traced run dropped records: no figure */
+        char goal[32] = "null";
+        if (cases[k].goal >= 0)
+            snprintf(goal, sizeof(goal), "%g", cases[k].goal);
+        const double *b = cpu[k];
+        printf("BENCH-RESULT {\"id\":\"%s\",\"what\":\"%s under tftrace (CPU time per call)\",\"unit\":\"ns/call\","
+               "\"figure\":%.1f,\"baseline\":%.1f,\"baseline_what\":\"untraced\",\"metric\":\"delta\",\"value\":%.1f,"
+               "\"goal_op\":\"<=\",\"goal\":%s}\n",
+               cases[k].id, cases[k].what, b[TRACED], b[UNTRACED], b[TRACED] - b[UNTRACED], goal);
+        printf("BENCH-RESULT {\"id\":\"%s.off\",\"what\":\"%s, libtftrace preloaded, not recording (CPU time per call)\","
+               "\"unit\":\"ns/call\",\"figure\":%.1f,\"baseline\":%.1f,\"baseline_what\":\"untraced\","
+               "\"metric\":\"delta\",\"value\":%.1f,\"goal_op\":\"<=\",\"goal\":null}\n",
+               cases[k].id, cases[k].what, b[PRELOADED], b[UNTRACED], b[PRELOADED] - b[UNTRACED]);
     }
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

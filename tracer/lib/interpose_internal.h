@@ -9,6 +9,8 @@
 #include "tft.h"
 #include "tft_format.h" /* record layouts, tft_string_id */
 
+#include <stdatomic.h>
+
 /* Marks a definition that takes the place of another library's function
  * (malloc, MPI_*, cblas_*, ...) or is an injection entry a library calls
  * (NVTX): exported from libtftrace.so like the public API, but unversioned,
@@ -31,8 +33,13 @@ extern __thread int rec_explicit_coll __attribute__((tls_model("initial-exec")))
 void *ip_real(const char *name);
 
 /* ip_real cached in *cache; a miss is retried on the next call (the library
- * may be loaded later). */
-void *ip_real_cached(void *_Atomic *cache, const char *name);
+ * may be loaded later). Inline: a hit is one load on every intercepted call. */
+void *ip_real_fill(void *_Atomic *cache, const char *name);
+static inline void *ip_real_cached(void *_Atomic *cache, const char *name)
+{
+    void *p = atomic_load_explicit(cache, memory_order_acquire);
+    return __builtin_expect(p != NULL, 1) ? p : ip_real_fill(cache, name);
+}
 
 /* Depth of interposer frames on this thread; > 0 means "pass through":
  * an interposer increments it around the real call and its recording. */

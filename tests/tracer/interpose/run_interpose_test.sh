@@ -83,6 +83,65 @@ PY
         "$tfdump" --events "$tmp/off.trace" >"$tmp/off.ev"
         ! grep -q cblas "$tmp/off.ev" || fail "TFT_INTERPOSE=0 still records"
     fi ;;
+  gemm-sites)
+    # PROG is "gemm_sites LIBRARY": BLAS reached through a dlopen(RTLD_LOCAL)
+    # library, from two call sites. The interposers' fast path (string ids
+    # cached per site, the statistics memo) must write what the tft.h path
+    # writes, record for record but the time stamps: a capture spec that
+    # never arms (rank=999999) sends every call down the tft.h path.
+    read -r exe lib <<<"$prog"
+    want=$("$exe" "$lib")
+    for stats in shape full; do
+        for path in fast slow; do
+            extra=(); [ $path = slow ] && extra=(--capture rank=999999)
+            "$tftrace" -q --stats $stats "${extra[@]}" -o "$tmp/$stats-$path.trace" -- "$exe" "$lib" >"$tmp/out"
+            [ "$(cat "$tmp/out")" = "$want" ] || fail "results changed under tftrace ($stats, $path): $(cat "$tmp/out") vs $want"
+            "$tfdump" --events --json -k op,tensor "$tmp/$stats-$path.trace" >"$tmp/$stats-$path.json"
+        done
+        python3 - "$tmp/$stats-fast.json" "$tmp/$stats-slow.json" $stats <<'PY' || fail "gemm-sites, --stats $stats"
+import json, sys
+def recs(p):
+    out = []
+    for r in map(json.loads, open(p)):
+        r.pop("ts")
+        out.append(r)
+    return out
+fast, slow, stats = recs(sys.argv[1]), recs(sys.argv[2]), sys.argv[3]
+for i, (f, s) in enumerate(zip(fast, slow)):
+    assert f == s, ("record %d differs between the fast path and tft.h's" % i, f, s)
+assert len(fast) == len(slow), (len(fast), len(slow))
+ops = [r for r in fast if r["kind"] == "op" and r["op_kind"] == "gemm"]
+by = {}
+for o in ops:
+    by.setdefault(o["name"], []).append(o)
+want = {"cblas_sgemm": 16, "cblas_dgemm": 1, "cblas_ssyrk": 3, "cblas_dsyrk": 3, "cblas_sgemv": 3, "cblas_dgemv": 3}
+assert {k: len(v) for k, v in by.items()} == want, {k: len(v) for k, v in by.items()}
+# the two call sites of cblas_sgemm: their own arguments (lda 4 row-major; column-major, transposed)
+one, two = by["cblas_sgemm"][0::2], by["cblas_sgemm"][1::2]
+assert all(o["attrs"][:10] == [5, 4, 3, 0, 0, 0, 0, 4, 4, 6] for o in one), one[0]
+assert all(o["attrs"][:10] == [5, 4, 3, 1, 1, 0, 1, 3, 4, 5] for o in two), two[0]
+ts = {r["id"]: r for r in fast if r["kind"] == "tensor"}
+outs = [r for r in fast if r["kind"] == "tensor" and r["name"] == "cblas_sgemm"]
+# C as stored: M x N row-major at site one, [N, M] for site two's column-major
+assert [t["shape"] for t in outs] == [[5, 4], [4, 5]] * 8 and all(t["stats"]["numel"] == 20 for t in outs), outs[:2]
+assert [t["shape"] for t in fast if t["kind"] == "tensor" and t["name"] == "cblas_dsyrk"] == [[40, 40]] * 3
+if stats == "shape":
+    assert all(o["inputs"] == [] for o in ops) and len(ts) == 29, (len(ts), ops[0])
+    assert all(t["mode"] == "shape" and t["stats"] == {"numel": t["stats"]["numel"]} for t in ts.values())
+else:
+    assert all(len(o["inputs"]) == (1 if "syrk" in o["name"] else 2) for o in ops), ops[0]
+    a1 = [ts[o["inputs"][0]] for o in one]
+    assert all(a["name"] == "cblas_sgemm.A" and a["shape"] == [5, 3] for a in a1), a1[0]
+    # site one's A changes in place before calls 3 and 5, site two's before calls 0-2
+    fp = [a["stats"]["fingerprint"] for a in a1]
+    assert fp[0] == fp[1] == fp[2] != fp[3] == fp[4] != fp[5] == fp[6] == fp[7], fp
+    fp2 = [ts[o["inputs"][0]]["stats"]["fingerprint"] for o in two]
+    assert len(set(fp2[:3])) == 3 and fp2[2] == fp2[3] == fp2[7], fp2
+    x = [ts[o["inputs"][1]] for o in by["cblas_sgemv"]]
+    assert all(t["name"] == "cblas_sgemv.x" and t["shape"] == [4] for t in x), x[0]
+print("gemm-sites, --stats %s: %d records, fast path == tft.h path" % (stats, len(fast)))
+PY
+    done ;;
   numpy)
     py=/usr/bin/python3
     [ -x $py ] && $py -c "import numpy" 2>/dev/null || { echo "SKIP: numpy missing for $py"; exit 0; }
