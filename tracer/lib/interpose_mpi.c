@@ -17,7 +17,8 @@
  *    without EXIT: the hang signal.
  *
  * Communicators: an id from the members' world ranks and the creation
- * order, worked out once per communicator and kept as an MPI attribute;
+ * order, worked out once per communicator and kept as an MPI attribute
+ * and, for the calls, in a table keyed by the handle (ctab);
  * the creators (MPI_Comm_split, _dup, _create, MPI_Cart_create, ...) are
  * interposed to number communicators in the order they are made, and the
  * first recorded call on one writes its COMM record (struct mcomm below).
@@ -206,8 +207,9 @@ static int comm_size(MPI_Comm comm)
  * communicator (mcomm_make) and kept as an MPI attribute of it: the
  * keyval's delete function frees it when the program frees the
  * communicator (or MPI_Finalize does), so a handle MPI reuses never finds
- * a stale entry, and its copy function copies nothing, so a duplicate gets
- * its own. MPI_COMM_WORLD's lives in `world` instead.
+ * a stale entry (the delete function also takes it out of ctab), and its
+ * copy function copies nothing, so a duplicate gets its own.
+ * MPI_COMM_WORLD's lives in `world` instead.
  *
  * Identity (equal on all members, different for disjoint groups): the
  * string id of "MPI_Comm{w0,w1,...}#k" — the members' MPI_COMM_WORLD ranks
