@@ -1,12 +1,15 @@
 """Checks the trace of one mpi_life.c case (tfdump --events --json lines)
 against what the program printed (mpirun --tag-output lines).
-Usage: check_mpi_life.py reuse|threads|bytes OUT EVENTS.json"""
+Usage: check_mpi_life.py reuse|threads|bytes OUT EVENTS.json [NEED_REUSE]
+NEED_REUSE 0: the reuse case passes without a freed handle handed out again
+(ASan builds, whose quarantine holds freed memory back)."""
 import collections
 import json
 import re
 import sys
 
 case, out_path, path = sys.argv[1], sys.argv[2], sys.argv[3]
+need_reuse = len(sys.argv) < 5 or sys.argv[4] != "0"
 recs = [json.loads(line) for line in open(path)]
 coll = [r for r in recs if r["kind"] == "collective"]
 tensors = {(r["rank"], r["id"]): r for r in recs if r["kind"] == "tensor"}
@@ -50,7 +53,8 @@ def check_reuse():
             assert named == members, ("rank", rank, "call names", named, "but ran on", members)
             assert r["nranks"] == len(members.split(",")) and c["members"][r["comm_rank"]] == rank, (r, c)
     # the case tests something only when MPI handed out a freed handle again
-    assert any("reused 1" in lines for lines in out.values()), "MPI never reused a freed handle"
+    reused = any("reused 1" in lines for lines in out.values())
+    assert reused or not need_reuse, "MPI never reused a freed handle"
     print("reuse: every call names its own communicator's members")
 
 

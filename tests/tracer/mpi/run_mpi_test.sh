@@ -22,4 +22,8 @@ st=0; "$tfdump" --check --json "$tmp/t.trace" >"$tmp/check.json" || st=$?
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['desync']==[], j['desync']" "$tmp/check.json" \
     || fail "false desync (exit $st): $(head -c 2000 "$tmp/check.json")"
 "$tfdump" --events --json "$tmp/t.trace" >"$tmp/all.json"
-python3 "$here/check_mpi_life.py" "$case_name" "$tmp/out" "$tmp/all.json" || fail "$case_name: records"
+# ASan's quarantine keeps freed memory from coming back at once: there
+# MPI hands out no freed communicator handle, and only the naming is checked
+need_reuse=1
+if ldd "$prog" 2>/dev/null | grep libasan >/dev/null; then need_reuse=0; fi
+python3 "$here/check_mpi_life.py" "$case_name" "$tmp/out" "$tmp/all.json" $need_reuse || fail "$case_name: records"
