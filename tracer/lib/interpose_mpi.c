@@ -17,7 +17,8 @@
  *    without EXIT: the hang signal.
  *
  * Communicators: an id from the members' world ranks and the creation
- * order, worked out once per communicator and kept as an MPI attribute;
+ * order, worked out once per communicator and kept as an MPI attribute
+ * and, for the calls, in a table keyed by the handle (ctab);
  * the creators (MPI_Comm_split, _dup, _create, MPI_Cart_create, ...) are
  * interposed to number communicators in the order they are made, and the
  * first recorded call on one writes its COMM record (struct mcomm below).
@@ -50,25 +51,37 @@
 #ifdef TFT_HAVE_MPI
 #include <mpi.h>
 
+#include "tft_stats.h"
+
 /* ---- predefined handles --------------------------------------------------- */
 
-/* MPI datatypes with a tft_dtype (C name suffix, MPI name, ours); LP64. */
+/* MPI datatypes with a tft_dtype (C name suffix, MPI name, ours, the most
+ * statistics their buffers get); LP64. Numbers get the recording mode's
+ * statistics; bytes (MPI_BYTE, MPI_CHAR: text, MPI_UNSIGNED_CHAR,
+ * MPI_PACKED) are u8 with at most HEALTH ones: the count, zero bytes,
+ * the smallest and largest byte and the fingerprint, no moments (a mean
+ * of packed bytes means nothing, and they cost most). The most used come
+ * first: map_dtype scans in this order. */
 #define MPI_DTYPES(X)                                                                                   \
-    X(float, MPI_FLOAT, TFT_F32) X(double, MPI_DOUBLE, TFT_F64) X(int, MPI_INT, TFT_I32)               \
-    X(int32_t, MPI_INT32_T, TFT_I32) X(long, MPI_LONG, TFT_I64)                                        \
-    X(long_long_int, MPI_LONG_LONG_INT, TFT_I64) X(int64_t, MPI_INT64_T, TFT_I64)                      \
-    X(unsigned, MPI_UNSIGNED, TFT_U32) X(uint32_t, MPI_UINT32_T, TFT_U32)                              \
-    X(unsigned_long, MPI_UNSIGNED_LONG, TFT_U64) X(unsigned_long_long, MPI_UNSIGNED_LONG_LONG, TFT_U64)\
-    X(uint64_t, MPI_UINT64_T, TFT_U64) X(short, MPI_SHORT, TFT_I16) X(int16_t, MPI_INT16_T, TFT_I16)   \
-    X(unsigned_short, MPI_UNSIGNED_SHORT, TFT_U16) X(uint16_t, MPI_UINT16_T, TFT_U16)                  \
-    X(byte, MPI_BYTE, TFT_U8) X(unsigned_char, MPI_UNSIGNED_CHAR, TFT_U8) X(uint8_t, MPI_UINT8_T, TFT_U8)\
-    X(char, MPI_CHAR, TFT_I8) X(signed_char, MPI_SIGNED_CHAR, TFT_I8) X(int8_t, MPI_INT8_T, TFT_I8)    \
-    X(c_bool, MPI_C_BOOL, TFT_BOOL)
-#define MPI_OPS(X) X(sum, MPI_SUM, TFT_REDOP_SUM) X(prod, MPI_PROD, TFT_REDOP_PROD) \
-    X(min, MPI_MIN, TFT_REDOP_MIN) X(max, MPI_MAX, TFT_REDOP_MAX)
+    X(float, MPI_FLOAT, TFT_F32, FULL) X(double, MPI_DOUBLE, TFT_F64, FULL)                            \
+    X(byte, MPI_BYTE, TFT_U8, HEALTH) X(int, MPI_INT, TFT_I32, FULL)                                   \
+    X(char, MPI_CHAR, TFT_U8, HEALTH) X(unsigned_char, MPI_UNSIGNED_CHAR, TFT_U8, HEALTH)              \
+    X(packed, MPI_PACKED, TFT_U8, HEALTH) X(long, MPI_LONG, TFT_I64, FULL)                             \
+    X(int32_t, MPI_INT32_T, TFT_I32, FULL) X(long_long_int, MPI_LONG_LONG_INT, TFT_I64, FULL)          \
+    X(int64_t, MPI_INT64_T, TFT_I64, FULL) X(unsigned, MPI_UNSIGNED, TFT_U32, FULL)                    \
+    X(uint32_t, MPI_UINT32_T, TFT_U32, FULL) X(unsigned_long, MPI_UNSIGNED_LONG, TFT_U64, FULL)        \
+    X(unsigned_long_long, MPI_UNSIGNED_LONG_LONG, TFT_U64, FULL) X(uint64_t, MPI_UINT64_T, TFT_U64, FULL)\
+    X(short, MPI_SHORT, TFT_I16, FULL) X(int16_t, MPI_INT16_T, TFT_I16, FULL)                          \
+    X(unsigned_short, MPI_UNSIGNED_SHORT, TFT_U16, FULL) X(uint16_t, MPI_UINT16_T, TFT_U16, FULL)      \
+    X(uint8_t, MPI_UINT8_T, TFT_U8, FULL) X(signed_char, MPI_SIGNED_CHAR, TFT_I8, FULL)                \
+    X(int8_t, MPI_INT8_T, TFT_I8, FULL) X(c_bool, MPI_C_BOOL, TFT_BOOL, FULL)
+#define MPI_OPS(X) X(sum, MPI_SUM, TFT_REDOP_SUM, 0) X(prod, MPI_PROD, TFT_REDOP_PROD, 0) \
+    X(min, MPI_MIN, TFT_REDOP_MIN, 0) X(max, MPI_MAX, TFT_REDOP_MAX, 0)
 
-#define COUNT_ONE(a, b, c) +1
-enum { N_DTYPES = 0 MPI_DTYPES(COUNT_ONE), N_OPS = 0 MPI_OPS(COUNT_ONE) };
+#define COUNT_ONE(a, b, c, d) +1
+#define DT_INDEX(a, b, c, d) DTI_##a,
+enum { MPI_DTYPES(DT_INDEX) N_DTYPES };
+enum { N_OPS = 0 MPI_OPS(COUNT_ONE) };
 
 /* Handles as void * so one comparison serves both ABIs: Open MPI's are
  * addresses of objects in libmpi, looked up at run time so that libtftrace
@@ -80,9 +93,11 @@ static struct {
 } mh;
 static pthread_once_t mh_once = PTHREAD_ONCE_INIT;
 
-#define DT_TFT(a, b, c) c,
-#define OP_TFT(a, b, c) c,
+#define DT_TFT(a, b, c, d) c,
+#define DT_SMAX(a, b, c, d) TFT_STATS_##d,
+#define OP_TFT(a, b, c, d) c,
 static const int dt_tft[N_DTYPES] = {MPI_DTYPES(DT_TFT)};
+static const int dt_smax[N_DTYPES] = {MPI_DTYPES(DT_SMAX)};
 static const int op_tft[N_OPS] = {MPI_OPS(OP_TFT)};
 
 #ifdef OPEN_MPI
@@ -98,10 +113,10 @@ static void *handle_sym(const char *name)
 static void handles_load(void)
 {
     static const char *const dt_names[N_DTYPES] = {
-#define DT_NAME(a, b, c) "ompi_mpi_" #a,
+#define DT_NAME(a, b, c, d) "ompi_mpi_" #a,
         MPI_DTYPES(DT_NAME)};
     static const char *const op_names[N_OPS] = {
-#define OP_NAME(a, b, c) "ompi_mpi_op_" #a,
+#define OP_NAME(a, b, c, d) "ompi_mpi_op_" #a,
         MPI_OPS(OP_NAME)};
     mh.world = handle_sym("ompi_mpi_comm_world");
     mh.self = handle_sym("ompi_mpi_comm_self");
@@ -115,8 +130,8 @@ static void handles_load(void)
 #else
 static void handles_load(void)
 {
-#define DT_VAL(a, b, c) H(b),
-#define OP_VAL(a, b, c) H(b),
+#define DT_VAL(a, b, c, d) H(b),
+#define OP_VAL(a, b, c, d) H(b),
     void *dts[N_DTYPES] = {MPI_DTYPES(DT_VAL)};
     void *ops[N_OPS] = {MPI_OPS(OP_VAL)};
     memcpy(mh.dt, dts, sizeof(dts));
@@ -132,12 +147,15 @@ static void mpi_handles(void) { pthread_once(&mh_once, handles_load); }
 
 uintptr_t mpi_req_null(void) { return RKEY(mh.req_null); }
 
-/* -1: no tft_dtype for it (the record then counts bytes). */
-static int map_dtype(MPI_Datatype dt)
+/* The tft_dtype of a predefined dt, *smax the most statistics its buffers
+ * get; -1 for any other type (derived, complex, long double, ...). */
+static int map_dtype(MPI_Datatype dt, int *smax)
 {
     for (int i = 0; i < N_DTYPES; i++)
-        if (mh.dt[i] && H(dt) == mh.dt[i])
+        if (H(dt) == mh.dt[i] && mh.dt[i]) {
+            *smax = dt_smax[i];
             return dt_tft[i];
+        }
     return -1;
 }
 
@@ -189,8 +207,9 @@ static int comm_size(MPI_Comm comm)
  * communicator (mcomm_make) and kept as an MPI attribute of it: the
  * keyval's delete function frees it when the program frees the
  * communicator (or MPI_Finalize does), so a handle MPI reuses never finds
- * a stale entry, and its copy function copies nothing, so a duplicate gets
- * its own. MPI_COMM_WORLD's lives in `world` instead.
+ * a stale entry (the delete function also takes it out of ctab), and its
+ * copy function copies nothing, so a duplicate gets its own.
+ * MPI_COMM_WORLD's lives in `world` instead.
  *
  * Identity (equal on all members, different for disjoint groups): the
  * string id of "MPI_Comm{w0,w1,...}#k" — the members' MPI_COMM_WORLD ranks
@@ -228,10 +247,84 @@ static struct {
     size_t norders, orders_cap;
 } creg = {.lock = PTHREAD_MUTEX_INITIALIZER, .keyval = MPI_KEYVAL_INVALID};
 
+/* The entries of registered communicators by handle, in front of their
+ * attributes: a recorded call finds its communicator with a few loads
+ * instead of an MPI_Comm_get_attr (a lock and a hash table in Open MPI).
+ * Open addressing, PROBES slots from a handle's home; lookups and removal
+ * take no lock, insertion happens under creg.lock (one writer, so one
+ * handle never has two slots). An entry goes when its communicator is
+ * freed (mc_delete, before MPI reuses the handle), so a handle MPI hands
+ * out again misses and is registered afresh. A communicator that finds no
+ * free slot is still served, through its attribute. */
+enum { CT_SLOTS = 1024, CT_PROBES = 8 };
+#define CT_TOMB UINTPTR_MAX /* a removed entry: lookups go on past it */
+static struct ct_slot {
+    _Atomic uintptr_t key;  /* H(comm) as an integer; 0 free, CT_TOMB removed */
+    mcomm *_Atomic m;       /* NULL while being filled or removed: a miss */
+} ctab[CT_SLOTS];
+
+static unsigned ct_home(uintptr_t key) { return (unsigned)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 54); }
+
+static mcomm *ct_get(MPI_Comm comm)
+{
+    uintptr_t key = (uintptr_t)H(comm);
+    unsigned i = ct_home(key);
+    for (int n = 0; n < CT_PROBES; n++, i = (i + 1) & (CT_SLOTS - 1)) {
+        uintptr_t k = atomic_load_explicit(&ctab[i].key, memory_order_acquire);
+        if (k == key)
+            return atomic_load_explicit(&ctab[i].m, memory_order_acquire);
+        if (k == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* Adds comm -> m (creg.lock held). */
+static void ct_put(MPI_Comm comm, mcomm *m)
+{
+    uintptr_t key = (uintptr_t)H(comm);
+    unsigned i = ct_home(key), free_at = CT_SLOTS;
+    for (int n = 0; n < CT_PROBES; n++, i = (i + 1) & (CT_SLOTS - 1)) {
+        uintptr_t k = atomic_load_explicit(&ctab[i].key, memory_order_relaxed);
+        if (k == key) {
+            atomic_store_explicit(&ctab[i].m, m, memory_order_release);
+            return;
+        }
+        if ((k == 0 || k == CT_TOMB) && free_at == CT_SLOTS)
+            free_at = i;
+        if (k == 0)
+            break;
+    }
+    if (free_at == CT_SLOTS)
+        return;
+    atomic_store_explicit(&ctab[free_at].m, NULL, memory_order_relaxed);
+    atomic_store_explicit(&ctab[free_at].key, key, memory_order_release);
+    atomic_store_explicit(&ctab[free_at].m, m, memory_order_release);
+}
+
+/* Removes comm's entry (it is being freed). */
+static void ct_drop(MPI_Comm comm)
+{
+    uintptr_t key = (uintptr_t)H(comm);
+    unsigned i = ct_home(key);
+    for (int n = 0; n < CT_PROBES; n++, i = (i + 1) & (CT_SLOTS - 1)) {
+        uintptr_t k = atomic_load_explicit(&ctab[i].key, memory_order_acquire);
+        if (k == key) {
+            atomic_store_explicit(&ctab[i].m, NULL, memory_order_release);
+            atomic_store_explicit(&ctab[i].key, CT_TOMB, memory_order_release);
+            return;
+        }
+        if (k == 0)
+            return;
+    }
+}
+
 #ifdef OPEN_MPI
 #define COMM_OF(p) ((MPI_Comm)(p))
+#define COMM_DT(p) ((MPI_Datatype)(p))
 #else
 #define COMM_OF(p) ((MPI_Comm)(intptr_t)(p))
+#define COMM_DT(p) ((MPI_Datatype)(intptr_t)(p))
 #endif
 
 static int mc_nocopy(MPI_Comm old, int keyval, void *extra, void *in, void *out, int *flag)
@@ -251,7 +344,8 @@ static void mcomm_free(mcomm *m)
 
 static int mc_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
-    (void)comm, (void)keyval, (void)extra;
+    (void)keyval, (void)extra;
+    ct_drop(comm);
     mcomm_free(attr);
     return MPI_SUCCESS;
 }
@@ -441,6 +535,8 @@ static mcomm *mcomm_register(MPI_Comm comm, const char *made_by, uint64_t parent
             m = NULL;
         }
     }
+    if (m)
+        ct_put(comm, m);
     pthread_mutex_unlock(&creg.lock);
     errno = saved;
     return m;
@@ -454,7 +550,10 @@ static mcomm *mcomm_of(MPI_Comm comm)
 {
     if (is_world(comm))
         return world_get();
-    mcomm *m = mcomm_cached(comm);
+    mcomm *m = ct_get(comm);
+    if (m)
+        return m;
+    m = mcomm_cached(comm); /* registered, but no slot was free */
     if (m)
         return m;
     return mcomm_register(comm, H(comm) == mh.self ? "MPI_COMM_SELF" : NULL, 0);
@@ -501,10 +600,36 @@ int mpi_rec_begin(void)
 
 void mpi_rec_end(void) { ip_depth--; }
 
+typedef int (*type_extent_fn)(MPI_Datatype, MPI_Aint *, MPI_Aint *);
+
+/* The size in bytes of a type map_dtype does not know (1 when MPI cannot
+ * tell); *smax: TFT_STATS_HEALTH when its data are exactly its size in
+ * bytes from the buffer's start, lower bound 0 and no holes (a contiguous
+ * run of predefined types, a struct without padding), so that the
+ * buffer's count * size bytes are the data and can be fingerprinted; -1
+ * for any other layout (strides, holes, a negative lower bound), whose
+ * bytes we do not read. Derived types are freed and their handles
+ * reused: asked every call, never cached. */
+static int type_bytes(MPI_Datatype dt, int *smax)
+{
+    static void *_Atomic ts_fn, *_Atomic ext_fn, *_Atomic true_fn;
+    type_size_fn ts = (type_size_fn)ip_real_cached(&ts_fn, "MPI_Type_size");
+    type_extent_fn ext = (type_extent_fn)ip_real_cached(&ext_fn, "MPI_Type_get_extent");
+    type_extent_fn true_ext = (type_extent_fn)ip_real_cached(&true_fn, "MPI_Type_get_true_extent");
+    int bytes = 1;
+    MPI_Aint lb = -1, extent = -1, tlb = -1, textent = -1;
+    *smax = -1;
+    if (!ts || ts(dt, &bytes) != MPI_SUCCESS || bytes <= 0)
+        return 1;
+    if (ext && true_ext && ext(dt, &lb, &extent) == MPI_SUCCESS && true_ext(dt, &tlb, &textent) == MPI_SUCCESS &&
+        lb == 0 && tlb == 0 && extent == bytes && textent == bytes)
+        *smax = TFT_STATS_HEALTH;
+    return bytes;
+}
+
 void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, uint64_t count,
                    int redop, int root, int p2p, int tag)
 {
-    static void *_Atomic tsize_fn;
     int saved = errno;
     mcomm *m = mcomm_of(comm);
     int size = m ? m->size : comm_size(comm);
@@ -512,16 +637,15 @@ void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_
     uint64_t id = m ? (p2p ? m->p2p : m->id) : comm_fallback(size, p2p);
     if (m)
         mcomm_define(m);
-    int dtype = type == TFT_COLL_BARRIER ? TFT_U8 : map_dtype(dt);
-    mc->stats = dtype >= 0;
+    int smax = -1;
+    int dtype = type == TFT_COLL_BARRIER ? TFT_U8 : map_dtype(dt, &smax);
+    mc->derived = dtype < 0;
     if (dtype < 0) {
-        type_size_fn ts = (type_size_fn)ip_real_cached(&tsize_fn, "MPI_Type_size");
-        int bytes = 1;
-        if (!ts || ts(dt, &bytes) != MPI_SUCCESS || bytes <= 0)
-            bytes = 1;
+        int bytes = type_bytes(dt, &smax);
         dtype = TFT_U8;
         count *= (uint64_t)bytes;
     }
+    mc->smax = type == TFT_COLL_BARRIER ? -1 : smax;
     mc->ci = TFT_COLL_INFO(.name = name, .comm = id, .type = type, .dtype = dtype,
                            .count = type == TFT_COLL_BARRIER ? 0 : count, .redop = redop, .root = root,
                            .rank = rank, .nranks = size, .tag = p2p ? tag : TFT_TAG_NONE);
@@ -529,21 +653,79 @@ void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_
     errno = saved;
 }
 
-static void call_enter(mpi_call *mc)
+void mpi_enter(mpi_call *mc)
 {
     int saved = errno;
+    mc->own_op = rec_current_op() == TFT_SEQ_NONE;
+    mc->t_enter = g_rec.h ? shm_stamp(g_rec.h) : 0;
     mc->token = tft_coll_enter(&mc->ci);
     errno = saved;
 }
 
-/* Records the exit with the result buffer (NULL: no statistics). */
-static void call_exit(mpi_call *mc, const void *result)
+/* The TENSOR record of mc's result (its statistics capped at mc->smax);
+ * returns its id, 0 when none was made. */
+static uint64_t result_tensor(const mpi_call *mc, const void *result)
 {
+    if (!result || mc->smax < 0 || !mc->ci.count)
+        return 0;
+    int mode = rec_tensor_mode();
+    mode = mode < mc->smax ? mode : mc->smax;
+    tft_stats st;
+    if (mode <= TFT_STATS_SHAPE || tft_stats_compute(mc->ci.dtype, result, (size_t)mc->ci.count, mode, &st) != 0) {
+        memset(&st, 0, sizeof(st));
+        mode = TFT_STATS_SHAPE;
+    }
+    int64_t shape[1] = {(int64_t)mc->ci.count};
+    tft_tensor_stats(mc->ci.name, (tft_dtype)mc->ci.dtype, 1, shape, &st, mode, -1);
+    return tft_last_tensor_id();
+}
+
+/* What tft_coll_exit writes, with the result's statistics chosen here
+ * (bytes get no moments) and the enter time this call noted (no search
+ * of the thread's pending collectives). Capture keeps the recorder's own
+ * path: it stores the result's bytes with the tensor. */
+void mpi_exit(mpi_call *mc, const void *result)
+{
+    if (mc->token < 0)
+        return;
     int saved = errno;
-    if (mc->token >= 0)
-        tft_coll_exit(mc->token, &mc->ci, mc->stats ? result : NULL);
+    shm_ring *r;
+    if (__builtin_expect(g_rec.capture != NULL, 0) || !g_rec.h || !(r = rec_ring())) {
+        tft_coll_exit(mc->token, &mc->ci, mc->smax >= 0 ? result : NULL);
+    } else {
+        const tft_coll_info *ci = &mc->ci;
+        tft_rec_collective c;
+        uint64_t rid = result_tensor(mc, result);
+        uint64_t name = rec_intern(r, ci->name);
+        memset(&c, 0, sizeof(c));
+        rec_hdr(&c.h, TFT_REC_COLLECTIVE, sizeof(c), rec_current_op());
+        c.h.flags = TFT_COLL_FLAG_EXIT;
+        c.comm = ci->comm;
+        c.coll_seq = (uint64_t)mc->token;
+        c.count = ci->count;
+        c.t_enter = mc->t_enter;
+        c.t_exit = c.h.ts;
+        c.result = rid;
+        c.name = name;
+        c.type = (uint16_t)ci->type;
+        c.dtype = (uint8_t)ci->dtype;
+        c.redop = (uint8_t)ci->redop;
+        c.root = ci->root;
+        c.rank = ci->rank;
+        c.nranks = ci->nranks;
+        c.tag = ci->type == TFT_COLL_SEND || ci->type == TFT_COLL_RECV ? ci->tag : TFT_TAG_NONE;
+        ring_write(g_rec.h, r, &c.h);
+        rec_explicit_coll = 0;
+    }
+    if (mc->own_op)
+        tft_op_end();
     errno = saved;
 }
+
+static void call_enter(mpi_call *mc) { mpi_enter(mc); }
+
+/* Records the exit with the result buffer (NULL: no statistics). */
+static void call_exit(mpi_call *mc, const void *result) { mpi_exit(mc, result); }
 
 /* call_exit, then releases the guard. */
 static void call_end(mpi_call *mc, const void *result)
@@ -586,9 +768,9 @@ void mpi_recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
     int saved = errno;
     mc->ci.root = st->MPI_SOURCE >= 0 ? st->MPI_SOURCE : mc->ci.root;
     mc->ci.tag = st->MPI_TAG >= 0 ? st->MPI_TAG : mc->ci.tag;
-    get_count_fn fn = mc->stats ? (get_count_fn)ip_real_cached(&gc, "MPI_Get_count") : NULL;
+    get_count_fn fn = mc->smax >= 0 ? (get_count_fn)ip_real_cached(&gc, "MPI_Get_count") : NULL;
     int n;
-    if (fn && fn(st, dt, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 && (uint64_t)n <= mc->ci.count)
+    if (fn && fn(st, mc->derived ? COMM_DT(mh.dt[DTI_byte]) : dt, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 && (uint64_t)n <= mc->ci.count)
         mc->ci.count = (uint64_t)n;
     errno = saved;
 }

@@ -7,6 +7,7 @@
 #define TFT_INTERPOSE_MPI_INTERNAL_H
 
 #include "interpose_internal.h"
+#include "recorder_internal.h"
 
 #ifdef TFT_HAVE_MPI
 #include <errno.h>
@@ -29,7 +30,12 @@
 typedef struct mpi_call {
     tft_coll_info ci;
     int64_t token;    /* from tft_coll_enter; < 0: no EXIT to write */
-    int stats;        /* the dtype maps to ours: the result gets statistics */
+    uint64_t t_enter; /* record stamp (shm_stamp) taken as the call began */
+    int smax;         /* the most statistics the result gets: TFT_STATS_FULL for a numeric
+                       * dtype, TFT_STATS_HEALTH for bytes (counts and fingerprint, no
+                       * moments), -1 none (a layout we cannot read as contiguous bytes) */
+    int own_op;       /* no op was current at the ENTER: the EXIT ends the implicit one */
+    int derived;      /* a derived type: count is in bytes (MPI_Get_count in MPI_BYTE) */
 } mpi_call;
 
 /* Takes the re-entry guard when this call is to be recorded: returns 1 with
@@ -38,8 +44,8 @@ typedef struct mpi_call {
 int mpi_rec_begin(void);
 void mpi_rec_end(void);
 
-/* Fills mc for a call on comm: count elements of dt (a type we have no
- * tft_dtype for is counted in bytes, without statistics). p2p selects the
+/* Fills mc for a call on comm: count elements of dt (bytes and a type we
+ * have no tft_dtype for are counted in bytes, see map_dtype). p2p selects the
  * communicator's point-to-point sequence space; root is the root or peer;
  * tag the message tag (TFT_TAG_NONE for a collective). Writes the
  * communicator's COMM record the first time. */
@@ -49,6 +55,15 @@ void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_
 /* After a receive into a buffer of dt: the actual source and tag, and the
  * count actually received (what the statistics cover). */
 void mpi_recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt);
+
+/* Writes mc's ENTER (tft_coll_enter: the op, the per-communicator
+ * sequence number) and notes when the call began. */
+void mpi_enter(mpi_call *mc);
+
+/* Writes mc's EXIT (nothing when mc->token < 0) with the statistics of
+ * result (NULL: none), at most mc->smax of them, and ends the implicit op
+ * (mc->own_op). Guard held; errno kept. */
+void mpi_exit(mpi_call *mc, const void *result);
 
 /* The tft_redop of a predefined MPI_Op (TFT_REDOP_OTHER for others). */
 int mpi_map_redop(MPI_Op op);

@@ -117,13 +117,14 @@ done:
 static void nb_start(mpi_call *mc, MPI_Request req, const void *result, MPI_Datatype rtype, int recv)
 {
     int saved = errno;
-    mc->token = tft_coll_enter(&mc->ci);
+    mpi_enter(mc);
+    mc->own_op = 0; /* the op of the ENTER ends now, the EXIT's is its own */
     tft_op_end();
     rec_explicit_coll = 0;
     if (mc->token >= 0) {
         nb_req e = {.key = RKEY(req), .mc = *mc, .result = result, .rtype = rtype, .recv = recv};
         if (e.key == mpi_req_null() || nb_put(&e) != 0)
-            tft_coll_exit(mc->token, &mc->ci, NULL); /* nothing will complete it */
+            mpi_exit(mc, NULL); /* nothing will complete it */
     }
     errno = saved;
 }
@@ -139,13 +140,13 @@ static void nb_finish(uintptr_t key, const MPI_Status *st, int ok)
     mpi_call *mc = &e.mc;
     if (e.recv && ok)
         mpi_recv_status(mc, st, e.rtype);
-    const void *res = ok && mc->stats && mc->ci.count ? e.result : NULL;
+    const void *res = ok && mc->smax >= 0 && mc->ci.count ? e.result : NULL;
     if (res) { /* the statistics belong to an op at the completion point */
         tft_op_begin(mc->ci.name, TFT_OP_COLLECTIVE, 0, NULL);
-        tft_coll_exit(mc->token, &mc->ci, res);
+        mpi_exit(mc, res);
         tft_op_end();
     } else {
-        tft_coll_exit(mc->token, &mc->ci, NULL);
+        mpi_exit(mc, NULL);
     }
     rec_explicit_coll = 0;
     errno = saved;
