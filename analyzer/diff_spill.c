@@ -179,7 +179,7 @@ int diff_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const
 
 /* ---- extraction ---------------------------------------------------------- */
 
-typedef struct extractor {
+struct diff_spill_extractor {
     diff_spill *sp;
     int ri;
     tft_reader *r;
@@ -190,7 +190,8 @@ typedef struct extractor {
     struct { uint64_t id, fp; bool valid; } recent[SPILL_RECENT];
     unsigned recent_pos;
     tft_u64map strs;           /* string ids already in this rank's extract */
-} extractor;
+};
+typedef struct diff_spill_extractor extractor;
 
 static int ex_flush(extractor *x)
 {
@@ -304,23 +305,55 @@ static int ex_record(extractor *x, const tft_rec *rec)
     return 0;
 }
 
+diff_spill_extractor *diff_spill_extract_begin(diff_spill *sp, tft_reader *r, int ri)
+{
+    if (!sp || !r || ri < 0 || ri >= sp->nranks) {
+        errno = EINVAL;
+        return NULL;
+    }
+    extractor *x = calloc(1, sizeof(*x));
+    if (x)
+        x->buf = malloc(SPILL_BLOCK);
+    if (!x || !x->buf) {
+        free(x);
+        errno = ENOMEM;
+        return NULL;
+    }
+    x->sp = sp;
+    x->ri = ri;
+    x->r = r;
+    x->last_step = x->last_seq = x->pstep = x->pseq = INT64_MIN;
+    tft_u64map_init(&x->strs, &(tft_u64map_opts){.vsize = 1, .max_n = 1 << 16});
+    return x;
+}
+
+int diff_spill_extract_record(diff_spill_extractor *x, const tft_rec *rec)
+{
+    return ex_record(x, rec);
+}
+
+int diff_spill_extract_end(diff_spill_extractor *x, bool keep)
+{
+    if (!x)
+        return 0;
+    int e = keep ? ex_flush(x) : 0;
+    free(x->buf);
+    tft_u64map_free(&x->strs);
+    free(x);
+    return e;
+}
+
 int diff_spill_extract(diff_spill *sp, tft_reader *r, int ri)
 {
-    if (!sp || !r || ri < 0 || ri >= sp->nranks)
-        return -EINVAL;
-    extractor x = {.sp = sp, .ri = ri, .r = r, .last_step = INT64_MIN, .last_seq = INT64_MIN,
-                   .pstep = INT64_MIN, .pseq = INT64_MIN};
-    tft_u64map_init(&x.strs, &(tft_u64map_opts){.vsize = 1, .max_n = 1 << 16});
-    x.buf = malloc(SPILL_BLOCK);
-    int e = x.buf ? tft_reader_rewind(r) : -ENOMEM;
+    diff_spill_extractor *x = diff_spill_extract_begin(sp, r, ri);
+    if (!x)
+        return -errno;
+    int e = tft_reader_rewind(r);
     const tft_rec *rec;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1)
-        e = ex_record(&x, rec);
-    if (e == 0)
-        e = ex_flush(&x);
-    free(x.buf);
-    tft_u64map_free(&x.strs);
-    return e < 0 ? e : 0;
+        e = ex_record(x, rec);
+    int f = diff_spill_extract_end(x, e == 0);
+    return e < 0 ? e : f;
 }
 
 /* ---- merge --------------------------------------------------------------- */

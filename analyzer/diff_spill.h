@@ -49,6 +49,15 @@ void diff_spill_free(diff_spill *sp); /* NULL-safe */
  * negative errno (a read error of r, -ENOMEM, -ENOSPC/-EIO writing). */
 int diff_spill_extract(diff_spill *sp, tft_reader *r, int ri);
 
+/* diff_spill_extract a record at a time, for a caller that reads the file
+ * itself: begin (NULL and errno on failure), every record of the file from
+ * its start in order (0 or a negative errno), end (keep false: an
+ * abandoned pass; 0 or a write error). */
+typedef struct diff_spill_extractor diff_spill_extractor;
+diff_spill_extractor *diff_spill_extract_begin(diff_spill *sp, tft_reader *r, int ri);
+int diff_spill_extract_record(diff_spill_extractor *x, const tft_rec *rec);
+int diff_spill_extract_end(diff_spill_extractor *x, bool keep);
+
 /* Rank ri's first non-finite tensor (found false: none, or not extracted). */
 const diff_spill_nonfinite *diff_spill_nonfinite_of(const diff_spill *sp, int ri);
 

@@ -39,19 +39,27 @@ static int scan_one(void *ctx, int i, int worker)
     tft_reader *r = tft_trace_reader(c->d->t, i);
     if (!r)
         return errno ? -errno : -EIO;
-    int e = diff_spill_extract(c->sp, r, i);
-    if (!e) {
+    diff_spill_extractor *x = diff_spill_extract_begin(c->sp, r, i);
+    diff_leak_scan *ls = diff_leak_scan_new();
+    int e = x && ls ? tft_reader_rewind(r) : -ENOMEM;
+    const tft_rec *rec;
+    while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) /* one pass feeds both */
+        if ((e = diff_spill_extract_record(x, rec)) == 0)
+            e = diff_leak_scan_record(ls, r, rec);
+    if (e == 0) {
         diff_leak tmp[64];
-        tft_reader_rewind(r);
-        int k = diff_leaks_mem(r, tft_trace_rank_id(c->d->t, i), c->min_bytes, tmp, 64, NULL);
+        int k = diff_leak_scan_finish(ls, r, tft_trace_rank_id(c->d->t, i), c->min_bytes, tmp, 64, NULL);
+        ls = NULL;
         c->nleaks[i] = k;
         if (k > 0 && (c->leaks[i] = malloc((size_t)k * sizeof(*tmp))) != NULL)
             memcpy(c->leaks[i], tmp, (size_t)k * sizeof(*tmp));
         else if (k > 0)
             c->nleaks[i] = -ENOMEM;
     }
+    int f = diff_spill_extract_end(x, e == 0);
+    diff_leak_scan_free(ls);
     tft_trace_release(c->d->t, i);
-    return e;
+    return e < 0 ? e : f;
 }
 
 /* The first tensor with a NaN or Inf in (step, seq) order across ranks

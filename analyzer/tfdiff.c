@@ -285,30 +285,59 @@ static void exit_from_manifest(tft_trace *t, int rank, diff_rank_mem *m)
     }
 }
 
-/* Reads rank file i of t (reader r) once: its growth leaks and what each site holds. */
-static int scan_leaks(tft_trace *t, int i, tft_reader *r, diff_leak *l, int max, diff_rank_mem *m)
+/* What reads along with a job's comparison, per side (0 GOLDEN, 1 BAD):
+ * the leak scan and the desync extract of each file, fed by diff_rank's
+ * tap, so every file is decompressed and walked once. */
+typedef struct job_tap {
+    tft_reader *r[2];
+    diff_leak_scan *leak[2];
+    diff_spill_extractor *ex[2];
+} job_tap;
+
+static int tap_record(void *ctx, int side, const tft_rec *rec)
 {
-    tft_reader_rewind(r);
-    int n = diff_leaks_mem(r, tft_trace_rank_id(t, i), 0, l, max, m);
+    job_tap *t = ctx;
+    int e = t->leak[side] ? diff_leak_scan_record(t->leak[side], t->r[side], rec) : 0;
+    if (!e && t->ex[side])
+        e = diff_spill_extract_record(t->ex[side], rec);
+    return e;
+}
+
+/* The rest of side's file through the tap (a job that compares nothing). */
+static int tap_drain(job_tap *t, int side)
+{
+    const tft_rec *rec;
+    int e;
+    while ((e = tft_reader_next(t->r[side], &rec)) == 1)
+        if ((e = tap_record(t, side, rec)) < 0)
+            break;
+    return e < 0 ? e : 0;
+}
+
+/* Side's growth leaks and what each site holds, from its finished scan. */
+static int finish_leaks(job_tap *t, int side, tft_trace *tr, int i, diff_leak *l, int max, diff_rank_mem *m)
+{
+    int n = diff_leak_scan_finish(t->leak[side], t->r[side], tft_trace_rank_id(tr, i), 0, l, max, m);
+    t->leak[side] = NULL;
     if (n >= 0)
-        exit_from_manifest(t, tft_trace_rank_id(t, i), m);
+        exit_from_manifest(tr, tft_trace_rank_id(tr, i), m);
     return n;
 }
 
 /* Leaks of BAD that GOLDEN does not have at the same rank and site: growth
  * GOLDEN lacks, and sites holding far more at BAD's end than at GOLDEN's
  * (diff_leaks_compare); a rank in BAD only: its growth leaks. */
-static int job_leaks(rank_work *w, rank_job *j, tft_reader *g, tft_reader *b, leak_scratch *sc)
+static int job_leaks(rank_work *w, rank_job *j, job_tap *t, leak_scratch *sc)
 {
     diff_leak gl[LEAKS_MAX], bl[LEAKS_MAX], out[LEAKS_MAX];
     int rank = tft_trace_rank_id(w->b, j->bi);
-    int nb = scan_leaks(w->b, j->bi, b, bl, LEAKS_MAX, &sc->bm);
+    int nb = finish_leaks(t, 1, w->b, j->bi, bl, LEAKS_MAX, &sc->bm);
     if (nb < 0)
         return nb;
     const diff_leak *src = bl;
     int n = nb;
     if (j->gi >= 0) {
-        int ng = scan_leaks(w->g, j->gi, g, gl, LEAKS_MAX, &sc->gm);
+        int ng = finish_leaks(t, 0, w->g, j->gi, gl, LEAKS_MAX, &sc->gm);
         if (ng < 0)
             return ng;
         n = diff_leaks_compare(&sc->gm, gl, ng, &sc->bm, bl, nb, rank, out, LEAKS_MAX);
@@ -323,23 +352,42 @@ static int job_leaks(rank_work *w, rank_job *j, tft_reader *g, tft_reader *b, le
     return 0;
 }
 
+/* One pass over the job's files: the comparison (its tap feeding the leak
+ * scans and the extracts), or the tap alone. */
+static int job_pass(rank_work *w, rank_job *j, job_tap *t)
+{
+    if (j->leaks && (!(t->leak[1] = diff_leak_scan_new()) || (j->gi >= 0 && !(t->leak[0] = diff_leak_scan_new()))))
+        return -ENOMEM;
+    if (j->extract_b && !(t->ex[1] = diff_spill_extract_begin(w->bsp, t->r[1], j->bi)))
+        return -errno;
+    if (j->extract_g && !(t->ex[0] = diff_spill_extract_begin(w->gsp, t->r[0], j->gi)))
+        return -errno;
+    if (!j->compare) {
+        int e = t->r[0] ? tap_drain(t, 0) : 0;
+        return e ? e : t->r[1] ? tap_drain(t, 1) : 0;
+    }
+    diff_opts o = w->o->d;
+    o.tap = tap_record;
+    o.tap_ctx = t;
+    int e = diff_rank(t->r[0], t->r[1], &o, &j->res);
+    j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
+    return e;
+}
+
 static int job_run(rank_work *w, rank_job *j, leak_scratch *sc)
 {
-    tft_reader *g = j->gi >= 0 ? tft_trace_reader(w->g, j->gi) : NULL;
-    tft_reader *b = j->bi >= 0 ? tft_trace_reader(w->b, j->bi) : NULL;
-    if ((j->gi >= 0 && !g) || (j->bi >= 0 && !b))
+    job_tap t = {.r = {j->gi >= 0 ? tft_trace_reader(w->g, j->gi) : NULL,
+                       j->bi >= 0 ? tft_trace_reader(w->b, j->bi) : NULL}};
+    if ((j->gi >= 0 && !t.r[0]) || (j->bi >= 0 && !t.r[1]))
         return errno ? -errno : -EIO;
-    int e = 0;
-    if (j->compare) {
-        e = diff_rank(g, b, &w->o->d, &j->res);
-        j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
-    }
+    int e = job_pass(w, j, &t);
     if (!e && j->leaks)
-        e = job_leaks(w, j, g, b, sc);
-    if (!e && j->extract_b)
-        e = diff_spill_extract(w->bsp, b, j->bi);
-    if (!e && j->extract_g)
-        e = diff_spill_extract(w->gsp, g, j->gi);
+        e = job_leaks(w, j, &t, sc);
+    for (int side = 0; side < 2; side++) {
+        int f = diff_spill_extract_end(t.ex[side], e == 0);
+        e = e ? e : f;
+        diff_leak_scan_free(t.leak[side]);
+    }
     return e;
 }
 
