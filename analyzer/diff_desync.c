@@ -1,6 +1,11 @@
 /*
  * diff_desync.c — desyncs across the ranks of one trace.
  *
+ * Input: not the rank files themselves but their extracts (diff_spill.h:
+ * each rank's collective, COMM and "param.*" records, read once per rank by
+ * a pool of threads), merged in the order a merge of the whole files would
+ * give, so that only a few KiB per rank are in memory at once.
+ *
  * Collectives: the ranks are merged in (step, seq) order and every
  * COLLECTIVE record (ENTER or EXIT) lands in the entry of its (communicator,
  * coll_seq). An entry is checked once every member of the communicator has
@@ -46,7 +51,8 @@
  *
  * Memory: per communicator a window of the entries not yet complete on all
  * ranks (bounded by DESYNC_WINDOW_MAX; beyond it the oldest entry is
- * judged as if the trace ended), per rank the last few tensor fingerprints
+ * judged as if the trace ended), per rank its extract's read buffer (the
+ * last DESYNC_RECENT_TENSORS tensor fingerprints are kept while extracting)
  * and its open point-to-point calls, the point-to-point counters (bounded
  * by DESYNC_MAX_PAIRS: beyond, point-to-point is not judged), and one
  * step's parameter fingerprints.

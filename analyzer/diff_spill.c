@@ -215,7 +215,8 @@ static int ex_put(extractor *x, spill_ent h, const void *p, size_t n, size_t pad
     if (h.len > SPILL_BLOCK) /* records are at most TFT_REC_MAX_BYTES, the block as large */
         return -EINVAL;
     memcpy(x->buf + x->len, &h, sizeof(h));
-    memcpy(x->buf + x->len + sizeof(h), p, n);
+    if (n)
+        memcpy(x->buf + x->len + sizeof(h), p, n);
     memset(x->buf + x->len + sizeof(h) + n, 0, body - n);
     x->len += h.len;
     return 0;
