@@ -36,7 +36,7 @@
 
 enum {
     SPILL_BLOCK = 64 << 10, /* bytes a rank buffers before writing them */
-    SPILL_READ = 4 << 10,   /* merge: a rank's first read buffer */
+    SPILL_READ = 1 << 10,   /* merge: a rank's first read buffer (grows for a larger entry) */
     SPILL_RECENT = 16,      /* tensors kept to resolve a collective's result (diff_desync.c's rule) */
 };
 

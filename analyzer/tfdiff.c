@@ -598,8 +598,10 @@ static int compare_all(const opts *o, tft_trace *g, tft_trace *b, diff_report *r
     w.gsp = diff_spill_new(tft_trace_nranks(g));
     w.bsp = diff_spill_new(tft_trace_nranks(b));
     int e = w.jobs && w.gsp && w.bsp ? 0 : !w.jobs ? -ENOMEM : errno ? -errno : -EIO;
+    double t0 = now_s();
     if (!e)
         e = run_jobs(&w, mp->local);
+    double t1 = now_s();
     for (int i = 0; !e && i < w.njobs; i++)
         e = i % w.nproc == w.me ? w.jobs[i].err : 0;
     if (!e && (check_integrity(g, o->golden) < 0 || check_integrity(b, o->bad) < 0))
@@ -607,10 +609,18 @@ static int compare_all(const opts *o, tft_trace *g, tft_trace *b, diff_report *r
     e = tfdiff_mpi_agree(mp, e);
     if (!e)
         e = tfdiff_mpi_agree(mp, gather_jobs(mp, &w));
-    if (!e && mp->me == 0) {
+    double t2 = now_s();
+    if (!e && mp->me == 0)
         report_jobs(&w, rep);
+    for (int i = 0; w.jobs && i < w.njobs; i++) /* the report has them: their memory goes before the desyncs' */
+        free(w.jobs[i].found);
+    free(w.jobs);
+    w.jobs = NULL;
+    if (!e && mp->me == 0)
         e = compare_desyncs(g, b, w.gsp, w.bsp, rep);
-    }
+    if (getenv("TFDIFF_TIMES")) /* where the time goes (bench/analyzer) */
+        fprintf(stderr, "tfdiff: process %d: ranks %.2f s, gather %.2f s, desyncs %.2f s\n", mp->me, t1 - t0,
+                t2 - t1, now_s() - t2);
     for (int i = 0; w.jobs && i < w.njobs; i++)
         free(w.jobs[i].found);
     free(w.jobs);
