@@ -39,6 +39,12 @@ typedef struct diff_opts {
     /* called after each step of a rank (from the thread comparing it), NULL = none */
     void (*progress)(void *ctx, int rank, int64_t step);
     void *progress_ctx;
+    /* called with every record diff_rank reads, side 0 GOLDEN and 1 BAD, in
+     * file order from the readers' positions to their ends (so that other
+     * analyses share the one pass); a negative result ends diff_rank with
+     * it. NULL = none */
+    int (*tap)(void *ctx, int side, const tft_rec *rec);
+    void *tap_ctx;
 } diff_opts;
 #define DIFF_OPTS_DEFAULT { .rtol = 1e-4, .atol = 1e-6, .step_lo = INT64_MIN, .step_hi = INT64_MAX }
 
@@ -208,6 +214,18 @@ typedef struct diff_rank_mem {
  * pass over the rank file. Returns the number of leaks or a negative errno. */
 int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max,
                    diff_rank_mem *mem);
+
+/* diff_leaks_mem a record at a time, for a caller that reads the rank file
+ * itself (one pass feeding several analyses): new, then every record of
+ * the file from its start in order (with its reader, for the strings),
+ * then finish — diff_leaks_mem's result; finish frees the scan (free alone
+ * abandons it). record returns 0 or -ENOMEM. */
+typedef struct diff_leak_scan diff_leak_scan;
+diff_leak_scan *diff_leak_scan_new(void);
+int diff_leak_scan_record(diff_leak_scan *x, tft_reader *r, const tft_rec *rec);
+int diff_leak_scan_finish(diff_leak_scan *x, tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out,
+                          int max, diff_rank_mem *mem);
+void diff_leak_scan_free(diff_leak_scan *x); /* NULL-safe */
 
 /* tfdiff's at-exit margin: a site is a leak of BAD when it holds at the end
  * at least DIFF_LEAK_MARGIN_BYTES more than GOLDEN's and at least

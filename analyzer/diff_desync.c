@@ -1,6 +1,11 @@
 /*
  * diff_desync.c — desyncs across the ranks of one trace.
  *
+ * Input: not the rank files themselves but their extracts (diff_spill.h:
+ * each rank's collective, COMM and "param.*" records, read once per rank by
+ * a pool of threads), merged in the order a merge of the whole files would
+ * give, so that only a few KiB per rank are in memory at once.
+ *
  * Collectives: the ranks are merged in (step, seq) order and every
  * COLLECTIVE record (ENTER or EXIT) lands in the entry of its (communicator,
  * coll_seq). An entry is checked once every member of the communicator has
@@ -46,7 +51,8 @@
  *
  * Memory: per communicator a window of the entries not yet complete on all
  * ranks (bounded by DESYNC_WINDOW_MAX; beyond it the oldest entry is
- * judged as if the trace ended), per rank the last few tensor fingerprints
+ * judged as if the trace ended), per rank its extract's read buffer (the
+ * last DESYNC_RECENT_TENSORS tensor fingerprints are kept while extracting)
  * and its open point-to-point calls, the point-to-point counters (bounded
  * by DESYNC_MAX_PAIRS: beyond, point-to-point is not judged), and one
  * step's parameter fingerprints.
@@ -65,6 +71,7 @@
  * and are used only when all ranks ran on one host.
  */
 #include "diff.h"
+#include "diff_spill.h"
 #include "tft_u64map.h"
 
 #include <errno.h>
@@ -192,11 +199,6 @@ typedef struct comm_def {
     int32_t *mem;             /* size entries: world rank of communicator rank k, -1 unknown */
 } comm_def;
 
-typedef struct recent_tensor {
-    uint64_t id, fp;
-    bool valid;
-} recent_tensor;
-
 /* One step's parameters: a (name, occurrence) ... */
 typedef struct param_entry {
     uint64_t name;
@@ -275,8 +277,6 @@ typedef struct desync_state {
     int ncomms, comms_cap;
     comm_def *defs;
     int ndefs, defs_cap;
-    recent_tensor *recent; /* nranks * DESYNC_RECENT_TENSORS */
-    unsigned *recent_pos;  /* nranks */
     /* parameters of param_step */
     int64_t param_step;
     bool param_done;       /* a parameter finding exists: stop looking */
@@ -298,6 +298,12 @@ typedef struct desync_state {
     int *ibuf;             /* scratch: 5 * nranks rank indices */
     uint64_t *ubuf;        /* scratch: nranks values */
     uint8_t *inv_tmp, *miss_tmp; /* scratch: nranks each, evidence of the finding being built */
+    /* what the extracts carry (diff_spill.h) */
+    bool cur_has_fp;       /* the collective being read: its result's fingerprint, resolved in its rank */
+    uint64_t cur_fp;
+    tft_u64map strs;       /* string id -> offset of its text in pool */
+    char *pool;
+    size_t pool_len, pool_cap;
 } desync_state;
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -313,10 +319,38 @@ static int rank_index(const desync_state *s, int w)
     return -1;
 }
 
+/* The text of string id (the extracts bring every string an entry names;
+ * ids are hashes of the text, so one table serves all ranks). */
 static const char *str_of(const desync_state *s, int i, uint64_t id)
 {
-    const char *txt = tft_reader_string(tft_trace_reader(s->t, i), id);
-    return txt ? txt : "?";
+    (void)i;
+    const uint64_t *off = tft_u64map_find(&s->strs, id, NULL, NULL);
+    return off ? s->pool + *off : "?";
+}
+
+static int str_add(desync_state *s, uint64_t id, const char *txt, size_t n)
+{
+    if (tft_u64map_find(&s->strs, id, NULL, NULL))
+        return 0;
+    if (s->pool_len + n + 1 > s->pool_cap) {
+        size_t nc = s->pool_cap ? s->pool_cap : 4096;
+        while (nc < s->pool_len + n + 1)
+            nc *= 2;
+        char *p = realloc(s->pool, nc);
+        if (!p)
+            return -ENOMEM;
+        s->pool = p;
+        s->pool_cap = nc;
+    }
+    void *v;
+    int e = tft_u64map_insert(&s->strs, id, NULL, NULL, &v);
+    if (e < 0)
+        return e == -ENOSPC ? 0 : e;
+    memcpy(s->pool + s->pool_len, txt, n);
+    s->pool[s->pool_len + n] = '\0';
+    *(uint64_t *)v = s->pool_len;
+    s->pool_len += n + 1;
+    return 0;
 }
 
 /* "step N", or "no step" for records outside any step. */
@@ -1042,22 +1076,14 @@ static void entry_evict(const desync_state *s, comm_state *c, uint64_t q)
 
 /* ---- records ------------------------------------------------------------ */
 
-static void on_tensor(desync_state *s, int i, const tft_rec_tensor *tr)
-{
-    recent_tensor *rt = &s->recent[(size_t)i * DESYNC_RECENT_TENSORS + s->recent_pos[i]++ % DESYNC_RECENT_TENSORS];
-    *rt = (recent_tensor){tr->id, tr->stats.fingerprint, tr->mode >= TFT_STATS_HEALTH};
-}
-
+/* The result of the collective being read: its rank's extract resolved it
+ * among the rank's last DESYNC_RECENT_TENSORS tensors (diff_spill.c). */
 static bool result_fp(const desync_state *s, int i, uint64_t id, uint64_t *fp)
 {
-    const recent_tensor *rt = &s->recent[(size_t)i * DESYNC_RECENT_TENSORS];
-    for (int k = 0; k < DESYNC_RECENT_TENSORS; k++) {
-        if (rt[k].valid && rt[k].id == id) {
-            *fp = rt[k].fp;
-            return true;
-        }
-    }
-    return false;
+    (void)i;
+    (void)id;
+    *fp = s->cur_fp;
+    return s->cur_has_fp;
 }
 
 static void slot_fill(const desync_state *s, int i, coll_slot *x, const tft_rec_collective *cr, int64_t step)
@@ -1801,20 +1827,18 @@ static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
     return 0;
 }
 
-static int on_param(desync_state *s, int i, const tft_rec_tensor *tr)
+/* A "param.*" tensor of a step with statistics (the extract keeps only those). */
+static int on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp)
 {
-    if (s->param_done || tr->h.step == TFT_STEP_NONE || tr->mode < TFT_STATS_HEALTH)
+    if (s->param_done)
         return 0;
-    const char *text = tft_reader_string(tft_trace_reader(s->t, i), tr->name);
-    if (!text || strncmp(text, "param.", 6) != 0)
-        return 0;
-    if (tr->h.step != s->param_step) {
+    if (step != s->param_step) {
         params_judge(s);
-        s->param_step = tr->h.step;
+        s->param_step = step;
         if (s->param_done)
             return 0;
     }
-    return param_note(s, i, tr->name, tr->stats.fingerprint);
+    return param_note(s, i, name, fp);
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -2103,8 +2127,8 @@ static void state_free(desync_state *s)
     free(s->p2p);
     free(s->first_stuck);
     free(s->last_stuck);
-    free(s->recent);
-    free(s->recent_pos);
+    tft_u64map_free(&s->strs);
+    free(s->pool);
     free(s->params);
     free(s->fps);
     tft_u64map_free(&s->param_ix);
@@ -2118,39 +2142,42 @@ static void state_free(desync_state *s)
     free(s->miss_tmp);
 }
 
-/* One record of rank file ri (last_step: the rank's last step seen). */
-static int on_record(desync_state *s, int ri, const tft_rec *rec, int64_t last_step)
+/* One entry of rank file ri's extract, in the order of the old merge. */
+static int on_entry(desync_state *s, int ri, const spill_ent *x)
 {
-    if (rec->kind == TFT_REC_TENSOR && rec->len >= sizeof(tft_rec_tensor)) {
-        on_tensor(s, ri, (const tft_rec_tensor *)rec);
-        return on_param(s, ri, (const tft_rec_tensor *)rec);
+    const void *body = x + 1;
+    switch (x->kind) {
+    case SPILL_STR:
+        return str_add(s, x->name, body, x->fp < x->len - sizeof(*x) ? (size_t)x->fp : 0);
+    case SPILL_PARAM:
+        return on_param(s, ri, x->step, x->name, x->fp);
+    case SPILL_COMM:
+        on_comm(s, ri, body);
+        return 0;
+    case SPILL_COLL: {
+        const tft_rec_collective *cr = body;
+        if (cr->type == TFT_COLL_SEND || cr->type == TFT_COLL_RECV) {
+            on_p2p(s, ri, cr, x->step);
+            return 0;
+        }
+        s->cur_has_fp = x->has_fp;
+        s->cur_fp = x->fp;
+        return on_collective(s, ri, cr, x->step);
     }
-    if (rec->kind == TFT_REC_COMM && rec->len >= sizeof(tft_rec_comm)) {
-        on_comm(s, ri, (const tft_rec_comm *)rec);
+    default:
         return 0;
     }
-    if (rec->kind != TFT_REC_COLLECTIVE || rec->len < TFT_REC_COLLECTIVE_MIN_BYTES)
-        return 0;
-    const tft_rec_collective *cr = (const tft_rec_collective *)rec;
-    int64_t step = rec->step != TFT_STEP_NONE ? rec->step : last_step;
-    if (cr->type == TFT_COLL_SEND || cr->type == TFT_COLL_RECV) {
-        on_p2p(s, ri, cr, step);
-        return 0;
-    }
-    return on_collective(s, ri, cr, step);
 }
 
-int diff_desyncs(tft_trace *t, diff_desync *out, int max)
+int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max)
 {
-    if (!t || (max > 0 && !out))
+    if (!t || !sp || (max > 0 && !out))
         return -EINVAL;
     int n = tft_trace_nranks(t);
     if (n < 2)
         return 0;
     desync_state s = {.t = t, .nranks = n, .one_host = same_host(t, n), .param_step = TFT_STEP_NONE,
                       .world = tft_string_id("MPI_COMM_WORLD", 14)};
-    s.recent = calloc((size_t)n * DESYNC_RECENT_TENSORS, sizeof(*s.recent));
-    s.recent_pos = calloc((size_t)n, sizeof(*s.recent_pos));
     s.ibuf = calloc((size_t)n * 5, sizeof(*s.ibuf));
     s.ubuf = calloc((size_t)n, sizeof(*s.ubuf));
     s.open = calloc((size_t)n, sizeof(*s.open));
@@ -2158,6 +2185,7 @@ int diff_desyncs(tft_trace *t, diff_desync *out, int max)
         ix_init(&s.open[i].ix);
     ix_init(&s.param_ix);
     ix_init(&s.occ_ix);
+    tft_u64map_init(&s.strs, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = 1 << 20});
     tft_u64map_init(&s.pairs, &(tft_u64map_opts){.vsize = sizeof(pair_ent), .max_n = DESYNC_MAX_PAIRS, .min_cap = 256,
                                                  .hashed = true});
     s.inv_tmp = calloc((size_t)n, 1);
@@ -2167,31 +2195,48 @@ int diff_desyncs(tft_trace *t, diff_desync *out, int max)
         s.dense->owner = -1;
         s.dense->v = calloc((size_t)n, sizeof(*s.dense->v));
     }
-    bool ok = s.recent && s.recent_pos && s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp && s.dense &&
-              s.dense->v;
-    tft_merge *m = ok ? tft_merge_open(t, TFT_ORDER_STEP_SEQ) : NULL;
+    bool ok = s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp && s.dense && s.dense->v;
+    diff_spill_merge *m = ok ? diff_spill_merge_open(sp) : NULL;
     int e = m ? 0 : (ok ? -errno : -ENOMEM);
-    int64_t *last_step = m ? malloc((size_t)n * sizeof(*last_step)) : NULL;
-    if (m && !last_step)
-        e = -ENOMEM;
-    for (int i = 0; last_step && i < n; i++)
-        last_step[i] = TFT_STEP_NONE;
-    const tft_rec *rec;
+    const spill_ent *x;
     int ri;
-    while (e == 0 && (e = tft_merge_next(m, &rec, &ri)) == 1) {
-        e = 0;
-        if (ri < 0 || ri >= n)
-            continue;
-        if (rec->step != TFT_STEP_NONE)
-            last_step[ri] = rec->step;
-        e = on_record(&s, ri, rec, last_step[ri]);
-    }
+    while (e == 0 && (e = diff_spill_merge_next(m, &x, &ri)) == 1)
+        e = ri >= 0 && ri < n ? on_entry(&s, ri, x) : 0;
     if (e == 0)
         e = final_sweep(&s);
     if (e == 0)
         e = collect(&s, out, max > 0 ? max : 0);
-    free(last_step);
-    tft_merge_close(m);
+    diff_spill_merge_close(m);
     state_free(&s);
+    return e;
+}
+
+/* Extracts rank file i of the trace (one reader open per thread). */
+static int extract_one(void *ctx, int i, int worker)
+{
+    (void)worker;
+    void **a = ctx;
+    tft_trace *t = a[0];
+    tft_reader *r = tft_trace_reader(t, i);
+    int e = r ? diff_spill_extract(a[1], r, i) : errno ? -errno : -EIO;
+    tft_trace_release(t, i);
+    return e;
+}
+
+int diff_desyncs(tft_trace *t, diff_desync *out, int max)
+{
+    if (!t || (max > 0 && !out))
+        return -EINVAL;
+    int n = tft_trace_nranks(t);
+    if (n < 2)
+        return 0;
+    diff_spill *sp = diff_spill_new(n);
+    if (!sp)
+        return -errno;
+    void *ctx[2] = {t, sp};
+    int e = diff_pool_run(n, diff_pool_width(), extract_one, ctx);
+    if (!e)
+        e = diff_desyncs_spilled(t, sp, out, max);
+    diff_spill_free(sp);
     return e;
 }

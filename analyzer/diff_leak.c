@@ -783,42 +783,86 @@ static void on_process(leak_state *s, const tft_rec *rec)
     s->exit_signal = p->signal;
 }
 
+struct diff_leak_scan {
+    leak_state s;
+};
+
+diff_leak_scan *diff_leak_scan_new(void)
+{
+    diff_leak_scan *x = calloc(1, sizeof(*x));
+    if (!x)
+        return NULL;
+    x->s = (leak_state){.cur_step = TFT_STEP_NONE, .ts_min = UINT64_MAX, .last_step = TFT_STEP_NONE};
+    tft_u64map_init(&x->s.live, &(tft_u64map_opts){.vsize = sizeof(live_alloc), .min_cap = 1024, .load_pct = 75,
+                                                   .hashed = true});
+    tft_u64map_init(&x->s.site_idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t)});
+    return x;
+}
+
+int diff_leak_scan_record(diff_leak_scan *x, tft_reader *r, const tft_rec *rec)
+{
+    leak_state *s = &x->s;
+    s->pos++;
+    if (rec->ts < s->ts_min)
+        s->ts_min = rec->ts;
+    if (rec->step != TFT_STEP_NONE && (s->last_step == TFT_STEP_NONE || rec->step > s->last_step))
+        s->last_step = rec->step;
+    on_step(s, rec);
+    if (rec->kind == TFT_REC_ALLOC && rec->len >= sizeof(tft_rec_alloc))
+        return on_alloc(s, r, (const tft_rec_alloc *)rec);
+    if (rec->kind == TFT_REC_FREE && rec->len >= sizeof(tft_rec_free))
+        return on_free(s, (const tft_rec_free *)rec);
+    if (rec->kind == TFT_REC_PROCESS)
+        on_process(s, rec);
+    return 0;
+}
+
+int diff_leak_scan_finish(diff_leak_scan *x, tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out,
+                          int max, diff_rank_mem *mem)
+{
+    if (!x)
+        return -EINVAL;
+    leak_state *s = &x->s;
+    int e = 0;
+    if ((max > 0 && !out) || (mem && mem->max_sites > 0 && !mem->sites))
+        e = -EINVAL;
+    /* A step cut short (crash, hang) is not counted: its growth is partial. */
+    if (e == 0) {
+        site_ends(s);
+        e = collect(s, r, rank, exit_min_bytes, out, max > 0 ? max : 0);
+    }
+    if (e >= 0 && mem)
+        fill_mem(s, r, mem);
+    diff_leak_scan_free(x);
+    return e;
+}
+
+void diff_leak_scan_free(diff_leak_scan *x)
+{
+    if (!x)
+        return;
+    tft_u64map_free(&x->s.live);
+    free(x->s.sites);
+    tft_u64map_free(&x->s.site_idx);
+    free(x->s.active);
+    free(x);
+}
+
 int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max,
                    diff_rank_mem *mem)
 {
     if (!r || (max > 0 && !out) || (mem && mem->max_sites > 0 && !mem->sites))
         return -EINVAL;
-    leak_state s = {.cur_step = TFT_STEP_NONE, .ts_min = UINT64_MAX, .last_step = TFT_STEP_NONE};
-    tft_u64map_init(&s.live, &(tft_u64map_opts){.vsize = sizeof(live_alloc), .min_cap = 1024, .load_pct = 75,
-                                                .hashed = true});
-    tft_u64map_init(&s.site_idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t)});
+    diff_leak_scan *x = diff_leak_scan_new();
+    if (!x)
+        return -ENOMEM;
     int e = tft_reader_rewind(r);
     const tft_rec *rec;
-    while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) {
-        e = 0;
-        s.pos++;
-        if (rec->ts < s.ts_min)
-            s.ts_min = rec->ts;
-        if (rec->step != TFT_STEP_NONE && (s.last_step == TFT_STEP_NONE || rec->step > s.last_step))
-            s.last_step = rec->step;
-        on_step(&s, rec);
-        if (rec->kind == TFT_REC_ALLOC && rec->len >= sizeof(tft_rec_alloc))
-            e = on_alloc(&s, r, (const tft_rec_alloc *)rec);
-        else if (rec->kind == TFT_REC_FREE && rec->len >= sizeof(tft_rec_free))
-            e = on_free(&s, (const tft_rec_free *)rec);
-        else if (rec->kind == TFT_REC_PROCESS)
-            on_process(&s, rec);
+    while (e == 0 && (e = tft_reader_next(r, &rec)) == 1)
+        e = diff_leak_scan_record(x, r, rec);
+    if (e < 0) {
+        diff_leak_scan_free(x);
+        return e;
     }
-    /* A step cut short (crash, hang) is not counted: its growth is partial. */
-    if (e == 0) {
-        site_ends(&s);
-        e = collect(&s, r, rank, exit_min_bytes, out, max > 0 ? max : 0);
-    }
-    if (e >= 0 && mem)
-        fill_mem(&s, r, mem);
-    tft_u64map_free(&s.live);
-    free(s.sites);
-    tft_u64map_free(&s.site_idx);
-    free(s.active);
-    return e;
+    return diff_leak_scan_finish(x, r, rank, exit_min_bytes, out, max, mem);
 }

@@ -5,10 +5,12 @@
  */
 #include "diff.h"
 #include "diff_common.h"
+#include "diff_spill.h"
 #include "dump_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct nonfinite {
@@ -19,54 +21,77 @@ typedef struct nonfinite {
     uint64_t nan, inf;
 } nonfinite;
 
-static void release_all(dump_trace *d)
-{
-    for (int i = 0; i < d->n; i++)
-        tft_trace_release(d->t, i);
-}
+/* One pass over the rank files, a pool of threads each with one rank file
+ * open at a time: every rank's extract for the cross-rank analyses
+ * (desyncs, the first non-finite; diff_spill.h) and its leaks. */
+typedef struct check_scan {
+    dump_trace *d;
+    diff_spill *sp;
+    uint64_t min_bytes;
+    diff_leak **leaks;  /* per rank file: its leaks (malloc'd), NULL none */
+    int *nleaks;        /* per rank file: how many, or a negative errno */
+} check_scan;
 
-/* The first tensor with a NaN or Inf in (step, seq) order across ranks:
- * every rank file open at once (one chunk each). 0 or a negative errno. */
-static int find_nonfinite(dump_trace *d, nonfinite *nf)
+static int scan_one(void *ctx, int i, int worker)
 {
-    tft_merge *m = tft_merge_open(d->t, TFT_ORDER_STEP_SEQ);
-    if (!m)
+    (void)worker;
+    check_scan *c = ctx;
+    tft_reader *r = tft_trace_reader(c->d->t, i);
+    if (!r)
         return errno ? -errno : -EIO;
+    diff_spill_extractor *x = diff_spill_extract_begin(c->sp, r, i);
+    diff_leak_scan *ls = diff_leak_scan_new();
+    int e = x && ls ? tft_reader_rewind(r) : -ENOMEM;
     const tft_rec *rec;
-    int idx, e;
-    while ((e = tft_merge_next(m, &rec, &idx)) == 1) {
-        if (rec->kind != TFT_REC_TENSOR || rec->len < sizeof(tft_rec_tensor))
-            continue;
-        const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
-        if (t->mode < TFT_STATS_HEALTH || t->stats.nan + t->stats.pinf + t->stats.ninf == 0)
-            continue;
-        char buf[18];
-        const char *name = rec_string(tft_trace_reader(d->t, idx), t->name, buf);
-        *nf = (nonfinite){true, tft_trace_rank_id(d->t, idx), rec->step, rec->seq, "", t->stats.nan,
-                          t->stats.pinf + t->stats.ninf};
-        snprintf(nf->name, sizeof(nf->name), "%s", name ? name : "?");
-        break;
+    while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) /* one pass feeds both */
+        if ((e = diff_spill_extract_record(x, rec)) == 0)
+            e = diff_leak_scan_record(ls, r, rec);
+    if (e == 0) {
+        diff_leak tmp[64];
+        int k = diff_leak_scan_finish(ls, r, tft_trace_rank_id(c->d->t, i), c->min_bytes, tmp, 64, NULL);
+        ls = NULL;
+        c->nleaks[i] = k;
+        if (k > 0 && (c->leaks[i] = malloc((size_t)k * sizeof(*tmp))) != NULL)
+            memcpy(c->leaks[i], tmp, (size_t)k * sizeof(*tmp));
+        else if (k > 0)
+            c->nleaks[i] = -ENOMEM;
     }
-    tft_merge_close(m);
-    return e < 0 ? e : 0;
+    int f = diff_spill_extract_end(x, e == 0);
+    diff_leak_scan_free(ls);
+    tft_trace_release(c->d->t, i);
+    return e < 0 ? e : f;
 }
 
-/* Leaks rank by rank, one rank file open at a time. */
-static int find_leaks(dump_trace *d, uint64_t min_bytes, diff_leak *out, int max)
+/* The first tensor with a NaN or Inf in (step, seq) order across ranks
+ * (the order of a merge of the rank files, diff_spill.c). */
+static void first_nonfinite(const dump_trace *d, const diff_spill *sp, nonfinite *nf)
 {
-    int n = 0;
-    for (int i = 0; i < tft_trace_nranks(d->t) && n < max; i++) {
-        tft_reader *r = tft_trace_reader(d->t, i);
-        if (!r)
-            return errno ? -errno : -EIO;
-        tft_reader_rewind(r);
-        int k = diff_leaks_mem(r, tft_trace_rank_id(d->t, i), min_bytes, out + n, max - n, NULL);
-        tft_trace_release(d->t, i);
-        if (k < 0)
-            return k;
-        n += k;
+    const diff_spill_nonfinite *best = NULL;
+    int bi = -1;
+    for (int i = 0; i < tft_trace_nranks(d->t); i++) {
+        const diff_spill_nonfinite *x = diff_spill_nonfinite_of(sp, i);
+        if (x->found && (!best || x->kstep < best->kstep || (x->kstep == best->kstep && x->kseq < best->kseq))) {
+            best = x;
+            bi = i;
+        }
     }
-    return n;
+    if (!best)
+        return;
+    *nf = (nonfinite){true, tft_trace_rank_id(d->t, bi), best->step, best->seq, "", best->nan, best->inf};
+    snprintf(nf->name, sizeof(nf->name), "%s", best->name);
+}
+
+/* The rank files' leaks in rank file order, at most max. */
+static int gather_leaks(const check_scan *c, int n, diff_leak *out, int max)
+{
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) {
+        if (c->nleaks[i] < 0)
+            return c->nleaks[i];
+        for (int j = 0; j < c->nleaks[i] && k < max; j++)
+            out[k++] = c->leaks[i][j];
+    }
+    return k;
 }
 
 /* KEY: N, or null outside any step. */
@@ -165,19 +190,29 @@ int dump_check(dump_trace *d, const dump_opts *o)
     nonfinite nf = {0};
     diff_leak leaks[64];
     diff_desync ds[64];
-    int e = find_nonfinite(d, &nf);
-    release_all(d);
+    int n = tft_trace_nranks(d->t);
+    check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = diff_spill_new(n),
+                    .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int))};
+    int e = c.sp && c.leaks && c.nleaks ? diff_pool_run(n, diff_pool_width(), scan_one, &c) : -ENOMEM;
+    int nl = 0, nd = 0;
+    if (!e) {
+        first_nonfinite(d, c.sp, &nf);
+        nl = gather_leaks(&c, n, leaks, 64);
+        nd = nl < 0 ? 0 : diff_desyncs_spilled(d->t, c.sp, ds, 64);
+    }
+    for (int i = 0; c.leaks && i < n; i++)
+        free(c.leaks[i]);
+    free(c.leaks);
+    free(c.nleaks);
+    diff_spill_free(c.sp);
     if (e == -ENOMEM) {
-        dump_nomem(o->path, "--check (the first non-finite, reading every rank file at once)");
+        dump_nomem(o->path, "--check (reading the rank files)");
         return DUMP_USAGE;
     }
     if (e < 0) {
-        dump_err("%s: read error while scanning tensors: %s", o->path, strerror(-e));
+        dump_err("%s: read error while scanning the rank files: %s", o->path, strerror(-e));
         return DUMP_USAGE;
     }
-    int nl = find_leaks(d, o->leak_min_bytes, leaks, 64);
-    int nd = nl < 0 ? 0 : diff_desyncs(d->t, ds, 64);
-    release_all(d);
     if (nl == -ENOMEM || nd == -ENOMEM) {
         dump_nomem(o->path, nl == -ENOMEM ? "--check (leaks)" : "--check (desyncs across ranks)");
         return DUMP_USAGE;

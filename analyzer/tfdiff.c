@@ -13,6 +13,9 @@
 #include "diff_common.h"
 #include "diff_report.h"
 #include "diff_tensors.h"
+#include "tfdiff_mpi.h"
+
+#include <stdatomic.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +51,9 @@ static void usage(FILE *f)
             "                   difference, first indices, and where they lie (rows, columns,\n"
             "                   diagonal, padding); exact unless --rtol/--atol are given\n"
             "  --pad-id N       padding token value in captured `tokens` (default 256, tftrain's)\n"
+            "  --mpi            under mpirun -np K: split the rank files over the K processes\n"
+            "                   (process 0 writes the report, the same as one process's);\n"
+            "                   without mpirun, one process\n"
             "  -q, --quiet      no progress line\n"
             "  -h, --help       this help;  -V, --version\n\n"
             "Exit status: 0 no difference, 1 differences found (also: BAD recorded nothing,\n"
@@ -59,6 +65,7 @@ static void usage(FILE *f)
 typedef struct opts {
     diff_opts d;
     int json, quiet, tensors, tol_given;
+    int mpi;               /* --mpi: split the rank files over the processes of an MPI job */
     double pad_id;
     const char *junit;
     int ranks[64], nranks; /* empty = all */
@@ -113,11 +120,12 @@ static int parse_ranks(const char *s, opts *o)
 
 static int parse_args(int argc, char **argv, opts *o)
 {
-    enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD };
+    enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD, O_MPI };
     static const struct option lo[] = {
         {"json", 0, 0, O_JSON}, {"junit", 1, 0, O_JUNIT}, {"rtol", 1, 0, O_RTOL}, {"atol", 1, 0, O_ATOL},
         {"ranks", 1, 0, O_RANKS}, {"steps", 1, 0, O_STEPS}, {"name", 1, 0, O_NAME},
         {"collectives", 0, 0, O_COLL}, {"tensors", 0, 0, O_TENSORS}, {"pad-id", 1, 0, O_PAD},
+        {"mpi", 0, 0, O_MPI},
         {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
         {0, 0, 0, 0}};
     diff_opts dflt = DIFF_OPTS_DEFAULT;
@@ -153,6 +161,7 @@ static int parse_args(int argc, char **argv, opts *o)
             break;
         case O_NAME: o->d.name_glob = optarg; break;
         case O_COLL: o->d.collectives = true; break;
+        case O_MPI: o->mpi = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("tfdiff (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()); exit(0);
@@ -225,22 +234,180 @@ static void raise_nofile(void)
     }
 }
 
-/* One rank's comparison. Each job has readers of its own, opened by the
- * main thread before the job starts and released after it ended: no
- * reader is ever used by two threads. */
+/* The work on one BAD rank file (or one GOLDEN rank file BAD lacks): its
+ * comparison with GOLDEN's same rank, the leaks of both, and their extracts
+ * for the desync analysis (diff_spill.h); one pass of each analysis over
+ * each file, the files open only while the job runs. Jobs run on a pool of
+ * threads (one per CPU) and, under --mpi, over the processes (job j on
+ * process j % K); the report takes their results in job order, so it is
+ * the same whichever ran where. */
 typedef struct rank_job {
-    int gi, bi;              /* rank file indices in GOLDEN and BAD */
-    tft_reader *g, *b;
-    const diff_opts *o;
+    int gi, bi;              /* rank file indices in GOLDEN and BAD, -1 none */
+    bool compare;            /* compare gi with bi (diff_rank) */
+    bool leaks;              /* leaks of bi (against gi when gi >= 0) */
+    bool extract_g, extract_b; /* extracts of gi, bi */
     diff_rank_result res;
     int err;
+    diff_leak *found;        /* leaks to report (malloc'd), nfound of them */
+    int nfound;
+    uint64_t bad_dropped;    /* BAD's records lost, noted when it has leaks */
 } rank_job;
 
-static void *rank_main(void *arg)
+/* Per worker thread: the leak scans' site tables (large, reused). */
+typedef struct leak_scratch {
+    diff_rank_mem gm, bm;
+} leak_scratch;
+
+enum { LEAKS_MAX = 64, SITES_MAX = 16384 };
+
+typedef struct rank_work {
+    const opts *o;
+    tft_trace *g, *b;
+    rank_job *jobs;
+    int njobs;
+    diff_spill *gsp, *bsp;   /* extracts of GOLDEN's and BAD's rank files */
+    leak_scratch *scratch;   /* one per worker */
+    int me, nproc;           /* this process and their number (--mpi) */
+    _Atomic int done;
+} rank_work;
+
+/* The exit of rank `rank` from the manifest, for a rank file that has no
+ * PROCESS exit record (a launcher that saw the rank die writes it there). */
+static void exit_from_manifest(tft_trace *t, int rank, diff_rank_mem *m)
 {
-    rank_job *j = arg;
-    j->err = diff_rank(j->g, j->b, j->o, &j->res);
-    return NULL;
+    const tft_manifest *man = tft_trace_manifest(t);
+    for (int k = 0; man && !m->exit_known && k < man->nranks; k++) {
+        if (man->ranks[k].rank != rank || !man->ranks[k].exited)
+            continue;
+        m->exit_known = true;
+        m->exit_code = man->ranks[k].exit_code;
+        m->exit_signal = man->ranks[k].signal;
+    }
+}
+
+/* What reads along with a job's comparison, per side (0 GOLDEN, 1 BAD):
+ * the leak scan and the desync extract of each file, fed by diff_rank's
+ * tap, so every file is decompressed and walked once. */
+typedef struct job_tap {
+    tft_reader *r[2];
+    diff_leak_scan *leak[2];
+    diff_spill_extractor *ex[2];
+} job_tap;
+
+static int tap_record(void *ctx, int side, const tft_rec *rec)
+{
+    job_tap *t = ctx;
+    int e = t->leak[side] ? diff_leak_scan_record(t->leak[side], t->r[side], rec) : 0;
+    if (!e && t->ex[side])
+        e = diff_spill_extract_record(t->ex[side], rec);
+    return e;
+}
+
+/* The rest of side's file through the tap (a job that compares nothing). */
+static int tap_drain(job_tap *t, int side)
+{
+    const tft_rec *rec;
+    int e;
+    while ((e = tft_reader_next(t->r[side], &rec)) == 1)
+        if ((e = tap_record(t, side, rec)) < 0)
+            break;
+    return e < 0 ? e : 0;
+}
+
+/* Side's growth leaks and what each site holds, from its finished scan. */
+static int finish_leaks(job_tap *t, int side, tft_trace *tr, int i, diff_leak *l, int max, diff_rank_mem *m)
+{
+    int n = diff_leak_scan_finish(t->leak[side], t->r[side], tft_trace_rank_id(tr, i), 0, l, max, m);
+    t->leak[side] = NULL;
+    if (n >= 0)
+        exit_from_manifest(tr, tft_trace_rank_id(tr, i), m);
+    return n;
+}
+
+/* Leaks of BAD that GOLDEN does not have at the same rank and site: growth
+ * GOLDEN lacks, and sites holding far more at BAD's end than at GOLDEN's
+ * (diff_leaks_compare); a rank in BAD only: its growth leaks. */
+static int job_leaks(rank_work *w, rank_job *j, job_tap *t, leak_scratch *sc)
+{
+    diff_leak gl[LEAKS_MAX], bl[LEAKS_MAX], out[LEAKS_MAX];
+    int rank = tft_trace_rank_id(w->b, j->bi);
+    int nb = finish_leaks(t, 1, w->b, j->bi, bl, LEAKS_MAX, &sc->bm);
+    if (nb < 0)
+        return nb;
+    const diff_leak *src = bl;
+    int n = nb;
+    if (j->gi >= 0) {
+        int ng = finish_leaks(t, 0, w->g, j->gi, gl, LEAKS_MAX, &sc->gm);
+        if (ng < 0)
+            return ng;
+        n = diff_leaks_compare(&sc->gm, gl, ng, &sc->bm, bl, nb, rank, out, LEAKS_MAX);
+        src = out;
+        j->bad_dropped = n ? sc->bm.dropped : 0;
+    }
+    if (n > 0 && !(j->found = malloc((size_t)n * sizeof(*j->found))))
+        return -ENOMEM;
+    if (n > 0)
+        memcpy(j->found, src, (size_t)n * sizeof(*j->found));
+    j->nfound = n;
+    return 0;
+}
+
+/* One pass over the job's files: the comparison (its tap feeding the leak
+ * scans and the extracts), or the tap alone. */
+static int job_pass(rank_work *w, rank_job *j, job_tap *t)
+{
+    if (j->leaks && (!(t->leak[1] = diff_leak_scan_new()) || (j->gi >= 0 && !(t->leak[0] = diff_leak_scan_new()))))
+        return -ENOMEM;
+    if (j->extract_b && !(t->ex[1] = diff_spill_extract_begin(w->bsp, t->r[1], j->bi)))
+        return -errno;
+    if (j->extract_g && !(t->ex[0] = diff_spill_extract_begin(w->gsp, t->r[0], j->gi)))
+        return -errno;
+    if (!j->compare) {
+        int e = t->r[0] ? tap_drain(t, 0) : 0;
+        return e ? e : t->r[1] ? tap_drain(t, 1) : 0;
+    }
+    diff_opts o = w->o->d;
+    o.tap = tap_record;
+    o.tap_ctx = t;
+    int e = diff_rank(t->r[0], t->r[1], &o, &j->res);
+    j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
+    return e;
+}
+
+static int job_run(rank_work *w, rank_job *j, leak_scratch *sc)
+{
+    job_tap t = {.r = {j->gi >= 0 ? tft_trace_reader(w->g, j->gi) : NULL,
+                       j->bi >= 0 ? tft_trace_reader(w->b, j->bi) : NULL}};
+    if ((j->gi >= 0 && !t.r[0]) || (j->bi >= 0 && !t.r[1]))
+        return errno ? -errno : -EIO;
+    int e = job_pass(w, j, &t);
+    if (!e && j->leaks)
+        e = job_leaks(w, j, &t, sc);
+    for (int side = 0; side < 2; side++) {
+        int f = diff_spill_extract_end(t.ex[side], e == 0);
+        e = e ? e : f;
+        diff_leak_scan_free(t.leak[side]);
+    }
+    return e;
+}
+
+static int job_main(void *ctx, int k, int worker)
+{
+    rank_work *w = ctx;
+    int i = k * w->nproc + w->me; /* this process's k-th job */
+    rank_job *j = &w->jobs[i];
+    j->err = job_run(w, j, &w->scratch[worker]);
+    if (j->gi >= 0)
+        tft_trace_release(w->g, j->gi);
+    if (j->bi >= 0)
+        tft_trace_release(w->b, j->bi);
+    int done = atomic_fetch_add(&w->done, 1) + 1;
+    if (!w->o->quiet && !w->o->json && isatty(2) && w->njobs > 1) {
+        pthread_mutex_lock(&progress_lock);
+        fprintf(stderr, "\rtfdiff: read %d of %d ranks   ", done, (w->njobs - w->me + w->nproc - 1) / w->nproc);
+        pthread_mutex_unlock(&progress_lock);
+    }
+    return j->err;
 }
 
 static bool rank_wanted(const opts *o, int rank)
@@ -262,190 +429,94 @@ static int rank_index_of(const tft_trace *t, int rank)
     return -1;
 }
 
-/* Runs jobs[base, top): one thread each (inline when a thread cannot be
- * made), then releases their readers. */
-static int run_batch(tft_trace *g, tft_trace *b, rank_job *jobs, pthread_t *th, int base, int top)
+/* The jobs, in the order the report lists what they find: every BAD rank
+ * file (compared when wanted and GOLDEN has its rank), then the GOLDEN rank
+ * files no BAD job reads (extracted only). Notes what cannot be compared. */
+static rank_job *plan_jobs(const opts *o, tft_trace *g, tft_trace *b, diff_report *rep, int *njobs)
 {
-    int e = 0;
-    bool *started = calloc((size_t)(top - base), sizeof(*started));
-    if (!started)
-        return -ENOMEM;
-    for (int i = base; i < top; i++) {
-        jobs[i].g = tft_trace_reader(g, jobs[i].gi);
-        jobs[i].b = jobs[i].g ? tft_trace_reader(b, jobs[i].bi) : NULL;
-        if (!jobs[i].g || !jobs[i].b) {
-            jobs[i].err = errno ? -errno : -EIO;
-            continue;
-        }
-        started[i - base] = pthread_create(&th[i], NULL, rank_main, &jobs[i]) == 0;
-        if (!started[i - base])
-            rank_main(&jobs[i]);
-    }
-    for (int i = base; i < top; i++) {
-        if (started[i - base])
-            pthread_join(th[i], NULL);
-        jobs[i].res.rank = tft_trace_rank_id(b, jobs[i].bi); /* the rank it is read as */
-        tft_trace_release(g, jobs[i].gi);
-        tft_trace_release(b, jobs[i].bi);
-        if (jobs[i].err && !e)
-            e = jobs[i].err;
-    }
-    free(started);
-    return e;
-}
-
-/* Pairs the ranks of both traces and compares them, one thread per CPU at
- * a time: memory is two readers (two chunks) and one step per side per
- * thread, whatever the rank count. */
-static int compare_ranks(const opts *o, tft_trace *g, tft_trace *b, diff_report *rep)
-{
-    int n = tft_trace_nranks(b);
-    rank_job *jobs = calloc((size_t)n + 1, sizeof(*jobs));
-    pthread_t *th = calloc((size_t)n + 1, sizeof(*th));
-    bool *g_used = calloc((size_t)tft_trace_nranks(g) + 1, sizeof(*g_used));
-    if (!jobs || !th || !g_used) {
+    int n = tft_trace_nranks(b), ng = tft_trace_nranks(g);
+    rank_job *jobs = calloc((size_t)(n + ng) + 1, sizeof(*jobs));
+    bool *g_used = calloc((size_t)ng + 1, sizeof(*g_used));
+    if (!jobs || !g_used) {
         free(jobs);
-        free(th);
         free(g_used);
-        return -ENOMEM;
+        return NULL;
     }
-    int njobs = 0, e = 0;
+    int k = 0;
     for (int i = 0; i < n; i++) {
         int rank = tft_trace_rank_id(b, i), gi = rank_index_of(g, rank);
-        if (!rank_wanted(o, rank))
-            continue;
-        if (gi < 0) {
+        bool wanted = rank_wanted(o, rank);
+        rank_job *j = &jobs[k++];
+        *j = (rank_job){.gi = -1, .bi = i, .extract_b = true, .leaks = wanted};
+        if (wanted && gi < 0)
             report_note(rep, "rank %d is in BAD only", rank);
+        if (gi < 0)
             continue;
-        }
         if (g_used[gi]) { /* cannot happen after tft_trace_open's checks; never share a reader */
-            report_note(rep, "rank %d: a second BAD file read as this rank is left out", rank);
+            if (wanted)
+                report_note(rep, "rank %d: a second BAD file read as this rank is left out", rank);
             continue;
         }
         g_used[gi] = true;
-        jobs[njobs] = (rank_job){.gi = gi, .bi = i, .o = &o->d};
-        njobs++;
+        j->gi = gi;
+        j->compare = wanted;
+        j->extract_g = true;
     }
-    for (int k = 0; k < tft_trace_nranks(g); k++) {
-        int rank = tft_trace_rank_id(g, k), found = 0;
-        for (int i = 0; i < n && !found; i++)
-            found = tft_trace_rank_id(b, i) == rank;
-        if (!found && rank_wanted(o, rank))
+    for (int gi = 0; gi < ng; gi++) {
+        int rank = tft_trace_rank_id(g, gi);
+        if (!g_used[gi] && rank_index_of(b, rank) < 0 && rank_wanted(o, rank))
             report_incomplete(rep, "rank %d is in GOLDEN only: BAD has no rank file for it", rank);
+        if (!g_used[gi])
+            jobs[k++] = (rank_job){.gi = gi, .bi = -1, .extract_g = true};
     }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int width = ncpu > 1 ? (int)ncpu : 1;
-    for (int base = 0; base < njobs; base += width) {
-        int top = base + width < njobs ? base + width : njobs;
-        int be = run_batch(g, b, jobs, th, base, top);
-        if (be && !e)
-            e = be;
-        if (!o->quiet && !o->json && isatty(2) && njobs > 1)
-            fprintf(stderr, "\rtfdiff: compared %d of %d ranks", top, njobs);
-    }
-    if ((!o->quiet && !o->json && isatty(2) && njobs > 1) || progress_shown)
-        fputc('\n', stderr);
-    for (int i = 0; i < njobs; i++)
-        report_add_rank(rep, &jobs[i].res);
-    free(jobs);
-    free(th);
     free(g_used);
+    *njobs = k;
+    return jobs;
+}
+
+/* This process's jobs on a pool of threads. 0 or the first error in job order. */
+static int run_jobs(rank_work *w, int per_host)
+{
+    int mine = (w->njobs - w->me + w->nproc - 1) / w->nproc;
+    int width = diff_pool_width() / (per_host > 1 ? per_host : 1);
+    width = width > 1 ? width : 1;
+    w->scratch = calloc((size_t)width, sizeof(*w->scratch));
+    int e = w->scratch ? 0 : -ENOMEM;
+    for (int k = 0; !e && k < width; k++) {
+        leak_scratch *sc = &w->scratch[k];
+        sc->gm = (diff_rank_mem){.max_sites = SITES_MAX, .sites = calloc(SITES_MAX, sizeof(diff_site_mem))};
+        sc->bm = (diff_rank_mem){.max_sites = SITES_MAX, .sites = calloc(SITES_MAX, sizeof(diff_site_mem))};
+        if (!sc->gm.sites || !sc->bm.sites)
+            e = -ENOMEM;
+    }
+    if (!e)
+        e = diff_pool_run(mine, width, job_main, w);
+    if ((!w->o->quiet && !w->o->json && isatty(2) && w->njobs > 1) || progress_shown)
+        fputc('\n', stderr);
+    for (int k = 0; w->scratch && k < width; k++) {
+        free(w->scratch[k].gm.sites);
+        free(w->scratch[k].bm.sites);
+    }
+    free(w->scratch);
+    w->scratch = NULL;
     return e;
 }
 
-/* The exit of rank `rank` from the manifest, for a rank file that has no
- * PROCESS exit record (a launcher that saw the rank die writes it there). */
-static void exit_from_manifest(tft_trace *t, int rank, diff_rank_mem *m)
+/* The jobs' results into the report, in job order: the ranks' comparisons,
+ * then the leaks (each rank's, with its note). */
+static void report_jobs(const rank_work *w, diff_report *rep)
 {
-    const tft_manifest *man = tft_trace_manifest(t);
-    for (int k = 0; man && !m->exit_known && k < man->nranks; k++) {
-        if (man->ranks[k].rank != rank || !man->ranks[k].exited)
-            continue;
-        m->exit_known = true;
-        m->exit_code = man->ranks[k].exit_code;
-        m->exit_signal = man->ranks[k].signal;
-    }
-}
-
-/* Reads rank i of t once: its growth leaks and what each site holds. */
-static int scan_leaks(tft_trace *t, int i, diff_leak *l, int max, diff_rank_mem *m)
-{
-    tft_reader *r = tft_trace_reader(t, i);
-    if (!r)
-        return errno ? -errno : -EIO;
-    tft_reader_rewind(r);
-    int n = diff_leaks_mem(r, tft_trace_rank_id(t, i), 0, l, max, m);
-    tft_trace_release(t, i);
-    if (n >= 0)
-        exit_from_manifest(t, tft_trace_rank_id(t, i), m);
-    return n;
-}
-
-/* Leaks of BAD that GOLDEN does not have at the same rank and site: growth
- * GOLDEN lacks, and sites holding far more at BAD's end than at GOLDEN's
- * (diff_leaks_compare). */
-enum { LEAKS_MAX = 64, SITES_MAX = 16384 };
-static int compare_leaks(const opts *o, tft_trace *g, tft_trace *b, diff_report *rep)
-{
-    diff_leak gl[LEAKS_MAX], bl[LEAKS_MAX], out[LEAKS_MAX];
-    diff_rank_mem gm = {.max_sites = SITES_MAX}, bm = {.max_sites = SITES_MAX};
-    gm.sites = calloc(SITES_MAX, sizeof(*gm.sites));
-    bm.sites = calloc(SITES_MAX, sizeof(*bm.sites));
-    int e = gm.sites && bm.sites ? 0 : -ENOMEM;
-    for (int i = 0; !e && i < tft_trace_nranks(b); i++) {
-        int rank = tft_trace_rank_id(b, i), gi = rank_index_of(g, rank);
-        if (!rank_wanted(o, rank))
-            continue;
-        int nb = scan_leaks(b, i, bl, LEAKS_MAX, &bm);
-        if (nb >= 0 && gi < 0) { /* a rank in BAD only (noted by compare_ranks): its growth leaks */
-            for (int j = 0; j < nb; j++)
-                report_add_leak(rep, &bl[j]);
-            continue;
-        }
-        int ng = nb < 0 ? 0 : scan_leaks(g, gi, gl, LEAKS_MAX, &gm);
-        if (nb < 0 || ng < 0) {
-            e = nb < 0 ? nb : ng;
-            break;
-        }
-        int n = diff_leaks_compare(&gm, gl, ng, &bm, bl, nb, rank, out, LEAKS_MAX);
-        for (int j = 0; j < n; j++)
-            report_add_leak(rep, &out[j]);
-        if (n && bm.dropped)
+    for (int i = 0; i < w->njobs; i++)
+        if (w->jobs[i].compare)
+            report_add_rank(rep, &w->jobs[i].res);
+    for (int i = 0; i < w->njobs; i++) {
+        const rank_job *j = &w->jobs[i];
+        for (int k = 0; k < j->nfound; k++)
+            report_add_leak(rep, &j->found[k]);
+        if (j->nfound && j->bad_dropped)
             report_note(rep, "rank %d: BAD dropped %llu records; a lost FREE leaves its block live at the end",
-                        rank, (unsigned long long)bm.dropped);
+                        tft_trace_rank_id(w->b, j->bi), (unsigned long long)j->bad_dropped);
     }
-    free(gm.sites);
-    free(bm.sites);
-    return e;
-}
-
-static void release_all(tft_trace *t)
-{
-    for (int i = 0; i < tft_trace_nranks(t); i++)
-        tft_trace_release(t, i);
-}
-
-/* The desync analysis merges every rank file of a trace: one chunk per
- * rank file of BAD, then of GOLDEN, is in memory at once. */
-static int compare_desyncs(tft_trace *g, tft_trace *b, diff_report *rep)
-{
-    diff_desync bd[64], gd[64];
-    int nb = diff_desyncs(b, bd, 64);
-    release_all(b);
-    if (nb < 0)
-        return nb;
-    int ng = diff_desyncs(g, gd, 64);
-    release_all(g);
-    if (ng == -ENOMEM)
-        return ng;
-    for (int j = 0; j < nb; j++) {
-        bool in_golden = false;
-        for (int k = 0; k < ng; k++)
-            in_golden |= gd[k].kind == bd[j].kind && gd[k].comm == bd[j].comm && gd[k].coll_seq == bd[j].coll_seq;
-        if (!in_golden)
-            report_add_desync(rep, &bd[j]);
-    }
-    return 0;
 }
 
 /* A damaged input (not a torn tail) makes the comparison meaningless. */
@@ -460,6 +531,102 @@ static int check_integrity(tft_trace *t, const char *path)
         }
     }
     return 0;
+}
+
+/* Desyncs of BAD that GOLDEN does not have (same kind, communicator and
+ * collective), from the extracts of every rank file of both. */
+static int compare_desyncs(tft_trace *g, tft_trace *b, diff_spill *gsp, diff_spill *bsp, diff_report *rep)
+{
+    diff_desync bd[64], gd[64];
+    int nb = diff_desyncs_spilled(b, bsp, bd, 64);
+    if (nb < 0)
+        return nb;
+    int ng = diff_desyncs_spilled(g, gsp, gd, 64);
+    if (ng == -ENOMEM)
+        return ng;
+    for (int j = 0; j < nb; j++) {
+        bool in_golden = false;
+        for (int k = 0; k < ng; k++)
+            in_golden |= gd[k].kind == bd[j].kind && gd[k].comm == bd[j].comm && gd[k].coll_seq == bd[j].coll_seq;
+        if (!in_golden)
+            report_add_desync(rep, &bd[j]);
+    }
+    return 0;
+}
+
+/* Moves the results of the jobs other processes ran to process 0, and
+ * their extracts (--mpi). */
+static int gather_jobs(const tfdiff_mpi *mp, rank_work *w)
+{
+    int e = 0;
+    for (int i = 0; i < w->njobs; i++) {
+        rank_job *j = &w->jobs[i], copy = *j;
+        int owner = i % mp->nproc, m = tfdiff_mpi_move(mp, owner, &copy, sizeof(copy));
+        if (mp->me == 0 && owner != 0 && !m) {
+            copy.found = NULL;
+            if (copy.nfound > 0 && !(copy.found = malloc((size_t)copy.nfound * sizeof(*copy.found))))
+                m = -ENOMEM; /* the sender's leaks still come: taken into a scratch copy below */
+            *j = copy;
+        }
+        if (j->nfound > 0) {
+            diff_leak scratch[LEAKS_MAX];
+            int m2 = tfdiff_mpi_move(mp, owner, j->found ? (void *)j->found : scratch,
+                                     (size_t)j->nfound * sizeof(*j->found));
+            m = m ? m : m2;
+        }
+        e = e ? e : m;
+    }
+    for (int i = 0; i < w->njobs; i++) {
+        const rank_job *j = &w->jobs[i];
+        int owner = i % mp->nproc, m = 0;
+        if (j->extract_b)
+            m = tfdiff_mpi_move_extract(mp, owner, w->bsp, j->bi);
+        if (j->extract_g)
+            m = m ? m : tfdiff_mpi_move_extract(mp, owner, w->gsp, j->gi);
+        e = e ? e : m;
+    }
+    return e;
+}
+
+/* Every analysis of GOLDEN vs BAD into rep (process 0's under --mpi; the
+ * others' rep stays unused). 0, or the first error (the same on all
+ * processes), -EBADMSG when a damaged input was named on stderr. */
+static int compare_all(const opts *o, tft_trace *g, tft_trace *b, diff_report *rep, const tfdiff_mpi *mp)
+{
+    rank_work w = {.o = o, .g = g, .b = b, .me = mp->me, .nproc = mp->nproc};
+    w.jobs = plan_jobs(o, g, b, rep, &w.njobs);
+    w.gsp = diff_spill_new(tft_trace_nranks(g));
+    w.bsp = diff_spill_new(tft_trace_nranks(b));
+    int e = w.jobs && w.gsp && w.bsp ? 0 : !w.jobs ? -ENOMEM : errno ? -errno : -EIO;
+    double t0 = now_s();
+    if (!e)
+        e = run_jobs(&w, mp->local);
+    double t1 = now_s();
+    for (int i = 0; !e && i < w.njobs; i++)
+        e = i % w.nproc == w.me ? w.jobs[i].err : 0;
+    if (!e && (check_integrity(g, o->golden) < 0 || check_integrity(b, o->bad) < 0))
+        e = -EBADMSG;
+    e = tfdiff_mpi_agree(mp, e);
+    if (!e)
+        e = tfdiff_mpi_agree(mp, gather_jobs(mp, &w));
+    double t2 = now_s();
+    if (!e && mp->me == 0)
+        report_jobs(&w, rep);
+    for (int i = 0; w.jobs && i < w.njobs; i++) /* the report has them: their memory goes before the desyncs' */
+        free(w.jobs[i].found);
+    free(w.jobs);
+    w.jobs = NULL;
+    if (!e && mp->me == 0)
+        e = compare_desyncs(g, b, w.gsp, w.bsp, rep);
+    if (getenv("TFDIFF_TIMES")) /* where the time goes (bench/analyzer) */
+        fprintf(stderr, "tfdiff: process %d: ranks %.2f s, gather %.2f s, desyncs %.2f s\n", mp->me, t1 - t0,
+                t2 - t1, now_s() - t2);
+    for (int i = 0; w.jobs && i < w.njobs; i++)
+        free(w.jobs[i].found);
+    free(w.jobs);
+    diff_spill_free(w.gsp);
+    diff_spill_free(w.bsp);
+    return e;
 }
 
 /* "`CMD` was killed by signal 9 after 0.006 s, before its first record"
@@ -532,13 +699,11 @@ static int compare_unrecorded(const opts *o)
     return code;
 }
 
-int main(int argc, char **argv)
+/* The comparison the options ask for; returns the exit status. */
+static int run(opts *po, const tfdiff_mpi *mp)
 {
-    opts o = {0};
-    int e = parse_args(argc, argv, &o);
-    if (e)
-        return e;
-    signal(SIGPIPE, SIG_IGN);
+    opts o = *po;
+    int e;
     if (o.tensors) {
         tensors_opts to = {.rtol = o.tol_given ? o.d.rtol : 0, .atol = o.tol_given ? o.d.atol : 0,
                            .name_glob = o.d.name_glob, .pad_id = o.pad_id, .json = o.json};
@@ -567,13 +732,7 @@ int main(int argc, char **argv)
         tft_trace_close(b);
         return 2;
     }
-    e = compare_ranks(&o, g, b, rep);
-    if (!e)
-        e = compare_leaks(&o, g, b, rep);
-    if (!e)
-        e = compare_desyncs(g, b, rep);
-    if (!e && (check_integrity(g, o.golden) < 0 || check_integrity(b, o.bad) < 0))
-        e = -EBADMSG;
+    e = compare_all(&o, g, b, rep, mp);
     int code = 2;
     if (e == -ENOMEM) {
         say_nomem("comparing GOLDEN and BAD");
@@ -586,5 +745,27 @@ int main(int argc, char **argv)
     report_free(rep);
     tft_trace_close(g);
     tft_trace_close(b);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {0};
+    int e = parse_args(argc, argv, &o);
+    if (e)
+        return e;
+    signal(SIGPIPE, SIG_IGN);
+    tfdiff_mpi mp = {.nproc = 1, .local = 1};
+    if (o.mpi && tfdiff_mpi_start(&mp, &argc, &argv) < 0)
+        return 2;
+    if (mp.me != 0) { /* process 0 writes the report; the others' stdout stays quiet */
+        o.junit = NULL;
+        o.quiet = 1;
+        if (!freopen("/dev/null", "w", stdout))
+            fclose(stdout);
+    }
+    int code = run(&o, &mp);
+    code = tfdiff_mpi_bcast_int(&mp, code);
+    tfdiff_mpi_end(&mp);
     return code;
 }

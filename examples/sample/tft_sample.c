@@ -5,6 +5,7 @@
  * recorded by tftrace would leave, without running one.
  *
  *   tft_sample OUT.trace [--ranks N] [--steps S] [--layers L] [--crash]
+ *              [--diverge R:S] [--desync R:S]
  *
  * OUT.trace/manifest.json and OUT.trace/rank-NNNNN.tft, one per rank. Each
  * rank records: process start, parameter init, then per step a step begin,
@@ -15,6 +16,10 @@
  * kernel and a step end; a checkpoint after the middle step; process exit.
  * Parameters, all-reduced gradients and grad_norm are bit-identical across
  * ranks (equal fingerprints); activations differ (each rank has its shard).
+ *
+ * --diverge R:S gives rank R's L0.qkv other statistics at step S (tfdiff's
+ * first divergence and origin: the op L0/attn/matmul); --desync R:S gives
+ * rank R's all-reduce of step S another count than its peers' (a desync).
  *
  * --crash simulates a run whose last rank dies in the middle of its last
  * step: that rank file is flushed and abandoned without an index and without
@@ -47,6 +52,8 @@ typedef struct sample_cfg {
     const char *out;     /* trace directory to create */
     int ranks, steps, layers;
     int crash;
+    int diverge_rank, diverge_step; /* --diverge R:S: L0.qkv of rank R differs at step S (-1: none) */
+    int desync_rank, desync_step;   /* --desync R:S: rank R's all-reduce count differs at step S */
     uint8_t run_id[16];
     uint64_t t0_real, t0_mono; /* clocks at "launch" */
     int argc;
@@ -114,6 +121,8 @@ static void make_stats(const gen *g, const tspec *t, tft_stats *s)
 {
     char key[160];
     snprintf(key, sizeof(key), "%s/%lld/%d", t->name, (long long)g->step, t->shared ? -1 : g->rank);
+    if (g->rank == g->cfg->diverge_rank && g->step == g->cfg->diverge_step && !strcmp(t->name, "L0.qkv"))
+        strcat(key, "/diverged"); /* other statistics and fingerprint: the op L0/attn/matmul diverges */
     uint64_t h = tft_string_id(key, strlen(key));
     uint64_t numel = 1;
     for (int i = 0; i < t->ndim; i++)
@@ -334,6 +343,8 @@ static uint64_t backward(gen *g, uint64_t loss, int hang)
     op_outs(g, "backward", "backward", TFT_OP_RUNTIME, &loss, 1, grads, n, ids);
 
     uint64_t count = (uint64_t)(VOCAB + SEQLEN) * DMODEL + (uint64_t)L * 7 * DMODEL * DMODEL;
+    if (g->rank == g->cfg->desync_rank && g->step == g->cfg->desync_step)
+        count += 1; /* a count mismatch across ranks: a desync */
     uint64_t flat = ids[n] = g->next_id;
     op(g, "allreduce", "ddp", TFT_OP_COLLECTIVE, ids, n, 1, 0);
     g->ts += (uint64_t)g->rank * 20000u; /* stragglers enter later */
@@ -577,12 +588,15 @@ static int write_manifest(const sample_cfg *c, int final)
 static void usage(FILE *f)
 {
     fputs("Usage: tft_sample OUT.trace [--ranks N] [--steps S] [--layers L] [--crash]\n"
+          "                 [--diverge R:S] [--desync R:S]\n"
           "Writes a synthetic trace of a data-parallel GPT-style training run.\n"
           "  --ranks N    ranks, one rank file each (default 2, 1..1024)\n"
           "  --steps S    training steps (default 4, 1..100000)\n"
           "  --layers L   transformer blocks (default 2, 1..16)\n"
           "  --crash      the last rank dies mid-step: its file is left unclosed,\n"
           "               the other ranks are killed, the manifest stays unfinished\n"
+          "  --diverge R:S  rank R's L0.qkv differs at step S (a divergence for tfdiff)\n"
+          "  --desync R:S   rank R's all-reduce at step S has another count (a desync)\n"
           "Exit status: 0 written, 1 write error, 2 usage error.\n",
           f);
 }
@@ -598,17 +612,31 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* "R:S": a rank and a step. */
+static int parse_pair(const char *s, int *rank, int *step)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s", s);
+    char *colon = strchr(buf, ':');
+    if (!colon)
+        return -1;
+    *colon = '\0';
+    return parse_int(buf, 0, 1023, rank) | parse_int(colon + 1, 0, 100000, step);
+}
+
 static int parse_args(int argc, char **argv, sample_cfg *c)
 {
     static const struct option lo[] = {
         {"ranks", required_argument, NULL, 'r'}, {"steps", required_argument, NULL, 's'},
         {"layers", required_argument, NULL, 'l'}, {"crash", no_argument, NULL, 'c'},
+        {"diverge", required_argument, NULL, 'd'}, {"desync", required_argument, NULL, 'y'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     static char *orig[256]; /* the command as typed: getopt_long permutes argv */
     int n = argc < 255 ? argc : 255;
     memcpy(orig, argv, sizeof(char *) * (size_t)n);
-    *c = (sample_cfg){.ranks = 2, .steps = 4, .layers = 2, .argc = n, .argv = orig};
+    *c = (sample_cfg){.ranks = 2, .steps = 4, .layers = 2, .diverge_rank = -1, .diverge_step = -1,
+                      .desync_rank = -1, .desync_step = -1, .argc = n, .argv = orig};
     int ch, bad = 0;
     while ((ch = getopt_long(argc, argv, "r:s:l:ch", lo, NULL)) != -1) {
         switch (ch) {
@@ -616,6 +644,8 @@ static int parse_args(int argc, char **argv, sample_cfg *c)
         case 's': bad |= parse_int(optarg, 1, 100000, &c->steps); break;
         case 'l': bad |= parse_int(optarg, 1, 16, &c->layers); break;
         case 'c': c->crash = 1; break;
+        case 'd': bad |= parse_pair(optarg, &c->diverge_rank, &c->diverge_step); break;
+        case 'y': bad |= parse_pair(optarg, &c->desync_rank, &c->desync_step); break;
         case 'h': usage(stdout); exit(0);
         default: bad = 1; break;
         }

@@ -100,12 +100,15 @@ has_re "$tmp/out" '^ranks +96$'
 [ "$(limited 163840 "$TFDUMP" --verify "$tmp/wide.trace")" = 0 ] || fail "--verify of 96 ranks in 160 MiB: $(cat "$tmp/err")"
 has "$tmp/out" "OK: $tmp/wide.trace: 96 rank files"
 
-# --check merges every rank file at once (one chunk each, as documented):
-# too little memory is said as such, exit 2 — not "read error"
-[ "$(limited 163840 "$TFDUMP" --check "$tmp/wide.trace")" = 2 ] || fail "--check in 160 MiB: want exit 2"
-has "$tmp/err" "needs more memory than allowed (the address space is limited to 160 MiB (ulimit -v))"
-if grep -q "read error" "$tmp/err"; then fail "--check said read error: $(cat "$tmp/err")"; fi
-# and with enough, it runs
+# --check reads the rank files one at a time per thread too (their extracts
+# for the desyncs go to a temporary file, diff_spill.h): 160 MiB is plenty
+# where holding every rank file's chunk at once needed more than 400 MiB
+[ "$(limited 163840 "$TFDUMP" --check "$tmp/wide.trace")" = 0 ] || fail "--check of 96 ranks in 160 MiB: $(cat "$tmp/err")"
+has "$tmp/out" "OK: no non-finite values, leaks or desyncs"
+# (less than that is not tried: between what loading tfdump and its
+# libraries takes and what one 4 MiB chunk needs there is too little room
+# to tell apart reliably; the message for it is dump_nomem's, as above)
+# and with more, it runs
 [ "$(limited 1048576 "$TFDUMP" --check "$tmp/wide.trace")" = 0 ] || fail "--check in 1 GiB: $(cat "$tmp/err")"
 
 # collectives with sequence numbers spread over the window on 32
