@@ -41,10 +41,10 @@ record     | bench/tracer/bench_record.c        | "$B/bench/tracer/bench_record"
 format     | bench/format/bench_format.c        | "$B/bench/format/bench_format" --reps "$REPS" ${QUICK:+--records 300000}
 keep_steps | bench/format/bench_keep_steps.sh   | bash bench/format/bench_keep_steps.sh "$B"
 interpose  | bench/interpose/bench_interpose.c  | "$B/bench/interpose/bench_interpose" --reps "$REPS"
-numpy      | bench/interpose/bench_numpy.py     | /usr/bin/python3 bench/interpose/bench_numpy.py "$B"
-mpi        | bench/mpi/bench_mpi.sh             | bash bench/mpi/bench_mpi.sh "$B"
+numpy      | bench/interpose/bench_numpy.py     | /usr/bin/python3 bench/interpose/bench_numpy.py --reps "$REPS" --tftrace "$B/tracer/tftrace" --tfdump "$B/analyzer/tfdump"
+mpi        | bench/mpi/bench_mpi.c              | "$B/bench/mpi/bench_mpi" --reps "$REPS"
 train      | bench/runtime/bench_train.py       | python3 bench/runtime/bench_train.py "$B" "$REPS"
-scale      | bench/analyzer/bench_scale.sh      | bash bench/analyzer/bench_scale.sh "$B"
+scale      | bench/analyzer/bench_scale.sh      | bash bench/analyzer/bench_scale.sh "$B" ${QUICK:+256 50}
 peers      | bench/peers/bench_peers.sh         | bash bench/peers/bench_peers.sh "$B" --reps "$REPS"
 EOF
 }
