@@ -567,13 +567,13 @@ void report_text(const diff_report *r, FILE *f)
     const diff_rank_result *fr = first_rank(r);
     char sb[48];
     fprintf(f, "tfdiff: %s\n", verdict_name(report_verdict(r), true));
+    char why[320];
+    for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
+        fprintf(f, "incomplete: %s\n", why);
     char lost_where[1024];
     if (report_verdict(r) == VERDICT_INCOMPLETE &&
         diff_drops_where(r->ranks, r->nranks, lost_where, sizeof(lost_where))[0])
         fprintf(f, "no divergence found, but the comparison is incomplete: %s\n", lost_where);
-    char why[320];
-    for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
-        fprintf(f, "incomplete: %s\n", why);
     if (r->bad_unrecorded)
         fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
     if (fr) {

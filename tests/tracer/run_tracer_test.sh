@@ -115,7 +115,7 @@ assert d["count"] == 7 and d["kind_unknown"] == 7 and d["by_kind"] == {} and d["
     # the default: a full ring waits while the collector drains, so the
     # same flood through the same tiny ring loses nothing (the limit is
     # raised here only so that a loaded machine cannot stall the collector
-    # past it; the default, 50 ms, is the same mechanism)
+    # past it; the default, 200 ms, is the same mechanism)
     out=$(TFT_RING_WAIT_MS=5000 "$tftrace" -o "$tr" --ring-kb 64 -- "$prog" flood 300000 30 2>&1) && st=0 || st=$?
     expect_status 0 $st
     echo "$out" | grep "flood: 0 of 300000 dropped" >/dev/null || { echo "FAIL: $out"; exit 1; }

@@ -111,7 +111,7 @@ static void usage(FILE *f)
             "                        lives (default 5)                      [TFT_NO_DROP_TIMEOUT]\n"
             "      --ring-kb N       ring size per thread in KiB (default 4096) [TFT_RING_KB]\n"
             "                        a full ring makes the program wait for the collector while\n"
-            "                        it drains, up to N ms without progress (default 50, 0 =\n"
+            "                        it drains, up to N ms without progress (default 200, 0 =\n"
             "                        drop at once), then drops          [TFT_RING_WAIT_MS=N]\n"
             "      --alloc-min SIZE  record host allocations (malloc, mmap, ...) of at least SIZE\n"
             "                        bytes, K/M/G suffixes, 'off' none (default 1M) [TFT_ALLOC_MIN]\n"

@@ -25,7 +25,7 @@
 #define SHM_SENT_IDS 1024u            /* per-ring cache of string ids already sent */
 #define RING_PAD_KIND 0xFFFFu         /* filler to the end of the ring buffer */
 #define SHM_NODROP_TIMEOUT_DEFAULT_NS 5000000000ull /* --no-drop-timeout default: 5 s */
-#define SHM_DROP_WAIT_DEFAULT_NS 50000000ull /* TFT_RING_WAIT_MS default: 50 ms */
+#define SHM_DROP_WAIT_DEFAULT_NS 200000000ull /* TFT_RING_WAIT_MS default: 200 ms */
 #define SHM_DROP_KINDS 16u            /* per-kind drop counters: record kinds 0..15 (TFT_REC_*) */
 
 enum { PROC_FREE = 0, PROC_ACTIVE = 1, PROC_DONE = 2 };
@@ -108,7 +108,7 @@ typedef struct shm_hdr {
 size_t shm_region_size(uint32_t n_rings, size_t ring_bytes);
 /* Initialises a zeroed region of size bytes; the calling process is the
  * collector (collector_pid), the --no-drop wait limit is 5 s, the bounded
- * wait before a drop 50 ms (drop_wait_ns). */
+ * wait before a drop 200 ms (drop_wait_ns). */
 void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_bytes, uint32_t flags);
 /* Sets drop_wait_ns from TFT_RING_WAIT_MS (milliseconds, 0 = drop at
  * once); a malformed value is reported on stderr and the default kept. */
