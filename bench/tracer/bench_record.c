@@ -4,7 +4,11 @@
  *   1. ns per record on the hot path without statistics (tft_alloc and
  *      tft_tensor in shape mode), traced in-process, vs an untraced call;
  *   2. a workload recording 1,000 tensors of 64 KiB per step, traced
- *      (stats full) vs untraced, alternated, best of 5: the wall-time ratio.
+ *      (stats full) vs untraced, alternated, best of 5: the wall-time ratio;
+ *   3. the collector's sustained rate: records drained and written per
+ *      second of its CPU (one core), a burst of 1 M records (MPI-like:
+ *      OP, COLLECTIVE enter/exit, a result TENSOR) held by a 256 MiB ring.
+ * Prints BENCH-RESULT lines (bench/run.sh) besides the table.
  * Each measurement runs in a child process so the recording mode (fixed at
  * a process's first API call) can differ.
  *   bench_record [--steps N] [--reps R]
@@ -245,6 +249,9 @@ int main(int argc, char **argv)
         }
         printf("  %-28s traced %7.1f ns   untraced %5.1f ns\n",
                k ? "tft_tensor (shape, 2 records)" : "tft_alloc (1 record)", best_t, best_u);
+        result(k ? "tracer.ring.tensor_shape_ns" : "tracer.ring.alloc_ns",
+               k ? "tft_tensor in shape mode (OP + TENSOR records), in-process collector" : "tft_alloc (one record)",
+               "ns", best_t, best_u, "the same call untraced", "delta", "<=", "null");
     }
     printf("workload: %d steps x 1000 tensors x 64 KiB, best of %d, traced and untraced alternated\n",
            steps, reps);
@@ -262,6 +269,10 @@ int main(int argc, char **argv)
         }
         printf("  stats %-6s untraced %.3f s   traced %.3f s   ratio %.2f   (%.1f GB/s of tensors recorded)\n",
                modes[k], bu, bt, bt / bu, (double)steps * 1000 * 65536 / bt / 1e9);
+        char id[64], what[96];
+        snprintf(id, sizeof(id), "tracer.producer.workload_%s", modes[k]);
+        snprintf(what, sizeof(what), "1000 tensors x 64 KiB per step, stats %s, traced", modes[k]);
+        result(id, what, "s", bt, bu, "the same workload untraced", "ratio", "<=", "null");
     }
     collector_section(argv[0], dir, reps);
     char cmd[256];
