@@ -409,7 +409,9 @@ static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
 {
     uint64_t sdelta = 0, kinds[SHM_DROP_KINDS];
     int64_t first = TFT_STEP_NONE, last = TFT_STEP_NONE;
-    if (r->proc >= SHM_MAX_PROCS)
+    /* r->proc only once the ring has drops: the producer's first drop
+     * (release) publishes what its claim wrote */
+    if (atomic_load_explicit(&r->dropped, memory_order_acquire) <= c->ring_dropped[i] || r->proc >= SHM_MAX_PROCS)
         return;
     uint64_t delta = read_drops(c, i, r, &sdelta, kinds, &first, &last);
     if (!delta)
