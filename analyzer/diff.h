@@ -105,6 +105,8 @@ typedef struct diff_rank_result {
     uint64_t inserted, deleted; /* structural: tensors only in BAD / only in GOLDEN, reported once each run */
     int threads;              /* threads that recorded ops or tensors in BAD (0: a file naming none) */
     uint64_t golden_dropped, bad_dropped; /* records the recorder lost (chunk headers' counts) */
+    int64_t drop_steps[2][2]; /* [GOLDEN, BAD]: first and last step of those (diff_drops.c), TFT_STEP_NONE none */
+    bool drop_steps_known[2]; /* false: a side's DROPPED records name no steps (a trace before 1.4) */
     uint64_t unverified;      /* differences not judged: a side dropped records and the step's
                                * tensors of that name differ in number (which is which is unknown) */
     uint64_t golden_records, bad_records; /* records of substance read (no process/thread/sync/dropped) */

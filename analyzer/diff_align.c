@@ -39,6 +39,7 @@
  */
 #include "diff.h"
 #include "diff_align_internal.h"
+#include "diff_drops.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -1233,6 +1234,21 @@ static uint64_t reader_dropped(const tft_reader *r)
     return n;
 }
 
+/* The steps each side lost records in: a pass over a side's DROPPED
+ * records, only for a side whose chunks count drops. */
+static int drops_steps(tft_reader *g, tft_reader *b, diff_rank_result *out)
+{
+    tft_reader *side[2] = {g, b};
+    uint64_t lost[2] = {out->golden_dropped, out->bad_dropped};
+    for (int k = 0; k < 2; k++) {
+        out->drop_steps[k][0] = out->drop_steps[k][1] = TFT_STEP_NONE;
+        int e = lost[k] ? diff_drops_scan(side[k], out->drop_steps[k], &out->drop_steps_known[k]) : 0;
+        if (e < 0)
+            return e;
+    }
+    return 0;
+}
+
 int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out)
 {
     static const diff_opts defaults = DIFF_OPTS_DEFAULT;
@@ -1249,13 +1265,18 @@ int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result
         return -ENOMEM;
     c->o = o ? o : &defaults;
     c->out = out;
+    out->golden_dropped = reader_dropped(g);
+    out->bad_dropped = reader_dropped(b);
+    int de = drops_steps(g, b, out);
+    if (de < 0) {
+        free(c);
+        return de;
+    }
     side_init(&c->g, g);
     side_init(&c->b, b);
     c->g.tap = c->b.tap = c->o->tap;
     c->g.tap_ctx = c->b.tap_ctx = c->o->tap_ctx;
     c->b.tap_side = 1;
-    out->golden_dropped = reader_dropped(g);
-    out->bad_dropped = reader_dropped(b);
     c->lossy = out->golden_dropped || out->bad_dropped;
     int rc = run(c);
     finish(c);

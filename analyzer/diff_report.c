@@ -4,6 +4,7 @@
  */
 #include "diff_common.h"
 #include "diff_report.h"
+#include "diff_drops.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -91,6 +92,14 @@ void report_add_leak(diff_report *r, const diff_leak *l)
 
 void report_add_desync(diff_report *r, const diff_desync *d)
 {
+    int lost = diff_drops_explain(r->ranks, r->nranks, d);
+    if (lost >= 0) { /* a dropped record can fake it: not judged */
+        char sb[48];
+        report_incomplete(r, "rank %d: BAD dropped records there, so a desync (%s) at %s (%s) was not judged", lost,
+                          desync_kind_name(d->kind), diff_step_text(d->step, sb, sizeof(sb)),
+                          d->comm_name[0] ? d->comm_name : "no communicator");
+        return;
+    }
     if (r->ndesyncs < MAX_ITEMS)
         r->desyncs[r->ndesyncs++] = *d;
 }
@@ -141,15 +150,16 @@ static bool incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
         const char *side[4] = {"GOLDEN", "BAD", "GOLDEN", "BAD"};
         bool on[4] = {x->golden_records == 0, x->bad_records == 0, x->golden_dropped > 0, x->bad_dropped > 0};
         uint64_t lost[4] = {0, 0, x->golden_dropped, x->bad_dropped};
+        char span[64];
         for (int w = 0; w < 4; w++) {
             if (!on[w] || k-- > 0)
                 continue;
             if (w < 2)
                 snprintf(buf, n, "rank %d: %s recorded nothing (its rank file holds no records)", x->rank, side[w]);
             else
-                snprintf(buf, n, "rank %d: %s lost %" PRIu64 " records (dropped by the recorder)%s", x->rank,
-                         side[w], lost[w], x->unverified ? "; differences where a lost record may be the cause "
-                                                            "were not judged" : "");
+                snprintf(buf, n, "rank %d: %s lost %" PRIu64 " records (dropped by the recorder)%s%s", x->rank,
+                         side[w], lost[w], diff_drops_span(x, w - 2, span, sizeof(span)),
+                         x->unverified ? "; differences where a lost record may be the cause were not judged" : "");
             return true;
         }
     }
@@ -358,6 +368,16 @@ static cJSON *json_rank(const diff_rank_result *x)
     cJSON_AddBoolToObject(o, "lost_tail", x->lost_tail);
     cJSON_AddNumberToObject(o, "golden_dropped", (double)x->golden_dropped);
     cJSON_AddNumberToObject(o, "bad_dropped", (double)x->bad_dropped);
+    const char *dkey[2] = {"golden_dropped_steps", "bad_dropped_steps"}; /* [first, last] or null */
+    for (int k = 0; k < 2; k++) {
+        const int64_t *ds = x->drop_steps[k];
+        cJSON *a = ds[0] == TFT_STEP_NONE ? cJSON_CreateNull() : cJSON_CreateArray();
+        if (ds[0] != TFT_STEP_NONE) {
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ds[0]));
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ds[1]));
+        }
+        cJSON_AddItemToObject(o, dkey[k], a);
+    }
     cJSON_AddNumberToObject(o, "unverified", (double)x->unverified);
     if (x->bad_exit_known) {
         cJSON *ex = cJSON_AddObjectToObject(o, "bad_exit");
@@ -396,6 +416,9 @@ static cJSON *json_findings(const diff_report *r)
     char why[320];
     for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
         cJSON_AddItemToArray(inc, cJSON_CreateString(why));
+    char where[1024];
+    diff_drops_where(r->ranks, r->nranks, where, sizeof(where));
+    cJSON_AddItemToObject(o, "incomplete_drops", where[0] ? cJSON_CreateString(where) : cJSON_CreateNull());
     const diff_rank_result *fr = first_rank(r);
     cJSON_AddItemToObject(o, "first_divergence", fr ? json_point(&fr->first) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "origin", fr && fr->origin.found ? json_point(&fr->origin) : cJSON_CreateNull());
@@ -547,6 +570,10 @@ void report_text(const diff_report *r, FILE *f)
     char why[320];
     for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
         fprintf(f, "incomplete: %s\n", why);
+    char lost_where[1024];
+    if (report_verdict(r) == VERDICT_INCOMPLETE &&
+        diff_drops_where(r->ranks, r->nranks, lost_where, sizeof(lost_where))[0])
+        fprintf(f, "no divergence found, but the comparison is incomplete: %s\n", lost_where);
     if (r->bad_unrecorded)
         fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
     if (fr) {

@@ -14,7 +14,7 @@
  * (finished | running | died | unknown, or null without collector entries),
  * collector_pid}),
  * files ([{file, rank, integrity, closed, chunks, chunks_bad, records,
- * bytes, raw_bytes, dropped, steps}]), recorded (false only for a trace
+ * bytes, raw_bytes, dropped, steps, drops (json_drops)}]), recorded (false only for a trace
  * without rank files, below), duration_ns and command_exit (the manifest's:
  * {code} | {signal} | null).
  *
@@ -29,6 +29,7 @@
  * time: one decompression of the whole trace.
  */
 #include "dump_internal.h"
+#include "tft_drops.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +45,7 @@ typedef struct rank_sum {
     int64_t step_first, step_last; /* TFT_STEP_NONE when no record has a step */
     uint64_t records;
     tft_reader_status st;
+    tft_drop_sum drops;      /* its DROPPED records; count: the chunk headers' total */
 } rank_sum;
 
 typedef struct trace_sum {
@@ -76,6 +78,8 @@ static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec
     step_range(&rs->step_first, &rs->step_last, rec->step);
     if (rec->kind == TFT_REC_COLLECTIVE)
         coll_note(&s->coll, (const tft_rec_collective *)rec, idx);
+    if (rec->kind == TFT_REC_DROPPED)
+        tft_drop_sum_add(&rs->drops, (const tft_rec_dropped *)rec, rec->len);
     if (rec->kind == TFT_REC_PROCESS) {
         const tft_rec_process *p = (const tft_rec_process *)rec;
         if (p->event == TFT_PROC_EXIT) {
@@ -93,6 +97,7 @@ static int sum_rank(dump_trace *d, int idx, trace_sum *s)
     rank_sum *rs = &s->ranks[idx];
     rs->rank = tft_trace_rank_id(d->t, idx);
     rs->step_first = rs->step_last = TFT_STEP_NONE;
+    tft_drop_sum_init(&rs->drops);
     tft_reader *r = tft_trace_reader(d->t, idx);
     if (!r)
         return errno ? -errno : -EIO;
@@ -111,6 +116,11 @@ static int sum_rank(dump_trace *d, int idx, trace_sum *s)
         return ce;
     s->records += rs->records;
     s->dropped += rs->st.dropped;
+    /* the chunk headers' total is authoritative (FORMAT.md §5.11): counts
+     * without a DROPPED record (or of a damaged chunk) have no kind */
+    if (rs->st.dropped > rs->drops.count)
+        rs->drops.unknown += rs->st.dropped - rs->drops.count;
+    rs->drops.count = rs->st.dropped;
     s->bytes += rs->st.file_bytes;
     s->raw_bytes += rs->st.raw_bytes;
     if (rs->st.integrity > s->integrity)
@@ -313,6 +323,12 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
                m->dropped_stalled);
     else
         printf("dropped      %" PRIu64 "\n", s->dropped);
+    for (int i = 0; i < d->n; i++) {
+        char what[512];
+        if (s->ranks[i].drops.count)
+            printf("WARNING      rank %d: %s; the trace is incomplete there\n", s->ranks[i].rank,
+                   tft_drop_describe(&s->ranks[i].drops, what, sizeof(what)));
+    }
     printf("integrity    %s\n", integrity_name(s->integrity));
     text_exits(s, d->n);
     for (size_t i = 0; i < d->log.n; i++)
@@ -398,6 +414,32 @@ static cJSON *json_unfinished(dump_trace *d, const trace_sum *s)
     return a;
 }
 
+/* What a rank file lost (null when nothing): {count, by_kind {kind: n},
+ * kind_unknown (in records without kinds: before format 1.4, or counted in
+ * a chunk header only), steps ([first, last] of the lost records, null
+ * when outside steps or unknown), steps_known, text (the sentence the
+ * launcher and the text summary print)}. */
+static cJSON *json_drops(const tft_drop_sum *ds)
+{
+    if (!ds->count)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject(), *bk = cJSON_CreateObject();
+    json_u64(o, "count", ds->count);
+    for (int k = 0; k < TFT_DROP_KINDS; k++)
+        if (ds->by_kind[k])
+            json_u64(bk, k ? tft_rec_kind_name((uint16_t)k) : "other", ds->by_kind[k]);
+    cJSON_AddItemToObject(o, "by_kind", bk);
+    uint64_t known = 0;
+    for (int k = 0; k < TFT_DROP_KINDS; k++)
+        known += ds->by_kind[k];
+    json_u64(o, "kind_unknown", ds->count > known ? ds->count - known : 0);
+    cJSON_AddItemToObject(o, "steps", json_steps(ds->first_step, ds->last_step));
+    cJSON_AddBoolToObject(o, "steps_known", !ds->steps_unknown);
+    char what[512];
+    cJSON_AddStringToObject(o, "text", tft_drop_describe(ds, what, sizeof(what)));
+    return o;
+}
+
 static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
 {
     cJSON *o = cJSON_CreateObject();
@@ -412,6 +454,7 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
     json_u64(o, "raw_bytes", rs->st.raw_bytes);
     json_u64(o, "dropped", rs->st.dropped);
     cJSON_AddItemToObject(o, "steps", json_steps(rs->step_first, rs->step_last));
+    cJSON_AddItemToObject(o, "drops", json_drops(&rs->drops));
     return o;
 }
 

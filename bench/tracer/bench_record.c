@@ -4,19 +4,25 @@
  *   1. ns per record on the hot path without statistics (tft_alloc and
  *      tft_tensor in shape mode), traced in-process, vs an untraced call;
  *   2. a workload recording 1,000 tensors of 64 KiB per step, traced
- *      (stats full) vs untraced, alternated, best of 5: the wall-time ratio.
+ *      (stats full) vs untraced, alternated, best of 5: the wall-time ratio;
+ *   3. the collector's sustained rate: records drained and written per
+ *      second of its CPU (one core), a burst of 1 M records (MPI-like:
+ *      OP, COLLECTIVE enter/exit, a result TENSOR) held by a 256 MiB ring.
+ * Prints BENCH-RESULT lines (bench/run.sh) besides the table.
  * Each measurement runs in a child process so the recording mode (fixed at
  * a process's first API call) can differ.
  *   bench_record [--steps N] [--reps R]
  */
 #define _GNU_SOURCE
 #include "tft.h"
+#include "tft_format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <dirent.h>
 #include <unistd.h>
 
 static double now(void)
@@ -69,9 +75,83 @@ static double workload(int steps)
     return dt;
 }
 
+static double cpu_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* child: the collector's sustained rate. A burst of n collectives like an
+ * MPI interposer writes them (OP, COLLECTIVE enter, the result's TENSOR
+ * with full statistics of 64 bytes, COLLECTIVE exit: 4 records each) goes
+ * into a ring large enough to hold it, then tft_flush waits for the
+ * in-process writer thread to drain and write it. Prints records per
+ * second of the writer thread's CPU time (process CPU minus this thread's:
+ * the only other thread is the writer) and per second of wall time. */
+static double collector_rate(long n, double *per_wall)
+{
+    static float buf[16];
+    tft_step_begin(0);
+    tft_alloc(buf, 1, "warm");
+    tft_flush();
+    double w0 = now(), p0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), t0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+    for (long i = 0; i < n; i++) {
+        if (i % 1000 == 0)
+            tft_step_begin(1 + i / 1000);
+        tft_coll_info ci = TFT_COLL_INFO(.comm = 7, .type = TFT_COLL_BCAST, .dtype = TFT_F32, .count = 16,
+                                         .root = 0, .rank = 0, .nranks = 2);
+        buf[i % 16] = (float)i;
+        int64_t tok = tft_coll_enter(&ci);
+        tft_coll_exit(tok, &ci, buf);
+    }
+    double t1 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+    tft_flush();
+    double w1 = now(), p1 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
+    double writer = (p1 - p0) - (t1 - t0);
+    *per_wall = 4.0 * (double)n / (w1 - w0);
+    return writer > 0 ? 4.0 * (double)n / writer : -1;
+}
+
+/* Records the rank files of trace dir out lost (their chunks' dropped
+ * counts), -1 when none could be read. */
+static long trace_dropped(const char *out)
+{
+    DIR *d = opendir(out);
+    if (!d)
+        return -1;
+    long total = -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "rank-", 5))
+            continue;
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", out, e->d_name);
+        tft_reader *r = tft_reader_open(path, NULL);
+        if (!r)
+            continue;
+        tft_reader_status st;
+        tft_reader_verify(r, &st);
+        total = (total < 0 ? 0 : total) + (long)st.dropped;
+        tft_reader_close(r);
+    }
+    closedir(d);
+    return total;
+}
+
+/* Prints one BENCH-RESULT line (the contract with bench/run.sh). */
+static void result(const char *id, const char *what, const char *unit, double fig, double base,
+                   const char *base_what, const char *metric, const char *goal_op, const char *goal)
+{
+    double v = !strcmp(metric, "ratio") ? (base > 0 ? fig / base : 0) : fig - base;
+    printf("BENCH-RESULT {\"id\":\"%s\",\"what\":\"%s\",\"unit\":\"%s\",\"figure\":%.4g,\"baseline\":%.4g,"
+           "\"baseline_what\":\"%s\",\"metric\":\"%s\",\"value\":%.4g,\"goal_op\":\"%s\",\"goal\":%s}\n",
+           id, what, unit, fig, base, base_what, metric, v, goal_op, goal);
+}
+
 /* Runs this program as a child with extra environment; returns its number. */
-static double run_child(char *self, const char *mode, const char *arg, const char *env_out,
-                        const char *stats)
+static double run_child2(char *self, const char *mode, const char *arg, const char *env_out,
+                         const char *stats, double *second)
 {
     int fd[2];
     if (pipe(fd) < 0)
@@ -95,14 +175,51 @@ static double run_child(char *self, const char *mode, const char *arg, const cha
     close(fd[0]);
     int st;
     waitpid(pid, &st, 0);
+    if (second)
+        *second = n > 0 && strchr(buf, ' ') ? atof(strchr(buf, ' ') + 1) : -1;
     return n > 0 ? atof(buf) : -1;
+}
+
+static double run_child(char *self, const char *mode, const char *arg, const char *env_out, const char *stats)
+{
+    return run_child2(self, mode, arg, env_out, stats, NULL);
+}
+
+/* The collector's sustained rate: records per second of its CPU time (one
+ * core), best of reps, with the records the rank files say were dropped
+ * (must be 0: the ring holds the burst). */
+static void collector_section(char *self, const char *dir, int reps)
+{
+    const long n = 250000; /* 1 M records, about 130 MB in the ring */
+    setenv("TFT_RING_KB", "262144", 1);
+    double best = 0, best_wall = 0;
+    long dropped = 0;
+    for (int r = 0; r < reps; r++) {
+        char out[160], arg[32];
+        snprintf(out, sizeof(out), "%s/c%d.trace", dir, r);
+        snprintf(arg, sizeof(arg), "%ld", n);
+        double wall = 0, v = run_child2(self, "collector", arg, out, "full", &wall);
+        long d = trace_dropped(out);
+        dropped = d > dropped ? d : dropped;
+        if (v > best)
+            best = v, best_wall = wall;
+    }
+    printf("collector: %ld collectives (4 records each, %ld records), best of %d\n", n, 4 * n, reps);
+    printf("  %.2f M records/s per collector core, %.2f M records/s wall (burst start to flushed), %ld dropped\n",
+           best / 1e6, best_wall / 1e6, dropped);
+    result("tracer.collector.records_per_s", "records the collector drains and writes per second of its CPU",
+           "records/s", best, 1.26e6, "OSU bcast's record rate, 2 ranks (issue 16)", "ratio", ">=", "1");
 }
 
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "--child")) {
-        double v = !strcmp(argv[2], "workload") ? workload(atoi(argv[3])) : hot(argv[2], atol(argv[3]));
-        printf("%.6f\n", v);
+        double v, w = 0;
+        if (!strcmp(argv[2], "collector"))
+            v = collector_rate(atol(argv[3]), &w);
+        else
+            v = !strcmp(argv[2], "workload") ? workload(atoi(argv[3])) : hot(argv[2], atol(argv[3]));
+        printf("%.6f %.6f\n", v, w);
         return 0;
     }
     int steps = 20, reps = 5;
@@ -132,6 +249,9 @@ int main(int argc, char **argv)
         }
         printf("  %-28s traced %7.1f ns   untraced %5.1f ns\n",
                k ? "tft_tensor (shape, 2 records)" : "tft_alloc (1 record)", best_t, best_u);
+        result(k ? "tracer.ring.tensor_shape_ns" : "tracer.ring.alloc_ns",
+               k ? "tft_tensor in shape mode (OP + TENSOR records), in-process collector" : "tft_alloc (one record)",
+               "ns", best_t, best_u, "the same call untraced", "delta", "<=", "null");
     }
     printf("workload: %d steps x 1000 tensors x 64 KiB, best of %d, traced and untraced alternated\n",
            steps, reps);
@@ -149,7 +269,12 @@ int main(int argc, char **argv)
         }
         printf("  stats %-6s untraced %.3f s   traced %.3f s   ratio %.2f   (%.1f GB/s of tensors recorded)\n",
                modes[k], bu, bt, bt / bu, (double)steps * 1000 * 65536 / bt / 1e9);
+        char id[64], what[96];
+        snprintf(id, sizeof(id), "tracer.producer.workload_%s", modes[k]);
+        snprintf(what, sizeof(what), "1000 tensors x 64 KiB per step, stats %s, traced", modes[k]);
+        result(id, what, "s", bt, bu, "the same workload untraced", "ratio", "<=", "null");
     }
+    collector_section(argv[0], dir, reps);
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : 1;

@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 3 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes */
+#define TFT_FORMAT_MINOR 4 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: DROPPED kinds, steps */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -227,12 +227,20 @@ typedef struct tft_rec_process {
     uint64_t rss;       /* bytes, for RSS samples */
 } tft_rec_process;
 
+#define TFT_DROP_KINDS 16 /* per-kind counts of a DROPPED record: record kinds 0..15 */
 typedef struct tft_rec_dropped {
-    tft_rec h;
+    tft_rec h;          /* h.step: TFT_STEP_NONE (the loss's steps are below) */
     uint64_t count;
     uint32_t reason;    /* enum tft_drop_reason */
     uint32_t pad;
+    /* since 1.4 (a 1.0-1.3 record ends here, at TFT_REC_DROPPED_MIN_BYTES:
+     * kinds and steps unknown) */
+    int64_t first_step; /* lowest step a lost record carried, TFT_STEP_NONE: none (outside steps) */
+    int64_t last_step;  /* highest */
+    uint64_t by_kind[TFT_DROP_KINDS]; /* lost records per kind (enum tft_rec_kind; slot 0: other kinds) */
 } tft_rec_dropped;
+/* Length of a 1.0-1.3 DROPPED record, the smallest a reader accepts. */
+#define TFT_REC_DROPPED_MIN_BYTES 48u
 
 /* The thread the records that follow come from (format 1.2, FORMAT.md
  * §5.13). The collector writes a SWITCH whenever the next records of a

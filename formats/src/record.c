@@ -25,7 +25,7 @@ static const struct {
     [TFT_REC_KERNEL] = {"kernel", sizeof(tft_rec_kernel)},
     [TFT_REC_CHECKPOINT] = {"checkpoint", sizeof(tft_rec_checkpoint)},
     [TFT_REC_PROCESS] = {"process", sizeof(tft_rec_process)},
-    [TFT_REC_DROPPED] = {"dropped", sizeof(tft_rec_dropped)},
+    [TFT_REC_DROPPED] = {"dropped", TFT_REC_DROPPED_MIN_BYTES}, /* 1.0-1.3 length; kinds, steps since 1.4 */
     [TFT_REC_CAPTURE] = {"capture", sizeof(tft_rec_capture)},
     [TFT_REC_THREAD] = {"thread", sizeof(tft_rec_thread)},
     [TFT_REC_SYNC] = {"sync", sizeof(tft_rec_sync)},

@@ -5,7 +5,10 @@
  *                                 recomputation on the same bytes, seqs unique
  *   rec_check crash TRACE STEP KIND  tensors of steps 0..STEP present, exit recorded
  *   rec_check sleep TRACE         the tensor before the hang, exit by SIGTERM/SIGKILL
- *   rec_check dropped TRACE       a dropped count recorded
+ *   rec_check dropped TRACE [N S] a dropped count recorded; with N and S (rec_prog
+ *                                 flood N S): per-kind counts that add up, every
+ *                                 tensor and op either recorded or counted as
+ *                                 dropped, the drops' steps within 0..S-1
  *   rec_check api TRACE           the records of rec_prog api, field by field
  *   rec_check structs TRACE       the records of rec_prog structs: each caller's
  *                                 struct read as far as its sz, the rest defaulted
@@ -28,6 +31,9 @@
 typedef struct seen {
     int tensors, ops, exits, exit_code, exit_signal;
     uint64_t dropped;
+    uint64_t drop_kind[TFT_DROP_KINDS]; /* summed over the DROPPED records */
+    int64_t drop_first, drop_last;      /* their step span, -1 none */
+    int drop_short;                     /* DROPPED records without kinds and steps */
     int64_t max_step_x;
     unsigned char *seq_seen;
     size_t seq_cap;
@@ -86,9 +92,21 @@ static void visit(tft_reader *r, const tft_rec *rec, seen *s, const char *mode)
         }
         break;
     }
-    case TFT_REC_DROPPED:
-        s->dropped += ((const tft_rec_dropped *)rec)->count;
+    case TFT_REC_DROPPED: {
+        const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
+        s->dropped += d->count;
+        if (rec->len < sizeof(*d)) {
+            s->drop_short++;
+            break;
+        }
+        for (int k = 0; k < TFT_DROP_KINDS; k++)
+            s->drop_kind[k] += d->by_kind[k];
+        if (d->first_step != TFT_STEP_NONE && (s->drop_first < 0 || d->first_step < s->drop_first))
+            s->drop_first = d->first_step;
+        if (d->last_step != TFT_STEP_NONE && d->last_step > s->drop_last)
+            s->drop_last = d->last_step;
         break;
+    }
     }
 }
 
@@ -399,6 +417,7 @@ int main(int argc, char **argv)
     CHECK(tft_trace_nranks(t) == 1);
     seen s = {0};
     s.max_step_x = -1;
+    s.drop_first = s.drop_last = -1;
     s.seq_cap = 1 << 20;
     s.seq_seen = calloc(s.seq_cap, 1);
     tft_reader *r = tft_trace_reader(t, 0);
@@ -433,6 +452,22 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "dropped")) {
         CHECKF(s.dropped > 0 && st.dropped == s.dropped, "dropped records %llu, chunks %llu",
                (unsigned long long)s.dropped, (unsigned long long)st.dropped);
+        if (argc >= 5) { /* rec_prog flood N S: every tensor and op recorded or counted lost, in its step */
+            long n = atol(argv[3]), steps = atol(argv[4]);
+            uint64_t kinds = 0;
+            for (int k = 0; k < TFT_DROP_KINDS; k++)
+                kinds += s.drop_kind[k];
+            CHECK(s.drop_short == 0);
+            CHECKF(kinds == s.dropped, "kinds sum to %llu of %llu dropped", (unsigned long long)kinds,
+                   (unsigned long long)s.dropped);
+            CHECKF((uint64_t)s.tensors + s.drop_kind[TFT_REC_TENSOR] == (uint64_t)n,
+                   "tensors: %d recorded + %llu dropped, want %ld", s.tensors,
+                   (unsigned long long)s.drop_kind[TFT_REC_TENSOR], n);
+            CHECKF((uint64_t)s.ops + s.drop_kind[TFT_REC_OP] == (uint64_t)n, "ops: %d recorded + %llu dropped",
+                   s.ops, (unsigned long long)s.drop_kind[TFT_REC_OP]);
+            CHECKF(s.drop_first >= 0 && s.drop_first <= s.drop_last && s.drop_last < steps,
+                   "drops in steps %lld..%lld of 0..%ld", (long long)s.drop_first, (long long)s.drop_last, steps - 1);
+        }
     }
     free(s.seq_seen);
     tft_trace_close(t);

@@ -5,7 +5,8 @@
  *   rec_prog crash KIND STEP  steps 0..9, one tensor "x" per step; at STEP:
  *                             segv | abort | kill (SIGKILL itself) | exit3
  *   rec_prog sleep [noterm]   one step, then sleeps forever (ignoring SIGTERM)
- *   rec_prog flood N          N tensors as fast as possible (ring overflow)
+ *   rec_prog flood N [S]      N tensors as fast as possible (ring overflow), in
+ *                             S steps (default 1) numbered from 0
  *   rec_prog fork             records, forks a child that records, waits
  *   rec_prog closefds         closes stdin/stdout/stderr, then records
  *   rec_prog exec PROG ARGS   records one tensor, then execs PROG ARGS
@@ -372,10 +373,13 @@ int main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "flood")) {
         static float buf[64];
         int64_t n = 64;
-        long count = atol(argv[2]), failed = 0;
-        tft_step_begin(0);
-        for (long i = 0; i < count; i++)
+        long count = atol(argv[2]), failed = 0, steps = argc >= 4 ? atol(argv[3]) : 1;
+        steps = steps < 1 ? 1 : steps;
+        for (long i = 0; i < count; i++) {
+            if (i % ((count + steps - 1) / steps) == 0)
+                tft_step_begin(i / ((count + steps - 1) / steps));
             failed += tft_tensor("flood", TFT_F32, buf, 1, &n) != 0;
+        }
         printf("flood: %ld of %ld dropped by the recorder\n", failed, count);
         return 0;
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One tracer end-to-end case: record rec_prog under tftrace, check with rec_check.
 set -euo pipefail
-case_name=$1 tftrace=$2 prog=$3 check=$4 tfdump=${5:-tfdump}
+case_name=$1 tftrace=$2 prog=$3 check=$4 tfdump=${5:-tfdump} extra=${6:-}
 tmp=$(mktemp -d /tmp/tft-tracer-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 tr=$tmp/t.trace
@@ -65,12 +65,64 @@ case $case_name in
     NVTX_INJECTION64_PATH=/mine "$tftrace" -q -o "$tmp/env2.trace" -- env >"$tmp/env"
     grep -qx "NVTX_INJECTION64_PATH=/mine" "$tmp/env" || { echo "FAIL: a user's NVTX injection replaced"; exit 1; } ;;
   overflow)
-    out=$("$tftrace" -o "$tr" --ring-kb 64 -- "$prog" flood 300000 2>&1) && st=0 || st=$?
+    # no wait before dropping (TFT_RING_WAIT_MS=0) and a tiny ring: drops,
+    # said loudly, by kind and step, by tftrace, tfdump and tfdiff
+    out=$(TFT_RING_WAIT_MS=0 "$tftrace" -o "$tr" --ring-kb 64 -- "$prog" flood 300000 30 2>&1) && st=0 || st=$?
     expect_status 0 $st
     echo "$out"
     echo "$out" | grep "flood: [1-9][0-9]* of 300000 dropped" >/dev/null || { echo "FAIL: program saw no drops"; exit 1; }
     echo "$out" | grep -Eq "[1-9][0-9]* dropped" || { echo "FAIL: summary shows no drops"; exit 1; }
-    "$check" dropped "$tr" ;;
+    warn='^tftrace: WARNING: [0-9,]+ records dropped \((tensor|op) [0-9,]+(, [a-z]+ [0-9,]+)*\) in steps? [0-9]+(\.\.[0-9]+)? of rank 0 — raise --ring-kb or use --no-drop$'
+    echo "$out" | grep -Eq "$warn" || { echo "FAIL: no WARNING line with kinds and steps"; exit 1; }
+    "$check" dropped "$tr" 300000 30
+    "$tfdump" "$tr" >"$tmp/sum.txt"
+    grep -Eq '^WARNING      rank 0: [0-9,]+ records dropped \((op|tensor) [0-9,]+.*\) in steps? [0-9]+.*; the trace is incomplete there$' \
+        "$tmp/sum.txt" || { echo "FAIL: tfdump summary: $(grep -i drop "$tmp/sum.txt")"; exit 1; }
+    "$tfdump" --json "$tr" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+d = s["files"][0]["drops"]
+assert d["count"] == s["dropped"] > 0 and d["kind_unknown"] == 0, d
+assert sum(d["by_kind"].values()) == d["count"] and {"op", "tensor"} <= set(d["by_kind"]) <= {"op", "tensor", "string", "step", "process"}, d
+assert 0 <= d["steps"][0] <= d["steps"][1] <= 29 and d["text"].startswith("{:,} records dropped".format(d["count"])), d'
+    tfdiff=$(dirname "$tfdump")/tfdiff
+    "$tfdiff" "$tr" "$tr" >"$tmp/diff.txt" && st=0 || st=$?
+    expect_status 3 $st
+    grep -Eq '^no divergence found, but the comparison is incomplete: steps? [0-9]+(\.\.[0-9]+)? of rank 0 \(GOLDEN\) dropped records; steps? [0-9.]+ of rank 0 \(BAD\) dropped records$' \
+        "$tmp/diff.txt" || { echo "FAIL: tfdiff: $(head -3 "$tmp/diff.txt")"; exit 1; }
+    grep -Eq '^incomplete: rank 0: BAD lost [0-9]+ records \(dropped by the recorder\) in steps? [0-9]+' "$tmp/diff.txt" ||
+        { echo "FAIL: tfdiff does not name the steps: $(head -4 "$tmp/diff.txt")"; exit 1; } ;;
+  old-drops)
+    # a rank file of format 1.3 with a 48-byte DROPPED record (count 7 in
+    # step 5): read, the count kept, kinds and steps said to be unknown
+    mkdir "$tr"
+    "$extra" "$tr"
+    "$check" dropped "$tr"
+    "$tfdump" "$tr" >"$tmp/sum.txt"
+    grep -q '^WARNING      rank 0: 7 records dropped (kinds not recorded), steps not recorded (a trace before format 1.4); the trace is incomplete there$' \
+        "$tmp/sum.txt" || { echo "FAIL: tfdump: $(cat "$tmp/sum.txt")"; exit 1; }
+    "$tfdump" --json "$tr" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+d = s["files"][0]["drops"]
+assert s["dropped"] == 7 and s["records_by_kind"]["tensor"] == 10, s
+assert d["count"] == 7 and d["kind_unknown"] == 7 and d["by_kind"] == {} and d["steps"] is None and not d["steps_known"], d'
+    "$(dirname "$tfdump")/tfdiff" "$tr" "$tr" >"$tmp/diff.txt" && st=0 || st=$?
+    expect_status 3 $st
+    grep -q '^no divergence found, but the comparison is incomplete: rank 0 (GOLDEN) dropped records in steps not recorded; rank 0 (BAD) dropped records in steps not recorded$' \
+        "$tmp/diff.txt" || { echo "FAIL: tfdiff: $(head -3 "$tmp/diff.txt")"; exit 1; } ;;
+  overflow-wait)
+    # the default: a full ring waits while the collector drains, so the
+    # same flood through the same tiny ring loses nothing (the limit is
+    # raised here only so that a loaded machine cannot stall the collector
+    # past it; the default, 200 ms, is the same mechanism)
+    out=$(TFT_RING_WAIT_MS=5000 "$tftrace" -o "$tr" --ring-kb 64 -- "$prog" flood 300000 30 2>&1) && st=0 || st=$?
+    expect_status 0 $st
+    echo "$out" | grep "flood: 0 of 300000 dropped" >/dev/null || { echo "FAIL: $out"; exit 1; }
+    echo "$out" | grep -q " 0 dropped" || { echo "FAIL: summary: $out"; exit 1; }
+    if echo "$out" | grep -q WARNING; then echo "FAIL: a warning without drops: $out"; exit 1; fi
+    TFT_RING_WAIT_MS=x "$tftrace" -q -o "$tmp/x.trace" -- "$prog" flood 10 2>"$tmp/err" >/dev/null
+    grep -q "TFT_RING_WAIT_MS=x is not a number" "$tmp/err" || { echo "FAIL: bad TFT_RING_WAIT_MS: $(cat "$tmp/err")"; exit 1; } ;;
   untraced)
     # without tftrace and TFT_*: every call a no-op, nothing written
     (cd "$tmp" && env -u TFT_OUTPUT -u TFT_SHM "$prog" threads 2)

@@ -20,6 +20,7 @@
 #include "capture_ref.h"
 #include "capture_spec.h"
 #include "collector.h"
+#include "tft_drops.h"
 #include "cli_internal.h"
 
 #include <dirent.h>
@@ -109,6 +110,9 @@ static void usage(FILE *f)
             "                        drops after all, counted apart; 0 = as long as the collector\n"
             "                        lives (default 5)                      [TFT_NO_DROP_TIMEOUT]\n"
             "      --ring-kb N       ring size per thread in KiB (default 4096) [TFT_RING_KB]\n"
+            "                        a full ring makes the program wait for the collector while\n"
+            "                        it drains, up to N ms without progress (default 200, 0 =\n"
+            "                        drop at once), then drops          [TFT_RING_WAIT_MS=N]\n"
             "      --alloc-min SIZE  record host allocations (malloc, mmap, ...) of at least SIZE\n"
             "                        bytes, K/M/G suffixes, 'off' none (default 1M) [TFT_ALLOC_MIN]\n"
             "      --step-range NAME an NVTX range of this name marks a training step; 'NAME N'\n"
@@ -501,6 +505,7 @@ static shm_hdr *create_region(const opts *o, size_t *bytes)
     /* fd stays open for the run: it is what TFT_SHM names */
     shm_region_init(p, *bytes, nrings, ring, o->no_drop ? SHM_NO_DROP : 0);
     ((shm_hdr *)p)->nodrop_timeout_ns = (uint64_t)(o->nodrop_timeout * 1e9);
+    shm_drop_wait_from_env(p);
     shm_setup_clock(p);
     return p;
 }
@@ -696,6 +701,29 @@ static void print_summary(const char *dir, const collector_summary *s)
             (unsigned long long)s->dropped, stalled);
 }
 
+/* One loud line per rank that dropped records: how many, of which kinds,
+ * in which steps, and what to do. Printed even with --quiet: a trace
+ * with holes must not pass for a whole one. */
+static void warn_dropped(const collector_summary *s)
+{
+    for (int i = 0; i < s->nranks; i++) {
+        const collector_rank *r = &s->ranks[i];
+        if (!r->dropped)
+            continue;
+        tft_drop_sum d;
+        tft_drop_sum_init(&d);
+        d.count = r->dropped;
+        memcpy(d.by_kind, r->drop_kind, sizeof(d.by_kind));
+        tft_drop_sum_steps(&d, r->drop_first_step, r->drop_last_step);
+        char what[512];
+        fprintf(stderr, "tftrace: WARNING: %s of rank %d — %s\n", tft_drop_describe(&d, what, sizeof(what)),
+                r->rank,
+                r->dropped_stalled >= r->dropped
+                    ? "the collector stopped draining (--no-drop gave up after --no-drop-timeout)"
+                    : "raise --ring-kb or use --no-drop");
+    }
+}
+
 /* Appends ,"key":"text" (JSON-escaped) at buf + k when text is set and
  * fits; returns the new length. */
 static int json_text_opt(char *buf, size_t n, int k, const char *key, const char *text)
@@ -747,6 +775,7 @@ static int finish(collector *col, const trace_dir *td, const char *dir, const op
     free(mr);
     if (!o->quiet)
         print_summary(dir, &s);
+    warn_dropped(&s);
     for (int i = 0; i < s.nranks; i++)
         if (s.ranks[i].err)
             fprintf(stderr, "tftrace: %s/%s: INCOMPLETE: %s failed (%s): %llu records reached the disk, "

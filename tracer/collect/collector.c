@@ -37,6 +37,10 @@ typedef struct cproc {
     uint64_t appended;            /* records the writer took (at close) */
     uint64_t lost;                /* records drained after the file failed */
     uint64_t dropped_stalled;     /* --no-drop gave up on a stalled collector */
+    uint64_t dropped;             /* records the rings dropped (attributed to this process) */
+    uint64_t drop_kind[SHM_DROP_KINDS]; /* of those, per record kind (as the producers counted) */
+    int64_t drop_first_step, drop_last_step; /* steps of the drops, TFT_STEP_NONE none */
+    uint64_t st_records, st_chunks; /* the writer's counts after the last append (proc_append) */
     int64_t first_step, last_step;
     int64_t last_step_end;        /* highest step whose STEP END arrived */
     /* threads (FORMAT.md §5.13-5.14) */
@@ -60,6 +64,7 @@ struct collector {
     cproc procs[SHM_MAX_PROCS];
     uint64_t *ring_dropped;       /* dropped counts already attributed, per ring */
     uint64_t *ring_stalled;       /* the same for dropped_stalled */
+    uint64_t *ring_kinds;         /* the same for drop_kind, SHM_DROP_KINDS per ring */
     uint64_t last_liveness_ns;
     uint64_t last_refine_ns;
     pid_t child;                  /* the launcher's direct child, 0 none */
@@ -83,7 +88,8 @@ collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t 
     c->claimed_fd = -1;
     c->ring_dropped = calloc(h->n_rings ? h->n_rings : 1, sizeof(uint64_t));
     c->ring_stalled = calloc(h->n_rings ? h->n_rings : 1, sizeof(uint64_t));
-    if (!c->dir || !c->ring_dropped || !c->ring_stalled) {
+    c->ring_kinds = calloc((h->n_rings ? h->n_rings : 1) * (size_t)SHM_DROP_KINDS, sizeof(uint64_t));
+    if (!c->dir || !c->ring_dropped || !c->ring_stalled || !c->ring_kinds) {
         collector_free(c);
         return NULL;
     }
@@ -96,6 +102,7 @@ collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t 
         cproc *p = &c->procs[i];
         p->first_step = p->last_step = p->last_step_end = TFT_STEP_NONE;
         p->step_begun = p->pass_step = p->synced = TFT_STEP_NONE;
+        p->drop_first_step = p->drop_last_step = TFT_STEP_NONE;
     }
     return c;
 }
@@ -136,12 +143,16 @@ static void proc_fail(collector *c, cproc *p, int e, const char *what)
  * every record appended before it: that is what is known to be on disk. */
 static int proc_append(collector *c, cproc *p, const tft_rec *rec)
 {
-    tft_writer_stats before = TFT_WRITER_STATS(), after = TFT_WRITER_STATS();
-    tft_writer_get_stats(p->w, &before);
+    /* the counts before are those after the previous append (every append
+     * and seal of p->w goes through here, proc_close or collector_flush):
+     * one stats call per record, not two */
+    tft_writer_stats after = TFT_WRITER_STATS();
     int e = tft_writer_append(p->w, rec);
     tft_writer_get_stats(p->w, &after);
-    if (after.chunks != before.chunks)
-        p->sealed = before.records;
+    if (after.chunks != p->st_chunks)
+        p->sealed = p->st_records;
+    p->st_records = after.records;
+    p->st_chunks = after.chunks;
     if (e && e != -EINVAL) {
         p->lost++;
         proc_fail(c, p, e, "write");
@@ -328,13 +339,23 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
         proc_record(p, rec);
 }
 
-static void append_dropped(collector *c, cproc *p, uint64_t n, uint32_t reason)
+/* What one attribution of a ring's drops carries to the DROPPED record. */
+typedef struct drop_span {
+    int64_t first_step, last_step;
+    const uint64_t *by_kind; /* SHM_DROP_KINDS counts, NULL: none known */
+} drop_span;
+
+static void append_dropped(collector *c, cproc *p, uint64_t n, uint32_t reason, const drop_span *sp)
 {
     if (!n)
         return;
     tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = shm_now_ns(),
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
-                          .count = n, .reason = reason};
+                          .count = n, .reason = reason, .first_step = sp->first_step,
+                          .last_step = sp->last_step};
+    _Static_assert(TFT_DROP_KINDS == SHM_DROP_KINDS, "the ring counts the record's kinds");
+    if (sp->by_kind)
+        memcpy(dr.by_kind, sp->by_kind, sizeof(dr.by_kind));
     /* the record first: it may seal the chunk, and the chunk header's count
      * must summarise the DROPPED records of the same chunk */
     if (proc_append(c, p, &dr.h) == 0)
@@ -342,20 +363,64 @@ static void append_dropped(collector *c, cproc *p, uint64_t n, uint32_t reason)
     tft_writer_add_dropped(p->w, n);
 }
 
+/* Reads ring i's drops since the last attribution (shm_ring: the order the
+ * producer writes them in): the total delta, the stalled part, the kinds
+ * and the span of steps; acknowledges what it read. Returns the delta. */
+static uint64_t read_drops(collector *c, uint32_t i, shm_ring *r, uint64_t *sdelta, uint64_t *kinds,
+                           int64_t *first, int64_t *last)
+{
+    uint64_t d = atomic_load_explicit(&r->dropped, memory_order_acquire);
+    uint64_t ds = atomic_load_explicit(&r->dropped_stalled, memory_order_relaxed);
+    if (d <= c->ring_dropped[i])
+        return 0;
+    *first = atomic_load_explicit(&r->drop_first_step, memory_order_relaxed);
+    *last = atomic_load_explicit(&r->drop_last_step, memory_order_relaxed);
+    uint64_t *seen = &c->ring_kinds[(size_t)i * SHM_DROP_KINDS];
+    for (uint32_t k = 0; k < SHM_DROP_KINDS; k++) {
+        uint64_t v = atomic_load_explicit(&r->drop_kind[k], memory_order_relaxed);
+        kinds[k] = v > seen[k] ? v - seen[k] : 0;
+        seen[k] += kinds[k];
+    }
+    atomic_store_explicit(&r->drop_ack, d, memory_order_release);
+    uint64_t delta = d - c->ring_dropped[i];
+    *sdelta = ds > c->ring_stalled[i] ? ds - c->ring_stalled[i] : 0;
+    if (*sdelta > delta)
+        *sdelta = delta; /* the producer counts stalled before total */
+    c->ring_dropped[i] = d;
+    c->ring_stalled[i] += *sdelta;
+    return delta;
+}
+
+static void note_drops(cproc *p, uint64_t delta, const uint64_t *kinds, int64_t first, int64_t last)
+{
+    p->dropped += delta;
+    for (uint32_t k = 0; k < SHM_DROP_KINDS; k++)
+        p->drop_kind[k] += kinds[k];
+    if (first != TFT_STEP_NONE && (p->drop_first_step == TFT_STEP_NONE || first < p->drop_first_step))
+        p->drop_first_step = first;
+    if (last != TFT_STEP_NONE && (p->drop_last_step == TFT_STEP_NONE || last > p->drop_last_step))
+        p->drop_last_step = last;
+}
+
 /* Drops --no-drop gave up on (a stalled or dead collector) are counted
- * apart and written with reason "other": the ring was not simply full. */
+ * apart and written with reason "other": the ring was not simply full.
+ * The kinds go with the first record written (FORMAT.md §5.11). */
 static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
 {
-    uint64_t d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
-    uint64_t ds = atomic_load_explicit(&r->dropped_stalled, memory_order_relaxed);
-    if (d <= c->ring_dropped[i] || r->proc >= SHM_MAX_PROCS)
+    uint64_t sdelta = 0, kinds[SHM_DROP_KINDS];
+    int64_t first = TFT_STEP_NONE, last = TFT_STEP_NONE;
+    /* r->proc only once the ring has drops: the producer's first drop
+     * (release) publishes what its claim wrote */
+    if (atomic_load_explicit(&r->dropped, memory_order_acquire) <= c->ring_dropped[i] || r->proc >= SHM_MAX_PROCS)
         return;
-    uint64_t delta = d - c->ring_dropped[i];
-    uint64_t sdelta = ds > c->ring_stalled[i] ? ds - c->ring_stalled[i] : 0;
-    if (sdelta > delta)
-        sdelta = delta; /* the producer counts stalled before total */
-    c->ring_dropped[i] = d;
-    c->ring_stalled[i] += sdelta;
+    uint64_t delta = read_drops(c, i, r, &sdelta, kinds, &first, &last);
+    if (!delta)
+        return;
+    if (first != TFT_STEP_NONE && last != TFT_STEP_NONE && first > last) { /* the program's memory */
+        int64_t t = first;
+        first = last;
+        last = t;
+    }
     cproc *p = &c->procs[r->proc];
     if (!p->opened && proc_open(c, r->proc) < 0)
         return;
@@ -364,10 +429,13 @@ static void attribute_dropped(collector *c, uint32_t i, shm_ring *r)
     c->dropped_total += delta;
     c->stalled_total += sdelta;
     p->dropped_stalled += sdelta;
+    note_drops(p, delta, kinds, first, last);
     if (p->failed)
         return; /* counted; the file takes nothing more */
-    append_dropped(c, p, delta - sdelta, TFT_DROP_RING_FULL);
-    append_dropped(c, p, sdelta, TFT_DROP_OTHER);
+    drop_span sp = {.first_step = first, .last_step = last, .by_kind = kinds};
+    drop_span none = {.first_step = first, .last_step = last, .by_kind = NULL};
+    append_dropped(c, p, delta - sdelta, TFT_DROP_RING_FULL, &sp);
+    append_dropped(c, p, sdelta, TFT_DROP_OTHER, delta > sdelta ? &none : &sp);
 }
 
 static void ring_release(collector *c, uint32_t i, shm_ring *r)
@@ -376,8 +444,12 @@ static void ring_release(collector *c, uint32_t i, shm_ring *r)
     atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
     atomic_store_explicit(&r->dropped, 0, memory_order_relaxed);
     atomic_store_explicit(&r->dropped_stalled, 0, memory_order_relaxed);
+    for (uint32_t k = 0; k < SHM_DROP_KINDS; k++)
+        atomic_store_explicit(&r->drop_kind[k], 0, memory_order_relaxed);
+    atomic_store_explicit(&r->drop_ack, 0, memory_order_relaxed);
     c->ring_dropped[i] = 0;
     c->ring_stalled[i] = 0;
+    memset(&c->ring_kinds[(size_t)i * SHM_DROP_KINDS], 0, SHM_DROP_KINDS * sizeof(uint64_t));
     atomic_store_explicit(&r->state, RING_FREE, memory_order_release);
 }
 
@@ -591,6 +663,8 @@ void collector_flush(collector *c)
             proc_fail(c, p, e, "write");
         else
             p->sealed = st.records;
+        p->st_records = st.records;
+        p->st_chunks = st.chunks;
     }
 }
 
@@ -618,7 +692,11 @@ int collector_finish(collector *c, collector_summary *s)
                                                      .exit_code = p->exit_code, .signal = p->signal,
                                                      .records = p->sealed, .lost = lost, .err = p->err,
                                                      .err_what = p->err_what,
-                                                     .dropped_stalled = p->dropped_stalled};
+                                                     .dropped_stalled = p->dropped_stalled,
+                                                     .dropped = p->dropped,
+                                                     .drop_first_step = p->drop_first_step,
+                                                     .drop_last_step = p->drop_last_step};
+            memcpy(c->ranks[s->nranks - 1].drop_kind, p->drop_kind, sizeof(p->drop_kind));
             snprintf(c->ranks[s->nranks - 1].file, sizeof(c->ranks[0].file), "%s", p->file);
         }
         s->records += p->sealed;
@@ -663,6 +741,7 @@ void collector_free(collector *c)
     free(c->ranks);
     free(c->ring_dropped);
     free(c->ring_stalled);
+    free(c->ring_kinds);
     free(c->dir);
     free(c);
 }

@@ -32,6 +32,9 @@ typedef struct collector_rank {
     int err;                 /* first write error (negative errno), 0 none */
     const char *err_what;    /* "create", "write", "close" when err */
     uint64_t dropped_stalled;
+    uint64_t dropped;        /* records the rings dropped */
+    uint64_t drop_kind[SHM_DROP_KINDS]; /* of those, per record kind (FORMAT.md §5.11: slot 0 other) */
+    int64_t drop_first_step, drop_last_step; /* steps of the drops, TFT_STEP_NONE none */
 } collector_rank;
 
 typedef struct collector_summary {

@@ -68,9 +68,25 @@ void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_byt
     h->rings_offset = round_up(sizeof(shm_hdr), 4096);
     h->n_rings = n_rings;
     h->nodrop_timeout_ns = SHM_NODROP_TIMEOUT_DEFAULT_NS;
+    h->drop_wait_ns = SHM_DROP_WAIT_DEFAULT_NS;
     h->collector_pid = (int32_t)getpid();
     atomic_store(&h->heartbeat_ns, shm_now_ns());
     atomic_store_explicit((_Atomic uint64_t *)&h->magic, SHM_MAGIC, memory_order_release);
+}
+
+void shm_drop_wait_from_env(shm_hdr *h)
+{
+    const char *v = getenv("TFT_RING_WAIT_MS");
+    char *end;
+    if (!v || !*v)
+        return;
+    unsigned long long ms = strtoull(v, &end, 10);
+    if (*end || v[0] == '-' || ms > 600000u) {
+        fprintf(stderr, "tftrace: TFT_RING_WAIT_MS=%s is not a number of ms from 0 to 600000; using %llu\n", v,
+                (unsigned long long)(SHM_DROP_WAIT_DEFAULT_NS / 1000000u));
+        return;
+    }
+    h->drop_wait_ns = ms * 1000000u;
 }
 
 bool shm_region_valid(const shm_hdr *h, size_t bytes)
@@ -112,6 +128,7 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, con
             if (name)
                 strncpy(r->thread_name, name, sizeof(r->thread_name) - 1);
             r->cached_tail = 0;
+            r->gave_up_tail = UINT64_MAX;
             prefault(r->data, h->ring_bytes);
             memset(r->sent_ids, 0, sizeof(r->sent_ids));
             return r;
@@ -170,6 +187,54 @@ static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
     return WAIT_ON;
 }
 
+/* Whether a producer facing a full ring (tail as just read) keeps waiting
+ * without --no-drop: while the collector drains this ring (its tail moved
+ * within the last drop_wait_ns). *since and *seen hold the last tail seen
+ * moving and when; a wait that gives up marks the ring (gave_up_tail), and
+ * later records drop at once until the tail moves again. */
+static int bounded_wait(shm_hdr *h, shm_ring *r, uint64_t tail, uint64_t *since, uint64_t *seen)
+{
+    if (!h->drop_wait_ns || atomic_load_explicit(&h->collector_done, memory_order_acquire) ||
+        r->gave_up_tail == tail)
+        return WAIT_DONE;
+    uint64_t now = shm_now_ns();
+    if (!*since || tail != *seen) {
+        *since = now;
+        *seen = tail;
+        r->gave_up_tail = UINT64_MAX;
+        return WAIT_ON;
+    }
+    if (now - *since < h->drop_wait_ns)
+        return WAIT_ON;
+    r->gave_up_tail = tail;
+    return WAIT_DONE;
+}
+
+/* Counts one dropped record: its kind, its step in the ring's span of
+ * unattributed drops (shm_ring: the protocol), then the total (release:
+ * the collector that sees the total sees the rest). */
+static void count_drop(shm_ring *r, const tft_rec *rec, bool stalled)
+{
+    uint32_t k = rec->kind < SHM_DROP_KINDS ? rec->kind : 0;
+    int64_t step = rec->step;
+    uint64_t d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    if (d == atomic_load_explicit(&r->drop_ack, memory_order_acquire)) {
+        atomic_store_explicit(&r->drop_first_step, step, memory_order_relaxed);
+        atomic_store_explicit(&r->drop_last_step, step, memory_order_relaxed);
+    } else if (step != TFT_STEP_NONE) {
+        int64_t f = atomic_load_explicit(&r->drop_first_step, memory_order_relaxed);
+        int64_t l = atomic_load_explicit(&r->drop_last_step, memory_order_relaxed);
+        if (f == TFT_STEP_NONE || step < f)
+            atomic_store_explicit(&r->drop_first_step, step, memory_order_relaxed);
+        if (l == TFT_STEP_NONE || step > l)
+            atomic_store_explicit(&r->drop_last_step, step, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&r->drop_kind[k], 1, memory_order_relaxed);
+    if (stalled)
+        atomic_fetch_add_explicit(&r->dropped_stalled, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->dropped, 1, memory_order_release);
+}
+
 int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
 {
     uint64_t cap = h->ring_bytes;
@@ -177,22 +242,28 @@ int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t pos = head % cap;
     uint64_t pad = pos + len > cap ? cap - pos : 0;
-    uint64_t pid_checked = 0;
+    uint64_t pid_checked = 0, since = 0, seen = 0;
+    unsigned spins = 0;
     int saved_errno = errno; /* the program's: our probes must not change it */
     while (head + pad + len - r->cached_tail > cap) {
         uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
         r->cached_tail = tail;
         if (head + pad + len - tail <= cap)
             break;
-        int w = (h->flags & SHM_NO_DROP) ? nodrop_wait(h, &pid_checked) : WAIT_DONE;
+        int w = (h->flags & SHM_NO_DROP) ? nodrop_wait(h, &pid_checked) : bounded_wait(h, r, tail, &since, &seen);
         if (w != WAIT_ON) {
-            if (w == WAIT_STALLED)
-                atomic_fetch_add_explicit(&r->dropped_stalled, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+            count_drop(r, rec, w == WAIT_STALLED);
             errno = saved_errno;
             return -ENOSPC;
         }
-        sched_yield();
+        /* yield first; then sleep, which hands a core shared with the
+         * collector (a loaded node, busy-polling MPI ranks) to it */
+        if (++spins < 64 || (h->flags & SHM_NO_DROP)) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
     }
     errno = saved_errno;
     if (pad) {

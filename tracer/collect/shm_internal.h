@@ -20,11 +20,13 @@
 #include <sys/types.h>
 
 #define SHM_MAGIC 0x314d4853745466ull /* "fTtSHM1" */
-#define SHM_VERSION 3u            /* 2: thread index and name in the ring; 3: stalled drops, collector pid */
+#define SHM_VERSION 4u /* 2: thread index and name in the ring; 3: stalled drops, collector pid; 4: drop kinds and steps, wait */
 #define SHM_MAX_PROCS 256u
 #define SHM_SENT_IDS 1024u            /* per-ring cache of string ids already sent */
 #define RING_PAD_KIND 0xFFFFu         /* filler to the end of the ring buffer */
 #define SHM_NODROP_TIMEOUT_DEFAULT_NS 5000000000ull /* --no-drop-timeout default: 5 s */
+#define SHM_DROP_WAIT_DEFAULT_NS 200000000ull /* TFT_RING_WAIT_MS default: 200 ms */
+#define SHM_DROP_KINDS 16u            /* per-kind drop counters: record kinds 0..15 (TFT_REC_*) */
 
 enum { PROC_FREE = 0, PROC_ACTIVE = 1, PROC_DONE = 2 };
 enum { RING_FREE = 0, RING_ACTIVE = 1, RING_RETIRED = 2 };
@@ -51,7 +53,20 @@ typedef struct shm_ring {
     _Atomic uint64_t dropped;   /* records the producer could not fit */
     _Atomic uint64_t dropped_stalled; /* of those, --no-drop gave up on a stalled or dead collector */
     char thread_name[16];       /* the thread's name at claim time, NUL-terminated */
+    /* What was dropped (SHM_VERSION 4). The producer counts each drop in
+     * drop_kind[kind] (kinds >= SHM_DROP_KINDS in slot 0) before dropped,
+     * and spans the steps of the drops since the collector last looked:
+     * a drop that finds dropped == drop_ack (all drops so far attributed)
+     * starts a new span. The collector reads dropped, then the span and
+     * the kinds, then stores drop_ack = the dropped it read. A drop that
+     * races the collector's read widens the next span (never narrows it);
+     * kind counts are exact in total once the ring is idle. */
+    _Atomic uint64_t drop_kind[SHM_DROP_KINDS];
+    _Atomic int64_t drop_first_step;  /* lowest step of the span (TFT_STEP_NONE: drops outside steps only) */
+    _Atomic int64_t drop_last_step;   /* highest step of the span */
+    _Atomic uint64_t drop_ack;        /* collector-written: dropped when it last attributed */
     uint64_t cached_tail;       /* producer-private: last tail seen, saves a shared read */
+    uint64_t gave_up_tail;      /* producer-private: tail when a bounded wait last gave up, ~0 none */
     uint64_t sent_ids[SHM_SENT_IDS]; /* producer-private */
     /* data[ring_bytes] follows at offsetof(shm_ring, data) */
     _Alignas(64) char data[];
@@ -80,13 +95,24 @@ typedef struct shm_hdr {
     uint64_t nodrop_timeout_ns;
     int32_t collector_pid;      /* the draining process (tftrace, or the program itself in-process) */
     uint32_t pad2;
+    /* Without --no-drop: a producer facing a full ring waits for the
+     * collector to make room while it keeps draining (the ring's tail
+     * moves at least once per drop_wait_ns); a wait that sees no progress
+     * for that long gives up and drops, and the ring drops at once until
+     * its tail moves again, so a stalled collector costs one wait, not
+     * one per record. 0: drop at once (the behaviour before SHM_VERSION 4). */
+    uint64_t drop_wait_ns;
 } shm_hdr;
 
 /* Bytes of a region with n_rings rings of ring_bytes each. */
 size_t shm_region_size(uint32_t n_rings, size_t ring_bytes);
 /* Initialises a zeroed region of size bytes; the calling process is the
- * collector (collector_pid), the --no-drop wait limit is 5 s. */
+ * collector (collector_pid), the --no-drop wait limit is 5 s, the bounded
+ * wait before a drop 200 ms (drop_wait_ns). */
 void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_bytes, uint32_t flags);
+/* Sets drop_wait_ns from TFT_RING_WAIT_MS (milliseconds, 0 = drop at
+ * once); a malformed value is reported on stderr and the default kept. */
+void shm_drop_wait_from_env(shm_hdr *h);
 /* Checks a region's header before a producer or collector uses it. */
 bool shm_region_valid(const shm_hdr *h, size_t bytes);
 static inline shm_ring *shm_ring_at(shm_hdr *h, uint32_t i)
@@ -95,8 +121,10 @@ static inline shm_ring *shm_ring_at(shm_hdr *h, uint32_t i)
 }
 
 /* Producer side. ring_write copies one record (rec->len bytes); returns 0,
- * or -ENOSPC when the ring is full (dropped and counted; with SHM_NO_DROP it
- * waits while the collector is alive: see nodrop_timeout_ns). Keeps errno. */
+ * or -ENOSPC when the ring is full (dropped and counted by kind and step:
+ * rec->kind, rec->step). A full ring first waits: while the collector
+ * drains (drop_wait_ns), or with SHM_NO_DROP while the collector is alive
+ * (nodrop_timeout_ns). Keeps errno. */
 int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec);
 /* Claims a free ring for the calling thread of process proc, NULL if none.
  * index and name (may be NULL) identify the thread in THREAD records. */

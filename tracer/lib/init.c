@@ -361,6 +361,7 @@ static int inproc_start(const char *dir)
     double tos = to && *to ? strtod(to, &end) : -1;
     if (to && *to && !*end && tos >= 0)
         ((shm_hdr *)p)->nodrop_timeout_ns = (uint64_t)(tos * 1e9);
+    shm_drop_wait_from_env(p);
     shm_setup_clock(p);
     g_rec.h = p;
     g_rec.bytes = bytes;
