@@ -9,9 +9,15 @@
  * bf16, fp8, integer and misaligned blocks are first decoded or copied into
  * an 8 KiB stack buffer (fp8 blocks hold 2048 elements, like fp16's).
  *
- * Moments: all sums are taken in a frame shifted by K, the mean of the first
- * block that has finite values: each block accumulates sum(x-K),
- * sum((x-K)^2) and sum|x| in double. A block whose shifted sums are badly
+ * FULL statistics of f32, f16 and bf16 blocks take the fast path first: one
+ * fused sweep (fast_f32) with float accumulators folded into double every
+ * 256 elements, about a float shift (0, or the frame's K). A block with
+ * NaN, Inf, |x| > 65504, tiny squares or badly conditioned sums goes to the
+ * double path below instead (tft_stats.h states the error bounds).
+ *
+ * Moments, double path: all sums are taken in a frame shifted by K, the
+ * mean of the first block that has finite values: each block accumulates
+ * sum(x-K), sum((x-K)^2) and sum|x| in double. A block whose shifted sums are badly
  * conditioned (sum((x-K)^2) above 1024 times its own sum of squared
  * deviations, i.e. K is far from the block's values) is summed again about
  * its own mean. Blocks are combined in the frame with Chan's pairwise
@@ -310,6 +316,45 @@ static void gen_masked_f64(const double *x, size_t n, int full, double k, struct
     gen_masked(x, n, 1, full, k, p, s);
 }
 
+/* The fused FULL pass, exactly as stats_internal.h defines it (and the AVX2
+ * kernel computes it): float arithmetic throughout, fmaf for the squares. */
+static void gen_fast_f32(const float *x, size_t n, float k, struct fast_out *o)
+{
+    float mn = INFINITY, mx = -INFINITY;
+    uint64_t zero = 0, tiny = 0;
+    double D[3][8] = { { 0 } };
+    for (size_t i = 0; i < n;) {
+        size_t end = n - i < FAST_RUN ? n : i + FAST_RUN;
+        float s1[8] = { 0 }, q0[8] = { 0 }, q1[8] = { 0 }, la[8] = { 0 };
+        for (; i < end; i += 16) {
+            for (size_t j = 0; j < 8; j++) {
+                float v0 = x[i + j], v1 = x[i + 8 + j];
+                float d0 = v0 - k, d1 = v1 - k, a0 = fabsf(v0), a1 = fabsf(v1);
+                zero += (a0 == 0.0f) + (a1 == 0.0f);
+                tiny += (a0 < 0x1p-14f) + (a1 < 0x1p-14f);
+                mn = v0 < mn ? v0 : mn;
+                mn = v1 < mn ? v1 : mn;
+                mx = v0 > mx ? v0 : mx;
+                mx = v1 > mx ? v1 : mx;
+                s1[j] += d0 + d1;
+                q0[j] = fmaf(d0, d0, q0[j]);
+                q1[j] = fmaf(d1, d1, q1[j]);
+                la[j] += a0 + a1;
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            D[0][j] += (double)s1[j];
+            D[1][j] += (double)(q0[j] + q1[j]);
+            D[2][j] += (double)la[j];
+        }
+    }
+    o->zero = zero;
+    o->tiny = tiny;
+    o->min = mn;
+    o->max = mx;
+    memcpy(o->lane, D, sizeof D);
+}
+
 static void gen_dec_f16(const unsigned char *raw, size_t n, float *out)
 {
     for (size_t i = 0; i < n; i++) {
@@ -348,6 +393,7 @@ static const struct stats_kernels kernels_generic = {
     .counts_f64 = gen_counts_f64,
     .sums_f64 = gen_sums_f64,
     .masked_f64 = gen_masked_f64,
+    .fast_f32 = gen_fast_f32,
     .dec_f16 = gen_dec_f16,
     .dec_bf16 = gen_dec_bf16,
     .enc_f16 = gen_enc_f16,
@@ -561,6 +607,83 @@ static void block_stats(const struct stats_kernels *kk, const void *x, size_t n,
     acc_merge(A, &p, s, full);
 }
 
+/* The fast FULL path for float data (f32, f16/bf16 decoded): one fused
+ * sweep with float accumulators (stats_internal.h), about a float shift.
+ * Results s[0..2] as acc_merge wants them, p's counts, min and max. Returns
+ * 0, or -1 when this block must take the double path instead: a NaN or an
+ * Inf (the sums are then not finite), |x| above 65504 (over_fp16 must be
+ * counted, and squares could overflow), or squares that may have lost
+ * precision to float underflow (sum of squares below 2^-96). */
+#define FAST_TINY_S2 0x1p-96
+static int fast_sums(const struct stats_kernels *kk, const float *x, size_t n, float k,
+                     struct part *p, double s[3])
+{
+    struct fast_out o;
+    size_t n32 = n & ~(size_t)31;
+    kk->fast_f32(x, n32, k, &o);
+    double t[3] = { 0, 0, 0 };
+    uint64_t zero = o.zero, tiny = o.tiny;
+    double mn = o.min, mx = o.max;
+    for (size_t i = n32; i < n; i++) {
+        double v = x[i], d = (double)(x[i] - k);
+        zero += v == 0.0;
+        tiny += fabs(v) < F16_TINY;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        t[0] += d;
+        t[1] += d * d;
+        t[2] += fabs(v);
+    }
+    for (int q = 0; q < 3; q++) {
+        const double *l = o.lane[q];
+        s[q] = (((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))) + t[q];
+    }
+    if (!(isfinite(s[0]) && isfinite(s[1]) && isfinite(s[2])) || !(mn >= -F16_MAX && mx <= F16_MAX))
+        return -1;
+    if (s[1] < FAST_TINY_S2 && zero < n)
+        return -1;
+    part_init(p);
+    p->nfin = n;
+    p->zero = zero;
+    p->tiny = tiny;
+    p->min = mn;
+    p->max = mx;
+    return 0;
+}
+
+/* A block of n floats through the fast path, merged into A; returns -1
+ * (A untouched) when it must take the double path. The shift is the
+ * frame's, as a float (0 until a frame is set, so centred data need no
+ * subtraction); a block whose sum of squares about it exceeds FAST_COND
+ * times its sum of squared deviations is summed again about its own mean
+ * (rounded to float), and goes to the double path if that does not help. */
+#define FAST_COND 2.0
+static int block_stats_fast(const struct stats_kernels *kk, const float *x, size_t n,
+                            struct acc *A)
+{
+    struct part p;
+    double s[4];
+    float k = A->have_k ? (float)A->k + 0.0f : 0.0f;
+    if (fast_sums(kk, x, n, k, &p, s) < 0)
+        return -1;
+    double m2 = s[1] - s[0] * (s[0] / (double)n);
+    if (s[1] > FAST_COND * m2) {
+        k = (float)((double)k + s[0] / (double)n) + 0.0f;
+        if (fast_sums(kk, x, n, k, &p, s) < 0)
+            return -1;
+        m2 = s[1] - s[0] * (s[0] / (double)n);
+        if (s[1] > FAST_COND * m2)
+            return -1;
+    }
+    if (!A->have_k) {
+        A->k = k;
+        A->have_k = 1;
+    }
+    s[3] = (double)k - A->k;
+    acc_merge(A, &p, s, 1);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The tensor: blocks, staging, hashing                                      */
 /* ------------------------------------------------------------------------ */
@@ -667,11 +790,14 @@ static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigne
     int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_F8E4M3 ||
                  dtype == TFT_F8E5M2);
     size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
+    int fast = full && (dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
     union stage buf;
     for (size_t i = 0; i < numel; i += per_block) {
         size_t n = numel - i < per_block ? numel - i : per_block;
         const unsigned char *b = raw + i * esz;
-        block_stats(kk, block_elements(kk, dtype, b, n, scale, &buf), n, is64, full, A);
+        const void *x = block_elements(kk, dtype, b, n, scale, &buf);
+        if (!fast || block_stats_fast(kk, x, n, A) < 0)
+            block_stats(kk, x, n, is64, full, A);
         if (st)
             fp_update(st, b, n * esz);
     }

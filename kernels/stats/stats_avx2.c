@@ -271,6 +271,83 @@ static void masked_f32(const float *x, size_t n, int full, double k, struct part
         sums_store(s, s1, s2, sa);
 }
 
+/* The fused FULL pass (stats_internal.h): one sweep, float accumulators
+ * flushed into double lanes every FAST_RUN elements. The double lanes live
+ * in memory (fast_flush) so that the sweep's accumulators stay in
+ * registers. */
+static __attribute__((noinline)) void fast_flush(double *lane, __m256 s1, __m256 q, __m256 la)
+{
+    __m256 v[3] = { s1, q, la };
+    for (int k = 0; k < 3; k++) {
+        double *l = lane + 8 * k;
+        _mm256_storeu_pd(l, _mm256_add_pd(_mm256_loadu_pd(l),
+                                          _mm256_cvtps_pd(_mm256_castps256_ps128(v[k]))));
+        _mm256_storeu_pd(l + 4, _mm256_add_pd(_mm256_loadu_pd(l + 4),
+                                              _mm256_cvtps_pd(_mm256_extractf128_ps(v[k], 1))));
+    }
+}
+
+static inline __attribute__((always_inline)) void
+fast_f32_body(const float *x, size_t n, float k, int shifted, struct fast_out *o)
+{
+    const __m256i absm = _mm256_set1_epi32(F32_ABS), zi = _mm256_setzero_si256();
+    const __m256i t14 = _mm256_set1_epi32(F32_BELOW_TINY);
+    const __m256 kv = _mm256_set1_ps(k);
+    __m256 mn = _mm256_set1_ps(INFINITY), mx = _mm256_set1_ps(-INFINITY);
+    __m256i cnt = zi; /* int16 pairs: nonzero, not tiny (hsum_packed) */
+    uint64_t nz = 0, ge = 0;
+    memset(o->lane, 0, sizeof o->lane);
+    for (size_t i = 0; i < n;) {
+        size_t end = n - i < FAST_RUN ? n : i + FAST_RUN;
+        __m256 s1 = _mm256_setzero_ps(), q0 = s1, q1 = s1, la = s1;
+        for (; i < end; i += 16) {
+            __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+            __m256i a0 = _mm256_and_si256(_mm256_castps_si256(v0), absm);
+            __m256i a1 = _mm256_and_si256(_mm256_castps_si256(v1), absm);
+            __m256i c0 = _mm256_packs_epi32(_mm256_cmpgt_epi32(a0, zi), _mm256_cmpgt_epi32(a0, t14));
+            __m256i c1 = _mm256_packs_epi32(_mm256_cmpgt_epi32(a1, zi), _mm256_cmpgt_epi32(a1, t14));
+            cnt = _mm256_sub_epi16(cnt, _mm256_add_epi16(c0, c1));
+            mn = _mm256_min_ps(_mm256_min_ps(v0, v1), mn);
+            mx = _mm256_max_ps(_mm256_max_ps(v0, v1), mx);
+            __m256 d0 = v0, d1 = v1;
+            if (shifted) {
+                d0 = _mm256_sub_ps(v0, kv);
+                d1 = _mm256_sub_ps(v1, kv);
+            }
+            s1 = _mm256_add_ps(s1, _mm256_add_ps(d0, d1));
+            q0 = _mm256_fmadd_ps(d0, d0, q0);
+            q1 = _mm256_fmadd_ps(d1, d1, q1);
+            __m256 f0 = _mm256_castsi256_ps(a0), f1 = _mm256_castsi256_ps(a1);
+            la = _mm256_add_ps(la, _mm256_add_ps(f0, f1));
+        }
+        fast_flush(&o->lane[0][0], s1, _mm256_add_ps(q0, q1), la);
+        if ((i & 2047) == 0 || i >= n) { /* int16 pairs hold 2 * 2048 / 16 per lane at most */
+            hsum_packed(cnt, &nz, &ge);
+            cnt = zi;
+        }
+    }
+    o->zero = n - nz;
+    o->tiny = n - ge;
+    float a[8], b[8];
+    _mm256_storeu_ps(a, mn);
+    _mm256_storeu_ps(b, mx);
+    o->min = INFINITY;
+    o->max = -INFINITY;
+    for (int j = 0; j < 8; j++) {
+        o->min = a[j] < o->min ? a[j] : o->min;
+        o->max = b[j] > o->max ? b[j] : o->max;
+    }
+}
+
+/* k == 0 skips the subtraction, which would change nothing (x - 0 == x). */
+static void fast_f32(const float *x, size_t n, float k, struct fast_out *o)
+{
+    if (k == 0.0f)
+        fast_f32_body(x, n, 0.0f, 0, o);
+    else
+        fast_f32_body(x, n, k, 1, o);
+}
+
 /* ------------------------------------------------------------------------ */
 /* float64                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -497,6 +574,7 @@ const struct stats_kernels stats_kernels_avx2 = {
     .counts_f64 = counts_f64,
     .sums_f64 = sums_f64,
     .masked_f64 = masked_f64,
+    .fast_f32 = fast_f32,
     .dec_f16 = dec_f16,
     .dec_bf16 = dec_bf16,
     .enc_f16 = enc_f16,
