@@ -355,6 +355,25 @@ static void gen_fast_f32(const float *x, size_t n, float k, struct fast_out *o)
     memcpy(o->lane, D, sizeof D);
 }
 
+static void gen_stats_u8(const uint8_t *x, size_t n, struct u8_out *o)
+{
+    uint64_t zero = 0, s1 = 0, s2 = 0;
+    uint8_t mn = 255, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = x[i];
+        zero += v == 0;
+        s1 += v;
+        s2 += v * v;
+        mn = v < mn ? (uint8_t)v : mn;
+        mx = v > mx ? (uint8_t)v : mx;
+    }
+    o->zero = zero;
+    o->s1 = s1;
+    o->s2 = s2;
+    o->min = mn;
+    o->max = mx;
+}
+
 static void gen_dec_f16(const unsigned char *raw, size_t n, float *out)
 {
     for (size_t i = 0; i < n; i++) {
@@ -394,6 +413,7 @@ static const struct stats_kernels kernels_generic = {
     .sums_f64 = gen_sums_f64,
     .masked_f64 = gen_masked_f64,
     .fast_f32 = gen_fast_f32,
+    .stats_u8 = gen_stats_u8,
     .dec_f16 = gen_dec_f16,
     .dec_bf16 = gen_dec_bf16,
     .enc_f16 = gen_enc_f16,
@@ -731,6 +751,26 @@ static void dec_int(int dtype, const unsigned char *raw, size_t n, double *out)
 #undef DEC
 }
 
+/* i32 or i64 elements (any alignment) to float, rounding those beyond
+ * 2^24; the fast path takes a block only if all are within 65504, where
+ * the conversion is exact. */
+static void int_to_float(int dtype, const unsigned char *raw, size_t n, float *out)
+{
+    if (dtype == TFT_I32) {
+        for (size_t i = 0; i < n; i++) {
+            int32_t v;
+            memcpy(&v, raw + 4 * i, 4);
+            out[i] = (float)v;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            int64_t v;
+            memcpy(&v, raw + 8 * i, 8);
+            out[i] = (float)v;
+        }
+    }
+}
+
 /* Element-staging buffer: one block of floats or doubles. */
 union stage {
     float f[STATS_BLOCK_F32];
@@ -791,10 +831,20 @@ static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigne
                  dtype == TFT_F8E5M2);
     size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
     int fast = full && (dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
+    int fast_int = full && (dtype == TFT_I32 || dtype == TFT_I64);
     union stage buf;
     for (size_t i = 0; i < numel; i += per_block) {
         size_t n = numel - i < per_block ? numel - i : per_block;
         const unsigned char *b = raw + i * esz;
+        if (fast_int) {
+            /* |x| <= 65504 (the fast path's condition) is exact in float */
+            int_to_float(dtype, b, n, buf.f);
+            if (block_stats_fast(kk, buf.f, n, A) == 0) {
+                if (st)
+                    fp_update(st, b, n * esz);
+                continue;
+            }
+        }
         const void *x = block_elements(kk, dtype, b, n, scale, &buf);
         if (!fast || block_stats_fast(kk, x, n, A) < 0)
             block_stats(kk, x, n, is64, full, A);
@@ -853,6 +903,44 @@ static void f64_rescue(const struct stats_kernels *kk, const unsigned char *raw,
     acc_finish(A, &M, scale, TFT_STATS_FULL, out);
 }
 
+/* U8 and BOOL tensors, any mode but SHAPE: exact integer sums (kernel
+ * stats_u8, 8 KiB at a time, each block hashed while in cache), then the
+ * moments from them: mean and std from long double, exactly rounded
+ * for any tensor below 2^40 elements. */
+static void u8_pass(const struct stats_kernels *kk, const unsigned char *raw, size_t numel,
+                    int full, XXH3_state_t *st, tft_stats *out)
+{
+    uint64_t zero = 0, s1 = 0, s2 = 0;
+    unsigned mn = 255, mx = 0;
+    for (size_t i = 0; i < numel; i += STATS_BLOCK_BYTES) {
+        size_t n = numel - i < STATS_BLOCK_BYTES ? numel - i : STATS_BLOCK_BYTES;
+        size_t n32 = n & ~(size_t)31;
+        struct u8_out o;
+        kk->stats_u8(raw + i, n32, &o);
+        struct u8_out t;
+        gen_stats_u8(raw + i + n32, n - n32, &t);
+        zero += o.zero + t.zero;
+        s1 += o.s1 + t.s1;
+        s2 += o.s2 + t.s2;
+        mn = o.min < mn ? o.min : mn;
+        mn = t.min < mn ? t.min : mn;
+        mx = o.max > mx ? o.max : mx;
+        mx = t.max > mx ? t.max : mx;
+        fp_update(st, raw + i, n);
+    }
+    out->zero = zero;
+    out->min = mn;
+    out->max = mx;
+    if (!full)
+        return;
+    long double n = (long double)numel, m2 = (long double)s2 - (long double)s1 * s1 / n;
+    out->mean = (double)((long double)s1 / n);
+    out->std = m2 > 0 ? (double)sqrtl(m2 / n) : 0.0;
+    out->l1 = (double)s1;
+    out->l2 = sqrt((double)s2);
+    out->absmax = mx;
+}
+
 int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
                       tft_stats *out)
 {
@@ -878,6 +966,12 @@ int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
     acc_init(&A);
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
+    if (dtype == TFT_U8 || dtype == TFT_BOOL) {
+        u8_pass(kk, data, numel, full, &st, out);
+        out->fingerprint = XXH3_64bits_digest(&st);
+        fpenv_leave(fpenv);
+        return 0;
+    }
     tensor_pass(kk, dtype, data, numel, full, 1.0, &A, &st);
     out->fingerprint = XXH3_64bits_digest(&st);
     if (full && dtype == TFT_F64 && A.c.nfin > 0 &&

@@ -68,6 +68,13 @@ struct fast_out {
     double lane[3][8]; /* D0 sum(x-k), D1 sum((x-k)^2), D2 sum|x| per lane */
 };
 
+/* Bytes (U8, BOOL): exact integer sums, so any order gives the same. */
+struct u8_out {
+    uint64_t zero;     /* bytes == 0 */
+    uint64_t s1, s2;   /* sum x, sum x^2 */
+    uint8_t min, max;
+};
+
 /* One kernel set (generic C or AVX2). n is a multiple of 16 and may be 0.
  *
  * counts_*: fills p's counts, min and max for a block, assuming it is all
@@ -91,6 +98,7 @@ struct stats_kernels {
     void (*masked_f64)(const double *x, size_t n, int full, double k, struct part *p,
                        lane_sums s);
     void (*fast_f32)(const float *x, size_t n, float k, struct fast_out *o); /* n % 32 == 0 */
+    void (*stats_u8)(const uint8_t *x, size_t n, struct u8_out *o); /* n % 32 == 0, <= 8192 */
     void (*dec_f16)(const unsigned char *raw, size_t n, float *out);
     void (*dec_bf16)(const unsigned char *raw, size_t n, float *out);
     void (*enc_f16)(const float *in, size_t n, uint16_t *out);

@@ -31,7 +31,8 @@
  * are those of the decoded values.
  *
  * Accuracy of the moments (mean, std, l1, l2) against their exact values:
- *   - f32, f16 and bf16 (FULL): accumulated in float over runs of 256
+ *   - f32, f16, bf16, and i32/i64 blocks whose |x| <= 65504 (exact in
+ *     float) (FULL): accumulated in float over runs of 256
  *     elements, each run's sums then added in double (stats_internal.h
  *     gives the order), about a shift near the data's mean. Bounds:
  *       l1        relative error <= TFT_STATS_F32ACC_L1  (2^-19, 1.9e-6)
@@ -42,7 +43,8 @@
  *     65504, whose sum of squares is below 2^-96 (float squares could
  *     underflow), or whose values lie so far from every shift tried that
  *     float sums would cancel, is accumulated in double instead.
- *   - f64, integers, fp8, and the blocks above: accumulated in double about
+ *   - u8 and bool: exact integer sums; mean and std rounded once from them.
+ *   - f64, other integers, fp8, and the blocks above: accumulated in double about
  *     a shift (the first block's mean; a block far from it is summed about
  *     its own mean), combined by Chan's pairwise update: ~1e-15 relative
  *     for l1 and l2, std ~1e-15 relative even for 1e8 + noise.
@@ -87,7 +89,7 @@
 extern "C" {
 #endif
 
-/* The accuracy bounds above (f32, f16, bf16 in FULL mode). */
+/* The accuracy bounds above (f32, f16, bf16, small i32/i64, FULL mode). */
 #define TFT_STATS_F32ACC_L1 0x1p-19
 #define TFT_STATS_F32ACC_REL 0x1p-17
 #define TFT_STATS_F32ACC_MEAN 0x1p-18

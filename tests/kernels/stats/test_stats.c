@@ -193,7 +193,8 @@ static double worst_frac;
 
 static int float_accumulated(int dtype)
 {
-    return dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16;
+    return dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_I32 ||
+           dtype == TFT_I64;
 }
 
 /* Checks |got - want| <= tol and records the fraction of tol it used. */
@@ -663,6 +664,16 @@ static void test_f32acc_bound(void)
                 put(dt, big, i, 1e-22 * nrand() + (i % 1000 == 0 ? 1e-15 : 0.0));
             check_case("tiny", dt, big, n);
         }
+    }
+    /* integers small enough for the float path: labels, token ids, counts */
+    static const int its[] = { TFT_I32, TFT_I64 };
+    for (size_t t = 0; t < 2; t++) {
+        for (size_t i = 0; i < n; i++)
+            put(its[t], big, i, (double)(rng() % 50257));
+        check_case("token-ids", its[t], big, n);
+        for (size_t i = 0; i < n; i++)
+            put(its[t], big, i, (double)(rng() % 10) - (i % 7 == 0 ? 65504.0 : 0.0));
+        check_case("labels", its[t], big, n);
     }
     size_t nb = sizeof big / 4;
     for (size_t i = 0; i < nb; i++)
