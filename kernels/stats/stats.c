@@ -635,17 +635,29 @@ static void block_stats(const struct stats_kernels *kk, const void *x, size_t n,
  * counted, and squares could overflow), or squares that may have lost
  * precision to float underflow (sum of squares below 2^-96). */
 #define FAST_TINY_S2 0x1p-96
-static int fast_sums(const struct stats_kernels *kk, const float *x, size_t n, float k,
+
+/* Element i of raw fp16 (h16 TFT_F16) or bf16 (TFT_BF16) data. */
+static float h16_value(const void *raw, int h16, size_t i)
+{
+    uint16_t h;
+    memcpy(&h, (const unsigned char *)raw + 2 * i, 2);
+    return h16 == TFT_BF16 ? tft_bf16_to_f32(h) : tft_f16_to_f32(h);
+}
+static int fast_sums(const struct stats_kernels *kk, const void *x, int h16, size_t n, float k,
                      struct part *p, double s[3])
 {
     struct fast_out o;
     size_t n32 = n & ~(size_t)31;
-    kk->fast_f32(x, n32, k, &o);
+    if (h16)
+        kk->fast_h16(x, n32, h16 == TFT_BF16, k, &o);
+    else
+        kk->fast_f32(x, n32, k, &o);
     double t[3] = { 0, 0, 0 };
     uint64_t zero = o.zero, tiny = o.tiny;
     double mn = o.min, mx = o.max;
     for (size_t i = n32; i < n; i++) {
-        double v = x[i], d = (double)(x[i] - k);
+        float f = h16 ? h16_value(x, h16, i) : ((const float *)x)[i];
+        double v = f, d = (double)(f - k);
         zero += v == 0.0;
         tiny += fabs(v) < F16_TINY;
         mn = v < mn ? v : mn;
@@ -678,18 +690,18 @@ static int fast_sums(const struct stats_kernels *kk, const float *x, size_t n, f
  * times its sum of squared deviations is summed again about its own mean
  * (rounded to float), and goes to the double path if that does not help. */
 #define FAST_COND 2.0
-static int block_stats_fast(const struct stats_kernels *kk, const float *x, size_t n,
+static int block_stats_fast(const struct stats_kernels *kk, const void *x, int h16, size_t n,
                             struct acc *A)
 {
     struct part p;
     double s[4];
     float k = A->have_k ? (float)A->k + 0.0f : 0.0f;
-    if (fast_sums(kk, x, n, k, &p, s) < 0)
+    if (fast_sums(kk, x, h16, n, k, &p, s) < 0)
         return -1;
     double m2 = s[1] - s[0] * (s[0] / (double)n);
     if (s[1] > FAST_COND * m2) {
         k = (float)((double)k + s[0] / (double)n) + 0.0f;
-        if (fast_sums(kk, x, n, k, &p, s) < 0)
+        if (fast_sums(kk, x, h16, n, k, &p, s) < 0)
             return -1;
         m2 = s[1] - s[0] * (s[0] / (double)n);
         if (s[1] > FAST_COND * m2)
@@ -839,14 +851,19 @@ static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigne
         if (fast_int) {
             /* |x| <= 65504 (the fast path's condition) is exact in float */
             int_to_float(dtype, b, n, buf.f);
-            if (block_stats_fast(kk, buf.f, n, A) == 0) {
+            if (block_stats_fast(kk, buf.f, 0, n, A) == 0) {
                 if (st)
                     fp_update(st, b, n * esz);
                 continue;
             }
         }
+        if (fast && dtype != TFT_F32 && kk->fast_h16 && block_stats_fast(kk, b, dtype, n, A) == 0) {
+            if (st)
+                fp_update(st, b, n * esz);
+            continue; /* fp16/bf16 read in place, decoded in registers */
+        }
         const void *x = block_elements(kk, dtype, b, n, scale, &buf);
-        if (!fast || block_stats_fast(kk, x, n, A) < 0)
+        if (!fast || block_stats_fast(kk, x, 0, n, A) < 0)
             block_stats(kk, x, n, is64, full, A);
         if (st)
             fp_update(st, b, n * esz);

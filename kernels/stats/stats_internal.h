@@ -99,6 +99,10 @@ struct stats_kernels {
                        lane_sums s);
     void (*fast_f32)(const float *x, size_t n, float k, struct fast_out *o); /* n % 32 == 0 */
     void (*stats_u8)(const uint8_t *x, size_t n, struct u8_out *o); /* n % 32 == 0, <= 8192 */
+    /* fast_f32 of n (% 32 == 0) bf16 (bf16 set) or fp16 elements at raw
+     * (any alignment), decoded in registers: the same fast_out, bit for
+     * bit, as decoding them and calling fast_f32. NULL: decode instead. */
+    void (*fast_h16)(const void *raw, size_t n, int bf16, float k, struct fast_out *o);
     void (*dec_f16)(const unsigned char *raw, size_t n, float *out);
     void (*dec_bf16)(const unsigned char *raw, size_t n, float *out);
     void (*enc_f16)(const float *in, size_t n, uint16_t *out);

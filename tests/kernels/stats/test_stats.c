@@ -659,6 +659,16 @@ static void test_f32acc_bound(void)
             put(dt, big, i, v > 0 ? v : 0.0);
         }
         check_case("relu", dt, big, n);
+        /* min/max from 16-bit patterns: all negative, and -0 next to positives */
+        for (size_t i = 0; i < n; i++)
+            put(dt, big, i, -(urand() + 0.1));
+        check_case("negative", dt, big, n);
+        for (size_t i = 0; i < n; i++)
+            put(dt, big, i, i % 2 ? -0.0 : urand());
+        check_case("minus-zero", dt, big, n);
+        for (size_t i = 0; i < n; i++)
+            put(dt, big, i, i % 2 ? -0.0 : -urand());
+        check_case("minus-zero-negative", dt, big, n);
         if (!f16) {
             for (size_t i = 0; i < n; i++)
                 put(dt, big, i, 1e-22 * nrand() + (i % 1000 == 0 ? 1e-15 : 0.0));
