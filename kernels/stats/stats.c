@@ -832,6 +832,36 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
     }
 }
 
+/* HEALTH of a block read in place by the kernel set's 16-bit or int32
+ * kernels (counts and min/max are exact, so any kernel gives the same),
+ * merged into A. Returns -1 when there is none, or the block holds a NaN
+ * or Inf: it then takes the general path. */
+static int health_native(const struct stats_kernels *kk, int dtype, const unsigned char *b,
+                         size_t n, struct acc *A)
+{
+    struct part p;
+    part_init(&p);
+    size_t n16 = n & ~(size_t)15;
+    if ((dtype == TFT_F16 || dtype == TFT_BF16) && kk->health_h16) {
+        if (kk->health_h16(b, n16, dtype == TFT_BF16, &p))
+            return -1;
+        for (size_t i = n16; i < n; i++)
+            if (!classify(h16_value(b, dtype, i), &p))
+                return -1;
+    } else if (dtype == TFT_I32 && kk->health_i32) {
+        kk->health_i32(b, n16, &p);
+        for (size_t i = n16; i < n; i++) {
+            int32_t v;
+            memcpy(&v, b + 4 * i, 4);
+            classify((double)v, &p);
+        }
+    } else {
+        return -1;
+    }
+    acc_merge(A, &p, NULL, 0);
+    return 0;
+}
+
 /* Runs the whole tensor through block_stats and (st not NULL) the hash, a
  * block at a time, hashing each block's bytes right after its statistics.
  * F64 elements are multiplied by scale (a power of two) first. */
@@ -856,6 +886,11 @@ static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigne
                     fp_update(st, b, n * esz);
                 continue;
             }
+        }
+        if (!full && health_native(kk, dtype, b, n, A) == 0) {
+            if (st)
+                fp_update(st, b, n * esz);
+            continue;
         }
         if (fast && dtype != TFT_F32 && kk->fast_h16 && block_stats_fast(kk, b, dtype, n, A) == 0) {
             if (st)

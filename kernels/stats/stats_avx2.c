@@ -356,6 +356,8 @@ static void fast_f32(const float *x, size_t n, float k, struct fast_out *o)
  * maximum (the largest non-negative pattern), the unsigned maximum (the
  * most negative value) and the unsigned minimum (the smallest non-negative
  * pattern, or if all are negative the negative nearest 0). */
+static void h16_minmax(__m256i mxs, __m256i mxu, __m256i mnu, int bf16, double *mn, double *mx);
+
 static inline __attribute__((always_inline)) void
 fast_h16_body(const unsigned char *raw, size_t n, int bf16, float k, int shifted,
               struct fast_out *o)
@@ -415,23 +417,10 @@ fast_h16_body(const unsigned char *raw, size_t n, int bf16, float k, int shifted
     o->max = -INFINITY;
     if (n == 0)
         return;
-    int16_t ts[16];
-    uint16_t tu[16], tm[16];
-    _mm256_storeu_si256((__m256i *)ts, mxs);
-    _mm256_storeu_si256((__m256i *)tu, mxu);
-    _mm256_storeu_si256((__m256i *)tm, mnu);
-    int smax = INT16_MIN;
-    unsigned umax = 0, umin = 0xffff;
-    for (int j = 0; j < 16; j++) {
-        smax = ts[j] > smax ? ts[j] : smax;
-        umax = tu[j] > umax ? tu[j] : umax;
-        umin = tm[j] < umin ? tm[j] : umin;
-    }
-    int any_nonneg = umin < 0x8000u, any_neg = umax >= 0x8000u;
-    uint16_t hmax = (uint16_t)(any_nonneg ? (unsigned)smax : umin);
-    uint16_t hmin = (uint16_t)(any_neg ? umax : umin);
-    o->max = bf16 ? tft_bf16_to_f32(hmax) : tft_f16_to_f32(hmax);
-    o->min = bf16 ? tft_bf16_to_f32(hmin) : tft_f16_to_f32(hmin);
+    double mn, mx;
+    h16_minmax(mxs, mxu, mnu, bf16, &mn, &mx);
+    o->min = (float)mn; /* decoded 16-bit values: exact in float */
+    o->max = (float)mx;
 }
 
 static void fast_h16(const void *raw, size_t n, int bf16, float k, struct fast_out *o)
@@ -444,6 +433,89 @@ static void fast_h16(const void *raw, size_t n, int bf16, float k, struct fast_o
         fast_h16_body(raw, n, 0, 0.0f, 0, o);
     else
         fast_h16_body(raw, n, 0, k, 1, o);
+}
+
+/* The 16-bit min/max rule of fast_h16_body, from the three vectors. */
+static void h16_minmax(__m256i mxs, __m256i mxu, __m256i mnu, int bf16, double *mn, double *mx)
+{
+    int16_t ts[16];
+    uint16_t tu[16], tm[16];
+    _mm256_storeu_si256((__m256i *)ts, mxs);
+    _mm256_storeu_si256((__m256i *)tu, mxu);
+    _mm256_storeu_si256((__m256i *)tm, mnu);
+    int smax = INT16_MIN;
+    unsigned umax = 0, umin = 0xffff;
+    for (int j = 0; j < 16; j++) {
+        smax = ts[j] > smax ? ts[j] : smax;
+        umax = tu[j] > umax ? tu[j] : umax;
+        umin = tm[j] < umin ? tm[j] : umin;
+    }
+    uint16_t hmax = (uint16_t)(umin < 0x8000u ? (unsigned)smax : umin);
+    uint16_t hmin = (uint16_t)(umax >= 0x8000u ? umax : umin);
+    *mx = bf16 ? tft_bf16_to_f32(hmax) : tft_f16_to_f32(hmax);
+    *mn = bf16 ? tft_bf16_to_f32(hmin) : tft_f16_to_f32(hmin);
+}
+
+/* HEALTH on 16-bit patterns: zeros, min/max (h16_minmax), and the largest
+ * |pattern| to spot a NaN or Inf (bf16 above 0x7f7f, fp16 above 0x7bff). */
+static int health_h16(const void *raw, size_t n, int bf16, struct part *p)
+{
+    const unsigned char *b = raw;
+    const __m256i m15 = _mm256_set1_epi16(0x7fff), zi = _mm256_setzero_si256();
+    __m256i cz = zi, amax = zi;
+    __m256i mxs = _mm256_set1_epi16(INT16_MIN), mxu = zi, mnu = _mm256_set1_epi16(-1);
+    for (size_t i = 0; i < n; i += 16) {
+        __m256i r = _mm256_loadu_si256((const __m256i *)(b + 2 * i));
+        __m256i a = _mm256_and_si256(r, m15);
+        cz = _mm256_sub_epi16(cz, _mm256_cmpeq_epi16(a, zi));
+        amax = _mm256_max_epu16(amax, a);
+        mxs = _mm256_max_epi16(mxs, r);
+        mxu = _mm256_max_epu16(mxu, r);
+        mnu = _mm256_min_epu16(mnu, r);
+    }
+    uint16_t t[16];
+    _mm256_storeu_si256((__m256i *)t, amax);
+    unsigned am = 0;
+    for (int j = 0; j < 16; j++)
+        am = t[j] > am ? t[j] : am;
+    if (am > (bf16 ? 0x7f7fu : 0x7bffu))
+        return 1;
+    _mm256_storeu_si256((__m256i *)t, cz); /* at most 4096 / 16 per lane */
+    uint64_t zero = 0;
+    for (int j = 0; j < 16; j++)
+        zero += t[j];
+    p->nfin = n;
+    p->zero = zero;
+    p->min = INFINITY;
+    p->max = -INFINITY;
+    if (n)
+        h16_minmax(mxs, mxu, mnu, bf16, &p->min, &p->max);
+    return 0;
+}
+
+static void health_i32(const void *raw, size_t n, struct part *p)
+{
+    const unsigned char *b = raw;
+    const __m256i zi = _mm256_setzero_si256();
+    __m256i cz = zi, mn = _mm256_set1_epi32(INT32_MAX), mx = _mm256_set1_epi32(INT32_MIN);
+    for (size_t i = 0; i < n; i += 8) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b + 4 * i));
+        cz = _mm256_sub_epi32(cz, _mm256_cmpeq_epi32(v, zi));
+        mn = _mm256_min_epi32(mn, v);
+        mx = _mm256_max_epi32(mx, v);
+    }
+    int32_t a[8], c[8];
+    _mm256_storeu_si256((__m256i *)a, mn);
+    _mm256_storeu_si256((__m256i *)c, mx);
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    for (int j = 0; j < 8; j++) {
+        lo = a[j] < lo ? a[j] : lo;
+        hi = c[j] > hi ? c[j] : hi;
+    }
+    p->nfin = n;
+    p->zero = hsum_epi32(cz);
+    p->min = n ? (double)lo : INFINITY;
+    p->max = n ? (double)hi : -INFINITY;
 }
 
 /* Bytes: sum by vpsadbw, squares by vpmaddwd on the zero-extended halves
@@ -712,6 +784,8 @@ const struct stats_kernels stats_kernels_avx2 = {
     .fast_f32 = fast_f32,
     .stats_u8 = stats_u8,
     .fast_h16 = fast_h16,
+    .health_h16 = health_h16,
+    .health_i32 = health_i32,
     .dec_f16 = dec_f16,
     .dec_bf16 = dec_bf16,
     .enc_f16 = enc_f16,

@@ -103,6 +103,13 @@ struct stats_kernels {
      * (any alignment), decoded in registers: the same fast_out, bit for
      * bit, as decoding them and calling fast_f32. NULL: decode instead. */
     void (*fast_h16)(const void *raw, size_t n, int bf16, float k, struct fast_out *o);
+    /* HEALTH of n (% 16 == 0, <= 4096) fp16/bf16 elements at raw, any
+     * alignment: nfin, zero, min, max into p as counts_f32 fills them;
+     * returns 1 (p undefined) when one is NaN or Inf. NULL: decode. */
+    int (*health_h16)(const void *raw, size_t n, int bf16, struct part *p);
+    /* HEALTH of n (% 8 == 0) int32 elements at raw: nfin, zero, min, max
+     * (exact). NULL: decode to double. */
+    void (*health_i32)(const void *raw, size_t n, struct part *p);
     void (*dec_f16)(const unsigned char *raw, size_t n, float *out);
     void (*dec_bf16)(const unsigned char *raw, size_t n, float *out);
     void (*enc_f16)(const float *in, size_t n, uint16_t *out);
