@@ -9,11 +9,14 @@
  * bf16, fp8, integer and misaligned blocks are first decoded or copied into
  * an 8 KiB stack buffer (fp8 blocks hold 2048 elements, like fp16's).
  *
- * FULL statistics of f32, f16 and bf16 blocks take the fast path first: one
- * fused sweep (fast_f32) with float accumulators folded into double every
- * 256 elements, about a float shift (0, or the frame's K). A block with
- * NaN, Inf, |x| > 65504, tiny squares or badly conditioned sums goes to the
- * double path below instead (tft_stats.h states the error bounds).
+ * FULL statistics of f32, f16, bf16 (read in place by the AVX2 kernels)
+ * and i32/i64 blocks take the fast path first: one fused sweep (fast_f32,
+ * fast_h16) with float accumulators folded into double every 256 elements,
+ * about a float shift (0, or the frame's K). A block with NaN, Inf, |x| >
+ * 65504, tiny squares or badly conditioned sums goes to the double path
+ * below instead (tft_stats.h states the error bounds). HEALTH of fp16,
+ * bf16 and i32 reads the raw patterns (health_native); U8 and BOOL take
+ * exact integer sums (u8_pass).
  *
  * Moments, double path: all sums are taken in a frame shifted by K, the
  * mean of the first block that has finite values: each block accumulates
@@ -630,15 +633,6 @@ static void block_stats(const struct stats_kernels *kk, const void *x, size_t n,
     acc_merge(A, &p, s, full);
 }
 
-/* The fast FULL path for float data (f32, f16/bf16 decoded): one fused
- * sweep with float accumulators (stats_internal.h), about a float shift.
- * Results s[0..2] as acc_merge wants them, p's counts, min and max. Returns
- * 0, or -1 when this block must take the double path instead: a NaN or an
- * Inf (the sums are then not finite), |x| above 65504 (over_fp16 must be
- * counted, and squares could overflow), or squares that may have lost
- * precision to float underflow (sum of squares below 2^-96). */
-#define FAST_TINY_S2 0x1p-96
-
 /* Element i of raw fp16 (h16 TFT_F16) or bf16 (TFT_BF16) data. */
 static float h16_value(const void *raw, int h16, size_t i)
 {
@@ -646,6 +640,16 @@ static float h16_value(const void *raw, int h16, size_t i)
     memcpy(&h, (const unsigned char *)raw + 2 * i, 2);
     return h16 == TFT_BF16 ? tft_bf16_to_f32(h) : tft_f16_to_f32(h);
 }
+
+/* The fast FULL path for float data (f32, i32/i64 converted, or raw f16/bf16
+ * when h16 names the dtype and the kernel set reads them): one fused
+ * sweep with float accumulators (stats_internal.h), about a float shift.
+ * Results s[0..2] as acc_merge wants them, p's counts, min and max. Returns
+ * 0, or -1 when this block must take the double path instead: a NaN or an
+ * Inf (the sums are then not finite), |x| above 65504 (over_fp16 must be
+ * counted, and squares could overflow), or squares that may have lost
+ * precision to float underflow (sum of squares below 2^-96). */
+#define FAST_TINY_S2 0x1p-96
 static int fast_sums(const struct stats_kernels *kk, const void *x, int h16, size_t n, float k,
                      struct part *p, double s[3])
 {
