@@ -2,12 +2,16 @@
  * bench_stats.c — how fast the CPU tensor statistics run compared with the
  * machine's read bandwidth.
  *
- * For f32, bf16 and f16 tensors of 64 KiB (cache-hot, repeated) and
- * 256 MiB (DRAM): GB/s of a plain float summing loop over the same bytes
- * (the baseline: what just reading costs), of tft_stats_compute in HEALTH
- * and FULL mode, and their ratio to the baseline. Baseline and kernel
- * alternate within one run and each reports its best of N samples, so
- * frequency and neighbour noise hit both alike. Then XXH3 alone.
+ * For f32, bf16, f16, i32, i64, u8 and bool tensors of 64 KiB (cache-hot,
+ * repeated) and 256 MiB (DRAM): GB/s of a plain float summing loop over the
+ * same bytes (the baseline: what just reading costs), of tft_stats_compute
+ * in HEALTH and FULL mode, and their ratio to the baseline. Baseline and
+ * kernel alternate within one run and each reports its best of N samples,
+ * so frequency and neighbour noise hit both alike. Then XXH3 alone.
+ *
+ * Besides the table, one BENCH-RESULT line per DRAM figure (bench/run.sh
+ * collects them): ids stats.{health,full}.<dtype>.dram, goals HEALTH >= 0.9
+ * and FULL >= 0.8 of the plain read.
  *
  * Usage: bench_stats [--quick] [--generic]
  *   --quick    fewer samples and a 64 MiB DRAM size (smoke run)
@@ -99,17 +103,34 @@ static void fill(int dtype, void *buf, size_t bytes)
         float v = (float)((double)(s >> 11) * 0x1p-53 * 4.0 - 2.0);
         if ((s & 7) == 0)
             v = 0.0f; /* ReLU-like zeros */
-        if (dtype == TFT_F32)
-            ((float *)buf)[i] = v;
-        else if (dtype == TFT_BF16)
-            ((uint16_t *)buf)[i] = tft_f32_to_bf16(v);
-        else
-            ((uint16_t *)buf)[i] = tft_f32_to_f16(v);
+        switch (dtype) {
+        case TFT_F32: ((float *)buf)[i] = v; break;
+        case TFT_BF16: ((uint16_t *)buf)[i] = tft_f32_to_bf16(v); break;
+        case TFT_F16: ((uint16_t *)buf)[i] = tft_f32_to_f16(v); break;
+        case TFT_I32: ((int32_t *)buf)[i] = (int32_t)(v * 1000.0f); break; /* labels, indices */
+        case TFT_I64: ((int64_t *)buf)[i] = (int64_t)(v * 1000.0f); break;
+        case TFT_U8: ((uint8_t *)buf)[i] = (uint8_t)(s >> 56); break;
+        default: ((uint8_t *)buf)[i] = (uint8_t)(v > 0); break; /* BOOL */
+        }
     }
 }
 
-/* Alternates the baseline and each mode, samples times, keeps the best. */
-static void bench_row(const char *name, int dtype, void *buf, size_t bytes, int samples)
+/* One BENCH-RESULT line (the contract with bench/run.sh). */
+static void bench_result(const char *mode, const char *dtype, size_t bytes, double gb,
+                         double base, double goal)
+{
+    printf("BENCH-RESULT {\"id\":\"stats.%s.%s.dram\",\"what\":\"%s statistics, %s, %zu MiB\","
+           "\"unit\":\"GB/s\",\"figure\":%.2f,\"baseline\":%.2f,"
+           "\"baseline_what\":\"plain summing read\",\"metric\":\"ratio\",\"value\":%.3f,"
+           "\"goal_op\":\">=\",\"goal\":%.1f}\n",
+           mode, dtype, strcmp(mode, "full") == 0 ? "FULL" : "HEALTH", dtype, bytes >> 20, gb, base,
+           gb / base, goal);
+}
+
+/* Alternates the baseline and each mode, samples times, keeps the best;
+ * prints the row, and for DRAM sizes (result set) returns the GB/s. */
+static void bench_row(const char *name, int dtype, void *buf, size_t bytes, int samples,
+                      double result[3])
 {
     int reps = bytes <= (1u << 20) ? (int)((256u << 20) / bytes) : 1;
     double best[3] = { 1e30, 1e30, 1e30 };
@@ -125,6 +146,9 @@ static void bench_row(const char *name, int dtype, void *buf, size_t bytes, int 
         gb[q] = (double)bytes / best[q] / 1e9;
     printf("%-5s %9zu KiB  %8.2f  %8.2f %6.2fx  %8.2f %6.2fx\n", name, bytes >> 10, gb[0], gb[1],
            gb[1] / gb[0], gb[2], gb[2] / gb[0]);
+    fflush(stdout);
+    if (result)
+        memcpy(result, gb, sizeof gb);
 }
 
 int main(int argc, char **argv)
@@ -151,11 +175,18 @@ int main(int argc, char **argv)
            tft_stats_isa_name(), samples);
     printf("%-5s %13s  %8s  %15s  %15s\n", "dtype", "size", "baseline", "HEALTH", "FULL");
     static const struct { const char *name; int dtype; } dts[] = {
-        { "f32", TFT_F32 }, { "bf16", TFT_BF16 }, { "f16", TFT_F16 },
+        { "f32", TFT_F32 }, { "bf16", TFT_BF16 }, { "f16", TFT_F16 }, { "i32", TFT_I32 },
+        { "i64", TFT_I64 }, { "u8", TFT_U8 }, { "bool", TFT_BOOL },
     };
-    for (size_t d = 0; d < 3; d++) {
-        bench_row(dts[d].name, dts[d].dtype, buf, 64u << 10, samples);
-        bench_row(dts[d].name, dts[d].dtype, buf, big, samples);
+    enum { NDT = sizeof dts / sizeof dts[0] };
+    double res[NDT][3];
+    for (size_t d = 0; d < NDT; d++) {
+        bench_row(dts[d].name, dts[d].dtype, buf, 64u << 10, samples, NULL);
+        bench_row(dts[d].name, dts[d].dtype, buf, big, samples, res[d]);
+    }
+    for (size_t d = 0; d < NDT; d++) {
+        bench_result("full", dts[d].name, big, res[d][2], res[d][0], 0.8);
+        bench_result("health", dts[d].name, big, res[d][1], res[d][0], 0.9);
     }
     printf("\nXXH3 alone, GB/s (best of %d):\n", samples);
     size_t sizes[2] = { 64u << 10, big };

@@ -9,9 +9,18 @@
  * bf16, fp8, integer and misaligned blocks are first decoded or copied into
  * an 8 KiB stack buffer (fp8 blocks hold 2048 elements, like fp16's).
  *
- * Moments: all sums are taken in a frame shifted by K, the mean of the first
- * block that has finite values: each block accumulates sum(x-K),
- * sum((x-K)^2) and sum|x| in double. A block whose shifted sums are badly
+ * FULL statistics of f32, f16, bf16 (read in place by the AVX2 kernels)
+ * and i32/i64 blocks take the fast path first: one fused sweep (fast_f32,
+ * fast_h16) with float accumulators folded into double every 256 elements,
+ * about a float shift (0, or the frame's K). A block with NaN, Inf, |x| >
+ * 65504, tiny squares or badly conditioned sums goes to the double path
+ * below instead (tft_stats.h states the error bounds). HEALTH of fp16,
+ * bf16 and i32 reads the raw patterns (health_native); U8 and BOOL take
+ * exact integer sums (u8_pass).
+ *
+ * Moments, double path: all sums are taken in a frame shifted by K, the
+ * mean of the first block that has finite values: each block accumulates
+ * sum(x-K), sum((x-K)^2) and sum|x| in double. A block whose shifted sums are badly
  * conditioned (sum((x-K)^2) above 1024 times its own sum of squared
  * deviations, i.e. K is far from the block's values) is summed again about
  * its own mean. Blocks are combined in the frame with Chan's pairwise
@@ -36,6 +45,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #define HAVE_MXCSR 1
+#endif
+#ifdef __SSE2__
+#include <emmintrin.h>
 #endif
 
 #include "stats_internal.h"
@@ -310,6 +322,64 @@ static void gen_masked_f64(const double *x, size_t n, int full, double k, struct
     gen_masked(x, n, 1, full, k, p, s);
 }
 
+/* The fused FULL pass, exactly as stats_internal.h defines it (and the AVX2
+ * kernel computes it): float arithmetic throughout, fmaf for the squares. */
+static void gen_fast_f32(const float *x, size_t n, float k, struct fast_out *o)
+{
+    float mn = INFINITY, mx = -INFINITY;
+    uint64_t zero = 0, tiny = 0;
+    double D[3][8] = { { 0 } };
+    for (size_t i = 0; i < n;) {
+        size_t end = n - i < FAST_RUN ? n : i + FAST_RUN;
+        float s1[8] = { 0 }, q0[8] = { 0 }, q1[8] = { 0 }, la[8] = { 0 };
+        for (; i < end; i += 16) {
+            for (size_t j = 0; j < 8; j++) {
+                float v0 = x[i + j], v1 = x[i + 8 + j];
+                float d0 = v0 - k, d1 = v1 - k, a0 = fabsf(v0), a1 = fabsf(v1);
+                zero += (a0 == 0.0f) + (a1 == 0.0f);
+                tiny += (a0 < 0x1p-14f) + (a1 < 0x1p-14f);
+                mn = v0 < mn ? v0 : mn;
+                mn = v1 < mn ? v1 : mn;
+                mx = v0 > mx ? v0 : mx;
+                mx = v1 > mx ? v1 : mx;
+                s1[j] += d0 + d1;
+                q0[j] = fmaf(d0, d0, q0[j]);
+                q1[j] = fmaf(d1, d1, q1[j]);
+                la[j] += a0 + a1;
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            D[0][j] += (double)s1[j];
+            D[1][j] += (double)(q0[j] + q1[j]);
+            D[2][j] += (double)la[j];
+        }
+    }
+    o->zero = zero;
+    o->tiny = tiny;
+    o->min = mn;
+    o->max = mx;
+    memcpy(o->lane, D, sizeof D);
+}
+
+static void gen_stats_u8(const uint8_t *x, size_t n, struct u8_out *o)
+{
+    uint64_t zero = 0, s1 = 0, s2 = 0;
+    uint8_t mn = 255, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = x[i];
+        zero += v == 0;
+        s1 += v;
+        s2 += v * v;
+        mn = v < mn ? (uint8_t)v : mn;
+        mx = v > mx ? (uint8_t)v : mx;
+    }
+    o->zero = zero;
+    o->s1 = s1;
+    o->s2 = s2;
+    o->min = mn;
+    o->max = mx;
+}
+
 static void gen_dec_f16(const unsigned char *raw, size_t n, float *out)
 {
     for (size_t i = 0; i < n; i++) {
@@ -348,6 +418,8 @@ static const struct stats_kernels kernels_generic = {
     .counts_f64 = gen_counts_f64,
     .sums_f64 = gen_sums_f64,
     .masked_f64 = gen_masked_f64,
+    .fast_f32 = gen_fast_f32,
+    .stats_u8 = gen_stats_u8,
     .dec_f16 = gen_dec_f16,
     .dec_bf16 = gen_dec_bf16,
     .enc_f16 = gen_enc_f16,
@@ -561,6 +633,96 @@ static void block_stats(const struct stats_kernels *kk, const void *x, size_t n,
     acc_merge(A, &p, s, full);
 }
 
+/* Element i of raw fp16 (h16 TFT_F16) or bf16 (TFT_BF16) data. */
+static float h16_value(const void *raw, int h16, size_t i)
+{
+    uint16_t h;
+    memcpy(&h, (const unsigned char *)raw + 2 * i, 2);
+    return h16 == TFT_BF16 ? tft_bf16_to_f32(h) : tft_f16_to_f32(h);
+}
+
+/* The fast FULL path for float data (f32, i32/i64 converted, or raw f16/bf16
+ * when h16 names the dtype and the kernel set reads them): one fused
+ * sweep with float accumulators (stats_internal.h), about a float shift.
+ * Results s[0..2] as acc_merge wants them, p's counts, min and max. Returns
+ * 0, or -1 when this block must take the double path instead: a NaN or an
+ * Inf (the sums are then not finite), |x| above 65504 (over_fp16 must be
+ * counted, and squares could overflow), or squares that may have lost
+ * precision to float underflow (sum of squares below 2^-96). */
+#define FAST_TINY_S2 0x1p-96
+static int fast_sums(const struct stats_kernels *kk, const void *x, int h16, size_t n, float k,
+                     struct part *p, double s[3])
+{
+    struct fast_out o;
+    size_t n32 = n & ~(size_t)31;
+    if (h16)
+        kk->fast_h16(x, n32, h16 == TFT_BF16, k, &o);
+    else
+        kk->fast_f32(x, n32, k, &o);
+    double t[3] = { 0, 0, 0 };
+    uint64_t zero = o.zero, tiny = o.tiny;
+    double mn = o.min, mx = o.max;
+    for (size_t i = n32; i < n; i++) {
+        float f = h16 ? h16_value(x, h16, i) : ((const float *)x)[i];
+        double v = f, d = (double)(f - k);
+        zero += v == 0.0;
+        tiny += fabs(v) < F16_TINY;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        t[0] += d;
+        t[1] += d * d;
+        t[2] += fabs(v);
+    }
+    for (int q = 0; q < 3; q++) {
+        const double *l = o.lane[q];
+        s[q] = (((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))) + t[q];
+    }
+    if (!(isfinite(s[0]) && isfinite(s[1]) && isfinite(s[2])) || !(mn >= -F16_MAX && mx <= F16_MAX))
+        return -1;
+    if (s[1] < FAST_TINY_S2 && zero < n)
+        return -1;
+    part_init(p);
+    p->nfin = n;
+    p->zero = zero;
+    p->tiny = tiny;
+    p->min = mn;
+    p->max = mx;
+    return 0;
+}
+
+/* A block of n floats through the fast path, merged into A; returns -1
+ * (A untouched) when it must take the double path. The shift is the
+ * frame's, as a float (0 until a frame is set, so centred data need no
+ * subtraction); a block whose sum of squares about it exceeds FAST_COND
+ * times its sum of squared deviations is summed again about its own mean
+ * (rounded to float), and goes to the double path if that does not help. */
+#define FAST_COND 2.0
+static int block_stats_fast(const struct stats_kernels *kk, const void *x, int h16, size_t n,
+                            struct acc *A)
+{
+    struct part p;
+    double s[4];
+    float k = A->have_k ? (float)A->k + 0.0f : 0.0f;
+    if (fast_sums(kk, x, h16, n, k, &p, s) < 0)
+        return -1;
+    double m2 = s[1] - s[0] * (s[0] / (double)n);
+    if (s[1] > FAST_COND * m2) {
+        k = (float)((double)k + s[0] / (double)n) + 0.0f;
+        if (fast_sums(kk, x, h16, n, k, &p, s) < 0)
+            return -1;
+        m2 = s[1] - s[0] * (s[0] / (double)n);
+        if (s[1] > FAST_COND * m2)
+            return -1;
+    }
+    if (!A->have_k) {
+        A->k = k;
+        A->have_k = 1;
+    }
+    s[3] = (double)k - A->k;
+    acc_merge(A, &p, s, 1);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The tensor: blocks, staging, hashing                                      */
 /* ------------------------------------------------------------------------ */
@@ -606,6 +768,31 @@ static void dec_int(int dtype, const unsigned char *raw, size_t n, double *out)
     default: break;
     }
 #undef DEC
+}
+
+/* i32 or i64 elements (any alignment) to float, rounding those beyond
+ * 2^24; the fast path takes a block only if all are within 65504, where
+ * the conversion is exact. */
+static void int_to_float(int dtype, const unsigned char *raw, size_t n, float *out)
+{
+    if (dtype == TFT_I32) {
+        size_t i = 0;
+#ifdef __SSE2__
+        for (; i + 4 <= n; i += 4) /* cvtdq2ps: exact below 2^24, like the scalar cast */
+            _mm_storeu_ps(out + i, _mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)(raw + 4 * i))));
+#endif
+        for (; i < n; i++) {
+            int32_t v;
+            memcpy(&v, raw + 4 * i, 4);
+            out[i] = (float)v;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            int64_t v;
+            memcpy(&v, raw + 8 * i, 8);
+            out[i] = (float)v;
+        }
+    }
 }
 
 /* Element-staging buffer: one block of floats or doubles. */
@@ -657,6 +844,36 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
     }
 }
 
+/* HEALTH of a block read in place by the kernel set's 16-bit or int32
+ * kernels (counts and min/max are exact, so any kernel gives the same),
+ * merged into A. Returns -1 when there is none, or the block holds a NaN
+ * or Inf: it then takes the general path. */
+static int health_native(const struct stats_kernels *kk, int dtype, const unsigned char *b,
+                         size_t n, struct acc *A)
+{
+    struct part p;
+    part_init(&p);
+    size_t n16 = n & ~(size_t)15;
+    if ((dtype == TFT_F16 || dtype == TFT_BF16) && kk->health_h16) {
+        if (kk->health_h16(b, n16, dtype == TFT_BF16, &p))
+            return -1;
+        for (size_t i = n16; i < n; i++)
+            if (!classify(h16_value(b, dtype, i), &p))
+                return -1;
+    } else if (dtype == TFT_I32 && kk->health_i32) {
+        kk->health_i32(b, n16, &p);
+        for (size_t i = n16; i < n; i++) {
+            int32_t v;
+            memcpy(&v, b + 4 * i, 4);
+            classify((double)v, &p);
+        }
+    } else {
+        return -1;
+    }
+    acc_merge(A, &p, NULL, 0);
+    return 0;
+}
+
 /* Runs the whole tensor through block_stats and (st not NULL) the hash, a
  * block at a time, hashing each block's bytes right after its statistics.
  * F64 elements are multiplied by scale (a power of two) first. */
@@ -667,11 +884,34 @@ static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigne
     int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_F8E4M3 ||
                  dtype == TFT_F8E5M2);
     size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
+    int fast = full && (dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
+    int fast_int = full && (dtype == TFT_I32 || dtype == TFT_I64);
     union stage buf;
     for (size_t i = 0; i < numel; i += per_block) {
         size_t n = numel - i < per_block ? numel - i : per_block;
         const unsigned char *b = raw + i * esz;
-        block_stats(kk, block_elements(kk, dtype, b, n, scale, &buf), n, is64, full, A);
+        if (fast_int) {
+            /* |x| <= 65504 (the fast path's condition) is exact in float */
+            int_to_float(dtype, b, n, buf.f);
+            if (block_stats_fast(kk, buf.f, 0, n, A) == 0) {
+                if (st)
+                    fp_update(st, b, n * esz);
+                continue;
+            }
+        }
+        if (!full && health_native(kk, dtype, b, n, A) == 0) {
+            if (st)
+                fp_update(st, b, n * esz);
+            continue;
+        }
+        if (fast && dtype != TFT_F32 && kk->fast_h16 && block_stats_fast(kk, b, dtype, n, A) == 0) {
+            if (st)
+                fp_update(st, b, n * esz);
+            continue; /* fp16/bf16 read in place, decoded in registers */
+        }
+        const void *x = block_elements(kk, dtype, b, n, scale, &buf);
+        if (!fast || block_stats_fast(kk, x, 0, n, A) < 0)
+            block_stats(kk, x, n, is64, full, A);
         if (st)
             fp_update(st, b, n * esz);
     }
@@ -727,6 +967,44 @@ static void f64_rescue(const struct stats_kernels *kk, const unsigned char *raw,
     acc_finish(A, &M, scale, TFT_STATS_FULL, out);
 }
 
+/* U8 and BOOL tensors, any mode but SHAPE: exact integer sums (kernel
+ * stats_u8, 8 KiB at a time, each block hashed while in cache), then the
+ * moments from them: mean and std from long double, exactly rounded
+ * for any tensor below 2^40 elements. */
+static void u8_pass(const struct stats_kernels *kk, const unsigned char *raw, size_t numel,
+                    int full, XXH3_state_t *st, tft_stats *out)
+{
+    uint64_t zero = 0, s1 = 0, s2 = 0;
+    unsigned mn = 255, mx = 0;
+    for (size_t i = 0; i < numel; i += STATS_BLOCK_BYTES) {
+        size_t n = numel - i < STATS_BLOCK_BYTES ? numel - i : STATS_BLOCK_BYTES;
+        size_t n32 = n & ~(size_t)31;
+        struct u8_out o;
+        kk->stats_u8(raw + i, n32, &o);
+        struct u8_out t;
+        gen_stats_u8(raw + i + n32, n - n32, &t);
+        zero += o.zero + t.zero;
+        s1 += o.s1 + t.s1;
+        s2 += o.s2 + t.s2;
+        mn = o.min < mn ? o.min : mn;
+        mn = t.min < mn ? t.min : mn;
+        mx = o.max > mx ? o.max : mx;
+        mx = t.max > mx ? t.max : mx;
+        fp_update(st, raw + i, n);
+    }
+    out->zero = zero;
+    out->min = mn;
+    out->max = mx;
+    if (!full)
+        return;
+    long double n = (long double)numel, m2 = (long double)s2 - (long double)s1 * s1 / n;
+    out->mean = (double)((long double)s1 / n);
+    out->std = m2 > 0 ? (double)sqrtl(m2 / n) : 0.0;
+    out->l1 = (double)s1;
+    out->l2 = sqrt((double)s2);
+    out->absmax = mx;
+}
+
 int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
                       tft_stats *out)
 {
@@ -752,6 +1030,12 @@ int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
     acc_init(&A);
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
+    if (dtype == TFT_U8 || dtype == TFT_BOOL) {
+        u8_pass(kk, data, numel, full, &st, out);
+        out->fingerprint = XXH3_64bits_digest(&st);
+        fpenv_leave(fpenv);
+        return 0;
+    }
     tensor_pass(kk, dtype, data, numel, full, 1.0, &A, &st);
     out->fingerprint = XXH3_64bits_digest(&st);
     if (full && dtype == TFT_F64 && A.c.nfin > 0 &&

@@ -45,6 +45,36 @@ struct part {
 /* Per-lane sums of one block: [0] sum(x-k), [1] sum((x-k)^2), [2] sum|x|. */
 typedef double lane_sums[3][4];
 
+/* The fused FULL pass over float data (f32, and f16/bf16 decoded):
+ * counts of zeros and of |x| < 2^-14 (zeros included), min, max and the
+ * moment sums about a float shift k, in one sweep. Elements are taken in
+ * groups of 16 (two vectors v0, v1 of 8; lane j of vector v holds element
+ * 16g + 8v + j); d = x - k in float. Per lane j, in float:
+ *   s1[j] += d0 + d1
+ *   q0[j] = fma(d0, d0, q0[j]);  q1[j] = fma(d1, d1, q1[j])
+ *   la[j] += |x0| + |x1|
+ * Every FAST_RUN elements (16 groups; the last run may be shorter) the
+ * float accumulators are added into double lanes, D0[j] += s1[j], D1[j] +=
+ * q0[j] + q1[j] (the float sum), D2[j] += la[j], and restart at 0. The
+ * driver folds the 8 double lanes in a fixed tree. An element's term sees
+ * at most 19 float roundings before it reaches a double (the subtraction,
+ * the square, 16 accumulations, the q0 + q1 sum), which is what the error
+ * bound in tft_stats.h rests on. */
+#define FAST_RUN 256u
+struct fast_out {
+    uint64_t zero;    /* elements == 0 (either sign) */
+    uint64_t tiny;    /* |x| < 2^-14, zeros included */
+    float min, max;   /* over all elements; meaningless when one is NaN */
+    double lane[3][8]; /* D0 sum(x-k), D1 sum((x-k)^2), D2 sum|x| per lane */
+};
+
+/* Bytes (U8, BOOL): exact integer sums, so any order gives the same. */
+struct u8_out {
+    uint64_t zero;     /* bytes == 0 */
+    uint64_t s1, s2;   /* sum x, sum x^2 */
+    uint8_t min, max;
+};
+
 /* One kernel set (generic C or AVX2). n is a multiple of 16 and may be 0.
  *
  * counts_*: fills p's counts, min and max for a block, assuming it is all
@@ -67,6 +97,19 @@ struct stats_kernels {
     void (*sums_f64)(const double *x, size_t n, double k, lane_sums s);
     void (*masked_f64)(const double *x, size_t n, int full, double k, struct part *p,
                        lane_sums s);
+    void (*fast_f32)(const float *x, size_t n, float k, struct fast_out *o); /* n % 32 == 0 */
+    void (*stats_u8)(const uint8_t *x, size_t n, struct u8_out *o); /* n % 32 == 0, <= 8192 */
+    /* fast_f32 of n (% 32 == 0) bf16 (bf16 set) or fp16 elements at raw
+     * (any alignment), decoded in registers: the same fast_out, bit for
+     * bit, as decoding them and calling fast_f32. NULL: decode instead. */
+    void (*fast_h16)(const void *raw, size_t n, int bf16, float k, struct fast_out *o);
+    /* HEALTH of n (% 16 == 0, <= 4096) fp16/bf16 elements at raw, any
+     * alignment: nfin, zero, min, max into p as counts_f32 fills them;
+     * returns 1 (p undefined) when one is NaN or Inf. NULL: decode. */
+    int (*health_h16)(const void *raw, size_t n, int bf16, struct part *p);
+    /* HEALTH of n (% 8 == 0) int32 elements at raw: nfin, zero, min, max
+     * (exact). NULL: decode to double. */
+    void (*health_i32)(const void *raw, size_t n, struct part *p);
     void (*dec_f16)(const unsigned char *raw, size_t n, float *out);
     void (*dec_bf16)(const unsigned char *raw, size_t n, float *out);
     void (*enc_f16)(const float *in, size_t n, uint16_t *out);

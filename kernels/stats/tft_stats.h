@@ -12,10 +12,11 @@
  *   over_bf16             finite |x| > 3.3895313892515355e38 (bf16 max).
  *   under_fp16            nonzero finite |x| < 2^-14 (below fp16's smallest
  *                         normal: loses precision or flushes in fp16).
- *   min, max, mean, std,  over the finite elements only, accumulated in
- *   l1, l2, absmax        double; std is the population standard deviation,
- *                         l1 = sum |x|, l2 = sqrt(sum x^2). All are 0 when
- *                         the tensor has no finite element.
+ *   min, max, mean, std,  over the finite elements only; std is the
+ *   l1, l2, absmax        population standard deviation, l1 = sum |x|,
+ *                         l2 = sqrt(sum x^2). All are 0 when the tensor has
+ *                         no finite element. min, max, absmax are exact;
+ *                         the moments' accuracy is given below.
  *   fingerprint           XXH3_64bits (xxHash 0.8, seed 0, default secret)
  *                         of the raw bytes, numel * element size of them;
  *                         for an empty tensor, XXH3_64bits of zero bytes.
@@ -28,6 +29,27 @@
  * fp16, bf16 and fp8 (E4M3FN, E5M2) elements are decoded exactly,
  * subnormals included; every fp8 value is exact in float, so fp8 statistics
  * are those of the decoded values.
+ *
+ * Accuracy of the moments (mean, std, l1, l2) against their exact values:
+ *   - f32, f16, bf16, and i32/i64 blocks whose |x| <= 65504 (exact in
+ *     float) (FULL): accumulated in float over runs of 256
+ *     elements, each run's sums then added in double (stats_internal.h
+ *     gives the order), about a shift near the data's mean. Bounds:
+ *       l1        relative error <= TFT_STATS_F32ACC_L1  (2^-19, 1.9e-6)
+ *       l2, std   relative error <= TFT_STATS_F32ACC_REL (2^-17, 7.6e-6)
+ *       mean      |error| <= TFT_STATS_F32ACC_MEAN * std + 2^-50 * |mean|
+ *                 (2^-18 * std: the mean is as good as the spread allows)
+ *     A block of 2048 elements that holds a NaN, an Inf or an |x| above
+ *     65504, whose sum of squares is below 2^-96 (float squares could
+ *     underflow), or whose values lie so far from every shift tried that
+ *     float sums would cancel, is accumulated in double instead.
+ *   - u8 and bool: exact integer sums; mean and std rounded once from them.
+ *   - f64, other integers, fp8, and the blocks above: accumulated in double about
+ *     a shift (the first block's mean; a block far from it is summed about
+ *     its own mean), combined by Chan's pairwise update: ~1e-15 relative
+ *     for l1 and l2, std ~1e-15 relative even for 1e8 + noise.
+ * These bounds are what a tolerance comparing a recorded statistic with an
+ * exact one (or with the CUDA kernel's, which accumulates in double) needs.
  *
  * Validity by mode (fields not valid are 0):
  *   TFT_STATS_SHAPE   numel only (fingerprint 0).
@@ -47,7 +69,8 @@
  * Workload: called by the recorder right after the op that produced a
  * tensor, on one thread, for tensors from a few bytes to several GiB. One
  * pass over the data; the hash reads each 8 KiB block again while it is
- * still in cache. The floating-point environment of the caller (DAZ/FTZ,
+ * still in cache. Which blocks take the double path depends only on the
+ * data, so the choice is the same on every CPU. The floating-point environment of the caller (DAZ/FTZ,
  * rounding mode, unmasked FP exceptions on x86) does not change the results
  * and is restored on return. Results are bit-identical across runs and
  * across x86-64 CPUs with and without AVX2.
@@ -65,6 +88,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The accuracy bounds above (f32, f16, bf16, small i32/i64, FULL mode). */
+#define TFT_STATS_F32ACC_L1 0x1p-19
+#define TFT_STATS_F32ACC_REL 0x1p-17
+#define TFT_STATS_F32ACC_MEAN 0x1p-18
 
 /* Block size of the blocked (device) fingerprint, in bytes. */
 #define TFT_FP_BLOCK_BYTES 65536u

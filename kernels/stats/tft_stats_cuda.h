@@ -13,8 +13,9 @@
  *   - moments are accumulated in double with per-thread Welford updates
  *     about a frame shift (the first finite element among the first 256),
  *     combined by Chan's formula in a fixed tree: deterministic for a given
- *     tensor on any GPU, but not bit-identical to the CPU result (equal
- *     within ~1e-13 relative). l2 and std of f64 data beyond ~1e154
+ *     tensor on any GPU, but not bit-identical to the CPU result (within
+ *     the CPU's bounds, tft_stats.h: ~1e-13 relative where the CPU
+ *     accumulates in double, the f32/f16/bf16 bounds where it uses float). l2 and std of f64 data beyond ~1e154
  *     overflow to Inf on the device (the CPU path rescales).
  *
  * Algorithm: stage 1 runs one thread block per 64 KiB tile: 256 threads

@@ -698,8 +698,14 @@ static void run_stats(void)
             int counts = g.numel == c.numel && g.nan == c.nan && g.pinf == c.pinf && g.ninf == c.ninf &&
                          g.zero == c.zero && g.over_fp16 == c.over_fp16 && g.over_bf16 == c.over_bf16 &&
                          g.under_fp16 == c.under_fp16 && g.min == c.min && g.max == c.max;
-            int moments = rel_ok(g.mean, c.mean, 1e-9) && rel_ok(g.std, c.std, 1e-9) && rel_ok(g.l1, c.l1, 1e-9) &&
-                          rel_ok(g.l2, c.l2, 1e-9) && g.absmax == c.absmax;
+            /* the CPU accumulates f32/f16/bf16/small-int moments in float:
+             * its documented bounds (tft_stats.h) are the difference */
+            int fa = dt == TFT_F32 || dt == TFT_F16 || dt == TFT_BF16 || dt == TFT_I32 || dt == TFT_I64;
+            double tr = fa ? TFT_STATS_F32ACC_REL : 1e-9, tl = fa ? TFT_STATS_F32ACC_L1 : 1e-9;
+            int moments = (fa ? fabs(g.mean - c.mean) <= TFT_STATS_F32ACC_MEAN * c.std + 1e-9 * fabs(c.mean)
+                              : rel_ok(g.mean, c.mean, 1e-9)) &&
+                          rel_ok(g.std, c.std, tr) && rel_ok(g.l1, c.l1, tl) && rel_ok(g.l2, c.l2, tr) &&
+                          g.absmax == c.absmax;
             int same_em = !memcmp(&g, &em, sizeof(g));
             int ok = !e && counts && g.fingerprint == fp && moments && same_em;
             if (!ok && !why[0])
@@ -708,7 +714,7 @@ static void run_stats(void)
                          n, e, counts, g.fingerprint == fp, moments, same_em, g.mean, c.mean);
             ok_all &= ok;
         }
-        verdict(ok_all, "stats %-5s 3 sizes: counts, min/max, blocked fingerprint exact, moments 1e-9, = emulation%s",
+        verdict(ok_all, "stats %-5s 3 sizes: counts, min/max, blocked fingerprint exact, moments within the CPU's bounds, = emulation%s",
                 tft_dtype_name(dt), why);
     }
     /* many tensors in one launch: each result equals its single launch */

@@ -48,7 +48,10 @@ static int close_rel(double a, double b, double tol)
 }
 
 /* The device algorithm agrees with the CPU statistics: counts, min, max
- * exactly, moments within 1e-12, fingerprint = the blocked one. */
+ * exactly, fingerprint = the blocked one; moments within 1e-12 (both in
+ * double) or, for the dtypes the CPU accumulates in float (f32, f16, bf16,
+ * small i32/i64), within the CPU's documented bounds (tft_stats.h): the
+ * device accumulates in double, so the CPU's error is all the difference. */
 static void compare_emulation(const char *what, int dtype, const void *data, size_t n)
 {
     for (int mode = TFT_STATS_SHAPE; mode <= TFT_STATS_FULL; mode++) {
@@ -68,10 +71,14 @@ static void compare_emulation(const char *what, int dtype, const void *data, siz
         CHECKF(g.min == c.min && g.max == c.max && g.absmax == c.absmax, "%s mode %d: min/max",
               what, mode);
         double scale = c.numel ? c.l1 / (double)c.numel : 0;
-        CHECKF(fabs(g.mean - c.mean) <= 1e-12 * scale, "%s: mean %.17g/%.17g", what, g.mean,
+        int f = dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_I32 ||
+                dtype == TFT_I64;
+        double tm = f ? TFT_STATS_F32ACC_MEAN * c.std : 0, tr = f ? TFT_STATS_F32ACC_REL : 0;
+        double tl = f ? TFT_STATS_F32ACC_L1 : 0;
+        CHECKF(fabs(g.mean - c.mean) <= 1e-12 * scale + tm, "%s: mean %.17g/%.17g", what, g.mean,
               c.mean);
-        CHECKF(close_rel(g.std, c.std, 1e-12) && close_rel(g.l1, c.l1, 1e-12) &&
-                  close_rel(g.l2, c.l2, 1e-12),
+        CHECKF(close_rel(g.std, c.std, 1e-12 + tr) && close_rel(g.l1, c.l1, 1e-12 + tl) &&
+                  close_rel(g.l2, c.l2, 1e-12 + tr),
               "%s mode %d: std %.17g/%.17g l1 %.17g/%.17g l2 %.17g/%.17g", what, mode, g.std,
               c.std, g.l1, c.l1, g.l2, c.l2);
     }
