@@ -704,9 +704,9 @@ def case_capture(tftrace):
                 fin = got[np.isfinite(got)]
                 check(rec["numel"] == got.size and rec["nan"] == int(np.isnan(got).sum())
                       and rec["min"] == float(fin.min()) and rec["max"] == float(fin.max())
-                      and math.isclose(rec["mean"], float(fin.astype(np.float64).mean()), rel_tol=1e-9,
-                                       abs_tol=1e-12),
-                      "captured %s disagrees with its recorded statistics" % c["name"])
+                      and math.isclose(rec["mean"], float(fin.astype(np.float64).mean()), rel_tol=2.0**-49,
+                                       abs_tol=2.0**-17 * float(fin.astype(np.float64).std()) + 1e-12),
+                      "captured %s disagrees with its recorded statistics (mean within tft_stats.h's float-accumulation bound)" % c["name"])
         check("L0.attn.probs" in done and "tokens" in done and n_stats >= 4,
               "captures seen: %s, %d checked against their statistics" % (sorted(done), n_stats))
         same_array(t.captured("tokens", role="input"), npy_of(tr, "--tensor", "tokens"), "tokens (input)")

@@ -235,7 +235,7 @@ def case_ddp():
 def case_ddp_skip():
     """A rank that skips a gradient all-reduce: the hang, and who is missing."""
     args = ["--steps", "4"]
-    b, p = record("dsb", args + ["--bug", "skip-allreduce@2"], torchrun=2, extra=["--timeout", "30"],
+    b, p = record("dsb", args + ["--bug", "skip-allreduce@2"], torchrun=2, extra=["--timeout", "45"],
                   ok=None, timeout=200)
     chk = run([A.tfdump, "--check", "--json", b], ok=(0, 1))
     ds = json.loads(chk.stdout).get("desync") or fail("no desync found: %s" % chk.stdout[:3000])
