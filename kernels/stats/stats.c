@@ -80,7 +80,8 @@ static unsigned fpenv_enter(void)
 {
 #ifdef HAVE_MXCSR
     unsigned saved = _mm_getcsr();
-    _mm_setcsr(0x1f80u);
+    if (saved != 0x1f80u) /* LDMXCSR costs more than the test: skip it in the usual state */
+        _mm_setcsr(0x1f80u);
     return saved;
 #else
     return 0;
@@ -92,7 +93,8 @@ static unsigned fpenv_enter(void)
 static void fpenv_leave(unsigned saved)
 {
 #ifdef HAVE_MXCSR
-    _mm_setcsr(saved);
+    if (_mm_getcsr() != saved) /* the flags the kernels raised, or the caller's own state */
+        _mm_setcsr(saved);
 #else
     (void)saved;
 #endif
@@ -650,6 +652,7 @@ static float h16_value(const void *raw, int h16, size_t i)
  * counted, and squares could overflow), or squares that may have lost
  * precision to float underflow (sum of squares below 2^-96). */
 #define FAST_TINY_S2 0x1p-96
+#define STATS_FAST_MIN 64 /* elements; see tensor_pass */
 static int fast_sums(const struct stats_kernels *kk, const void *x, int h16, size_t n, float k,
                      struct part *p, double s[3])
 {
@@ -884,8 +887,11 @@ static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigne
     int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_F8E4M3 ||
                  dtype == TFT_F8E5M2);
     size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
-    int fast = full && (dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
-    int fast_int = full && (dtype == TFT_I32 || dtype == TFT_I64);
+    /* Below STATS_FAST_MIN elements the float sweep's set-up (and the
+     * re-centring pass most uncentred data then take) costs more than the
+     * double path: small tensors take the exact one. */
+    int fast = full && numel >= STATS_FAST_MIN && (dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
+    int fast_int = full && numel >= STATS_FAST_MIN && (dtype == TFT_I32 || dtype == TFT_I64);
     union stage buf;
     for (size_t i = 0; i < numel; i += per_block) {
         size_t n = numel - i < per_block ? numel - i : per_block;
@@ -990,7 +996,8 @@ static void u8_pass(const struct stats_kernels *kk, const unsigned char *raw, si
         mn = t.min < mn ? t.min : mn;
         mx = o.max > mx ? o.max : mx;
         mx = t.max > mx ? t.max : mx;
-        fp_update(st, raw + i, n);
+        if (st)
+            fp_update(st, raw + i, n);
     }
     out->zero = zero;
     out->min = mn;
@@ -1028,16 +1035,23 @@ int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
     int full = mode == TFT_STATS_FULL;
     struct acc A;
     acc_init(&A);
+    /* A tensor of at most one block is hashed in one call after its
+     * statistics (it is still in cache): the streaming state's reset and
+     * digest cost more than the statistics of a few elements, and XXH3's
+     * one-shot and streaming forms give the same hash. */
+    size_t bytes = numel * esz;
+    int oneshot = bytes <= STATS_BLOCK_BYTES;
     XXH3_state_t st;
-    XXH3_64bits_reset(&st);
+    if (!oneshot)
+        XXH3_64bits_reset(&st);
     if (dtype == TFT_U8 || dtype == TFT_BOOL) {
-        u8_pass(kk, data, numel, full, &st, out);
-        out->fingerprint = XXH3_64bits_digest(&st);
+        u8_pass(kk, data, numel, full, oneshot ? NULL : &st, out);
+        out->fingerprint = oneshot ? fp_oneshot(data, bytes) : XXH3_64bits_digest(&st);
         fpenv_leave(fpenv);
         return 0;
     }
-    tensor_pass(kk, dtype, data, numel, full, 1.0, &A, &st);
-    out->fingerprint = XXH3_64bits_digest(&st);
+    tensor_pass(kk, dtype, data, numel, full, 1.0, &A, oneshot ? NULL : &st);
+    out->fingerprint = oneshot ? fp_oneshot(data, bytes) : XXH3_64bits_digest(&st);
     if (full && dtype == TFT_F64 && A.c.nfin > 0 &&
         !(isfinite(A.m2) && isfinite(A.sumsq) && isfinite(A.l1)))
         f64_rescue(kk, data, numel, &A, out);
