@@ -42,7 +42,9 @@
  *     A block of 2048 elements that holds a NaN, an Inf or an |x| above
  *     65504, whose sum of squares is below 2^-96 (float squares could
  *     underflow), or whose values lie so far from every shift tried that
- *     float sums would cancel, is accumulated in double instead.
+ *     float sums would cancel, is accumulated in double instead; so is
+ *     a tensor of fewer than 64 elements (the double path is the cheaper
+ *     one there).
  *   - u8 and bool: exact integer sums; mean and std rounded once from them.
  *   - f64, other integers, fp8, and the blocks above: accumulated in double about
  *     a shift (the first block's mean; a block far from it is summed about
