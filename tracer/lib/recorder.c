@@ -207,17 +207,7 @@ static int emit_op_attrs(shm_ring *r, const char *name, int kind, int n_in, cons
         n_attr = 0;
     uint64_t nid = rec_intern(r, name);
     rec_hdr(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr)), seq);
-    op->name = nid;
-    op->scope = tls.scope_id;
-    op->op_kind = (uint16_t)kind;
-    op->n_in = (uint8_t)n_in;
-    op->n_out = 0;
-    op->n_attr = (uint8_t)n_attr;
-    memset(op->pad, 0, sizeof(op->pad));
-    for (int i = 0; i < n_in; i++)
-        op->ids[i] = in ? in[i] : 0;
-    for (int i = 0; i < n_attr; i++)
-        op->ids[n_in + i] = (uint64_t)attrs[i];
+    rec_op_body(op, nid, tls.scope_id, kind, n_in, in, n_attr, attrs);
     return ring_write(g_rec.h, r, &op->h);
 }
 

@@ -82,17 +82,7 @@ int rec_fast_op(const rec_fast *f, uint64_t name, int op_kind, int n_in, const u
     n_attr = n_attr < 0 || !attrs ? 0 : n_attr > FAST_MAX_ATTRS ? FAST_MAX_ATTRS : n_attr;
     int64_t seq = atomic_fetch_add_explicit(&g_rec.seq, 1, memory_order_relaxed);
     fast_hdr(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr)), seq, ts);
-    op->name = name;
-    op->scope = f->scope;
-    op->op_kind = (uint16_t)op_kind;
-    op->n_in = (uint8_t)n_in;
-    op->n_out = 0;
-    op->n_attr = (uint8_t)n_attr;
-    memset(op->pad, 0, sizeof(op->pad));
-    for (int i = 0; i < n_in; i++)
-        op->ids[i] = in ? in[i] : 0;
-    for (int i = 0; i < n_attr; i++)
-        op->ids[n_in + i] = (uint64_t)attrs[i];
+    rec_op_body(op, name, f->scope, op_kind, n_in, in, n_attr, attrs);
     *seq_out = seq;
     return ring_write(g_rec.h, f->ring, &op->h);
 }

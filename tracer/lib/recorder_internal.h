@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 
 struct rec_global {
     _Atomic int state;            /* ST_UNINIT / ST_OFF / ST_ON */
@@ -50,6 +51,25 @@ uint64_t rec_intern(shm_ring *r, const char *s);
 /* The op the calling thread is inside (tft_op_begin .. tft_op_end, or a
  * collective's implicit op), TFT_SEQ_NONE outside any. */
 int64_t rec_current_op(void);
+/* Fills an OP record's body after its header: name and scope ids, kind,
+ * n_in input ids (0 where in is NULL) then n_attr attributes; the caller
+ * has clamped the counts to what its buffer holds. Shared by recorder.c and
+ * the interposers' fast path (recorder_fast.c). */
+static inline void rec_op_body(tft_rec_op *op, uint64_t name, uint64_t scope, int kind, int n_in,
+                               const uint64_t *in, int n_attr, const int64_t *attrs)
+{
+    op->name = name;
+    op->scope = scope;
+    op->op_kind = (uint16_t)kind;
+    op->n_in = (uint8_t)n_in;
+    op->n_out = 0;
+    op->n_attr = (uint8_t)n_attr;
+    memset(op->pad, 0, sizeof(op->pad));
+    for (int i = 0; i < n_in; i++)
+        op->ids[i] = in ? in[i] : 0;
+    for (int i = 0; i < n_attr; i++)
+        op->ids[n_in + i] = (uint64_t)attrs[i];
+}
 
 /* ---- capture (recorder_capture.c), reached only while g_rec.capture ------- */
 
