@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 3 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes */
+#define TFT_FORMAT_MINOR 4 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -378,7 +378,13 @@ typedef struct tft_writer_opts {
     int sync;              /* fsync at close (default 1) */
     tft_log_fn log;        /* diagnostics, default none */
     void *log_ctx;
+    unsigned encoding;     /* chunk encoding (FORMAT.md §3.3.1): 0 default
+                            * (TFT_ENC_COLUMNS | TFT_ENC_SHUFFLE), TFT_ENC_NONE for
+                            * plain records as 1.3 wrote them, or a set of TFT_ENC_* bits */
 } tft_writer_opts;
+#define TFT_ENC_COLUMNS 0x1u  /* records grouped by kind, fields as delta-coded columns */
+#define TFT_ENC_SHUFFLE 0x2u  /* the chunk's 8-byte words stored as eight byte planes */
+#define TFT_ENC_NONE 0x80000000u /* plain records (readable by 1.3 and older readers) */
 #define TFT_WRITER_OPTS(...) ((tft_writer_opts){ .sz = sizeof(tft_writer_opts), __VA_ARGS__ })
 
 /* Creates (truncates) a rank file at path and writes the header frame.

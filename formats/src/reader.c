@@ -44,6 +44,9 @@ struct tft_reader {
     char *comp;               /* chunk header frame + compressed frame, while a chunk loads */
     char *raw;                /* decompressed records of the current chunk */
     size_t raw_cap, raw_len, pos;
+    char *enc;                /* an encoded chunk's zstd output, before decoding */
+    size_t enc_cap;
+    fmt_codec codec;
 
     strmap strings;
     tft_thread_info thread;   /* thread of the record returned last (THREAD switches) */
@@ -355,7 +358,9 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
         r->st.torn_offset = off;
         break;
     }
-    if (saw_index && (tail_damaged || saw_seektable))
+    /* a seek-table footer says the file was closed: a missing index (its
+     * magic flipped into another skippable frame's) is damage too */
+    if (tail_damaged || (saw_index && saw_seektable))
         problem(r, TFT_DAMAGED, size, "seek table damaged; the chunk list was rebuilt by scanning");
     else if (r->st.integrity == TFT_INTACT) {
         /* cut exactly at a frame boundary: complete chunks, no index */
@@ -437,6 +442,8 @@ void tft_reader_close(tft_reader *r)
     free(r->chunk_state);
     free(r->comp);
     free(r->raw);
+    free(r->enc);
+    fmt_codec_free(&r->codec);
     free(r->name);
     free(r);
 }
@@ -537,13 +544,49 @@ static int check_records(tft_reader *r, const tft_chunk_info *ci, size_t *bad_at
 /* The chunk's zstd frame must be exactly one frame of comp_size bytes with a
  * content checksum and the recorded content size, so a flipped flag bit
  * cannot switch the checksum off or end the frame early. */
-static bool frame_shape_ok(const char *frame, const tft_chunk_info *ci)
+static bool frame_shape_ok(const char *frame, const tft_chunk_info *ci, size_t content)
 {
     ZSTD_frameHeader fh;
     if (ZSTD_getFrameHeader(&fh, frame, ci->comp_size) != 0 || fh.frameType != ZSTD_frame ||
-        !fh.checksumFlag || fh.frameContentSize != ci->raw_size)
+        !fh.checksumFlag || fh.frameContentSize != content)
         return false;
     return ZSTD_findFrameCompressedSize(frame, ci->comp_size) == ci->comp_size;
+}
+
+/* Decompresses an encoded chunk's frame (content bytes) into r->enc and
+ * decodes it into r->raw. Returns NULL (r->raw_len set) or what is wrong;
+ * *e = -ENOMEM when memory ran out. */
+static const char *decode_chunk(tft_reader *r, const chunk_hdr_disk *h, const char *frame,
+                                size_t content, int *e)
+{
+    if (grow(&r->enc, &r->enc_cap, content + 8) < 0) {
+        *e = -ENOMEM;
+        return NULL;
+    }
+    ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_forceIgnoreChecksum,
+                           r->verifying ? ZSTD_d_validateChecksum : ZSTD_d_ignoreChecksum);
+    size_t got = ZSTD_decompressDCtx(r->dctx, r->enc, content + 8, frame, h->comp_size);
+    if (ZSTD_isError(got)) {
+        if (ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation) {
+            *e = -ENOMEM;
+            return NULL;
+        }
+        return ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong ? "checksum mismatch"
+                                                                   : "compressed data corrupt";
+    }
+    if (got != content)
+        return "decompressed size differs from its header";
+    const char *why = NULL;
+    int de = fmt_chunk_decode(&r->codec, h->encoding, r->enc, content, h->records, r->raw,
+                              h->raw_size, &why);
+    if (de == -ENOMEM) {
+        *e = de;
+        return NULL;
+    }
+    if (de)
+        return why ? why : "encoded records corrupt";
+    r->raw_len = h->raw_size;
+    return NULL;
 }
 
 /* Loads chunk i into r->raw. Returns 0, 1 when the chunk is damaged (reported
@@ -577,13 +620,24 @@ static int load_chunk(tft_reader *r, size_t i)
     size_t bad_at = 0;
     if (!why && fmt_checksum32(frame, ci->comp_size) != h.comp_checksum)
         why = "checksum mismatch";
-    if (!why && !frame_shape_ok(frame, ci))
+    /* an encoded chunk (1.4) decompresses to its encoding, decoded below */
+    uint32_t enc = why ? 0 : h.encoding;
+    if (enc & ~CHUNK_ENC_KNOWN)
+        why = "unknown chunk encoding (written by a newer tftrace: upgrade tftrace)";
+    else if ((enc & CHUNK_ENC_COLUMNS) && h.records > ci->raw_size / sizeof(tft_rec))
+        why = "record count impossible for the chunk's size";
+    size_t content = fmt_chunk_encoded_size(enc, h.records, ci->raw_size);
+    if (!why && !frame_shape_ok(frame, ci, content))
         why = "compressed frame header corrupt";
     if (!why && grow(&r->raw, &r->raw_cap, ci->raw_size + 8) < 0) {
         e = -ENOMEM;
         goto out;
     }
-    if (!why) {
+    if (!why && enc)
+        why = decode_chunk(r, &h, frame, content, &e);
+    if (e)
+        goto out;
+    if (!why && !enc) {
         /* The XXH3 of the compressed bytes already guards against damage on
          * disk; zstd's own content checksum (XXH64 of the output, ~10% of
          * read time) is checked by tft_reader_verify only. */

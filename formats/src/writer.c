@@ -47,6 +47,10 @@ struct tft_writer {
     size_t strbuf_cap;
     char *comp;               /* compressed frame */
     size_t comp_cap;
+    uint32_t encoding;        /* CHUNK_ENC_* bits of every chunk (0: plain records) */
+    char *enc;                /* the encoded chunk (fmt_chunk_encode) */
+    size_t enc_cap;
+    fmt_codec codec;
 
     tft_rec_thread thread;    /* the last THREAD switch appended, repeated at each chunk start */
     bool has_thread;
@@ -118,6 +122,8 @@ static void opts_resolve(tft_writer_opts *dst, const tft_writer_opts *src)
     if (dst->zstd_level < 1 || dst->zstd_level > 19)
         dst->zstd_level = 1;
     dst->chunk_bytes = clamp_chunk(dst->chunk_bytes);
+    if (dst->encoding == 0) /* also an older caller's opts, which lack the field */
+        dst->encoding = TFT_ENC_COLUMNS | TFT_ENC_SHUFFLE;
 }
 
 static int write_file_header(tft_writer *w, const tft_file_info *info)
@@ -191,6 +197,7 @@ tft_writer *tft_writer_fdopen(int fd, const tft_file_info *info, const tft_write
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->opts.zstd_level);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+    w->encoding = w->opts.encoding & TFT_ENC_NONE ? 0 : w->opts.encoding & CHUNK_ENC_KNOWN;
     chunk_reset(w);
     e = -write_file_header(w, info);
     if (e)
@@ -298,10 +305,13 @@ static int index_push(tft_writer *w, const index_entry_disk *ie)
 /* Compresses strings + records as one frame. The strings go into the
  * headroom in front of the records so zstd sees one contiguous input (two
  * inputs would send it to its slower external-dictionary match finder). */
-static int compress_chunk(tft_writer *w, size_t str_len, size_t *comp_len)
+static int compress_chunk(tft_writer *w, size_t str_len, uint32_t records, uint32_t *enc,
+                          size_t *comp_len)
 {
     size_t total = str_len + w->raw_len;
-    size_t bound = ZSTD_compressBound(total);
+    /* a string block beyond the headroom takes the streaming path, unencoded */
+    *enc = str_len <= STRING_HEADROOM ? w->encoding : 0;
+    size_t bound = ZSTD_compressBound(fmt_chunk_encoded_size(*enc, records, total));
     if (bound > w->comp_cap) {
         char *nc = realloc(w->comp, bound);
         if (!nc)
@@ -312,7 +322,22 @@ static int compress_chunk(tft_writer *w, size_t str_len, size_t *comp_len)
     if (str_len <= STRING_HEADROOM) {
         if (str_len)
             memcpy(w->raw - str_len, w->strbuf, str_len);
-        size_t r = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, w->raw - str_len, total);
+        const char *src = w->raw - str_len;
+        size_t src_len = total;
+        if (*enc) {
+            src_len = fmt_chunk_encoded_size(*enc, records, total);
+            if (src_len > w->enc_cap) {
+                char *ne = realloc(w->enc, src_len);
+                if (!ne)
+                    return -ENOMEM;
+                w->enc = ne;
+                w->enc_cap = src_len;
+            }
+            if (fmt_chunk_encode(&w->codec, *enc, src, total, records, w->enc) < 0)
+                return -ENOMEM;
+            src = w->enc;
+        }
+        size_t r = ZSTD_compress2(w->cctx, w->comp, w->comp_cap, src, src_len);
         if (ZSTD_isError(r))
             return -EIO;
         *comp_len = r;
@@ -347,10 +372,10 @@ static int seal_chunk(tft_writer *w)
     if (w->rec_count == 0 && w->dropped == 0)
         return 0;
     size_t str_len = 0, comp_len = 0;
-    uint32_t str_count = 0;
+    uint32_t str_count = 0, enc = 0;
     int e = build_strings(w, &str_len, &str_count);
     if (!e)
-        e = compress_chunk(w, str_len, &comp_len);
+        e = compress_chunk(w, str_len, w->rec_count + str_count, &enc, &comp_len);
     if (e)
         return w->err = e;
 
@@ -369,6 +394,7 @@ static int seal_chunk(tft_writer *w)
     h.first_ts = w->first_ts;
     h.last_ts = w->last_ts;
     h.dropped = w->dropped;
+    h.encoding = enc;
     h.checksum = fmt_checksum32(&h, offsetof(chunk_hdr_disk, checksum));
 
     index_entry_disk ie = {
@@ -544,6 +570,8 @@ static void writer_free(tft_writer *w)
     free(w->needed);
     free(w->strbuf);
     free(w->comp);
+    free(w->enc);
+    fmt_codec_free(&w->codec);
     free(w->index);
     free(w);
 }
