@@ -44,15 +44,38 @@ struct tft_reader {
     char *comp;               /* chunk header frame + compressed frame, while a chunk loads */
     char *raw;                /* decompressed records of the current chunk */
     size_t raw_cap, raw_len, pos;
-    char *enc;                /* an encoded chunk's zstd output, before decoding */
-    size_t enc_cap;
-    fmt_codec codec;
 
     strmap strings;
     tft_thread_info thread;   /* thread of the record returned last (THREAD switches) */
     tft_reader_status st;
     int verifying;            /* tft_reader_verify: check zstd's content checksum too */
 };
+
+/* An encoded chunk's zstd output and the decoder's tables are needed only
+ * while a chunk loads, so the readers of one thread share them: a merge of
+ * N rank files holds N decoded chunks, not 2N. Freed when the thread's last
+ * open reader closes (a reader closed on another thread than it was opened
+ * on leaves them until that thread closes its last one). */
+typedef struct decode_scratch {
+    char *enc;
+    size_t enc_cap;
+    fmt_codec codec;
+    long readers;             /* readers opened on this thread, still open */
+} decode_scratch;
+static _Thread_local decode_scratch tl_scratch;
+
+static void decode_scratch_free(void)
+{
+    free(tl_scratch.enc);
+    fmt_codec_free(&tl_scratch.codec);
+    memset(&tl_scratch, 0, sizeof(tl_scratch));
+}
+
+static void decode_scratch_release(void)
+{
+    if (--tl_scratch.readers <= 0)
+        decode_scratch_free();
+}
 
 #define RLOG(r, lvl, ...) tft_logf((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
 
@@ -382,6 +405,7 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
         return NULL;
     }
     int e = 0;
+    tl_scratch.readers++; /* tft_reader_close releases it, on every path */
     r->fd = -1;
     strmap_init(&r->strings);
     if (opts)
@@ -442,8 +466,7 @@ void tft_reader_close(tft_reader *r)
     free(r->chunk_state);
     free(r->comp);
     free(r->raw);
-    free(r->enc);
-    fmt_codec_free(&r->codec);
+    decode_scratch_release();
     free(r->name);
     free(r);
 }
@@ -553,19 +576,20 @@ static bool frame_shape_ok(const char *frame, const tft_chunk_info *ci, size_t c
     return ZSTD_findFrameCompressedSize(frame, ci->comp_size) == ci->comp_size;
 }
 
-/* Decompresses an encoded chunk's frame (content bytes) into r->enc and
- * decodes it into r->raw. Returns NULL (r->raw_len set) or what is wrong;
+/* Decompresses an encoded chunk's frame (content bytes) into the thread's
+ * scratch and decodes it into r->raw. Returns NULL (r->raw_len set) or what is wrong;
  * *e = -ENOMEM when memory ran out. */
 static const char *decode_chunk(tft_reader *r, const chunk_hdr_disk *h, const char *frame,
                                 size_t content, int *e)
 {
-    if (grow(&r->enc, &r->enc_cap, content + 8) < 0) {
+    decode_scratch *ds = &tl_scratch;
+    if (grow(&ds->enc, &ds->enc_cap, content + 8) < 0) {
         *e = -ENOMEM;
         return NULL;
     }
     ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_forceIgnoreChecksum,
                            r->verifying ? ZSTD_d_validateChecksum : ZSTD_d_ignoreChecksum);
-    size_t got = ZSTD_decompressDCtx(r->dctx, r->enc, content + 8, frame, h->comp_size);
+    size_t got = ZSTD_decompressDCtx(r->dctx, ds->enc, content + 8, frame, h->comp_size);
     if (ZSTD_isError(got)) {
         if (ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation) {
             *e = -ENOMEM;
@@ -577,7 +601,7 @@ static const char *decode_chunk(tft_reader *r, const chunk_hdr_disk *h, const ch
     if (got != content)
         return "decompressed size differs from its header";
     const char *why = NULL;
-    int de = fmt_chunk_decode(&r->codec, h->encoding, r->enc, content, h->records, r->raw,
+    int de = fmt_chunk_decode(&ds->codec, h->encoding, ds->enc, content, h->records, r->raw,
                               h->raw_size, &why);
     if (de == -ENOMEM) {
         *e = de;
@@ -633,8 +657,11 @@ static int load_chunk(tft_reader *r, size_t i)
         e = -ENOMEM;
         goto out;
     }
-    if (!why && enc)
+    if (!why && enc) {
         why = decode_chunk(r, &h, frame, content, &e);
+        if (tl_scratch.readers <= 0) /* a thread that opened no reader keeps nothing */
+            decode_scratch_free();
+    }
     if (e)
         goto out;
     if (!why && !enc) {

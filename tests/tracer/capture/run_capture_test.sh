@@ -161,7 +161,7 @@ PY
 import json,sys
 m=json.load(open(sys.argv[1]+'/manifest.json'))
 assert m['options']['capture']=='name=\"x\",step=1', m['options']
-assert m['format_version']=='1.3', m['format_version']" "$tmp/m.trace"
+assert m['format_version']=='1.4', m['format_version']" "$tmp/m.trace"
     # tfdump usage errors
     expect_rc 2 "$tfdump" --out x.npy "$tmp/m.trace"
     expect_rc 2 "$tfdump" --replay-op -3 "$tmp/m.trace"
