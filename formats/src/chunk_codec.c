@@ -217,6 +217,8 @@ static size_t group_end(const uint16_t *kinds, const uint32_t *order, size_t a, 
 int fmt_chunk_encode(fmt_codec *c, uint32_t enc, const char *raw, size_t raw_size,
                      uint32_t records, char *out)
 {
+    if (raw_size == 0)
+        return 0; /* a chunk of only a dropped count: nothing to encode */
     if (!(enc & CHUNK_ENC_COLUMNS)) {
         if (enc & CHUNK_ENC_SHUFFLE)
             shuffle8(out, raw, raw_size / 8);
@@ -290,6 +292,10 @@ int fmt_chunk_decode(fmt_codec *c, uint32_t enc, const char *in, size_t in_size,
     if (raw_size % 8 || in_size != fmt_chunk_encoded_size(enc, records, raw_size)) {
         *why = "encoded size differs from its header";
         return -EBADMSG;
+    }
+    if (raw_size == 0) {
+        *why = records ? "record table does not add up to the chunk's size" : NULL;
+        return records ? -EBADMSG : 0;
     }
     if (!(enc & CHUNK_ENC_COLUMNS)) {
         if (enc & CHUNK_ENC_SHUFFLE)
