@@ -381,6 +381,10 @@ typedef struct tft_writer_opts {
     unsigned encoding;     /* chunk encoding (FORMAT.md §3.3.1): 0 default
                             * (TFT_ENC_COLUMNS | TFT_ENC_SHUFFLE), TFT_ENC_NONE for
                             * plain records as 1.3 wrote them, or a set of TFT_ENC_* bits */
+    long long keep_steps;  /* flight-recorder mode (FORMAT.md §3.4): > 0 keeps full records
+                            * for the last keep_steps steps only; scalar tensors, collectives,
+                            * steps, allocations, process, checkpoint, thread and dropped
+                            * records for the whole run. 0: everything (default). */
 } tft_writer_opts;
 #define TFT_ENC_COLUMNS 0x1u  /* records grouped by kind, fields as delta-coded columns */
 #define TFT_ENC_SHUFFLE 0x2u  /* the chunk's 8-byte words stored as eight byte planes */
@@ -429,6 +433,7 @@ typedef struct tft_writer_stats {
     uint64_t raw_bytes;  /* record bytes of those chunks before compression */
     uint64_t file_bytes; /* bytes of the file written so far */
     uint64_t dropped;    /* dropped counts of those chunks (tft_writer_add_dropped) */
+    uint64_t retired_chunks; /* keep_steps: full chunks retired (their blocks returned) */
 } tft_writer_stats;
 #define TFT_WRITER_STATS() ((tft_writer_stats){ .sz = sizeof(tft_writer_stats) })
 /* The size of the first published tft_writer_stats: the smallest sz accepted. */
@@ -515,6 +520,14 @@ TFT_API int tft_reader_rewind(tft_reader *r);
 TFT_API size_t tft_reader_chunk_count(const tft_reader *r);
 TFT_API const tft_chunk_info *tft_reader_chunk(const tft_reader *r, size_t i);
 TFT_API void tft_reader_get_status(const tft_reader *r, tft_reader_status *out);
+/* Which steps the file has in full (flight-recorder mode, FORMAT.md §3.4):
+ * *keep_steps gets the writer's N (0: not written in that mode, every
+ * record kept), *first_full the first step whose records are all there
+ * (later steps too), *last the last step of the file (TFT_STEP_NONE when
+ * none). Steps before *first_full keep only their kept records (scalars,
+ * collectives, steps, ...). Returns 0 or -EINVAL. */
+TFT_API int tft_reader_full_steps(const tft_reader *r, long long *keep_steps, int64_t *first_full,
+                                  int64_t *last);
 /* Reads every chunk and checks every checksum; fills the status. Returns 0
  * when intact, 1 when torn or damaged, negative errno on I/O failure.
  * Leaves the reader rewound. */

@@ -20,6 +20,7 @@
 #define FRAME_MAGIC_HEADER 0x184D2A50u
 #define FRAME_MAGIC_CHUNK  0x184D2A51u
 #define FRAME_MAGIC_INDEX  0x184D2A52u
+#define FRAME_MAGIC_RETIRED 0x184D2A53u /* a retired chunk (--keep-steps, FORMAT.md §3.4) */
 #define FRAME_MAGIC_SEEKTABLE 0x184D2A5Eu
 #define SEEKTABLE_FOOTER_MAGIC 0x8F92EAB1u
 #define ZSTD_FRAME_MAGIC 0xFD2FB528u
@@ -150,8 +151,9 @@ static inline uint32_t fmt_get_u32(const void *p)
 typedef struct strmap_entry {
     char *text;        /* NUL-terminated copy, owned */
     uint32_t len;
-    uint32_t mark;     /* writer: chunk number + 1 that last referenced it */
-    uint32_t emitted;  /* writer: chunk number + 1 that last defined it */
+    uint32_t mark;     /* writer: generation of the chunk that last referenced it */
+    uint32_t mark_kept; /* writer, keep mode: the same for the kept records' chunk */
+    uint32_t emitted;  /* writer: generation of the chunk that last defined it */
 } strmap_entry;
 
 typedef struct strmap {

@@ -49,6 +49,10 @@ struct tft_reader {
     tft_thread_info thread;   /* thread of the record returned last (THREAD switches) */
     tft_reader_status st;
     int verifying;            /* tft_reader_verify: check zstd's content checksum too */
+    uint32_t keep_steps;      /* file header: flight-recorder mode's N, 0 off */
+    int64_t retired_last;     /* largest last step of a retired chunk, TFT_STEP_NONE none */
+    uint32_t *gap_frames;     /* load_index: sizes of the retired frames between live chunks */
+    size_t n_gap_frames, cap_gap_frames;
 };
 
 /* An encoded chunk's zstd output and the decoder's tables are needed only
@@ -173,6 +177,8 @@ static int read_header(tft_reader *r)
     r->data_start = 8u + n;
     if (n < sizeof(h) || fmt_get_u32(buf + n - 4) != fmt_checksum32(buf, n - 4))
         problem(r, TFT_DAMAGED, 8, "header checksum mismatch; rank/host/clock fields may be wrong");
+    if (n >= sizeof(h))
+        r->keep_steps = h.reserved;
     r->info.major = h.major;
     r->info.minor = h.minor;
     memcpy(r->info.run_id, h.run_id, 16);
@@ -187,13 +193,68 @@ static int read_header(tft_reader *r)
     return 0;
 }
 
+/* ---- retired chunks (flight-recorder mode, FORMAT.md §3.4) ------------------ */
+
+/* Notes the steps of the retired chunk whose frame starts at off (its chunk
+ * header stays readable); a damaged one is left out silently: the frame
+ * is skippable either way. */
+static void note_retired(tft_reader *r, uint64_t off, uint32_t frame_payload)
+{
+    chunk_hdr_disk h;
+    if (frame_payload < sizeof(h) || fmt_pread_full(r->fd, &h, sizeof(h), off + 8) < 0 ||
+        !chunk_hdr_valid(&h) || h.last_step == TFT_STEP_NONE)
+        return;
+    if (r->retired_last == TFT_STEP_NONE || h.last_step > r->retired_last)
+        r->retired_last = h.last_step;
+}
+
+int tft_reader_full_steps(const tft_reader *r, long long *keep_steps, int64_t *first_full,
+                          int64_t *last)
+{
+    if (!r)
+        return -EINVAL;
+    int64_t lo = TFT_STEP_NONE, hi = TFT_STEP_NONE;
+    for (size_t i = 0; i < r->n_chunks; i++) {
+        const tft_chunk_info *c = &r->chunks[i];
+        if (c->first_step != TFT_STEP_NONE && (lo == TFT_STEP_NONE || c->first_step < lo))
+            lo = c->first_step;
+        if (c->last_step != TFT_STEP_NONE && (hi == TFT_STEP_NONE || c->last_step > hi))
+            hi = c->last_step;
+    }
+    if (r->retired_last != TFT_STEP_NONE)
+        lo = r->retired_last + 1; /* a live chunk may hold the rest of that step */
+    if (hi != TFT_STEP_NONE && lo != TFT_STEP_NONE && lo > hi)
+        lo = TFT_STEP_NONE; /* no step in full */
+    if (keep_steps)
+        *keep_steps = r->keep_steps;
+    if (first_full)
+        *first_full = lo;
+    if (last)
+        *last = hi;
+    return 0;
+}
+
+static int gap_push(tft_reader *r, uint32_t frame_bytes)
+{
+    if (r->n_gap_frames == r->cap_gap_frames) {
+        size_t ncap = r->cap_gap_frames ? r->cap_gap_frames * 2 : 16;
+        uint32_t *ng = realloc(r->gap_frames, ncap * sizeof(*ng));
+        if (!ng)
+            return -ENOMEM;
+        r->gap_frames = ng;
+        r->cap_gap_frames = ncap;
+    }
+    r->gap_frames[r->n_gap_frames++] = frame_bytes;
+    return 0;
+}
+
 /* ---- index via the seek table -------------------------------------------- */
 
 /* Checks every seek-table entry against the chunk list from the index, so a
  * flipped bit anywhere in the tail is found. Returns 1 when they agree. */
 static int seek_table_matches(tft_reader *r, uint64_t st_off, uint64_t nframes, uint64_t ix_frame)
 {
-    if (nframes != 2 + 2 * (uint64_t)r->n_chunks)
+    if (nframes != 2 + 2 * (uint64_t)r->n_chunks + r->n_gap_frames - r->n_chunks)
         return -1;
     uint32_t *ent = malloc(nframes * 8);
     if (!ent)
@@ -201,11 +262,19 @@ static int seek_table_matches(tft_reader *r, uint64_t st_off, uint64_t nframes, 
     int ok = fmt_pread_full(r->fd, ent, nframes * 8, st_off + 8) == 0 &&
              ent[0] == r->data_start && ent[1] == 0 && ent[2 * nframes - 2] == ix_frame &&
              ent[2 * nframes - 1] == 0;
+    /* gap_frames: the retired frames before each live chunk, each run ended by a 0 */
+    const uint32_t *e = ent + 2;
+    size_t g = 0;
     for (size_t i = 0; ok && i < r->n_chunks; i++) {
-        const uint32_t *e = ent + 2 + 4 * i;
-        ok = e[0] == SKIPPABLE_HDR + sizeof(chunk_hdr_disk) && e[1] == 0 &&
+        for (; ok && g < r->n_gap_frames && r->gap_frames[g]; g++, e += 2)
+            ok = e[0] == r->gap_frames[g] && e[1] == 0;
+        g++;
+        ok = ok && e[0] == SKIPPABLE_HDR + sizeof(chunk_hdr_disk) && e[1] == 0 &&
              e[2] == r->chunks[i].comp_size && e[3] == r->chunks[i].raw_size;
+        e += 4;
     }
+    for (; ok && g < r->n_gap_frames; g++, e += 2)
+        ok = r->gap_frames[g] && e[0] == r->gap_frames[g] && e[1] == 0;
     free(ent);
     return ok ? 1 : -1;
 }
@@ -259,6 +328,16 @@ static int load_index(tft_reader *r)
         index_entry_disk e;
         memcpy(&e, buf + sizeof(hd) + (size_t)i * sizeof(e), sizeof(e));
         uint64_t end = e.offset + 8 + sizeof(chunk_hdr_disk) + e.comp_size;
+        while (expect < e.offset) { /* retired chunks between live ones */
+            uint32_t fh[2];
+            if (fmt_pread_full(r->fd, fh, 8, expect) < 0 || fh[0] != FRAME_MAGIC_RETIRED ||
+                expect + 8 + fh[1] > e.offset || gap_push(r, 8 + fh[1]) < 0)
+                goto out;
+            note_retired(r, expect, fh[1]);
+            expect += 8 + (uint64_t)fh[1];
+        }
+        if (gap_push(r, 0) < 0)
+            goto out;
         if (e.offset != expect || end > ix_off || e.raw_size > CHUNK_RAW_LIMIT)
             goto out;
         expect = end;
@@ -274,11 +353,22 @@ static int load_index(tft_reader *r)
             goto out;
         }
     }
+    while (expect < ix_off) { /* retired chunks after the last live one */
+        uint32_t fh[2];
+        if (fmt_pread_full(r->fd, fh, 8, expect) < 0 || fh[0] != FRAME_MAGIC_RETIRED ||
+            expect + 8 + fh[1] > ix_off || gap_push(r, 8 + fh[1]) < 0)
+            goto out;
+        note_retired(r, expect, fh[1]);
+        expect += 8 + (uint64_t)fh[1];
+    }
     ret = expect == ix_off ? seek_table_matches(r, st_off, nframes, ix_frame) : -1;
 out:
     free(buf);
-    if (ret != 1)
+    if (ret != 1) {
         r->n_chunks = 0;
+        r->retired_last = TFT_STEP_NONE;
+    }
+    r->n_gap_frames = 0;
     return ret;
 }
 
@@ -356,6 +446,8 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
                 goto torn;
             if (fh[0] == FRAME_MAGIC_INDEX)
                 saw_index = true;
+            if (fh[0] == FRAME_MAGIC_RETIRED)
+                note_retired(r, off, fh[1]);
             if (fh[0] == FRAME_MAGIC_SEEKTABLE && end == size)
                 saw_seektable = true;
             off = end;
@@ -407,6 +499,7 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
     int e = 0;
     tl_scratch.readers++; /* tft_reader_close releases it, on every path */
     r->fd = -1;
+    r->retired_last = TFT_STEP_NONE;
     strmap_init(&r->strings);
     if (opts)
         memcpy(&r->opts, opts, opts->sz < sizeof(r->opts) ? opts->sz : sizeof(r->opts));
@@ -463,6 +556,7 @@ void tft_reader_close(tft_reader *r)
     ZSTD_freeDCtx(r->dctx);
     strmap_free(&r->strings);
     free(r->chunks);
+    free(r->gap_frames);
     free(r->chunk_state);
     free(r->comp);
     free(r->raw);
