@@ -232,6 +232,7 @@ typedef struct rank_job {
     int gi, bi;              /* rank file indices in GOLDEN and BAD */
     tft_reader *g, *b;
     const diff_opts *o;
+    diff_opts ko;            /* o limited to the steps both sides have in full (--keep-steps) */
     diff_rank_result res;
     int err;
 } rank_job;
@@ -262,6 +263,30 @@ static int rank_index_of(const tft_trace *t, int rank)
     return -1;
 }
 
+/* A rank file written with --keep-steps has full records for its last
+ * steps only (FORMAT.md §3.4): the comparison starts at the first step both
+ * sides have in full, and says so once. */
+static void keep_limit(rank_job *j)
+{
+    static bool noted;
+    int64_t fg = TFT_STEP_NONE, fb = TFT_STEP_NONE;
+    long long kg = 0, kb = 0;
+    tft_reader_full_steps(j->g, &kg, &fg, NULL);
+    tft_reader_full_steps(j->b, &kb, &fb, NULL);
+    int64_t from = (kg && fg != TFT_STEP_NONE) ? fg : INT64_MIN;
+    if (kb && fb != TFT_STEP_NONE && fb > from)
+        from = fb;
+    if (from == INT64_MIN || from <= j->o->step_lo)
+        return;
+    j->ko = *j->o;
+    j->ko.step_lo = from;
+    j->o = &j->ko;
+    if (!noted)
+        fprintf(stderr, "tfdiff: note: a --keep-steps trace: compared from step %lld on, the steps both "
+                "sides have in full\n", (long long)from);
+    noted = true;
+}
+
 /* Runs jobs[base, top): one thread each (inline when a thread cannot be
  * made), then releases their readers. */
 static int run_batch(tft_trace *g, tft_trace *b, rank_job *jobs, pthread_t *th, int base, int top)
@@ -277,6 +302,7 @@ static int run_batch(tft_trace *g, tft_trace *b, rank_job *jobs, pthread_t *th, 
             jobs[i].err = errno ? -errno : -EIO;
             continue;
         }
+        keep_limit(&jobs[i]);
         started[i - base] = pthread_create(&th[i], NULL, rank_main, &jobs[i]) == 0;
         if (!started[i - base])
             rank_main(&jobs[i]);

@@ -24,9 +24,6 @@
 /* Room in front of a chunk's records for its STRING records, so the chunk
  * compresses from one buffer; larger string blocks take the streaming path. */
 #define STRING_HEADROOM (256u * 1024u)
-/* Keep mode: full records of a chunk past this end it at the next step
- * boundary, so a few steps at a time retire. */
-#define KEEP_SEAL_BYTES (256u * 1024u)
 
 enum { CST_FULL = 0, CST_KEPT = 1, CST_RETIRED = 2 };
 
@@ -597,14 +594,17 @@ static void retire_old(tft_writer *w)
     }
 }
 
-/* Seals the kept records' chunk, then the full one beside it. */
+/* Seals the full chunk, then the kept records' one behind it: the kept
+ * chunk's SYNC watermarks stay true (FORMAT.md §5.14), since every record
+ * before them in the file, the full chunk's included, is of their steps or
+ * earlier. */
 static int seal_pair(tft_writer *w)
 {
-    chunk_swap(w);
     int e = seal_chunk(w);
     chunk_swap(w);
     if (!e)
         e = seal_chunk(w);
+    chunk_swap(w);
     if (!e)
         retire_old(w);
     return e;
@@ -616,9 +616,10 @@ static int keep_append(tft_writer *w, const tft_rec *rec)
     bool new_step = rec->step != TFT_STEP_NONE && w->max_step != TFT_STEP_NONE && rec->step > w->max_step;
     bool full = w->c.raw_len + w->c.str_bytes + rec->len > lim ||
                 w->kc.raw_len + w->kc.str_bytes + rec->len > lim;
-    /* chunks end at a step boundary past KEEP_SEAL_BYTES: steps retire whole, a few at a time */
+    /* a pair of chunks per step: records stay in step order as the collector wrote
+     * them (only a step's full records come before its kept ones), steps retire whole */
     if ((w->c.rec_count || w->kc.rec_count) &&
-        (full || (new_step && w->c.raw_len + w->c.str_bytes >= KEEP_SEAL_BYTES))) {
+        (full || new_step)) {
         int e = seal_pair(w);
         if (e)
             return e;
