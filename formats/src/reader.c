@@ -51,7 +51,8 @@ struct tft_reader {
     int verifying;            /* tft_reader_verify: check zstd's content checksum too */
     uint32_t keep_steps;      /* file header: flight-recorder mode's N, 0 off */
     int64_t retired_last;     /* largest last step of a retired chunk, TFT_STEP_NONE none */
-    uint32_t *gap_frames;     /* load_index: sizes of the retired frames between live chunks */
+    uint32_t *gap_frames;     /* load_index: seek-table entries (pairs) of the frames between
+                               * live chunks: retired and shadowed kept ones; (0,0) ends a run */
     size_t n_gap_frames, cap_gap_frames;
 };
 
@@ -234,10 +235,10 @@ int tft_reader_full_steps(const tft_reader *r, long long *keep_steps, int64_t *f
     return 0;
 }
 
-static int gap_push(tft_reader *r, uint32_t frame_bytes)
+static int gap_push(tft_reader *r, uint32_t frame_bytes, uint32_t decompressed)
 {
-    if (r->n_gap_frames == r->cap_gap_frames) {
-        size_t ncap = r->cap_gap_frames ? r->cap_gap_frames * 2 : 16;
+    if (r->n_gap_frames + 2 > r->cap_gap_frames) {
+        size_t ncap = r->cap_gap_frames ? r->cap_gap_frames * 2 : 32;
         uint32_t *ng = realloc(r->gap_frames, ncap * sizeof(*ng));
         if (!ng)
             return -ENOMEM;
@@ -245,6 +246,31 @@ static int gap_push(tft_reader *r, uint32_t frame_bytes)
         r->cap_gap_frames = ncap;
     }
     r->gap_frames[r->n_gap_frames++] = frame_bytes;
+    r->gap_frames[r->n_gap_frames++] = decompressed;
+    return 0;
+}
+
+/* Steps over the unlisted frame at *off (before limit): a retired chunk, or a
+ * kept chunk shadowed by its live partner; notes their seek-table entries.
+ * Returns 0, or -1 when something else is there. */
+static int gap_frame(tft_reader *r, uint64_t *off, uint64_t limit)
+{
+    uint32_t fh[2];
+    if (fmt_pread_full(r->fd, fh, 8, *off) < 0 || *off + 8 + (uint64_t)fh[1] > limit)
+        return -1;
+    if (fh[0] == FRAME_MAGIC_RETIRED) {
+        if (gap_push(r, 8 + fh[1], 0) < 0)
+            return -1;
+        note_retired(r, *off, fh[1]);
+        *off += 8 + (uint64_t)fh[1];
+        return 0;
+    }
+    chunk_hdr_disk h;
+    if (fh[0] != FRAME_MAGIC_KEPT || fh[1] != sizeof(h) || fmt_pread_full(r->fd, &h, sizeof(h), *off + 8) < 0 ||
+        !chunk_hdr_valid(&h) || *off + 8 + sizeof(h) + h.comp_size > limit ||
+        gap_push(r, 8 + sizeof(h), 0) < 0 || gap_push(r, h.comp_size, h.raw_size) < 0)
+        return -1;
+    *off += 8 + sizeof(h) + (uint64_t)h.comp_size;
     return 0;
 }
 
@@ -254,7 +280,7 @@ static int gap_push(tft_reader *r, uint32_t frame_bytes)
  * flipped bit anywhere in the tail is found. Returns 1 when they agree. */
 static int seek_table_matches(tft_reader *r, uint64_t st_off, uint64_t nframes, uint64_t ix_frame)
 {
-    if (nframes != 2 + 2 * (uint64_t)r->n_chunks + r->n_gap_frames - r->n_chunks)
+    if (nframes != 2 + 2 * (uint64_t)r->n_chunks + r->n_gap_frames / 2 - r->n_chunks)
         return -1;
     uint32_t *ent = malloc(nframes * 8);
     if (!ent)
@@ -266,15 +292,15 @@ static int seek_table_matches(tft_reader *r, uint64_t st_off, uint64_t nframes, 
     const uint32_t *e = ent + 2;
     size_t g = 0;
     for (size_t i = 0; ok && i < r->n_chunks; i++) {
-        for (; ok && g < r->n_gap_frames && r->gap_frames[g]; g++, e += 2)
-            ok = e[0] == r->gap_frames[g] && e[1] == 0;
-        g++;
+        for (; ok && g < r->n_gap_frames && r->gap_frames[g]; g += 2, e += 2)
+            ok = e[0] == r->gap_frames[g] && e[1] == r->gap_frames[g + 1];
+        g += 2;
         ok = ok && e[0] == SKIPPABLE_HDR + sizeof(chunk_hdr_disk) && e[1] == 0 &&
              e[2] == r->chunks[i].comp_size && e[3] == r->chunks[i].raw_size;
         e += 4;
     }
-    for (; ok && g < r->n_gap_frames; g++, e += 2)
-        ok = r->gap_frames[g] && e[0] == r->gap_frames[g] && e[1] == 0;
+    for (; ok && g < r->n_gap_frames; g += 2, e += 2)
+        ok = r->gap_frames[g] && e[0] == r->gap_frames[g] && e[1] == r->gap_frames[g + 1];
     free(ent);
     return ok ? 1 : -1;
 }
@@ -328,15 +354,10 @@ static int load_index(tft_reader *r)
         index_entry_disk e;
         memcpy(&e, buf + sizeof(hd) + (size_t)i * sizeof(e), sizeof(e));
         uint64_t end = e.offset + 8 + sizeof(chunk_hdr_disk) + e.comp_size;
-        while (expect < e.offset) { /* retired chunks between live ones */
-            uint32_t fh[2];
-            if (fmt_pread_full(r->fd, fh, 8, expect) < 0 || fh[0] != FRAME_MAGIC_RETIRED ||
-                expect + 8 + fh[1] > e.offset || gap_push(r, 8 + fh[1]) < 0)
+        while (expect < e.offset) /* retired or shadowed chunks between live ones */
+            if (gap_frame(r, &expect, e.offset) < 0)
                 goto out;
-            note_retired(r, expect, fh[1]);
-            expect += 8 + (uint64_t)fh[1];
-        }
-        if (gap_push(r, 0) < 0)
+        if (gap_push(r, 0, 0) < 0)
             goto out;
         if (e.offset != expect || end > ix_off || e.raw_size > CHUNK_RAW_LIMIT)
             goto out;
@@ -353,14 +374,9 @@ static int load_index(tft_reader *r)
             goto out;
         }
     }
-    while (expect < ix_off) { /* retired chunks after the last live one */
-        uint32_t fh[2];
-        if (fmt_pread_full(r->fd, fh, 8, expect) < 0 || fh[0] != FRAME_MAGIC_RETIRED ||
-            expect + 8 + fh[1] > ix_off || gap_push(r, 8 + fh[1]) < 0)
+    while (expect < ix_off) /* after the last live chunk */
+        if (gap_frame(r, &expect, ix_off) < 0)
             goto out;
-        note_retired(r, expect, fh[1]);
-        expect += 8 + (uint64_t)fh[1];
-    }
     ret = expect == ix_off ? seek_table_matches(r, st_off, nframes, ix_frame) : -1;
 out:
     free(buf);
@@ -409,6 +425,7 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
 {
     uint64_t off = r->data_start, size = r->file_size;
     bool saw_index = false, saw_seektable = false;
+    bool prev_retired = false; /* the frame before was a retired chunk: a kept one after it is read */
     if (r->st.integrity == TFT_DAMAGED) /* header size field may be wrong: find chunk 0 */
         off = resync(r, SKIPPABLE_HDR);
     r->n_chunks = 0;
@@ -423,7 +440,9 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
         if (fmt_pread_full(r->fd, fh, 8, off) < 0)
             return -EIO;
         uint64_t end = off + 8 + (uint64_t)fh[1];
-        if (fh[0] == FRAME_MAGIC_CHUNK && fh[1] == sizeof(chunk_hdr_disk)) {
+        bool after_retired = prev_retired;
+        prev_retired = fh[0] == FRAME_MAGIC_RETIRED;
+        if ((fh[0] == FRAME_MAGIC_CHUNK || fh[0] == FRAME_MAGIC_KEPT) && fh[1] == sizeof(chunk_hdr_disk)) {
             chunk_hdr_disk h;
             if (end > size) {
                 goto torn;
@@ -433,6 +452,10 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
             if (chunk_hdr_valid(&h)) {
                 if (end + h.comp_size > size)
                     goto torn;
+                if (fh[0] == FRAME_MAGIC_KEPT && !after_retired) { /* its partner is live */
+                    off = end + h.comp_size;
+                    continue;
+                }
                 tft_chunk_info ci;
                 chunk_from_hdr(&ci, &h, off);
                 if (chunks_push(r, &ci) < 0)
@@ -730,7 +753,8 @@ static int load_chunk(tft_reader *r, size_t i)
     const char *why = NULL;
     chunk_hdr_disk h;
     memcpy(&h, r->comp + 8, sizeof(h));
-    if (fmt_get_u32(r->comp) != FRAME_MAGIC_CHUNK || fmt_get_u32(r->comp + 4) != sizeof(h) ||
+    uint32_t fmagic = fmt_get_u32(r->comp);
+    if ((fmagic != FRAME_MAGIC_CHUNK && fmagic != FRAME_MAGIC_KEPT) || fmt_get_u32(r->comp + 4) != sizeof(h) ||
         !chunk_hdr_valid(&h) || h.comp_size != ci->comp_size ||
         h.raw_size != ci->raw_size)
         why = "chunk header checksum mismatch";

@@ -25,7 +25,15 @@
  * compresses from one buffer; larger string blocks take the streaming path. */
 #define STRING_HEADROOM (256u * 1024u)
 
-enum { CST_FULL = 0, CST_KEPT = 1, CST_RETIRED = 2 };
+/* Keep mode, per chunk written: a full chunk, alone or followed by the kept
+ * chunk of its kept records (its partner); a kept chunk shadowed by its
+ * live partner or live itself (the partner retired); a retired full chunk. */
+enum { CST_FULL = 0, CST_FULL_PAIRED, CST_KEPT_SHADOW, CST_KEPT_LIVE, CST_RETIRED };
+
+/* Keep mode: a full chunk past this many record bytes ends at the next step
+ * boundary, so whole steps retire a few at a time, in blocks the file
+ * system can return. */
+#define KEEP_SEAL_BYTES (256u * 1024u)
 
 /* The records of one chunk being filled. */
 typedef struct chunk_state {
@@ -355,7 +363,9 @@ static int index_push(tft_writer *w, const index_entry_disk *ie)
         if (!ns)
             return -ENOMEM;
         w->cstate = ns;
-        w->cstate[w->n_index] = w->c.kept ? CST_KEPT : CST_FULL;
+        w->cstate[w->n_index] = w->c.kept ? CST_KEPT_SHADOW : CST_FULL;
+        if (w->c.kept && w->n_index && w->cstate[w->n_index - 1] == CST_FULL)
+            w->cstate[w->n_index - 1] = CST_FULL_PAIRED; /* sealed right before it */
     }
     w->index[w->n_index++] = *ie;
     return 0;
@@ -463,7 +473,7 @@ static int seal_chunk(tft_writer *w)
         .first_seq = h.first_seq, .last_seq = h.last_seq,
         .first_ts = h.first_ts, .last_ts = h.last_ts, .dropped = h.dropped,
     };
-    e = write_skippable(w, FRAME_MAGIC_CHUNK, &h, sizeof(h));
+    e = write_skippable(w, w->c.kept ? FRAME_MAGIC_KEPT : FRAME_MAGIC_CHUNK, &h, sizeof(h));
     if (!e)
         e = fmt_write_full(w->fd, w->comp, comp_len);
     if (e)
@@ -473,7 +483,8 @@ static int seal_chunk(tft_writer *w)
         return w->err = e;
     w->stats.chunks++;
     w->stats.raw_bytes += h.raw_size;
-    w->stats.dropped += w->c.dropped;
+    if (!w->c.kept)
+        w->stats.dropped += w->c.dropped;
     chunk_reset(w);
     return 0;
 }
@@ -564,6 +575,8 @@ static void retire_chunk(tft_writer *w, size_t i)
         w->keep_steps = -1;
         return;
     }
+    if (w->cstate[i] == CST_FULL_PAIRED)
+        w->cstate[i + 1] = CST_KEPT_LIVE; /* readers see it from the rewrite on */
     w->cstate[i] = CST_RETIRED;
     w->stats.retired_chunks++;
     uint64_t from = ie->offset + SKIPPABLE_HDR + sizeof(chunk_hdr_disk);
@@ -586,7 +599,8 @@ static void retire_old(tft_writer *w)
     int64_t keep_from = w->max_step - w->keep_steps + 1;
     for (; w->next_retire < w->n_index && w->keep_steps > 0; w->next_retire++) {
         size_t i = w->next_retire;
-        if (w->cstate[i] != CST_FULL || w->index[i].last_step == TFT_STEP_NONE)
+        if ((w->cstate[i] != CST_FULL && w->cstate[i] != CST_FULL_PAIRED) ||
+            w->index[i].last_step == TFT_STEP_NONE)
             continue; /* kept records, or records before any step: never retired */
         if (w->index[i].last_step >= keep_from)
             break;
@@ -616,34 +630,27 @@ static int keep_append(tft_writer *w, const tft_rec *rec)
     bool new_step = rec->step != TFT_STEP_NONE && w->max_step != TFT_STEP_NONE && rec->step > w->max_step;
     bool full = w->c.raw_len + w->c.str_bytes + rec->len > lim ||
                 w->kc.raw_len + w->kc.str_bytes + rec->len > lim;
-    /* a pair of chunks per step: records stay in step order as the collector wrote
-     * them (only a step's full records come before its kept ones), steps retire whole */
+    /* the kept chunk holds the kept records of the full one before it, again */
     if ((w->c.rec_count || w->kc.rec_count) &&
-        (full || new_step)) {
+        (full || (new_step && w->c.raw_len + w->c.str_bytes >= KEEP_SEAL_BYTES))) {
         int e = seal_pair(w);
         if (e)
             return e;
     }
     if (rec->step != TFT_STEP_NONE && (w->max_step == TFT_STEP_NONE || rec->step > w->max_step))
         w->max_step = rec->step;
-    int e;
-    if (rec->kind == TFT_REC_THREAD) { /* the thread context of both chunks */
-        thread_note(w, rec); /* remembers a switch */
-        const tft_rec_thread *t = (const tft_rec_thread *)rec;
-        if (rec->len >= sizeof(*t) && t->event == TFT_THREAD_SWITCH && (e = append_one(w, rec)))
-            return e;
-        chunk_swap(w);
+    int e = thread_note(w, rec); /* every record goes into the full chunk */
+    if (!e)
         e = append_one(w, rec);
-        chunk_swap(w);
+    if (e || !rec_kept(rec))
         return e;
-    }
-    if (!rec_kept(rec))
-        return (e = thread_note(w, rec)) ? e : append_one(w, rec);
-    chunk_swap(w);
+    chunk_swap(w); /* and a kept one into the kept chunk too */
     e = thread_note(w, rec);
     if (!e)
         e = append_one(w, rec);
     chunk_swap(w);
+    if (!e)
+        w->stats.records--; /* appended once */
     return e;
 }
 
@@ -687,8 +694,8 @@ static int append_one(tft_writer *w, const tft_rec *rec)
 void tft_writer_add_dropped(tft_writer *w, uint64_t n)
 {
     if (w && w->keep_steps)
-        w->kc.dropped += n; /* on a kept chunk: never retired */
-    else if (w)
+        w->kc.dropped += n; /* on both chunks of the pair: one of them is read */
+    if (w)
         w->c.dropped += n;
 }
 
@@ -704,11 +711,17 @@ static bool is_retired(const tft_writer *w, size_t i)
     return w->cstate && w->cstate[i] == CST_RETIRED;
 }
 
+/* Not in the index: retired, or a kept chunk whose partner is live. */
+static bool is_unlisted(const tft_writer *w, size_t i)
+{
+    return w->cstate && (w->cstate[i] == CST_RETIRED || w->cstate[i] == CST_KEPT_SHADOW);
+}
+
 static int write_index(tft_writer *w)
 {
     size_t n = 0;
     for (size_t i = 0; i < w->n_index; i++)
-        n += !is_retired(w, i);
+        n += !is_unlisted(w, i);
     size_t payload = sizeof(index_hdr_disk) + n * sizeof(index_entry_disk) + 8;
     char *buf = calloc(1, payload);
     if (!buf)
@@ -721,7 +734,7 @@ static int write_index(tft_writer *w)
     ih->raw_bytes = 0;
     size_t k = 0;
     for (size_t i = 0; i < w->n_index; i++) {
-        if (is_retired(w, i))
+        if (is_unlisted(w, i))
             continue; /* the index lists live chunks only (FORMAT.md §3.4) */
         ih->records += w->index[i].records;
         ih->raw_bytes += w->index[i].raw_size;
