@@ -310,7 +310,7 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
         printf("steps        none\n");
     else
         printf("steps        %" PRId64 "..%" PRId64 "\n", s->step_first, s->step_last);
-    if (s->keep_steps && s->step_first != TFT_STEP_NONE) /* --keep-steps (FORMAT.md §3.4) */
+    if (s->keep_steps && s->step_first != TFT_STEP_NONE) /* --keep-steps (FORMAT.md §3.6) */
         printf("kept         full records: steps %" PRId64 "..%" PRId64 "; scalars and collectives: steps %"
                PRId64 "..%" PRId64 "\n", s->full_first, s->step_last, s->step_first, s->step_last);
     text_kinds(s);

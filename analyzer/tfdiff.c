@@ -264,7 +264,7 @@ static int rank_index_of(const tft_trace *t, int rank)
 }
 
 /* A rank file written with --keep-steps has full records for its last
- * steps only (FORMAT.md §3.4): the comparison starts at the first step both
+ * steps only (FORMAT.md §3.6): the comparison starts at the first step both
  * sides have in full, and says so once. */
 static void keep_limit(rank_job *j)
 {

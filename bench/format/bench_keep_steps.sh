@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_keep_steps.sh — disk footprint per step of a traced tftrain run
 # (default config, full statistics) with and without the flight-recorder
-# mode (tftrace --keep-steps N, FORMAT.md §3.4): blocks the rank file holds
+# mode (tftrace --keep-steps N, FORMAT.md §3.6): blocks the rank file holds
 # (stat st_blocks x 512: retired chunks' holes do not count), from the slope
 # between a short and a longer run, so the setup and, with the mode, the
 # last N steps' full records (a constant) cancel out:

@@ -381,7 +381,7 @@ typedef struct tft_writer_opts {
     unsigned encoding;     /* chunk encoding (FORMAT.md §3.3.1): 0 default
                             * (TFT_ENC_COLUMNS | TFT_ENC_SHUFFLE), TFT_ENC_NONE for
                             * plain records as 1.3 wrote them, or a set of TFT_ENC_* bits */
-    long long keep_steps;  /* flight-recorder mode (FORMAT.md §3.4): > 0 keeps full records
+    long long keep_steps;  /* flight-recorder mode (FORMAT.md §3.6): > 0 keeps full records
                             * for the last keep_steps steps only; scalar tensors, collectives,
                             * steps, allocations, process, checkpoint, thread and dropped
                             * records for the whole run. 0: everything (default). */
@@ -520,7 +520,7 @@ TFT_API int tft_reader_rewind(tft_reader *r);
 TFT_API size_t tft_reader_chunk_count(const tft_reader *r);
 TFT_API const tft_chunk_info *tft_reader_chunk(const tft_reader *r, size_t i);
 TFT_API void tft_reader_get_status(const tft_reader *r, tft_reader_status *out);
-/* Which steps the file has in full (flight-recorder mode, FORMAT.md §3.4):
+/* Which steps the file has in full (flight-recorder mode, FORMAT.md §3.6):
  * *keep_steps gets the writer's N (0: not written in that mode, every
  * record kept), *first_full the first step whose records are all there
  * (later steps too), *last the last step of the file (TFT_STEP_NONE when

@@ -20,8 +20,8 @@
 #define FRAME_MAGIC_HEADER 0x184D2A50u
 #define FRAME_MAGIC_CHUNK  0x184D2A51u
 #define FRAME_MAGIC_INDEX  0x184D2A52u
-#define FRAME_MAGIC_RETIRED 0x184D2A53u /* a retired chunk (--keep-steps, FORMAT.md §3.4) */
-#define FRAME_MAGIC_KEPT   0x184D2A54u /* a kept chunk, read once its partner retired (§3.4) */
+#define FRAME_MAGIC_RETIRED 0x184D2A53u /* a retired chunk (--keep-steps, FORMAT.md §3.6) */
+#define FRAME_MAGIC_KEPT   0x184D2A54u /* a kept chunk, read once its partner retired (§3.6) */
 #define FRAME_MAGIC_SEEKTABLE 0x184D2A5Eu
 #define SEEKTABLE_FOOTER_MAGIC 0x8F92EAB1u
 #define ZSTD_FRAME_MAGIC 0xFD2FB528u

@@ -194,7 +194,7 @@ static int read_header(tft_reader *r)
     return 0;
 }
 
-/* ---- retired chunks (flight-recorder mode, FORMAT.md §3.4) ------------------ */
+/* ---- retired chunks (flight-recorder mode, FORMAT.md §3.6) ------------------ */
 
 /* Notes the steps of the retired chunk whose frame starts at off (its chunk
  * header stays readable); a damaged one is left out silently: the frame

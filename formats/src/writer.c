@@ -530,7 +530,7 @@ static int thread_note(tft_writer *w, const tft_rec *rec)
     return 0;
 }
 
-/* ---- flight-recorder mode (opts.keep_steps, FORMAT.md §3.4) ---------------- */
+/* ---- flight-recorder mode (opts.keep_steps, FORMAT.md §3.6) ---------------- */
 
 /* Records kept for the whole run: everything but ops, kernels, captures and
  * tensors of more than one element. */
@@ -735,7 +735,7 @@ static int write_index(tft_writer *w)
     size_t k = 0;
     for (size_t i = 0; i < w->n_index; i++) {
         if (is_unlisted(w, i))
-            continue; /* the index lists live chunks only (FORMAT.md §3.4) */
+            continue; /* the index lists live chunks only (FORMAT.md §3.6) */
         ih->records += w->index[i].records;
         ih->raw_bytes += w->index[i].raw_size;
         memcpy(buf + sizeof(*ih) + k++ * sizeof(index_entry_disk), &w->index[i], sizeof(index_entry_disk));

@@ -732,7 +732,7 @@ static void options_json(const opts *o, char *buf, size_t n)
     k = json_text_opt(buf, n, k, "capture", o->capture);
     k = json_text_opt(buf, n, k, "alloc_min", o->alloc_min);
     k = json_text_opt(buf, n, k, "step_range", o->step_range);
-    if (o->keep_steps && k > 0 && (size_t)k + 32 < n) /* flight-recorder mode (FORMAT.md §3.4) */
+    if (o->keep_steps && k > 0 && (size_t)k + 32 < n) /* flight-recorder mode (FORMAT.md §3.6) */
         k += snprintf(buf + k, n - (size_t)k, ",\"keep_steps\":%ld", o->keep_steps);
     if (k > 0 && (size_t)k + 2 <= n)
         snprintf(buf + k, n - (size_t)k, "}");

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tftrace --keep-steps (keep.cmake; FORMAT.md §3.4): tftrain for 40 steps
+# tftrace --keep-steps (keep.cmake; FORMAT.md §3.6): tftrain for 40 steps
 # with full records for the last 5 only. The trace verifies and checks
 # clean, the last 5 steps are there in full, every step keeps its loss,
 # the file takes far fewer disk blocks than a full trace, two such traces
