@@ -17,7 +17,7 @@
 set -euo pipefail
 build=${1:-build}
 keep=${KEEP:-100}
-read -r s1 s2 <<<"${STEPS:-500 1500}"
+read -r s1 s2 <<<"${STEPS:-500 2000}"
 tmp=$(mktemp -d /tmp/bench_keep_steps.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
