@@ -53,6 +53,8 @@ typedef struct trace_sum {
     int kind_hi;             /* one past the largest kind counted */
     uint64_t records, dropped;
     int64_t step_first, step_last;
+    int64_t full_first;      /* --keep-steps traces: first step every rank has in full */
+    long long keep_steps;    /* largest N of a rank file written with --keep-steps, 0 none */
     uint64_t bytes, raw_bytes;
     int integrity;           /* worst over the rank files and the checks */
     rank_sum *ranks;         /* one per rank file */
@@ -109,6 +111,13 @@ static int sum_rank(dump_trace *d, int idx, trace_sum *s)
         count_record(s, rs, idx, rec);
     int ce = coll_rank_end(&s->coll, r);
     tft_reader_get_status(r, &rs->st);
+    long long keep = 0;
+    int64_t full_first = TFT_STEP_NONE;
+    tft_reader_full_steps(r, &keep, &full_first, NULL);
+    if (keep > s->keep_steps)
+        s->keep_steps = keep;
+    if (keep && (s->full_first == TFT_STEP_NONE || full_first > s->full_first))
+        s->full_first = full_first;
     tft_trace_release(d->t, idx);
     if (e < 0)
         return e;
@@ -154,6 +163,7 @@ static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
         return DUMP_USAGE;
     }
     s->step_first = s->step_last = TFT_STEP_NONE;
+    s->full_first = TFT_STEP_NONE;
     coll_init(&s->coll);
     for (int i = 0; i < d->n; i++) {
         int e = sum_rank(d, i, s);
@@ -310,6 +320,9 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
         printf("steps        none\n");
     else
         printf("steps        %" PRId64 "..%" PRId64 "\n", s->step_first, s->step_last);
+    if (s->keep_steps && s->step_first != TFT_STEP_NONE) /* --keep-steps (FORMAT.md §3.6) */
+        printf("kept         full records: steps %" PRId64 "..%" PRId64 "; scalars and collectives: steps %"
+               PRId64 "..%" PRId64 "\n", s->full_first, s->step_last, s->step_first, s->step_last);
     text_kinds(s);
     printf("tensors      %" PRIu64 "\n", s->by_kind[TFT_REC_TENSOR]);
     text_collectives(d, s);

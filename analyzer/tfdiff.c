@@ -352,6 +352,27 @@ static int job_leaks(rank_work *w, rank_job *j, job_tap *t, leak_scratch *sc)
     return 0;
 }
 
+/* A rank file written with --keep-steps has full records for its last
+ * steps only (FORMAT.md §3.6): the comparison starts at the first step both
+ * sides have in full, and says so once. */
+static void keep_limit(tft_reader *g, tft_reader *b, diff_opts *o)
+{
+    static atomic_bool noted;
+    int64_t fg = TFT_STEP_NONE, fb = TFT_STEP_NONE;
+    long long kg = 0, kb = 0;
+    tft_reader_full_steps(g, &kg, &fg, NULL);
+    tft_reader_full_steps(b, &kb, &fb, NULL);
+    int64_t from = (kg && fg != TFT_STEP_NONE) ? fg : INT64_MIN;
+    if (kb && fb != TFT_STEP_NONE && fb > from)
+        from = fb;
+    if (from == INT64_MIN || from <= o->step_lo)
+        return;
+    o->step_lo = from;
+    if (!atomic_exchange(&noted, true))
+        fprintf(stderr, "tfdiff: note: a --keep-steps trace: compared from step %lld on, the steps both "
+                "sides have in full\n", (long long)from);
+}
+
 /* One pass over the job's files: the comparison (its tap feeding the leak
  * scans and the extracts), or the tap alone. */
 static int job_pass(rank_work *w, rank_job *j, job_tap *t)
@@ -369,6 +390,7 @@ static int job_pass(rank_work *w, rank_job *j, job_tap *t)
     diff_opts o = w->o->d;
     o.tap = tap_record;
     o.tap_ctx = t;
+    keep_limit(t->r[0], t->r[1], &o);
     int e = diff_rank(t->r[0], t->r[1], &o, &j->res);
     j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
     return e;

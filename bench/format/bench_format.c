@@ -3,6 +3,7 @@
  * plain zstd on the same bytes.
  *
  *   bench_format [--records N] [--reps N] [--dir DIR] [--level L] [--only abcd]
+ *                [--encoding both|columns|shuffle|none] [--dict]
  *
  * Generates a realistic record stream in memory (default 1.5 M records):
  * per step, for ~200 named tensors of a 24-layer model, an op record and a
@@ -20,6 +21,14 @@
  * and prints records/s, MB/s of raw record bytes and bytes per record
  * stored, with the ratios (a)/(b) and (c)/(d). Goal: both ratios >= 0.8.
  *
+ * --encoding picks the writer's chunk encoding (FORMAT.md §3.3.1; default
+ * both = columns + shuffle, the writer's default; none = plain records as
+ * 1.3 wrote them). --dict also measures (e) a zstd dictionary per trace:
+ * 64 KiB trained (ZDICT_trainFromBuffer) on the first four pieces of (b),
+ * then every piece compressed with it, to compare its bytes per record.
+ * After the table come BENCH-RESULT lines (bench/run.sh): bytes per record
+ * stored by (a) against the 32 B goal, and the ratios (a)/(b), (c)/(d).
+ *
  * DIR defaults to /dev/shm (falls back to /tmp), so the figures are CPU
  * cost, not the disk. --only runs some of the measurements in the loop (for
  * perf record); the file and frames the others need are made once before. This is a program, not a test: it asserts nothing
@@ -36,6 +45,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zdict.h>
 #include <zstd.h>
 
 #define CHUNK_BYTES (1u << 20) /* the writer's default chunk size */
@@ -269,12 +279,15 @@ static void die(const char *what, int e)
     exit(1);
 }
 
+static unsigned g_encoding; /* --encoding: the writer's chunk encoding (0 = its default) */
+
 /* (a) Returns the file size. */
 static uint64_t run_writer(const stream *s, const char *path, int level)
 {
     tft_file_info info = {.rank = 0, .world_size = 8, .pid = (int32_t)getpid()};
     strcpy(info.host, "bench");
-    tft_writer *w = tft_writer_open(path, &info, &TFT_WRITER_OPTS(.zstd_level = level, .sync = 0));
+    tft_writer *w = tft_writer_open(path, &info,
+                                    &TFT_WRITER_OPTS(.zstd_level = level, .sync = 0, .encoding = g_encoding));
     if (!w)
         die(path, errno);
     for (size_t i = 0; i < s->n_names; i++)
@@ -389,7 +402,7 @@ static void row(const char *label, double secs, size_t records, size_t raw_bytes
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_format [--records N] [--reps N] [--dir DIR] [--level L] "
-                    "[--only abcd]\n");
+                    "[--only abcd] [--encoding both|columns|shuffle|none] [--dict]\n");
     exit(2);
 }
 
@@ -398,6 +411,8 @@ typedef struct bench {
     int reps, level;
     const char *dir;      /* where the rank file goes */
     bool run[4];          /* which of (a)..(d) to time */
+    bool dict;            /* --dict: also (e), a trained dictionary */
+    const char *encoding; /* --encoding's name */
     char path[4096];
     stream s;
     uint64_t want;        /* sum of touch() over all records */
@@ -414,7 +429,12 @@ static void parse_args(bench *b, int argc, char **argv)
 {
     const char *only = "abcd";
     b->target = 1500000, b->reps = 5, b->level = 1;
+    b->encoding = "both";
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--dict") == 0) {
+            b->dict = true;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         if (strcmp(argv[i], "--records") == 0)
@@ -427,9 +447,21 @@ static void parse_args(bench *b, int argc, char **argv)
             b->level = atoi(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0)
             only = argv[++i];
+        else if (strcmp(argv[i], "--encoding") == 0)
+            b->encoding = argv[++i];
         else
             usage();
     }
+    if (strcmp(b->encoding, "both") == 0)
+        g_encoding = TFT_ENC_COLUMNS | TFT_ENC_SHUFFLE;
+    else if (strcmp(b->encoding, "columns") == 0)
+        g_encoding = TFT_ENC_COLUMNS;
+    else if (strcmp(b->encoding, "shuffle") == 0)
+        g_encoding = TFT_ENC_SHUFFLE;
+    else if (strcmp(b->encoding, "none") == 0)
+        g_encoding = TFT_ENC_NONE;
+    else
+        usage();
     if (!b->target || b->reps < 1 || b->level < 1 || b->level > 19)
         usage();
     for (int i = 0; i < 4; i++)
@@ -516,6 +548,79 @@ static void report(const bench *b)
         printf("  reader / zstd decompress = %.2f   (goal >= 0.80)\n", b->best[3] / b->best[2]);
 }
 
+/* (e) A dictionary per trace: trained on the first four baseline pieces
+ * (cut into 16 KiB samples), then every piece compressed with it. Prints
+ * the bytes per record, the dictionary included. */
+static void run_dict(bench *b)
+{
+    enum { DICT_BYTES = 64 * 1024, SAMPLE = 16 * 1024 };
+    const stream *s = &b->s;
+    size_t train = s->len < 4 * (size_t)CHUNK_BYTES ? s->len : 4 * (size_t)CHUNK_BYTES;
+    size_t ns = train / SAMPLE;
+    size_t *sizes = malloc((ns + 1) * sizeof(*sizes));
+    char *dict = malloc(DICT_BYTES);
+    char *out = malloc(ZSTD_compressBound(CHUNK_BYTES));
+    if (!sizes || !dict || !out)
+        die("allocating the dictionary", ENOMEM);
+    for (size_t i = 0; i < ns; i++)
+        sizes[i] = SAMPLE;
+    double t0 = now();
+    size_t dn = ZDICT_trainFromBuffer(dict, DICT_BYTES, s->buf, sizes, (unsigned)ns);
+    double t1 = now();
+    if (ZDICT_isError(dn)) {
+        printf("  (e) dictionary: training failed (%s)\n", ZDICT_getErrorName(dn));
+        goto out;
+    }
+    ZSTD_CDict *cd = ZSTD_createCDict(dict, dn, b->level);
+    size_t total = dn;
+    double t2 = now();
+    for (size_t pos = 0; pos < s->len;) {
+        size_t start = pos;
+        while (pos < s->len && pos + ((const tft_rec *)(s->buf + pos))->len - start <= CHUNK_BYTES)
+            pos += ((const tft_rec *)(s->buf + pos))->len;
+        size_t c = ZSTD_compress_usingCDict(b->cctx, out, ZSTD_compressBound(CHUNK_BYTES),
+                                            s->buf + start, pos - start, cd);
+        if (ZSTD_isError(c))
+            die("ZSTD_compress_usingCDict", EIO);
+        total += c;
+    }
+    double t3 = now();
+    ZSTD_freeCDict(cd);
+    printf("  (e) zstd + %zu B dictionary  %8.3f s %9.1f MB/s %9.1f B/rec (training %.2f s)\n", dn,
+           t3 - t2, (double)s->len / (t3 - t2) / 1e6, (double)total / (double)s->records, t1 - t0);
+out:
+    free(sizes);
+    free(dict);
+    free(out);
+}
+
+/* The BENCH-RESULT lines of the figures (a)..(d) measured. */
+static void bench_results(const bench *b)
+{
+    if (b->run[0]) {
+        double bpr = (double)b->file_bytes / (double)b->s.records;
+        printf("BENCH-RESULT {\"id\":\"format.bytes_per_tensor_record\",\"what\":\"bytes on disk per "
+               "record, FULL statistics stream (tensor + op records), encoding %s\",\"unit\":\"B\","
+               "\"figure\":%.1f,\"baseline\":32,\"baseline_what\":\"goal: 32 B per record\","
+               "\"metric\":\"ratio\",\"value\":%.3f,\"goal_op\":\"<=\",\"goal\":1.0}\n",
+               b->encoding, bpr, bpr / 32.0);
+    }
+    if (b->run[0] && b->run[1])
+        printf("BENCH-RESULT {\"id\":\"format.writer_vs_zstd\",\"what\":\"tft_writer, encoding %s\","
+               "\"unit\":\"MB/s\",\"figure\":%.0f,\"baseline\":%.0f,\"baseline_what\":"
+               "\"ZSTD_compressCCtx of the same bytes\",\"metric\":\"ratio\",\"value\":%.3f,"
+               "\"goal_op\":\">=\",\"goal\":0.8}\n",
+               b->encoding, (double)b->s.len / b->best[0] / 1e6, (double)b->s.len / b->best[1] / 1e6,
+               b->best[1] / b->best[0]);
+    if (b->run[2] && b->run[3])
+        printf("BENCH-RESULT {\"id\":\"format.reader_vs_zstd\",\"what\":\"tft_reader, every record, "
+               "encoding %s\",\"unit\":\"MB/s\",\"figure\":%.0f,\"baseline\":%.0f,"
+               "\"baseline_what\":\"ZSTD_decompressDCtx of the same bytes, records walked\","
+               "\"metric\":\"ratio\",\"value\":%.3f,\"goal_op\":\">=\",\"goal\":0.8}\n",
+               b->encoding, (double)b->s.len / b->best[2] / 1e6, (double)b->s.len / b->best[3] / 1e6,
+               b->best[3] / b->best[2]);
+}
+
 static void teardown(bench *b)
 {
     ZSTD_freeCCtx(b->cctx);
@@ -536,11 +641,14 @@ int main(int argc, char **argv)
     parse_args(&b, argc, argv);
     setup(&b);
     printf("bench_format: %zu records, %.1f MB raw (%.1f B/record), %zu strings, zstd level %d, "
-           "%u KiB chunks, file in %s, best of %d\n",
+           "%u KiB chunks, encoding %s, file in %s, best of %d\n",
            b.s.records, (double)b.s.len / 1e6, (double)b.s.len / (double)b.s.records,
-           b.s.n_names, b.level, CHUNK_BYTES >> 10, b.dir, b.reps);
+           b.s.n_names, b.level, CHUNK_BYTES >> 10, b.encoding, b.dir, b.reps);
     int bad = measure(&b);
     report(&b);
+    if (b.dict)
+        run_dict(&b);
+    bench_results(&b);
     teardown(&b);
     return bad;
 }

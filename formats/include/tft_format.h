@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 4 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: DROPPED kinds, steps */
+#define TFT_FORMAT_MINOR 4 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -386,7 +386,17 @@ typedef struct tft_writer_opts {
     int sync;              /* fsync at close (default 1) */
     tft_log_fn log;        /* diagnostics, default none */
     void *log_ctx;
+    unsigned encoding;     /* chunk encoding (FORMAT.md §3.3.1): 0 default
+                            * (TFT_ENC_COLUMNS | TFT_ENC_SHUFFLE), TFT_ENC_NONE for
+                            * plain records as 1.3 wrote them, or a set of TFT_ENC_* bits */
+    long long keep_steps;  /* flight-recorder mode (FORMAT.md §3.6): > 0 keeps full records
+                            * for the last keep_steps steps only; scalar tensors, collectives,
+                            * steps, allocations, process, checkpoint, thread and dropped
+                            * records for the whole run. 0: everything (default). */
 } tft_writer_opts;
+#define TFT_ENC_COLUMNS 0x1u  /* records grouped by kind, fields as delta-coded columns */
+#define TFT_ENC_SHUFFLE 0x2u  /* the chunk's 8-byte words stored as eight byte planes */
+#define TFT_ENC_NONE 0x80000000u /* plain records (readable by 1.3 and older readers) */
 #define TFT_WRITER_OPTS(...) ((tft_writer_opts){ .sz = sizeof(tft_writer_opts), __VA_ARGS__ })
 
 /* Creates (truncates) a rank file at path and writes the header frame.
@@ -431,6 +441,7 @@ typedef struct tft_writer_stats {
     uint64_t raw_bytes;  /* record bytes of those chunks before compression */
     uint64_t file_bytes; /* bytes of the file written so far */
     uint64_t dropped;    /* dropped counts of those chunks (tft_writer_add_dropped) */
+    uint64_t retired_chunks; /* keep_steps: full chunks retired (their blocks returned) */
 } tft_writer_stats;
 #define TFT_WRITER_STATS() ((tft_writer_stats){ .sz = sizeof(tft_writer_stats) })
 /* The size of the first published tft_writer_stats: the smallest sz accepted. */
@@ -517,6 +528,14 @@ TFT_API int tft_reader_rewind(tft_reader *r);
 TFT_API size_t tft_reader_chunk_count(const tft_reader *r);
 TFT_API const tft_chunk_info *tft_reader_chunk(const tft_reader *r, size_t i);
 TFT_API void tft_reader_get_status(const tft_reader *r, tft_reader_status *out);
+/* Which steps the file has in full (flight-recorder mode, FORMAT.md §3.6):
+ * *keep_steps gets the writer's N (0: not written in that mode, every
+ * record kept), *first_full the first step whose records are all there
+ * (later steps too), *last the last step of the file (TFT_STEP_NONE when
+ * none). Steps before *first_full keep only their kept records (scalars,
+ * collectives, steps, ...). Returns 0 or -EINVAL. */
+TFT_API int tft_reader_full_steps(const tft_reader *r, long long *keep_steps, int64_t *first_full,
+                                  int64_t *last);
 /* Reads every chunk and checks every checksum; fills the status. Returns 0
  * when intact, 1 when torn or damaged, negative errno on I/O failure.
  * Leaves the reader rewound. */

@@ -20,6 +20,8 @@
 #define FRAME_MAGIC_HEADER 0x184D2A50u
 #define FRAME_MAGIC_CHUNK  0x184D2A51u
 #define FRAME_MAGIC_INDEX  0x184D2A52u
+#define FRAME_MAGIC_RETIRED 0x184D2A53u /* a retired chunk (--keep-steps, FORMAT.md §3.6) */
+#define FRAME_MAGIC_KEPT   0x184D2A54u /* a kept chunk, read once its partner retired (§3.6) */
 #define FRAME_MAGIC_SEEKTABLE 0x184D2A5Eu
 #define SEEKTABLE_FOOTER_MAGIC 0x8F92EAB1u
 #define ZSTD_FRAME_MAGIC 0xFD2FB528u
@@ -60,9 +62,42 @@ typedef struct chunk_hdr_disk {
     int64_t first_seq, last_seq;
     uint64_t first_ts, last_ts;
     uint64_t dropped;
-    uint32_t reserved1;
+    uint32_t encoding;      /* CHUNK_ENC_* bits; 0 = plain records (1.3 and before) */
     uint32_t checksum;
 } chunk_hdr_disk;
+
+/* Chunk encodings (FORMAT.md §3.3.1), bits of chunk_hdr_disk.encoding. */
+#define CHUNK_ENC_COLUMNS 0x1u /* records grouped by kind, word columns, delta coded */
+#define CHUNK_ENC_SHUFFLE 0x2u /* the word area as eight byte planes */
+#define CHUNK_ENC_KNOWN (CHUNK_ENC_COLUMNS | CHUNK_ENC_SHUFFLE)
+
+/* Scratch of the chunk codec, reused from chunk to chunk; zero = empty. */
+typedef struct fmt_codec {
+    uint32_t *off;          /* byte offset of each record */
+    size_t off_cap;
+    uint64_t *order;        /* record indices grouped by kind (u32), sort pairs */
+    size_t order_cap;
+    uint64_t *words;        /* the unshuffled word area */
+    size_t words_cap;
+    uint16_t *table;        /* decoder's aligned copy of the record table */
+    size_t table_cap;
+    uint32_t *goff;         /* decoder: record offsets in group order */
+    size_t goff_cap;
+} fmt_codec;
+
+/* Bytes of the record table of an encoded chunk of n records. */
+size_t fmt_chunk_table_bytes(uint32_t records);
+/* Bytes the zstd frame of a chunk holds: raw_size, plus the table with COLUMNS. */
+size_t fmt_chunk_encoded_size(uint32_t enc, uint32_t records, size_t raw_size);
+/* Encodes raw[0, raw_size), exactly `records` well-framed records, into
+ * out (fmt_chunk_encoded_size bytes). Returns 0 or -ENOMEM. */
+int fmt_chunk_encode(fmt_codec *c, uint32_t enc, const char *raw, size_t raw_size,
+                     uint32_t records, char *out);
+/* Decodes in[0, in_size) (untrusted) into out (raw_size bytes). Returns 0,
+ * -ENOMEM, or -EBADMSG with *why saying what is wrong. */
+int fmt_chunk_decode(fmt_codec *c, uint32_t enc, const char *in, size_t in_size,
+                     uint32_t records, char *out, size_t raw_size, const char **why);
+void fmt_codec_free(fmt_codec *c);
 
 /* One index entry (80 bytes). */
 typedef struct index_entry_disk {
@@ -117,8 +152,9 @@ static inline uint32_t fmt_get_u32(const void *p)
 typedef struct strmap_entry {
     char *text;        /* NUL-terminated copy, owned */
     uint32_t len;
-    uint32_t mark;     /* writer: chunk number + 1 that last referenced it */
-    uint32_t emitted;  /* writer: chunk number + 1 that last defined it */
+    uint32_t mark;     /* writer: generation of the chunk that last referenced it */
+    uint32_t mark_kept; /* writer, keep mode: the same for the kept records' chunk */
+    uint32_t emitted;  /* writer: generation of the chunk that last defined it */
 } strmap_entry;
 
 typedef struct strmap {

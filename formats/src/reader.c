@@ -49,7 +49,38 @@ struct tft_reader {
     tft_thread_info thread;   /* thread of the record returned last (THREAD switches) */
     tft_reader_status st;
     int verifying;            /* tft_reader_verify: check zstd's content checksum too */
+    uint32_t keep_steps;      /* file header: flight-recorder mode's N, 0 off */
+    int64_t retired_last;     /* largest last step of a retired chunk, TFT_STEP_NONE none */
+    uint32_t *gap_frames;     /* load_index: seek-table entries (pairs) of the frames between
+                               * live chunks: retired and shadowed kept ones; (0,0) ends a run */
+    size_t n_gap_frames, cap_gap_frames;
 };
+
+/* An encoded chunk's zstd output and the decoder's tables are needed only
+ * while a chunk loads, so the readers of one thread share them: a merge of
+ * N rank files holds N decoded chunks, not 2N. Freed when the thread's last
+ * open reader closes (a reader closed on another thread than it was opened
+ * on leaves them until that thread closes its last one). */
+typedef struct decode_scratch {
+    char *enc;
+    size_t enc_cap;
+    fmt_codec codec;
+    long readers;             /* readers opened on this thread, still open */
+} decode_scratch;
+static _Thread_local decode_scratch tl_scratch;
+
+static void decode_scratch_free(void)
+{
+    free(tl_scratch.enc);
+    fmt_codec_free(&tl_scratch.codec);
+    memset(&tl_scratch, 0, sizeof(tl_scratch));
+}
+
+static void decode_scratch_release(void)
+{
+    if (--tl_scratch.readers <= 0)
+        decode_scratch_free();
+}
 
 #define RLOG(r, lvl, ...) tft_logf((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
 
@@ -147,6 +178,8 @@ static int read_header(tft_reader *r)
     r->data_start = 8u + n;
     if (n < sizeof(h) || fmt_get_u32(buf + n - 4) != fmt_checksum32(buf, n - 4))
         problem(r, TFT_DAMAGED, 8, "header checksum mismatch; rank/host/clock fields may be wrong");
+    if (n >= sizeof(h))
+        r->keep_steps = h.reserved;
     r->info.major = h.major;
     r->info.minor = h.minor;
     memcpy(r->info.run_id, h.run_id, 16);
@@ -161,13 +194,93 @@ static int read_header(tft_reader *r)
     return 0;
 }
 
+/* ---- retired chunks (flight-recorder mode, FORMAT.md §3.6) ------------------ */
+
+/* Notes the steps of the retired chunk whose frame starts at off (its chunk
+ * header stays readable); a damaged one is left out silently: the frame
+ * is skippable either way. */
+static void note_retired(tft_reader *r, uint64_t off, uint32_t frame_payload)
+{
+    chunk_hdr_disk h;
+    if (frame_payload < sizeof(h) || fmt_pread_full(r->fd, &h, sizeof(h), off + 8) < 0 ||
+        !chunk_hdr_valid(&h) || h.last_step == TFT_STEP_NONE)
+        return;
+    if (r->retired_last == TFT_STEP_NONE || h.last_step > r->retired_last)
+        r->retired_last = h.last_step;
+}
+
+int tft_reader_full_steps(const tft_reader *r, long long *keep_steps, int64_t *first_full,
+                          int64_t *last)
+{
+    if (!r)
+        return -EINVAL;
+    int64_t lo = TFT_STEP_NONE, hi = TFT_STEP_NONE;
+    for (size_t i = 0; i < r->n_chunks; i++) {
+        const tft_chunk_info *c = &r->chunks[i];
+        if (c->first_step != TFT_STEP_NONE && (lo == TFT_STEP_NONE || c->first_step < lo))
+            lo = c->first_step;
+        if (c->last_step != TFT_STEP_NONE && (hi == TFT_STEP_NONE || c->last_step > hi))
+            hi = c->last_step;
+    }
+    if (r->retired_last != TFT_STEP_NONE)
+        lo = r->retired_last + 1; /* a live chunk may hold the rest of that step */
+    if (hi != TFT_STEP_NONE && lo != TFT_STEP_NONE && lo > hi)
+        lo = TFT_STEP_NONE; /* no step in full */
+    if (keep_steps)
+        *keep_steps = r->keep_steps;
+    if (first_full)
+        *first_full = lo;
+    if (last)
+        *last = hi;
+    return 0;
+}
+
+static int gap_push(tft_reader *r, uint32_t frame_bytes, uint32_t decompressed)
+{
+    if (r->n_gap_frames + 2 > r->cap_gap_frames) {
+        size_t ncap = r->cap_gap_frames ? r->cap_gap_frames * 2 : 32;
+        uint32_t *ng = realloc(r->gap_frames, ncap * sizeof(*ng));
+        if (!ng)
+            return -ENOMEM;
+        r->gap_frames = ng;
+        r->cap_gap_frames = ncap;
+    }
+    r->gap_frames[r->n_gap_frames++] = frame_bytes;
+    r->gap_frames[r->n_gap_frames++] = decompressed;
+    return 0;
+}
+
+/* Steps over the unlisted frame at *off (before limit): a retired chunk, or a
+ * kept chunk shadowed by its live partner; notes their seek-table entries.
+ * Returns 0, or -1 when something else is there. */
+static int gap_frame(tft_reader *r, uint64_t *off, uint64_t limit)
+{
+    uint32_t fh[2];
+    if (fmt_pread_full(r->fd, fh, 8, *off) < 0 || *off + 8 + (uint64_t)fh[1] > limit)
+        return -1;
+    if (fh[0] == FRAME_MAGIC_RETIRED) {
+        if (gap_push(r, 8 + fh[1], 0) < 0)
+            return -1;
+        note_retired(r, *off, fh[1]);
+        *off += 8 + (uint64_t)fh[1];
+        return 0;
+    }
+    chunk_hdr_disk h;
+    if (fh[0] != FRAME_MAGIC_KEPT || fh[1] != sizeof(h) || fmt_pread_full(r->fd, &h, sizeof(h), *off + 8) < 0 ||
+        !chunk_hdr_valid(&h) || *off + 8 + sizeof(h) + h.comp_size > limit ||
+        gap_push(r, 8 + sizeof(h), 0) < 0 || gap_push(r, h.comp_size, h.raw_size) < 0)
+        return -1;
+    *off += 8 + sizeof(h) + (uint64_t)h.comp_size;
+    return 0;
+}
+
 /* ---- index via the seek table -------------------------------------------- */
 
 /* Checks every seek-table entry against the chunk list from the index, so a
  * flipped bit anywhere in the tail is found. Returns 1 when they agree. */
 static int seek_table_matches(tft_reader *r, uint64_t st_off, uint64_t nframes, uint64_t ix_frame)
 {
-    if (nframes != 2 + 2 * (uint64_t)r->n_chunks)
+    if (nframes != 2 + 2 * (uint64_t)r->n_chunks + r->n_gap_frames / 2 - r->n_chunks)
         return -1;
     uint32_t *ent = malloc(nframes * 8);
     if (!ent)
@@ -175,11 +288,19 @@ static int seek_table_matches(tft_reader *r, uint64_t st_off, uint64_t nframes, 
     int ok = fmt_pread_full(r->fd, ent, nframes * 8, st_off + 8) == 0 &&
              ent[0] == r->data_start && ent[1] == 0 && ent[2 * nframes - 2] == ix_frame &&
              ent[2 * nframes - 1] == 0;
+    /* gap_frames: the retired frames before each live chunk, each run ended by a 0 */
+    const uint32_t *e = ent + 2;
+    size_t g = 0;
     for (size_t i = 0; ok && i < r->n_chunks; i++) {
-        const uint32_t *e = ent + 2 + 4 * i;
-        ok = e[0] == SKIPPABLE_HDR + sizeof(chunk_hdr_disk) && e[1] == 0 &&
+        for (; ok && g < r->n_gap_frames && r->gap_frames[g]; g += 2, e += 2)
+            ok = e[0] == r->gap_frames[g] && e[1] == r->gap_frames[g + 1];
+        g += 2;
+        ok = ok && e[0] == SKIPPABLE_HDR + sizeof(chunk_hdr_disk) && e[1] == 0 &&
              e[2] == r->chunks[i].comp_size && e[3] == r->chunks[i].raw_size;
+        e += 4;
     }
+    for (; ok && g < r->n_gap_frames; g += 2, e += 2)
+        ok = r->gap_frames[g] && e[0] == r->gap_frames[g] && e[1] == r->gap_frames[g + 1];
     free(ent);
     return ok ? 1 : -1;
 }
@@ -233,6 +354,11 @@ static int load_index(tft_reader *r)
         index_entry_disk e;
         memcpy(&e, buf + sizeof(hd) + (size_t)i * sizeof(e), sizeof(e));
         uint64_t end = e.offset + 8 + sizeof(chunk_hdr_disk) + e.comp_size;
+        while (expect < e.offset) /* retired or shadowed chunks between live ones */
+            if (gap_frame(r, &expect, e.offset) < 0)
+                goto out;
+        if (gap_push(r, 0, 0) < 0)
+            goto out;
         if (e.offset != expect || end > ix_off || e.raw_size > CHUNK_RAW_LIMIT)
             goto out;
         expect = end;
@@ -248,11 +374,17 @@ static int load_index(tft_reader *r)
             goto out;
         }
     }
+    while (expect < ix_off) /* after the last live chunk */
+        if (gap_frame(r, &expect, ix_off) < 0)
+            goto out;
     ret = expect == ix_off ? seek_table_matches(r, st_off, nframes, ix_frame) : -1;
 out:
     free(buf);
-    if (ret != 1)
+    if (ret != 1) {
         r->n_chunks = 0;
+        r->retired_last = TFT_STEP_NONE;
+    }
+    r->n_gap_frames = 0;
     return ret;
 }
 
@@ -293,6 +425,7 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
 {
     uint64_t off = r->data_start, size = r->file_size;
     bool saw_index = false, saw_seektable = false;
+    bool prev_retired = false; /* the frame before was a retired chunk: a kept one after it is read */
     if (r->st.integrity == TFT_DAMAGED) /* header size field may be wrong: find chunk 0 */
         off = resync(r, SKIPPABLE_HDR);
     r->n_chunks = 0;
@@ -307,7 +440,9 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
         if (fmt_pread_full(r->fd, fh, 8, off) < 0)
             return -EIO;
         uint64_t end = off + 8 + (uint64_t)fh[1];
-        if (fh[0] == FRAME_MAGIC_CHUNK && fh[1] == sizeof(chunk_hdr_disk)) {
+        bool after_retired = prev_retired;
+        prev_retired = fh[0] == FRAME_MAGIC_RETIRED;
+        if ((fh[0] == FRAME_MAGIC_CHUNK || fh[0] == FRAME_MAGIC_KEPT) && fh[1] == sizeof(chunk_hdr_disk)) {
             chunk_hdr_disk h;
             if (end > size) {
                 goto torn;
@@ -317,6 +452,10 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
             if (chunk_hdr_valid(&h)) {
                 if (end + h.comp_size > size)
                     goto torn;
+                if (fh[0] == FRAME_MAGIC_KEPT && !after_retired) { /* its partner is live */
+                    off = end + h.comp_size;
+                    continue;
+                }
                 tft_chunk_info ci;
                 chunk_from_hdr(&ci, &h, off);
                 if (chunks_push(r, &ci) < 0)
@@ -330,6 +469,8 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
                 goto torn;
             if (fh[0] == FRAME_MAGIC_INDEX)
                 saw_index = true;
+            if (fh[0] == FRAME_MAGIC_RETIRED)
+                note_retired(r, off, fh[1]);
             if (fh[0] == FRAME_MAGIC_SEEKTABLE && end == size)
                 saw_seektable = true;
             off = end;
@@ -355,7 +496,9 @@ static int scan_frames(tft_reader *r, bool tail_damaged)
         r->st.torn_offset = off;
         break;
     }
-    if (saw_index && (tail_damaged || saw_seektable))
+    /* a seek-table footer says the file was closed: a missing index (its
+     * magic flipped into another skippable frame's) is damage too */
+    if (tail_damaged || (saw_index && saw_seektable))
         problem(r, TFT_DAMAGED, size, "seek table damaged; the chunk list was rebuilt by scanning");
     else if (r->st.integrity == TFT_INTACT) {
         /* cut exactly at a frame boundary: complete chunks, no index */
@@ -377,7 +520,9 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
         return NULL;
     }
     int e = 0;
+    tl_scratch.readers++; /* tft_reader_close releases it, on every path */
     r->fd = -1;
+    r->retired_last = TFT_STEP_NONE;
     strmap_init(&r->strings);
     if (opts)
         memcpy(&r->opts, opts, opts->sz < sizeof(r->opts) ? opts->sz : sizeof(r->opts));
@@ -434,9 +579,11 @@ void tft_reader_close(tft_reader *r)
     ZSTD_freeDCtx(r->dctx);
     strmap_free(&r->strings);
     free(r->chunks);
+    free(r->gap_frames);
     free(r->chunk_state);
     free(r->comp);
     free(r->raw);
+    decode_scratch_release();
     free(r->name);
     free(r);
 }
@@ -537,13 +684,50 @@ static int check_records(tft_reader *r, const tft_chunk_info *ci, size_t *bad_at
 /* The chunk's zstd frame must be exactly one frame of comp_size bytes with a
  * content checksum and the recorded content size, so a flipped flag bit
  * cannot switch the checksum off or end the frame early. */
-static bool frame_shape_ok(const char *frame, const tft_chunk_info *ci)
+static bool frame_shape_ok(const char *frame, const tft_chunk_info *ci, size_t content)
 {
     ZSTD_frameHeader fh;
     if (ZSTD_getFrameHeader(&fh, frame, ci->comp_size) != 0 || fh.frameType != ZSTD_frame ||
-        !fh.checksumFlag || fh.frameContentSize != ci->raw_size)
+        !fh.checksumFlag || fh.frameContentSize != content)
         return false;
     return ZSTD_findFrameCompressedSize(frame, ci->comp_size) == ci->comp_size;
+}
+
+/* Decompresses an encoded chunk's frame (content bytes) into the thread's
+ * scratch and decodes it into r->raw. Returns NULL (r->raw_len set) or what is wrong;
+ * *e = -ENOMEM when memory ran out. */
+static const char *decode_chunk(tft_reader *r, const chunk_hdr_disk *h, const char *frame,
+                                size_t content, int *e)
+{
+    decode_scratch *ds = &tl_scratch;
+    if (grow(&ds->enc, &ds->enc_cap, content + 8) < 0) {
+        *e = -ENOMEM;
+        return NULL;
+    }
+    ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_forceIgnoreChecksum,
+                           r->verifying ? ZSTD_d_validateChecksum : ZSTD_d_ignoreChecksum);
+    size_t got = ZSTD_decompressDCtx(r->dctx, ds->enc, content + 8, frame, h->comp_size);
+    if (ZSTD_isError(got)) {
+        if (ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation) {
+            *e = -ENOMEM;
+            return NULL;
+        }
+        return ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong ? "checksum mismatch"
+                                                                   : "compressed data corrupt";
+    }
+    if (got != content)
+        return "decompressed size differs from its header";
+    const char *why = NULL;
+    int de = fmt_chunk_decode(&ds->codec, h->encoding, ds->enc, content, h->records, r->raw,
+                              h->raw_size, &why);
+    if (de == -ENOMEM) {
+        *e = de;
+        return NULL;
+    }
+    if (de)
+        return why ? why : "encoded records corrupt";
+    r->raw_len = h->raw_size;
+    return NULL;
 }
 
 /* Loads chunk i into r->raw. Returns 0, 1 when the chunk is damaged (reported
@@ -569,7 +753,8 @@ static int load_chunk(tft_reader *r, size_t i)
     const char *why = NULL;
     chunk_hdr_disk h;
     memcpy(&h, r->comp + 8, sizeof(h));
-    if (fmt_get_u32(r->comp) != FRAME_MAGIC_CHUNK || fmt_get_u32(r->comp + 4) != sizeof(h) ||
+    uint32_t fmagic = fmt_get_u32(r->comp);
+    if ((fmagic != FRAME_MAGIC_CHUNK && fmagic != FRAME_MAGIC_KEPT) || fmt_get_u32(r->comp + 4) != sizeof(h) ||
         !chunk_hdr_valid(&h) || h.comp_size != ci->comp_size ||
         h.raw_size != ci->raw_size)
         why = "chunk header checksum mismatch";
@@ -577,13 +762,27 @@ static int load_chunk(tft_reader *r, size_t i)
     size_t bad_at = 0;
     if (!why && fmt_checksum32(frame, ci->comp_size) != h.comp_checksum)
         why = "checksum mismatch";
-    if (!why && !frame_shape_ok(frame, ci))
+    /* an encoded chunk (1.4) decompresses to its encoding, decoded below */
+    uint32_t enc = why ? 0 : h.encoding;
+    if (enc & ~CHUNK_ENC_KNOWN)
+        why = "unknown chunk encoding (written by a newer tftrace: upgrade tftrace)";
+    else if ((enc & CHUNK_ENC_COLUMNS) && h.records > ci->raw_size / sizeof(tft_rec))
+        why = "record count impossible for the chunk's size";
+    size_t content = fmt_chunk_encoded_size(enc, h.records, ci->raw_size);
+    if (!why && !frame_shape_ok(frame, ci, content))
         why = "compressed frame header corrupt";
     if (!why && grow(&r->raw, &r->raw_cap, ci->raw_size + 8) < 0) {
         e = -ENOMEM;
         goto out;
     }
-    if (!why) {
+    if (!why && enc) {
+        why = decode_chunk(r, &h, frame, content, &e);
+        if (tl_scratch.readers <= 0) /* a thread that opened no reader keeps nothing */
+            decode_scratch_free();
+    }
+    if (e)
+        goto out;
+    if (!why && !enc) {
         /* The XXH3 of the compressed bytes already guards against damage on
          * disk; zstd's own content checksum (XXH64 of the output, ~10% of
          * read time) is checked by tft_reader_verify only. */

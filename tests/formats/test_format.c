@@ -828,10 +828,12 @@ static void test_dtypes(void)
           tft_dtype_size(200) == 0 && !strcmp(tft_dtype_name(-1), "?"));
 
     static const uint8_t codes[3] = {TFT_F8E4M3, TFT_F8E5M2, 200};
-    for (int minor = 3; minor >= 2; minor--) {
+    for (int minor = TFT_FORMAT_MINOR; minor >= 2; minor = minor == TFT_FORMAT_MINOR ? 2 : 0) {
         char path[512];
         path_in_tmp(path, sizeof(path), "dtypes.tft");
-        tft_writer *w = tft_writer_open(path, NULL, NULL);
+        /* the 1.2 file: plain records, as a 1.2 writer wrote them */
+        tft_writer_opts o = TFT_WRITER_OPTS(.encoding = minor < TFT_FORMAT_MINOR ? TFT_ENC_NONE : 0);
+        tft_writer *w = tft_writer_open(path, NULL, &o);
         CHECK(w != NULL);
         if (!w)
             return;
@@ -958,6 +960,97 @@ static void test_writer_stats_sz(void)
     CHECK(tft_writer_close(w) == 0);
 }
 
+/* keep_steps (FORMAT.md §3.6): 60 steps of 200 large tensors and a loss,
+ * full records for the last 3 steps only. Closed or not, the file reads:
+ * a loss for every step, the large tensors of the steps said full and of
+ * no other, whole steps retired. */
+static void keep_steps_write(const char *path, bool close_it, uint64_t *retired)
+{
+    tft_writer_opts o = TFT_WRITER_OPTS(.sync = 0, .keep_steps = 3);
+    tft_writer *w = tft_writer_open(path, NULL, &o);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    uint64_t big = tft_writer_string(w, "act", 3), loss = tft_writer_string(w, "loss", 4);
+    int64_t seq = 0;
+    for (int64_t step = 0; step < 60; step++) {
+        tft_rec_step sr = {.h = {.kind = TFT_REC_STEP, .len = sizeof(sr), .ts = (uint64_t)step * 100,
+                                 .step = step, .seq = TFT_SEQ_NONE}, .phase = TFT_STEP_BEGIN};
+        CHECK(tft_writer_append(w, &sr.h) == 0);
+        for (int i = 0; i <= 200; i++) {
+            tft_rec_tensor t;
+            memset(&t, 0, sizeof(t));
+            t.h = (tft_rec){.kind = TFT_REC_TENSOR, .len = sizeof(t), .ts = (uint64_t)step * 100 + 1,
+                            .step = step, .seq = seq++};
+            t.id = (uint64_t)seq;
+            t.name = i < 200 ? big : loss;
+            t.dtype = TFT_F32;
+            t.device = -1;
+            t.ndim = 1;
+            t.shape[0] = i < 200 ? 1000 : 1;
+            CHECK(tft_writer_append(w, &t.h) == 0);
+        }
+        sr.h.ts += 2;
+        sr.phase = TFT_STEP_END;
+        CHECK(tft_writer_append(w, &sr.h) == 0);
+    }
+    tft_writer_stats ws = TFT_WRITER_STATS();
+    CHECK(tft_writer_get_stats(w, &ws) == 0);
+    *retired = ws.retired_chunks;
+    if (close_it) {
+        CHECK(tft_writer_close(w) == 0);
+    } else {
+        tft_writer_abandon(w); /* as after a kill: no index, the last steps unwritten */
+    }
+}
+
+static void test_keep_steps(void)
+{
+    for (int closed = 1; closed >= 0; closed--) {
+        char path[600];
+        path_in_tmp(path, sizeof(path), closed ? "keep-closed.tft" : "keep-killed.tft");
+        uint64_t retired = 0;
+        keep_steps_write(path, closed, &retired);
+        CHECK(retired >= 5);
+        tft_reader *r = tft_reader_open(path, NULL);
+        CHECK(r != NULL);
+        if (!r)
+            continue;
+        long long keep = 0;
+        int64_t first = TFT_STEP_NONE, last = TFT_STEP_NONE;
+        CHECK(tft_reader_full_steps(r, &keep, &first, &last) == 0);
+        CHECK(keep == 3);
+        if (closed)
+            CHECK(last == 59 && first <= 57 && first >= 40);
+        else
+            CHECK(last >= 40 && first != TFT_STEP_NONE && first <= last && first > 10);
+        int losses[60] = {0}, bigs[60] = {0}, steps = 0;
+        const tft_rec *rec;
+        int64_t prev = 0;
+        bool ordered = true;
+        while (tft_reader_next(r, &rec) == 1) {
+            if (rec->step < prev)
+                ordered = false;
+            prev = rec->step;
+            if (rec->kind == TFT_REC_STEP && ((const tft_rec_step *)rec)->phase == TFT_STEP_END)
+                steps++;
+            if (rec->kind == TFT_REC_TENSOR && rec->step >= 0 && rec->step < 60)
+                (((const tft_rec_tensor *)rec)->shape[0] == 1 ? losses : bigs)[rec->step]++;
+        }
+        CHECK(ordered);
+        CHECK(steps == (closed ? 60 : steps) && steps >= (int)last);
+        int wrong = 0;
+        for (int s = 0; s <= last && s < 60; s++)
+            wrong += losses[s] != 1 || bigs[s] != (s >= first ? 200 : 0);
+        CHECK(wrong == 0);
+        tft_reader_status st;
+        CHECK(tft_reader_verify(r, &st) == 0 || !closed);
+        CHECK(closed ? st.integrity == TFT_INTACT && st.closed && !st.index_rebuilt
+                     : st.integrity == TFT_TORN && st.index_rebuilt);
+        tft_reader_close(r);
+    }
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/tft-test-format-XXXXXX");
@@ -977,9 +1070,10 @@ int main(void)
     test_writer_stats_sz();
     test_version_strings();
     test_dtypes();
+    test_keep_steps();
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
+    if (!getenv("TFT_TEST_KEEP") && system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", tmpdir);
     return TEST_DONE();
 }

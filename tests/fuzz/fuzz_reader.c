@@ -15,7 +15,10 @@
  *   1 truncation (u16 length) then XOR patches;
  *   2 XOR patches on the decompressed records of its chunks, re-sealed with
  *     correct checksums (flags: write the index, recount records), so the
- *     damage reaches record decoding instead of the checksum;
+ *     damage reaches record decoding instead of the checksum; with flags
+ *     bit 7 the chunks are sealed in a 1.4 encoding (bits 5-6: columns,
+ *     shuffle or both, FORMAT.md §3.3.1) and the patches hit the encoded
+ *     bytes, so the damage reaches the chunk decoder;
  *   3 the input's own bytes as raw records, sealed into chunks the same way;
  *   4 a writer round trip: the input is a program of tft_writer calls
  *     (register a string of up to 76 KB, append a record of any kind, flush,
@@ -30,7 +33,8 @@
  *   - verify returns 0 exactly when INTACT; next never fails on a memfd;
  *   - every record returned passes tft_rec_check and is not a STRING;
  *   - the records returned are, in order, all records of a subset of the
- *     chunks that a second decoder here (plain ZSTD_decompress + record walk)
+ *     chunks that a second decoder here (plain ZSTD_decompress, the chunk
+ *     decoder for encoded chunks, a record walk)
  *     finds good: nothing comes from a damaged chunk. For the sealed modes
  *     (2, 3) every chunk the second decoder finds good must be returned;
  *   - seek_step returns a suffix of that sequence; the one-rank merge returns
@@ -94,6 +98,7 @@ static struct {
     size_t n_chunks;
     ZSTD_CCtx *cctx;
     ZSTD_DCtx *dctx;
+    fmt_codec codec;
     int log_lines;
     int verbose;                  /* FUZZ_READER_VERBOSE set: one line per input */
     const char *dump;             /* FUZZ_READER_DUMP: path to write each built file to */
@@ -139,7 +144,47 @@ static uint32_t walk_count(const uint8_t *raw, size_t n)
 /* Appends one chunk (header frame + zstd frame with content size and
  * checksum) holding raw[0..n), as the writer would seal it. */
 static void seal_chunk(bytes *out, const uint8_t *raw, size_t n, uint32_t chunk_no,
-                       uint32_t records, index_entry_disk *ie)
+                       uint32_t records, index_entry_disk *ie, uint32_t enc,
+                       const uint8_t *patch, size_t np);
+
+/* Patches are 3 bytes: u16 LE offset (modulo the size), u8 XOR mask. */
+static void apply_patches(uint8_t *p, size_t n, const uint8_t *patch, size_t np)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i + 3 <= np; i += 3) {
+        size_t at = ((size_t)patch[i] | (size_t)patch[i + 1] << 8) % n;
+        p[at] ^= patch[i + 2];
+    }
+}
+
+/* Encodes raw[0..n) (records of it as walk_count finds them, the rest
+ * dropped) and patches the encoded bytes; returns them (malloc'd) and their
+ * size in *len, the raw bytes encoded in *raw_len. */
+static uint8_t *encode_patched(const uint8_t *raw, size_t n, uint32_t enc, const uint8_t *patch,
+                               size_t np, size_t *len, size_t *raw_len, uint32_t *records)
+{
+    uint32_t count = walk_count(raw, n);
+    size_t pos = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t l;
+        memcpy(&l, raw + pos + 4, 4);
+        pos += l;
+    }
+    *raw_len = pos;
+    *records = count;
+    *len = fmt_chunk_encoded_size(enc, count, pos);
+    uint8_t *e = malloc(*len + 1);
+    FUZZ_CHECK(e, "out of memory");
+    FUZZ_CHECK(fmt_chunk_encode(&G.codec, enc, (const char *)raw, pos, count, (char *)e) == 0,
+               "fmt_chunk_encode");
+    apply_patches(e, *len, patch, np);
+    return e;
+}
+
+static void seal_chunk(bytes *out, const uint8_t *raw, size_t n, uint32_t chunk_no,
+                       uint32_t records, index_entry_disk *ie, uint32_t enc,
+                       const uint8_t *patch, size_t np)
 {
     chunk_hdr_disk h;
     memset(&h, 0, sizeof(h));
@@ -178,11 +223,24 @@ static void seal_chunk(bytes *out, const uint8_t *raw, size_t n, uint32_t chunk_
             h.last_ts = r.ts;
         first = false;
     }
-    size_t bound = ZSTD_compressBound(n);
+    const uint8_t *src = raw;
+    size_t src_len = n;
+    uint8_t *encoded = NULL;
+    if (enc) {
+        uint32_t count;
+        size_t raw_len;
+        encoded = encode_patched(raw, n, enc, patch, np, &src_len, &raw_len, &count);
+        src = encoded;
+        h.raw_size = (uint32_t)raw_len;
+        (void)count; /* a header count other than the encoder's makes the chunk damaged */
+        h.encoding = enc;
+    }
+    size_t bound = ZSTD_compressBound(src_len);
     uint8_t *comp = malloc(bound);
     FUZZ_CHECK(comp, "out of memory");
-    size_t c = ZSTD_compress2(G.cctx, comp, bound, raw, n);
+    size_t c = ZSTD_compress2(G.cctx, comp, bound, src, src_len);
     FUZZ_CHECK(!ZSTD_isError(c), "ZSTD_compress2: %s", ZSTD_getErrorName(c));
+    free(encoded);
     h.comp_size = (uint32_t)c;
     h.comp_checksum = fmt_checksum32(comp, c);
     h.checksum = fmt_checksum32(&h, offsetof(chunk_hdr_disk, checksum));
@@ -247,7 +305,8 @@ static void seal_index(bytes *out, const index_entry_disk *ie, size_t n)
  * is what walk_count finds, else records[i] or, without records, the walk
  * count XOR (flags >> 2 & 3) (a wrong count when that is nonzero). */
 static void seal_file(bytes *out, const uint8_t *raw, const size_t *cut, size_t npieces,
-                        const uint32_t *records, unsigned flags)
+                        const uint32_t *records, unsigned flags, uint32_t enc,
+                        const uint8_t *patch, size_t np)
 {
     index_entry_disk ie[64];
     FUZZ_CHECK(npieces <= 64, "too many pieces");
@@ -259,7 +318,7 @@ static void seal_file(bytes *out, const uint8_t *raw, const size_t *cut, size_t 
         uint32_t rc = walk_count(p, n);
         if (!(flags & 2))
             rc = records ? records[i] : rc ^ ((flags >> 2) & 3);
-        seal_chunk(out, p, n, (uint32_t)i, rc, &ie[i]);
+        seal_chunk(out, p, n, (uint32_t)i, rc, &ie[i], enc, patch, np);
     }
     if (flags & 1)
         seal_index(out, ie, npieces);
@@ -303,12 +362,18 @@ static void load_base(void)
         memcpy(&h, G.base.p + off + 8, sizeof(h));
         FUZZ_CHECK(G.n_chunks < MAX_BASE_CHUNKS, "sample has too many chunks");
         size_t at = G.base_raw.len;
-        uint8_t *tmp = malloc(h.raw_size + 1);
-        size_t got = ZSTD_decompressDCtx(G.dctx, tmp, h.raw_size, G.base.p + off + 8 + sizeof(h),
+        size_t content = fmt_chunk_encoded_size(h.encoding, h.records, h.raw_size);
+        uint8_t *tmp = malloc(content + 1), *rec = malloc(h.raw_size + 1);
+        FUZZ_CHECK(tmp && rec, "out of memory");
+        size_t got = ZSTD_decompressDCtx(G.dctx, tmp, content, G.base.p + off + 8 + sizeof(h),
                                          h.comp_size);
-        FUZZ_CHECK(got == h.raw_size, "sample chunk %zu does not decompress", G.n_chunks);
-        bytes_put(&G.base_raw, tmp, got);
+        const char *why = NULL;
+        FUZZ_CHECK(got == content && fmt_chunk_decode(&G.codec, h.encoding, (char *)tmp, got,
+                                                      h.records, (char *)rec, h.raw_size, &why) == 0,
+                   "sample chunk %zu does not decompress", G.n_chunks);
+        bytes_put(&G.base_raw, rec, h.raw_size);
         free(tmp);
+        free(rec);
         G.chunk_off[G.n_chunks] = at;
         G.chunk_records[G.n_chunks] = h.records;
         G.n_chunks++;
@@ -319,16 +384,6 @@ static void load_base(void)
 }
 
 /* ---- input -> file ---------------------------------------------------------- */
-
-static void apply_patches(uint8_t *p, size_t n, const uint8_t *patch, size_t np)
-{
-    if (!n)
-        return;
-    for (size_t i = 0; i + 3 <= np; i += 3) {
-        size_t at = ((size_t)patch[i] | (size_t)patch[i + 1] << 8) % n;
-        p[at] ^= patch[i + 2];
-    }
-}
 
 /* Builds the file for one input into *file. Returns true when every frame
  * was sealed here with valid checksums (the strict oracle applies). */
@@ -353,12 +408,17 @@ static bool make_file(const uint8_t *d, size_t n, bytes *file)
     unsigned flags = n ? d[0] : 1;
     if (n)
         d++, n--;
+    if (mode == 2 && (flags & 0x80)) { /* damage in the encoded bytes */
+        uint32_t enc = 1 + ((flags >> 5) & 3) % 3;
+        seal_file(file, G.base_raw.p, G.chunk_off, G.n_chunks, G.chunk_records, flags, enc, d, n);
+        return true;
+    }
     if (mode == 2) {
         uint8_t *raw = malloc(G.base_raw.len);
         FUZZ_CHECK(raw, "out of memory");
         memcpy(raw, G.base_raw.p, G.base_raw.len);
         apply_patches(raw, G.base_raw.len, d, n);
-        seal_file(file, raw, G.chunk_off, G.n_chunks, G.chunk_records, flags);
+        seal_file(file, raw, G.chunk_off, G.n_chunks, G.chunk_records, flags, 0, NULL, 0);
         free(raw);
         return true;
     }
@@ -383,7 +443,7 @@ static bool make_file(const uint8_t *d, size_t n, bytes *file)
     }
     if (start < n || npieces == 0)
         cut[++npieces] = n;
-    seal_file(file, raw, cut, npieces, NULL, flags);
+    seal_file(file, raw, cut, npieces, NULL, flags, 0, NULL, 0);
     free(raw);
     return true;
 }
@@ -400,12 +460,23 @@ static bool oracle_chunk(const bytes *file, const tft_chunk_info *ci, bytes *rec
     if (ci->offset + hdr + ci->comp_size > file->len)
         return false;
     const uint8_t *frame = file->p + ci->offset + hdr;
-    if (ZSTD_getFrameContentSize(frame, ci->comp_size) != ci->raw_size)
+    chunk_hdr_disk h;
+    memcpy(&h, file->p + ci->offset + 8, sizeof(h));
+    uint32_t enc = h.encoding;
+    if ((enc & ~CHUNK_ENC_KNOWN) || ((enc & CHUNK_ENC_COLUMNS) && ci->records > ci->raw_size / 32))
         return false;
-    uint8_t *raw = malloc((size_t)ci->raw_size + 8);
-    FUZZ_CHECK(raw, "out of memory");
-    size_t got = ZSTD_decompressDCtx(G.dctx, raw, ci->raw_size, frame, ci->comp_size);
-    bool ok = !ZSTD_isError(got) && got == ci->raw_size;
+    size_t content = fmt_chunk_encoded_size(enc, ci->records, ci->raw_size);
+    if (ZSTD_getFrameContentSize(frame, ci->comp_size) != content)
+        return false;
+    uint8_t *raw = malloc((size_t)ci->raw_size + 8), *coded = malloc(content + 8);
+    FUZZ_CHECK(raw && coded, "out of memory");
+    size_t got = ZSTD_decompressDCtx(G.dctx, coded, content, frame, ci->comp_size);
+    const char *why = NULL;
+    bool ok = !ZSTD_isError(got) && got == content &&
+              fmt_chunk_decode(&G.codec, enc, (char *)coded, content, ci->records, (char *)raw,
+                               ci->raw_size, &why) == 0;
+    free(coded);
+    got = ci->raw_size;
     size_t pos = 0;
     uint32_t count = 0;
     while (ok && pos < got) {

@@ -132,6 +132,17 @@ static void reader_seeds(const char *dir)
     mode_input(dir, "mode1-truncate.bin", trunc, sizeof(trunc), NULL);
     mode_input(dir, "mode2-reseal-index.bin", reseal_index, sizeof(reseal_index), NULL);
     mode_input(dir, "mode2-reseal-recount.bin", reseal_recount, sizeof(reseal_recount), NULL);
+    /* flags bit 7: sealed in a 1.4 encoding (bits 5-6: columns, shuffle,
+     * both), the patches on the encoded bytes */
+    static const uint8_t enc_columns[] = {0x02, 0x83, 0x10, 0x00, 0x01, 0x00, 0x02, 0x80};
+    static const uint8_t enc_shuffle[] = {0x02, 0xA3, 0x40, 0x01, 0x04};
+    static const uint8_t enc_both[] = {0x02, 0xC3, 0x08, 0x00, 0x02, 0x30, 0x00, 0x10};
+    static const uint8_t enc_clean[] = {0x02, 0xC3};
+    mode_input(dir, "mode2-encoded-columns.bin", enc_columns, sizeof(enc_columns), NULL);
+    mode_input(dir, "mode2-encoded-shuffle.bin", enc_shuffle, sizeof(enc_shuffle), NULL);
+    mode_input(dir, "mode2-encoded-both.bin", enc_both, sizeof(enc_both), NULL);
+    mode_input(dir, "mode2-encoded-clean.bin", enc_clean, sizeof(enc_clean), NULL);
+    rank_file(dir, "rank-closed-1.4.tft", SAMPLE_STEPS, 1);
     /* mode 4, a program of writer calls: 0 string (len = 1 + 300*a + b),
      * 1 flush, 2 dropped, else a record (kind byte, then kind's fields) */
     static const uint8_t writer_calls[] = {

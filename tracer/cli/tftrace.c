@@ -66,6 +66,7 @@ typedef struct opts {
     const char *step_range; /* NVTX range name marking steps (TFT_STEP_RANGE) */
     const char *capture; /* capture spec (docs/CAPTURE.md), NULL = none */
     const char *torch;   /* --torch: "modules" or "ops", NULL = off (TFT_TORCH) */
+    long keep_steps;     /* --keep-steps: full records of the last N steps only, 0 = all */
     char **cmd;
 } opts;
 
@@ -113,6 +114,10 @@ static void usage(FILE *f)
             "                        a full ring makes the program wait for the collector while\n"
             "                        it drains, up to N ms without progress (default 200, 0 =\n"
             "                        drop at once), then drops          [TFT_RING_WAIT_MS=N]\n"
+            "      --keep-steps N    flight recorder: full records for the last N steps only; the\n"
+            "                        scalars (loss, grad norm, lr), collectives, steps and\n"
+            "                        allocations of every step are kept; older chunks are retired\n"
+            "                        so disk use stays bounded (0 = keep all) [TFT_KEEP_STEPS]\n"
             "      --alloc-min SIZE  record host allocations (malloc, mmap, ...) of at least SIZE\n"
             "                        bytes, K/M/G suffixes, 'off' none (default 1M) [TFT_ALLOC_MIN]\n"
             "      --step-range NAME an NVTX range of this name marks a training step; 'NAME N'\n"
@@ -210,6 +215,8 @@ static void env_defaults(opts *o)
         parse_double(v, &o->grace);
     if ((v = getenv("TFT_RING_KB")))
         parse_long(v, &o->ring_kb, 64);
+    if ((v = getenv("TFT_KEEP_STEPS")) && *v)
+        parse_long(v, &o->keep_steps, 0);
     o->no_drop = (v = getenv("TFT_NO_DROP")) && *v && strcmp(v, "0");
     o->until_step = -1;
     o->alloc_min = getenv("TFT_ALLOC_MIN");
@@ -284,6 +291,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"force", no_argument, 0, 'F'},        {"mode", required_argument, 0, 'M'},
         {"no-redact", no_argument, 0, 'N'},    {"no-drop-timeout", required_argument, 0, 'T'},
         {"incomplete-status", required_argument, 0, 'I'}, {"torch", optional_argument, 0, 'P'},
+        {"keep-steps", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
@@ -309,6 +317,10 @@ static int parse_args(int argc, char **argv, opts *o)
         case 'r':
             if (parse_long(optarg, &o->ring_kb, 64) < 0)
                 return fprintf(stderr, "tftrace: --ring-kb needs an integer >= 64, got '%s'\n", optarg), 2;
+            break;
+        case 'K':
+            if (parse_long(optarg, &o->keep_steps, 0) < 0)
+                return fprintf(stderr, "tftrace: --keep-steps needs a step count >= 0, got '%s'\n", optarg), 2;
             break;
         case 'u': {
             long us;
@@ -748,6 +760,8 @@ static void options_json(const opts *o, char *buf, size_t n)
     k = json_text_opt(buf, n, k, "capture", o->capture);
     k = json_text_opt(buf, n, k, "alloc_min", o->alloc_min);
     k = json_text_opt(buf, n, k, "step_range", o->step_range);
+    if (o->keep_steps && k > 0 && (size_t)k + 32 < n) /* flight-recorder mode (FORMAT.md §3.6) */
+        k += snprintf(buf + k, n - (size_t)k, ",\"keep_steps\":%ld", o->keep_steps);
     if (k > 0 && (size_t)k + 2 <= n)
         snprintf(buf + k, n - (size_t)k, "}");
 }
@@ -1170,7 +1184,8 @@ int main(int argc, char **argv)
                 bytes, strerror(errno));
         return 2;
     }
-    collector_opts co = {.sz = sizeof(co), .log = log_stderr, .file_mode = o.mode};
+    collector_opts co = {.sz = sizeof(co), .log = log_stderr, .file_mode = o.mode,
+                         .keep_steps = o.keep_steps};
     collector *col = collector_new(h, o.out, td.fd, run_id, &co);
     if (!col)
         return 2;

@@ -235,7 +235,8 @@ static int proc_open(collector *c, uint32_t idx)
     fi.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
     gethostname(fi.host, sizeof(fi.host) - 1);
     tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = c->o.zstd_level, .chunk_bytes = c->o.chunk_bytes,
-                                         .log = c->o.log, .log_ctx = c->o.log_ctx);
+                                         .log = c->o.log, .log_ctx = c->o.log_ctx,
+                                         .keep_steps = c->o.keep_steps);
     int fd = create_rank_file(c, p);
     p->w = fd >= 0 ? tft_writer_fdopen(fd, &fi, &wo) : NULL;
     if (!p->w) {

@@ -20,6 +20,7 @@ typedef struct collector_opts {
     tft_log_fn log;
     void *log_ctx;
     unsigned file_mode;    /* rank files' permission bits, exactly (umask aside); 0 = 0600 */
+    long long keep_steps;  /* flight-recorder mode: full records of the last N steps, 0 all */
 } collector_opts;
 
 typedef struct collector_rank {

@@ -1,0 +1,8 @@
+# tftrace --keep-steps on tftrain (run_keep_case.sh): full records for the
+# last N steps, scalars and collectives for all, bounded disk, crash-safe.
+if(TARGET tftrain)
+  add_test(NAME trainers.keep_steps
+           COMMAND bash ${TRAINERS_DIR}/run_keep_case.sh ${TRAINERS_TOOLS} $<TARGET_FILE:tftrain>)
+  set_tests_properties(trainers.keep_steps PROPERTIES TIMEOUT 120 LABELS "trainers"
+                       ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
+endif()
