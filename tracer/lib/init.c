@@ -374,7 +374,8 @@ static int inproc_start(const char *dir)
     inproc.rank = inproc_rank(&claimed_fd);
     manifest_reserve(inproc.dir_fd); /* room for the final manifest on a full disk */
     collector_opts co = {.sz = sizeof(co), .zstd_level = (int)env_long("TFT_ZSTD_LEVEL", 1), .log = inproc_log,
-                         .file_mode = inproc.mode};
+                         .file_mode = inproc.mode,
+                         .keep_steps = env_long("TFT_KEEP_STEPS", 0) > 0 ? env_long("TFT_KEEP_STEPS", 0) : 0};
     inproc.col = collector_new(p, dir, inproc.dir_fd, run_id, &co);
     if (!inproc.col) {
         if (claimed_fd >= 0)
