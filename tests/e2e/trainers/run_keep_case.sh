@@ -30,14 +30,12 @@ first=${BASH_REMATCH[1]}
 [ "$first" -le 35 ] && [ "$first" -ge 15 ] || fail "full records from step $first, want 15..35"
 ! "$tfdump" "$tmp/full.trace" | grep -q '^kept ' || fail "a full trace says 'kept'"
 
-# in-process mode (no launcher: LD_PRELOAD and TFT_OUTPUT) honours TFT_KEEP_STEPS too
-lib=$(dirname "$tftrace")/libtftrace.so
-if [ -e "$lib" ]; then
-    LD_PRELOAD=$lib TFT_OUTPUT=$tmp/ip.trace TFT_KEEP_STEPS=5 "$tftrain" --steps 20 -q --backend cpu >/dev/null ||
-        fail "in-process TFT_KEEP_STEPS run"
-    "$tfdump" "$tmp/ip.trace" | grep -q '^kept  *full records: steps [0-9]*\.\.19; scalars and collectives: steps 0\.\.19' ||
-        fail "in-process: no kept line: $("$tfdump" "$tmp/ip.trace" 2>&1 | grep -E '^kept|integrity')"
-fi
+# in-process mode (no launcher: tftrain links libtftrace, TFT_OUTPUT names
+# the trace) honours TFT_KEEP_STEPS too
+TFT_OUTPUT=$tmp/ip.trace TFT_KEEP_STEPS=5 "$tftrain" --steps 20 -q --backend cpu >/dev/null ||
+    fail "in-process TFT_KEEP_STEPS run"
+"$tfdump" "$tmp/ip.trace" | grep -q '^kept  *full records: steps [0-9]*\.\.19; scalars and collectives: steps 0\.\.19' ||
+    fail "in-process: no kept line: $("$tfdump" "$tmp/ip.trace" 2>&1 | grep -E '^kept|integrity')"
 
 # every step has its loss; steps 35..39 have every op of the full trace
 n=$("$tfdump" -e -k tensor "$tmp/k1.trace" | grep -c ' tensor loss f32\[1\]') || true
