@@ -129,6 +129,11 @@ enum stats_isa { STATS_ISA_AUTO = 0, STATS_ISA_GENERIC = 1, STATS_ISA_AVX2 = 2 }
 /* Forces a kernel set. Returns 0, or -ENOTSUP when this build or CPU lacks
  * the requested one (the selection is then unchanged). */
 int tft_stats_set_isa(int isa);
+/* Turns the small-tensor path (fewer than 16 f32/f64/i32/i64 elements:
+ * the block path's arithmetic without its kernel calls) off (0) or on
+ * (1, the default), so tests can compare it with the block path; returns
+ * the previous setting. Not thread-safe, as tft_stats_set_isa. */
+int tft_stats_set_tiny(int on);
 /* Name of the kernel set tft_stats_compute would use now ("generic", "avx2"). */
 const char *tft_stats_isa_name(void);
 

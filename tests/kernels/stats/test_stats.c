@@ -284,6 +284,14 @@ static void check_case(const char *label, int dtype, const unsigned char *p, siz
             first = g;
             have_first = 1;
         }
+        if (n < 16) { /* the small-tensor path against the block path */
+            tft_stats t;
+            tft_stats_set_tiny(0);
+            int rc = tft_stats_compute(dtype, p, n, mode, &t);
+            tft_stats_set_tiny(1);
+            CHECKF(rc == 0 && memcmp(&g, &t, sizeof g) == 0, "%s: small-tensor path differs from the block path",
+                   what);
+        }
     }
     tft_stats_set_isa(STATS_ISA_AUTO);
 }
@@ -420,6 +428,18 @@ static void test_adversarial(void)
                 check_case("lone-special", dt, bufmem, n);
             }
         }
+        for (size_t m = 1; m < 16; m++) /* small tensors: the small-tensor path (check_case compares) */
+            for (size_t k = 0; k < sizeof lone / sizeof lone[0]; k++) {
+                fill(dt, bufmem, m, 0.0);
+                put(dt, bufmem, (k * 7) % m, lone[k]);
+                check_case("small-special", dt, bufmem, m);
+                for (size_t i = 0; i < m; i++)
+                    put(dt, bufmem, i, (i % 2 ? -1.0 : 1.0) * (dt == TFT_F64 ? 1e300 : 3e38) + (double)i);
+                check_case("small-huge", dt, bufmem, m);
+                for (size_t i = 0; i < m; i++)
+                    put(dt, bufmem, i, 1e6 + (double)(i % 3) * 1e-3);
+                check_case("small-offset", dt, bufmem, m);
+            }
         for (size_t i = 0; i < n; i++)
             put(dt, bufmem, i, 0.0);
         check_case("all-zero", dt, bufmem, n);
