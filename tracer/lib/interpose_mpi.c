@@ -627,6 +627,24 @@ static int type_bytes(MPI_Datatype dt, int *smax)
     return bytes;
 }
 
+/* The string id of a call name: every name the MPI interposers record is
+ * one of their string literals, so the id is cached per thread by the
+ * literal's address (no length, no hash on the call's path). */
+static uint64_t call_name_id(const char *name)
+{
+    enum { SLOTS = 64 };
+    static __thread struct {
+        const char *name;
+        uint64_t id;
+    } cache[SLOTS] __attribute__((tls_model("initial-exec")));
+    unsigned h = (unsigned)(((uintptr_t)name * 0x9E3779B97F4A7C15ull) >> 58);
+    if (__builtin_expect(cache[h].name != name, 0)) {
+        cache[h].id = tft_string_id(name, strnlen(name, 1024));
+        cache[h].name = name;
+    }
+    return cache[h].id;
+}
+
 void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_Datatype dt, uint64_t count,
                    int redop, int root, int p2p, int tag)
 {
@@ -650,6 +668,7 @@ void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_
                            .count = type == TFT_COLL_BARRIER ? 0 : count, .redop = redop, .root = root,
                            .rank = rank, .nranks = size, .tag = p2p ? tag : TFT_TAG_NONE);
     mc->token = -1;
+    mc->name_id = call_name_id(name);
     errno = saved;
 }
 
@@ -658,7 +677,7 @@ void mpi_enter(mpi_call *mc)
     int saved = errno;
     mc->own_op = rec_current_op() == TFT_SEQ_NONE;
     mc->t_enter = g_rec.h ? shm_stamp(g_rec.h) : 0;
-    mc->token = tft_coll_enter(&mc->ci);
+    mc->token = rec_coll_enter(&mc->ci, mc->ci.name, mc->name_id);
     errno = saved;
 }
 
@@ -675,9 +694,7 @@ static uint64_t result_tensor(const mpi_call *mc, const void *result)
         memset(&st, 0, sizeof(st));
         mode = TFT_STATS_SHAPE;
     }
-    int64_t shape[1] = {(int64_t)mc->ci.count};
-    tft_tensor_stats(mc->ci.name, (tft_dtype)mc->ci.dtype, 1, shape, &st, mode, -1);
-    return tft_last_tensor_id();
+    return rec_tensor_named(mc->ci.name, mc->name_id, mc->ci.dtype, mc->ci.count, &st, mode);
 }
 
 /* What tft_coll_exit writes, with the result's statistics chosen here
@@ -696,7 +713,7 @@ void mpi_exit(mpi_call *mc, const void *result)
         const tft_coll_info *ci = &mc->ci;
         tft_rec_collective c;
         uint64_t rid = result_tensor(mc, result);
-        uint64_t name = rec_intern(r, ci->name);
+        uint64_t name = rec_intern_id(r, ci->name, mc->name_id);
         memset(&c, 0, sizeof(c));
         rec_hdr(&c.h, TFT_REC_COLLECTIVE, sizeof(c), rec_current_op());
         c.h.flags = TFT_COLL_FLAG_EXIT;

@@ -36,6 +36,7 @@ typedef struct mpi_call {
                        * moments), -1 none (a layout we cannot read as contiguous bytes) */
     int own_op;       /* no op was current at the ENTER: the EXIT ends the implicit one */
     int derived;      /* a derived type: count is in bytes (MPI_Get_count in MPI_BYTE) */
+    uint64_t name_id; /* string id of ci.name (the interposer's literal), cached per thread */
 } mpi_call;
 
 /* Takes the re-entry guard when this call is to be recorded: returns 1 with

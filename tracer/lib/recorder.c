@@ -166,12 +166,10 @@ void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq)
     h->seq = seq;
 }
 
-uint64_t rec_intern(shm_ring *r, const char *s)
+/* Sends the n bytes of s as STRING record id unless this ring's sent-ids
+ * table shows it was; returns id. */
+static uint64_t intern_as(shm_ring *r, const char *s, size_t n, uint64_t id)
 {
-    if (!s)
-        return 0;
-    size_t n = strnlen(s, 1024);
-    uint64_t id = tft_string_id(s, n);
     uint64_t *slot = &r->sent_ids[id & (SHM_SENT_IDS - 1)];
     if (*slot == id)
         return id;
@@ -189,6 +187,24 @@ uint64_t rec_intern(shm_ring *r, const char *s)
     return id;
 }
 
+/* Not inlined: inlined into tft_scope_push, GCC takes the 1024 bound on its
+ * 512-byte buffer for an overread (-Wstringop-overread). */
+__attribute__((noinline)) uint64_t rec_intern(shm_ring *r, const char *s)
+{
+    if (!s)
+        return 0;
+    size_t n = strnlen(s, 1024);
+    return intern_as(r, s, n, tft_string_id(s, n));
+}
+
+uint64_t rec_intern_id(shm_ring *r, const char *s, uint64_t id)
+{
+    uint64_t *slot = &r->sent_ids[id & (SHM_SENT_IDS - 1)];
+    if (__builtin_expect(*slot == id, 1))
+        return id;
+    return intern_as(r, s, strnlen(s, 1024), id);
+}
+
 static int64_t next_seq(void)
 {
     return atomic_fetch_add_explicit(&g_rec.seq, 1, memory_order_relaxed);
@@ -196,8 +212,9 @@ static int64_t next_seq(void)
 
 #define MAX_OP_ATTRS 16
 
-static int emit_op_attrs(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq,
-                         int n_attr, const int64_t *attrs)
+/* An OP record; name_id: name's string id, interned already (0: intern it). */
+static int emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int kind, int n_in, const uint64_t *in,
+                         int64_t seq, int n_attr, const int64_t *attrs)
 {
     _Alignas(8) char buf[sizeof(tft_rec_op) + 8 * (64 + MAX_OP_ATTRS)];
     tft_rec_op *op = (tft_rec_op *)buf;
@@ -205,10 +222,16 @@ static int emit_op_attrs(shm_ring *r, const char *name, int kind, int n_in, cons
         n_in = n_in < 0 ? 0 : 64;
     if (n_attr < 0 || n_attr > MAX_OP_ATTRS || !attrs)
         n_attr = 0;
-    uint64_t nid = rec_intern(r, name);
+    uint64_t nid = name_id ? name_id : rec_intern(r, name);
     rec_hdr(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr)), seq);
     rec_op_body(op, nid, tls.scope_id, kind, n_in, in, n_attr, attrs);
     return ring_write(g_rec.h, r, &op->h);
+}
+
+static int emit_op_attrs(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq,
+                         int n_attr, const int64_t *attrs)
+{
+    return emit_op_named(r, name, 0, kind, n_in, in, seq, n_attr, attrs);
 }
 
 static int emit_op(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq)
@@ -292,10 +315,11 @@ static uint64_t next_tensor_id(void)
 /* Fills the rest of TENSOR record t of op seq (its statistics and mode are
  * the caller's): header, id (0: a new one; it becomes this thread's last
  * tensor), name, dtype, device, shape. */
-static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id, const char *name, int dtype,
-                        int ndim, const int64_t *shape, int device_kind, int device)
+static void tensor_fill_named(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id, const char *name,
+                              uint64_t name_id, int dtype, int ndim, const int64_t *shape, int device_kind,
+                              int device)
 {
-    t->name = rec_intern(r, name);
+    t->name = name_id ? rec_intern_id(r, name, name_id) : rec_intern(r, name);
     rec_hdr(&t->h, TFT_REC_TENSOR, sizeof(*t), seq);
     t->id = id ? id : next_tensor_id();
     t->dtype = (uint8_t)dtype;
@@ -305,6 +329,12 @@ static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id
     for (int i = 0; i < ndim; i++)
         t->shape[i] = shape[i];
     tls.last_tensor = t->id;
+}
+
+static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id, const char *name, int dtype,
+                        int ndim, const int64_t *shape, int device_kind, int device)
+{
+    tensor_fill_named(r, t, seq, id, name, 0, dtype, ndim, shape, device_kind, device);
 }
 
 /* Records one tensor of the current op (or as its own op); statistics of
@@ -378,6 +408,25 @@ int tft_tensor_stats(const char *name, tft_dtype dtype, int ndim, const int64_t 
     t.stats.numel = numel;
     tensor_fill(r, &t, seq, 0, name, (int)dtype, ndim, shape, device >= 0 ? TFT_DEV_CUDA : TFT_DEV_CPU, device);
     return ring_write(g_rec.h, r, &t.h);
+}
+
+uint64_t rec_tensor_named(const char *name, uint64_t name_id, int dtype, uint64_t numel, const tft_stats *st,
+                          int mode)
+{
+    shm_ring *r = rec_ring();
+    if (!r)
+        return 0;
+    bool own_op;
+    int64_t seq = tensor_op(r, name, &own_op);
+    tft_rec_tensor t;
+    memset(&t, 0, sizeof(t));
+    t.mode = (uint8_t)mode;
+    t.stats = *st;
+    stats_trim(&t.stats, t.mode);
+    t.stats.numel = numel;
+    int64_t shape[1] = {(int64_t)numel};
+    tensor_fill_named(r, &t, seq, 0, name, name_id, dtype, 1, shape, TFT_DEV_CPU, -1);
+    return ring_write(g_rec.h, r, &t.h) == 0 ? t.id : 0;
 }
 
 int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int ndim, const int64_t *shape,
@@ -601,19 +650,24 @@ int64_t tft_coll_enter(const tft_coll_info *caller_ci)
     const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
     if (!ci)
         return -EINVAL;
+    return rec_coll_enter(ci, ci->name ? ci->name : tft_coll_type_name(ci->type), 0);
+}
+
+int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_id)
+{
     shm_ring *r = rec_ring();
     if (!r)
         return -ENOSPC;
-    const char *name = ci->name ? ci->name : tft_coll_type_name(ci->type);
+    uint64_t nid = name_id ? rec_intern_id(r, name, name_id) : rec_intern(r, name);
     if (!tls.in_op) {
         int64_t seq = next_seq();
-        emit_op(r, name, TFT_OP_COLLECTIVE, 0, NULL, seq);
+        emit_op_named(r, name, nid, TFT_OP_COLLECTIVE, 0, NULL, seq, 0, NULL);
         tls.in_op = 2; /* implicit op: ends at tft_coll_exit */
         tls.op_seq = seq;
     }
     uint64_t cs = comm_next_seq(ci->comm);
     tft_rec_collective c;
-    fill_coll(&c, ci, cs, tls.op_seq, rec_intern(r, name));
+    fill_coll(&c, ci, cs, tls.op_seq, nid);
     c.h.flags = TFT_COLL_FLAG_ENTER;
     c.t_enter = c.h.ts;
     rec_explicit_coll = 1;

@@ -8,6 +8,7 @@
 #define TFT_RECORDER_INTERNAL_H
 
 #include "shm_internal.h"
+#include "tft.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -48,6 +49,18 @@ shm_ring *rec_ring(void);
 void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq);
 /* Sends the text of a string once per ring; returns its id (0 for NULL). */
 uint64_t rec_intern(shm_ring *r, const char *s);
+/* rec_intern of a string whose id the caller knows (tft_string_id of its
+ * strnlen(s, 1024) bytes, cached by an interposer per call name): the
+ * length and the hash are skipped unless the text must be sent. */
+uint64_t rec_intern_id(shm_ring *r, const char *s, uint64_t id);
+/* tft_coll_enter for the interposers: ci complete (as coll_info_in makes
+ * it), name its call name, name_id name's string id (0: intern it here). */
+int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_id);
+/* A TENSOR record of numel elements (shape [numel]) in the current op (its
+ * own op outside any) with statistics st already computed in mode; name_id
+ * as for rec_intern_id. Returns the tensor's id, 0 when none was written. */
+uint64_t rec_tensor_named(const char *name, uint64_t name_id, int dtype, uint64_t numel, const tft_stats *st,
+                          int mode);
 /* The op the calling thread is inside (tft_op_begin .. tft_op_end, or a
  * collective's implicit op), TFT_SEQ_NONE outside any. */
 int64_t rec_current_op(void);
