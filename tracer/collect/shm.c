@@ -240,7 +240,8 @@ int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
     uint64_t cap = h->ring_bytes;
     uint32_t len = rec->len;
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    uint64_t pos = head % cap;
+    /* a power-of-two ring (the default) takes a mask, not a 64-bit division */
+    uint64_t pos = (cap & (cap - 1)) ? head % cap : head & (cap - 1);
     uint64_t pad = pos + len > cap ? cap - pos : 0;
     uint64_t pid_checked = 0, since = 0, seen = 0;
     unsigned spins = 0;

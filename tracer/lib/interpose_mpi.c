@@ -677,13 +677,13 @@ void mpi_enter(mpi_call *mc)
     int saved = errno;
     mc->own_op = rec_current_op() == TFT_SEQ_NONE;
     mc->t_enter = g_rec.h ? shm_stamp(g_rec.h) : 0;
-    mc->token = rec_coll_enter(&mc->ci, mc->ci.name, mc->name_id);
+    mc->token = rec_coll_enter(&mc->ci, mc->ci.name, mc->name_id, mc->t_enter);
     errno = saved;
 }
 
 /* The TENSOR record of mc's result (its statistics capped at mc->smax);
  * returns its id, 0 when none was made. */
-static uint64_t result_tensor(const mpi_call *mc, const void *result)
+static uint64_t result_tensor(const mpi_call *mc, const void *result, uint64_t ts)
 {
     if (!result || mc->smax < 0 || !mc->ci.count)
         return 0;
@@ -694,7 +694,7 @@ static uint64_t result_tensor(const mpi_call *mc, const void *result)
         memset(&st, 0, sizeof(st));
         mode = TFT_STATS_SHAPE;
     }
-    return rec_tensor_named(mc->ci.name, mc->name_id, mc->ci.dtype, mc->ci.count, &st, mode);
+    return rec_tensor_named(mc->ci.name, mc->name_id, mc->ci.dtype, mc->ci.count, &st, mode, ts);
 }
 
 /* What tft_coll_exit writes, with the result's statistics chosen here
@@ -712,10 +712,11 @@ void mpi_exit(mpi_call *mc, const void *result)
     } else {
         const tft_coll_info *ci = &mc->ci;
         tft_rec_collective c;
-        uint64_t rid = result_tensor(mc, result);
+        uint64_t now = shm_stamp(g_rec.h); /* the call's end: before the result's statistics */
+        uint64_t rid = result_tensor(mc, result, now);
         uint64_t name = rec_intern_id(r, ci->name, mc->name_id);
         memset(&c, 0, sizeof(c));
-        rec_hdr(&c.h, TFT_REC_COLLECTIVE, sizeof(c), rec_current_op());
+        rec_hdr_at(&c.h, TFT_REC_COLLECTIVE, sizeof(c), rec_current_op(), now);
         c.h.flags = TFT_COLL_FLAG_EXIT;
         c.comm = ci->comm;
         c.coll_seq = (uint64_t)mc->token;

@@ -156,15 +156,20 @@ shm_ring *rec_ring(void)
     return tls.ring;
 }
 
-void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq)
+/* rec_hdr with the time stamp ts (0: now): the records one call writes at
+ * one moment (a collective's OP and ENTER; its result and EXIT) share one
+ * clock read. */
+void rec_hdr_at(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq, uint64_t ts)
 {
     h->kind = kind;
     h->flags = 0;
     h->len = len;
-    h->ts = shm_stamp(g_rec.h);
+    h->ts = ts ? ts : shm_stamp(g_rec.h);
     h->step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
     h->seq = seq;
 }
+
+void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq) { rec_hdr_at(h, kind, len, seq, 0); }
 
 /* Sends the n bytes of s as STRING record id unless this ring's sent-ids
  * table shows it was; returns id. */
@@ -214,7 +219,7 @@ static int64_t next_seq(void)
 
 /* An OP record; name_id: name's string id, interned already (0: intern it). */
 static int emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int kind, int n_in, const uint64_t *in,
-                         int64_t seq, int n_attr, const int64_t *attrs)
+                         int64_t seq, int n_attr, const int64_t *attrs, uint64_t ts)
 {
     _Alignas(8) char buf[sizeof(tft_rec_op) + 8 * (64 + MAX_OP_ATTRS)];
     tft_rec_op *op = (tft_rec_op *)buf;
@@ -223,7 +228,7 @@ static int emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int ki
     if (n_attr < 0 || n_attr > MAX_OP_ATTRS || !attrs)
         n_attr = 0;
     uint64_t nid = name_id ? name_id : rec_intern(r, name);
-    rec_hdr(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr)), seq);
+    rec_hdr_at(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr)), seq, ts);
     rec_op_body(op, nid, tls.scope_id, kind, n_in, in, n_attr, attrs);
     return ring_write(g_rec.h, r, &op->h);
 }
@@ -231,7 +236,7 @@ static int emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int ki
 static int emit_op_attrs(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq,
                          int n_attr, const int64_t *attrs)
 {
-    return emit_op_named(r, name, 0, kind, n_in, in, seq, n_attr, attrs);
+    return emit_op_named(r, name, 0, kind, n_in, in, seq, n_attr, attrs, 0);
 }
 
 static int emit_op(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq)
@@ -317,10 +322,10 @@ static uint64_t next_tensor_id(void)
  * tensor), name, dtype, device, shape. */
 static void tensor_fill_named(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id, const char *name,
                               uint64_t name_id, int dtype, int ndim, const int64_t *shape, int device_kind,
-                              int device)
+                              int device, uint64_t ts)
 {
     t->name = name_id ? rec_intern_id(r, name, name_id) : rec_intern(r, name);
-    rec_hdr(&t->h, TFT_REC_TENSOR, sizeof(*t), seq);
+    rec_hdr_at(&t->h, TFT_REC_TENSOR, sizeof(*t), seq, ts);
     t->id = id ? id : next_tensor_id();
     t->dtype = (uint8_t)dtype;
     t->device_kind = (uint8_t)device_kind;
@@ -334,7 +339,7 @@ static void tensor_fill_named(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint6
 static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id, const char *name, int dtype,
                         int ndim, const int64_t *shape, int device_kind, int device)
 {
-    tensor_fill_named(r, t, seq, id, name, 0, dtype, ndim, shape, device_kind, device);
+    tensor_fill_named(r, t, seq, id, name, 0, dtype, ndim, shape, device_kind, device, 0);
 }
 
 /* Records one tensor of the current op (or as its own op); statistics of
@@ -411,7 +416,7 @@ int tft_tensor_stats(const char *name, tft_dtype dtype, int ndim, const int64_t 
 }
 
 uint64_t rec_tensor_named(const char *name, uint64_t name_id, int dtype, uint64_t numel, const tft_stats *st,
-                          int mode)
+                          int mode, uint64_t ts)
 {
     shm_ring *r = rec_ring();
     if (!r)
@@ -425,7 +430,7 @@ uint64_t rec_tensor_named(const char *name, uint64_t name_id, int dtype, uint64_
     stats_trim(&t.stats, t.mode);
     t.stats.numel = numel;
     int64_t shape[1] = {(int64_t)numel};
-    tensor_fill_named(r, &t, seq, 0, name, name_id, dtype, 1, shape, TFT_DEV_CPU, -1);
+    tensor_fill_named(r, &t, seq, 0, name, name_id, dtype, 1, shape, TFT_DEV_CPU, -1, ts);
     return ring_write(g_rec.h, r, &t.h) == 0 ? t.id : 0;
 }
 
@@ -624,10 +629,10 @@ static const tft_comm_info *comm_info_in(const tft_comm_info *ci, tft_comm_info 
 
 /* ci: as coll_info_in made it. */
 static void fill_coll(tft_rec_collective *c, const tft_coll_info *ci, uint64_t coll_seq, int64_t seq,
-                      uint64_t name_id)
+                      uint64_t name_id, uint64_t ts)
 {
     memset(c, 0, sizeof(*c));
-    rec_hdr(&c->h, TFT_REC_COLLECTIVE, sizeof(*c), seq);
+    rec_hdr_at(&c->h, TFT_REC_COLLECTIVE, sizeof(*c), seq, ts);
     c->comm = ci->comm;
     c->coll_seq = coll_seq;
     c->count = ci->count;
@@ -650,24 +655,25 @@ int64_t tft_coll_enter(const tft_coll_info *caller_ci)
     const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
     if (!ci)
         return -EINVAL;
-    return rec_coll_enter(ci, ci->name ? ci->name : tft_coll_type_name(ci->type), 0);
+    return rec_coll_enter(ci, ci->name ? ci->name : tft_coll_type_name(ci->type), 0, 0);
 }
 
-int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_id)
+int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_id, uint64_t ts)
 {
     shm_ring *r = rec_ring();
     if (!r)
         return -ENOSPC;
     uint64_t nid = name_id ? rec_intern_id(r, name, name_id) : rec_intern(r, name);
+    uint64_t now = ts ? ts : shm_stamp(g_rec.h);
     if (!tls.in_op) {
         int64_t seq = next_seq();
-        emit_op_named(r, name, nid, TFT_OP_COLLECTIVE, 0, NULL, seq, 0, NULL);
+        emit_op_named(r, name, nid, TFT_OP_COLLECTIVE, 0, NULL, seq, 0, NULL, now);
         tls.in_op = 2; /* implicit op: ends at tft_coll_exit */
         tls.op_seq = seq;
     }
     uint64_t cs = comm_next_seq(ci->comm);
     tft_rec_collective c;
-    fill_coll(&c, ci, cs, tls.op_seq, nid);
+    fill_coll(&c, ci, cs, tls.op_seq, nid, now);
     c.h.flags = TFT_COLL_FLAG_ENTER;
     c.t_enter = c.h.ts;
     rec_explicit_coll = 1;
@@ -713,7 +719,7 @@ int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *res
         record_tensor(name, ci->dtype, result, 1, shape, TFT_DEV_CPU, -1, &rid);
     }
     tft_rec_collective c;
-    fill_coll(&c, ci, (uint64_t)token, tls.in_op ? tls.op_seq : TFT_SEQ_NONE, rec_intern(r, name));
+    fill_coll(&c, ci, (uint64_t)token, tls.in_op ? tls.op_seq : TFT_SEQ_NONE, rec_intern(r, name), 0);
     c.h.flags = TFT_COLL_FLAG_EXIT;
     c.t_enter = t_enter;
     c.t_exit = c.h.ts;

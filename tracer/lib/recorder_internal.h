@@ -47,6 +47,9 @@ int rec_inproc_flush(int timeout_ms); /* in-process mode: drain and seal now */
 shm_ring *rec_ring(void);
 /* Fills a record header: kind, len, the current step, seq, a timestamp. */
 void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq);
+/* The same with time stamp ts (shm_stamp units; 0: now), so that the records
+ * one call writes at one moment share one clock read. */
+void rec_hdr_at(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq, uint64_t ts);
 /* Sends the text of a string once per ring; returns its id (0 for NULL). */
 uint64_t rec_intern(shm_ring *r, const char *s);
 /* rec_intern of a string whose id the caller knows (tft_string_id of its
@@ -54,13 +57,15 @@ uint64_t rec_intern(shm_ring *r, const char *s);
  * length and the hash are skipped unless the text must be sent. */
 uint64_t rec_intern_id(shm_ring *r, const char *s, uint64_t id);
 /* tft_coll_enter for the interposers: ci complete (as coll_info_in makes
- * it), name its call name, name_id name's string id (0: intern it here). */
-int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_id);
+ * it), name its call name, name_id name's string id (0: intern it here),
+ * ts the ENTER's time stamp (shm_stamp; 0: now). */
+int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_id, uint64_t ts);
 /* A TENSOR record of numel elements (shape [numel]) in the current op (its
  * own op outside any) with statistics st already computed in mode; name_id
- * as for rec_intern_id. Returns the tensor's id, 0 when none was written. */
+ * as for rec_intern_id; ts its time stamp (shm_stamp; 0: now). Returns the
+ * tensor's id, 0 when none was written. */
 uint64_t rec_tensor_named(const char *name, uint64_t name_id, int dtype, uint64_t numel, const tft_stats *st,
-                          int mode);
+                          int mode, uint64_t ts);
 /* The op the calling thread is inside (tft_op_begin .. tft_op_end, or a
  * collective's implicit op), TFT_SEQ_NONE outside any. */
 int64_t rec_current_op(void);
