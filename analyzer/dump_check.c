@@ -7,6 +7,7 @@
 #include "diff_common.h"
 #include "diff_spill.h"
 #include "dump_internal.h"
+#include "tft_drops.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +31,7 @@ typedef struct check_scan {
     uint64_t min_bytes;
     diff_leak **leaks;  /* per rank file: its leaks (malloc'd), NULL none */
     int *nleaks;        /* per rank file: how many, or a negative errno */
+    tft_drop_sum *drops; /* per rank file: the records it lost */
 } check_scan;
 
 static int scan_one(void *ctx, int i, int worker)
@@ -43,9 +45,21 @@ static int scan_one(void *ctx, int i, int worker)
     diff_leak_scan *ls = diff_leak_scan_new();
     int e = x && ls ? tft_reader_rewind(r) : -ENOMEM;
     const tft_rec *rec;
-    while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) /* one pass feeds both */
+    tft_drop_sum *ds = &c->drops[i];
+    tft_drop_sum_init(ds);
+    while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) { /* one pass feeds both */
+        if (rec->kind == TFT_REC_DROPPED)
+            tft_drop_sum_add(ds, (const tft_rec_dropped *)rec, rec->len);
         if ((e = diff_spill_extract_record(x, rec)) == 0)
             e = diff_leak_scan_record(ls, r, rec);
+    }
+    if (e == 0) { /* the chunk headers' total is authoritative (FORMAT.md 5.11) */
+        tft_reader_status st;
+        tft_reader_get_status(r, &st);
+        if (st.dropped > ds->count)
+            ds->unknown += st.dropped - ds->count;
+        ds->count = st.dropped > ds->count ? st.dropped : ds->count;
+    }
     if (e == 0) {
         diff_leak tmp[64];
         int k = diff_leak_scan_finish(ls, r, tft_trace_rank_id(c->d->t, i), c->min_bytes, tmp, 64, NULL);
@@ -103,7 +117,24 @@ static void json_step(cJSON *o, const char *key, int64_t step)
         json_i64(o, key, step);
 }
 
-static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd)
+/* One line per rank file that lost records: the findings below cover only
+ * what was recorded. Returns how many ranks lost records. */
+static int print_drops(const dump_trace *d, const tft_drop_sum *drops, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!drops[i].count)
+            continue;
+        char what[256];
+        printf("incomplete: rank %d lost %s; what follows covers only what was recorded\n",
+               tft_trace_rank_id(d->t, i), tft_drop_describe(&drops[i], what, sizeof(what)));
+        k++;
+    }
+    return k;
+}
+
+static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd,
+                       int lossy)
 {
     char sb[48];
     if (nf->found)
@@ -121,7 +152,7 @@ static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const di
                diff_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
     }
     if (!nf->found && !nl && !nd)
-        printf("OK: no non-finite values, leaks or desyncs\n");
+        printf("OK: no non-finite values, leaks or desyncs%s\n", lossy ? " in what was recorded" : "");
 }
 
 /* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
@@ -151,9 +182,23 @@ static cJSON *json_leak(const diff_leak *l)
     return x;
 }
 
-static void print_json(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd)
+static void print_json(const dump_trace *d, const tft_drop_sum *drops, int nfiles, const nonfinite *nf,
+                       const diff_leak *l, int nl, const diff_desync *ds, int nd)
 {
     cJSON *o = cJSON_CreateObject();
+    cJSON *dr = cJSON_AddArrayToObject(o, "dropped"); /* ranks that lost records */
+    for (int i = 0; i < nfiles; i++) {
+        if (!drops[i].count)
+            continue;
+        char what[256];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "rank", tft_trace_rank_id(d->t, i));
+        json_u64(x, "count", drops[i].count);
+        json_step(x, "first_step", drops[i].first_step);
+        json_step(x, "last_step", drops[i].last_step);
+        cJSON_AddStringToObject(x, "what", tft_drop_describe(&drops[i], what, sizeof(what)));
+        cJSON_AddItemToArray(dr, x);
+    }
     if (nf->found) {
         cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
         cJSON_AddNumberToObject(n, "rank", nf->rank);
@@ -192,8 +237,9 @@ int dump_check(dump_trace *d, const dump_opts *o)
     diff_desync ds[64];
     int n = tft_trace_nranks(d->t);
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = diff_spill_new(n),
-                    .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int))};
-    int e = c.sp && c.leaks && c.nleaks ? diff_pool_run(n, diff_pool_width(), scan_one, &c) : -ENOMEM;
+                    .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
+                    .drops = calloc((size_t)n + 1, sizeof(*c.drops))};
+    int e = c.sp && c.leaks && c.nleaks && c.drops ? diff_pool_run(n, diff_pool_width(), scan_one, &c) : -ENOMEM;
     int nl = 0, nd = 0;
     if (!e) {
         first_nonfinite(d, c.sp, &nf);
@@ -207,24 +253,29 @@ int dump_check(dump_trace *d, const dump_opts *o)
     diff_spill_free(c.sp);
     if (e == -ENOMEM) {
         dump_nomem(o->path, "--check (reading the rank files)");
+        free(c.drops);
         return DUMP_USAGE;
     }
     if (e < 0) {
         dump_err("%s: read error while scanning the rank files: %s", o->path, strerror(-e));
+        free(c.drops);
         return DUMP_USAGE;
     }
     if (nl == -ENOMEM || nd == -ENOMEM) {
         dump_nomem(o->path, nl == -ENOMEM ? "--check (leaks)" : "--check (desyncs across ranks)");
+        free(c.drops);
         return DUMP_USAGE;
     }
     if (nl < 0 || nd < 0) {
         dump_err("%s: read error while scanning allocations and collectives: %s", o->path,
                  strerror(-(nl < 0 ? nl : nd)));
+        free(c.drops);
         return DUMP_USAGE;
     }
     if (o->json)
-        print_json(&nf, leaks, nl, ds, nd);
+        print_json(d, c.drops, n, &nf, leaks, nl, ds, nd);
     else
-        print_text(&nf, leaks, nl, ds, nd);
+        print_text(&nf, leaks, nl, ds, nd, print_drops(d, c.drops, n));
+    free(c.drops);
     return nf.found || nl || nd ? DUMP_FINDINGS : DUMP_OK;
 }

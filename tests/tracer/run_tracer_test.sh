@@ -85,6 +85,16 @@ d = s["files"][0]["drops"]
 assert d["count"] == s["dropped"] > 0 and d["kind_unknown"] == 0, d
 assert sum(d["by_kind"].values()) == d["count"] and {"op", "tensor"} <= set(d["by_kind"]) <= {"op", "tensor", "string", "step", "process"}, d
 assert 0 <= d["steps"][0] <= d["steps"][1] <= 29 and d["text"].startswith("{:,} records dropped".format(d["count"])), d'
+    "$tfdump" --check "$tr" >"$tmp/check.txt" && st=0 || st=$?
+    expect_status 0 $st
+    grep -Eq '^incomplete: rank 0 lost [0-9,]+ records dropped \((op|tensor) [0-9,]+.*\) in steps? [0-9]+.*; what follows covers only what was recorded$' \
+        "$tmp/check.txt" && grep -q '^OK: no non-finite values, leaks or desyncs in what was recorded$' "$tmp/check.txt" ||
+        { echo "FAIL: tfdump --check: $(cat "$tmp/check.txt")"; exit 1; }
+    "$tfdump" --check --json "$tr" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)
+d = c["dropped"]
+assert len(d) == 1 and d[0]["rank"] == 0 and d[0]["count"] > 0 and 0 <= d[0]["first_step"] <= d[0]["last_step"] <= 29, d'
     tfdiff=$(dirname "$tfdump")/tfdiff
     "$tfdiff" "$tr" "$tr" >"$tmp/diff.txt" && st=0 || st=$?
     expect_status 3 $st
