@@ -29,7 +29,7 @@
  * the window shows as it did). A flight-recorder source (--keep-steps) has
  * full records only from its first full step: a window starting earlier is
  * narrowed to it (with a warning), the steps before holding only part of
- * their records.
+ * their records; a window ending before it is refused.
  *
  * --stats health|shape rewrites TENSOR records of a richer mode to that mode,
  * zeroing the fields it does not have: FORMAT.md §5.4 says a record's `mode`
@@ -303,7 +303,13 @@ static int extract_file(dump_trace *d, int dirfd, const char *out, const ex_sel 
     tft_reader_full_steps(r, &keep, &first_full, &last);
     f->lo = s->lo;
     f->first = f->last = TFT_STEP_NONE;
-    if (keep > 0 && first_full != TFT_STEP_NONE && s->lo < first_full && s->hi >= first_full) {
+    if (keep > 0 && first_full != TFT_STEP_NONE && s->hi < first_full) {
+        dump_err("%s: recorded with --keep-steps %lld, it has full records from step %" PRId64
+                 " only: the steps asked for hold only part of their records; extract steps from %" PRId64,
+                 src, keep, first_full, first_full);
+        return DUMP_USAGE;
+    }
+    if (keep > 0 && first_full != TFT_STEP_NONE && s->lo < first_full) {
         dump_err("%s: recorded with --keep-steps %lld, it has full records from step %" PRId64
                  " only; the extract starts there (the steps before hold only part of their records)",
                  src, keep, first_full);
@@ -504,9 +510,10 @@ static int write_manifest(const dump_trace *d, int dirfd, const char *in, const 
 
 /* OUT must not exist, or be an empty directory: an extract never writes
  * over files. Returns an open directory fd or -1 (said why). */
-static int open_out(const char *out)
+static int open_out(const char *out, bool *created)
 {
-    if (mkdir(out, 0755) < 0 && errno != EEXIST) {
+    *created = mkdir(out, 0755) == 0;
+    if (!*created && errno != EEXIST) {
         dump_err("%s: cannot create the output directory: %s", out, strerror(errno));
         return -1;
     }
@@ -566,11 +573,13 @@ int dump_extract(dump_trace *d, const dump_opts *o)
         dump_err("%s: none of its ranks is among those of --ranks/--rank; nothing to extract", o->path);
         goto out;
     }
-    if ((dirfd = open_out(o->extract_out)) < 0)
+    bool created = false;
+    if ((dirfd = open_out(o->extract_out, &created)) < 0)
         goto out;
     status = DUMP_OK;
-    for (int i = 0; i < n && status == DUMP_OK; i++)
-        status = extract_file(d, dirfd, o->extract_out, &s, &fs[i]);
+    int done = 0;
+    for (; done < n && status == DUMP_OK; done++)
+        status = extract_file(d, dirfd, o->extract_out, &s, &fs[done]);
     if (status == DUMP_OK) {
         int e = write_manifest(d, dirfd, o->path, &s, fs, n);
         if (e) {
@@ -578,7 +587,12 @@ int dump_extract(dump_trace *d, const dump_opts *o)
             status = DUMP_USAGE;
         }
     }
-    if (status == DUMP_OK) {
+    if (status != DUMP_OK) { /* no half-written trace left behind */
+        for (int i = 0; i < done; i++)
+            unlinkat(dirfd, fs[i].name, 0);
+        if (created)
+            rmdir(o->extract_out);
+    } else {
         uint64_t read = 0, kept = 0;
         for (int i = 0; i < n; i++)
             read += fs[i].read, kept += fs[i].kept;

@@ -82,4 +82,24 @@ import json, sys
 d = json.load(open(sys.argv[1]))["first_divergence"]
 assert d["step"] == 3 and d["tensor"] == "L0.attn.mask", d
 PYEOF
+
+# a flight-recorder run (--keep-steps 2, 40 steps: older chunks retire): a
+# window is narrowed to the steps held in full, and one before them is
+# refused (it would pass part of its steps off as whole)
+"$TFTRACE" --keep-steps 2 -o keep.trace -- "${TRAIN[@]}" --steps 40 >/dev/null 2>&1 || fail "the --keep-steps run failed"
+"$TFDUMP" --extract --steps 20:39 keep.trace keepw.trace 2>err1 || fail "extract of a --keep-steps trace: $(cat err1)"
+full=$(grep -oE 'full records from step [0-9]+ only' err1 | grep -oE '[0-9]+' || true)
+[ -n "$full" ] && [ "$full" -gt 20 ] || fail "no warning about the narrowed window: $(cat err1)"
+"$PY" - keepw.trace/manifest.json "$full" <<'PYEOF' || fail "the narrowed window's manifest"
+import json, sys
+f = json.load(open(sys.argv[1]))["extract"]["files"][0]
+full = int(sys.argv[2])
+assert f["narrowed_to"] == full and f["kept_steps"] == [full, 39], f
+PYEOF
+rc=0
+"$TFDIFF" -q --steps 20:39 keep.trace keepw.trace >/dev/null 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "the narrowed window compares with its source with exit $rc"
+rc=0
+"$TFDUMP" --extract --steps 0:$((full - 1)) keep.trace keepx.trace 2>err2 || rc=$?
+[ "$rc" = 2 ] && grep -q "extract steps from $full" err2 && [ ! -e keepx.trace ] || fail "a window before the full steps: exit $rc, $(cat err2)"
 echo PASS
