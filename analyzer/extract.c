@@ -69,6 +69,7 @@ typedef struct ex_file {
     int rank;           /* read-as rank */
     char name[64];      /* file name, the same in OUT */
     uint64_t read, kept;
+    uint64_t refused;   /* records the writer refused as malformed (left out) */
     int64_t lo;         /* window start after narrowing to the full steps */
     int64_t first, last; /* steps kept, TFT_STEP_NONE none */
     int integrity;      /* the source file's, as read (enum tft_integrity) */
@@ -270,6 +271,10 @@ static int extract_rec(tft_writer *w, const tft_reader *r, const tft_rec *rec, e
         e = copy_strings(w, r, out);
     if (!e)
         e = tft_writer_append(w, out);
+    if (e == -EINVAL) { /* read, yet malformed to the writer: left out, counted */
+        f->refused++;
+        return 0;
+    }
     if (e)
         return e;
     if (rec->kind == TFT_REC_DROPPED && rec->len >= TFT_REC_DROPPED_MIN_BYTES)
@@ -344,6 +349,8 @@ static int extract_file(dump_trace *d, int dirfd, const char *out, const ex_sel 
     tft_trace_release(d->t, f->idx);
     if (re < 0)
         return dump_read_error(d->names[f->idx], d->names[f->idx], re);
+    if (f->refused)
+        dump_err("%s: %" PRIu64 " malformed records left out of the extract", src, f->refused);
     if (we < 0 || ce < 0) {
         dump_err("%s/%s: write failed: %s", out, f->name, strerror(-(we < 0 ? we : ce)));
         return DUMP_USAGE;
@@ -411,6 +418,8 @@ static cJSON *extract_json(const dump_trace *d, const char *in, const ex_sel *s,
             cJSON_AddNumberToObject(f, "narrowed_to", (double)fs[i].lo);
         json_u64(f, "records_kept", fs[i].kept);
         cJSON_AddStringToObject(f, "source_integrity", integrity_name(fs[i].integrity));
+        if (fs[i].refused)
+            json_u64(f, "records_refused", fs[i].refused);
         cJSON_AddItemToArray(files, f);
     }
     return x;
