@@ -46,6 +46,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ typedef struct ex_sel {
 typedef struct ex_file {
     int idx;            /* rank file index in the source trace */
     int rank;           /* read-as rank */
-    char name[64];      /* file name, the same in OUT */
+    char name[64];      /* file name in OUT: the source's, rank-NNNNN.tft for another name */
     uint64_t read, kept;
     uint64_t refused;   /* records the writer refused as malformed (left out) */
     int64_t lo;         /* window start after narrowing to the full steps */
@@ -575,7 +576,12 @@ int dump_extract(dump_trace *d, const dump_opts *o)
         if (!rank_selected(&s, rank))
             continue;
         fs[n] = (ex_file){.idx = i, .rank = rank};
-        snprintf(fs[n].name, sizeof(fs[n].name), "%s", base_name(tft_trace_file_name(d->t, i)));
+        const char *bn = base_name(tft_trace_file_name(d->t, i));
+        /* readers list rank-*.tft: a rank file given by another name gets its rank's */
+        if (fnmatch("rank-*.tft", bn, 0) == 0 && strlen(bn) < sizeof(fs[n].name))
+            snprintf(fs[n].name, sizeof(fs[n].name), "%s", bn);
+        else
+            snprintf(fs[n].name, sizeof(fs[n].name), "rank-%05d.tft", rank);
         n++;
     }
     if (!n) {
