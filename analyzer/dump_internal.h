@@ -195,6 +195,9 @@ int dump_tensor(dump_trace *d, const dump_opts *o);   /* dump_capture.c: --tenso
 int dump_captures(dump_trace *d, const dump_opts *o); /* dump_capture.c: --captures */
 int dump_replay(dump_trace *d, const dump_opts *o);   /* dump_replay.c: --replay-op */
 int dump_extract(dump_trace *d, const dump_opts *o);  /* extract.c: --extract IN OUT */
+/* The summary's "extract ..." line of a trace written by --extract (its
+ * manifest's `extract` object); nothing for other traces. */
+void dump_extract_describe(const char *path, FILE *f);
 /* Every mode on an unrecorded trace (dump_summary.c): the summary shows what
  * the manifest knows and says nothing was recorded (0); --verify checks the
  * manifest lists no rank (0, else 1: the listed files are lost); --check

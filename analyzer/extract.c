@@ -621,3 +621,53 @@ out:
     free(s.ranks);
     return status;
 }
+
+/* "steps 4..6" / "every step" of an `extract.steps` value. */
+static void steps_text(const cJSON *st, char *buf, size_t n)
+{
+    const cJSON *a = cJSON_GetArrayItem(st, 0), *b = cJSON_GetArrayItem(st, 1);
+    if (!cJSON_IsArray(st) || !a || !b) {
+        snprintf(buf, n, "every step");
+        return;
+    }
+    char x[24] = "", y[24] = "";
+    if (cJSON_IsNumber(a))
+        snprintf(x, sizeof(x), "%.0f", a->valuedouble);
+    if (cJSON_IsNumber(b))
+        snprintf(y, sizeof(y), "%.0f", b->valuedouble);
+    snprintf(buf, n, "steps %s..%s", x, y);
+}
+
+void dump_extract_describe(const char *path, FILE *f)
+{
+    char mp[4096];
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) ||
+        (size_t)snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= sizeof(mp))
+        return;
+    FILE *in = fopen(mp, "r");
+    if (!in)
+        return;
+    char *text = malloc(1u << 20);
+    size_t len = text ? fread(text, 1, (1u << 20) - 1, in) : 0;
+    fclose(in);
+    cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "extract");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(x, "source");
+    if (cJSON_IsObject(x) && cJSON_IsString(src)) {
+        char steps[64], ranks[128] = "";
+        steps_text(cJSON_GetObjectItemCaseSensitive(x, "steps"), steps, sizeof(steps));
+        size_t k = 0;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(x, "ranks"))
+        if (cJSON_IsNumber(r) && k < sizeof(ranks) - 16)
+            k += (size_t)snprintf(ranks + k, sizeof(ranks) - k, "%s%.0f", k ? "," : "", r->valuedouble);
+        const cJSON *stats = cJSON_GetObjectItemCaseSensitive(x, "stats");
+        fprintf(f, "extract      %s, rank%s %s of %s", steps, strchr(ranks, ',') ? "s" : "", ranks, src->valuestring);
+        if (cJSON_IsString(stats))
+            fprintf(f, " (statistics reduced to %s)", stats->valuestring);
+        fputc('\n', f);
+    }
+    cJSON_Delete(root);
+}

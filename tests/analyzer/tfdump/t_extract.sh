@@ -43,6 +43,11 @@ assert s["exit"]["0"] == {"code": 0} and s["exit"]["2"] == {"code": 0}, s["exit"
 assert s["integrity"] == "complete", s
 ' "$tmp/out"
 
+expect_rc 0 "$TFDUMP" "$tmp/w.trace"
+has_re "$tmp/out" '^extract      steps 4\.\.6, ranks 0,2 of /.*/g\.trace$'
+expect_rc 0 "$TFDUMP" "$tmp/g.trace"
+! grep -q '^extract' "$tmp/out" || fail "a recorded trace's summary has an extract line"
+
 # the manifest says where the window came from and what it holds
 pycheck '
 m = json.load(open(sys.argv[1])); src = json.load(open(sys.argv[2]))
