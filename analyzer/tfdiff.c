@@ -178,6 +178,8 @@ static int parse_args(int argc, char **argv, opts *o)
         default: fprintf(stderr, "Try 'tfdiff --help'.\n"); return 2;
         }
     }
+    if (o->json && o->markdown && !strcmp(o->markdown, "-"))
+        return fprintf(stderr, "tfdiff: --json and --markdown - both write to stdout; give --markdown a file\n"), 2;
     if (argc - optind != 2)
         return fprintf(stderr, "tfdiff: need GOLDEN and BAD traces\nTry 'tfdiff --help'.\n"), 2;
     o->golden = argv[optind];

@@ -310,6 +310,8 @@ static int parse_args(int argc, char **argv, dump_opts *o)
             return usage_error("%s", "--extract needs IN (the trace) and OUT (a new directory)");
         o->path = argv[optind];
         o->extract_out = argv[optind + 1];
+        if (o->json)
+            return usage_error("%s", "--json does not apply to --extract (OUT/manifest.json describes the extract)");
         if (filtered && !(stepped && !o->name_glob && !o->kinds && o->order == TFT_ORDER_STEP_SEQ))
             return usage_error("%s", "--extract takes --steps, --ranks, --rank and --stats; --name, --kind and "
                                      "--order only apply to --events");

@@ -60,5 +60,7 @@ grep -q 'failures="0"' m.xml && ! grep -q "<failure" m.xml || fail "match junit:
 # an unwritable summary: exit 2, named
 [ "$(st "$tfdiff" --markdown nodir/x.md g.trace b.trace)" = 2 ] || fail "unwritable: exit"
 grep -q "nodir/x.md: cannot write the Markdown summary" err || fail "unwritable: $(cat err)"
+[ "$(st "$tfdiff" --json --markdown - g.trace b.trace)" = 2 ] || fail "--json with --markdown -: exit"
+grep -q "both write to stdout" err || fail "--json with --markdown -: $(cat err)"
 "$tfdiff" --help | grep -q -- "--markdown FILE" || fail "--help lacks --markdown"
 echo PASS

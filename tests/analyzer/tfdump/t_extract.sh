@@ -146,6 +146,7 @@ has "$tmp/err" "IN (the trace) and OUT"
 expect_rc 2 "$TFDUMP" --ranks 0 "$tmp/g.trace"
 has "$tmp/err" "only apply to --extract"
 expect_rc 2 "$TFDUMP" --extract --kind op "$tmp/g.trace" "$tmp/none.trace"
+expect_rc 2 "$TFDUMP" --extract --json "$tmp/g.trace" "$tmp/none.trace"
 expect_rc 2 "$TFDUMP" --extract "$tmp/missing.trace" "$tmp/none.trace"
 [ ! -e "$tmp/none.trace" ] || [ -z "$(ls -A "$tmp/none.trace")" ] || fail "a failed extract left files: $(ls "$tmp/none.trace")"
 echo PASS
