@@ -132,6 +132,22 @@ fs = json.load(open(sys.argv[1]))["extract"]["files"]
 assert [f["source_integrity"] for f in fs] == ["complete", "torn", "complete"], fs
 ' "$tmp/tornx.trace/manifest.json"
 
+# memory flat in trace length: 8000 steps (about 120 MB of records, 27 MB on
+# disk) copied whole within 96 MiB of address space (ulimit -v; not under a
+# sanitizer, which reserves the address space)
+if [ -z "${TFT_SANITIZE:-}" ]; then
+    "$SAMPLE" "$tmp/long.trace" --ranks 1 --steps 8000 >/dev/null
+    rc=0
+    (ulimit -v 98304 && exec "$TFDUMP" --extract --stats health "$tmp/long.trace" "$tmp/longx.trace") \
+        >"$tmp/out" 2>"$tmp/err" || rc=$?
+    [ "$rc" = 0 ] || fail "extract of 8000 steps in 96 MiB: exit $rc: $(cat "$tmp/err")"
+    pycheck '
+x = json.load(open(sys.argv[1]))["extract"]
+assert x["records_kept"] == x["records_read"] and int(x["records_read"]) > 600000, x
+' "$tmp/longx.trace/manifest.json"
+    rm -rf "$tmp/long.trace" "$tmp/longx.trace"
+fi
+
 # usage errors: exit 2, one clear line, nothing written over
 expect_rc 2 "$TFDUMP" --extract --steps 4:6 "$tmp/g.trace" "$tmp/w.trace"
 has "$tmp/err" "exists and is not empty"
