@@ -1170,7 +1170,10 @@ static void finish(align_ctx *c)
                      range_text(c->g.first_step, c->g.last_step, gr, sizeof gr),
                      range_text(c->b.first_step, c->b.last_step, br, sizeof br));
         }
-        out->bad_ended_early = c->b.last_step < c->g.last_step;
+        /* with --steps A:B, a BAD that reaches B (a window kept by tfdump
+         * --extract) has not ended early */
+        int64_t g_end = c->g.last_step < c->o->step_hi ? c->g.last_step : c->o->step_hi;
+        out->bad_ended_early = c->b.last_step < g_end;
     }
     out->threads = c->b.threaded ? (int)c->b.op_threads : 0;
     out->bad_exit_known = c->b.exit_known;

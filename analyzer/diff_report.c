@@ -33,6 +33,9 @@ struct diff_report {
     bool bad_unrecorded;      /* BAD has a manifest and no rank file */
     char bad_unrecorded_what[400];
     int bad_exit_status;      /* its manifest's, -1 unknown */
+    const char *html, *markdown; /* the other reports written (report_set_outputs), NULL none */
+    int argc;                 /* tfdiff's command line (borrowed) */
+    char **argv;
 };
 
 diff_report *report_new(const char *golden, const char *bad, const diff_opts *o)
@@ -645,7 +648,19 @@ static void xml_escaped(FILE *f, const char *s)
     }
 }
 
-static void junit_case(FILE *f, const char *name, const char *failure)
+/* The report a failing case points to: the HTML report, else the Markdown
+ * summary when it went to a file. */
+static const char *junit_attachment(const diff_report *r)
+{
+    if (r->html)
+        return r->html;
+    return r->markdown && strcmp(r->markdown, "-") ? r->markdown : NULL;
+}
+
+/* One case; a failing one carries its sentence as the failure message (and
+ * its text), and the attachment as a property and as the [[ATTACHMENT|..]]
+ * line Jenkins' JUnit Attachments plugin and GitLab read in system-out. */
+static void junit_case(FILE *f, const char *name, const char *failure, const char *attach)
 {
     fputs("    <testcase classname=\"tfdiff\" name=\"", f);
     xml_escaped(f, name);
@@ -653,9 +668,77 @@ static void junit_case(FILE *f, const char *name, const char *failure)
         fputs("\"/>\n", f);
         return;
     }
-    fputs("\">\n      <failure message=\"", f);
+    fputs("\">\n", f);
+    if (attach) {
+        fputs("      <properties>\n        <property name=\"attachment\" value=\"", f);
+        xml_escaped(f, attach);
+        fputs("\"/>\n      </properties>\n", f);
+    }
+    fputs("      <failure message=\"", f);
     xml_escaped(f, failure);
-    fputs("\"/>\n    </testcase>\n", f);
+    fputs("\" type=\"tfdiff\">", f);
+    xml_escaped(f, failure);
+    fputs("</failure>\n", f);
+    if (attach) {
+        fputs("      <system-out>[[ATTACHMENT|", f);
+        xml_escaped(f, attach);
+        fputs("]]</system-out>\n", f);
+    }
+    fputs("    </testcase>\n", f);
+}
+
+/* A rank's divergence sentence: its first divergence and origin, else a
+ * structural difference or an early or different end; NULL when none. */
+static const char *rank_sentence(const diff_rank_result *x, char *buf, size_t n)
+{
+    char sb[48], ob[48], gb[48];
+    const diff_point *p = &x->first;
+    if (p->found) {
+        int w = snprintf(buf, n, "first divergence: rank %d, %s, seq %lld: %s (%s%s%s)", p->rank,
+                         diff_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, p->tensor,
+                         diff_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
+        const diff_point *o = &x->origin;
+        if (w > 0 && (size_t)w < n && o->found && (o->step != p->step || o->seq != p->seq))
+            snprintf(buf + w, n - (size_t)w, "; origin: %s, seq %lld: %s (its inputs match GOLDEN, its output does not)",
+                     diff_step_text(o->step, ob, sizeof(ob)), (long long)o->seq, o->tensor);
+        return buf;
+    }
+    if (x->structure[0])
+        snprintf(buf, n, "rank %d: structure: %s", x->rank, x->structure);
+    else if (x->bad_ended_early && !x->lost_tail)
+        snprintf(buf, n, "rank %d: BAD ended early at %s (GOLDEN ran to %s)", x->rank,
+                 diff_step_text(x->bad_last_step, sb, sizeof(sb)), diff_step_text(x->golden_last_step, gb, sizeof(gb)));
+    else if (x->exit_differs)
+        snprintf(buf, n, "rank %d: BAD exited with %s %d, GOLDEN otherwise", x->rank,
+                 x->bad_exit_signal ? "signal" : "code", x->bad_exit_signal ? x->bad_exit_signal : x->bad_exit_code);
+    else
+        return NULL;
+    return buf;
+}
+
+static const char *nonfinite_sentence(const diff_nonfinite *nf, char *buf, size_t n)
+{
+    char sb[48];
+    snprintf(buf, n, "first non-finite in BAD: rank %d, %s, %s (GOLDEN has none)", nf->rank,
+             diff_step_text(nf->step, sb, sizeof(sb)), nf->tensor);
+    return buf;
+}
+
+static const char *leak_sentence(const diff_leak *l, char *buf, size_t n)
+{
+    char what[400];
+    diff_leak_describe(l, what, sizeof(what));
+    snprintf(buf, n, "leak: rank %d, %s", l->rank, what);
+    return buf;
+}
+
+static const char *desync_sentence(const diff_report *r, char *buf, size_t n)
+{
+    char sb[48], where[160];
+    diff_desync_where(r->desyncs, r->ndesyncs, 0, where, sizeof(where));
+    snprintf(buf, n, "desync: %s at %s (%s): %s", desync_kind_name(r->desyncs[0].kind),
+             diff_step_text(r->desyncs[0].step, sb, sizeof(sb)), where, r->desyncs[0].detail);
+    return buf;
 }
 
 int report_junit(const diff_report *r, const char *path)
@@ -663,10 +746,11 @@ int report_junit(const diff_report *r, const char *path)
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
+    const char *att = junit_attachment(r);
     int failures = 0, cases = 0;
+    char msg[1024], why[320];
     for (int i = 0; i < r->nranks; i++)
-        failures += r->ranks[i].first.found, cases++;
-    char why[320];
+        failures += rank_sentence(&r->ranks[i], msg, sizeof(msg)) != NULL, cases++;
     bool incomplete = incomplete_reason(r, 0, why, sizeof(why));
     cases += 4 + r->bad_unrecorded;
     failures += r->bad_unrecorded + incomplete;
@@ -676,34 +760,90 @@ int report_junit(const diff_report *r, const char *path)
     failures += nf && !nf->in_golden;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"tfdiff\" tests=\"%d\" "
                "failures=\"%d\">\n", cases, failures);
-    char name[64], msg[512], sb[48];
+    if (att) {
+        fputs("    <properties>\n      <property name=\"attachment\" value=\"", f);
+        xml_escaped(f, att);
+        fputs("\"/>\n    </properties>\n", f);
+    }
+    char name[64];
     for (int i = 0; i < r->nranks; i++) {
-        const diff_point *p = &r->ranks[i].first;
         snprintf(name, sizeof(name), "rank %d divergence", r->ranks[i].rank);
-        snprintf(msg, sizeof(msg), "%s, %s: %s", diff_step_text(p->step, sb, sizeof(sb)), p->tensor,
-                 diff_kind_name(p->kind));
-        junit_case(f, name, p->found ? msg : NULL);
+        junit_case(f, name, rank_sentence(&r->ranks[i], msg, sizeof(msg)), att);
     }
-    if (nf)
-        snprintf(msg, sizeof(msg), "rank %d %s %s", nf->rank, diff_step_text(nf->step, sb, sizeof(sb)), nf->tensor);
-    if (r->bad_unrecorded)
-        junit_case(f, "BAD recorded", r->bad_unrecorded_what);
-    junit_case(f, "non-finite", nf && !nf->in_golden ? msg : NULL);
-    if (r->nleaks) {
-        char what[400];
-        diff_leak_describe(&r->leaks[0], what, sizeof(what));
-        snprintf(msg, sizeof(msg), "rank %d: %s", r->leaks[0].rank, what);
+    if (r->bad_unrecorded) {
+        snprintf(msg, sizeof(msg), "BAD recorded nothing: %s", r->bad_unrecorded_what);
+        junit_case(f, "BAD recorded", msg, att);
     }
-    junit_case(f, "leaks", r->nleaks ? msg : NULL);
-    if (r->ndesyncs) { /* the detail, cut to the message's size */
-        int w = snprintf(msg, sizeof(msg), "%s at %s: ", desync_kind_name(r->desyncs[0].kind),
-                         diff_step_text(r->desyncs[0].step, sb, sizeof(sb)));
-        if (w >= 0 && (size_t)w < sizeof(msg))
-            snprintf(msg + w, sizeof(msg) - (size_t)w, "%.*s", (int)(sizeof(msg) - (size_t)w - 1),
-                     r->desyncs[0].detail);
-    }
-    junit_case(f, "desync", r->ndesyncs ? msg : NULL);
-    junit_case(f, "complete", incomplete ? why : NULL);
+    junit_case(f, "non-finite", nf && !nf->in_golden ? nonfinite_sentence(nf, msg, sizeof(msg)) : NULL, att);
+    junit_case(f, "leaks", r->nleaks ? leak_sentence(&r->leaks[0], msg, sizeof(msg)) : NULL, att);
+    junit_case(f, "desync", r->ndesyncs ? desync_sentence(r, msg, sizeof(msg)) : NULL, att);
+    if (incomplete)
+        snprintf(msg, sizeof(msg), "incomplete: %s", why);
+    junit_case(f, "complete", incomplete ? msg : NULL, att);
     fputs("  </testsuite>\n</testsuites>\n", f);
     return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ---- for the other renderings (diff_markdown.c) --------------------------- */
+
+void report_set_outputs(diff_report *r, const char *html, const char *markdown, int argc, char **argv)
+{
+    r->html = html;
+    r->markdown = markdown;
+    r->argc = argc;
+    r->argv = argv;
+}
+
+bool report_first_finding(const diff_report *r, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    const diff_rank_result *fr = first_rank(r);
+    const diff_nonfinite *nf = first_nonfinite(r);
+    if (r->bad_unrecorded)
+        snprintf(buf, n, "BAD recorded nothing: %s", r->bad_unrecorded_what);
+    else if (fr)
+        rank_sentence(fr, buf, n);
+    else if (nf && !nf->in_golden)
+        nonfinite_sentence(nf, buf, n);
+    else if (r->ndesyncs)
+        desync_sentence(r, buf, n);
+    else if (r->nleaks)
+        leak_sentence(&r->leaks[0], buf, n);
+    for (int i = 0; !buf[0] && i < r->nranks; i++)
+        rank_sentence(&r->ranks[i], buf, n);
+    char why[320];
+    if (!buf[0] && incomplete_reason(r, 0, why, sizeof(why)))
+        snprintf(buf, n, "incomplete: %s", why);
+    return buf[0] != '\0';
+}
+
+void report_count(const diff_report *r, report_counts *c)
+{
+    *c = (report_counts){.leaks = r->nleaks, .desyncs = r->ndesyncs, .unrecorded = r->bad_unrecorded,
+                         .ranks = r->nranks};
+    for (int i = 0; i < r->nranks; i++) {
+        const diff_rank_result *x = &r->ranks[i];
+        c->divergence += x->first.found;
+        c->nonfinite += x->nonfinite.found && !x->nonfinite.in_golden;
+        c->structure += x->structure[0] != '\0';
+        c->ended += (x->bad_ended_early && !x->lost_tail) || x->exit_differs;
+        c->compared += x->compared;
+        c->identical += x->identical;
+        c->within_tolerance += x->within_tolerance;
+    }
+    char why[320];
+    while (incomplete_reason(r, c->incomplete, why, sizeof(why)))
+        c->incomplete++;
+}
+
+const char *report_verdict_name(int verdict) { return verdict_name(verdict, false); }
+const char *report_golden(const diff_report *r) { return r->golden; }
+const char *report_bad(const diff_report *r) { return r->bad; }
+const diff_opts *report_opts(const diff_report *r) { return &r->o; }
+const char *report_html(const diff_report *r) { return r->html; }
+
+int report_argv(const diff_report *r, char ***argv)
+{
+    *argv = r->argv;
+    return r->argc;
 }

@@ -38,7 +38,47 @@ enum report_verdict { VERDICT_MATCH = 0, VERDICT_DIVERGED = 1, VERDICT_INCOMPLET
 int report_verdict(const diff_report *r);
 void report_json(const diff_report *r, FILE *f);
 void report_text(const diff_report *r, FILE *f);
-/* Returns 0, or -1 with errno when the file cannot be written. */
+/* Returns 0, or -1 with errno when the file cannot be written. Each
+ * failing case carries the finding's sentence (report_first_finding's words
+ * for its class) and, when report_set_outputs named an HTML or Markdown
+ * report, that path as an attachment: a <property name="attachment"> and
+ * a [[ATTACHMENT|PATH]] line in <system-out> (what Jenkins' JUnit
+ * Attachments plugin and GitLab's test reports read). */
 int report_junit(const diff_report *r, const char *path);
+
+/* The other reports tfdiff writes and its command line, for the pointers
+ * between them (JUnit attachments, the Markdown summary's link). Strings
+ * are borrowed: they must outlive r. html/markdown may be NULL; markdown
+ * "-" is stdout (not an attachment). */
+void report_set_outputs(diff_report *r, const char *html, const char *markdown, int argc, char **argv);
+/* The most important finding as one sentence (causes first: BAD recorded
+ * nothing, the first divergence with its origin, a non-finite GOLDEN lacks,
+ * a desync, a leak, a structural difference, an early or different end),
+ * else why the comparison is incomplete. Returns false (buf "") on a match. */
+bool report_first_finding(const diff_report *r, char *buf, size_t n);
+/* Findings by class, for summaries. */
+typedef struct report_counts {
+    int divergence;   /* ranks with a first divergence */
+    int nonfinite;    /* ranks whose BAD has a non-finite GOLDEN lacks */
+    int leaks, desyncs;
+    int structure;    /* ranks whose op streams differ in structure */
+    int ended;        /* ranks where BAD ended early or exited otherwise than GOLDEN */
+    int incomplete;   /* reasons the comparison is incomplete */
+    int unrecorded;   /* 1 when BAD recorded nothing */
+    int ranks;        /* ranks compared */
+    uint64_t compared, identical, within_tolerance; /* tensors, summed over ranks */
+} report_counts;
+void report_count(const diff_report *r, report_counts *c);
+const char *report_verdict_name(int verdict); /* "match", "diverged", "incomplete" */
+/* Paths as given, and the options' tolerances. */
+const char *report_golden(const diff_report *r);
+const char *report_bad(const diff_report *r);
+const diff_opts *report_opts(const diff_report *r);
+/* The outputs of report_set_outputs (NULL / 0 when not set). */
+const char *report_html(const diff_report *r);
+int report_argv(const diff_report *r, char ***argv);
+/* Writes the Markdown summary (diff_markdown.c) to path, "-" for stdout.
+ * Returns 0, or -1 with errno. */
+int report_markdown(const diff_report *r, const char *path);
 
 #endif

@@ -22,7 +22,7 @@
 enum { DUMP_OK = 0, DUMP_FINDINGS = 1, DUMP_USAGE = 2 };
 
 enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS, MODE_CHECK, MODE_TENSOR,
-                 MODE_CAPTURES, MODE_REPLAY };
+                 MODE_CAPTURES, MODE_REPLAY, MODE_EXTRACT };
 
 /* Bit 0 of dump_opts.kinds selects every kind this build does not know. */
 #define KIND_BIT_UNKNOWN 1ull
@@ -44,6 +44,9 @@ typedef struct dump_opts {
     double rtol, atol;   /* --rtol, --atol for --replay-op */
     uint64_t leak_min_bytes; /* --check: a site holding this much at the end in several blocks
                           * is a leak without growth (--leak-min-bytes); 0 = off */
+    const char *extract_out; /* --extract IN OUT: OUT (path = IN) */
+    const char *ranks_list;  /* --ranks LIST (--extract) */
+    int stats_to;        /* --stats (--extract): TFT_STATS_* to reduce to, -1 as recorded */
 } dump_opts;
 
 /* ---- diagnostics (dump_util.c) ------------------------------------------ */
@@ -191,6 +194,10 @@ int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
 int dump_tensor(dump_trace *d, const dump_opts *o);   /* dump_capture.c: --tensor */
 int dump_captures(dump_trace *d, const dump_opts *o); /* dump_capture.c: --captures */
 int dump_replay(dump_trace *d, const dump_opts *o);   /* dump_replay.c: --replay-op */
+int dump_extract(dump_trace *d, const dump_opts *o);  /* extract.c: --extract IN OUT */
+/* The summary's "extract ..." line of a trace written by --extract (its
+ * manifest's `extract` object); nothing for other traces. */
+void dump_extract_describe(const char *path, FILE *f);
 /* Every mode on an unrecorded trace (dump_summary.c): the summary shows what
  * the manifest knows and says nothing was recorded (0); --verify checks the
  * manifest lists no rank (0, else 1: the listed files are lost); --check

@@ -315,6 +315,7 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
 {
     printf("trace        %s\n", o->path);
     text_manifest(tft_trace_manifest(d->t));
+    dump_extract_describe(o->path, stdout);
     printf("ranks        %d\n", d->n);
     if (s->step_first == TFT_STEP_NONE)
         printf("steps        none\n");

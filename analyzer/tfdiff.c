@@ -39,7 +39,12 @@ static void usage(FILE *f)
             "where BAD parts from GOLDEN: the first divergent op and its origin, the first\n"
             "non-finite value, leaks, and collective desyncs.\n\n"
             "  --json           one JSON object on stdout (schema in docs/TFDIFF.md)\n"
-            "  --junit FILE     also write JUnit XML (one case per rank and finding class)\n"
+            "  --junit FILE     also write JUnit XML (one case per rank and finding class; a\n"
+            "                   failing case's message is the finding, its attachment the\n"
+            "                   HTML or Markdown report)\n"
+            "  --markdown FILE  also write a short Markdown summary (verdict, first finding,\n"
+            "                   findings by class, command lines) for a pull-request comment;\n"
+            "                   '-' for stdout, in place of the text report\n"
             "  --rtol X         relative tolerance of statistics (default 1e-4)\n"
             "  --atol X         absolute tolerance (default 1e-6); 0 and 0: any bit differs\n"
             "  --ranks LIST     compare only these ranks (e.g. 0,2)\n"
@@ -68,6 +73,9 @@ typedef struct opts {
     int mpi;               /* --mpi: split the rank files over the processes of an MPI job */
     double pad_id;
     const char *junit;
+    const char *markdown;  /* --markdown FILE, "-" stdout */
+    int argc;              /* the command line as given (getopt permutes argv) */
+    char **argv;
     int ranks[64], nranks; /* empty = all */
     const char *golden, *bad;
 } opts;
@@ -120,12 +128,13 @@ static int parse_ranks(const char *s, opts *o)
 
 static int parse_args(int argc, char **argv, opts *o)
 {
-    enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD, O_MPI };
+    enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD, O_MPI,
+           O_MARKDOWN };
     static const struct option lo[] = {
         {"json", 0, 0, O_JSON}, {"junit", 1, 0, O_JUNIT}, {"rtol", 1, 0, O_RTOL}, {"atol", 1, 0, O_ATOL},
         {"ranks", 1, 0, O_RANKS}, {"steps", 1, 0, O_STEPS}, {"name", 1, 0, O_NAME},
         {"collectives", 0, 0, O_COLL}, {"tensors", 0, 0, O_TENSORS}, {"pad-id", 1, 0, O_PAD},
-        {"mpi", 0, 0, O_MPI},
+        {"mpi", 0, 0, O_MPI}, {"markdown", 1, 0, O_MARKDOWN},
         {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
         {0, 0, 0, 0}};
     diff_opts dflt = DIFF_OPTS_DEFAULT;
@@ -136,6 +145,7 @@ static int parse_args(int argc, char **argv, opts *o)
         switch (c) {
         case O_JSON: o->json = 1; break;
         case O_JUNIT: o->junit = optarg; break;
+        case O_MARKDOWN: o->markdown = optarg; break;
         case O_RTOL:
             if (parse_double("--rtol", optarg, &o->d.rtol) < 0)
                 return 2;
@@ -168,6 +178,8 @@ static int parse_args(int argc, char **argv, opts *o)
         default: fprintf(stderr, "Try 'tfdiff --help'.\n"); return 2;
         }
     }
+    if (o->json && o->markdown && !strcmp(o->markdown, "-"))
+        return fprintf(stderr, "tfdiff: --json and --markdown - both write to stdout; give --markdown a file\n"), 2;
     if (argc - optind != 2)
         return fprintf(stderr, "tfdiff: need GOLDEN and BAD traces\nTry 'tfdiff --help'.\n"), 2;
     o->golden = argv[optind];
@@ -683,10 +695,17 @@ static void unrecorded_text(const tft_manifest *m, char *buf, size_t n)
 static int render(const opts *o, diff_report *rep)
 {
     int code = report_verdict(rep); /* 0 match, 1 diverged, 3 incomplete */
+    /* html: the --html report's path once this tfdiff writes one */
+    report_set_outputs(rep, NULL, o->markdown, o->argc, o->argv);
+    bool md_stdout = o->markdown && !strcmp(o->markdown, "-");
     if (o->json)
         report_json(rep, stdout);
-    else
+    else if (!md_stdout)
         report_text(rep, stdout);
+    if (o->markdown && report_markdown(rep, o->markdown) < 0) {
+        fprintf(stderr, "tfdiff: %s: cannot write the Markdown summary: %s\n", o->markdown, strerror(errno));
+        code = 2;
+    }
     if (o->junit && report_junit(rep, o->junit) < 0) {
         fprintf(stderr, "tfdiff: %s: cannot write JUnit XML: %s\n", o->junit, strerror(errno));
         code = 2;
@@ -773,15 +792,26 @@ static int run(opts *po, const tfdiff_mpi *mp)
 int main(int argc, char **argv)
 {
     opts o = {0};
+    char **argv0 = malloc(((size_t)argc + 1) * sizeof(*argv0));
+    if (argv0) {
+        memcpy(argv0, argv, ((size_t)argc + 1) * sizeof(*argv0));
+        o.argc = argc;
+        o.argv = argv0;
+    }
     int e = parse_args(argc, argv, &o);
-    if (e)
+    if (e) {
+        free(argv0);
         return e;
+    }
     signal(SIGPIPE, SIG_IGN);
     tfdiff_mpi mp = {.nproc = 1, .local = 1};
-    if (o.mpi && tfdiff_mpi_start(&mp, &argc, &argv) < 0)
+    if (o.mpi && tfdiff_mpi_start(&mp, &argc, &argv) < 0) {
+        free(argv0);
         return 2;
+    }
     if (mp.me != 0) { /* process 0 writes the report; the others' stdout stays quiet */
         o.junit = NULL;
+        o.markdown = NULL;
         o.quiet = 1;
         if (!freopen("/dev/null", "w", stdout))
             fclose(stdout);
@@ -789,5 +819,6 @@ int main(int argc, char **argv)
     int code = run(&o, &mp);
     code = tfdiff_mpi_bcast_int(&mp, code);
     tfdiff_mpi_end(&mp);
+    free(argv0);
     return code;
 }

@@ -19,6 +19,7 @@
 static void usage(FILE *f)
 {
     fputs("Usage: tfdump [OPTIONS] TRACE\n"
+          "       tfdump --extract [--steps A:B] [--ranks LIST] [--stats shape|health] IN OUT\n"
           "Inspect a tftrace trace. TRACE is a trace directory (NAME.trace/) or one rank\n"
           "file (rank-NNNNN.tft).\n"
           "\n"
@@ -45,6 +46,14 @@ static void usage(FILE *f)
           "                      different\n"
           "      --rtol X, --atol Y  (--replay-op) tolerance |got-want| <= atol + rtol*|want|\n"
           "                      (default rtol 1e-5, atol 1e-7)\n"
+          "      --extract IN OUT  write a smaller trace OUT (a new directory) holding the\n"
+          "                      records of the steps of --steps and the ranks of --ranks,\n"
+          "                      with those outside any step (setup allocations, process\n"
+          "                      start and exit, communicators); its manifest's 'extract'\n"
+          "                      says what was kept and from where (docs/REPORTS.md)\n"
+          "      --ranks LIST    (--extract) only these ranks: 0,2 or 0-3 (--rank R: one)\n"
+          "      --stats MODE    (--extract) reduce tensor statistics to 'health' (counts,\n"
+          "                      min, max, fingerprint: no moments) or 'shape' (no statistics)\n"
           "  -j, --json          JSON: one object (summary, --verify, --tensor, --replay-op)\n"
           "                      or one object per line (--events, --chunks, --captures)\n"
           "\n"
@@ -52,7 +61,7 @@ static void usage(FILE *f)
           "  -r, --rank R        only rank R (also for --chunks, --captures, --tensor,\n"
           "                      --replay-op)\n"
           "  -s, --steps A:B     only steps A..B, inclusive (also A:, :B, A); records\n"
-          "                      outside any step are left out\n"
+          "                      outside any step are left out (--extract keeps them)\n"
           "  -n, --name GLOB     only records whose name matches GLOB (fnmatch): tensor,\n"
           "                      op, collective and kernel names, alloc sites, checkpoint paths\n"
           "  -k, --kind K[,K]    only these kinds: step op tensor alloc free collective\n"
@@ -171,7 +180,7 @@ static bool parse_bytes(const char *s, uint64_t *out)
 }
 
 enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
-       OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN };
+       OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN, OPT_EXTRACT, OPT_RANKS, OPT_STATS };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
@@ -184,14 +193,16 @@ static const struct option long_opts[] = {
     {"rank", required_argument, NULL, 'r'}, {"steps", required_argument, NULL, 's'},
     {"name", required_argument, NULL, 'n'}, {"kind", required_argument, NULL, 'k'},
     {"order", required_argument, NULL, OPT_ORDER}, {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},  {NULL, 0, NULL, 0},
+    {"version", no_argument, NULL, 'V'},  {"extract", no_argument, NULL, OPT_EXTRACT},
+    {"ranks", required_argument, NULL, OPT_RANKS}, {"stats", required_argument, NULL, OPT_STATS},
+    {NULL, 0, NULL, 0},
 };
 
 static int set_mode(dump_opts *o, int mode)
 {
     if (o->mode != MODE_SUMMARY && o->mode != mode)
-        return usage_error("%s", "--events, --verify, --chunks, --check, --captures, --tensor and "
-                                 "--replay-op exclude each other");
+        return usage_error("%s", "--events, --verify, --chunks, --check, --captures, --tensor, "
+                                 "--replay-op and --extract exclude each other");
     o->mode = mode;
     return DUMP_OK;
 }
@@ -206,6 +217,17 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     case OPT_CHUNKS: return set_mode(o, MODE_CHUNKS);
     case OPT_CHECK: return set_mode(o, MODE_CHECK);
     case OPT_CAPTURES: return set_mode(o, MODE_CAPTURES);
+    case OPT_EXTRACT: return set_mode(o, MODE_EXTRACT);
+    case OPT_RANKS:
+        if (!*arg)
+            return usage_error("%s", "--ranks needs a list of ranks such as 0,2 or 0-3");
+        o->ranks_list = arg;
+        return DUMP_OK;
+    case OPT_STATS:
+        if (strcmp(arg, "health") && strcmp(arg, "shape"))
+            return usage_error("--stats must be 'health' or 'shape', not '%s'", arg);
+        o->stats_to = arg[0] == 'h' ? TFT_STATS_HEALTH : TFT_STATS_SHAPE;
+        return DUMP_OK;
     case OPT_TENSOR:
         if (!*arg)
             return usage_error("%s", "--tensor needs a tensor name or id");
@@ -261,8 +283,9 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
 static int parse_args(int argc, char **argv, dump_opts *o)
 {
     *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7,
-                     .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES};
+                     .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES, .stats_to = -1};
     bool by_rank = false, filtered = false, tensor_opts = false, replay_opts = false, check_opts = false;
+    bool extract_opts = false, stepped = false;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":ejr:s:n:k:hV", long_opts, NULL)) != -1) {
@@ -279,7 +302,23 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         tensor_opts |= c == OPT_OUT || c == OPT_RAW;
         replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
         check_opts |= c == OPT_LEAK_MIN;
+        extract_opts |= c == OPT_RANKS || c == OPT_STATS;
+        stepped |= c == 's';
     }
+    if (o->mode == MODE_EXTRACT) {
+        if (optind != argc - 2)
+            return usage_error("%s", "--extract needs IN (the trace) and OUT (a new directory)");
+        o->path = argv[optind];
+        o->extract_out = argv[optind + 1];
+        if (o->json)
+            return usage_error("%s", "--json does not apply to --extract (OUT/manifest.json describes the extract)");
+        if (filtered && !(stepped && !o->name_glob && !o->kinds && o->order == TFT_ORDER_STEP_SEQ))
+            return usage_error("%s", "--extract takes --steps, --ranks, --rank and --stats; --name, --kind and "
+                                     "--order only apply to --events");
+        return DUMP_OK;
+    }
+    if (extract_opts)
+        return usage_error("%s", "--ranks and --stats only apply to --extract");
     if (optind != argc - 1)
         return usage_error("%s", optind >= argc ? "missing TRACE (a trace directory or a rank file)"
                                                 : "give exactly one TRACE");
@@ -309,6 +348,11 @@ static int run(const dump_opts *o)
         dump_log_echo(&d.log, 0); /* warnings about a torn or damaged trace */
         d.log.hold = 0;
     }
+    if (d.unrecorded && o->mode == MODE_EXTRACT) {
+        dump_err("%s: the trace recorded nothing (a manifest and no rank file): nothing to extract", o->path);
+        dump_trace_close(&d);
+        return DUMP_USAGE;
+    }
     if (d.unrecorded) {
         status = dump_unrecorded(&d, o);
         dump_trace_close(&d);
@@ -322,6 +366,7 @@ static int run(const dump_opts *o)
     case MODE_TENSOR: status = dump_tensor(&d, o); break;
     case MODE_CAPTURES: status = dump_captures(&d, o); break;
     case MODE_REPLAY: status = dump_replay(&d, o); break;
+    case MODE_EXTRACT: status = dump_extract(&d, o); break;
     default: status = dump_summary(&d, o); break;
     }
     dump_trace_close(&d);

@@ -2,7 +2,7 @@
  * fuzz_diff.c — libFuzzer target for tfdiff's comparison of two rank
  * files: the alignment and first divergence (diff_rank), leaks of each
  * side and BAD against GOLDEN (diff_leaks_mem, diff_leaks_compare), the
- * report in text, JSON and JUnit (diff_report.c), and the element-wise
+ * report in text, JSON, JUnit (diff_report.c) and Markdown (diff_markdown.c), and the element-wise
  * comparison of captured tensors (tfdiff --tensors, diff_tensors.c).
  *
  * The input is a program (fuzz_trace.h) of at least two rank files: file 0
@@ -28,13 +28,14 @@
 #define FUZZ_TARGET "fuzz_diff"
 #include "tft_fuzz_check.h"
 
-static char dir[256], gdir[300], bdir[300], junit[320];
+static char dir[256], gdir[300], bdir[300], junit[320], markdown[320];
 static FILE *devnull;
 
 /* at exit: the directories go (libFuzzer's exit, replay_main.c's) */
 static void remove_dirs(void)
 {
     unlink(junit);
+    unlink(markdown);
     ft_remove(gdir);
     ft_remove(bdir);
     ft_remove(dir);
@@ -48,6 +49,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(gdir, sizeof(gdir), "%s/g.trace", dir);
     snprintf(bdir, sizeof(bdir), "%s/b.trace", dir);
     snprintf(junit, sizeof(junit), "%s/junit.xml", dir);
+    snprintf(markdown, sizeof(markdown), "%s/summary.md", dir);
     FUZZ_CHECK((mkdir(gdir, 0700) == 0 || errno == EEXIST) && (mkdir(bdir, 0700) == 0 || errno == EEXIST), "mkdir %s",
                dir);
     atexit(remove_dirs);
@@ -95,7 +97,9 @@ static void compare(const diff_opts *o)
         report_add_leak(rep, &out[k]);
     report_text(rep, devnull);
     report_json(rep, devnull);
+    report_set_outputs(rep, NULL, markdown, 0, NULL); /* JUnit attaches it */
     report_junit(rep, junit);
+    report_markdown(rep, markdown);
     report_free(rep);
     tft_reader_close(g);
     tft_reader_close(b);
