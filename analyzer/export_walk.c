@@ -251,11 +251,11 @@ static void emit_op(exp_rank *k, exp_thread *th, bool open)
     th->op = false;
     uint64_t end = max64(th->op_end, th->op_start + 1);
     char b1[18], b2[18];
-    exp_slice s = {.track = &th->track, .ts = th->op_start, .dur = end - th->op_start, .open = open,
-                   .cat = tft_op_kind_name(th->op_kind)};
+    exp_slice s = {.track = &th->track, .ts = th->op_start, .dur = end - th->op_start, .open = open, .cat = "op"};
     s.name = rec_string(k->r, th->op_name, b1);
     if (!s.name)
         s.name = "op";
+    arg_str(s.args, &s.nargs, "kind", tft_op_kind_name(th->op_kind));
     arg_str(s.args, &s.nargs, "scope", rec_string(k->r, th->op_scope, b2));
     arg_step(s.args, &s.nargs, th->op_step);
     arg_int(s.args, &s.nargs, "seq", th->op_seq);
@@ -847,6 +847,10 @@ int dump_export(dump_trace *d, const dump_opts *o)
     if (sink)
         ops->free(sink);
     int status = DUMP_OK;
+    if (rc == -EPIPE && to_stdout) {
+        rc = 0; /* the reader went away: a quiet success, as for the other modes */
+        clearerr(f);
+    }
     if (rc == -ENOMEM) {
         dump_nomem(o->path, "the export");
         status = DUMP_USAGE;
@@ -857,7 +861,7 @@ int dump_export(dump_trace *d, const dump_opts *o)
         status = DUMP_USAGE;
     }
     if (to_stdout) {
-        if (fflush(f) != 0 && status == DUMP_OK && errno != EPIPE) {
+        if (status == DUMP_OK && fflush(f) != 0 && errno != EPIPE) {
             dump_err("%s: write error: %s", "stdout", strerror(errno));
             status = DUMP_USAGE;
         }

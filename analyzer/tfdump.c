@@ -343,10 +343,9 @@ static int parse_args(int argc, char **argv, dump_opts *o)
     o->path = argv[optind];
     bool rank_ok = o->mode == MODE_EVENTS || o->mode == MODE_CHUNKS || o->mode == MODE_CAPTURES ||
                    o->mode == MODE_TENSOR || o->mode == MODE_REPLAY || o->mode == MODE_EXPORT;
-    if (filtered && o->mode != MODE_EVENTS)
-        return usage_error("%s", "--name, --kind and --order only apply to --events");
-    if (by_steps && o->mode != MODE_EVENTS && o->mode != MODE_EXPORT)
-        return usage_error("%s", "--steps only applies to --events and --export");
+    if ((filtered || by_steps) && o->mode != MODE_EVENTS && (filtered || o->mode != MODE_EXPORT))
+        return usage_error("%s", "--steps, --name, --kind and --order only apply to --events "
+                                 "(--steps also to --export)");
     if (by_ranks && o->mode != MODE_EXPORT)
         return usage_error("%s", "--ranks only applies to --export (--events takes --rank R)");
     if (by_rank && !rank_ok)
