@@ -85,6 +85,7 @@ typedef struct exp_rank {
     exp_track counters[EXP_DEVICES_MAX + 3]; /* live bytes per device, rss, loss, grad_norm */
     bool counter_declared[EXP_DEVICES_MAX + 3];
     uint64_t last_ts;
+    int32_t max_members;  /* flows only for communicators no larger than the trace's rank files */
     uint64_t fan[EXP_FANOUT_MAX];
     int err;              /* first emitter error */
 } exp_rank;
@@ -218,7 +219,7 @@ static void counter(exp_rank *k, int slot, uint64_t ts, double v)
         *t = (exp_track){.kind = EXP_TRACK_COUNTER, .parent = k->proc.uuid, .pid = k->proc.pid,
                          .uuid = uuid_of("counter", k->rank, slot, 0), .sort = 1000 + slot};
         const char *group, *series = "value";
-        char dev[16];
+        char dev[24];
         if (slot < EXP_DEVICES_MAX) {
             t->bytes = 1;
             group = "live bytes";
@@ -345,7 +346,7 @@ static uint64_t flow_id(uint64_t comm, uint64_t coll_seq, int32_t member)
  * gather (the leaves start the flows), from it otherwise. */
 static void coll_flows(exp_rank *k, const exp_call *c, exp_slice *s, uint64_t in_ts)
 {
-    if (c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV || c->nranks < 2 || c->nranks > EXP_FANOUT_MAX + 1 ||
+    if (c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV || c->nranks < 2 || c->nranks > k->max_members ||
         c->rank < 0 || c->rank >= c->nranks)
         return;
     bool rooted = c->type == TFT_COLL_REDUCE || c->type == TFT_COLL_BCAST || c->type == TFT_COLL_GATHER ||
@@ -778,6 +779,8 @@ static int export_ranks(dump_trace *d, const dump_opts *o, const exp_ops *ops, e
         k->ops = ops;
         k->sink = sink;
         k->threads = threads;
+        /* a hostile record's nranks cannot make a slice carry more flows than the trace has ranks */
+        k->max_members = d->n < EXP_FANOUT_MAX ? d->n : EXP_FANOUT_MAX;
         rank_init(k, d, i, &clk, ++seq_id);
         k->r = tft_trace_reader(d->t, i);
         if (!k->r) {
