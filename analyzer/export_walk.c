@@ -132,6 +132,10 @@ static void arg_int(exp_arg *a, int *n, const char *key, int64_t v)
 {
     a[(*n)++] = (exp_arg){.key = key, .type = EXP_ARG_INT, .v.i = v};
 }
+static void arg_uint(exp_arg *a, int *n, const char *key, uint64_t v)
+{
+    a[(*n)++] = (exp_arg){.key = key, .type = EXP_ARG_UINT, .v.u = v};
+}
 static void arg_str(exp_arg *a, int *n, const char *key, const char *v)
 {
     if (v)
@@ -376,9 +380,9 @@ static void call_args(exp_rank *k, const exp_call *c, exp_slice *s)
 {
     (void)k;
     arg_hex(s->args, &s->nargs, "comm", c->comm);
-    arg_int(s->args, &s->nargs, "coll_seq", (int64_t)c->coll_seq);
+    arg_uint(s->args, &s->nargs, "coll_seq", c->coll_seq);
     arg_str(s->args, &s->nargs, "type", tft_coll_type_name(c->type));
-    arg_int(s->args, &s->nargs, "count", (int64_t)c->count);
+    arg_uint(s->args, &s->nargs, "count", c->count);
     arg_str(s->args, &s->nargs, "dtype", tft_dtype_name(c->dtype));
     if (c->redop)
         arg_str(s->args, &s->nargs, "op", tft_redop_name(c->redop));
@@ -485,7 +489,7 @@ static void on_kernel(exp_rank *k, const tft_rec_kernel *kr)
     snprintf(block, sizeof(block), "%u,%u,%u", kr->block[0], kr->block[1], kr->block[2]);
     arg_str(sl.args, &sl.nargs, "grid", grid);
     arg_str(sl.args, &sl.nargs, "block", block);
-    arg_int(sl.args, &sl.nargs, "correlation", (int64_t)kr->corr);
+    arg_uint(sl.args, &sl.nargs, "correlation", kr->corr);
     arg_step(sl.args, &sl.nargs, kr->h.step);
     set_err(k, k->ops->slice(k->sink, &sl));
 }
@@ -597,7 +601,7 @@ static void on_dropped(exp_rank *k, const tft_rec_dropped *d)
     snprintf(name, sizeof(name), "%" PRIu64 " records lost (%s)", d->count, drop_reason_name(d->reason));
     exp_arg a[2];
     int n = 0;
-    arg_int(a, &n, "count", (int64_t)d->count);
+    arg_uint(a, &n, "count", d->count);
     instant(k, xt(k, d->h.ts), name, "dropped", a, n);
 }
 
