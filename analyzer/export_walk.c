@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* One recording thread's track and what is open on it. */
 typedef struct exp_thread {
@@ -821,6 +822,28 @@ static char *command_line(const tft_manifest *m)
     return s;
 }
 
+static bool same_file(const struct stat *a, const char *path)
+{
+    struct stat b;
+    return path && stat(path, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
+}
+
+/* Whether OUT names one of the trace's own files (a rank file, the
+ * manifest, the rank file given as TRACE): writing it would destroy the trace. */
+static bool out_is_trace(dump_trace *d, const dump_opts *o)
+{
+    struct stat st;
+    if (stat(o->export_out, &st) != 0)
+        return false;
+    if (same_file(&st, o->path))
+        return true;
+    for (int i = 0; i < d->n; i++)
+        if (same_file(&st, tft_trace_file_name(d->t, i)))
+            return true;
+    char m[4096];
+    return snprintf(m, sizeof(m), "%s/manifest.json", o->path) < (int)sizeof(m) && same_file(&st, m);
+}
+
 int dump_export(dump_trace *d, const dump_opts *o)
 {
     int matches = 0;
@@ -832,6 +855,10 @@ int dump_export(dump_trace *d, const dump_opts *o)
         return DUMP_USAGE;
     }
     bool to_stdout = strcmp(o->export_out, "-") == 0;
+    if (!to_stdout && out_is_trace(d, o)) {
+        dump_err("%s: is a file of the trace %s; give another OUT for the export", o->export_out, o->path);
+        return DUMP_USAGE;
+    }
     FILE *f = to_stdout ? stdout : fopen(o->export_out, "wb");
     if (!f) {
         dump_err("%s: cannot write the export: %s", o->export_out, strerror(errno));

@@ -24,6 +24,12 @@ usage "no rank of this trace (2 rank files) matches" --export perfetto "$tmp/x" 
 [ ! -e "$tmp/x" ] || fail "a refused export left its OUT behind"
 usage "$tmp/no/such/dir/x.json: cannot write the export" --export chrome "$tmp/no/such/dir/x.json" "$T"
 one_line "$tmp/err"
+# OUT over one of the trace's own files: refused, the trace intact
+cp "$T/rank-00001.tft" "$tmp/keep.tft"
+usage "is a file of the trace" --export chrome "$T/rank-00001.tft" "$T"
+usage "is a file of the trace" --export perfetto "$T/manifest.json" "$T"
+usage "is a file of the trace" --export perfetto "$T/rank-00001.tft" "$T/rank-00001.tft"
+cmp -s "$T/rank-00001.tft" "$tmp/keep.tft" || fail "the export wrote over a rank file"
 
 expect_rc 0 "$TFDUMP" --help
 has "$tmp/out" "--export FORMAT OUT"
