@@ -13,7 +13,8 @@
  *   - steps as slices on the thread that marked them, enclosing that
  *     thread's ops; ops as slices (name, scope, kind, step, seq) from the
  *     thread's previous boundary to their last record (ops are recorded
- *     after they ran: the slice covers their computation and recording);
+ *     after they ran: the slice covers their computation and recording),
+ *     collective ops from their own record (written as the call begins);
  *   - collectives as slices from enter to exit, linked across ranks by
  *     flows: one per (communicator, sequence number, member), from the
  *     communicator's rank 0 (or the root) to each other member;

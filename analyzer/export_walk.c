@@ -326,7 +326,9 @@ static void on_op(exp_rank *k, const tft_rec_op *op)
     th->op_name = op->name;
     th->op_scope = op->scope;
     th->op_kind = op->op_kind;
-    th->op_start = th->have_mark ? th->mark + 1 : ts;
+    /* recorded after they ran: from the previous boundary; a collective's
+     * op is recorded as the call is entered: from its own record */
+    th->op_start = !th->have_mark ? ts : op->op_kind == TFT_OP_COLLECTIVE ? max64(ts, th->mark + 1) : th->mark + 1;
     th->op_end = max64(ts, th->op_start);
 }
 
