@@ -22,7 +22,7 @@
 enum { DUMP_OK = 0, DUMP_FINDINGS = 1, DUMP_USAGE = 2 };
 
 enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS, MODE_CHECK, MODE_TENSOR,
-                 MODE_CAPTURES, MODE_REPLAY, MODE_EXTRACT };
+                 MODE_CAPTURES, MODE_REPLAY, MODE_EXTRACT, MODE_EXPORT };
 
 /* Bit 0 of dump_opts.kinds selects every kind this build does not know. */
 #define KIND_BIT_UNKNOWN 1ull
@@ -45,8 +45,12 @@ typedef struct dump_opts {
     uint64_t leak_min_bytes; /* --check: a site holding this much at the end in several blocks
                           * is a leak without growth (--leak-min-bytes); 0 = off */
     const char *extract_out; /* --extract IN OUT: OUT (path = IN) */
-    const char *ranks_list;  /* --ranks LIST (--extract) */
+    const char *ranks_list;  /* --ranks LIST (--extract; --export parses it into ranges) */
     int stats_to;        /* --stats (--extract): TFT_STATS_* to reduce to, -1 as recorded */
+    int export_format;   /* --export FORMAT OUT: enum exp_format (export_internal.h) */
+    const char *export_out; /* ... OUT, "-" = stdout */
+    int nranges;         /* --ranks LIST (--export; and --rank R): inclusive ranges */
+    int32_t ranges[32][2];
 } dump_opts;
 
 /* ---- diagnostics (dump_util.c) ------------------------------------------ */

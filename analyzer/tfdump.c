@@ -9,6 +9,7 @@
  */
 #include "diff.h"
 #include "dump_internal.h"
+#include "export_internal.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -51,17 +52,26 @@ static void usage(FILE *f)
           "                      with those outside any step (setup allocations, process\n"
           "                      start and exit, communicators); its manifest's 'extract'\n"
           "                      says what was kept and from where (docs/REPORTS.md)\n"
-          "      --ranks LIST    (--extract) only these ranks: 0,2 or 0-3 (--rank R: one)\n"
+          "      --ranks LIST    (--extract, --export) only these ranks: 0,2,4-7 (--rank R: one)\n"
           "      --stats MODE    (--extract) reduce tensor statistics to 'health' (counts,\n"
           "                      min, max, fingerprint: no moments) or 'shape' (no statistics)\n"
+          "      --export FORMAT OUT  a timeline for trace viewers: FORMAT chrome (Chrome's\n"
+          "                      Trace Event Format, JSON) or perfetto (Perfetto's protobuf\n"
+          "                      TrackEvents); OUT a file, '-' for stdout. A process per\n"
+          "                      rank, a track per thread and CUDA stream; steps, ops,\n"
+          "                      collectives (linked across ranks), kernels as slices;\n"
+          "                      live bytes, RSS, loss, grad_norm as counters; what never\n"
+          "                      ended (a hang) as open slices. Streams: memory does not\n"
+          "                      grow with the trace. Takes --steps, --rank and --ranks\n"
           "  -j, --json          JSON: one object (summary, --verify, --tensor, --replay-op)\n"
           "                      or one object per line (--events, --chunks, --captures)\n"
           "\n"
           "Filters for --events (all must match):\n"
           "  -r, --rank R        only rank R (also for --chunks, --captures, --tensor,\n"
-          "                      --replay-op)\n"
+          "                      --replay-op, --export)\n"
           "  -s, --steps A:B     only steps A..B, inclusive (also A:, :B, A); records\n"
-          "                      outside any step are left out (--extract keeps them)\n"
+          "                      outside any step are left out (--extract keeps them;\n"
+          "                      --export leaves them out too)\n"
           "  -n, --name GLOB     only records whose name matches GLOB (fnmatch): tensor,\n"
           "                      op, collective and kernel names, alloc sites, checkpoint paths\n"
           "  -k, --kind K[,K]    only these kinds: step op tensor alloc free collective\n"
@@ -180,7 +190,8 @@ static bool parse_bytes(const char *s, uint64_t *out)
 }
 
 enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
-       OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN, OPT_EXTRACT, OPT_RANKS, OPT_STATS };
+       OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN, OPT_EXTRACT, OPT_RANKS, OPT_STATS,
+       OPT_EXPORT };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
@@ -195,6 +206,7 @@ static const struct option long_opts[] = {
     {"order", required_argument, NULL, OPT_ORDER}, {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},  {"extract", no_argument, NULL, OPT_EXTRACT},
     {"ranks", required_argument, NULL, OPT_RANKS}, {"stats", required_argument, NULL, OPT_STATS},
+    {"export", required_argument, NULL, OPT_EXPORT},
     {NULL, 0, NULL, 0},
 };
 
@@ -202,9 +214,50 @@ static int set_mode(dump_opts *o, int mode)
 {
     if (o->mode != MODE_SUMMARY && o->mode != mode)
         return usage_error("%s", "--events, --verify, --chunks, --check, --captures, --tensor, "
-                                 "--replay-op and --extract exclude each other");
+                                 "--replay-op, --extract and --export exclude each other");
     o->mode = mode;
     return DUMP_OK;
+}
+
+/* --ranks: comma-separated ranks and ranges A-B into o->ranges. */
+static bool parse_ranks(const char *s, dump_opts *o)
+{
+    char buf[512];
+    if (snprintf(buf, sizeof(buf), "%s", s) >= (int)sizeof(buf))
+        return false;
+    o->nranges = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *dash = strchr(tok, '-');
+        int64_t lo, hi;
+        if (!parse_i64(tok, dash ? (size_t)(dash - tok) : strlen(tok), &lo))
+            return false;
+        hi = lo;
+        if (dash && !parse_i64(dash + 1, strlen(dash + 1), &hi))
+            return false;
+        if (lo < 0 || hi < lo || hi > INT32_MAX || o->nranges == (int)(sizeof(o->ranges) / sizeof(o->ranges[0])))
+            return false;
+        o->ranges[o->nranges][0] = (int32_t)lo;
+        o->ranges[o->nranges][1] = (int32_t)hi;
+        o->nranges++;
+    }
+    return o->nranges > 0;
+}
+
+/* --export FORMAT OUT: FORMAT is the option's argument, OUT the next word,
+ * taken from argv here (getopt has not looked at it yet). */
+static int parse_export(const char *fmt, int argc, char **argv, dump_opts *o)
+{
+    if (!strcmp(fmt, "chrome"))
+        o->export_format = EXP_CHROME;
+    else if (!strcmp(fmt, "perfetto"))
+        o->export_format = EXP_PERFETTO;
+    else
+        return usage_error("--export: FORMAT must be 'chrome' or 'perfetto', not '%s'", fmt);
+    if (optind >= argc || (argv[optind][0] == '-' && argv[optind][1]))
+        return usage_error("%s", "--export FORMAT needs OUT, the file to write ('-' for stdout): "
+                                 "tfdump --export chrome OUT.json TRACE");
+    o->export_out = argv[optind++];
+    return set_mode(o, MODE_EXPORT);
 }
 
 /* Handles one option; returns DUMP_OK, DUMP_USAGE, or -1 for "exit 0 now". */
@@ -219,8 +272,8 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     case OPT_CAPTURES: return set_mode(o, MODE_CAPTURES);
     case OPT_EXTRACT: return set_mode(o, MODE_EXTRACT);
     case OPT_RANKS:
-        if (!*arg)
-            return usage_error("%s", "--ranks needs a list of ranks such as 0,2 or 0-3");
+        if (!*arg || !parse_ranks(arg, o))
+            return usage_error("--ranks needs ranks and ranges such as 0,2,4-7, not '%s'", arg);
         o->ranks_list = arg;
         return DUMP_OK;
     case OPT_STATS:
@@ -284,8 +337,8 @@ static int parse_args(int argc, char **argv, dump_opts *o)
 {
     *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7,
                      .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES, .stats_to = -1};
-    bool by_rank = false, filtered = false, tensor_opts = false, replay_opts = false, check_opts = false;
-    bool extract_opts = false, stepped = false;
+    bool by_rank = false, by_ranks = false, by_steps = false, filtered = false, tensor_opts = false;
+    bool replay_opts = false, check_opts = false, extract_opts = false, stepped = false;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":ejr:s:n:k:hV", long_opts, NULL)) != -1) {
@@ -294,15 +347,17 @@ static int parse_args(int argc, char **argv, dump_opts *o)
             snprintf(opt, sizeof(opt), "-%c", optopt);
         else
             snprintf(opt, sizeof(opt), "%s", argv[optind - 1]);
-        int e = parse_one(c, optarg, opt, o);
+        int e = c == OPT_EXPORT ? parse_export(optarg, argc, argv, o) : parse_one(c, optarg, opt, o);
         if (e)
             return e;
         by_rank |= c == 'r';
-        filtered |= c == 's' || c == 'n' || c == 'k' || c == OPT_ORDER;
+        by_ranks |= c == OPT_RANKS;
+        by_steps |= c == 's';
+        filtered |= c == 'n' || c == 'k' || c == OPT_ORDER;
         tensor_opts |= c == OPT_OUT || c == OPT_RAW;
         replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
         check_opts |= c == OPT_LEAK_MIN;
-        extract_opts |= c == OPT_RANKS || c == OPT_STATS;
+        extract_opts |= c == OPT_STATS;
         stepped |= c == 's';
     }
     if (o->mode == MODE_EXTRACT) {
@@ -318,17 +373,21 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         return DUMP_OK;
     }
     if (extract_opts)
-        return usage_error("%s", "--ranks and --stats only apply to --extract");
+        return usage_error("%s", "--stats only applies to --extract");
     if (optind != argc - 1)
         return usage_error("%s", optind >= argc ? "missing TRACE (a trace directory or a rank file)"
                                                 : "give exactly one TRACE");
     o->path = argv[optind];
     bool rank_ok = o->mode == MODE_EVENTS || o->mode == MODE_CHUNKS || o->mode == MODE_CAPTURES ||
-                   o->mode == MODE_TENSOR || o->mode == MODE_REPLAY;
-    if (filtered && o->mode != MODE_EVENTS)
-        return usage_error("%s", "--steps, --name, --kind and --order only apply to --events");
+                   o->mode == MODE_TENSOR || o->mode == MODE_REPLAY || o->mode == MODE_EXPORT;
+    if ((filtered || by_steps) && o->mode != MODE_EVENTS && (filtered || o->mode != MODE_EXPORT))
+        return usage_error("%s", "--steps, --name, --kind and --order only apply to --events "
+                                 "(--steps also to --export)");
+    if (by_ranks && o->mode != MODE_EXPORT)
+        return usage_error("%s", "--ranks only applies to --export and --extract (--events takes --rank R)");
     if (by_rank && !rank_ok)
-        return usage_error("%s", "--rank applies to --events, --chunks, --captures, --tensor and --replay-op");
+        return usage_error("%s", "--rank applies to --events, --chunks, --captures, --tensor, --replay-op "
+                                 "and --export");
     if (tensor_opts && o->mode != MODE_TENSOR)
         return usage_error("%s", "--out and --raw only apply to --tensor");
     if (replay_opts && o->mode != MODE_REPLAY)
@@ -367,6 +426,7 @@ static int run(const dump_opts *o)
     case MODE_CAPTURES: status = dump_captures(&d, o); break;
     case MODE_REPLAY: status = dump_replay(&d, o); break;
     case MODE_EXTRACT: status = dump_extract(&d, o); break;
+    case MODE_EXPORT: status = dump_export(&d, o); break;
     default: status = dump_summary(&d, o); break;
     }
     dump_trace_close(&d);

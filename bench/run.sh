@@ -46,6 +46,7 @@ mpi        | bench/mpi/bench_mpi.c              | "$B/bench/mpi/bench_mpi" --rep
 train      | bench/runtime/bench_train.py       | python3 bench/runtime/bench_train.py "$B" "$REPS"
 scale      | bench/analyzer/bench_scale.sh      | bash bench/analyzer/bench_scale.sh "$B" ${QUICK:+256 50}
 peers      | bench/peers/bench_peers.sh         | bash bench/peers/bench_peers.sh "$B" --reps "$REPS"
+export     | bench/analyzer/bench_export.sh     | bash bench/analyzer/bench_export.sh "$B" "$REPS" ${QUICK:+quick}
 EOF
 }
 

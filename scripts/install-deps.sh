@@ -11,6 +11,7 @@ PKGS=(
   libopenblas-dev openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-mpi4py python3-venv
   libclang-rt-dev
+  protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
 )
 
 missing=()

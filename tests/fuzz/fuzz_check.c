@@ -1,8 +1,8 @@
 /*
  * fuzz_check.c — libFuzzer target for tfdump's analyses of one trace:
  * --check (the first non-finite tensor, leaks, desyncs across ranks), and
- * the summary, --verify, --events and --chunks that read the same trace,
- * in text and JSON.
+ * the summary, --verify, --events, --chunks and --export (Chrome JSON and
+ * Perfetto) that read the same trace, in text and JSON.
  *
  * The input is a program (fuzz_trace.h) that writes 1..4 rank files with
  * tft_writer into a directory on tmpfs, checksummed, so the fuzzer's bytes
@@ -16,6 +16,7 @@
  */
 #include "diff.h"
 #include "dump_internal.h"
+#include "export_internal.h"
 #include "fuzz_trace.h"
 
 #include <stdio.h>
@@ -55,6 +56,14 @@ static int run_mode(int mode, int json, const uint8_t *data, size_t size)
         o.have_steps = 1;
         o.step_lo = 0, o.step_hi = 3;
     }
+    if (mode == MODE_EXPORT) {
+        o.export_format = json ? EXP_PERFETTO : EXP_CHROME;
+        o.export_out = "/dev/null";
+        if (size > 2 && (data[size - 2] & 2)) {
+            o.have_steps = 1;
+            o.step_lo = 1, o.step_hi = 2;
+        }
+    }
     dump_trace d;
     int st = dump_trace_open(&d, &o);
     if (st)
@@ -65,6 +74,7 @@ static int run_mode(int mode, int json, const uint8_t *data, size_t size)
     case MODE_VERIFY: st = dump_verify(&d, &o); break;
     case MODE_EVENTS: st = dump_events(&d, &o); break;
     case MODE_CHUNKS: st = dump_chunks(&d, &o); break;
+    case MODE_EXPORT: st = dump_export(&d, &o); break;
     default: st = dump_summary(&d, &o); break;
     }
     dump_trace_close(&d);
@@ -90,6 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run_mode(MODE_VERIFY, !json, data, size);
     run_mode(MODE_EVENTS, json, data, size);
     run_mode(MODE_CHUNKS, !json, data, size);
+    run_mode(MODE_EXPORT, json, data, size);
+    run_mode(MODE_EXPORT, !json, data, size);
     fflush(stdout);
     return 0;
 }
