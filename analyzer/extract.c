@@ -42,6 +42,7 @@
  * not known here and are lost.
  */
 #include "dump_internal.h"
+#include "tft_writer_internal.h" /* tft_manifest_write_textat */
 
 #include <dirent.h>
 #include <errno.h>
@@ -426,34 +427,6 @@ static cJSON *extract_json(const dump_trace *d, const char *in, const ex_sel *s,
     return x;
 }
 
-/* Writes dirfd/manifest.json atomically (temp file, fsync, rename). */
-static int write_text_atomic(int dirfd, const char *text)
-{
-    char tmp[64];
-    snprintf(tmp, sizeof(tmp), ".manifest.json.%d.tmp", (int)getpid());
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    size_t len = strlen(text), off = 0;
-    int e = 0;
-    while (off < len && !e) {
-        ssize_t k = write(fd, text + off, len - off);
-        if (k < 0 && errno != EINTR)
-            e = -errno;
-        else if (k > 0)
-            off += (size_t)k;
-    }
-    if (!e && fsync(fd) < 0)
-        e = -errno;
-    if (close(fd) < 0 && !e)
-        e = -errno;
-    if (!e && renameat(dirfd, tmp, dirfd, "manifest.json") < 0)
-        e = -errno;
-    if (e)
-        unlinkat(dirfd, tmp, 0);
-    return e;
-}
-
 /* OUT's manifest: the source's run (or what the rank files' headers say),
  * the kept ranks, and the `extract` object. */
 static int write_manifest(const dump_trace *d, int dirfd, const char *in, const ex_sel *s, const ex_file *fs,
@@ -505,15 +478,7 @@ static int write_manifest(const dump_trace *d, int dirfd, const char *in, const 
     cJSON_Delete(root);
     if (!out)
         return -ENOMEM;
-    size_t len = strlen(out);
-    char *nl = malloc(len + 2);
-    int e = -ENOMEM;
-    if (nl) {
-        memcpy(nl, out, len);
-        memcpy(nl + len, "\n", 2);
-        e = write_text_atomic(dirfd, nl);
-    }
-    free(nl);
+    int e = tft_manifest_write_textat(dirfd, out, 0);
     cJSON_free(out);
     return e;
 }

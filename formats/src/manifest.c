@@ -4,6 +4,7 @@
  * JSON numbers lose integers above 2^53.
  */
 #include "format_internal.h"
+#include "tft_writer_internal.h" /* tft_manifest_write_textat */
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -499,11 +500,8 @@ int tft_manifest_collector_state(const tft_manifest_collector *c)
     return TFT_COLLECTOR_RUNNING;
 }
 
-int tft_manifest_writeat(int dirfd, const tft_manifest *m, unsigned mode)
+int tft_manifest_write_textat(int dirfd, const char *json, unsigned mode)
 {
-    char *json = tft_manifest_to_json(m);
-    if (!json)
-        return -ENOMEM;
     char tmp[96];
     int e = 0, fd = -1;
     /* a name of our own: EEXIST (a planted file or link, or a leftover of a
@@ -514,21 +512,17 @@ int tft_manifest_writeat(int dirfd, const tft_manifest *m, unsigned mode)
             rnd = (unsigned)k * 2654435761u;
         snprintf(tmp, sizeof(tmp), ".manifest.json.%d.%08x.tmp", (int)getpid(), rnd);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode ? mode & 0777 : 0644);
-        if (fd < 0 && errno != EEXIST && errno != ELOOP) {
-            e = -errno;
-            goto out;
-        }
+        if (fd < 0 && errno != EEXIST && errno != ELOOP)
+            return -errno;
     }
-    if (fd < 0) {
-        e = -EEXIST;
-        goto out;
-    }
+    if (fd < 0)
+        return -EEXIST;
     if (mode && fchmod(fd, mode & 0777) < 0)
         e = -errno;
     size_t n = strlen(json);
     if (!e)
         e = fmt_write_full(fd, json, n);
-    if (!e)
+    if (!e && (n == 0 || json[n - 1] != '\n'))
         e = fmt_write_full(fd, "\n", 1);
     if (!e && fsync(fd) < 0 && errno != EINVAL)
         e = -errno;
@@ -538,7 +532,15 @@ int tft_manifest_writeat(int dirfd, const tft_manifest *m, unsigned mode)
         e = -errno;
     if (e)
         unlinkat(dirfd, tmp, 0);
-out:
+    return e;
+}
+
+int tft_manifest_writeat(int dirfd, const tft_manifest *m, unsigned mode)
+{
+    char *json = tft_manifest_to_json(m);
+    if (!json)
+        return -ENOMEM;
+    int e = tft_manifest_write_textat(dirfd, json, mode);
     cJSON_free(json);
     return e;
 }
