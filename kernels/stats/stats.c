@@ -1063,11 +1063,13 @@ static void u8_pass(const struct stats_kernels *kk, const unsigned char *raw, si
 {
     uint64_t zero = 0, s1 = 0, s2 = 0;
     unsigned mn = 255, mx = 0;
+    void (*block)(const uint8_t *, size_t, struct u8_out *) =
+        !full && kk->health_u8 ? kk->health_u8 : kk->stats_u8;
     for (size_t i = 0; i < numel; i += STATS_BLOCK_BYTES) {
         size_t n = numel - i < STATS_BLOCK_BYTES ? numel - i : STATS_BLOCK_BYTES;
         size_t n32 = n & ~(size_t)31;
         struct u8_out o;
-        kk->stats_u8(raw + i, n32, &o);
+        block(raw + i, n32, &o);
         struct u8_out t;
         gen_stats_u8(raw + i + n32, n - n32, &t);
         zero += o.zero + t.zero;

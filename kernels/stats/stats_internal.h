@@ -99,6 +99,9 @@ struct stats_kernels {
                        lane_sums s);
     void (*fast_f32)(const float *x, size_t n, float k, struct fast_out *o); /* n % 32 == 0 */
     void (*stats_u8)(const uint8_t *x, size_t n, struct u8_out *o); /* n % 32 == 0, <= 8192 */
+    /* HEALTH of n (% 32 == 0, <= 8192) bytes: zero, min and max of o as
+     * stats_u8 fills them (s1, s2 left 0). NULL: stats_u8. */
+    void (*health_u8)(const uint8_t *x, size_t n, struct u8_out *o);
     /* fast_f32 of n (% 32 == 0) bf16 (bf16 set) or fp16 elements at raw
      * (any alignment), decoded in registers: the same fast_out, bit for
      * bit, as decoding them and calling fast_f32. NULL: decode instead. */

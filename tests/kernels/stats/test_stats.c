@@ -398,6 +398,16 @@ static void test_random(void)
             check_case("short", dtype, bufmem + 8, n);
         }
     }
+    /* bytes: all zero (the byte-lane zero counters must fold before 255),
+     * and all 0xff but one zero per 8 KiB block */
+    for (int k = 0; k < 2; k++) {
+        size_t n = 3 * 8192 + 100;
+        memset(bufmem, k ? 0xff : 0, n);
+        for (size_t i = 4000; k && i < n; i += 8192)
+            bufmem[i] = 0;
+        check_case(k ? "bytes-ff" : "bytes-zero", TFT_U8, bufmem, n);
+        check_case(k ? "bytes-ff" : "bytes-zero", TFT_U8, bufmem + 1, n - 1);
+    }
 }
 
 /* NaN-only, Inf-only, mixtures, and blocks where a lone special value sits
