@@ -145,7 +145,11 @@ int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
  * by tft_stats_compute on every call. */
 #define TFT_STATS_STREAM_BYTES 10240u
 typedef struct tft_stats_stream {
+#ifdef __cplusplus
+    alignas(64) unsigned char opaque[TFT_STATS_STREAM_BYTES];
+#else
     _Alignas(64) unsigned char opaque[TFT_STATS_STREAM_BYTES];
+#endif
 } tft_stats_stream;
 
 int tft_stats_stream_begin(tft_stats_stream *s, int dtype, size_t numel, int mode);
