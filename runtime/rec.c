@@ -152,6 +152,12 @@ void rec_tensor_stats(rec_map *m, const char *name, int dtype, const tft_stats *
     rec_emit_tensor(m, name, dtype, NULL, stats, stats_mode, -1, ndim, shape, inputs, n_inputs);
 }
 
+void rec_cb_stats(void *ctx, const char *name, const struct tft_stats *st, int mode, int ndim, const int64_t *shape,
+                  const char *const *inputs, int n_inputs)
+{
+    rec_tensor_stats(ctx, name, TFT_F32, st, mode, ndim, shape, inputs, n_inputs);
+}
+
 int rec_step(int begin, int64_t step)
 {
     if (g_defer)

@@ -488,14 +488,15 @@ static int train_step(run *r, int64_t step, step_stats *st)
         return cuda_step(r, step, denom, st);
     if (!bug_is(r, BUG_GRAD_ACCUM) || step == r->step0)
         gpt_zero_grad(&r->m);
-    st->loss = gpt_forward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, r->pad, denom, rec_cb, r->rec);
-    gpt_backward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, denom);
-    if ((e = reduce_grads(r, step)) < 0)
-        return e;
     int fmode = rec_fused_mode(r->rec, step);
     fused *f = fmode >= 0 ? fused_get(r) : NULL;
     if (!f)
         fmode = -1;
+    gpt_set_fused_stats(&r->m, fmode, rec_cb_stats); /* -ENOMEM: the forward records unfused */
+    st->loss = gpt_forward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, r->pad, denom, rec_cb, r->rec);
+    gpt_backward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, denom);
+    if ((e = reduce_grads(r, step)) < 0)
+        return e;
     if (fmode < 0) {
         record_block(r, GPT_P_GRAD, r->m.grads);
         st->norm = grad_norm(r, NULL, -1);

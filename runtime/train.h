@@ -95,6 +95,9 @@ int rec_fused_mode(const rec_map *m, int64_t step);
  * the same record as rec_tensor's (tft_tensor_stats, device -1). */
 void rec_tensor_stats(rec_map *m, const char *name, int dtype, const tft_stats *stats, int stats_mode, int ndim,
                       const int64_t *shape, const char *const *inputs, int n_inputs);
+/* The model's fused-statistics callback (gpt_set_fused_stats), ctx the rec_map. */
+void rec_cb_stats(void *ctx, const char *name, const struct tft_stats *st, int mode, int ndim, const int64_t *shape,
+                  const char *const *inputs, int n_inputs);
 /* tft_step_begin (begin != 0) / tft_step_end, tft_checkpoint, tft_alloc,
  * through the deferral below when one is set. */
 int rec_step(int begin, int64_t step);

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # tftrain's fused statistics (grad.* in the gradient-norm sweep, adam.m,
-# adam.v and param.* in AdamW; runtime/README.md) record exactly what the
+# adam.v and param.* in AdamW, attn.scores, attn.probs and gelu in the
+# forward; runtime/README.md) record exactly what the
 # recorder's own statistics record: every tensor and op record of a traced
 # run, all statistics fields at full precision, is the same with the fused
 # path (the default) and without it (TFTRAIN_FUSED_STATS=0), in full mode,
-# health mode and with TFT_EVERY sampling. tfdiff alone would not do: equal
+# health mode, with TFT_EVERY sampling and with --dtype bf16. tfdiff alone would not do: equal
 # fingerprints make it call two records identical whatever their statistics.
 set -euo pipefail
 tftrain=$1 tftrace=$2 tfdump=$3
@@ -14,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 args=(--steps 3 -q --layers 1 --d-model 64 --heads 2 --seq 16 --batch 4 --eval-every 0)
 run() { # NAME ENV... : a traced run and its records as JSON lines
   local name=$1; shift
-  env "$@" "$tftrace" -q -o "$tmp/$name.trace" -- "$tftrain" "${args[@]}"
+  env "$@" "$tftrace" -q -o "$tmp/$name.trace" -- "$tftrain" "${args[@]}" ${EXTRA:-}
   "$tfdump" --events --json "$tmp/$name.trace" >"$tmp/$name.jsonl"
 }
 compare() { # A B
@@ -49,4 +50,8 @@ compare health health0
 run every TFT_EVERY=2
 run every0 TFT_EVERY=2 TFTRAIN_FUSED_STATS=0
 compare every every0
+# activations rounded to bf16 piece by piece in the fused forward
+EXTRA="--dtype bf16" run bf16 TFT_STATS=full
+EXTRA="--dtype bf16" run bf160 TFT_STATS=full TFTRAIN_FUSED_STATS=0
+compare bf16 bf160
 echo PASS fused_stats
