@@ -28,6 +28,12 @@
  * accurate to ~1e-15 for data like 1e8 + noise. f64 data beyond ~1e154,
  * whose squares overflow, get a second, scaled pass for the moments.
  *
+ * Streaming (tft_stats_stream_*): the same blocks through the same code
+ * (pass_block, u8_block) as the caller's pieces arrive, a block that
+ * straddles two pieces assembled in the stream's buffer, the XXH3 state
+ * carried along; tensors of at most one block are buffered whole and given
+ * to tft_stats_compute at finish. So the results are bit-identical.
+ *
  * Limits: any numel whose byte size fits size_t; about 9 KiB of stack.
  * Workload: called by the recorder on the thread that produced the tensor.
  */
