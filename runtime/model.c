@@ -8,6 +8,7 @@
 
 #include "tft_types.h" /* TFT_F32 */
 #include "tft_ops.h"
+#include "tft_stats.h" /* tft_stats_stream: fused statistics */
 
 #include <errno.h>
 #include <math.h>
@@ -146,6 +147,7 @@ static int acts_alloc(gpt_model *m)
 int gpt_init(gpt_model *m, const gpt_config *cfg, int B, int T, uint64_t seed)
 {
     memset(m, 0, sizeof(*m));
+    m->fused_mode = -1;
     if (cfg->vocab < 2 || cfg->layers < 1 || cfg->channels < 1 || cfg->heads < 1 ||
         cfg->channels % cfg->heads || cfg->max_seq < 1 || B < 1 || T < 1 || T > cfg->max_seq)
         return -EINVAL;
@@ -177,6 +179,7 @@ void gpt_free(gpt_model *m)
     }
     free(m->params);
     free(m->params_info);
+    free(m->fused_stream);
     memset(m, 0, sizeof(*m));
 }
 
@@ -210,7 +213,48 @@ typedef struct fwd_ctx {
     gpt_record_fn rec;
     void *ctx;
     int store;
+    int fmode;               /* fused statistics' mode, -1 off (gpt_set_fused_stats) */
+    gpt_record_stats_fn frec;
+    tft_stats_stream *fs;
 } fwd_ctx;
+
+int gpt_set_fused_stats(gpt_model *m, int mode, gpt_record_stats_fn rec_stats)
+{
+    m->fused_mode = -1;
+    if (mode < 0 || !rec_stats)
+        return 0;
+    if (!m->fused_stream && !(m->fused_stream = malloc(sizeof(*m->fused_stream))))
+        return -ENOMEM;
+    m->fused_mode = mode;
+    m->fused_rec = rec_stats;
+    return 0;
+}
+
+/* Fused statistics of an output written a piece at a time: fz_begin (0:
+ * not fused, compute and emit as usual), fz_piece after each piece is
+ * written (rounds it to the storage dtype, as emit does for the whole),
+ * fz_emit at the end. */
+#define FZ_PIECE 2048 /* floats: one statistics block */
+static int fz_begin(const fwd_ctx *f, size_t n)
+{
+    return f->fmode >= 0 && tft_stats_stream_begin(f->fs, TFT_F32, n, f->fmode) == 0;
+}
+
+static void fz_piece(const fwd_ctx *f, float *x, size_t n)
+{
+    op_round_storage(x, n, f->store);
+    tft_stats_stream_update(f->fs, x, n);
+}
+
+static void fz_emit(const fwd_ctx *f, const char *name, const float *x, int ndim, const int64_t *shape,
+                    const char *const *in, int nin)
+{
+    tft_stats st;
+    if (tft_stats_stream_finish(f->fs, x, &st) == 0)
+        f->frec(f->ctx, name, &st, f->fmode, ndim, shape, in, nin);
+    else
+        f->rec(f->ctx, name, x, ndim, shape, in, nin);
+}
 
 /* Rounds an activation to the storage dtype, then reports it. */
 static void emit(const fwd_ctx *f, const char *name, float *x, size_t n, int ndim, const int64_t *shape,
@@ -235,6 +279,7 @@ static void layer_forward(gpt_model *m, const gpt_variant *var, const fwd_ctx *f
     float *gl = a->gelu + l * BTC * 4, *fcp = a->fcproj + l * BTC, *res2 = a->res2 + l * BTC;
     float *P = m->params;
 #define EMIT(k, ptr, n, nd, shp) emit(f, ln.act[k], ptr, n, nd, shp, ln.inputs[k], ln.n_inputs[k])
+#define FZ_EMIT(k, ptr, nd, shp) fz_emit(f, ln.act[k], ptr, nd, shp, ln.inputs[k], ln.n_inputs[k])
 
     op_layernorm_fwd(ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, in, lp(m, P, l, GPT_LN1W), lp(m, P, l, GPT_LN1B),
                      N, C);
@@ -242,14 +287,33 @@ static void layer_forward(gpt_model *m, const gpt_variant *var, const fwd_ctx *f
     op_matmul_fwd(qkv, ln1, lp(m, P, l, GPT_QKVW), lp(m, P, l, GPT_QKVB), N, C, 3 * C);
     EMIT(GPT_ACT_QKV, qkv, BTC * 3, 3, s3q);
     float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
-    op_attn_scores_fwd(sc, qkv, B, T, C, NH, scale);
-    EMIT(GPT_ACT_SCORES, sc, att, 4, s4);
+    size_t per_b = (size_t)NH * T * T;
+    if (fz_begin(f, att)) { /* a batch row's scores (all heads) at a time, then their statistics */
+        for (int b = 0; b < B; b++) {
+            op_attn_scores_fwd(sc + b * per_b, qkv + (size_t)b * T * 3 * C, 1, T, C, NH, scale);
+            fz_piece(f, sc + b * per_b, per_b);
+        }
+        FZ_EMIT(GPT_ACT_SCORES, sc, 4, s4);
+    } else {
+        op_attn_scores_fwd(sc, qkv, B, T, C, NH, scale);
+        EMIT(GPT_ACT_SCORES, sc, att, 4, s4);
+    }
     /* masked softmax: the fill is stored in the activation dtype (so -1e9
      * becomes -inf in fp16), and a fully masked row of -inf gives NaN */
     op_masked_fill(sc, a->mask, var->mask_fill, B, NH, T);
     op_round_storage(sc, att, f->store);
-    op_softmax_fwd(pr, sc, B * NH * T, T);
-    EMIT(GPT_ACT_PROBS, pr, att, 4, s4);
+    if (fz_begin(f, att)) { /* rows of about FZ_PIECE floats */
+        int rows = B * NH * T, rp = T < FZ_PIECE ? FZ_PIECE / T : 1;
+        for (int r0 = 0; r0 < rows; r0 += rp) {
+            int nr = rows - r0 < rp ? rows - r0 : rp;
+            op_softmax_fwd(pr + (size_t)r0 * T, sc + (size_t)r0 * T, nr, T);
+            fz_piece(f, pr + (size_t)r0 * T, (size_t)nr * T);
+        }
+        FZ_EMIT(GPT_ACT_PROBS, pr, 4, s4);
+    } else {
+        op_softmax_fwd(pr, sc, B * NH * T, T);
+        EMIT(GPT_ACT_PROBS, pr, att, 4, s4);
+    }
     op_attn_values_fwd(atty, pr, qkv, B, T, C, NH);
     EMIT(GPT_ACT_OUT, atty, BTC, 3, s3);
     op_matmul_fwd(proj, atty, lp(m, P, l, GPT_PROJW), lp(m, P, l, GPT_PROJB), N, C, C);
@@ -261,13 +325,23 @@ static void layer_forward(gpt_model *m, const gpt_variant *var, const fwd_ctx *f
     EMIT(GPT_ACT_LN2, ln2, BTC, 3, s3);
     op_matmul_fwd(fc, ln2, lp(m, P, l, GPT_FCW), lp(m, P, l, GPT_FCB), N, C, 4 * C);
     EMIT(GPT_ACT_FC, fc, BTC * 4, 3, s3f);
-    op_gelu_fwd(gl, fc, BTC * 4);
-    EMIT(GPT_ACT_GELU, gl, BTC * 4, 3, s3f);
+    if (fz_begin(f, BTC * 4)) {
+        for (size_t i = 0; i < BTC * 4; i += FZ_PIECE) {
+            size_t k = BTC * 4 - i < FZ_PIECE ? BTC * 4 - i : FZ_PIECE;
+            op_gelu_fwd(gl + i, fc + i, k);
+            fz_piece(f, gl + i, k);
+        }
+        FZ_EMIT(GPT_ACT_GELU, gl, 3, s3f);
+    } else {
+        op_gelu_fwd(gl, fc, BTC * 4);
+        EMIT(GPT_ACT_GELU, gl, BTC * 4, 3, s3f);
+    }
     op_matmul_fwd(fcp, gl, lp(m, P, l, GPT_FCPW), lp(m, P, l, GPT_FCPB), N, 4 * C, C);
     EMIT(GPT_ACT_FCPROJ, fcp, BTC, 3, s3);
     op_residual_fwd(res2, res1, fcp, BTC);
     EMIT(GPT_ACT_RES2, res2, BTC, 3, s3);
 #undef EMIT
+#undef FZ_EMIT
 }
 
 float gpt_forward(gpt_model *m, const gpt_variant *var, const int32_t *tokens, const int32_t *targets,
@@ -276,7 +350,12 @@ float gpt_forward(gpt_model *m, const gpt_variant *var, const int32_t *tokens, c
     gpt_acts *a = m->acts;
     int B = m->B, T = m->T, C = m->cfg.channels, V = m->cfg.vocab, L = m->cfg.layers, N = B * T;
     size_t BTC = (size_t)N * C;
-    fwd_ctx f = {rec, ctx, var->store_dtype};
+    fwd_ctx f = {rec, ctx, var->store_dtype, -1, NULL, NULL};
+    if (rec && m->fused_mode >= 0 && m->fused_stream) {
+        f.fmode = m->fused_mode;
+        f.frec = m->fused_rec;
+        f.fs = m->fused_stream;
+    }
     int64_t s3[3] = {B, T, C}, sm[3] = {B, T, T}, sl[3] = {B, T, V}, s1[1] = {1};
     float *P = m->params;
 

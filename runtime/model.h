@@ -18,6 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct tft_stats;        /* tft_types.h */
+struct tft_stats_stream; /* tft_stats.h */
+
 typedef struct gpt_config {
     int vocab;      /* V */
     int max_seq;    /* maximum T (wpe rows) */
@@ -45,6 +48,11 @@ typedef struct gpt_variant {
 
 typedef struct gpt_acts gpt_acts;
 
+/* Callback with the statistics (enum tft_stats_mode mode) of an output the
+ * model computed itself instead of its data (gpt_set_fused_stats). */
+typedef void (*gpt_record_stats_fn)(void *ctx, const char *name, const struct tft_stats *st, int mode, int ndim,
+                                    const int64_t *shape, const char *const *inputs, int n_inputs);
+
 typedef struct gpt_model {
     gpt_config cfg;
     gpt_param *params_info; /* nparams entries */
@@ -54,12 +62,25 @@ typedef struct gpt_model {
     int B, T;               /* activation sizes */
     gpt_acts *acts;         /* forward activations and backward scratch */
     double last_loss_sum;   /* sum of weighted token losses of the last forward */
+    int fused_mode;         /* gpt_set_fused_stats: tft_stats_mode, or -1 (off) */
+    gpt_record_stats_fn fused_rec;
+    struct tft_stats_stream *fused_stream; /* allocated by gpt_set_fused_stats */
 } gpt_model;
 
 /* Callback the model calls after each op with its output (for recording).
  * name: canonical tensor name ("L0.qkv", names.h); data: float32 host buffer. */
 typedef void (*gpt_record_fn)(void *ctx, const char *name, const float *data, int ndim,
                               const int64_t *shape, const char *const *inputs, int n_inputs);
+
+/* Fused statistics: with mode >= 0 (a tft_stats_mode), the forward computes
+ * the statistics of its largest element- and row-wise outputs (per layer
+ * attn.scores, attn.probs, gelu) itself, a piece of 2048 floats at a time
+ * right after writing it (tft_stats_stream: the same statistics, bit for
+ * bit, as tft_stats_compute of the whole), and reports them to rec_stats
+ * instead of calling the record callback with the data; the outputs are
+ * the same values either way. mode -1 turns it off (the default). Returns
+ * 0, or -ENOMEM (then off). */
+int gpt_set_fused_stats(gpt_model *m, int mode, gpt_record_stats_fn rec_stats);
 
 /* Allocates parameters (initialised from seed: N(0, 0.02), LN w=1 b=0, biases 0;
  * residual projections scaled by 1/sqrt(2L)) and activations for (B, T).

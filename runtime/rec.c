@@ -55,7 +55,7 @@ void rec_set_defer(const rec_defer *d) { g_defer = d; }
 const rec_defer *rec_deferred(void) { return g_defer; }
 
 /* A tensor record of the current op with statistics computed on CUDA
- * device `device` in stats_mode (tft_tensor_stats reduces them to the
+ * device `device` (-1: on the host, by tftrain's fused sweeps) in stats_mode (tft_tensor_stats reduces them to the
  * recorder's mode for this step). Returns its id, 0 when not recorded. */
 static uint64_t emit_stats_tensor(const char *name, int dtype, int ndim, const int64_t *shape, const tft_stats *stats,
                                   int stats_mode, int device)
@@ -112,6 +112,50 @@ void rec_tensor(rec_map *m, const char *name, int dtype, const void *data, int n
         return;
     }
     rec_emit_tensor(m, name, dtype, data, NULL, 0, -1, ndim, shape, inputs, n_inputs);
+}
+
+/* Whether tftrain computes statistics itself, fused into the sweeps that
+ * write or read the tensors (train.c: the gradient norm, AdamW), decided
+ * once from what the recorder reads: TFT_STATS (the mode), TFT_EVERY
+ * (steps sampled out record shapes only, so nothing is fused there) and
+ * TFT_CAPTURE (a capture needs the bytes: tft_tensor then). TFTRAIN_FUSED_STATS=0
+ * turns it off (the bit-identity test compares the two). */
+static int fused_mode = -2, fused_every = 1; /* -2: not decided yet; -1: off */
+
+static void fused_decide(void)
+{
+    const char *m = getenv("TFT_STATS"), *cap = getenv("TFT_CAPTURE"), *off = getenv("TFTRAIN_FUSED_STATS");
+    const char *every = getenv("TFT_EVERY");
+    fused_mode = m && !strcmp(m, "shape") ? -1 : m && !strcmp(m, "health") ? TFT_STATS_HEALTH : TFT_STATS_FULL;
+    if ((cap && *cap) || (off && !strcmp(off, "0")))
+        fused_mode = -1;
+    long e = every ? strtol(every, NULL, 10) : 1;
+    fused_every = e > 1 && e < INT32_MAX ? (int)e : 1;
+}
+
+int rec_fused_mode(const rec_map *m, int64_t step)
+{
+    if (!m || g_defer || !tft_enabled())
+        return -1;
+    if (fused_mode == -2)
+        fused_decide();
+    if (fused_mode < 0 || step % fused_every != 0)
+        return -1;
+    return fused_mode;
+}
+
+void rec_tensor_stats(rec_map *m, const char *name, int dtype, const tft_stats *stats, int stats_mode, int ndim,
+                      const int64_t *shape, const char *const *inputs, int n_inputs)
+{
+    if (!m || !tft_enabled() || g_defer)
+        return;
+    rec_emit_tensor(m, name, dtype, NULL, stats, stats_mode, -1, ndim, shape, inputs, n_inputs);
+}
+
+void rec_cb_stats(void *ctx, const char *name, const struct tft_stats *st, int mode, int ndim, const int64_t *shape,
+                  const char *const *inputs, int n_inputs)
+{
+    rec_tensor_stats(ctx, name, TFT_F32, st, mode, ndim, shape, inputs, n_inputs);
 }
 
 int rec_step(int begin, int64_t step)

@@ -9,6 +9,7 @@
 
 #include "tft.h"
 #include "tft_ops.h"
+#include "tft_stats.h"
 #include "train_cuda.h"
 
 #include <errno.h>
@@ -18,6 +19,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+/* Fused statistics (rec_fused_mode): the tensors the gradient-norm sweep
+ * and AdamW touch get their statistics there, a piece at a time while the
+ * piece is in L1 (tft_stats_stream: the same statistics, bit for bit, as
+ * the recorder's tft_stats_compute of the whole tensor), and are recorded
+ * afterwards, in the order and with the names rec_tensor would give them. */
+#define FUSED_PIECE 2048 /* floats: one statistics block; AdamW's four arrays fill 32 KiB of L1 */
+typedef struct fused {
+    tft_stats_stream s[3];
+    tft_stats *grad, *m, *v, *p; /* per parameter */
+    bool *ok;                    /* per parameter: its statistics came out (else rec_tensor) */
+} fused;
 
 typedef struct run {
     const train_opts *o;
@@ -35,6 +48,7 @@ typedef struct run {
     uint8_t *pad;
     char err[512];
     cuda_run *cu;             /* the CUDA backend (train_cuda.h), NULL on the CPU */
+    fused *fs;                /* fused statistics' state, NULL until first used */
 } run;
 
 static double now_s(void)
@@ -263,16 +277,136 @@ static int load_batch(run *r, int64_t step)
     return 0;
 }
 
-/* Global norm of the gradients; nondet sums the parameters in reverse order. */
-static double grad_norm(run *r)
+/* The fused statistics' state (allocated once); NULL when out of memory,
+ * and the runtime then records unfused. */
+static fused *fused_get(run *r)
+{
+    if (r->fs)
+        return r->fs;
+    size_t np = (size_t)r->m.nparams;
+    fused *f = calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    f->grad = calloc(4 * np, sizeof(tft_stats));
+    f->ok = calloc(np, sizeof(bool));
+    if (!f->grad || !f->ok) {
+        free(f->grad);
+        free(f->ok);
+        free(f);
+        return NULL;
+    }
+    f->m = f->grad + np;
+    f->v = f->m + np;
+    f->p = f->v + np;
+    r->fs = f;
+    return f;
+}
+
+static void fused_free(fused *f)
+{
+    if (f) {
+        free(f->grad);
+        free(f->ok);
+    }
+    free(f);
+}
+
+/* Every parameter's PREFIX.P from the statistics st (fused), or from the
+ * data at base where they did not come out. */
+static void record_block_stats(run *r, const char *prefix, const tft_stats *st, const float *base, int mode)
+{
+    for (int i = 0; i < r->m.nparams; i++) {
+        const gpt_param *p = &r->m.params_info[i];
+        gpt_param_names pn;
+        gpt_param_names_init(&pn, prefix, p->name);
+        if (r->fs->ok[i])
+            rec_tensor_stats(r->rec, pn.name, TFT_F32, &st[i], mode, p->ndim, p->shape, pn.inputs, pn.n_inputs);
+        else
+            rec_tensor(r->rec, pn.name, TFT_F32, base + p->offset, p->ndim, p->shape, pn.inputs, pn.n_inputs);
+    }
+}
+
+/* Global norm of the gradients; nondet sums the parameters in reverse
+ * order. With mode >= 0 (fused) each parameter's gradient statistics are
+ * computed in the same sweep, piece by piece, into f->grad (the sum of
+ * squares continues across pieces: the same norm, bit for bit). */
+static double grad_norm(run *r, fused *f, int mode)
 {
     float s = 0; /* float: the summation order shows in the last bit (nondet) */
     int np = r->m.nparams;
     for (int k = 0; k < np; k++) {
-        const gpt_param *p = &r->m.params_info[bug_is(r, BUG_NONDET) ? np - 1 - k : k];
-        s += op_sum_squares(r->m.grads + p->offset, p->count);
+        int idx = bug_is(r, BUG_NONDET) ? np - 1 - k : k;
+        const gpt_param *p = &r->m.params_info[idx];
+        const float *g = r->m.grads + p->offset;
+        if (mode < 0) {
+            s += op_sum_squares(g, p->count);
+            continue;
+        }
+        int e = tft_stats_stream_begin(&f->s[0], TFT_F32, p->count, mode);
+        double acc = 0.0;
+        for (size_t i = 0; i < p->count; i += FUSED_PIECE) {
+            size_t n = p->count - i < FUSED_PIECE ? p->count - i : FUSED_PIECE;
+            if (!e)
+                e = tft_stats_stream_update(&f->s[0], g + i, n);
+            acc = op_sum_squares_acc(acc, g + i, n);
+        }
+        s += acc;
+        f->ok[idx] = !e && tft_stats_stream_finish(&f->s[0], g, &f->grad[idx]) == 0;
     }
     return sqrtf(s);
+}
+
+/* AdamW, with mode >= 0 the statistics of each parameter's new m, v and
+ * values computed piece by piece right after the piece's update (the
+ * update is element-wise: the same values as one op_adamw call). */
+static void adamw(run *r, float lr, int64_t step, fused *f, int mode)
+{
+    gpt_model *m = &r->m;
+    float wd = r->o->weight_decay;
+    int t = (int)(step + 1);
+    if (mode < 0) {
+        op_adamw(m->params, m->grads, m->m, m->v, m->num_params, lr, 0.9f, 0.95f, 1e-8f, wd, t);
+        return;
+    }
+    for (int k = 0; k < m->nparams; k++) {
+        const gpt_param *p = &m->params_info[k];
+        float *pp = m->params + p->offset, *mm = m->m + p->offset, *vv = m->v + p->offset;
+        const float *gg = m->grads + p->offset;
+        int e = 0;
+        for (int q = 0; q < 3; q++)
+            e |= tft_stats_stream_begin(&f->s[q], TFT_F32, p->count, mode);
+        for (size_t i = 0; i < p->count; i += FUSED_PIECE) {
+            size_t n = p->count - i < FUSED_PIECE ? p->count - i : FUSED_PIECE;
+            op_adamw(pp + i, gg + i, mm + i, vv + i, n, lr, 0.9f, 0.95f, 1e-8f, wd, t);
+            if (!e)
+                e = tft_stats_stream_update(&f->s[0], mm + i, n) | tft_stats_stream_update(&f->s[1], vv + i, n) |
+                    tft_stats_stream_update(&f->s[2], pp + i, n);
+        }
+        f->ok[k] = !e && tft_stats_stream_finish(&f->s[0], mm, &f->m[k]) == 0 &&
+                   tft_stats_stream_finish(&f->s[1], vv, &f->v[k]) == 0 &&
+                   tft_stats_stream_finish(&f->s[2], pp, &f->p[k]) == 0;
+    }
+}
+
+/* adam.m and adam.v per parameter, then param.*: from the fused
+ * statistics (mode >= 0) or the data. */
+static void record_moments_fused(run *r, int mode)
+{
+    fused *f = r->fs;
+    for (int i = 0; i < r->m.nparams; i++) {
+        const gpt_param *p = &r->m.params_info[i];
+        gpt_param_names m, v;
+        gpt_param_names_init(&m, GPT_P_ADAM_M, p->name);
+        gpt_param_names_init(&v, GPT_P_ADAM_V, p->name);
+        if (f->ok[i]) {
+            rec_tensor_stats(r->rec, m.name, TFT_F32, &f->m[i], mode, p->ndim, p->shape, m.inputs, m.n_inputs);
+            rec_tensor_stats(r->rec, v.name, TFT_F32, &f->v[i], mode, p->ndim, p->shape, v.inputs, v.n_inputs);
+        } else {
+            rec_tensor(r->rec, m.name, TFT_F32, r->m.m + p->offset, p->ndim, p->shape, m.inputs, m.n_inputs);
+            rec_tensor(r->rec, v.name, TFT_F32, r->m.v + p->offset, p->ndim, p->shape, v.inputs, v.n_inputs);
+        }
+    }
+    record_block_stats(r, GPT_P_PARAM, f->p, r->m.params, mode);
 }
 
 /* adam.m and adam.v per parameter, then param.* */
@@ -354,12 +488,22 @@ static int train_step(run *r, int64_t step, step_stats *st)
         return cuda_step(r, step, denom, st);
     if (!bug_is(r, BUG_GRAD_ACCUM) || step == r->step0)
         gpt_zero_grad(&r->m);
+    int fmode = rec_fused_mode(r->rec, step);
+    fused *f = fmode >= 0 ? fused_get(r) : NULL;
+    if (!f)
+        fmode = -1;
+    gpt_set_fused_stats(&r->m, fmode, rec_cb_stats); /* -ENOMEM: the forward records unfused */
     st->loss = gpt_forward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, r->pad, denom, rec_cb, r->rec);
     gpt_backward(&r->m, &r->var, r->tokens, r->targets, r->loss_mask, denom);
     if ((e = reduce_grads(r, step)) < 0)
         return e;
-    record_block(r, GPT_P_GRAD, r->m.grads);
-    st->norm = grad_norm(r);
+    if (fmode < 0) {
+        record_block(r, GPT_P_GRAD, r->m.grads);
+        st->norm = grad_norm(r, NULL, -1);
+    } else { /* the statistics in the norm's sweep, recorded after it in the same order */
+        st->norm = grad_norm(r, f, fmode);
+        record_block_stats(r, GPT_P_GRAD, f->grad, r->m.grads, fmode);
+    }
     float gn = (float)st->norm;
     int64_t one = 1;
     rec_tensor(r->rec, GPT_N_GRAD_NORM, TFT_F32, &gn, 1, &one, (const char *[]){GPT_N_LOSS}, 1);
@@ -367,12 +511,16 @@ static int train_step(run *r, int64_t step, step_stats *st)
         op_scale(r->m.grads, r->m.num_params, (float)(r->o->clip / st->norm));
     st->lr = lr_at(r, step);
     rec_tensor(r->rec, GPT_N_LR, TFT_F32, &st->lr, 1, &one, NULL, 0);
-    if (r->o->sgd)
+    if (r->o->sgd) {
         sgd_momentum(&r->m, st->lr);
-    else
-        op_adamw(r->m.params, r->m.grads, r->m.m, r->m.v, r->m.num_params, st->lr, 0.9f, 0.95f, 1e-8f,
-                 r->o->weight_decay, (int)(step + 1));
-    record_moments(r);
+        record_moments(r);
+    } else if (fmode < 0) {
+        adamw(r, st->lr, step, NULL, -1);
+        record_moments(r);
+    } else {
+        adamw(r, st->lr, step, f, fmode);
+        record_moments_fused(r, fmode);
+    }
     double ls[1] = {(double)st->loss};
     if ((e = dist_allreduce_f64(r->d, ls, 1)) < 0)
         return e;
@@ -435,6 +583,7 @@ out:
 static void run_free(run *r)
 {
     cuda_run_free(r->cu); /* first: emits the records still queued */
+    fused_free(r->fs);
     tft_free(r->m.params);
     gpt_free(&r->m);
     data_loader_free(&r->loader);

@@ -85,6 +85,19 @@ void rec_cb(void *ctx, const char *name, const float *data, int ndim, const int6
 /* Records a tensor as its own op with named inputs; remembers its id. */
 void rec_tensor(rec_map *m, const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
                 const char *const *inputs, int n_inputs);
+/* Fused statistics (CPU backend): the tft_stats_mode tftrain computes
+ * itself for the tensors of step `step` in the sweeps that touch them
+ * (tft_stats_stream, then rec_tensor_stats), or -1 when it must record them
+ * with rec_tensor instead (not recording, the CUDA queue, a capture,
+ * TFT_STATS=shape, a step TFT_EVERY samples out, TFTRAIN_FUSED_STATS=0). */
+int rec_fused_mode(const rec_map *m, int64_t step);
+/* rec_tensor with host statistics computed in stats_mode instead of data:
+ * the same record as rec_tensor's (tft_tensor_stats, device -1). */
+void rec_tensor_stats(rec_map *m, const char *name, int dtype, const tft_stats *stats, int stats_mode, int ndim,
+                      const int64_t *shape, const char *const *inputs, int n_inputs);
+/* The model's fused-statistics callback (gpt_set_fused_stats), ctx the rec_map. */
+void rec_cb_stats(void *ctx, const char *name, const struct tft_stats *st, int mode, int ndim, const int64_t *shape,
+                  const char *const *inputs, int n_inputs);
 /* tft_step_begin (begin != 0) / tft_step_end, tft_checkpoint, tft_alloc,
  * through the deferral below when one is set. */
 int rec_step(int begin, int64_t step);

@@ -436,7 +436,12 @@ void op_adamw(float *param, const float *grad, float *m, float *v, size_t n, flo
 /* sum x^2 in double, in index order. NaN/Inf propagate. */
 double op_sum_squares(const float *x, size_t n)
 {
-    double s = 0.0;
+    return op_sum_squares_acc(0.0, x, n); /* 0.0 + the first square is that square */
+}
+
+/* s + sum x^2, continuing op_sum_squares' sum (tftrain's fused gradient sweep). */
+double op_sum_squares_acc(double s, const float *x, size_t n)
+{
     for (size_t i = 0; i < n; i++)
         s += (double)x[i] * x[i];
     return s;

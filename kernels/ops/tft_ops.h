@@ -89,6 +89,9 @@ double op_sumsq(const float *x, size_t n);
  * term of a global norm over several tensors (op_sumsq returns the norm, whose
  * square would round). op_sumsq(x, n) == sqrt(op_sum_squares(x, n)). */
 double op_sum_squares(const float *x, size_t n);
+/* s + sum x^2 in the same order, for a tensor taken in pieces:
+ * op_sum_squares_acc(op_sum_squares(x, k), x + k, n - k) == op_sum_squares(x, n). */
+double op_sum_squares_acc(double s, const float *x, size_t n);
 /* x *= s */
 void op_scale(float *x, size_t n, float s);
 

@@ -28,6 +28,12 @@
  * accurate to ~1e-15 for data like 1e8 + noise. f64 data beyond ~1e154,
  * whose squares overflow, get a second, scaled pass for the moments.
  *
+ * Streaming (tft_stats_stream_*): the same blocks through the same code
+ * (pass_block, u8_block) as the caller's pieces arrive, a block that
+ * straddles two pieces assembled in the stream's buffer, the XXH3 state
+ * carried along; tensors of at most one block are buffered whole and given
+ * to tft_stats_compute at finish. So the results are bit-identical.
+ *
  * Limits: any numel whose byte size fits size_t; about 9 KiB of stack.
  * Workload: called by the recorder on the thread that produced the tensor.
  */
@@ -958,49 +964,76 @@ int tft_stats_set_tiny(int on)
     return was;
 }
 
+/* What a pass over a tensor needs to know for each block: the kernel set,
+ * the dtype and the paths its size and mode allow (tensor_pass and the
+ * streaming form, tft_stats_stream_*, take the same decisions from them). */
+struct pass {
+    const struct stats_kernels *kk;
+    int dtype;
+    size_t esz;
+    int is64;         /* blocks are staged as doubles */
+    size_t per_block; /* elements per block */
+    int full;
+    int fast, fast_int;
+    double scale;     /* F64 elements are multiplied by it first */
+};
+
+static void pass_init(struct pass *P, const struct stats_kernels *kk, int dtype, size_t numel, int full,
+                      double scale)
+{
+    P->kk = kk;
+    P->dtype = dtype;
+    P->esz = tft_dtype_size(dtype);
+    P->is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_F8E4M3 ||
+                dtype == TFT_F8E5M2);
+    P->per_block = P->is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
+    P->full = full;
+    /* Below STATS_FAST_MIN elements the float sweep's set-up (and the
+     * re-centring pass most uncentred data then take) costs more than the
+     * double path: small tensors take the exact one. */
+    P->fast = full && numel >= STATS_FAST_MIN && (dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
+    P->fast_int = full && numel >= STATS_FAST_MIN && (dtype == TFT_I32 || dtype == TFT_I64);
+    P->scale = scale;
+}
+
+/* One block b of n elements (P->per_block but for the tensor's last block)
+ * through the statistics, merged into A, then (st not NULL) the hash. */
+static void pass_block(const struct pass *P, const unsigned char *b, size_t n, union stage *buf, struct acc *A,
+                       XXH3_state_t *st)
+{
+    const struct stats_kernels *kk = P->kk;
+    int dtype = P->dtype;
+    size_t esz = P->esz;
+    if (P->fast_int) {
+        /* |x| <= 65504 (the fast path's condition) is exact in float */
+        int_to_float(dtype, b, n, buf->f);
+        if (block_stats_fast(kk, buf->f, 0, n, A) == 0)
+            goto hash;
+    }
+    if (!P->full && health_native(kk, dtype, b, n, A) == 0)
+        goto hash;
+    if (P->fast && dtype != TFT_F32 && kk->fast_h16 && block_stats_fast(kk, b, dtype, n, A) == 0)
+        goto hash; /* fp16/bf16 read in place, decoded in registers */
+    const void *x = block_elements(kk, dtype, b, n, P->scale, buf);
+    if (!P->fast || block_stats_fast(kk, x, 0, n, A) < 0)
+        block_stats(kk, x, n, P->is64, P->full, A);
+hash:
+    if (st)
+        fp_update(st, b, n * esz);
+}
+
 /* Runs the whole tensor through block_stats and (st not NULL) the hash, a
  * block at a time, hashing each block's bytes right after its statistics.
  * F64 elements are multiplied by scale (a power of two) first. */
 static void tensor_pass(const struct stats_kernels *kk, int dtype, const unsigned char *raw,
                         size_t numel, int full, double scale, struct acc *A, XXH3_state_t *st)
 {
-    size_t esz = tft_dtype_size(dtype);
-    int is64 = !(dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16 || dtype == TFT_F8E4M3 ||
-                 dtype == TFT_F8E5M2);
-    size_t per_block = is64 ? STATS_BLOCK_F64 : STATS_BLOCK_F32;
-    /* Below STATS_FAST_MIN elements the float sweep's set-up (and the
-     * re-centring pass most uncentred data then take) costs more than the
-     * double path: small tensors take the exact one. */
-    int fast = full && numel >= STATS_FAST_MIN && (dtype == TFT_F32 || dtype == TFT_F16 || dtype == TFT_BF16);
-    int fast_int = full && numel >= STATS_FAST_MIN && (dtype == TFT_I32 || dtype == TFT_I64);
+    struct pass P;
+    pass_init(&P, kk, dtype, numel, full, scale);
     union stage buf;
-    for (size_t i = 0; i < numel; i += per_block) {
-        size_t n = numel - i < per_block ? numel - i : per_block;
-        const unsigned char *b = raw + i * esz;
-        if (fast_int) {
-            /* |x| <= 65504 (the fast path's condition) is exact in float */
-            int_to_float(dtype, b, n, buf.f);
-            if (block_stats_fast(kk, buf.f, 0, n, A) == 0) {
-                if (st)
-                    fp_update(st, b, n * esz);
-                continue;
-            }
-        }
-        if (!full && health_native(kk, dtype, b, n, A) == 0) {
-            if (st)
-                fp_update(st, b, n * esz);
-            continue;
-        }
-        if (fast && dtype != TFT_F32 && kk->fast_h16 && block_stats_fast(kk, b, dtype, n, A) == 0) {
-            if (st)
-                fp_update(st, b, n * esz);
-            continue; /* fp16/bf16 read in place, decoded in registers */
-        }
-        const void *x = block_elements(kk, dtype, b, n, scale, &buf);
-        if (!fast || block_stats_fast(kk, x, 0, n, A) < 0)
-            block_stats(kk, x, n, is64, full, A);
-        if (st)
-            fp_update(st, b, n * esz);
+    for (size_t i = 0; i < numel; i += P.per_block) {
+        size_t n = numel - i < P.per_block ? numel - i : P.per_block;
+        pass_block(&P, raw + i * P.esz, n, &buf, A, st);
     }
 }
 
@@ -1039,6 +1072,12 @@ static void acc_finish(const struct acc *A, const struct acc *M, double scale, i
     out->absmax = fabs(out->min) > fabs(out->max) ? fabs(out->min) : fabs(out->max);
 }
 
+/* f64 FULL data whose moments overflowed take f64_rescue's second pass. */
+static int needs_rescue(int dtype, int full, const struct acc *A)
+{
+    return full && dtype == TFT_F64 && A->c.nfin > 0 && !(isfinite(A->m2) && isfinite(A->sumsq) && isfinite(A->l1));
+}
+
 /* FULL statistics of f64 data whose squares (or sums) overflowed: the
  * moments again from the data scaled by a power of two that brings the
  * largest |x| into [1, 2) (exact but for values that become subnormal, far
@@ -1054,45 +1093,72 @@ static void f64_rescue(const struct stats_kernels *kk, const unsigned char *raw,
     acc_finish(A, &M, scale, TFT_STATS_FULL, out);
 }
 
+/* Running exact sums of a U8 or BOOL tensor. */
+struct u8_tot {
+    uint64_t zero, s1, s2;
+    unsigned mn, mx;
+};
+
+static void u8_tot_init(struct u8_tot *T)
+{
+    memset(T, 0, sizeof *T);
+    T->mn = 255;
+}
+
+/* One block of n <= STATS_BLOCK_BYTES bytes: kernel stats_u8 for the
+ * first n & ~31, the generic one for the rest; then (st) the hash. */
+static void u8_block(const struct stats_kernels *kk, const unsigned char *b, size_t n, int full,
+                     struct u8_tot *T, XXH3_state_t *st)
+{
+    size_t n32 = n & ~(size_t)31;
+    struct u8_out o;
+    if (!full && kk->health_u8) /* HEALTH: no sums */
+        kk->health_u8(b, n32, &o);
+    else
+        kk->stats_u8(b, n32, &o);
+    struct u8_out t;
+    gen_stats_u8(b + n32, n - n32, &t);
+    T->zero += o.zero + t.zero;
+    T->s1 += o.s1 + t.s1;
+    T->s2 += o.s2 + t.s2;
+    T->mn = o.min < T->mn ? o.min : T->mn;
+    T->mn = t.min < T->mn ? t.min : T->mn;
+    T->mx = o.max > T->mx ? o.max : T->mx;
+    T->mx = t.max > T->mx ? t.max : T->mx;
+    if (st)
+        fp_update(st, b, n);
+}
+
+/* The statistics from the sums: mean and std from long double, exactly
+ * rounded for any tensor below 2^40 elements. */
+static void u8_finish(const struct u8_tot *T, size_t numel, int full, tft_stats *out)
+{
+    out->zero = T->zero;
+    out->min = T->mn;
+    out->max = T->mx;
+    if (!full)
+        return;
+    long double n = (long double)numel, m2 = (long double)T->s2 - (long double)T->s1 * T->s1 / n;
+    out->mean = (double)((long double)T->s1 / n);
+    out->std = m2 > 0 ? (double)sqrtl(m2 / n) : 0.0;
+    out->l1 = (double)T->s1;
+    out->l2 = sqrt((double)T->s2);
+    out->absmax = T->mx;
+}
+
 /* U8 and BOOL tensors, any mode but SHAPE: exact integer sums (kernel
  * stats_u8, 8 KiB at a time, each block hashed while in cache), then the
- * moments from them: mean and std from long double, exactly rounded
- * for any tensor below 2^40 elements. */
+ * moments from them (u8_finish). */
 static void u8_pass(const struct stats_kernels *kk, const unsigned char *raw, size_t numel,
                     int full, XXH3_state_t *st, tft_stats *out)
 {
-    uint64_t zero = 0, s1 = 0, s2 = 0;
-    unsigned mn = 255, mx = 0;
-    void (*block)(const uint8_t *, size_t, struct u8_out *) =
-        !full && kk->health_u8 ? kk->health_u8 : kk->stats_u8;
+    struct u8_tot T;
+    u8_tot_init(&T);
     for (size_t i = 0; i < numel; i += STATS_BLOCK_BYTES) {
         size_t n = numel - i < STATS_BLOCK_BYTES ? numel - i : STATS_BLOCK_BYTES;
-        size_t n32 = n & ~(size_t)31;
-        struct u8_out o;
-        block(raw + i, n32, &o);
-        struct u8_out t;
-        gen_stats_u8(raw + i + n32, n - n32, &t);
-        zero += o.zero + t.zero;
-        s1 += o.s1 + t.s1;
-        s2 += o.s2 + t.s2;
-        mn = o.min < mn ? o.min : mn;
-        mn = t.min < mn ? t.min : mn;
-        mx = o.max > mx ? o.max : mx;
-        mx = t.max > mx ? t.max : mx;
-        if (st)
-            fp_update(st, raw + i, n);
+        u8_block(kk, raw + i, n, full, &T, st);
     }
-    out->zero = zero;
-    out->min = mn;
-    out->max = mx;
-    if (!full)
-        return;
-    long double n = (long double)numel, m2 = (long double)s2 - (long double)s1 * s1 / n;
-    out->mean = (double)((long double)s1 / n);
-    out->std = m2 > 0 ? (double)sqrtl(m2 / n) : 0.0;
-    out->l1 = (double)s1;
-    out->l2 = sqrt((double)s2);
-    out->absmax = mx;
+    u8_finish(&T, numel, full, out);
 }
 
 int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
@@ -1136,13 +1202,157 @@ int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
     if (tiny_pass(dtype, data, numel, full, &A) < 0)
         tensor_pass(kk, dtype, data, numel, full, 1.0, &A, oneshot ? NULL : &st);
     out->fingerprint = oneshot ? fp_oneshot(data, bytes) : XXH3_64bits_digest(&st);
-    if (full && dtype == TFT_F64 && A.c.nfin > 0 &&
-        !(isfinite(A.m2) && isfinite(A.sumsq) && isfinite(A.l1)))
+    if (needs_rescue(dtype, full, &A))
         f64_rescue(kk, data, numel, &A, out);
     else
         acc_finish(&A, &A, 1.0, mode, out);
     fpenv_leave(fpenv);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streaming form (tft_stats_stream_*)                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The stream's state in the caller's tft_stats_stream. Blocks go through
+ * pass_block / u8_block exactly as tensor_pass / u8_pass send them; a block
+ * that straddles pieces is assembled in buf first. */
+struct stream {
+    XXH3_state_t st;          /* first: 64-byte aligned */
+    _Alignas(64) unsigned char buf[STATS_BLOCK_BYTES]; /* a partial block, or a small tensor */
+    struct pass P;
+    struct acc A;
+    struct u8_tot U;
+    int dtype;
+    size_t esz;               /* element size */
+    size_t numel, given;      /* elements: the tensor's, and given so far */
+    size_t block_bytes;       /* bytes per block */
+    size_t fill;              /* bytes in buf */
+    int mode;
+    int small;                /* at most STATS_BLOCK_BYTES: buffered, computed at finish */
+    int failed;
+};
+_Static_assert(sizeof(struct stream) <= sizeof(tft_stats_stream), "tft_stats_stream too small");
+_Static_assert(_Alignof(struct stream) <= _Alignof(tft_stats_stream), "tft_stats_stream misaligned");
+
+static struct stream *stream_of(tft_stats_stream *s) { return (struct stream *)(void *)s->opaque; }
+
+int tft_stats_stream_begin(tft_stats_stream *s, int dtype, size_t numel, int mode)
+{
+    if (!s)
+        return -EINVAL;
+    struct stream *S = stream_of(s);
+    S->failed = 1;
+    size_t esz = tft_dtype_size(dtype);
+    if (esz == 0 || mode < TFT_STATS_SHAPE || mode > TFT_STATS_FULL)
+        return -EINVAL;
+    if (numel > SIZE_MAX / esz)
+        return -EOVERFLOW;
+    S->failed = 0;
+    S->dtype = dtype;
+    S->esz = esz;
+    S->numel = numel;
+    S->given = 0;
+    S->fill = 0;
+    S->mode = mode;
+    S->small = numel * esz <= STATS_BLOCK_BYTES || mode == TFT_STATS_SHAPE;
+    if (S->small) /* tft_stats_compute at finish: nothing else to set */
+        return 0;
+    const struct stats_kernels *kk = kernels_get();
+    pass_init(&S->P, kk, dtype, numel, mode == TFT_STATS_FULL, 1.0);
+    S->block_bytes = dtype == TFT_U8 || dtype == TFT_BOOL ? STATS_BLOCK_BYTES : S->P.per_block * esz;
+    acc_init(&S->A);
+    u8_tot_init(&S->U);
+    XXH3_64bits_reset(&S->st);
+    return 0;
+}
+
+/* One whole block (or the tensor's last, shorter one) of bytes at b. */
+static void stream_block(struct stream *S, const unsigned char *b, size_t bytes, union stage *buf)
+{
+    if (S->dtype == TFT_U8 || S->dtype == TFT_BOOL)
+        u8_block(S->P.kk, b, bytes, S->P.full, &S->U, &S->st);
+    else
+        pass_block(&S->P, b, bytes / S->P.esz, buf, &S->A, &S->st);
+}
+
+int tft_stats_stream_update(tft_stats_stream *s, const void *piece, size_t n)
+{
+    if (!s)
+        return -EINVAL;
+    struct stream *S = stream_of(s);
+    if (S->failed || n > S->numel - S->given || (!piece && n > 0)) {
+        S->failed = 1;
+        return -EINVAL;
+    }
+    S->given += n;
+    if (n == 0 || S->mode == TFT_STATS_SHAPE)
+        return 0;
+    const unsigned char *p = piece;
+    size_t bytes = n * S->esz, bb = S->block_bytes;
+    if (S->small) { /* the whole tensor fits buf */
+        memcpy(S->buf + S->fill, p, bytes);
+        S->fill += bytes;
+        return 0;
+    }
+    unsigned fpenv = fpenv_enter();
+    union stage buf;
+    if (S->fill > 0) { /* complete the block the last piece began */
+        size_t take = bb - S->fill < bytes ? bb - S->fill : bytes;
+        memcpy(S->buf + S->fill, p, take);
+        S->fill += take;
+        p += take;
+        bytes -= take;
+        if (S->fill == bb) {
+            stream_block(S, S->buf, bb, &buf);
+            S->fill = 0;
+        }
+    }
+    for (; bytes >= bb; p += bb, bytes -= bb)
+        stream_block(S, p, bb, &buf);
+    if (bytes > 0) {
+        memcpy(S->buf, p, bytes);
+        S->fill = bytes;
+    }
+    fpenv_leave(fpenv);
+    return 0;
+}
+
+int tft_stats_stream_finish(tft_stats_stream *s, const void *whole, tft_stats *out)
+{
+    if (!out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    if (!s)
+        return -EINVAL;
+    struct stream *S = stream_of(s);
+    if (S->failed || S->given != S->numel) {
+        S->failed = 1;
+        return -EINVAL;
+    }
+    if (S->small)
+        return tft_stats_compute(S->dtype, S->numel ? S->buf : NULL, S->numel, S->mode, out);
+    unsigned fpenv = fpenv_enter();
+    union stage buf;
+    if (S->fill > 0)
+        stream_block(S, S->buf, S->fill, &buf);
+    S->fill = 0;
+    out->numel = S->numel;
+    out->fingerprint = XXH3_64bits_digest(&S->st);
+    int full = S->mode == TFT_STATS_FULL, e = 0;
+    if (S->dtype == TFT_U8 || S->dtype == TFT_BOOL) {
+        u8_finish(&S->U, S->numel, full, out);
+    } else if (!needs_rescue(S->dtype, full, &S->A)) {
+        acc_finish(&S->A, &S->A, 1.0, S->mode, out);
+    } else if (whole) {
+        f64_rescue(S->P.kk, whole, S->numel, &S->A, out);
+    } else {
+        memset(out, 0, sizeof *out);
+        e = -ERANGE;
+    }
+    S->failed = 1; /* finished: a stream is used once */
+    fpenv_leave(fpenv);
+    return e;
 }
 
 uint64_t tft_fingerprint_blocked(const void *data, size_t bytes)

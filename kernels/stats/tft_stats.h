@@ -108,6 +108,54 @@ extern "C" {
 int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
                       tft_stats *out);
 
+/* Streaming statistics: the same statistics as tft_stats_compute, bit for
+ * bit (fingerprint included), from a tensor given in pieces, in order —
+ * for a kernel that writes a tensor piece by piece and hands each piece
+ * over while it is still in cache (tftrain's AdamW and gradient-norm
+ * sweeps, runtime/README.md).
+ *
+ *   tft_stats_stream s;
+ *   tft_stats_stream_begin(&s, TFT_F32, numel, TFT_STATS_FULL);
+ *   for each piece, in order:  tft_stats_stream_update(&s, piece, n);
+ *   tft_stats_stream_finish(&s, whole, &stats);
+ *
+ * Pieces may have any length (in elements, 0 included); the stream cuts
+ * them into the same 8 KiB blocks tft_stats_compute uses (its block order
+ * and merging are what make the results identical) and copies only what
+ * straddles a block boundary: pieces of a multiple of 2048 elements (f32,
+ * f16, bf16, fp8) or 1024 (other dtypes; 8192 for u8 and bool) are read in
+ * place. A tensor of at most 8 KiB is buffered and computed at finish.
+ * The XXH3 state streams, so the fingerprint is XXH3_64bits of the whole.
+ *
+ * begin: numel is the tensor's element count, known up front (the paths
+ *   taken depend on it). Returns 0, or -EINVAL / -EOVERFLOW as
+ *   tft_stats_compute for dtype, mode and numel; a failed stream makes its
+ *   update and finish fail too.
+ * update: n elements at piece (NULL only when n is 0). Returns 0, or
+ *   -EINVAL when the pieces would exceed numel (the stream then fails).
+ * finish: writes the statistics into *out (fully overwritten; zeroed on
+ *   error). whole is the whole tensor or NULL: f64 data whose moments
+ *   overflow (|x| beyond ~1e154) need a second, scaled pass over it, the
+ *   only case in which it is read; with whole NULL that case returns
+ *   -ERANGE (call tft_stats_compute instead). -EINVAL when fewer than numel
+ *   elements were given or the stream failed. The stream needs no release.
+ *
+ * A stream is about 10 KiB (put it in the caller's frame or state), used
+ * by one thread at a time; the floating-point environment is handled as
+ * by tft_stats_compute on every call. */
+#define TFT_STATS_STREAM_BYTES 10240u
+typedef struct tft_stats_stream {
+#ifdef __cplusplus
+    alignas(64) unsigned char opaque[TFT_STATS_STREAM_BYTES];
+#else
+    _Alignas(64) unsigned char opaque[TFT_STATS_STREAM_BYTES];
+#endif
+} tft_stats_stream;
+
+int tft_stats_stream_begin(tft_stats_stream *s, int dtype, size_t numel, int mode);
+int tft_stats_stream_update(tft_stats_stream *s, const void *piece, size_t n);
+int tft_stats_stream_finish(tft_stats_stream *s, const void *whole, tft_stats *out);
+
 /* The blocked fingerprint of bytes bytes at data (the device definition):
  *   bytes <= TFT_FP_BLOCK_BYTES: XXH3_64bits(data, bytes) — the plain one;
  *   otherwise: split data into blocks of TFT_FP_BLOCK_BYTES (the last may
