@@ -102,7 +102,7 @@ static int collect(dpage *p, int finding_rank)
         tft_reader *r = tft_trace_reader(t, i);
         if (!r)
             continue;
-        hc_run *x = hc_run_new(&p->bins, rank);
+        hc_run *x = hc_run_new(&p->bins, rank, NULL);
         int e = x ? hc_run_read(x, r) : -ENOMEM;
         tft_trace_release(t, i);
         if (e == -ENOMEM) {

@@ -202,7 +202,7 @@ void svg_heatmap(FILE *f, const char *const *rows, int nrows, const int64_t *col
         fprintf(f, "<text x=\"%d\" y=\"12\" class=\"ax\">step %" PRId64 "</text><text x=\"%d\" y=\"12\" class=\"ax\" "
                    "text-anchor=\"end\">step %" PRId64 "</text>",
                 lw, col_step[0], CW - MR, col_step[ncols - 1]);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"ax\">white: identical statistics; yellow to red: relative difference "
+    fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"ax\">white: identical statistics (or not recorded); yellow to red: relative difference "
                "1e-7 to 1 (log); grey: on one side only</text></svg></figure>\n",
             lw, h - 6);
 }
