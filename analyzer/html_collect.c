@@ -27,14 +27,23 @@ bool hc_step_range(tft_reader *r, int64_t *lo, int64_t *hi)
     return any;
 }
 
+/* Steps lo..hi in unsigned arithmetic (a crafted index may span every
+ * int64_t): UINT64_MAX when they do. */
+static uint64_t span_of(const hc_bins *b)
+{
+    uint64_t span = (uint64_t)b->hi - (uint64_t)b->lo + 1;
+    return span ? span : UINT64_MAX;
+}
+
 void hc_bins_init(hc_bins *b, int64_t lo, int64_t hi, int64_t pin)
 {
     *b = (hc_bins){.lo = lo, .hi = hi < lo ? lo : hi};
-    uint64_t span = (uint64_t)(b->hi - b->lo) + 1;
+    uint64_t span = span_of(b);
     b->nbins = span < HC_BINS ? (int)span : HC_BINS;
     b->downsampled = span > HC_BINS;
     for (int k = 0; k < b->nbins; k++) /* the first step s with (s - lo) * nbins / span == k */
-        b->rep[k] = lo + (int64_t)(((uint64_t)k * span + (uint64_t)b->nbins - 1) / (uint64_t)b->nbins);
+        b->rep[k] = (int64_t)((uint64_t)lo + (uint64_t)(((unsigned __int128)k * span + (unsigned)b->nbins - 1) /
+                                                         (unsigned)b->nbins));
     int pb = hc_bin_of(b, pin);
     if (pb >= 0)
         b->rep[pb] = pin;
@@ -44,8 +53,9 @@ int hc_bin_of(const hc_bins *b, int64_t step)
 {
     if (step == INT64_MIN || step < b->lo || step > b->hi || !b->nbins)
         return -1;
-    uint64_t span = (uint64_t)(b->hi - b->lo) + 1;
-    return (int)((unsigned __int128)(uint64_t)(step - b->lo) * (uint64_t)b->nbins / span);
+    uint64_t off = (uint64_t)step - (uint64_t)b->lo;
+    int k = (int)((unsigned __int128)off * (unsigned)b->nbins / span_of(b));
+    return k < b->nbins ? k : b->nbins - 1;
 }
 
 static void fill_nan(double *v, int n)
