@@ -557,7 +557,7 @@ static int html_write(const tensors_opts *o, const char *golden, const char *bad
 
 int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, FILE *out)
 {
-    char *hbody = NULL, hfirst[800] = "";
+    char *hbody = NULL, hfirst[1400] = "";
     size_t hlen = 0;
     int64_t hstep = TFT_STEP_NONE;
     FILE *hf = o->html ? open_memstream(&hbody, &hlen) : NULL;
