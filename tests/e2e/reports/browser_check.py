@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """browser_check.py: loads one HTML report in headless Chromium and checks it.
 
-usage: browser_check.py [options] PAGE.html
+usage: browser_check.py [options] --screenshot PNG PAGE.html
+       browser_check.py [--timeout S] --batch FILE   (one line of page options a page)
 
 Launches `chromium --headless=new --remote-debugging-pipe` and speaks the
 Chrome DevTools Protocol over the pipe (the browser reads commands on its
@@ -21,10 +22,12 @@ loaded (and a short settle time has passed) the driver checks:
     .first-divergence[data-step=N] in #heatmap).
 
 A full-page screenshot is written to --screenshot and its path printed
-("screenshot: PATH"). Exit status: 0 when every check passed, 1 when one
-failed (each failure printed as "FAIL: ..."), 2 on bad usage, 77 with
+("screenshot: PATH"). With --batch, one browser checks every page of FILE,
+each in its own tab. Exit status: 0 when every check passed, 1 when one
+failed (each failure printed as "FAIL: PAGE: ..."), 2 on bad usage, 77 with
 "SKIP: ..." when no chromium is found. Chromium is always killed on the way
-out, and every wait has a deadline (--timeout, 60 s at most).
+out, and every wait has a deadline (--page-timeout for a page, --timeout
+for everything, 60 s at most).
 
 Only the Python standard library is used.
 """
@@ -36,6 +39,7 @@ import json
 import os
 import pathlib
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -120,9 +124,10 @@ class CdpError(Exception):
 class Browser:
     """A headless Chromium and its DevTools pipe."""
 
-    def __init__(self, exe, deadline, log):
-        self.deadline = deadline
-        self.log = log
+    def __init__(self, exe, end):
+        self.end = end            # no wait goes past this (monotonic)
+        self.deadline = end       # the current page's
+        self.dead = False
         self.next_id = 0
         self.buf = b""
         self.events = []  # (sessionId, method, params) not consumed yet
@@ -187,6 +192,8 @@ class Browser:
             lines = pathlib.Path(self.stderr_path).read_text(errors="replace").splitlines()
         except OSError:
             return ""
+        # a container has no D-Bus: chromium's complaints about it say nothing
+        lines = [ln for ln in lines if "dbus/" not in ln and "Fontconfig" not in ln]
         return "\n".join("  chromium: " + ln for ln in lines[-n:])
 
     def left(self):
@@ -283,75 +290,79 @@ def find_chromium(name):
     return None
 
 
-def load_page(exe, page, shot, timeout, settle):
-    """Loads the page; returns (problems, facts): problems are console / network / load failures."""
+def load_page(br, page, shot, timeout, settle):
+    """Loads the page in a new tab of br; returns (problems, facts): problems
+    are load / console / network failures, facts what DOM_PROBE found (None
+    when the browser failed). Raises CdpError when the browser is unusable."""
     url = page.resolve().as_uri()
     problems = []
     deadline = time.monotonic() + timeout
-    br = Browser(exe, deadline, print)
+    br.deadline = min(deadline, br.end)
+    tid = br.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    sid = br.call("Target.attachToTarget", {"targetId": tid, "flatten": True})["sessionId"]
+    facts = None
     try:
-        try:
-            tid = br.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-            sid = br.call("Target.attachToTarget", {"targetId": tid, "flatten": True})["sessionId"]
-            for dom in ("Page", "Runtime", "Log", "Network"):
-                br.call(dom + ".enable", session=sid)
-            br.call("Page.setLifecycleEventsEnabled", {"enabled": True}, session=sid)
-            br.events.clear()  # about:blank's own events
-            nav = br.call("Page.navigate", {"url": url}, session=sid)
-            if nav.get("errorText"):
-                problems.append("load: navigating to %s: %s" % (url, nav["errorText"]))
-            loaded = br.pump(deadline - 5, lambda ev: ev[0] == sid and ev[1] == "Page.loadEventFired")
-            if loaded is None:
-                problems.append("load: no load event within %.0f s" % (timeout - 5))
-            # late scripts (timers, requestAnimationFrame) get a moment to misbehave
-            br.pump(min(time.monotonic() + settle, deadline - 4))
-            facts = br.call("Runtime.evaluate", {"expression": DOM_PROBE, "returnByValue": True},
-                            session=sid).get("result", {}).get("value")
-            if not isinstance(facts, dict):
-                problems.append("dom: the probe returned nothing")
-                facts = {}
-            # the full page, within chromium's texture limit
-            m = br.call("Page.getLayoutMetrics", session=sid)
-            size = m.get("cssContentSize") or m.get("contentSize") or {}
-            w = max(1, min(int(size.get("width", 1280)), 4096))
-            h = max(1, min(int(size.get("height", 900)), 16384))
-            shot_res = br.call("Page.captureScreenshot", {
-                "format": "png", "captureBeyondViewport": True,
-                "clip": {"x": 0, "y": 0, "width": w, "height": h, "scale": 1}}, session=sid, timeout=20)
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            shot.write_bytes(base64.b64decode(shot_res["data"]))
-            print("screenshot: %s (%dx%d)" % (shot, w, h))
-            br.pump(time.monotonic() + 0.05)
-        except CdpError as e:
-            problems.append("browser: %s" % e)
-            tail = br.stderr_tail()
-            if tail:
-                problems.append("browser: chromium's last output:\n" + tail)
-            facts = None
-        for sess, method, p in br.events:
-            if method == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
-                text = " ".join(remote_text(a) for a in p.get("args", []))
-                problems.append("console: console.%s: %s" % (p["type"], text))
-            elif method == "Runtime.exceptionThrown":
-                d = p.get("exceptionDetails", {})
-                exc = d.get("exception", {})
-                text = exc.get("description") or d.get("text", "?")
-                problems.append("exception: uncaught exception at %s:%s: %s" % (
-                    d.get("url", "?"), d.get("lineNumber", "?"), text.splitlines()[0] if text else "?"))
-            elif method == "Log.entryAdded":
-                e = p.get("entry", {})
-                if e.get("level") == "error":
-                    problems.append("console: log entry (%s): %s%s" % (
-                        e.get("source", "?"), e.get("text", ""), " [%s]" % e["url"] if e.get("url") else ""))
-                else:
-                    print("note: log entry %s (%s): %s" % (e.get("level"), e.get("source"), e.get("text", "")))
-            elif method == "Network.requestWillBeSent":
-                u = p.get("request", {}).get("url", "")
-                if u != url and not u.startswith("data:"):
-                    problems.append("network: request to %s" % u)
-        return problems, facts
-    finally:
-        br.close()
+        for dom in ("Page", "Runtime", "Log", "Network"):
+            br.call(dom + ".enable", session=sid)
+        br.events.clear()  # about:blank's own events, other tabs' last ones
+        nav = br.call("Page.navigate", {"url": url}, session=sid)
+        if nav.get("errorText"):
+            problems.append("load: navigating to %s: %s" % (url, nav["errorText"]))
+        loaded = br.pump(br.deadline - 5, lambda ev: ev[0] == sid and ev[1] == "Page.loadEventFired")
+        if loaded is None:
+            problems.append("load: no load event within %.0f s" % (timeout - 5))
+        # late scripts (timers, requestAnimationFrame) get a moment to misbehave
+        br.pump(min(time.monotonic() + settle, br.deadline - 4))
+        facts = br.call("Runtime.evaluate", {"expression": DOM_PROBE, "returnByValue": True},
+                        session=sid).get("result", {}).get("value")
+        if not isinstance(facts, dict):
+            problems.append("dom: the probe returned nothing")
+            facts = {}
+        # the full page, within chromium's texture limit
+        m = br.call("Page.getLayoutMetrics", session=sid)
+        size = m.get("cssContentSize") or m.get("contentSize") or {}
+        w = max(1, min(int(size.get("width", 1280)), 4096))
+        h = max(1, min(int(size.get("height", 900)), 16384))
+        shot_res = br.call("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": w, "height": h, "scale": 1}}, session=sid, timeout=20)
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        shot.write_bytes(base64.b64decode(shot_res["data"]))
+        print("screenshot: %s (%dx%d)" % (shot, w, h))
+        br.pump(time.monotonic() + 0.05)
+    except CdpError as e:
+        problems.append("browser: %s" % e)
+        tail = br.stderr_tail()
+        if tail:
+            problems.append("browser: chromium's last output:\n" + tail)
+        facts = None
+    for sess, method, p in br.events:
+        if sess != sid:
+            continue
+        if method == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
+            text = " ".join(remote_text(a) for a in p.get("args", []))
+            problems.append("console: console.%s: %s" % (p["type"], text))
+        elif method == "Runtime.exceptionThrown":
+            d = p.get("exceptionDetails", {})
+            exc = d.get("exception", {})
+            text = exc.get("description") or d.get("text", "?")
+            problems.append("exception: uncaught exception at %s:%s: %s" % (
+                d.get("url", "?"), d.get("lineNumber", "?"), text.splitlines()[0] if text else "?"))
+        elif method == "Log.entryAdded":
+            e = p.get("entry", {})
+            if e.get("level") == "error":
+                problems.append("console: log entry (%s): %s%s" % (
+                    e.get("source", "?"), e.get("text", ""), " [%s]" % e["url"] if e.get("url") else ""))
+            else:
+                print("note: log entry %s (%s): %s" % (e.get("level"), e.get("source"), e.get("text", "")))
+        elif method == "Network.requestWillBeSent":
+            u = p.get("request", {}).get("url", "")
+            if u != url and not u.startswith("data:"):
+                problems.append("network: request to %s" % u)
+    br.events = [ev for ev in br.events if ev[0] != sid]
+    if facts is not None:  # the browser is still usable: close the tab
+        br.call("Target.closeTarget", {"targetId": tid})
+    return problems, facts
 
 
 def check_dom(facts, a):
@@ -429,12 +440,16 @@ def check_dom(facts, a):
     return errs
 
 
-def main():
+def parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("page", type=pathlib.Path)
-    ap.add_argument("--screenshot", type=pathlib.Path, required=True, help="where the PNG goes")
+    ap.add_argument("page", type=pathlib.Path, nargs="?")
+    ap.add_argument("--batch", type=pathlib.Path, metavar="FILE",
+                    help="check several pages in one browser: each line of FILE holds one page's "
+                         "arguments (shell words: PAGE --screenshot PNG expectations...)")
+    ap.add_argument("--screenshot", type=pathlib.Path, help="where the PNG goes")
     ap.add_argument("--chromium", default=os.environ.get("CHROMIUM"), help="the browser (default: chromium on PATH)")
     ap.add_argument("--timeout", type=float, default=45.0, help="seconds for everything (at most 60)")
+    ap.add_argument("--page-timeout", type=float, default=30.0, help="seconds for one page")
     ap.add_argument("--settle", type=float, default=0.3, help="seconds to watch the page after its load")
     ap.add_argument("--report", choices=("diff", "dump"), default="diff")
     ap.add_argument("--status", help="expected #verdict data-status")
@@ -446,26 +461,66 @@ def main():
     ap.add_argument("--marked", action="store_true",
                     help="the verdict's step is marked in #curves and #heatmap (when present)")
     ap.add_argument("--downsampled", action="store_true", help="the page has a .downsampled note")
-    a = ap.parse_args()
+    return ap
+
+
+def page_args(ap, argv):
+    a = ap.parse_args(argv)
     a.sections = [s for x in a.sections for s in x.split(",") if s]
     a.no_sections = [s for x in a.no_sections for s in x.split(",") if s]
-    a.timeout = max(10.0, min(a.timeout, 60.0))
-    if not a.page.is_file():
-        print("browser_check.py: %s: no such file" % a.page, file=sys.stderr)
-        return 2
-    exe = find_chromium(a.chromium)
+    return a
+
+
+def main():
+    ap = parser()
+    top = page_args(ap, sys.argv[1:])
+    if top.batch:
+        try:
+            lines = top.batch.read_text().splitlines()
+        except OSError as e:
+            print("browser_check.py: %s" % e, file=sys.stderr)
+            return 2
+        pages = [page_args(ap, shlex.split(ln)) for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    else:
+        pages = [top]
+    for a in pages:
+        if not a.page or not a.screenshot:
+            print("browser_check.py: each page needs PAGE and --screenshot PNG", file=sys.stderr)
+            return 2
+        if not a.page.is_file():
+            print("browser_check.py: %s: no such file" % a.page, file=sys.stderr)
+            return 2
+    exe = find_chromium(top.chromium)
     if not exe:
         print("SKIP: no chromium found (install Debian's chromium, or set CHROMIUM)")
         return SKIP_RC
     t0 = time.monotonic()
-    print("page: %s (%d bytes), browser %s" % (a.page, a.page.stat().st_size, exe))
-    problems, facts = load_page(exe, a.page, a.screenshot, a.timeout, a.settle)
-    if facts is not None:
-        problems += check_dom(facts, a)
-    for p in problems:
-        print("FAIL: " + p)
-    print("%s %s (%.1f s)" % ("FAILED" if problems else "PASS", a.page.name, time.monotonic() - t0))
-    return 1 if problems else 0
+    failed = 0
+    br = Browser(exe, t0 + max(10.0, min(top.timeout, 60.0)))
+    try:
+        for a in pages:
+            t1 = time.monotonic()
+            print("page: %s (%d bytes), browser %s" % (a.page, a.page.stat().st_size, exe))
+            if br.dead:
+                problems, facts = ["browser: not checked, the browser failed on an earlier page"], None
+            else:
+                try:
+                    problems, facts = load_page(br, a.page, a.screenshot, max(5.0, a.page_timeout), a.settle)
+                except CdpError as e:
+                    problems, facts = ["browser: %s" % e], None
+                if facts is None:
+                    br.dead = True
+            if facts is not None:
+                problems += check_dom(facts, a)
+            for p in problems:
+                print("FAIL: %s: %s" % (a.page.name, p))
+            print("%s %s (%.1f s)" % ("FAILED" if problems else "PASS", a.page.name, time.monotonic() - t1))
+            failed += bool(problems)
+    finally:
+        br.close()
+    if len(pages) > 1:
+        print("%d of %d pages passed (%.1f s)" % (len(pages) - failed, len(pages), time.monotonic() - t0))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

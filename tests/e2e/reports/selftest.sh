@@ -3,7 +3,8 @@
 #   fixtures/good.html follows the report contract: it must pass;
 #   fixtures/bad.html has a console.error, an uncaught exception and an
 #   <img> from http://example.invalid: it must fail, naming all three;
-#   good.html checked against wrong expectations must fail, naming them.
+#   good.html checked against wrong expectations must fail, naming them
+#   (these last two, and good.html again, in one browser: --batch).
 # Prints SKIP and exits 0 without chromium (browser_check.py's status 77).
 set -uo pipefail
 PY=${1:-python3}
@@ -24,32 +25,42 @@ run() { # run NAME WANT_RC ARGS...: browser_check.py, its output in $out/NAME.lo
     fi
     [ "$rc" = "$want" ] || fail "$name: browser_check.py exit status $rc, expected $want"
 }
-expect_line() { # expect_line NAME TEXT: the log of NAME has a line with TEXT
-    grep -qF -- "$2" "$out/selftest-$1.log" || fail "$1: no line with '$2'"
+expect_line() { # expect_line NAME TEXT: the log of NAME has a FAIL line with TEXT (or any line: -a)
+    local pat=FAIL
+    [ "$1" = -a ] && { pat=""; shift; }
+    grep "^$pat" "$out/selftest-$1.log" | grep -qF -- "$2" || fail "$1: no ${pat:-} line with '$2'"
 }
 
 mkdir -p "$out"
 run good 0 --status diverged --step 2 --section curves,heatmap,first-divergence --marked --downsampled \
     "$here/fixtures/good.html"
-expect_line good "screenshot: $out/selftest-good.png"
+expect_line -a good "screenshot: $out/selftest-good.png"
 [ -s "$out/selftest-good.png" ] && head -c 8 "$out/selftest-good.png" | grep -q PNG ||
     fail "good: no PNG at $out/selftest-good.png"
 
-run bad 1 "$here/fixtures/bad.html"
-expect_line bad "FAIL: console: console.error: selftest: a console error"
-expect_line bad "FAIL: exception: uncaught exception"
-expect_line bad "Error: selftest: an uncaught exception"
-expect_line bad "FAIL: network: request to http://example.invalid/x.png"
-expect_line bad 'FAIL: dom: external resource named: <img src="http://example.invalid/x.png">'
-
-run wrong 1 --status match --step 3 --section nonfinite --no-section curves --marked --report diff \
-    "$here/fixtures/good.html"
-expect_line wrong "FAIL: dom: #verdict data-status='diverged', expected 'match'"
-expect_line wrong "FAIL: dom: #verdict data-step='2', expected '3'"
-expect_line wrong "FAIL: dom: no section#nonfinite"
-expect_line wrong "FAIL: dom: section#curves present, expected absent"
-if grep -q "^FAIL: \(console\|exception\|network\)" "$out/selftest-wrong.log"; then
-    fail "wrong: console/network failures reported for good.html"
+# --batch: three pages in one browser, each in its own tab; the bad page's
+# errors must not leak into the good page checked after it
+good_args=(--status diverged --step 2 --section curves,heatmap,first-divergence --marked --downsampled)
+{
+    printf '%q --screenshot %q\n' "$here/fixtures/bad.html" "$out/selftest-bad.png"
+    printf '%q --screenshot %q %s\n' "$here/fixtures/good.html" "$out/selftest-after.png" "${good_args[*]}"
+    printf '%q --screenshot %q %s\n' "$here/fixtures/good.html" "$out/selftest-wrong.png" \
+        "--status match --step 3 --section nonfinite --no-section curves --marked"
+} >"$out/selftest.batch"
+run batch 1 --batch "$out/selftest.batch"
+expect_line batch "bad.html: console: console.error: selftest: a console error"
+expect_line batch "bad.html: exception: uncaught exception"
+expect_line batch "Error: selftest: an uncaught exception"
+expect_line batch "bad.html: network: request to http://example.invalid/x.png"
+expect_line batch 'bad.html: dom: external resource named: <img src="http://example.invalid/x.png">'
+expect_line batch "good.html: dom: #verdict data-status='diverged', expected 'match'"
+expect_line batch "good.html: dom: #verdict data-step='2', expected '3'"
+expect_line batch "good.html: dom: no section#nonfinite"
+expect_line batch "good.html: dom: section#curves present, expected absent"
+expect_line -a batch "PASS good.html"
+expect_line -a batch "1 of 3 pages passed"
+if grep -q "^FAIL: good.html: \(console\|exception\|network\)" "$out/selftest-batch.log"; then
+    fail "batch: console/network failures reported for good.html"
 fi
 
 if [ "$failures" != 0 ]; then
