@@ -847,3 +847,50 @@ int report_argv(const diff_report *r, char ***argv)
     *argv = r->argv;
     return r->argc;
 }
+
+const diff_rank_result *report_first_rank(const diff_report *r) { return first_rank(r); }
+const diff_nonfinite *report_first_nonfinite(const diff_report *r) { return first_nonfinite(r); }
+
+const diff_rank_result *report_ranks(const diff_report *r, int *n)
+{
+    *n = r->nranks;
+    return r->ranks;
+}
+
+const diff_leak *report_leaks(const diff_report *r, int *n)
+{
+    *n = r->nleaks;
+    return r->leaks;
+}
+
+const diff_desync *report_desyncs(const diff_report *r, int *n)
+{
+    *n = r->ndesyncs;
+    return r->desyncs;
+}
+
+/* The order of report_first_finding. */
+int64_t report_first_step(const diff_report *r)
+{
+    const diff_rank_result *fr = first_rank(r);
+    const diff_nonfinite *nf = first_nonfinite(r);
+    if (r->bad_unrecorded)
+        return TFT_STEP_NONE;
+    if (fr)
+        return fr->first.step;
+    if (nf && !nf->in_golden)
+        return nf->step;
+    if (r->ndesyncs)
+        return r->desyncs[0].step;
+    if (r->nleaks) {
+        const diff_leak *l = &r->leaks[0];
+        return l->how == DIFF_LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step
+               : l->how == DIFF_LEAK_PEAK ? l->peak_step : l->first_alloc_step;
+    }
+    for (int i = 0; i < r->nranks; i++) {
+        const diff_rank_result *x = &r->ranks[i];
+        if (x->bad_ended_early && !x->lost_tail)
+            return x->bad_last_step;
+    }
+    return TFT_STEP_NONE;
+}

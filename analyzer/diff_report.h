@@ -81,4 +81,16 @@ int report_argv(const diff_report *r, char ***argv);
  * Returns 0, or -1 with errno. */
 int report_markdown(const diff_report *r, const char *path);
 
+/* The findings themselves, for the HTML report (report_html.c): the rank
+ * with the earliest first divergence (NULL none), the earliest non-finite
+ * of BAD (NULL none), the ranks' results, leaks and desyncs (n of each),
+ * and the step of the finding report_first_finding names (TFT_STEP_NONE
+ * when it has none). */
+const diff_rank_result *report_first_rank(const diff_report *r);
+const diff_nonfinite *report_first_nonfinite(const diff_report *r);
+const diff_rank_result *report_ranks(const diff_report *r, int *n);
+const diff_leak *report_leaks(const diff_report *r, int *n);
+const diff_desync *report_desyncs(const diff_report *r, int *n);
+int64_t report_first_step(const diff_report *r);
+
 #endif

@@ -13,6 +13,7 @@
 #include "diff_common.h"
 #include "diff_report.h"
 #include "diff_tensors.h"
+#include "report_html.h"
 #include "tfdiff_mpi.h"
 
 #include <stdatomic.h>
@@ -42,6 +43,9 @@ static void usage(FILE *f)
             "  --junit FILE     also write JUnit XML (one case per rank and finding class; a\n"
             "                   failing case's message is the finding, its attachment the\n"
             "                   HTML or Markdown report)\n"
+            "  --html FILE      also write the report as one self-contained HTML page (verdict,\n"
+            "                   curves of both runs, a heatmap of where the difference starts\n"
+            "                   and spreads, the findings' sections; docs/REPORTS.md)\n"
             "  --markdown FILE  also write a short Markdown summary (verdict, first finding,\n"
             "                   findings by class, command lines) for a pull-request comment;\n"
             "                   '-' for stdout, in place of the text report\n"
@@ -74,6 +78,7 @@ typedef struct opts {
     double pad_id;
     const char *junit;
     const char *markdown;  /* --markdown FILE, "-" stdout */
+    const char *html;      /* --html FILE */
     int argc;              /* the command line as given (getopt permutes argv) */
     char **argv;
     int ranks[64], nranks; /* empty = all */
@@ -129,12 +134,12 @@ static int parse_ranks(const char *s, opts *o)
 static int parse_args(int argc, char **argv, opts *o)
 {
     enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD, O_MPI,
-           O_MARKDOWN };
+           O_MARKDOWN, O_HTML };
     static const struct option lo[] = {
         {"json", 0, 0, O_JSON}, {"junit", 1, 0, O_JUNIT}, {"rtol", 1, 0, O_RTOL}, {"atol", 1, 0, O_ATOL},
         {"ranks", 1, 0, O_RANKS}, {"steps", 1, 0, O_STEPS}, {"name", 1, 0, O_NAME},
         {"collectives", 0, 0, O_COLL}, {"tensors", 0, 0, O_TENSORS}, {"pad-id", 1, 0, O_PAD},
-        {"mpi", 0, 0, O_MPI}, {"markdown", 1, 0, O_MARKDOWN},
+        {"mpi", 0, 0, O_MPI}, {"markdown", 1, 0, O_MARKDOWN}, {"html", 1, 0, O_HTML},
         {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
         {0, 0, 0, 0}};
     diff_opts dflt = DIFF_OPTS_DEFAULT;
@@ -146,6 +151,7 @@ static int parse_args(int argc, char **argv, opts *o)
         case O_JSON: o->json = 1; break;
         case O_JUNIT: o->junit = optarg; break;
         case O_MARKDOWN: o->markdown = optarg; break;
+        case O_HTML: o->html = optarg; break;
         case O_RTOL:
             if (parse_double("--rtol", optarg, &o->d.rtol) < 0)
                 return 2;
@@ -691,12 +697,19 @@ static void unrecorded_text(const tft_manifest *m, char *buf, size_t n)
     snprintf(buf, n, "`%s` %s%s, before its first record (a manifest and no rank file)", cmd, how, after);
 }
 
-/* Writes the report in the chosen forms; returns the exit status. */
-static int render(const opts *o, diff_report *rep)
+/* Writes the report in the chosen forms; returns the exit status. g and b:
+ * the traces compared, read again for the HTML page (NULL: none). */
+static int render(const opts *o, diff_report *rep, tft_trace *g, tft_trace *b)
 {
     int code = report_verdict(rep); /* 0 match, 1 diverged, 3 incomplete */
-    /* html: the --html report's path once this tfdiff writes one */
-    report_set_outputs(rep, NULL, o->markdown, o->argc, o->argv);
+    const char *html = NULL;
+    if (o->html && report_html_write(rep, g, b, o->html) < 0) {
+        fprintf(stderr, "tfdiff: %s: cannot write the HTML report: %s\n", o->html, strerror(errno));
+        code = 2;
+    } else {
+        html = o->html;
+    }
+    report_set_outputs(rep, html, o->markdown, o->argc, o->argv);
     bool md_stdout = o->markdown && !strcmp(o->markdown, "-");
     if (o->json)
         report_json(rep, stdout);
@@ -733,7 +746,7 @@ static int compare_unrecorded(const opts *o)
     diff_report *rep = report_new(o->golden, o->bad, &o->d);
     if (rep) {
         report_bad_unrecorded(rep, what, m.exit_status);
-        code = render(o, rep);
+        code = render(o, rep, NULL, NULL);
     }
     report_free(rep);
     tft_manifest_free(&m);
@@ -781,7 +794,7 @@ static int run(opts *po, const tfdiff_mpi *mp)
         if (e != -EBADMSG)
             fprintf(stderr, "tfdiff: %s\n", strerror(-e));
     } else {
-        code = render(&o, rep);
+        code = render(&o, rep, g, b);
     }
     report_free(rep);
     tft_trace_close(g);
@@ -812,6 +825,7 @@ int main(int argc, char **argv)
     if (mp.me != 0) { /* process 0 writes the report; the others' stdout stays quiet */
         o.junit = NULL;
         o.markdown = NULL;
+        o.html = NULL;
         o.quiet = 1;
         if (!freopen("/dev/null", "w", stdout))
             fclose(stdout);
