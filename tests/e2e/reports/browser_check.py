@@ -19,7 +19,7 @@ loaded (and a short settle time has passed) the driver checks:
     kind on <html>, #verdict with data-status / data-step and a sentence,
     the expected <section id=...> (each with an <h2>), and the divergence
     step marked (.divergence-mark[data-step=N] in #curves,
-    .first-divergence[data-step=N] in #heatmap).
+    .first-divergence[data-step=N] in #heatmap when a tensor diverged).
 
 A full-page screenshot is written to --screenshot and its path printed
 ("screenshot: PATH"). With --batch, one browser checks every page of FILE,
@@ -430,7 +430,9 @@ def check_dom(facts, a):
                         step, ", ".join(str(m) for m in marks) or "none"))
                 elif facts.get("curveMarksSvg", 0) == 0:
                     errs.append("dom: the .divergence-mark elements in #curves are not SVG elements")
-            if "heatmap" in have:
+            # the heatmap's first divergent cell: when there is one (a leak
+            # or a desync alone diverges no tensor)
+            if "heatmap" in have and "first-divergence" in have:
                 first = facts.get("heatmapFirst", [])
                 if str(step) not in first:
                     errs.append("dom: no .first-divergence[data-step=%d] in #heatmap (found: %s)" % (
@@ -459,7 +461,8 @@ def parser():
                     help="a section#ID that must be present (repeatable; commas allowed)")
     ap.add_argument("--no-section", dest="no_sections", action="append", default=[], metavar="ID")
     ap.add_argument("--marked", action="store_true",
-                    help="the verdict's step is marked in #curves and #heatmap (when present)")
+                    help="the verdict's step is marked in #curves (when present) and in #heatmap "
+                         "(when present with #first-divergence)")
     ap.add_argument("--downsampled", action="store_true", help="the page has a .downsampled note")
     return ap
 
