@@ -20,9 +20,13 @@
 #include "diff_tensors.h"
 
 #include "capture.h"
+#include "html_page.h"
+#include "html_svg.h"
 #include "tft_stats.h"
 
+#include <inttypes.h>
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdbool.h>
@@ -438,8 +442,129 @@ static int same_layout(const cap_tensor *g, const cap_tensor *b)
 
 /* ---- the whole comparison --------------------------------------------- */
 
+/* ---- the HTML page ------------------------------------------------------ */
+
+#define TD_IMG 64       /* an image has at most TD_IMG x TD_IMG cells */
+#define TD_IMAGES 16    /* differing pairs drawn */
+
+/* The element-wise difference of one matrix (the last two dimensions, at
+ * leading index lead) of a pair as an SVG image: a cell per element, or
+ * per block of elements when the matrix is larger than TD_IMG x TD_IMG
+ * (the largest |BAD - GOLDEN| of the block), white where they agree. */
+static void html_image(FILE *f, const cap_tensor *g, const cap_tensor *b, const td_result *r, const tensors_opts *o,
+                       int64_t lead)
+{
+    int64_t rows = r->has_matrix ? r->rows : 1, cols = r->has_matrix ? r->cols : (int64_t)r->numel;
+    if (rows <= 0 || cols <= 0)
+        return;
+    int br = rows > TD_IMG ? TD_IMG : (int)rows, bc = cols > TD_IMG ? TD_IMG : (int)cols;
+    double cell[TD_IMG * TD_IMG];
+    unsigned char any[TD_IMG * TD_IMG];
+    memset(any, 0, sizeof(any));
+    memset(cell, 0, sizeof(cell));
+    uint64_t base = (uint64_t)lead * (uint64_t)rows * (uint64_t)cols;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            uint64_t k = base + (uint64_t)i * (uint64_t)cols + (uint64_t)j;
+            double gv = elem(g, k), bv = elem(b, k);
+            if (!differs(gv, bv, o))
+                continue;
+            int ci = (int)(i * br / rows), cj = (int)(j * bc / cols);
+            double d = isfinite(gv) && isfinite(bv) ? fabs(gv - bv) : INFINITY;
+            any[ci * TD_IMG + cj] = 1;
+            cell[ci * TD_IMG + cj] = fmax(cell[ci * TD_IMG + cj], d);
+        }
+    double top = isfinite(r->max_abs) && r->max_abs > 0 ? r->max_abs : 1;
+    int px = 320 / (bc > br ? bc : br);
+    px = px < 4 ? 4 : px;
+    fprintf(f, "<figure class=\"chart\"><svg viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" "
+               "class=\"tensor-diff\"><title>|BAD - GOLDEN|</title><rect class=\"same\" x=\"0\" y=\"0\" width=\"%d\" "
+               "height=\"%d\"/>",
+            bc * px, br * px, bc * px, br * px, bc * px, br * px);
+    for (int i = 0; i < br; i++)
+        for (int j = 0; j < bc; j++) {
+            if (!any[i * TD_IMG + j])
+                continue;
+            double t = isfinite(cell[i * TD_IMG + j]) ? 0.25 + 0.75 * fmin(1, cell[i * TD_IMG + j] / top) : 1;
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#c00\" fill-opacity=\"%.2f\"/>",
+                    j * px, i * px, px, px, t);
+        }
+    fputs("</svg><figcaption>", f);
+    html_textf(f, "rows 0-%lld by columns 0-%lld%s; red where BAD differs from GOLDEN (darker: larger |difference|)",
+               (long long)rows - 1, (long long)cols - 1, rows > TD_IMG || cols > TD_IMG ? ", in blocks" : "");
+    if (r->has_matrix && r->lead > 1)
+        html_textf(f, "; leading index %lld of %lld", (long long)lead, (long long)r->lead);
+    fputs("</figcaption></figure>\n", f);
+}
+
+/* One pair of the page's #tensors section. */
+static void html_pair(FILE *f, const cap_tensor *g, const cap_tensor *b, const td_result *r, const tensors_opts *o,
+                      const char *stepbuf, const char *shape)
+{
+    fputs("<div class=\"pair\"><h3><code>", f);
+    html_text(f, g->name);
+    fputs("</code> ", f);
+    html_textf(f, "%s rank %d, %s %s", stepbuf, g->rank, shape, tft_dtype_name(g->dtype));
+    fputs("</h3>\n<p>", f);
+    html_textf(f, "differs: %llu of %llu elements (%.3g%%); max |diff| %.6g, mean |diff| %.6g, max rel %.3g",
+               (unsigned long long)r->differing, (unsigned long long)r->numel,
+               100.0 * (double)r->differing / (double)r->numel, r->max_abs, r->sum_abs / (double)r->numel, r->max_rel);
+    fputs("</p>\n<p class=\"pattern\">Where: ", f);
+    html_text(f, r->pattern);
+    fputs("</p>\n", f);
+    int64_t per = r->has_matrix ? r->rows * r->cols : (int64_t)r->numel;
+    int64_t lead = r->nfirst && per > 0 ? (int64_t)(r->first[0] / (uint64_t)per) : 0;
+    html_image(f, g, b, r, o, lead);
+    fputs("</div>\n", f);
+}
+
+/* The page: the verdict first, then the pairs written to body. */
+static int html_write(const tensors_opts *o, const char *golden, const char *bad, int code, const char *first,
+                      int64_t first_step, int n_pairs, int n_same, int n_diff, const char *body, size_t body_len)
+{
+    html_out out;
+    if (html_out_open(&out, o->html) < 0)
+        return -1;
+    FILE *f = out.f;
+    html_page_head(f, "diff", "tfdiff --tensors report");
+    fputs("<h1>tfdiff --tensors report</h1>\n", f);
+    const char *status = code == 0 ? "match" : code == 1 ? "diverged" : "incomplete";
+    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", status);
+    if (code == 1 && first_step != TFT_STEP_NONE)
+        fprintf(f, " data-step=\"%" PRId64 "\"", first_step);
+    fputs(">tfdiff: ", f);
+    fputs(code == 0 ? "MATCH — every captured pair is identical" : code == 1 ? "DIVERGED — " :
+          "INCOMPLETE — no captured tensors in common", f);
+    if (code == 1)
+        html_text(f, first);
+    fputs("</p>\n<p class=\"meta\">GOLDEN <code>", f);
+    html_text(f, golden);
+    fputs("</code>, BAD <code>", f);
+    html_text(f, bad);
+    fprintf(f, "</code>: %d captured tensor%s compared, %d identical, %d different (rtol %g, atol %g).</p>\n", n_pairs,
+            n_pairs == 1 ? "" : "s", n_same, n_diff, o->rtol, o->atol);
+    if (n_pairs) {
+        fputs("<section id=\"tensors\">\n<h2>Captured tensors</h2>\n", f);
+        fwrite(body, 1, body_len, f);
+        if (n_diff > TD_IMAGES)
+            fprintf(f, "<p class=\"meta\">%d more differing pairs are not drawn (tfdiff --tensors --json lists them)"
+                       "</p>\n", n_diff - TD_IMAGES);
+        fputs("</section>\n", f);
+    }
+    html_page_tail(f);
+    return html_out_commit(&out);
+}
+
 int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, FILE *out)
 {
+    char *hbody = NULL, hfirst[800] = "";
+    size_t hlen = 0;
+    int64_t hstep = TFT_STEP_NONE;
+    FILE *hf = o->html ? open_memstream(&hbody, &hlen) : NULL;
+    if (o->html && !hf) {
+        fprintf(stderr, "tfdiff: %s: cannot write the HTML report: %s\n", o->html, strerror(errno));
+        return 2;
+    }
     cap_tensor *gt = NULL, *bt = NULL;
     size_t gn = 0, bn = 0;
     char err[512] = "";
@@ -516,6 +641,10 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
                 fprintf(out, "%s  %s rank %d: layout differs: golden %s %s, bad %s %s\n", g->name, stepbuf, g->rank,
                         shape, tft_dtype_name(g->dtype), bshape, tft_dtype_name(b->dtype));
             n_diff++;
+            if (hf && !hfirst[0]) {
+                snprintf(hfirst, sizeof(hfirst), "%s %s rank %d: layout differs", g->name, stepbuf, g->rank);
+                hstep = g->step;
+            }
             continue;
         }
         const cap_tensor *tokens = find_tokens(gv, ng, g);
@@ -554,6 +683,13 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
                     fprintf(out, "%s %s golden %.6g bad %.6g", k ? ";" : "", idx[k], r.first_g[k], r.first_b[k]);
                 fprintf(out, "\n  where: %s\n", r.pattern);
             }
+            if (hf && !hfirst[0]) {
+                snprintf(hfirst, sizeof(hfirst), "%s %s rank %d: %llu of %llu elements differ; where: %s", g->name,
+                         stepbuf, g->rank, (unsigned long long)r.differing, (unsigned long long)r.numel, r.pattern);
+                hstep = g->step;
+            }
+            if (hf && n_diff <= TD_IMAGES)
+                html_pair(hf, g, b, &r, o, stepbuf, shape);
         } else {
             n_same++;
             cJSON_Delete(pj);
@@ -588,6 +724,14 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
             fprintf(out, "unpaired captures: %d only in golden, %d only in bad\n", ug, ub);
         fprintf(out, "%d captured tensor%s compared: %d identical, %d different\n", n_pairs, n_pairs == 1 ? "" : "s",
                 n_same, n_diff);
+    }
+    if (hf) {
+        int bad_w = fclose(hf) != 0;
+        if (bad_w || html_write(o, golden, bad, code, hfirst, hstep, n_pairs, n_same, n_diff, hbody, hlen) < 0) {
+            fprintf(stderr, "tfdiff: %s: cannot write the HTML report: %s\n", o->html, strerror(errno));
+            code = 2;
+        }
+        free(hbody);
     }
     if (n_pairs == 0)
         fprintf(stderr, "tfdiff: no captured tensors in common (golden has %zu, bad %zu): record with "

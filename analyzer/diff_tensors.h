@@ -12,11 +12,14 @@ typedef struct tensors_opts {
     const char *name_glob; /* only tensors whose name matches, NULL all */
     double pad_id;         /* token value of padding in a captured `tokens` tensor */
     int json;
+    const char *html;      /* also write the HTML page here (docs/REPORTS.md, #tensors), NULL none */
 } tensors_opts;
 
 /* Compares the captured tensors of two traces; writes the report (text or
- * JSON) to out. Returns the exit status: 0 all identical (within
- * tolerance), 1 some differ, 2 no tensors in common or an input error
+ * JSON) to out, and with o->html the page (each differing pair's
+ * element-wise difference as an image, with its pattern sentence). Returns
+ * the exit status: 0 all identical (within tolerance), 1 some differ, 2 no
+ * tensors in common or an input error, or the page cannot be written
  * (message on stderr). */
 int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, FILE *out);
 

@@ -14,13 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct nonfinite {
-    bool found;
-    int rank;
-    int64_t step, seq;
-    char name[96];
-    uint64_t nan, inf;
-} nonfinite;
+typedef dump_nonfinite nonfinite;
 
 /* One pass over the rank files, a pool of threads each with one rank file
  * open at a time: every rank's extract for the cross-rank analyses
@@ -230,11 +224,10 @@ static void print_json(const dump_trace *d, const tft_drop_sum *drops, int nfile
     cJSON_Delete(o);
 }
 
-int dump_check(dump_trace *d, const dump_opts *o)
+int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out)
 {
-    nonfinite nf = {0};
-    diff_leak leaks[64];
-    diff_desync ds[64];
+    dump_check_result *res = out;
+    *res = (dump_check_result){0};
     int n = tft_trace_nranks(d->t);
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = diff_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
@@ -242,40 +235,60 @@ int dump_check(dump_trace *d, const dump_opts *o)
     int e = c.sp && c.leaks && c.nleaks && c.drops ? diff_pool_run(n, diff_pool_width(), scan_one, &c) : -ENOMEM;
     int nl = 0, nd = 0;
     if (!e) {
-        first_nonfinite(d, c.sp, &nf);
-        nl = gather_leaks(&c, n, leaks, 64);
-        nd = nl < 0 ? 0 : diff_desyncs_spilled(d->t, c.sp, ds, 64);
+        first_nonfinite(d, c.sp, &res->nf);
+        nl = gather_leaks(&c, n, res->leaks, 64);
+        nd = nl < 0 ? 0 : diff_desyncs_spilled(d->t, c.sp, res->ds, 64);
     }
     for (int i = 0; c.leaks && i < n; i++)
         free(c.leaks[i]);
     free(c.leaks);
     free(c.nleaks);
     diff_spill_free(c.sp);
+    res->drops = c.drops;
+    res->nl = nl;
+    res->nd = nd;
     if (e == -ENOMEM) {
         dump_nomem(o->path, "--check (reading the rank files)");
-        free(c.drops);
         return DUMP_USAGE;
     }
     if (e < 0) {
         dump_err("%s: read error while scanning the rank files: %s", o->path, strerror(-e));
-        free(c.drops);
         return DUMP_USAGE;
     }
     if (nl == -ENOMEM || nd == -ENOMEM) {
         dump_nomem(o->path, nl == -ENOMEM ? "--check (leaks)" : "--check (desyncs across ranks)");
-        free(c.drops);
         return DUMP_USAGE;
     }
     if (nl < 0 || nd < 0) {
         dump_err("%s: read error while scanning allocations and collectives: %s", o->path,
                  strerror(-(nl < 0 ? nl : nd)));
-        free(c.drops);
         return DUMP_USAGE;
     }
+    for (int i = 0; i < n; i++)
+        res->lossy += c.drops[i].count != 0;
+    return DUMP_OK;
+}
+
+void dump_check_result_free(dump_check_result *res)
+{
+    free(res->drops);
+    res->drops = NULL;
+}
+
+int dump_check(dump_trace *d, const dump_opts *o)
+{
+    dump_check_result res;
+    int status = dump_check_collect(d, o, &res);
+    if (status) {
+        dump_check_result_free(&res);
+        return status;
+    }
+    int n = tft_trace_nranks(d->t);
     if (o->json)
-        print_json(d, c.drops, n, &nf, leaks, nl, ds, nd);
+        print_json(d, res.drops, n, &res.nf, res.leaks, res.nl, res.ds, res.nd);
     else
-        print_text(&nf, leaks, nl, ds, nd, print_drops(d, c.drops, n));
-    free(c.drops);
-    return nf.found || nl || nd ? DUMP_FINDINGS : DUMP_OK;
+        print_text(&res.nf, res.leaks, res.nl, res.ds, res.nd, print_drops(d, res.drops, n));
+    status = res.nf.found || res.nl || res.nd ? DUMP_FINDINGS : DUMP_OK;
+    dump_check_result_free(&res);
+    return status;
 }

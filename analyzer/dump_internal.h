@@ -10,6 +10,7 @@
 #ifndef TFT_DUMP_INTERNAL_H
 #define TFT_DUMP_INTERNAL_H
 
+#include "diff.h"
 #include "tft_format.h"
 #include "tft_u64map.h"
 
@@ -22,7 +23,7 @@
 enum { DUMP_OK = 0, DUMP_FINDINGS = 1, DUMP_USAGE = 2 };
 
 enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS, MODE_CHECK, MODE_TENSOR,
-                 MODE_CAPTURES, MODE_REPLAY, MODE_EXTRACT, MODE_EXPORT };
+                 MODE_CAPTURES, MODE_REPLAY, MODE_EXTRACT, MODE_EXPORT, MODE_HTML };
 
 /* Bit 0 of dump_opts.kinds selects every kind this build does not know. */
 #define KIND_BIT_UNKNOWN 1ull
@@ -49,6 +50,7 @@ typedef struct dump_opts {
     int stats_to;        /* --stats (--extract): TFT_STATS_* to reduce to, -1 as recorded */
     int export_format;   /* --export FORMAT OUT: enum exp_format (export_internal.h) */
     const char *export_out; /* ... OUT, "-" = stdout */
+    const char *html_out;   /* --html FILE */
     int nranges;         /* --ranks LIST (--export; and --rank R): inclusive ranges */
     int32_t ranges[32][2];
 } dump_opts;
@@ -195,6 +197,33 @@ int dump_events(dump_trace *d, const dump_opts *o);
 int dump_verify(dump_trace *d, const dump_opts *o);
 int dump_chunks(dump_trace *d, const dump_opts *o);
 int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
+
+/* --check's findings, for the HTML page (dump_html.c). */
+typedef struct dump_nonfinite {
+    bool found;
+    int rank;
+    int64_t step, seq;
+    char name[96];
+    uint64_t nan, inf;
+} dump_nonfinite;
+
+typedef struct dump_check_result {
+    dump_nonfinite nf;        /* the first non-finite tensor across ranks */
+    diff_leak leaks[64];
+    int nl;
+    diff_desync ds[64];
+    int nd;
+    struct tft_drop_sum *drops; /* per rank file: the records it lost (owned) */
+    int lossy;                /* rank files that lost records */
+} dump_check_result;
+/* --check's analyses into out (messages on stderr on failure). Returns
+ * DUMP_OK or DUMP_USAGE; dump_check_result_free frees out either way. */
+int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out);
+void dump_check_result_free(dump_check_result *res);
+/* tfdump --html FILE TRACE: the single-trace page (dump_html.c). Returns
+ * --check's status (0 nothing found, 1 findings), 2 when it cannot be
+ * written or the trace read. */
+int dump_html(dump_trace *d, const dump_opts *o);
 int dump_tensor(dump_trace *d, const dump_opts *o);   /* dump_capture.c: --tensor */
 int dump_captures(dump_trace *d, const dump_opts *o); /* dump_capture.c: --captures */
 int dump_replay(dump_trace *d, const dump_opts *o);   /* dump_replay.c: --replay-op */

@@ -695,6 +695,7 @@ int dump_unrecorded(dump_trace *d, const dump_opts *o)
         return status;
     case MODE_VERIFY: return unrecorded_verify(d, o);
     case MODE_CHECK: return unrecorded_check(d, o);
+    case MODE_HTML: return dump_html(d, o);
     case MODE_TENSOR:
     case MODE_REPLAY: unrecorded_note(d, o); return DUMP_USAGE;
     default: unrecorded_note(d, o); return DUMP_OK; /* --events, --chunks, --captures: nothing to list */

@@ -54,7 +54,7 @@ static void fill_nan(double *v, int n)
         v[i] = NAN;
 }
 
-hc_run *hc_run_new(const hc_bins *b, int rank)
+hc_run *hc_run_new(const hc_bins *b, int rank, const char *keep)
 {
     hc_run *x = calloc(1, sizeof(*x));
     if (!x)
@@ -68,6 +68,7 @@ hc_run *hc_run_new(const hc_bins *b, int rank)
     }
     x->bins = b;
     x->rank = rank;
+    snprintf(x->keep, sizeof(x->keep), "%s", keep ? keep : "");
     fill_nan(x->loss, HC_BINS);
     fill_nan(x->grad_norm, HC_BINS);
     fill_nan(x->lr, HC_BINS);
@@ -128,6 +129,12 @@ static hc_name *name_slot(scan *s, uint64_t id)
         return NULL;
     int *idx = v;
     if (rc == 1) {
+        const char *text = tft_reader_string(s->r, id);
+        bool state = text && (!strncmp(text, "adam.", 5) || !strncmp(text, "param.", 6));
+        if (state && strcmp(text, s->x->keep)) {
+            *idx = 0;
+            return NULL;
+        }
         if (s->x->nnames == HC_NAMES) {
             s->x->names_full = true;
             *idx = 0;
@@ -135,7 +142,6 @@ static hc_name *name_slot(scan *s, uint64_t id)
         }
         hc_name *n = &s->x->names[s->x->nnames++];
         n->id = id;
-        const char *text = tft_reader_string(s->r, id);
         snprintf(n->name, sizeof(n->name), "%s", text ? text : "?");
         fill_nan(n->mean, HC_BINS);
         fill_nan(n->std, HC_BINS);

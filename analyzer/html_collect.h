@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define HC_BINS 200
-#define HC_NAMES 160    /* tensor names followed per rank file */
+#define HC_NAMES 160    /* tensor names followed per rank file (optimizer state left out) */
 #define HC_SITES 64     /* allocation sites followed per rank file */
 #define HC_LIVE_MAX (1u << 22)
 
@@ -57,7 +57,10 @@ typedef struct hc_run {
     const hc_bins *bins;
     int rank;
     double loss[HC_BINS], grad_norm[HC_BINS], lr[HC_BINS]; /* NaN none */
-    hc_name *names;               /* HC_NAMES of them, nnames used, in order of first record */
+    hc_name *names;               /* HC_NAMES of them, nnames used, in order of first record; names
+                                   * "adam.*" and "param.*" (optimizer state, parameters after the
+                                   * update: as many as the parameters) are left out, except keep */
+    char keep[96];                /* a name followed whatever it is (the first divergence's) */
     int nnames;
     bool names_full;              /* more names than HC_NAMES */
     double nonfinite[HC_BINS];    /* the most NaN+Inf elements of one step in the bin (over its tensors) */
@@ -73,8 +76,9 @@ typedef struct hc_run {
     uint64_t records;
 } hc_run;
 
-/* A new run over bins b (borrowed), NULL with errno on failure. */
-hc_run *hc_run_new(const hc_bins *b, int rank);
+/* A new run over bins b (borrowed), NULL with errno on failure; keep (NULL
+ * none) is a tensor name followed even when it would be left out. */
+hc_run *hc_run_new(const hc_bins *b, int rank, const char *keep);
 void hc_run_free(hc_run *x); /* NULL-safe */
 /* Reads r from its start to its end into x. 0 or a negative errno. */
 int hc_run_read(hc_run *x, tft_reader *r);

@@ -94,6 +94,10 @@ void svg_line_chart(FILE *f, const char *title, const svg_series *s, int ns, int
 {
     double x0, x1, y0, y1;
     bool any = ranges(s, ns, log_y, &x0, &x1, &y0, &y1);
+    if (any && mark_step != INT64_MIN) { /* the mark inside the axis */
+        x0 = fmin(x0, (double)mark_step);
+        x1 = fmax(x1, (double)mark_step);
+    }
     fprintf(f, "<figure class=\"chart\"><svg viewBox=\"0 0 %d %d\" "
                "width=\"%d\" height=\"%d\" role=\"img\"><title>", CW, CH, CW, CH);
     html_text(f, title);
@@ -118,6 +122,12 @@ void svg_line_chart(FILE *f, const char *title, const svg_series *s, int ns, int
         for (int i = 0; i < s[k].n; i++) {
             double x = s[k].x[i], y = s[k].y[i];
             bool ok = isfinite(x) && isfinite(y) && (!log_y || y > 0);
+            bool alone = ok && !open && (i + 1 == s[k].n || !isfinite(s[k].y[i + 1]));
+            if (alone) { /* a point with no neighbour: a dot */
+                fprintf(f, "<circle r=\"2.5\" fill=\"%s\" cx=\"%.1f\" cy=\"%.1f\"/>", s[k].color, xmap(x, x0, x1),
+                        ymap(y, y0, y1, log_y));
+                continue;
+            }
             if (!ok) {
                 if (open)
                     fputs("\"/>", f);
@@ -141,8 +151,9 @@ void svg_line_chart(FILE *f, const char *title, const svg_series *s, int ns, int
         x = x < x0 ? x0 : x > x1 ? x1 : x;
         double px = xmap(x, x0, x1);
         fprintf(f, "<line class=\"divergence-mark\" data-step=\"%" PRId64 "\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" "
-                   "y2=\"%d\"/><text x=\"%.1f\" y=\"%d\" class=\"mk\">step %" PRId64 "</text>",
-                mark_step, px, px, MT, CH - MB, px + 3, MT + 10, mark_step);
+                   "y2=\"%d\"/><text x=\"%.1f\" y=\"%d\" class=\"mk\"%s>step %" PRId64 "</text>",
+                mark_step, px, px, MT, CH - MB, px > CW - 80 ? px - 3 : px + 3, MT + 10,
+                px > CW - 80 ? " text-anchor=\"end\"" : "", mark_step);
     }
     fputs("</svg></figure>\n", f);
 }
@@ -191,7 +202,7 @@ void svg_heatmap(FILE *f, const char *const *rows, int nrows, const int64_t *col
         fprintf(f, "<text x=\"%d\" y=\"12\" class=\"ax\">step %" PRId64 "</text><text x=\"%d\" y=\"12\" class=\"ax\" "
                    "text-anchor=\"end\">step %" PRId64 "</text>",
                 lw, col_step[0], CW - MR, col_step[ncols - 1]);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"ax\">white: identical statistics; yellow to red: relative difference "
+    fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"ax\">white: identical statistics (or not recorded); yellow to red: relative difference "
                "1e-7 to 1 (log); grey: on one side only</text></svg></figure>\n",
             lw, h - 6);
 }

@@ -83,7 +83,8 @@ static int read_side(page *p, tft_trace *t, int rank, hc_run **out)
     tft_reader *rd = tft_trace_reader(t, i);
     if (!rd)
         return 0; /* an unreadable file: drawn without it */
-    *out = hc_run_new(&p->bins, rank);
+    const diff_rank_result *fr = report_first_rank(p->r);
+    *out = hc_run_new(&p->bins, rank, fr ? fr->first.tensor : NULL);
     int e = *out ? hc_run_read(*out, rd) : -ENOMEM;
     tft_trace_release(t, i);
     return e == -ENOMEM ? e : 0;
@@ -391,10 +392,6 @@ static double rel(double g, double b)
     return d > 1 ? 1 : d;
 }
 
-static bool heat_row_wanted(const char *name)
-{
-    return strncmp(name, "adam.", 5) != 0 && strncmp(name, "param.", 6) != 0;
-}
 
 static void heatmap(FILE *f, const page *p)
 {
@@ -408,7 +405,7 @@ static void heatmap(FILE *f, const page *p)
     for (int i = 0; i < s->b->nnames; i++) {
         const hc_name *bn = &s->b->names[i];
         bool is_mark = mark_name && !strcmp(bn->name, mark_name);
-        if (!is_mark && (!heat_row_wanted(bn->name) || nr >= HEAT_ROWS - (mark_row < 0 && mark_name ? 1 : 0)))
+        if (!is_mark && nr >= HEAT_ROWS - (mark_row < 0 && mark_name ? 1 : 0))
             continue;
         if (nr == HEAT_ROWS)
             break;
@@ -444,11 +441,11 @@ static void heatmap(FILE *f, const page *p)
     section(f, "heatmap", "Where it starts and how it spreads");
     fprintf(f, "<p>Tensors of rank %d (rows, in the order BAD first recorded them; optimizer state left out) by "
                "steps (columns), coloured by the relative difference of their statistics (mean, std, absmax) "
-               "between GOLDEN and BAD.%s</p>\n",
+               "between GOLDEN and BAD; white where they are identical or the tensor was not recorded in that step.%s</p>\n",
             s->rank, mark_row >= 0 ? " The first divergence is outlined in blue." : "");
-    if (s->b->names_full)
-        fprintf(f, "<p class=\"meta\">BAD recorded more than %d tensor names: the later ones are not drawn.</p>\n",
-                HC_NAMES);
+    if (s->b->names_full || s->b->nnames > HEAT_ROWS)
+        fprintf(f, "<p class=\"meta\">The first %d tensor names BAD recorded are drawn; later ones are not.</p>\n",
+                nr);
     downsampled_note(f, p);
     int mark_col = fr ? hc_bin_of(&p->bins, fr->first.step) : -1;
     svg_heatmap(f, labels, nr, p->bins.rep, nc, v, mark_row, mark_col, fr ? fr->first.step : 0);

@@ -760,7 +760,7 @@ static int run(opts *po, const tfdiff_mpi *mp)
     int e;
     if (o.tensors) {
         tensors_opts to = {.rtol = o.tol_given ? o.d.rtol : 0, .atol = o.tol_given ? o.d.atol : 0,
-                           .name_glob = o.d.name_glob, .pad_id = o.pad_id, .json = o.json};
+                           .name_glob = o.d.name_glob, .pad_id = o.pad_id, .json = o.json, .html = o.html};
         return tensors_compare(o.golden, o.bad, &to, stdout);
     }
     if ((e = compare_unrecorded(&o)) >= 0)

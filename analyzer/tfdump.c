@@ -30,7 +30,10 @@ static void usage(FILE *f)
           "      --chunks        list the chunks of every rank file\n"
           "      --check         findings of this trace alone: the first non-finite tensor,\n"
           "                      collective desyncs across ranks, leaks\n"
-          "      --leak-min-bytes N  (--check) a site holding at least N bytes at the end,\n"
+          "      --html FILE     the trace as one self-contained HTML page: loss and grad-norm\n"
+          "                      curves, memory over time, collectives per rank, --check's\n"
+          "                      findings (docs/REPORTS.md); exit status as --check's\n"
+          "      --leak-min-bytes N  (--check, --html) a site holding at least N bytes at the end,\n"
           "                      in several blocks allocated over the run, is a leak even\n"
           "                      without growth (default 32M; K, M, G suffixes; 'off')\n"
           "      --captures      list the captured tensors (tftrace --capture)\n"
@@ -191,7 +194,7 @@ static bool parse_bytes(const char *s, uint64_t *out)
 
 enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
        OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN, OPT_EXTRACT, OPT_RANKS, OPT_STATS,
-       OPT_EXPORT };
+       OPT_EXPORT, OPT_HTML };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
@@ -206,7 +209,7 @@ static const struct option long_opts[] = {
     {"order", required_argument, NULL, OPT_ORDER}, {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},  {"extract", no_argument, NULL, OPT_EXTRACT},
     {"ranks", required_argument, NULL, OPT_RANKS}, {"stats", required_argument, NULL, OPT_STATS},
-    {"export", required_argument, NULL, OPT_EXPORT},
+    {"export", required_argument, NULL, OPT_EXPORT}, {"html", required_argument, NULL, OPT_HTML},
     {NULL, 0, NULL, 0},
 };
 
@@ -214,7 +217,7 @@ static int set_mode(dump_opts *o, int mode)
 {
     if (o->mode != MODE_SUMMARY && o->mode != mode)
         return usage_error("%s", "--events, --verify, --chunks, --check, --captures, --tensor, "
-                                 "--replay-op, --extract and --export exclude each other");
+                                 "--replay-op, --extract, --export and --html exclude each other");
     o->mode = mode;
     return DUMP_OK;
 }
@@ -269,6 +272,11 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     case OPT_VERIFY: return set_mode(o, MODE_VERIFY);
     case OPT_CHUNKS: return set_mode(o, MODE_CHUNKS);
     case OPT_CHECK: return set_mode(o, MODE_CHECK);
+    case OPT_HTML:
+        if (!*arg)
+            return usage_error("%s", "--html needs FILE, the page to write");
+        o->html_out = arg;
+        return set_mode(o, MODE_HTML);
     case OPT_CAPTURES: return set_mode(o, MODE_CAPTURES);
     case OPT_EXTRACT: return set_mode(o, MODE_EXTRACT);
     case OPT_RANKS:
@@ -392,8 +400,10 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         return usage_error("%s", "--out and --raw only apply to --tensor");
     if (replay_opts && o->mode != MODE_REPLAY)
         return usage_error("%s", "--rtol and --atol only apply to --replay-op");
-    if (check_opts && o->mode != MODE_CHECK)
-        return usage_error("%s", "--leak-min-bytes only applies to --check");
+    if (check_opts && o->mode != MODE_CHECK && o->mode != MODE_HTML)
+        return usage_error("%s", "--leak-min-bytes only applies to --check and --html");
+    if (o->json && o->mode == MODE_HTML)
+        return usage_error("%s", "--json does not apply to --html");
     return DUMP_OK;
 }
 
@@ -422,6 +432,7 @@ static int run(const dump_opts *o)
     case MODE_VERIFY: status = dump_verify(&d, o); break;
     case MODE_CHUNKS: status = dump_chunks(&d, o); break;
     case MODE_CHECK: status = dump_check(&d, o); break;
+    case MODE_HTML: status = dump_html(&d, o); break;
     case MODE_TENSOR: status = dump_tensor(&d, o); break;
     case MODE_CAPTURES: status = dump_captures(&d, o); break;
     case MODE_REPLAY: status = dump_replay(&d, o); break;
