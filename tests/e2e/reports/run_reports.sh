@@ -165,7 +165,8 @@ mkdir causal-offbyone
 record causal-offbyone/golden 1 0 -- "${SMALL[@]}" --steps 4 &&
 record causal-offbyone/bad 1 0 -- "${SMALL[@]}" --steps 4 --bug causal-offbyone &&
 page causal-offbyone 1 tfdiff causal-offbyone/golden.trace causal-offbyone/bad.trace -- \
-    --report diff --status diverged --step 0 --section first-divergence,heatmap,curves --marked
+    --report diff --status diverged --step 0 --section first-divergence,heatmap,curves --marked \
+    --verdict-contains DIVERGED --verdict-contains L0.attn.mask
 # one trace: a golden run has no findings
 [ "$dump_html" = ON ] && [ -d causal-offbyone/golden.trace ] &&
 page dump-golden "0 1" tfdump causal-offbyone/golden.trace -- --report dump --status ok --step none --section curves
@@ -175,13 +176,15 @@ mkdir fp16-mask
 record fp16-mask/golden 1 0 -- "${SMALL[@]}" --steps 4 --dtype fp16 &&
 record fp16-mask/bad 1 0 -- "${SMALL[@]}" --steps 4 --dtype fp16 --bug fp16-mask &&
 page fp16-mask 1 tfdiff fp16-mask/golden.trace fp16-mask/bad.trace -- \
-    --report diff --status diverged --step 0 --section nonfinite --marked
+    --report diff --status diverged --step 0 --section nonfinite --marked \
+    --verdict-contains DIVERGED --verdict-contains L0.attn.probs
 
 # leak@1: 1 MiB a step from step 1 on
 mkdir leak
 record leak/golden 1 0 -- "${SMALL[@]}" --steps 4 &&
 record leak/bad 1 0 -- "${SMALL[@]}" --steps 4 --bug leak@1 &&
-page leak 1 tfdiff leak/golden.trace leak/bad.trace -- --report diff --status diverged --section leaks --marked
+page leak 1 tfdiff leak/golden.trace leak/bad.trace -- --report diff --status diverged --section leaks --marked \
+    --verdict-contains DIVERGED --verdict-contains tftrain:leak_buffer
 
 # dp-skip, recorded above
 if [ -n "$dp_skip" ]; then
@@ -192,10 +195,10 @@ if [ -n "$dp_skip" ]; then
         fail "dp-skip: recording failed (above)"
     else
         page dp-skip 1 tfdiff dp-skip/golden.trace dp-skip/bad.trace -- \
-            --report diff --status diverged --step 1 --section desync --marked
+            --report diff --status diverged --step 1 --section desync --marked --verdict-contains DIVERGED
         [ "$dump_html" = ON ] &&
         page dump-dp-skip "0 1" tfdump dp-skip/bad.trace -- \
-            --report dump --status findings --step 1 --section collectives,check
+            --report dump --status findings --step 1 --section collectives,check --verdict-contains missing
     fi
 fi
 
