@@ -2,7 +2,8 @@
 # The main job on a fresh machine: install, build, record a golden and a
 # buggy run of the bundled training runtime (tftrain) under tftrace, inspect
 # the traces, show with tfdiff where they part and where the bug is, and
-# replay both to the divergence to compare the tensors element by element.
+# replay both to the divergence to compare the tensors element by element;
+# it ends by writing the HTML report (tfdiff --html) and saying where it is.
 #   scripts/demo.sh [BUG]     (default causal-offbyone; see tftrain --help)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +27,9 @@ echo; echo "== tfdump $out/bad.trace"
 echo; echo "== tfdump --verify $out/bad.trace"
 "$tfdump" --verify "$out/bad.trace"
 
-echo; echo "== tfdiff $out/golden.trace $out/bad.trace"
+echo; echo "== tfdiff --html $out/report.html $out/golden.trace $out/bad.trace"
 st=0
-build/analyzer/tfdiff "$out/golden.trace" "$out/bad.trace" || st=$?
+build/analyzer/tfdiff --html "$out/report.html" "$out/golden.trace" "$out/bad.trace" || st=$?
 [ "$st" -le 1 ] || exit "$st"   # 1 = differences found, which is the point here
 
 echo; echo "== tftrace replay $out/golden.trace $out/bad.trace   (the diverging tensors, element by element)"
@@ -37,3 +38,8 @@ st=0
 # --yes: the commands to re-run are the two the demo just recorded
 "$tftrace" replay --yes -q -o "$out/replay" "$out/golden.trace" "$out/bad.trace" || st=$?
 [ "$st" -le 1 ] || exit "$st"   # 1 = the captured tensors differ
+
+echo
+echo "== the HTML report: $(cd "$out" && pwd)/report.html"
+echo "   one self-contained page (no network): open it in any browser, e.g. xdg-open $out/report.html"
+

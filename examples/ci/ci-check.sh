@@ -4,7 +4,7 @@
 #
 #   tfdiff-junit.xml    JUnit XML: a failing case per finding, the report attached
 #   tfdiff-summary.md   Markdown summary for a pull-request comment / job summary
-#   tfdiff-report.html  the HTML report (when this tfdiff has --html)
+#   tfdiff-report.html  the HTML report: one self-contained page (docs/REPORTS.md)
 #   tfdiff.txt          tfdiff's text report
 #   bad-window.trace/   the steps around the divergence of this run (tfdump --extract)
 #   golden-window.trace/ the same steps of the golden trace, so the pair compares offline
@@ -100,10 +100,7 @@ rm -rf "$out"
 mkdir -p "$out" || die "cannot create $out"
 record "$out/run.trace" "$@"
 
-reports=(--junit "$out/tfdiff-junit.xml" --markdown "$out/tfdiff-summary.md")
-if "$TFDIFF" --help 2>/dev/null | grep -q -- '--html'; then
-    reports+=(--html "$out/tfdiff-report.html")
-fi
+reports=(--junit "$out/tfdiff-junit.xml" --markdown "$out/tfdiff-summary.md" --html "$out/tfdiff-report.html")
 rc=0
 "$TFDIFF" -q "${tfdiff_opts[@]}" "${reports[@]}" "$golden" "$out/run.trace" >"$out/tfdiff.txt" || rc=$?
 cat "$out/tfdiff.txt"

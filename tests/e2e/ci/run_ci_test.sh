@@ -44,7 +44,7 @@ grep -q "MATCH" ok/tfdiff-summary.md || fail "a clean run's summary lacks MATCH"
 rc=0
 KEEP_FULL=1 bash "$CI" --golden golden.trace --out bad --window 2 -- "${TRAIN[@]}" --bug causal-offbyone@3 >log3 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat log3; fail "the planted bug: exit $rc, wanted 1"; }
-for f in tfdiff-junit.xml tfdiff-summary.md tfdiff.txt bad-window.trace/manifest.json golden-window.trace/manifest.json; do
+for f in tfdiff-junit.xml tfdiff-summary.md tfdiff-report.html tfdiff.txt bad-window.trace/manifest.json golden-window.trace/manifest.json; do
     [ -s "bad/$f" ] || fail "bad/$f is missing; the artifacts: $(ls bad)"
 done
 "$PY" - bad/tfdiff-junit.xml <<'PYEOF'
@@ -55,12 +55,15 @@ failed = [c for c in suite.iter("testcase") if c.find("failure") is not None]
 msg = failed[0].find("failure").get("message")
 assert "first divergence" in msg and "step 3" in msg and "L0.attn.mask" in msg, msg
 props = {p.get("name"): p.get("value") for p in failed[0].iter("property")}
-assert props.get("attachment", "").endswith(("tfdiff-report.html", "tfdiff-summary.md")), props
+assert props.get("attachment", "").endswith("tfdiff-report.html"), props
 out = failed[0].find("system-out").text
 assert out.strip() == "[[ATTACHMENT|%s]]" % props["attachment"], out
 PYEOF
 grep -q "DIVERGED" bad/tfdiff-summary.md || fail "the summary lacks the verdict: $(cat bad/tfdiff-summary.md)"
 grep -q "step 3" bad/tfdiff-summary.md || fail "the summary lacks the divergent step"
+grep -q 'Full report: `.*tfdiff-report.html`' bad/tfdiff-summary.md || fail "the summary does not point to the HTML report"
+grep -q 'id="verdict" data-status="diverged" data-step="3"' bad/tfdiff-report.html ||
+    fail "the HTML report lacks the verdict of step 3: $(grep -o '<p id="verdict[^>]*>' bad/tfdiff-report.html)"
 for side in bad golden; do
     "$TFDUMP" --verify "bad/$side-window.trace" >/dev/null || fail "$side-window.trace does not verify"
     "$PY" - "bad/$side-window.trace/manifest.json" <<'PYEOF'
