@@ -258,7 +258,7 @@ class Browser:
 
     def pump(self, until, stop=None):
         """Collects events until `until`, or until stop(event) is true (returns it)."""
-        for i, ev in enumerate(self.events):
+        for ev in self.events:
             if stop and stop(ev):
                 return ev
         while True:
@@ -499,7 +499,16 @@ def main():
         return SKIP_RC
     t0 = time.monotonic()
     failed = 0
-    br = Browser(exe, t0 + max(10.0, min(top.timeout, 60.0)))
+    total = max(10.0, min(top.timeout, 60.0))
+
+    def interrupted(signum, frame):  # ctest's timeout, ^C: chromium goes too (the finally below)
+        raise SystemExit("browser_check.py: %s" % (
+            "no result within %.0f s" % (total + 10) if signum == signal.SIGALRM
+            else "ended by signal %d" % signum))
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM):
+        signal.signal(sig, interrupted)
+    signal.alarm(int(total) + 10)  # a backstop behind every deadline
+    br = Browser(exe, t0 + total)
     try:
         for a in pages:
             t1 = time.monotonic()
