@@ -12,6 +12,9 @@ PKGS=(
   python3 python3-numpy python3-mpi4py python3-venv
   libclang-rt-dev
   protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
+  # headless Chromium for tests/e2e/reports (its recommended fonts-liberation is left
+  # out by --no-install-recommends: DejaVu gives the screenshots a font)
+  chromium fonts-dejavu-core
 )
 
 missing=()

@@ -50,11 +50,8 @@ cleanup() {
 trap cleanup EXIT
 cd "$work"
 
-# The small model: 1 layer, 32 channels, 16 positions, 4 rows per rank.
-SMALL=(--layers 1 --d-model 32 --heads 2 --seq 16 --batch 4 --eval-every 0 -q)
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2)
-# the hung ranks of dp-skip yield the CPU to other tests while they wait
-export OMPI_MCA_mpi_yield_when_idle=1
+# SMALL (the small model's flags), MPIRUN, DP_SKIP_TIMEOUT
+. "$here/small_model.sh"
 
 fail() {
     echo "FAIL: $*"
@@ -342,7 +339,7 @@ case "$case_name" in
     dp-skip)
         need_mpi
         S=1
-        record bad 2 any-nonzero --timeout 10 --grace 2 -- "${SMALL[@]}" --steps 4 --bug "dp-skip@$S"
+        record bad 2 any-nonzero "${DP_SKIP_TIMEOUT[@]}" -- "${SMALL[@]}" --steps 4 --bug "dp-skip@$S"
         grep -q "timeout" bad.err || fail "tftrace did not report its timeout"
         summary bad 2 signal "0:$S"
         compare coll-hang bad.jsonl --step $S --hung 0 --skipped 1
