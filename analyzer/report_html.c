@@ -520,16 +520,22 @@ static void leaks(FILE *f, const page *p)
         if (!s || !p->have_bins)
             continue;
         const double *g = site_live(s->g, l[i].site), *b = site_live(s->b, l[i].site);
+        bool followed = g || b;
         double gc[HC_BINS], bc[HC_BINS];
         if (g)
             carried(g, gc, p->bins.nbins);
+        else if (s->g && s->g->nsites < HC_SITES) /* GOLDEN never allocated there: nothing live */
+            for (int k = 0; k < p->bins.nbins; k++)
+                gc[k] = 0;
+        if (g || (s->g && s->g->nsites < HC_SITES))
+            g = gc;
         if (b)
             carried(b, bc, p->bins.nbins);
         char title[200];
         snprintf(title, sizeof(title), "rank %d: live bytes of %s", l[i].rank, l[i].site);
         int64_t mark = l[i].how == DIFF_LEAK_GROWTH && l[i].from_step != TFT_STEP_NONE ? l[i].from_step : INT64_MIN;
-        if (g || b)
-            chart2(f, p, title, g ? gc : NULL, b ? bc : NULL, mark, 0);
+        if (followed)
+            chart2(f, p, title, g, b ? bc : NULL, mark, 0);
         else
             fputs("<p class=\"meta\">(the site is not among the sites followed for the chart)</p>\n", f);
     }
