@@ -15,7 +15,7 @@
  * about a float shift (0, or the frame's K). A block with NaN, Inf, |x| >
  * 65504, tiny squares or badly conditioned sums goes to the double path
  * below instead (tft_stats.h states the error bounds). HEALTH of fp16,
- * bf16 and i32 reads the raw patterns (health_native); U8 and BOOL take
+ * bf16, i32 and i64 reads the raw patterns (health_native); U8 and BOOL take
  * exact integer sums (u8_pass).
  *
  * Moments, double path: all sums are taken in a frame shifted by K, the
@@ -874,6 +874,13 @@ static int health_native(const struct stats_kernels *kk, int dtype, const unsign
         for (size_t i = n16; i < n; i++) {
             int32_t v;
             memcpy(&v, b + 4 * i, 4);
+            classify((double)v, &p);
+        }
+    } else if (dtype == TFT_I64 && kk->health_i64) {
+        kk->health_i64(b, n16, &p);
+        for (size_t i = n16; i < n; i++) {
+            int64_t v;
+            memcpy(&v, b + 8 * i, 8);
             classify((double)v, &p);
         }
     } else {

@@ -113,6 +113,10 @@ struct stats_kernels {
     /* HEALTH of n (% 8 == 0) int32 elements at raw: nfin, zero, min, max
      * (exact). NULL: decode to double. */
     void (*health_i32)(const void *raw, size_t n, struct part *p);
+    /* The same for n (% 8 == 0) int64 elements: min and max compared as
+     * int64 and converted once (rounding to double is monotonic, so this
+     * is the double conversion's min and max). NULL: decode to double. */
+    void (*health_i64)(const void *raw, size_t n, struct part *p);
     void (*dec_f16)(const unsigned char *raw, size_t n, float *out);
     void (*dec_bf16)(const unsigned char *raw, size_t n, float *out);
     void (*enc_f16)(const float *in, size_t n, uint16_t *out);
