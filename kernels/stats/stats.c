@@ -869,20 +869,12 @@ static int health_native(const struct stats_kernels *kk, int dtype, const unsign
         for (size_t i = n16; i < n; i++)
             if (!classify(h16_value(b, dtype, i), &p))
                 return -1;
-    } else if (dtype == TFT_I32 && kk->health_i32) {
-        kk->health_i32(b, n16, &p);
-        for (size_t i = n16; i < n; i++) {
-            int32_t v;
-            memcpy(&v, b + 4 * i, 4);
-            classify((double)v, &p);
-        }
-    } else if (dtype == TFT_I64 && kk->health_i64) {
-        kk->health_i64(b, n16, &p);
-        for (size_t i = n16; i < n; i++) {
-            int64_t v;
-            memcpy(&v, b + 8 * i, 8);
-            classify((double)v, &p);
-        }
+    } else if ((dtype == TFT_I32 && kk->health_i32) || (dtype == TFT_I64 && kk->health_i64)) {
+        (dtype == TFT_I32 ? kk->health_i32 : kk->health_i64)(b, n16, &p);
+        double tail[16];
+        dec_int(dtype, b + n16 * tft_dtype_size(dtype), n - n16, tail);
+        for (size_t i = 0; i < n - n16; i++)
+            classify(tail[i], &p);
     } else {
         return -1;
     }
