@@ -203,7 +203,7 @@ static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int
     }
     chk_series *s = &c->s[c->ns];
     *s = (chk_series){.id = id, .last_step = TFT_STEP_NONE, .first_step = TFT_STEP_NONE, .stride = 1,
-                      .neg_step = TFT_STEP_NONE, .nonfinite_step = TFT_STEP_NONE, .run_max = -INFINITY};
+                      .neg_step = TFT_STEP_NONE, .nonfinite_step = TFT_STEP_NONE, .grow_step = TFT_STEP_NONE, .run_max = -INFINITY};
     if (!(s->hist = malloc(CHK_HIST * sizeof(*s->hist)))) {
         tft_u64map_remove(&c->idx, v);
         *e = -ENOMEM;
@@ -503,6 +503,12 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
     }
     if (finite && !strncmp(s->name, "param.", 6))
         rule_update(c, s, t, step);
+    if (finite && t->mode >= TFT_STATS_FULL && !s->nonfinite_seen && s->grow_step == TFT_STEP_NONE &&
+        s->first.absmax > 0 && t->stats.absmax > c->o.absmax_growth * s->first.absmax &&
+        t->stats.absmax >= c->o.absmax_min) { /* online: downsampling would lose the steps before an overflow */
+        s->grow_step = step;
+        s->grow_val = t->stats.absmax;
+    }
     if (finite && t->mode >= TFT_STATS_FULL) {
         s->prev_l2 = t->stats.l2;
         s->prev_v = t->stats.mean;

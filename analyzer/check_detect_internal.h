@@ -52,6 +52,8 @@ typedef struct chk_series {
     bool init_flat;      /* param.*: its initial record was all zero or constant */
     bool nonfinite_seen; /* a record with NaN/Inf was seen */
     int64_t nonfinite_step;
+    int64_t grow_step;   /* absmax-growth: the first finite record past the thresholds */
+    double grow_val;     /* ... its absmax */
     /* tokens: the first step with an id above each running max, and < 0 */
     double run_max;
     int nmax;

@@ -37,7 +37,7 @@ static void first_problem(const dump_check_result *r, char *buf, size_t n)
         snprintf(buf, n, "%s at %s in %s", f->kind, diff_step_text(f->step, sb, sizeof(sb)), f->tensor);
     else if (r->nl)
         snprintf(buf, n, "leak at %s", r->leaks[0].site);
-    else if (f && f->severity == CHK_WARNING)
+    else if (f)
         snprintf(buf, n, "%s at %s in %s", f->kind, diff_step_text(f->step, sb, sizeof(sb)), f->tensor);
     else
         snprintf(buf, n, "-");
@@ -55,7 +55,7 @@ void check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n)
     }
     char first[200];
     first_problem(r, first, sizeof(first));
-    int errs = r->nerr + (r->nf.found ? 1 : 0) + r->nd, warns = r->nwarn + r->nl;
+    int errs = r->nerr + (r->nf.found ? 1 : 0) + r->nd + r->nl, warns = r->nwarn;
     snprintf(buf, n, "verdict: %d error%s, %d warning%s%s; first: %s", errs, errs == 1 ? "" : "s", warns,
              warns == 1 ? "" : "s", notes, first);
 }
@@ -94,7 +94,8 @@ void check_json_findings(cJSON *o, const dump_check_result *r)
     cJSON_AddNumberToObject(c, "info", r->ninfo);
 }
 
-/* tftrain's --clip (default 1.0) when the recorded command is tftrain. */
+/* tftrain's --clip (default 1.0) when the recorded command is tftrain;
+ * -1 for --clip 0 (clipping off), 0 when the command is not tftrain. */
 double dump_check_clip_of(const tft_manifest *m)
 {
     if (!m || !m->argv)
@@ -115,7 +116,7 @@ double dump_check_clip_of(const tft_manifest *m)
             if (v && end != v && x >= 0)
                 clip = x;
         }
-        return clip;
+        return clip > 0 ? clip : -1;
     }
     return 0;
 }

@@ -8,6 +8,7 @@
 #include "check_detect_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,10 @@ static void rules_lr_clip(chk_rank *c)
     if (!g || g->nvals < c->o.min_steps)
         return;
     double thr = c->o.clip > 0 ? c->o.clip : c->clip_cmd;
-    if (!(thr > 0))
+    if (thr < 0)
+        chk_add(c, "clip-never", CHK_INFO, g->first_step, g, NULL, g->vmax, 0, "",
+                "clipping is off in the recorded command (--clip 0); %s reaches %.4g", g->name, g->vmax);
+    else if (!(thr > 0))
         chk_add(c, "clip-unknown", CHK_INFO, TFT_STEP_NONE, g, NULL, 0, 0, "",
                 "the clipping threshold is not recorded: give --threshold clip=X to judge clipping");
     else if (g->over_clip == g->nvals)
@@ -237,44 +241,37 @@ static bool is_activation(const chk_series *s)
 
 static void rules_absmax(chk_rank *c)
 {
-    const chk_series *best = NULL;
-    int bi = -1, others = 0;
-    int64_t nf_step = TFT_STEP_NONE;
-    const chk_series *nf = NULL;
+    const chk_series *best = NULL, *nf = NULL;
+    int others = 0;
     for (int i = 0; i < c->ns; i++) {
         const chk_series *s = &c->s[i];
-        if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf_step)) {
+        if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf->nonfinite_step))
             nf = s;
-            nf_step = s->nonfinite_step;
-        }
-        if (!is_activation(s) || s->nh < 2 || !s->hist[0].finite || !(s->hist[0].absmax > 0))
+        if (!is_activation(s) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
             continue;
-        for (int k = 1; k < s->nh && s->hist[k].finite; k++)
-            if (s->hist[k].absmax > c->o.absmax_growth * s->hist[0].absmax && s->hist[k].absmax >= c->o.absmax_min) {
-                if (best && (s->hist[k].step > best->hist[bi].step ||
-                             (s->hist[k].step == best->hist[bi].step && s->layer >= best->layer))) {
-                    others++;
-                } else {
-                    others += best != NULL;
-                    best = s;
-                    bi = k;
-                }
-                break;
-            }
+        if (best && (s->grow_step > best->grow_step ||
+                     (s->grow_step == best->grow_step && (s->layer < 0 ? INT32_MAX : s->layer) >=
+                                                             (best->layer < 0 ? INT32_MAX : best->layer)))) {
+            others++;
+        } else {
+            others += best != NULL;
+            best = s;
+        }
     }
     if (!best)
         return;
-    const chk_point *a = &best->hist[0], *b = &best->hist[bi];
-    char tail[160] = "";
+    char tail[160] = "", lay[40] = "";
     if (nf)
-        snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s", (long long)nf_step,
-                 nf->name);
-    chk_add(c, "absmax-growth", nf ? CHK_ERROR : CHK_WARNING, b->step, best, NULL, b->absmax / a->absmax,
-            c->o.absmax_growth, CAUSE_GROWTH_ABS,
-            "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d other tensor(s) "
-            "grew as much later or in a higher layer",
-            best->name, a->absmax, (long long)a->step, b->absmax, (long long)b->step, b->absmax / a->absmax,
-            best->layer >= 0 ? ", the first layer to" : "", tail, others);
+        snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s",
+                 (long long)nf->nonfinite_step, nf->name);
+    if (best->layer >= 0)
+        snprintf(lay, sizeof(lay), " (layer %d is where it starts)", best->layer);
+    double r = best->grow_val / best->first.absmax;
+    chk_add(c, "absmax-growth", nf ? CHK_ERROR : CHK_WARNING, best->grow_step, best, NULL, r, c->o.absmax_growth,
+            CAUSE_GROWTH_ABS, "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d "
+            "other tensor(s) grew as much later or in a higher layer",
+            best->name, best->first.absmax, (long long)best->first_step, best->grow_val, (long long)best->grow_step,
+            r, lay, tail, others);
 }
 
 /* Attention probabilities: the sum of squares per query row is 1 for a
@@ -300,6 +297,36 @@ static void rules_collapse(chk_rank *c)
                 break;
             }
         }
+    }
+}
+
+/* At initialisation q and k are independent: a score q.k/sqrt(hs) has
+ * std about std(qkv)^2, sqrt(hs) times that without the scale. The
+ * ratio is judged against hs^(1/4), halfway between on a log scale. */
+static void rules_attn_scale(chk_rank *c)
+{
+    for (int i = 0; i < c->ns; i++) {
+        const chk_series *s = &c->s[i];
+        size_t n = strlen(s->name);
+        if (!chk_ends(s->name, "attn.scores") || s->first_step != 0 || s->mode < TFT_STATS_FULL ||
+            s->first_ndim != 4 || n >= 96)
+            continue;
+        char qn[104];
+        snprintf(qn, sizeof(qn), "%.*sqkv", (int)(n - strlen("attn.scores")), s->name);
+        const chk_series *q = chk_find(c, qn);
+        if (!q || q->first_step != 0 || q->mode < TFT_STATS_FULL || q->first_ndim < 1 || !(q->first.std > 0))
+            continue;
+        int64_t H = s->first_shape[1], C3 = q->first_shape[q->first_ndim - 1];
+        if (H < 1 || C3 % (3 * H))
+            continue;
+        double hs = (double)(C3 / (3 * H)), r = s->first.std / (q->first.std * q->first.std);
+        if (hs >= 4 && r > pow(hs, 0.25))
+            chk_add(c, "attn-scale", CHK_ERROR, 0, s, q->name, r, pow(hs, 0.25),
+                    "the attention scores are not scaled by 1/sqrt(head size): softmax saturates early, training is "
+                    "unstable",
+                    "at step 0 the std of %s is %.3g x the square of %s's (%.3g): about 1 when scaled by "
+                    "1/sqrt(%g), sqrt(%g) = %.3g without",
+                    s->name, r, q->name, q->first.std, hs, hs, sqrt(hs));
     }
 }
 
@@ -345,6 +372,7 @@ void chk_rules_finish(chk_rank *c)
     rules_lr_clip(c);
     rules_absmax(c);
     rules_collapse(c);
+    rules_attn_scale(c);
     rules_ckpt(c);
 }
 
