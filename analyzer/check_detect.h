@@ -65,7 +65,7 @@ typedef struct chk_opts {
 
 #define CHK_OPTS_DEFAULT                                                                          \
     ((chk_opts){.vocab = 0, .clip = 0, .min_steps = 20, .loss_drop = 0.05, .loss_rise = 0.5,      \
-                .spike = 10, .growth = 4, .growth_steps = 8, .update_max = 0.1, .init_std = 10,    \
+                .spike = 10, .growth = 4, .growth_steps = 8, .update_max = 0.25, .init_std = 10,    \
                 .absmax_growth = 100, .absmax_min = 1000, .collapse = 0.98})
 
 /* Sets the threshold NAME (a field above) from "NAME=VALUE". Returns 0,
