@@ -21,8 +21,11 @@
 
 #include "tft_format.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum chk_severity { CHK_ERROR = 0, CHK_WARNING = 1, CHK_INFO = 2 };
 
@@ -91,5 +94,19 @@ void chk_rank_free(chk_rank *c); /* NULL-safe */
 int chk_merge(chk_rank *const *ranks, int n, chk_finding *out, int max);
 
 const char *chk_severity_name(int severity); /* "error", "warning", "info" */
+
+/* check_trace.c. The detectors over every rank file of t in a pass of
+ * their own (a pool of threads, one rank file open each): the merged
+ * findings into out (at most max). Returns how many, or a negative errno. */
+int chk_trace(tft_trace *t, const chk_opts *o, double clip_cmd, chk_finding *out, int max);
+/* tftrain's clip threshold from a recorded command line: its --clip
+ * (default 1.0), -1 for --clip 0 (off), 0 when the command is not tftrain. */
+double chk_clip_of(const tft_manifest *m);
+/* check_html.c (built into tfdump and tfdiff, with the HTML pieces):
+ * the findings as a table, class "checks", one row per finding with
+ * data-kind and data-step; nothing for n <= 0. */
+void check_html_table(FILE *f, const chk_finding *x, int n);
+/* A finding as the JSON object of docs/CHECK.md (the caller owns it). */
+cJSON *chk_finding_json(const chk_finding *x);
 
 #endif

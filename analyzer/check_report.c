@@ -64,25 +64,7 @@ void check_json_findings(cJSON *o, const dump_check_result *r)
 {
     cJSON *a = cJSON_AddArrayToObject(o, "findings");
     for (int i = 0; i < r->nfind; i++) {
-        const chk_finding *x = &r->findings[i];
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddStringToObject(j, "kind", x->kind);
-        cJSON_AddStringToObject(j, "severity", chk_severity_name(x->severity));
-        cJSON_AddNumberToObject(j, "rank", x->rank);
-        if (x->step == TFT_STEP_NONE)
-            cJSON_AddNullToObject(j, "step");
-        else
-            json_i64(j, "step", x->step);
-        cJSON_AddStringToObject(j, "tensor", x->tensor);
-        json_str_or_null(j, "other_tensor", x->tensor2[0] ? x->tensor2 : NULL);
-        if (x->layer >= 0)
-            cJSON_AddNumberToObject(j, "layer", x->layer);
-        else
-            cJSON_AddNullToObject(j, "layer");
-        cJSON_AddNumberToObject(j, "value", isfinite(x->value) ? x->value : 0);
-        cJSON_AddNumberToObject(j, "threshold", isfinite(x->threshold) ? x->threshold : 0);
-        cJSON_AddStringToObject(j, "evidence", x->evidence);
-        cJSON_AddStringToObject(j, "causes", x->causes ? x->causes : "");
+        cJSON *j = chk_finding_json(&r->findings[i]);
         cJSON_AddItemToArray(a, j);
     }
     char v[256];
@@ -94,29 +76,7 @@ void check_json_findings(cJSON *o, const dump_check_result *r)
     cJSON_AddNumberToObject(c, "info", r->ninfo);
 }
 
-/* tftrain's --clip (default 1.0) when the recorded command is tftrain;
- * -1 for --clip 0 (clipping off), 0 when the command is not tftrain. */
 double dump_check_clip_of(const tft_manifest *m)
 {
-    if (!m || !m->argv)
-        return 0;
-    for (int i = 0; i < m->argc; i++) {
-        const char *a = m->argv[i], *base = a ? strrchr(a, '/') : NULL;
-        if (!a || strcmp(base ? base + 1 : a, "tftrain"))
-            continue;
-        double clip = 1.0;
-        for (int k = i + 1; k < m->argc; k++) {
-            const char *v = NULL;
-            if (m->argv[k] && !strcmp(m->argv[k], "--clip") && k + 1 < m->argc)
-                v = m->argv[k + 1];
-            else if (m->argv[k] && !strncmp(m->argv[k], "--clip=", 7))
-                v = m->argv[k] + 7;
-            char *end;
-            double x = v ? strtod(v, &end) : 0;
-            if (v && end != v && x >= 0)
-                clip = x;
-        }
-        return clip > 0 ? clip : -1;
-    }
-    return 0;
+    return chk_clip_of(m);
 }

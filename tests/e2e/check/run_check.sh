@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_check.sh TFTRAIN TFTRACE TFDUMP HAVE_MPI
+# run_check.sh TFTRAIN TFTRACE TFDUMP HAVE_MPI [TFDIFF]
 #
 # tfdump --check's detectors (docs/CHECK.md) on bug-zoo runs recorded ALONE,
 # without a golden run: each row fires its detector at its step and tensor
@@ -8,13 +8,15 @@
 # (naming the layer) before the first non-finite value. The small model of
 # the bug-zoo tests (../bugzoo/small_model.sh). 2-rank rows are skipped
 # (said so) without mpirun or an MPI build. Every check runs even after one
-# fails; exit 1 if any failed. Scratch kept on failure.
+# fails; exit 1 if any failed. Scratch kept on failure. With TFDIFF:
+# tfdiff GOLDEN BAD names BAD's detector findings GOLDEN lacks (text and
+# JSON bad_only_findings), and both HTML pages hold the findings' table.
 set -uo pipefail
 if [ $# -lt 3 ]; then
     echo "usage: $0 TFTRAIN TFTRACE TFDUMP [HAVE_MPI]" >&2
     exit 2
 fi
-TFTRAIN=$1 TFTRACE=$2 TFDUMP=$3 HAVE_MPI=${4:-ON}
+TFTRAIN=$1 TFTRACE=$2 TFDUMP=$3 HAVE_MPI=${4:-ON} TFDIFF=${5:-}
 PY=${PYTHON3:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../bugzoo/small_model.sh"
@@ -111,6 +113,33 @@ rc=0
 "$TFDUMP" --check --threshold vocab=100 golden.trace >v.out || rc=$?
 [ "$rc" = 1 ] && grep -q "^error: token-range" v.out || fail "--threshold vocab=100: exit $rc, $(head -3 v.out)"
 tail -1 v.out | grep -q "^verdict: " || fail "no verdict line last: $(tail -1 v.out)"
+# tfdiff GOLDEN BAD: BAD's mask-padding, which GOLDEN lacks, in its own section
+if [ -n "$TFDIFF" ]; then
+    rc=0
+    "$TFDIFF" --json golden.trace pad-mask.trace >d.json 2>d.err || rc=$?
+    [ "$rc" = 1 ] || fail "tfdiff golden pad-mask: exit $rc ($(head -2 d.err))"
+    "$PY" - d.json <<'PY' || fail "tfdiff --json bad_only_findings"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bo = d.get("bad_only_findings")
+kinds = [(f["kind"], f["step"], f["tensor"]) for f in bo or []]
+print("  bad_only_findings:", kinds)
+assert ("mask-padding", 0, "L0.attn.mask") in kinds, kinds
+PY
+    rc=0
+    "$TFDIFF" --json golden.trace golden.trace >same.json 2>/dev/null || rc=$?
+    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["bad_only_findings"] == [], d["bad_only_findings"]' \
+        same.json || fail "tfdiff golden golden: bad_only_findings not empty"
+    "$TFDIFF" golden.trace pad-mask.trace >d.txt 2>&1
+    grep -q "^only in BAD: error: mask-padding: rank 0, step 0, L0.attn.mask" d.txt || fail "tfdiff text: no 'only in BAD' line"
+    "$TFDIFF" --html d.html golden.trace pad-mask.trace >/dev/null 2>&1
+    grep -q '<tr class="check error" data-kind="mask-padding" data-step="0">' d.html || fail "tfdiff --html: no findings row"
+fi
+rc=0
+"$TFDUMP" --html p.html pad-mask.trace >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "tfdump --html pad-mask: exit $rc, want 1"
+grep -q '<tr class="check error" data-kind="mask-padding" data-step="0">' p.html || fail "tfdump --html: no findings row"
+grep -q 'id="verdict" data-status="findings" data-step="0">error: mask-padding' p.html || fail "tfdump --html: verdict"
 if [ "$failures" != 0 ]; then
     echo "check.detectors: $failures check(s) failed"
     exit 1
