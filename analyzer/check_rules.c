@@ -169,8 +169,9 @@ static void rules_loss(chk_rank *c, chk_series *s)
                 "%s averages %.4g over steps %lld..%lld and still %.4g over steps %lld..%lld: it does not fall",
                 s->name, a, (long long)s->hist[0].step, (long long)s->hist[w - 1].step, b,
                 (long long)s->hist[s->nh - w].step, (long long)s->hist[s->nh - 1].step);
-    /* divergence: the smoothed curve (means of w points) against its best */
-    double best = INFINITY, last = NAN;
+    /* divergence: the smoothed curve (means of w points) against its best
+     * so far; a run that recovers later still diverged */
+    double best = INFINITY;
     int ib = -1;
     for (int i = 0; i + w <= s->nh; i++) {
         double m = hist_mean(s, i, i + w);
@@ -178,21 +179,22 @@ static void rules_loss(chk_rank *c, chk_series *s)
             best = m;
             ib = i;
         }
-        last = m;
-    }
-    if (ib < 0 || !(best > 0) || !(last > best * (1 + c->o.loss_rise)))
+        if (!(best > 0) || !(m > best * (1 + c->o.loss_rise)))
+            continue;
+        int on = i;
+        for (int k = ib + 1; k < i; k++)
+            if (hist_mean(s, k, k + w) > best * (1 + c->o.loss_rise / 2)) {
+                on = k;
+                break;
+            }
+        chk_add(c, "loss-rise", CHK_ERROR, s->hist[on + w - 1].step, s, NULL, m / best, 1 + c->o.loss_rise,
+                CAUSE_RISE,
+                "%s fell to %.4g (mean of steps %lld..%lld), then rose from about step %lld to %.4g (mean of steps "
+                "%lld..%lld, x%.2f)",
+                s->name, best, (long long)s->hist[ib].step, (long long)s->hist[ib + w - 1].step,
+                (long long)s->hist[on + w - 1].step, m, (long long)s->hist[i].step, (long long)s->hist[i + w - 1].step,
+                m / best);
         return;
-    for (int i = ib + 1; i + w <= s->nh; i++) {
-        double m = hist_mean(s, i, i + w);
-        if (m > best * (1 + c->o.loss_rise / 2)) {
-            chk_add(c, "loss-rise", CHK_ERROR, s->hist[i + w - 1].step, s, NULL, last / best, 1 + c->o.loss_rise,
-                    CAUSE_RISE,
-                    "%s fell to %.4g (mean of steps %lld..%lld), then rose from about step %lld to %.4g at the end "
-                    "(x%.2f)",
-                    s->name, best, (long long)s->hist[ib].step, (long long)s->hist[ib + w - 1].step,
-                    (long long)s->hist[i + w - 1].step, last, last / best);
-            return;
-        }
     }
 }
 
