@@ -49,8 +49,8 @@ void check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n)
     if (r->ninfo)
         snprintf(notes, sizeof(notes), " (%d note%s)", r->ninfo, r->ninfo == 1 ? "" : "s");
     if (!dump_check_found(r)) {
-        snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s; no detector warnings%s",
-                 lossy ? " in what was recorded" : "", notes);
+        snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s%s", lossy ? " in what was recorded" : "",
+                 notes);
         return;
     }
     char first[200];

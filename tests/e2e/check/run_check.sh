@@ -41,12 +41,14 @@ rec() {
     [ -d "$name.trace" ] || fail "$name: no trace ($(tail -2 "$name.log"))"
 }
 
-# expect NAME WANT_RC [check_findings.py assertions]
+# expect NAME WANT_RC [check_findings.py assertions]; tfdump takes the
+# options in the array TARGS (thresholds) too
+TARGS=()
 expect() {
     local name=$1 want=$2 rc=0
     shift 2
-    echo "+ tfdump --check --json $name.trace $*"
-    "$TFDUMP" --check --json "$name.trace" >"$name.json" 2>"$name.err" || rc=$?
+    echo "+ tfdump --check --json ${TARGS[*]} $name.trace $*"
+    "$TFDUMP" --check --json "${TARGS[@]}" "$name.trace" >"$name.json" 2>"$name.err" || rc=$?
     [ "$rc" = "$want" ] || fail "$name: tfdump --check exit $rc, want $want ($(head -2 "$name.err"))"
     "$PY" "$here/check_findings.py" "$name.json" "$@" || fail "$name"
 }
@@ -83,13 +85,27 @@ rec resumed -- "${SMALL[@]}" --warmup 2 --steps 6 --resume ckpt/ckpt-step-000003
 expect resumed 0 --clean
 # no-clip with SGD and lr 3 (bugzoo): the values grow, then overflow
 rec sgd -- --steps 35 "${SMALL[@]}" --optim sgd --lr 3 --bug no-clip
-expect sgd 1 --finding 'absmax-growth@*:*' --before-nonfinite absmax-growth
+expect sgd 1 --finding 'absmax-growth@*:*' --before-nonfinite absmax-growth --finding 'grad-spike@*:grad_norm' \
+    --finding 'attn-collapse@*:L0.attn.probs' --finding 'update-ratio@*:param.*' --finding 'clip-always@0:grad_norm'
+# lr 0: the loss does not fall
+rec flat -- --steps 24 "${SMALL[@]}" --lr 0
+expect flat 1 --finding 'loss-flat@0:loss'
+# loosened thresholds: the grad-norm growth of grad-accum (3 rises, x1.3;
+# the defaults, 8 rises and x4, keep the healthy runs quiet) and the init
+# scale of the projections (0.7x their peers)
+rec grad-accum -- --steps 6 "${SMALL[@]}" --bug grad-accum
+TARGS=(--threshold growth-steps=3 --threshold growth=1.3)
+expect grad-accum 1 --finding 'grad-growth@1:grad_norm'
+TARGS=(--threshold init-std=1.3)
+expect golden 1 --layer 0 --finding 'init-scale@0:L0.attn.proj.w'
+TARGS=()
 # a long run that goes bad late: fp16 storage and lr 0.5 without clipping;
 # the residual stream of layer 1 grows past 1,000 (x10^4) at step 10, the
 # first Inf comes at step 27
 rec fp16 -- --steps 60 --layers 2 --d-model 32 --heads 2 --seq 16 --batch 4 --eval-every 0 -q \
     --dtype fp16 --lr 0.5 --clip 0
 expect fp16 1 --layer 1 --finding 'absmax-growth@*:L1.*' --before-nonfinite absmax-growth
+expect fp16 1 --finding 'clip-never@0:grad_norm' 
 # the healthy run of 1,000 steps: no finding (one grad-norm spike is a note)
 rec long -- --steps 1000 "${SMALL[@]}"
 expect long 0 --clean
