@@ -36,7 +36,21 @@ struct diff_report {
     const char *html, *markdown; /* the other reports written (report_set_outputs), NULL none */
     int argc;                 /* tfdiff's command line (borrowed) */
     char **argv;
+    chk_finding checks[32];   /* detector findings BAD has and GOLDEN lacks (report_add_check) */
+    int nchecks;
 };
+
+void report_add_check(diff_report *r, const chk_finding *f)
+{
+    if (r->nchecks < (int)(sizeof(r->checks) / sizeof(r->checks[0])))
+        r->checks[r->nchecks++] = *f;
+}
+
+const chk_finding *report_checks(const diff_report *r, int *n)
+{
+    *n = r->nchecks;
+    return r->checks;
+}
 
 diff_report *report_new(const char *golden, const char *bad, const diff_opts *o)
 {
@@ -490,6 +504,9 @@ void report_json(const diff_report *r, FILE *f)
         bool sig = st > 128 && st < 128 + 65;
         cJSON_AddNumberToObject(ex, sig ? "signal" : "code", sig ? st - 128 : st);
     }
+    cJSON *bo = cJSON_AddArrayToObject(o, "bad_only_findings");
+    for (int i = 0; i < r->nchecks; i++)
+        cJSON_AddItemToArray(bo, chk_finding_json(&r->checks[i]));
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
         fputs(s, f);
@@ -629,6 +646,11 @@ void report_text(const diff_report *r, FILE *f)
     fprintf(f, "compared %" PRIu64 " tensors on %d rank%s: %" PRIu64 " bit-identical, %" PRIu64
                " different but within tolerance (rtol %g, atol %g)\n",
             cmp, r->nranks, r->nranks == 1 ? "" : "s", same, tol, r->o.rtol, r->o.atol);
+    for (int i = 0; i < r->nchecks; i++) {
+        const chk_finding *c = &r->checks[i];
+        fprintf(f, "only in BAD: %s: %s: rank %d, %s, %s: %s\n", chk_severity_name(c->severity), c->kind, c->rank,
+                diff_step_text(c->step, sb, sizeof(sb)), c->tensor[0] ? c->tensor : "-", c->evidence);
+    }
     for (int i = 0; i < r->nnotes; i++)
         fprintf(f, "note: %s\n", r->notes[i]);
 }

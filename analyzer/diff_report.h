@@ -6,6 +6,7 @@
 #ifndef TFT_DIFF_REPORT_H
 #define TFT_DIFF_REPORT_H
 
+#include "check_detect.h"
 #include "diff.h"
 
 #include <stdbool.h>
@@ -19,6 +20,11 @@ void report_note(diff_report *r, const char *fmt, ...) __attribute__((format(pri
 void report_add_rank(diff_report *r, const diff_rank_result *res);
 void report_add_leak(diff_report *r, const diff_leak *l);
 void report_add_desync(diff_report *r, const diff_desync *d);
+/* A detector finding (docs/CHECK.md) BAD has and GOLDEN lacks: shown in
+ * its own section (text "only in BAD: ...", JSON bad_only_findings); it
+ * does not change the verdict. At most 32 are kept. */
+void report_add_check(diff_report *r, const chk_finding *f);
+const chk_finding *report_checks(const diff_report *r, int *n);
 /* BAD recorded nothing (a manifest and no rank file): a finding. what says
  * what its manifest knows; exit_status is the manifest's (128 + N: killed
  * by signal N; -1 unknown). */

@@ -1,7 +1,9 @@
 /*
  * dump_check.c — tfdump --check: the findings one trace shows on its own,
  * without a GOLDEN: the first non-finite tensor, collective desyncs across
- * ranks (diff_desync.c) and leaks (diff_leak.c).
+ * ranks (diff_desync.c) and leaks (diff_leak.c); and the detectors that
+ * read the tensor statistics over time (check_detect.h, docs/CHECK.md),
+ * fed in the same pass.
  */
 #include "diff.h"
 #include "diff_common.h"
@@ -26,6 +28,9 @@ typedef struct check_scan {
     diff_leak **leaks;  /* per rank file: its leaks (malloc'd), NULL none */
     int *nleaks;        /* per rank file: how many, or a negative errno */
     tft_drop_sum *drops; /* per rank file: the records it lost */
+    chk_rank **chk;     /* per rank file: the detectors' state */
+    const chk_opts *copts;
+    double clip_cmd;    /* the clip threshold the recorded command line states, 0 unknown */
 } check_scan;
 
 static int scan_one(void *ctx, int i, int worker)
@@ -37,16 +42,19 @@ static int scan_one(void *ctx, int i, int worker)
         return errno ? -errno : -EIO;
     diff_spill_extractor *x = diff_spill_extract_begin(c->sp, r, i);
     diff_leak_scan *ls = diff_leak_scan_new();
-    int e = x && ls ? tft_reader_rewind(r) : -ENOMEM;
+    chk_rank *ck = c->chk[i] = chk_rank_new(c->copts, tft_trace_rank_id(c->d->t, i), c->clip_cmd);
+    int e = x && ls && ck ? tft_reader_rewind(r) : -ENOMEM;
     const tft_rec *rec;
     tft_drop_sum *ds = &c->drops[i];
     tft_drop_sum_init(ds);
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) { /* one pass feeds both */
         if (rec->kind == TFT_REC_DROPPED)
             tft_drop_sum_add(ds, (const tft_rec_dropped *)rec, rec->len);
-        if ((e = diff_spill_extract_record(x, rec)) == 0)
-            e = diff_leak_scan_record(ls, r, rec);
+        if ((e = diff_spill_extract_record(x, rec)) == 0 && (e = diff_leak_scan_record(ls, r, rec)) == 0)
+            e = chk_rank_record(ck, r, rec);
     }
+    if (e == 0)
+        e = chk_rank_finish(ck);
     if (e == 0) { /* the chunk headers' total is authoritative (FORMAT.md 5.11) */
         tft_reader_status st;
         tft_reader_get_status(r, &st);
@@ -127,9 +135,12 @@ static int print_drops(const dump_trace *d, const tft_drop_sum *drops, int n)
     return k;
 }
 
-static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd,
-                       int lossy)
+static void print_text(const dump_check_result *res, int lossy)
 {
+    const nonfinite *nf = &res->nf;
+    const diff_leak *l = res->leaks;
+    const diff_desync *ds = res->ds;
+    int nl = res->nl, nd = res->nd;
     char sb[48];
     if (nf->found)
         printf("non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
@@ -145,8 +156,11 @@ static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const di
         printf("desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind),
                diff_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
     }
-    if (!nf->found && !nl && !nd)
-        printf("OK: no non-finite values, leaks or desyncs%s\n", lossy ? " in what was recorded" : "");
+    for (int i = 0; i < res->nfind; i++)
+        check_print_finding(stdout, &res->findings[i]);
+    char v[256];
+    check_verdict(res, lossy, v, sizeof(v));
+    printf("%s\n", v);
 }
 
 /* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
@@ -176,9 +190,13 @@ static cJSON *json_leak(const diff_leak *l)
     return x;
 }
 
-static void print_json(const dump_trace *d, const tft_drop_sum *drops, int nfiles, const nonfinite *nf,
-                       const diff_leak *l, int nl, const diff_desync *ds, int nd)
+static void print_json(const dump_trace *d, const dump_check_result *res, int nfiles)
 {
+    const tft_drop_sum *drops = res->drops;
+    const nonfinite *nf = &res->nf;
+    const diff_leak *l = res->leaks;
+    const diff_desync *ds = res->ds;
+    int nl = res->nl, nd = res->nd;
     cJSON *o = cJSON_CreateObject();
     cJSON *dr = cJSON_AddArrayToObject(o, "dropped"); /* ranks that lost records */
     for (int i = 0; i < nfiles; i++) {
@@ -219,6 +237,7 @@ static void print_json(const dump_trace *d, const tft_drop_sum *drops, int nfile
         diff_desync_json_more(x, ds, nd, i);
         cJSON_AddItemToArray(da, x);
     }
+    check_json_findings(o, res);
     cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */
     out_json_line(o);
     cJSON_Delete(o);
@@ -231,14 +250,26 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out
     int n = tft_trace_nranks(d->t);
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = diff_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
-                    .drops = calloc((size_t)n + 1, sizeof(*c.drops))};
-    int e = c.sp && c.leaks && c.nleaks && c.drops ? diff_pool_run(n, diff_pool_width(), scan_one, &c) : -ENOMEM;
+                    .drops = calloc((size_t)n + 1, sizeof(*c.drops)), .chk = calloc((size_t)n + 1, sizeof(*c.chk)),
+                    .copts = &o->chk, .clip_cmd = dump_check_clip_of(tft_trace_manifest(d->t))};
+    res->findings = calloc(CHK_FIND_MAX, sizeof(*res->findings));
+    int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && res->findings
+                ? diff_pool_run(n, diff_pool_width(), scan_one, &c)
+                : -ENOMEM;
     int nl = 0, nd = 0;
     if (!e) {
         first_nonfinite(d, c.sp, &res->nf);
         nl = gather_leaks(&c, n, res->leaks, 64);
         nd = nl < 0 ? 0 : diff_desyncs_spilled(d->t, c.sp, res->ds, 64);
+        res->nfind = chk_merge(c.chk, n, res->findings, CHK_FIND_MAX);
+        for (int i = 0; i < res->nfind; i++) {
+            int sev = res->findings[i].severity;
+            *(sev == CHK_ERROR ? &res->nerr : sev == CHK_WARNING ? &res->nwarn : &res->ninfo) += 1;
+        }
     }
+    for (int i = 0; c.chk && i < n; i++)
+        chk_rank_free(c.chk[i]);
+    free(c.chk);
     for (int i = 0; c.leaks && i < n; i++)
         free(c.leaks[i]);
     free(c.leaks);
@@ -273,6 +304,13 @@ void dump_check_result_free(dump_check_result *res)
 {
     free(res->drops);
     res->drops = NULL;
+    free(res->findings);
+    res->findings = NULL;
+}
+
+bool dump_check_found(const dump_check_result *res)
+{
+    return res->nf.found || res->nl || res->nd || res->nerr || res->nwarn;
 }
 
 int dump_check(dump_trace *d, const dump_opts *o)
@@ -285,10 +323,10 @@ int dump_check(dump_trace *d, const dump_opts *o)
     }
     int n = tft_trace_nranks(d->t);
     if (o->json)
-        print_json(d, res.drops, n, &res.nf, res.leaks, res.nl, res.ds, res.nd);
+        print_json(d, &res, n);
     else
-        print_text(&res.nf, res.leaks, res.nl, res.ds, res.nd, print_drops(d, res.drops, n));
-    status = res.nf.found || res.nl || res.nd ? DUMP_FINDINGS : DUMP_OK;
+        print_text(&res, print_drops(d, res.drops, n));
+    status = dump_check_found(&res) ? DUMP_FINDINGS : DUMP_OK;
     dump_check_result_free(&res);
     return status;
 }

@@ -50,6 +50,8 @@ static int64_t first_step(const dump_check_result *c, int *rank)
         *rank = l->rank;
         return l->how == DIFF_LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step : l->first_alloc_step;
     }
+    if (c->nerr || c->nwarn) /* the detectors' first (most severe, earliest) */
+        return *rank = c->findings[0].rank, c->findings[0].step;
     return TFT_STEP_NONE;
 }
 
@@ -67,6 +69,10 @@ static void sentence(const dump_check_result *c, char *buf, size_t n)
     } else if (c->nl) {
         diff_leak_describe(&c->leaks[0], what, sizeof(what));
         snprintf(buf, n, "leak: rank %d, %s", c->leaks[0].rank, what);
+    } else if (c->nerr || c->nwarn) {
+        const chk_finding *x = &c->findings[0];
+        snprintf(buf, n, "%s: %s: rank %d, %s, %s: %s", chk_severity_name(x->severity), x->kind, x->rank,
+                 diff_step_text(x->step, sb, sizeof(sb)), x->tensor, x->evidence);
     } else {
         snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s", c->lossy ? " in what was recorded" : "");
     }
@@ -308,7 +314,9 @@ static void check(FILE *f, const dpage *p)
     }
     if (!c->nf.found && !c->nl && !c->nd)
         fprintf(f, "<li>OK: no non-finite values, leaks or desyncs%s</li>", c->lossy ? " in what was recorded" : "");
-    fputs("</ul>\n</section>\n", f);
+    fputs("</ul>\n", f);
+    check_html_table(f, c->findings, c->nfind); /* the detectors (docs/CHECK.md) */
+    fputs("</section>\n", f);
 }
 
 static void free_page(dpage *p)
@@ -334,7 +342,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result
     *p = (dpage){.d = d, .res = res, .mark = INT64_MIN};
     int frank = -1;
     int64_t step = unrecorded ? TFT_STEP_NONE : first_step(res, &frank);
-    bool found = unrecorded || res->nf.found || res->nl || res->nd;
+    bool found = unrecorded || dump_check_found(res);
     if (step != TFT_STEP_NONE && !DIFF_IS_STEPLESS(step))
         p->mark = step;
     int e = d->t ? collect(p, frank) : 0;

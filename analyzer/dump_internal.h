@@ -10,6 +10,7 @@
 #ifndef TFT_DUMP_INTERNAL_H
 #define TFT_DUMP_INTERNAL_H
 
+#include "check_detect.h"
 #include "diff.h"
 #include "tft_format.h"
 #include "tft_u64map.h"
@@ -45,6 +46,7 @@ typedef struct dump_opts {
     double rtol, atol;   /* --rtol, --atol for --replay-op */
     uint64_t leak_min_bytes; /* --check: a site holding this much at the end in several blocks
                           * is a leak without growth (--leak-min-bytes); 0 = off */
+    chk_opts chk;        /* --check: the detectors' thresholds (--threshold NAME=VALUE) */
     const char *extract_out; /* --extract IN OUT: OUT (path = IN) */
     const char *ranks_list;  /* --ranks LIST (--extract; --export parses it into ranges) */
     int stats_to;        /* --stats (--extract): TFT_STATS_* to reduce to, -1 as recorded */
@@ -215,7 +217,20 @@ typedef struct dump_check_result {
     int nd;
     struct tft_drop_sum *drops; /* per rank file: the records it lost (owned) */
     int lossy;                /* rank files that lost records */
+    chk_finding *findings;    /* the detectors' findings, sorted (owned; docs/CHECK.md) */
+    int nfind;
+    int nerr, nwarn, ninfo;   /* findings by severity */
 } dump_check_result;
+/* Whether --check found anything that sets exit status 1: a non-finite
+ * value, a leak, a desync, or a detector's error or warning (notes do not). */
+bool dump_check_found(const dump_check_result *res);
+/* check_report.c: a finding as one text line; the verdict line; the JSON
+ * keys findings, verdict and counts; tftrain's clip threshold from the
+ * recorded command line (0 when the command is not tftrain). */
+void check_print_finding(FILE *f, const chk_finding *x);
+void check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n);
+void check_json_findings(cJSON *o, const dump_check_result *r);
+double dump_check_clip_of(const tft_manifest *m);
 /* --check's analyses into out (messages on stderr on failure). Returns
  * DUMP_OK or DUMP_USAGE; dump_check_result_free frees out either way. */
 int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out);

@@ -634,6 +634,18 @@ out:
     free(lc);
 }
 
+/* Detector findings BAD has and GOLDEN lacks (docs/CHECK.md). */
+static void bad_only(FILE *f, const page *p)
+{
+    int n;
+    const chk_finding *x = report_checks(p->r, &n);
+    if (!n)
+        return;
+    section(f, "checks", "Only in BAD: single-trace findings (tfdump --check)");
+    check_html_table(f, x, n);
+    fputs("</section>\n", f);
+}
+
 static void desyncs(FILE *f, const page *p)
 {
     int nd;
@@ -700,6 +712,7 @@ int report_html_write(const diff_report *r, tft_trace *g, tft_trace *b, const ch
     first_divergence(f, p);
     nonfinite(f, p);
     desyncs(f, p);
+    bad_only(f, p);
     leaks(f, p);
     heatmap(f, p);
     curves(f, p);

@@ -753,6 +753,27 @@ static int compare_unrecorded(const opts *o)
     return code;
 }
 
+/* The detectors of tfdump --check (docs/CHECK.md) on both traces: BAD's
+ * errors and warnings of a kind GOLDEN has none of go to the report. A
+ * pass of their own over every rank file of both traces (under --mpi, by
+ * process 0 alone, so the report is the same); nothing on no memory. */
+static void compare_checks(tft_trace *g, tft_trace *b, diff_report *rep)
+{
+    chk_opts co = CHK_OPTS_DEFAULT;
+    chk_finding *gf = calloc(CHK_FIND_MAX, sizeof(*gf)), *bf = calloc(CHK_FIND_MAX, sizeof(*bf));
+    int ng = gf && bf ? chk_trace(g, &co, chk_clip_of(tft_trace_manifest(g)), gf, CHK_FIND_MAX) : -ENOMEM;
+    int nb = ng >= 0 ? chk_trace(b, &co, chk_clip_of(tft_trace_manifest(b)), bf, CHK_FIND_MAX) : ng;
+    for (int i = 0; i < nb; i++) {
+        bool in_golden = bf[i].severity == CHK_INFO;
+        for (int k = 0; k < ng && !in_golden; k++)
+            in_golden = !strcmp(gf[k].kind, bf[i].kind);
+        if (!in_golden)
+            report_add_check(rep, &bf[i]);
+    }
+    free(gf);
+    free(bf);
+}
+
 /* The comparison the options ask for; returns the exit status. */
 static int run(opts *po, const tfdiff_mpi *mp)
 {
@@ -794,6 +815,8 @@ static int run(opts *po, const tfdiff_mpi *mp)
         if (e != -EBADMSG)
             fprintf(stderr, "tfdiff: %s\n", strerror(-e));
     } else {
+        if (mp->me == 0)
+            compare_checks(g, b, rep);
         code = render(&o, rep, g, b);
     }
     report_free(rep);

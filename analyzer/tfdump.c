@@ -36,6 +36,10 @@ static void usage(FILE *f)
           "      --leak-min-bytes N  (--check, --html) a site holding at least N bytes at the end,\n"
           "                      in several blocks allocated over the run, is a leak even\n"
           "                      without growth (default 32M; K, M, G suffixes; 'off')\n"
+          "      --threshold NAME=VALUE  (--check, --html) a detector's threshold: vocab, clip,\n"
+          "                      min-steps, loss-drop, loss-rise, spike, growth, growth-steps,\n"
+          "                      update-max, init-std, absmax-growth, absmax-min, collapse\n"
+          "                      (docs/CHECK.md)\n"
           "      --captures      list the captured tensors (tftrace --capture)\n"
           "      --tensor NAME|ID  one captured tensor: its summary; with --out FILE.npy it\n"
           "                      is written as a .npy file (exact dtype and shape). NAME\n"
@@ -194,7 +198,7 @@ static bool parse_bytes(const char *s, uint64_t *out)
 
 enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
        OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN, OPT_EXTRACT, OPT_RANKS, OPT_STATS,
-       OPT_EXPORT, OPT_HTML };
+       OPT_EXPORT, OPT_HTML, OPT_THRESHOLD };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
@@ -210,6 +214,7 @@ static const struct option long_opts[] = {
     {"version", no_argument, NULL, 'V'},  {"extract", no_argument, NULL, OPT_EXTRACT},
     {"ranks", required_argument, NULL, OPT_RANKS}, {"stats", required_argument, NULL, OPT_STATS},
     {"export", required_argument, NULL, OPT_EXPORT}, {"html", required_argument, NULL, OPT_HTML},
+    {"threshold", required_argument, NULL, OPT_THRESHOLD},
     {NULL, 0, NULL, 0},
 };
 
@@ -315,6 +320,13 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
         return parse_bytes(arg, &o->leak_min_bytes)
                    ? DUMP_OK
                    : usage_error("--leak-min-bytes needs a size such as 33554432, 32M or off, not '%s'", arg);
+    case OPT_THRESHOLD:
+        return chk_opts_set(&o->chk, arg) == 0
+                   ? DUMP_OK
+                   : usage_error("--threshold needs NAME=VALUE, VALUE a number >= 0 and NAME one of vocab, clip, "
+                                 "min-steps, loss-drop, loss-rise, spike, growth, growth-steps, update-max, "
+                                 "init-std, absmax-growth, absmax-min, collapse; not '%s'",
+                                 arg);
     case 'j': o->json = 1; return DUMP_OK;
     case 'r':
         if (!parse_i64(arg, strlen(arg), &v) || v < 0 || v > INT32_MAX)
@@ -344,7 +356,7 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
 static int parse_args(int argc, char **argv, dump_opts *o)
 {
     *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7,
-                     .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES, .stats_to = -1};
+                     .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES, .stats_to = -1, .chk = CHK_OPTS_DEFAULT};
     bool by_rank = false, by_ranks = false, by_steps = false, filtered = false, tensor_opts = false;
     bool replay_opts = false, check_opts = false, extract_opts = false, stepped = false;
     opterr = 0;
@@ -364,7 +376,7 @@ static int parse_args(int argc, char **argv, dump_opts *o)
         filtered |= c == 'n' || c == 'k' || c == OPT_ORDER;
         tensor_opts |= c == OPT_OUT || c == OPT_RAW;
         replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
-        check_opts |= c == OPT_LEAK_MIN;
+        check_opts |= c == OPT_LEAK_MIN || c == OPT_THRESHOLD;
         extract_opts |= c == OPT_STATS;
         stepped |= c == 's';
     }
@@ -401,7 +413,7 @@ static int parse_args(int argc, char **argv, dump_opts *o)
     if (replay_opts && o->mode != MODE_REPLAY)
         return usage_error("%s", "--rtol and --atol only apply to --replay-op");
     if (check_opts && o->mode != MODE_CHECK && o->mode != MODE_HTML)
-        return usage_error("%s", "--leak-min-bytes only applies to --check and --html");
+        return usage_error("%s", "--leak-min-bytes and --threshold only apply to --check and --html");
     if (o->json && o->mode == MODE_HTML)
         return usage_error("%s", "--json does not apply to --html");
     return DUMP_OK;

@@ -313,6 +313,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=LR, help="peak learning rate (default %(default)s)")
     p.add_argument("--size", choices=sorted(SIZES), default="tiny")
     p.add_argument("--layers", type=int)
     p.add_argument("--d-model", type=int)
@@ -394,7 +395,7 @@ def main():
             init_sync=broadcast_params)
     train_model = ddp if ddp is not None else model
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
     data_gen = torch.Generator().manual_seed(args.seed)  # the data's own RNG
 
     debug_mode = None
@@ -447,7 +448,7 @@ def main():
                     model.pos_emb.weight.zero_()
 
             t0 = time.perf_counter()
-            lr = LR * min(1.0, (step + 1) / WARMUP_STEPS)
+            lr = args.lr * min(1.0, (step + 1) / WARMUP_STEPS)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             if not bug.on("grads-not-zeroed", step):

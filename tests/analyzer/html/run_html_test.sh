@@ -57,8 +57,12 @@ rc=0; "$TFDUMP" --html hd.html hb.tft >/dev/null 2>&1 || rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "tfdump --html on the hostile file: exit $rc"
 check hd.html --report dump --sections check,curves,memory --hostile
 
-# --- tfdump --html: the single-trace page, --check's status
-rc=0; "$TFDUMP" --html d.html b.trace >/dev/null 2>err.txt || rc=$?
+# --- tfdump --html: the single-trace page, --check's status (GOLDEN: nothing
+# found; BAD's causal-offbyone is found by --check's detectors, docs/CHECK.md)
+rc=0; "$TFDUMP" --html db.html b.trace >/dev/null 2>err.txt || rc=$?
+[ "$rc" = 1 ] || fail "tfdump --html of causal-offbyone exit $rc, want 1 (mask-future): $(head -2 err.txt)"
+check db.html --report dump --status findings --sections check,curves,memory
+rc=0; "$TFDUMP" --html d.html g.trace >/dev/null 2>err.txt || rc=$?
 [ "$rc" = 0 ] || fail "tfdump --html exit $rc, want 0 (--check finds nothing): $(head -2 err.txt)"
 check d.html --report dump --status ok --no-step --sections check,curves,memory --max-bytes 400000 \
       --text-contains "rank 0: loss"

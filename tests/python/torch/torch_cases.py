@@ -453,7 +453,39 @@ def case_nvtx_steps():
             fail("%s: param records at steps %s" % (os.path.basename(t), params))
 
 
+def case_check():
+    """tfdump --check's detectors (docs/CHECK.md) on PyTorch traces (module
+    names): a healthy run has no error or warning; lr 0 gives loss-flat; lr
+    1.0 gives loss-rise, update-ratio and (with the clip threshold given)
+    clipping active at every step, from grad_norm."""
+    sm = ["--steps", "30", "--layers", "1", "--d-model", "32", "--heads", "2", "--seq", "16"]
+
+    def check(t, want_rc, *extra):
+        p = run([A.tfdump, "--check", "--json"] + list(extra) + [t], ok=(want_rc,))
+        fs = json.loads(p.stdout)["findings"]
+        print("%s: %s" % (os.path.basename(t), [(f["severity"], f["kind"], f["step"], f["tensor"]) for f in fs]))
+        return fs
+
+    g, _ = record("chk_g", sm)
+    bad = [f for f in check(g, 0) if f["severity"] in ("error", "warning")]
+    if bad:
+        fail("healthy PyTorch run has findings: %s" % bad)
+    flat, _ = record("chk_flat", sm + ["--lr", "0"])
+    if not [f for f in check(flat, 1) if f["kind"] == "loss-flat" and f["tensor"] == "loss" and f["step"] == 0]:
+        fail("lr 0: no loss-flat finding on loss")
+    div, _ = record("chk_div", sm + ["--lr", "1.0"])
+    fs = check(div, 1, "--threshold", "clip=1")
+    kinds = {f["kind"]: f for f in fs}
+    if "loss-rise" not in kinds or kinds["loss-rise"]["tensor"] != "loss":
+        fail("lr 1.0: no loss-rise finding on loss")
+    if "update-ratio" not in kinds or not kinds["update-ratio"]["tensor"].startswith("param.model."):
+        fail("lr 1.0: no update-ratio finding on a param.model.* tensor")
+    if "clip-always" not in kinds or kinds["clip-always"]["tensor"] != "grad_norm":
+        fail("lr 1.0 with --threshold clip=1: no clip-always note from grad_norm")
+
+
 CASES = {
+    "check": case_check,
     "nvtx-steps": case_nvtx_steps,
     "mpirun": case_mpirun,
     "tensors": case_tensors,
