@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 4 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps */
+#define TFT_FORMAT_MINOR 5 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: per-rank manifest fragments, host per rank */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -554,6 +554,7 @@ typedef struct tft_manifest_rank {
     int exited;             /* exit known */
     int exit_code;          /* when exited and signal == 0 */
     int signal;             /* terminating signal, 0 none */
+    char host[64];          /* the host the rank ran on, "" unknown (format 1.5, FORMAT.md §2.4) */
 } tft_manifest_rank;
 
 /* A tftrace process that records (or recorded) into the trace: the launcher
@@ -598,6 +599,15 @@ typedef struct tft_manifest {
 TFT_API int tft_manifest_parse(const char *text, size_t len, tft_manifest *m,
                                char *err, size_t errlen);
 TFT_API int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errlen);
+/* The manifest of the trace directory dir as readers take it (FORMAT.md
+ * §2.4): the per-rank fragments manifest.rank-*.json merged (in-process
+ * writers leave one per rank file; a rank listed in none, while world_size
+ * says more ranks ran, makes it not complete), else manifest.json. 0 (err
+ * may then name a fragment that did not parse and was skipped), -ENOENT
+ * when the directory has neither, -EPROTO / -EPROTONOSUPPORT as
+ * tft_manifest_parse, or another -errno; err starts with the name of the
+ * file it is about ("manifest.json: ..."). */
+TFT_API int tft_manifest_read_dir(const char *dir, tft_manifest *m, char *err, size_t errlen);
 /* Serialises to a malloc'd NUL-terminated JSON string (NULL on ENOMEM). */
 TFT_API char *tft_manifest_to_json(const tft_manifest *m);
 /* Writes dir/manifest.json atomically (temp file, fsync, rename). */

@@ -112,6 +112,7 @@ static int parse_ranks(const cJSON *ranks, tft_manifest *m, char *err, size_t er
         snprintf(r->file, sizeof(r->file), "%s", file->valuestring);
         r->rank = get_int(cJSON_GetObjectItemCaseSensitive(it, "rank"), m->nranks);
         r->pid = get_int(cJSON_GetObjectItemCaseSensitive(it, "pid"), 0);
+        copy_str(r->host, sizeof(r->host), cJSON_GetObjectItemCaseSensitive(it, "host"));
         const cJSON *ex = cJSON_GetObjectItemCaseSensitive(it, "exit");
         if (cJSON_IsObject(ex)) {
             r->exited = 1;
@@ -421,6 +422,8 @@ static cJSON *build(const tft_manifest *m)
         cJSON_AddNumberToObject(jr, "rank", r->rank);
         cJSON_AddStringToObject(jr, "file", r->file);
         cJSON_AddNumberToObject(jr, "pid", r->pid);
+        if (r->host[0])
+            cJSON_AddStringToObject(jr, "host", r->host);
         if (r->exited) {
             cJSON *ex = cJSON_AddObjectToObject(jr, "exit");
             if (r->signal)
@@ -500,7 +503,26 @@ int tft_manifest_collector_state(const tft_manifest_collector *c)
     return TFT_COLLECTOR_RUNNING;
 }
 
+static int write_named(int dirfd, const char *json, unsigned mode, const char *name);
+
 int tft_manifest_write_textat(int dirfd, const char *json, unsigned mode)
+{
+    return write_named(dirfd, json, mode, "manifest.json");
+}
+
+int tft_manifest_write_namedat(int dirfd, const tft_manifest *m, unsigned mode, const char *name)
+{
+    if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+        return -EINVAL;
+    char *json = tft_manifest_to_json(m);
+    if (!json)
+        return -ENOMEM;
+    int e = write_named(dirfd, json, mode, name);
+    cJSON_free(json);
+    return e;
+}
+
+static int write_named(int dirfd, const char *json, unsigned mode, const char *name)
 {
     char tmp[96];
     int e = 0, fd = -1;
@@ -528,7 +550,7 @@ int tft_manifest_write_textat(int dirfd, const char *json, unsigned mode)
         e = -errno;
     if (close(fd) < 0 && !e)
         e = -errno;
-    if (!e && renameat(dirfd, tmp, dirfd, "manifest.json") < 0)
+    if (!e && renameat(dirfd, tmp, dirfd, name) < 0)
         e = -errno;
     if (e)
         unlinkat(dirfd, tmp, 0);

@@ -7,6 +7,7 @@
  * was never rewritten at the end (the launcher was killed) still opens.
  */
 #include "format_internal.h"
+#include "tft_writer_internal.h" /* tft_manifest_merge */
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +23,7 @@ typedef struct trace_file {
     tft_file_info info;      /* its header */
     uint64_t dev, ino;       /* its identity: two names of one file are refused */
     int rank;                /* rank id, after renumbering */
+    int part;                /* which piece of a PATH1+PATH2 trace it came from, 0 otherwise */
     tft_reader *r;           /* the open reader, NULL while closed (lazy traces) */
     bool have_st;            /* st holds the status of a reader released earlier */
     tft_reader_status st;
@@ -33,6 +35,7 @@ struct tft_trace {
     int n, cap;
     trace_file *f;
     bool lazy;               /* readers open on demand (tft_trace_open_lazy) */
+    int parts;               /* pieces of a PATH1+PATH2 trace; 0 or 1 for one path */
     tft_reader_opts opts;    /* for opening readers later: the caller's log */
 };
 
@@ -308,27 +311,71 @@ static int renumber(tft_trace *t, const int *prev_same_rank)
     return e;
 }
 
-static int open_dir(tft_trace *t, const char *dir)
+/* Pieces of one run (PATH1+PATH2): every file carries the first file's run
+ * id, and no rank is held in two pieces (duplicate or conflicting copies of
+ * one rank: check_unique already refused copies and mixes within a piece;
+ * a rank numbered by registration index may repeat and is renumbered). */
+static int check_parts(const tft_trace *t, const int *prev_same_rank)
 {
-    char path[4096], err[256];
-    const tft_reader_opts *opts = &t->opts;
-    snprintf(path, sizeof(path), "%s/manifest.json", dir);
-    struct stat sb;
-    if (stat(path, &sb) == 0) {
-        int e = tft_manifest_read(path, &t->manifest, err, sizeof(err));
-        if (e == -EPROTONOSUPPORT) {
-            TLOG(opts, TFT_LOG_ERROR, "%s: %s", path, err);
-            return e;
+    char r0[33], ri[33];
+    run_hex(t->f[0].info.run_id, r0);
+    for (int i = 1; i < t->n; i++) {
+        const trace_file *f = &t->f[i];
+        run_hex(f->info.run_id, ri);
+        if (strcmp(r0, ri) != 0) {
+            TLOG(&t->opts, TFT_LOG_ERROR,
+                 "%s belongs to run %s, but %s to run %s: the pieces are not of one run; give only the "
+                 "directories of one job", f->name, ri, t->f[0].name, r0);
+            return -EXDEV;
         }
-        if (e)
-            TLOG(opts, TFT_LOG_WARN, "%s: %s; reading the rank files without it", path, err);
-        else
-            t->have_manifest = 1;
+        for (int j = prev_same_rank[i]; j >= 0; j = prev_same_rank[j]) {
+            const trace_file *g = &t->f[j];
+            if (g->part == f->part || (f->info.flags & TFT_FILE_RANK_IS_INDEX) ||
+                (g->info.flags & TFT_FILE_RANK_IS_INDEX))
+                continue;
+            TLOG(&t->opts, TFT_LOG_ERROR,
+                 "%s and %s both hold rank %d of run %s (pids %d and %d%s): a rank must come from one piece; "
+                 "remove the one that does not belong", g->name, f->name, (int)f->info.rank, r0,
+                 (int)g->info.pid, (int)f->info.pid, same_header(&g->info, &f->info) ? ", the same process: a copy" : "");
+            return -EEXIST;
+        }
     }
+    return 0;
+}
+
+/* The manifest of dir (fragments merged, FORMAT.md §2.4) into *m; 1 when
+ * there is one, 0 when none or unreadable (a warning), negative for a newer
+ * major (an error). */
+static int read_manifest(const tft_trace *t, const char *dir, tft_manifest *m)
+{
+    char err[512];
+    int e = tft_manifest_read_dir(dir, m, err, sizeof(err));
+    if (e == -EPROTONOSUPPORT) {
+        TLOG(&t->opts, TFT_LOG_ERROR, "%s/%s", dir, err);
+        return e;
+    }
+    if (e == -ENOENT)
+        return 0;
+    if (e) {
+        TLOG(&t->opts, TFT_LOG_WARN, "%s/%s; reading the rank files without it", dir, err);
+        return 0;
+    }
+    if (err[0])
+        TLOG(&t->opts, TFT_LOG_WARN, "%s/%s", dir, err);
+    return 1;
+}
+
+/* Adds the rank files of dir, one piece of the trace (part: its index). */
+static int add_dir_files(tft_trace *t, const char *dir, int part)
+{
+    char path[4096];
+    const tft_reader_opts *opts = &t->opts;
     char **names = NULL;
     int n = list_rank_files(dir, &names);
-    if (n < 0)
+    if (n < 0) {
+        TLOG(opts, TFT_LOG_ERROR, "%s: %s", dir, strerror(-n));
         return n;
+    }
     int e = 0;
     if (n == 0) {
         TLOG(opts, TFT_LOG_ERROR, "%s: no rank files (rank-*.tft): not a tftrace trace, or nothing was recorded",
@@ -342,19 +389,79 @@ static int open_dir(tft_trace *t, const char *dir)
             break;
         }
         e = trace_add(t, path, path);
+        if (!e)
+            t->f[t->n - 1].part = part;
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
-    int *prev = e ? NULL : malloc((size_t)t->n * sizeof(*prev));
-    if (!e && !prev)
-        e = -ENOMEM;
-    if (!e)
-        e = check_unique(t, prev);
+    return e;
+}
+
+static int check_files(tft_trace *t)
+{
+    int *prev = malloc((size_t)t->n * sizeof(*prev) + 1);
+    int e = prev ? check_unique(t, prev) : -ENOMEM;
+    if (!e && t->parts > 1)
+        e = check_parts(t, prev);
     if (!e)
         e = renumber(t, prev);
     free(prev);
     return e;
+}
+
+static int open_dir(tft_trace *t, const char *dir)
+{
+    int e = read_manifest(t, dir, &t->manifest);
+    if (e < 0)
+        return e;
+    t->have_manifest = e;
+    e = add_dir_files(t, dir, 0);
+    return e ? e : check_files(t);
+}
+
+/* PATH1+PATH2+...: directories (or rank files) of one run, each a piece
+ * written on its own node (docs/MULTINODE.md). Their manifests are merged
+ * (the first one's command line and options kept); check_parts refuses
+ * pieces of different runs and a rank held in two pieces. */
+static int open_parts(tft_trace *t, const char *spec)
+{
+    char *copy = strdup(spec), *save = NULL;
+    if (!copy)
+        return -ENOMEM;
+    int e = 0, part = 0;
+    for (char *p = strtok_r(copy, "+", &save); p && !e; p = strtok_r(NULL, "+", &save), part++) {
+        struct stat sb;
+        if (stat(p, &sb) < 0) {
+            e = -errno;
+            TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s (a piece of %s)", p, strerror(errno), spec);
+            break;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            e = trace_add(t, p, p);
+            if (!e)
+                t->f[t->n - 1].part = part;
+            continue;
+        }
+        tft_manifest m;
+        int have = read_manifest(t, p, &m);
+        if (have < 0) {
+            e = have;
+            break;
+        }
+        if (have && !t->have_manifest) {
+            t->manifest = m;
+            t->have_manifest = 1;
+        } else if (have) {
+            e = tft_manifest_merge(&t->manifest, &m);
+            tft_manifest_free(&m);
+        }
+        if (!e)
+            e = add_dir_files(t, p, part);
+    }
+    free(copy);
+    t->parts = part;
+    return e ? e : check_files(t);
 }
 
 static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool lazy)
@@ -374,7 +481,10 @@ static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool
     int e;
     if (stat(path, &sb) < 0) {
         e = -errno;
-        TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", path, strerror(errno));
+        if (e == -ENOENT && strchr(path, '+') && path[0] != '+')
+            e = open_parts(t, path);
+        else
+            TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", path, strerror(errno));
     } else if (S_ISDIR(sb.st_mode)) {
         e = open_dir(t, path);
     } else {

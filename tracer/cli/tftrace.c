@@ -21,6 +21,7 @@
 #include "capture_spec.h"
 #include "collector.h"
 #include "tft_drops.h"
+#include "tft_writer_internal.h" /* tft_manifest_fragment_name */
 #include "cli_internal.h"
 
 #include <dirent.h>
@@ -819,7 +820,7 @@ static int ignorable_entry(const char *n)
 static int trace_entry(const char *n)
 {
     size_t len = strlen(n);
-    return !strcmp(n, "manifest.json") || !strncmp(n, ".manifest.reserve.", 18) ||
+    return !strcmp(n, "manifest.json") || !strncmp(n, ".manifest.reserve.", 18) || tft_manifest_fragment_name(n) ||
            (!strncmp(n, ".manifest.json.", 15) && len > 4 && !strcmp(n + len - 4, ".tmp")) ||
            (!strncmp(n, "rank-", 5) && len > 4 && !strcmp(n + len - 4, ".tft"));
 }

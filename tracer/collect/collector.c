@@ -746,3 +746,21 @@ void collector_free(collector *c)
     free(c->dir);
     free(c);
 }
+
+int collector_set_run_id(collector *c, const uint8_t run_id[16])
+{
+    memcpy(c->run_id, run_id, 16);
+    int first = 0;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (!p->opened || !p->w)
+            continue;
+        int e = tft_writer_set_run_id(p->w, run_id);
+        if (e && !first) {
+            first = e;
+            CLOG(c, TFT_LOG_ERROR, "%s/%s: cannot write the job's run id into the header: %s", c->dir, p->file,
+                 strerror(-e));
+        }
+    }
+    return first;
+}

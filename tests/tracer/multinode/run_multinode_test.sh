@@ -1,0 +1,89 @@
+#!/bin/bash
+# Jobs recorded without the tftrace launcher (TFT_OUTPUT: each process
+# writes its own rank file) and traces gathered from several nodes
+# (docs/MULTINODE.md). Usage:
+#   run_multinode_test.sh CASE TFTRACE TFDUMP TFDIFF MN_PROG REC_PROG
+#   mpirun4      mpirun -np 4, the run id from Open MPI's job id
+#   mpi-agree    TFT_RUN_ID=mpi: the id agreed through MPI after MPI_Init,
+#                rank files opened before it rewritten
+#   torchrun     RANK/WORLD_SIZE/TORCHELASTIC_RUN_ID set by hand on 2
+#                processes; a third process of another run is refused
+set -euo pipefail
+case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 mn_prog=$5 rec_prog=$6
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-multinode.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$tmp"
+
+mpi_n() {
+    local n=$1
+    shift
+    OMPI_MCA_orte_abort_on_non_zero_status=0 mpirun --allow-run-as-root --oversubscribe -np "$n" "$@"
+}
+
+# run ids of TRACE's rank files (the header frame: 8 bytes of frame header,
+# magic, version, size, then the 16-byte run id), one per line, sorted unique
+file_run_ids() {
+    python3 - "$1" <<'PY'
+import glob, sys
+ids = set()
+for f in glob.glob(sys.argv[1] + "/rank-*.tft"):
+    b = open(f, "rb").read(40)
+    ids.add(b[24:40].hex())
+print("\n".join(sorted(ids)))
+PY
+}
+
+# TRACE is one run, complete: one run id in every rank file and the
+# manifest, NRANKS rank files, tfdump says complete and verifies
+one_complete_run() {
+    local tr=$1 nranks=$2 ids sum
+    ids=$(file_run_ids "$tr")
+    [ "$(echo "$ids" | wc -l)" = 1 ] || fail "$tr: several run ids in the rank files: $ids"
+    sum=$("$tfdump" "$tr") || fail "tfdump $tr exited $?: $sum"
+    echo "$sum" | grep -q "^run *$ids " || fail "$tr: the manifest's run id is not the files' ($ids): $sum"
+    echo "$sum" | grep -q "^integrity *complete$" || fail "$tr: not complete: $sum"
+    echo "$sum" | grep -q "^ranks *$nranks$" || fail "$tr: not $nranks ranks: $sum"
+    "$tfdump" --verify "$tr" >/dev/null || fail "tfdump --verify $tr"
+}
+
+case $case_name in
+  mpirun4|mpi-agree)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    runid=()
+    [ "$case_name" = mpi-agree ] && runid=(-x TFT_RUN_ID=mpi)
+    # README's multi-node instructions (the program links libtftrace; an
+    # unmodified one adds -x LD_PRELOAD=.../libtftrace.so)
+    mpi_n 4 -x TFT_OUTPUT=run.trace -x TFT_INTERPOSE=1 "${runid[@]}" "$mn_prog" 3 >out.txt
+    [ "$(cat out.txt)" = 1028 ] || fail "the job computed $(cat out.txt), not 1028"
+    one_complete_run run.trace 4
+    # the tensor recorded before MPI_Init is in each rank file, under the agreed id
+    n=$("$tfdump" --events --name before_init run.trace | grep -c "tensor before_init")
+    [ "$n" = 4 ] || fail "before_init recorded on $n ranks, not 4"
+    # the same job recorded by the launcher on each rank: the same records
+    mpi_n 4 -x TFT_INTERPOSE=1 "$tftrace" -q -o launched.trace -- "$mn_prog" 3 >/dev/null
+    st=0
+    "$tfdiff" launched.trace run.trace >diff.txt 2>&1 || st=$?
+    [ "$st" = 0 ] || fail "tfdiff launched.trace run.trace exited $st: $(head -20 diff.txt)"
+    ;;
+  torchrun)
+    # what torchrun gives its workers, set by hand
+    for r in 0 1; do
+        RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 TORCHELASTIC_RUN_ID=job-7 TFT_OUTPUT=run.trace "$rec_prog" threads 1 &
+    done
+    wait
+    one_complete_run run.trace 2
+    "$tftrace" -q -o launched.trace -- bash -c "for r in 0 1; do RANK=\$r WORLD_SIZE=2 '$rec_prog' threads 1 & done; wait"
+    st=0
+    "$tfdiff" launched.trace run.trace >diff.txt 2>&1 || st=$?
+    [ "$st" = 0 ] || fail "tfdiff launched.trace run.trace exited $st: $(head -20 diff.txt)"
+    # a process of another job writing into the directory: a real mix, refused
+    RANK=1 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=job-8 TFT_OUTPUT=run.trace "$rec_prog" threads 1
+    st=0
+    "$tfdump" run.trace >mix.txt 2>&1 || st=$?
+    [ "$st" = 2 ] || fail "tfdump of a mix of two runs exited $st, not 2: $(cat mix.txt)"
+    grep -q "belong to different runs" mix.txt || fail "no clear message for the mix: $(cat mix.txt)"
+    ;;
+  *) echo "unknown case $case_name"; exit 2 ;;
+esac
+echo "PASS $case_name"
