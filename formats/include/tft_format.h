@@ -601,8 +601,9 @@ TFT_API int tft_manifest_parse(const char *text, size_t len, tft_manifest *m,
 TFT_API int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errlen);
 /* The manifest of the trace directory dir as readers take it (FORMAT.md
  * §2.4): the per-rank fragments manifest.rank-*.json merged (in-process
- * writers leave one per rank file; a rank listed in none, while world_size
- * says more ranks ran, makes it not complete), else manifest.json. 0 (err
+ * writers leave one per rank file), else manifest.json. (tft_trace_open
+ * also takes a manifest without collectors that lists fewer ranks than its
+ * world_size as not complete.) 0 (err
  * may then name a fragment that did not parse and was skipped), -ENOENT
  * when the directory has neither, -EPROTO / -EPROTONOSUPPORT as
  * tft_manifest_parse, or another -errno; err starts with the name of the
@@ -634,6 +635,18 @@ TFT_API int tft_manifest_collector_state(const tft_manifest_collector *c);
 typedef struct tft_trace tft_trace;
 TFT_API tft_trace *tft_trace_open(const char *dir, const tft_reader_opts *opts);
 TFT_API void tft_trace_close(tft_trace *t);
+/* Several directories (or rank files) of one run as one trace: the pieces a
+ * job's nodes wrote to their local disks (FORMAT.md §2.4). tft_trace_open
+ * and tft_trace_open_lazy take the same as one path "DIR1+DIR2" when no
+ * file of that name exists. The manifests are merged (the first piece's
+ * command line and options kept). Refused (NULL, errno set, the reason
+ * logged): pieces whose rank files carry different run ids (EXDEV), a rank
+ * held in two pieces (EEXIST), anything tft_trace_open refuses. lazy: as
+ * tft_trace_open_lazy. */
+TFT_API tft_trace *tft_trace_open_parts(const char *const *paths, int n, const tft_reader_opts *opts, int lazy);
+/* Which of the paths given to tft_trace_open_parts (or of DIR1+DIR2) rank
+ * file i came from; 0 for a trace of one path; -1 for a bad index. */
+TFT_API int tft_trace_file_part(const tft_trace *t, int i);
 TFT_API const tft_manifest *tft_trace_manifest(const tft_trace *t); /* NULL if none */
 TFT_API int tft_trace_nranks(const tft_trace *t);
 TFT_API int tft_trace_rank_id(const tft_trace *t, int i);

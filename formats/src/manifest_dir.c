@@ -196,9 +196,6 @@ int tft_manifest_read_dir(const char *dir, tft_manifest *m, char *err, size_t er
         for (int i = 0; i < n; i++)
             free(names[i]);
         free(names);
-        /* a rank that wrote no fragment (killed, still running) leaves the run short */
-        if (!e && m->world_size > m->nranks)
-            m->complete = 0;
         if (e != -ENOENT)
             return e;
     }

@@ -398,8 +398,19 @@ static int add_dir_files(tft_trace *t, const char *dir, int part)
     return e;
 }
 
+/* In-process writers list no collector and write one fragment each: fewer
+ * ranks listed than world_size says (a rank killed before its fragment, a
+ * node's piece not given) leaves the run not complete. */
+static void check_short(tft_trace *t)
+{
+    tft_manifest *m = &t->manifest;
+    if (t->have_manifest && m->ncollectors == 0 && m->world_size > m->nranks)
+        m->complete = 0;
+}
+
 static int check_files(tft_trace *t)
 {
+    check_short(t);
     int *prev = malloc((size_t)t->n * sizeof(*prev) + 1);
     int e = prev ? check_unique(t, prev) : -ENOMEM;
     if (!e && t->parts > 1)
@@ -420,21 +431,19 @@ static int open_dir(tft_trace *t, const char *dir)
     return e ? e : check_files(t);
 }
 
-/* PATH1+PATH2+...: directories (or rank files) of one run, each a piece
- * written on its own node (docs/MULTINODE.md). Their manifests are merged
- * (the first one's command line and options kept); check_parts refuses
- * pieces of different runs and a rank held in two pieces. */
-static int open_parts(tft_trace *t, const char *spec)
+/* Directories (or rank files) of one run, each a piece written on its own
+ * node (docs/MULTINODE.md). Their manifests are merged (the first one's
+ * command line and options kept); check_parts refuses pieces of different
+ * runs and a rank held in two pieces. */
+static int open_parts(tft_trace *t, const char *const *paths, int n)
 {
-    char *copy = strdup(spec), *save = NULL;
-    if (!copy)
-        return -ENOMEM;
     int e = 0, part = 0;
-    for (char *p = strtok_r(copy, "+", &save); p && !e; p = strtok_r(NULL, "+", &save), part++) {
+    for (; part < n && !e; part++) {
+        const char *p = paths[part];
         struct stat sb;
         if (stat(p, &sb) < 0) {
             e = -errno;
-            TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s (a piece of %s)", p, strerror(errno), spec);
+            TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", p, strerror(errno));
             break;
         }
         if (!S_ISDIR(sb.st_mode)) {
@@ -459,12 +468,26 @@ static int open_parts(tft_trace *t, const char *spec)
         if (!e)
             e = add_dir_files(t, p, part);
     }
-    free(copy);
-    t->parts = part;
+    t->parts = n;
     return e ? e : check_files(t);
 }
 
-static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool lazy)
+/* PATH1+PATH2+...: open_parts of the pieces. */
+static int open_plus(tft_trace *t, const char *spec)
+{
+    char *copy = strdup(spec), *save = NULL;
+    const char **v = calloc(strlen(spec) / 2 + 2, sizeof(*v));
+    int n = 0, e = copy && v ? 0 : -ENOMEM;
+    for (char *p = e ? NULL : strtok_r(copy, "+", &save); p; p = strtok_r(NULL, "+", &save))
+        v[n++] = p;
+    if (!e)
+        e = open_parts(t, v, n);
+    free(v);
+    free(copy);
+    return e;
+}
+
+static tft_trace *trace_new(const tft_reader_opts *opts, bool lazy)
 {
     tft_trace *t = calloc(1, sizeof(*t));
     if (!t) {
@@ -477,12 +500,43 @@ static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool
         memcpy(&t->opts, opts, opts->sz < sizeof(t->opts) ? opts->sz : sizeof(t->opts));
     t->opts.sz = sizeof(t->opts);
     t->opts.display_name = NULL;
+    return t;
+}
+
+tft_trace *tft_trace_open_parts(const char *const *paths, int n, const tft_reader_opts *opts, int lazy)
+{
+    if (!paths || n < 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    tft_trace *t = trace_new(opts, lazy != 0);
+    if (!t)
+        return NULL;
+    int e = open_parts(t, paths, n);
+    if (e) {
+        tft_trace_close(t);
+        errno = -e;
+        return NULL;
+    }
+    return t;
+}
+
+int tft_trace_file_part(const tft_trace *t, int i)
+{
+    return (i >= 0 && i < t->n) ? t->f[i].part : -1;
+}
+
+static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool lazy)
+{
+    tft_trace *t = trace_new(opts, lazy);
+    if (!t)
+        return NULL;
     struct stat sb;
     int e;
     if (stat(path, &sb) < 0) {
         e = -errno;
         if (e == -ENOENT && strchr(path, '+') && path[0] != '+')
-            e = open_parts(t, path);
+            e = open_plus(t, path);
         else
             TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", path, strerror(errno));
     } else if (S_ISDIR(sb.st_mode)) {

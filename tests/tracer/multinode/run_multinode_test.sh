@@ -8,6 +8,11 @@
 #                rank files opened before it rewritten
 #   torchrun     RANK/WORLD_SIZE/TORCHELASTIC_RUN_ID set by hand on 2
 #                processes; a third process of another run is refused
+#   gather       two "nodes" (unshare --uts, hostnames node-a and node-b)
+#                write ranks 0-1 and 2-3 to their own directories;
+#                tftrace gather makes one trace with the host per rank;
+#                DIR1+DIR2 reads the same; a piece of another run and a
+#                rank given twice are refused
 set -euo pipefail
 case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 mn_prog=$5 rec_prog=$6
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-multinode.XXXXXX")
@@ -83,6 +88,49 @@ case $case_name in
     "$tfdump" run.trace >mix.txt 2>&1 || st=$?
     [ "$st" = 2 ] || fail "tfdump of a mix of two runs exited $st, not 2: $(cat mix.txt)"
     grep -q "belong to different runs" mix.txt || fail "no clear message for the mix: $(cat mix.txt)"
+    ;;
+  gather)
+    unshare --uts true 2>/dev/null || { echo "SKIP: unshare --uts not permitted"; exit 0; }
+    # node NAME DIR RANK...: the ranks as one node's processes (torchrun-style environment)
+    node() {
+        local name=$1 dir=$2
+        shift 2
+        unshare --uts bash -c 'hostname "$1"; dir=$2 prog=$3; shift 3
+            for r in "$@"; do RANK=$r WORLD_SIZE=4 TORCHELASTIC_RUN_ID=job-42 TFT_OUTPUT=$dir "$prog" threads 1 & done
+            wait' node "$name" "$dir" "$rec_prog" "$@"
+    }
+    node node-a a.trace 0 1
+    node node-b b.trace 2 3
+    "$tftrace" gather all.trace a.trace b.trace >gather.txt || fail "gather exited $?: $(cat gather.txt)"
+    one_complete_run all.trace 4
+    python3 - all.trace/manifest.json <<'PY' || fail "hosts per rank"
+import json, sys
+m = json.load(open(sys.argv[1]))
+hosts = {r["rank"]: r["host"] for r in m["ranks"]}
+assert hosts == {0: "node-a", 1: "node-a", 2: "node-b", 3: "node-b"}, hosts
+assert m["complete"] and m["world_size"] == 4, m
+PY
+    grep -q "rank 2  host node-b" gather.txt || fail "gather's summary lacks the hosts: $(cat gather.txt)"
+    # one node's piece alone is short
+    "$tfdump" a.trace | grep -q "run did not finish" || fail "a.trace alone reads as finished"
+    # the pieces read directly, as one trace
+    "$tfdump" a.trace+b.trace | grep -q "^integrity *complete$" || fail "tfdump a.trace+b.trace"
+    "$tfdiff" all.trace a.trace+b.trace >diff.txt || fail "tfdiff all.trace a.trace+b.trace: $(cat diff.txt)"
+    # a piece of another job, and a rank given twice: refused, nothing written
+    RANK=3 WORLD_SIZE=4 TORCHELASTIC_RUN_ID=job-43 TFT_OUTPUT=other.trace "$rec_prog" threads 1
+    RANK=1 WORLD_SIZE=4 TORCHELASTIC_RUN_ID=job-42 TFT_OUTPUT=dup.trace "$rec_prog" threads 1
+    st=0
+    "$tftrace" gather x.trace a.trace other.trace >x.txt 2>&1 || st=$?
+    [ "$st" = 2 ] && grep -q "other.trace/rank-00003.tft belongs to run .*: the pieces are not of one run" x.txt ||
+        fail "a piece of another run: exit $st, $(cat x.txt)"
+    [ ! -e x.trace ] || fail "x.trace written though refused"
+    st=0
+    "$tftrace" gather y.trace a.trace b.trace dup.trace >y.txt 2>&1 || st=$?
+    [ "$st" = 2 ] && grep -q "a.trace/rank-00001.tft and dup.trace/rank-00001.tft both hold rank 1" y.txt ||
+        fail "a rank given twice: exit $st, $(cat y.txt)"
+    st=0
+    "$tftrace" gather all.trace a.trace b.trace >z.txt 2>&1 || st=$?
+    [ "$st" = 2 ] && grep -q "all.trace is not empty" z.txt || fail "gather into a full directory: exit $st, $(cat z.txt)"
     ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
