@@ -555,6 +555,10 @@ typedef struct tft_manifest_rank {
     int exit_code;          /* when exited and signal == 0 */
     int signal;             /* terminating signal, 0 none */
     char host[64];          /* the host the rank ran on, "" unknown (format 1.5, FORMAT.md §2.4) */
+    int clock_known;        /* the next two hold an estimate (format 1.5, FORMAT.md §2.4 "clock") */
+    int64_t clock_offset_ns;   /* this rank's CLOCK_REALTIME minus rank clock_ref's at one instant */
+    uint64_t clock_error_ns;   /* the estimate's bound: |true offset - clock_offset_ns| <= this */
+    int32_t clock_ref;         /* the rank the offset is measured against (0) */
 } tft_manifest_rank;
 
 /* A tftrace process that records (or recorded) into the trace: the launcher

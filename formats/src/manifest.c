@@ -90,6 +90,24 @@ static bool safe_file_name(const char *s)
     return n > 0 && n < 64 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
+/* A rank's "clock": {"offset_ns": "-123", "error_ns": "45", "ref_rank": 0}
+ * (decimal strings: JSON numbers lose precision above 2^53). */
+static void parse_clock(const cJSON *c, tft_manifest_rank *r)
+{
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(c, "offset_ns");
+    if (!cJSON_IsObject(c) || !cJSON_IsString(off) || !off->valuestring)
+        return;
+    const char *v = off->valuestring;
+    int neg = v[0] == '-';
+    uint64_t mag = parse_u64(v + neg);
+    if (mag > (uint64_t)INT64_MAX)
+        return;
+    r->clock_offset_ns = neg ? -(int64_t)mag : (int64_t)mag;
+    r->clock_error_ns = get_ns(cJSON_GetObjectItemCaseSensitive(c, "error_ns"));
+    r->clock_ref = get_int(cJSON_GetObjectItemCaseSensitive(c, "ref_rank"), 0);
+    r->clock_known = 1;
+}
+
 static int parse_ranks(const cJSON *ranks, tft_manifest *m, char *err, size_t errlen)
 {
     int n = cJSON_GetArraySize(ranks);
@@ -113,6 +131,7 @@ static int parse_ranks(const cJSON *ranks, tft_manifest *m, char *err, size_t er
         r->rank = get_int(cJSON_GetObjectItemCaseSensitive(it, "rank"), m->nranks);
         r->pid = get_int(cJSON_GetObjectItemCaseSensitive(it, "pid"), 0);
         copy_str(r->host, sizeof(r->host), cJSON_GetObjectItemCaseSensitive(it, "host"));
+        parse_clock(cJSON_GetObjectItemCaseSensitive(it, "clock"), r);
         const cJSON *ex = cJSON_GetObjectItemCaseSensitive(it, "exit");
         if (cJSON_IsObject(ex)) {
             r->exited = 1;
@@ -424,6 +443,15 @@ static cJSON *build(const tft_manifest *m)
         cJSON_AddNumberToObject(jr, "pid", r->pid);
         if (r->host[0])
             cJSON_AddStringToObject(jr, "host", r->host);
+        if (r->clock_known) {
+            char b[32];
+            cJSON *jc = cJSON_AddObjectToObject(jr, "clock");
+            snprintf(b, sizeof(b), "%lld", (long long)r->clock_offset_ns);
+            cJSON_AddStringToObject(jc, "offset_ns", b);
+            snprintf(b, sizeof(b), "%llu", (unsigned long long)r->clock_error_ns);
+            cJSON_AddStringToObject(jc, "error_ns", b);
+            cJSON_AddNumberToObject(jc, "ref_rank", r->clock_ref);
+        }
         if (r->exited) {
             cJSON *ex = cJSON_AddObjectToObject(jr, "exit");
             if (r->signal)

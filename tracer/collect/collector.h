@@ -123,6 +123,9 @@ int manifest_write_fragment(int dir_fd, const char *dir, const manifest_run *run
  * creation. Called on the thread that polls the collector. 0 or the first
  * -errno (that file keeps the old id). */
 int collector_set_run_id(collector *c, const uint8_t run_id[16]);
+/* CLOCK_REALTIME in ns as the recorder reports it (clock.c): plus
+ * TFT_TEST_CLOCK_OFFSET_NS, set by tests only. */
+uint64_t clock_realtime_ns(void);
 /* Reads the manifest.json of the trace directory dir_fd (never through a
  * link; at most 64 MiB) into *m. Returns 0 or a negative errno. */
 int manifest_read_at(int dir_fd, tft_manifest *m);

@@ -48,6 +48,10 @@ static struct {
     uint64_t start_ns;        /* CLOCK_REALTIME at start, for the manifest fragment */
     uint8_t new_run_id[16];   /* rec_inproc_adopt_run_id's, for the writer thread */
     _Atomic int runid_req, runid_ack;
+    int clock_known;          /* rec_inproc_set_clock's estimate, for the fragment */
+    int64_t clock_offset_ns;
+    uint64_t clock_error_ns;
+    int clock_ref;
     char claimed[64];         /* rank file created to claim a number, "" none */
     pthread_t thread;
     _Atomic int stop;
@@ -291,6 +295,16 @@ int rec_inproc_adopt_run_id(const uint8_t id[16], int timeout_ms)
     return -ETIMEDOUT;
 }
 
+int rec_inproc_active(void) { return inproc.active; }
+
+void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref)
+{
+    inproc.clock_offset_ns = offset_ns;
+    inproc.clock_error_ns = error_ns;
+    inproc.clock_ref = ref;
+    inproc.clock_known = 1;
+}
+
 /* Picks this process's rank file number: its launcher rank (the collector
  * creates the file on the first record), else the first number whose file
  * it can create exclusively — that file, claimed now, is handed to the
@@ -404,9 +418,7 @@ static int inproc_start(const char *dir)
     g_rec.bytes = bytes;
     uint8_t *run_id = inproc.run_id;
     char src[32];
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    inproc.start_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    inproc.start_ns = clock_realtime_ns();
     inproc.run_id_private = !rec_job_run_id(run_id, src, sizeof(src));
     if (inproc.run_id_private && getrandom(run_id, 16, 0) != 16) {
         uint64_t x[2] = {shm_now_ns(), (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL)};
@@ -465,6 +477,10 @@ static void inproc_finish(int code, int sig)
                             .file_mode = inproc.mode, .incomplete = why[0] ? why : NULL,
                             .dropped_stalled = s.dropped_stalled};
         gethostname(mr[0].host, sizeof(mr[0].host) - 1);
+        mr[0].clock_known = inproc.clock_known;
+        mr[0].clock_offset_ns = inproc.clock_offset_ns;
+        mr[0].clock_error_ns = inproc.clock_error_ns;
+        mr[0].clock_ref = inproc.clock_ref;
         me = manifest_write_fragment(inproc.dir_fd, inproc.dir, &run, &mr[0], env_world(), inproc.start_ns,
                                      sig ? 128 + sig : code);
     } else {

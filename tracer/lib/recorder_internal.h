@@ -55,6 +55,12 @@ int rec_inproc_run_id_private(uint8_t id[16]);
  * rank files already open and uses it for the manifest. Waits up to
  * timeout_ms. 0 or -errno. */
 int rec_inproc_adopt_run_id(const uint8_t id[16], int timeout_ms);
+/* The MPI estimate of this process's clock offset against rank ref's
+ * (CLOCK_REALTIME difference, error bound in ns), for its manifest
+ * fragment (interpose_mpi_init.c). The last call wins. */
+void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref);
+/* 1 when this process records with the in-process writer. */
+int rec_inproc_active(void);
 
 /* ---- record building (recorder.c), for recorder_capture.c ----------------- */
 

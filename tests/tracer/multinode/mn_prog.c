@@ -4,8 +4,8 @@
  * file is open, with the run id it started with, when MPI_Init agrees on
  * the job's), then STEPS steps of one tensor and one MPI_Allreduce each
  * (recorded by the MPI interposers: TFT_INTERPOSE=1).
- *   mn_prog STEPS [SLOW_RANK SLOW_MS]   SLOW_RANK enters each all-reduce
- *                                        SLOW_MS late (a real straggler)
+ *   mn_prog STEPS [SLOW_RANK SLOW_MS SLOW_STEP]   SLOW_RANK enters step
+ *        SLOW_STEP's all-reduce SLOW_MS late (a real straggler)
  * Prints the sum of the last all-reduce on rank 0.
  */
 #include <mpi.h>
@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     int steps = argc > 1 ? atoi(argv[1]) : 3;
     int slow_rank = argc > 2 ? atoi(argv[2]) : -1;
     long slow_ms = argc > 3 ? atol(argv[3]) : 0;
+    int slow_step = argc > 4 ? atoi(argv[4]) : -1;
     float x[256], y[256];
     int64_t shape[1] = {256};
     for (int i = 0; i < 256; i++)
@@ -41,7 +42,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 256; i++)
             x[i] = (float)(i + s);
         tft_tensor("x", TFT_F32, x, 1, shape);
-        if (rank == slow_rank)
+        if (rank == slow_rank && s == slow_step)
             sleep_ms(slow_ms);
         MPI_Allreduce(x, y, 256, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         tft_step_end(s);

@@ -13,6 +13,11 @@
 #                tftrace gather makes one trace with the host per rank;
 #                DIR1+DIR2 reads the same; a piece of another run and a
 #                rank given twice are refused
+#   clock        mpirun -np 4, ranks 2-3 on "node-b" whose clock is 3 s ahead
+#                (TFT_TEST_CLOCK_OFFSET_NS), rank 1 a real straggler at
+#                step 11: the offsets estimated within their stated error
+#                (< 1 ms), the straggler found on the aligned clock (1.5 s,
+#                not 3 s), the timeline aligned
 set -euo pipefail
 case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 mn_prog=$5 rec_prog=$6
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-multinode.XXXXXX")
@@ -131,6 +136,46 @@ PY
     st=0
     "$tftrace" gather all.trace a.trace b.trace >z.txt 2>&1 || st=$?
     [ "$st" = 2 ] && grep -q "all.trace is not empty" z.txt || fail "gather into a full directory: exit $st, $(cat z.txt)"
+    ;;
+  clock)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    unshare --uts true 2>/dev/null || { echo "SKIP: unshare --uts not permitted"; exit 0; }
+    cat >node.sh <<'SH'
+#!/bin/bash
+# ranks 0-1 on node-a, 2-3 on node-b, whose clock is 3 s ahead
+if [ "$OMPI_COMM_WORLD_RANK" -ge 2 ]; then export TFT_TEST_CLOCK_OFFSET_NS=3000000000 h=node-b; else h=node-a; fi
+exec unshare --uts bash -c 'hostname "$0"; exec "$@"' "$h" "$@"
+SH
+    chmod +x node.sh
+    mpi_n 4 -x TFT_OUTPUT=run.trace -x TFT_INTERPOSE=1 ./node.sh "$mn_prog" 14 1 1500 11 >/dev/null
+    one_complete_run run.trace 4
+    python3 - run.trace <<'PY' || fail "clock offsets"
+import json, glob, sys
+for f in sorted(glob.glob(sys.argv[1] + "/manifest.rank-*.json")):
+    r = json.load(open(f))["ranks"][0]
+    c = r["clock"]
+    off, err = int(c["offset_ns"]), int(c["error_ns"])
+    want = 3000000000 if r["rank"] >= 2 else 0
+    print("rank %d host %s offset %d ns, error %d ns" % (r["rank"], r["host"], off, err))
+    assert abs(off - want) <= err and err < 1000000 and c["ref_rank"] == 0, (r, want)
+PY
+    st=0
+    "$tfdump" --check run.trace >check.txt || st=$?
+    [ "$st" = 1 ] || fail "tfdump --check exited $st: $(cat check.txt)"
+    grep -Eq "straggler at step 11 .*rank 1 entered MPI_Allreduce .* 1\.[4-6][0-9]* s after the median rank .*clocks aligned through MPI, error within" check.txt ||
+        fail "no straggler rank 1 at 1.5 s on the aligned clock: $(cat check.txt)"
+    # the timeline: every rank's first all-reduce within 0.1 s of the others (3 s apart unaligned)
+    "$tfdump" --export chrome tl.json run.trace
+    python3 - tl.json <<'PY' || fail "timeline not aligned"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+first = {}
+for e in ev:
+    if e.get("name") == "MPI_Allreduce" and e.get("ph") in ("X", "B"):
+        first[e["pid"]] = min(first.get(e["pid"], e["ts"]), e["ts"])
+assert len(first) == 4 and max(first.values()) - min(first.values()) < 100000, first
+PY
     ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
