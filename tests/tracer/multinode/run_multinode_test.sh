@@ -2,10 +2,13 @@
 # Jobs recorded without the tftrace launcher (TFT_OUTPUT: each process
 # writes its own rank file) and traces gathered from several nodes
 # (docs/MULTINODE.md). Usage:
-#   run_multinode_test.sh CASE TFTRACE TFDUMP TFDIFF MN_PROG REC_PROG
-#   mpirun4      mpirun -np 4, the run id from Open MPI's job id
-#   mpi-agree    TFT_RUN_ID=mpi: the id agreed through MPI after MPI_Init,
-#                rank files opened before it rewritten
+#   run_multinode_test.sh CASE TFTRACE TFDUMP TFDIFF MN_PROG REC_PROG MN_PLAIN LIBTFTRACE
+#   mpirun4      README's line: mpirun -np 4 -x LD_PRELOAD=libtftrace.so -x
+#                TFT_OUTPUT=run.trace on an unmodified program; the run id
+#                from Open MPI's job id; the same as the launcher records
+#   mpi-agree    TFT_RUN_ID=mpi on a program linked with libtftrace: the
+#                id agreed through MPI after MPI_Init, rank files opened
+#                before it rewritten
 #   torchrun     RANK/WORLD_SIZE/TORCHELASTIC_RUN_ID set by hand on 2
 #                processes; a third process of another run is refused
 #   gather       two "nodes" (unshare --uts, hostnames node-a and node-b)
@@ -19,7 +22,7 @@
 #                (< 1 ms), the straggler found on the aligned clock (1.5 s,
 #                not 3 s), the timeline aligned
 set -euo pipefail
-case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 mn_prog=$5 rec_prog=$6
+case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 mn_prog=$5 rec_prog=$6 mn_plain=$7 lib=$8
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-multinode.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -58,19 +61,33 @@ one_complete_run() {
 }
 
 case $case_name in
-  mpirun4|mpi-agree)
+  mpirun4)
     command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
-    runid=()
-    [ "$case_name" = mpi-agree ] && runid=(-x TFT_RUN_ID=mpi)
-    # README's multi-node instructions (the program links libtftrace; an
-    # unmodified one adds -x LD_PRELOAD=.../libtftrace.so)
-    mpi_n 4 -x TFT_OUTPUT=run.trace -x TFT_INTERPOSE=1 "${runid[@]}" "$mn_prog" 3 >out.txt
+    preload=$lib
+    # a sanitized libtftrace needs its runtime first (tftrace does the same)
+    asan=$(ldd "$lib" | awk '/libasan|libtsan/ { print $3; exit }')
+    [ -n "$asan" ] && preload="$asan:$lib"
+    # README's multi-node line, as root in a container
+    mpi_n 4 -x LD_PRELOAD="$preload" -x TFT_OUTPUT=run.trace "$mn_plain" >out.txt
+    [ "$(cat out.txt)" = 1032 ] || fail "the job computed $(cat out.txt), not 1032"
+    one_complete_run run.trace 4
+    # the allocation made before MPI_Init is in each rank file
+    n=$("$tfdump" --events --kind alloc run.trace | grep -c "bytes=8388608")
+    [ "$n" = 4 ] || fail "the 8 MiB allocation recorded on $n ranks, not 4"
+    mpi_n 4 "$tftrace" -q -o launched.trace -- "$mn_plain" >/dev/null
+    st=0
+    "$tfdiff" launched.trace run.trace >diff.txt 2>&1 || st=$?
+    [ "$st" = 0 ] || fail "tfdiff launched.trace run.trace exited $st: $(head -20 diff.txt)"
+    ;;
+  mpi-agree)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    # TFT_RUN_ID=mpi: the launcher's job id ignored, rank 0's id taken
+    # after MPI_Init; the rank files were opened before it (before_init)
+    mpi_n 4 -x TFT_OUTPUT=run.trace -x TFT_INTERPOSE=1 -x TFT_RUN_ID=mpi "$mn_prog" 3 >out.txt
     [ "$(cat out.txt)" = 1028 ] || fail "the job computed $(cat out.txt), not 1028"
     one_complete_run run.trace 4
-    # the tensor recorded before MPI_Init is in each rank file, under the agreed id
     n=$("$tfdump" --events --name before_init run.trace | grep -c "tensor before_init")
     [ "$n" = 4 ] || fail "before_init recorded on $n ranks, not 4"
-    # the same job recorded by the launcher on each rank: the same records
     mpi_n 4 -x TFT_INTERPOSE=1 "$tftrace" -q -o launched.trace -- "$mn_prog" 3 >/dev/null
     st=0
     "$tfdiff" launched.trace run.trace >diff.txt 2>&1 || st=$?
