@@ -71,9 +71,12 @@ case $case_name in
     mpi_n 4 -x LD_PRELOAD="$preload" -x TFT_OUTPUT=run.trace "$mn_plain" >out.txt
     [ "$(cat out.txt)" = 1032 ] || fail "the job computed $(cat out.txt), not 1032"
     one_complete_run run.trace 4
-    # the allocation made before MPI_Init is in each rank file
-    n=$("$tfdump" --events --kind alloc run.trace | grep -c "bytes=8388608")
-    [ "$n" = 4 ] || fail "the 8 MiB allocation recorded on $n ranks, not 4"
+    # the allocation made before MPI_Init is in each rank file (not under a
+    # sanitizer, whose malloc comes before the interposers)
+    if [ -z "$asan" ]; then
+        n=$("$tfdump" --events --kind alloc run.trace | grep -c "bytes=8388608" || true)
+        [ "$n" = 4 ] || fail "the 8 MiB allocation recorded on $n ranks, not 4"
+    fi
     mpi_n 4 "$tftrace" -q -o launched.trace -- "$mn_plain" >/dev/null
     st=0
     "$tfdiff" launched.trace run.trace >diff.txt 2>&1 || st=$?
