@@ -71,6 +71,7 @@
  * and are used only when all ranks ran on one host.
  */
 #include "diff.h"
+#include "diff_clock.h"
 #include "diff_spill.h"
 #include "tft_u64map.h"
 
@@ -272,6 +273,9 @@ typedef struct desync_state {
     size_t slot_bytes;     /* window slots allocated, all communicators (<= DESYNC_SLOT_BUDGET) */
     struct dense_view *dense; /* scratch: one entry's slots by rank file (entry_dense) */
     bool one_host;
+    bool aligned;          /* several hosts, clocks aligned (diff_clock.h): adj holds the shifts */
+    int64_t *adj;          /* nranks: added to a rank file's times for rank 0's realtime */
+    uint64_t clock_err;    /* the alignment's largest error bound, ns */
     uint64_t world;        /* id of MPI_COMM_WORLD */
     comm_state *comms;
     int ncomms, comms_cap;
@@ -911,20 +915,24 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The last rank to enter, when it came far later than usual on this comm. */
+/* The last rank to enter, when it came far later than usual on this comm.
+ * Across hosts only with their clocks aligned (diff_clock.h). */
 static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                             const int *idx, int n)
 {
-    if (!s->one_host || n < 2)
+    if ((!s->one_host && !s->aligned) || n < 2)
         return;
     uint64_t *t = s->ubuf;
     int late = idx[0];
+    uint64_t t_late = 0;
     for (int k = 0; k < n; k++) {
-        t[k] = sl[idx[k]].t_enter;
-        if (!t[k])
+        if (!sl[idx[k]].t_enter)
             return;
-        if (t[k] > sl[late].t_enter)
+        t[k] = sl[idx[k]].t_enter + (uint64_t)(s->aligned ? s->adj[idx[k]] : 0);
+        if (t[k] > t_late) {
+            t_late = t[k];
             late = idx[k];
+        }
     }
     qsort(t, (size_t)n, sizeof(t[0]), cmp_u64);
     uint64_t spread = t[n - 1] - t[(n - 1) / 2];
@@ -937,11 +945,14 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
             diff_desync *d = &c->straggler;
             desync_init(d, c, q, sl[late].step, sl[late].seq, DS_STRAGGLER);
             add_rank(d, rank_id(s, late));
-            char st[32];
+            char st[32], al[128] = "";
+            if (s->aligned)
+                snprintf(al, sizeof(al), "; hosts' clocks aligned through MPI, error within %.1f us",
+                         2 * s->clock_err / 1e3);
             snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (communicator " PH "%016" PRIx64
-                     ", collective #%" PRIu64 ", %s) %.3f s after the median rank (usually %.3f ms)",
+                     ", collective #%" PRIu64 ", %s) %.3f s after the median rank (usually %.3f ms%s)",
                      rank_id(s, late), str_of(s, late, sl[late].name), c->comm, q,
-                     step_text(sl[late].step, st, sizeof(st)), spread / 1e9, hist[m / 2] / 1e6);
+                     step_text(sl[late].step, st, sizeof(st)), spread / 1e9, hist[m / 2] / 1e6, al);
             c->straggled = true;
         }
     }
@@ -2135,6 +2146,7 @@ static void state_free(desync_state *s)
     tft_u64map_free(&s->occ_ix);
     free(s->ibuf);
     free(s->ubuf);
+    free(s->adj);
     if (s->dense)
         free(s->dense->v);
     free(s->dense);
@@ -2180,6 +2192,8 @@ int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max
                       .world = tft_string_id("MPI_COMM_WORLD", 14)};
     s.ibuf = calloc((size_t)n * 5, sizeof(*s.ibuf));
     s.ubuf = calloc((size_t)n, sizeof(*s.ubuf));
+    s.adj = calloc((size_t)n, sizeof(*s.adj));
+    s.aligned = !s.one_host && s.adj && diff_clock_align(t, n, s.adj, &s.clock_err);
     s.open = calloc((size_t)n, sizeof(*s.open));
     for (int i = 0; s.open && i < n; i++)
         ix_init(&s.open[i].ix);

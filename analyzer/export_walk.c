@@ -15,6 +15,7 @@
  * reader's chunk; nothing grows with the number of steps. One rank file is
  * open at a time (the trace is opened lazily).
  */
+#include "diff_clock.h"
 #include "export_internal.h"
 
 #include <errno.h>
@@ -717,11 +718,21 @@ static int walk_rank(exp_rank *k, const dump_opts *o, const char *name)
 typedef struct exp_clock {
     bool one_host;
     uint64_t base;        /* earliest file start (monotonic, or realtime across hosts) */
+    int64_t *adj;         /* across hosts with clocks aligned (diff_clock.h): per rank file, NULL none */
 } exp_clock;
+
+/* A file's start on the export's clock: monotonic on one host; across
+ * hosts rank 0's realtime when the clocks were aligned, else the host's. */
+static uint64_t start_of(const exp_clock *c, const tft_file_info *fi, int i)
+{
+    if (c->one_host)
+        return fi->start_monotonic_ns;
+    return c->adj ? fi->start_monotonic_ns + (uint64_t)c->adj[i] : fi->start_realtime_ns;
+}
 
 static exp_clock clock_of(dump_trace *d, const dump_opts *o)
 {
-    exp_clock c = {.one_host = true, .base = UINT64_MAX};
+    exp_clock c = {.one_host = true, .base = UINT64_MAX, .adj = NULL};
     const char *host = NULL;
     for (int i = 0; i < d->n; i++) {
         const tft_file_info *fi = tft_trace_file_info(d->t, i);
@@ -731,11 +742,16 @@ static exp_clock clock_of(dump_trace *d, const dump_opts *o)
             c.one_host = false;
         host = fi->host;
     }
+    uint64_t err;
+    if (!c.one_host && (c.adj = calloc((size_t)d->n + 1, sizeof(*c.adj))) && !diff_clock_align(d->t, d->n, c.adj, &err)) {
+        free(c.adj);
+        c.adj = NULL;
+    }
     for (int i = 0; i < d->n; i++) {
         const tft_file_info *fi = tft_trace_file_info(d->t, i);
         if (!fi || !exp_rank_selected(o, tft_trace_rank_id(d->t, i)))
             continue;
-        uint64_t s = c.one_host ? fi->start_monotonic_ns : fi->start_realtime_ns;
+        uint64_t s = start_of(&c, fi, i);
         if (s < c.base)
             c.base = s;
     }
@@ -754,8 +770,7 @@ static void rank_init(exp_rank *k, dump_trace *d, int idx, const exp_clock *clk,
     const tft_file_info *fi = tft_trace_file_info(d->t, idx);
     k->rank = tft_trace_rank_id(d->t, idx);
     k->mono0 = fi->start_monotonic_ns;
-    uint64_t s = clk->one_host ? fi->start_monotonic_ns : fi->start_realtime_ns;
-    uint64_t off = s - clk->base;
+    uint64_t off = start_of(clk, fi, idx) - clk->base;
     k->origin = off > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)off;
     char host[sizeof(fi->host) + 1];
     memcpy(host, fi->host, sizeof(fi->host));
@@ -803,6 +818,7 @@ static int export_ranks(dump_trace *d, const dump_opts *o, const exp_ops *ops, e
 out:
     free(threads);
     free(k);
+    free(clk.adj);
     return rc;
 }
 

@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 4 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps */
+#define TFT_FORMAT_MINOR 5 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: per-rank manifest fragments, host per rank */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -554,6 +554,11 @@ typedef struct tft_manifest_rank {
     int exited;             /* exit known */
     int exit_code;          /* when exited and signal == 0 */
     int signal;             /* terminating signal, 0 none */
+    char host[64];          /* the host the rank ran on, "" unknown (format 1.5, FORMAT.md §2.4) */
+    int clock_known;        /* the next two hold an estimate (format 1.5, FORMAT.md §2.4 "clock") */
+    int64_t clock_offset_ns;   /* this rank's CLOCK_REALTIME minus rank clock_ref's at one instant */
+    uint64_t clock_error_ns;   /* the estimate's bound: |true offset - clock_offset_ns| <= this */
+    int32_t clock_ref;         /* the rank the offset is measured against (0) */
 } tft_manifest_rank;
 
 /* A tftrace process that records (or recorded) into the trace: the launcher
@@ -598,6 +603,16 @@ typedef struct tft_manifest {
 TFT_API int tft_manifest_parse(const char *text, size_t len, tft_manifest *m,
                                char *err, size_t errlen);
 TFT_API int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errlen);
+/* The manifest of the trace directory dir as readers take it (FORMAT.md
+ * §2.4): the per-rank fragments manifest.rank-*.json merged (in-process
+ * writers leave one per rank file), else manifest.json. (tft_trace_open
+ * also takes a manifest without collectors that lists fewer ranks than its
+ * world_size as not complete.) 0 (err
+ * may then name a fragment that did not parse and was skipped), -ENOENT
+ * when the directory has neither, -EPROTO / -EPROTONOSUPPORT as
+ * tft_manifest_parse, or another -errno; err starts with the name of the
+ * file it is about ("manifest.json: ..."). */
+TFT_API int tft_manifest_read_dir(const char *dir, tft_manifest *m, char *err, size_t errlen);
 /* Serialises to a malloc'd NUL-terminated JSON string (NULL on ENOMEM). */
 TFT_API char *tft_manifest_to_json(const tft_manifest *m);
 /* Writes dir/manifest.json atomically (temp file, fsync, rename). */
@@ -624,6 +639,18 @@ TFT_API int tft_manifest_collector_state(const tft_manifest_collector *c);
 typedef struct tft_trace tft_trace;
 TFT_API tft_trace *tft_trace_open(const char *dir, const tft_reader_opts *opts);
 TFT_API void tft_trace_close(tft_trace *t);
+/* Several directories (or rank files) of one run as one trace: the pieces a
+ * job's nodes wrote to their local disks (FORMAT.md §2.4). tft_trace_open
+ * and tft_trace_open_lazy take the same as one path "DIR1+DIR2" when no
+ * file of that name exists. The manifests are merged (the first piece's
+ * command line and options kept). Refused (NULL, errno set, the reason
+ * logged): pieces whose rank files carry different run ids (EXDEV), a rank
+ * held in two pieces (EEXIST), anything tft_trace_open refuses. lazy: as
+ * tft_trace_open_lazy. */
+TFT_API tft_trace *tft_trace_open_parts(const char *const *paths, int n, const tft_reader_opts *opts, int lazy);
+/* Which of the paths given to tft_trace_open_parts (or of DIR1+DIR2) rank
+ * file i came from; 0 for a trace of one path; -1 for a bad index. */
+TFT_API int tft_trace_file_part(const tft_trace *t, int i);
 TFT_API const tft_manifest *tft_trace_manifest(const tft_trace *t); /* NULL if none */
 TFT_API int tft_trace_nranks(const tft_trace *t);
 TFT_API int tft_trace_rank_id(const tft_trace *t, int i);

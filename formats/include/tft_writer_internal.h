@@ -12,6 +12,8 @@
 
 #include "tft_format.h"
 
+#include <stdbool.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,6 +30,32 @@ void tft_writer_abandon(tft_writer *w);
  * umask, else exactly mode. Returns 0 or -errno; nothing is left behind on
  * failure. */
 int tft_manifest_write_textat(int dirfd, const char *json, unsigned mode);
+
+/* Rewrites the run id in w's file header (the header frame at the start
+ * of the file, written in place with a fresh checksum; the rest of the
+ * file does not carry the run id). For a process that learns its job's
+ * run id after its rank file was opened (agreed through MPI after
+ * MPI_Init, docs/MULTINODE.md). 0 or -errno (the header is unchanged on
+ * disk then). Not for a file another process reads as it is written. */
+int tft_writer_set_run_id(tft_writer *w, const uint8_t run_id[16]);
+
+/* Writes m as dirfd/name the way tft_manifest_writeat writes manifest.json
+ * (a temporary file of a fresh name, fsync, rename over the old one): the
+ * per-rank manifest fragments of the in-process writer (FORMAT.md §2.4).
+ * name must be a plain file name. 0 or -errno. */
+int tft_manifest_write_namedat(int dirfd, const tft_manifest *m, unsigned mode, const char *name);
+
+/* Whether name is a per-rank manifest fragment's, manifest.rank-*.json. */
+bool tft_manifest_fragment_name(const char *name);
+
+/* Adds src (a manifest of the same run: a fragment, or another node's
+ * directory) to dst: ranks by file name (src's win; an entry without a host
+ * gets src's host), world size and end the largest, start the earliest,
+ * complete only when both are, incomplete reasons joined, drops added,
+ * collectors appended. dst's run id, command and options stay (src's run id
+ * when dst has none); comparing run ids is the caller's business.
+ * 0 or -ENOMEM (dst then still valid, partly merged). */
+int tft_manifest_merge(tft_manifest *dst, const tft_manifest *src);
 
 #ifdef __cplusplus
 }

@@ -90,6 +90,24 @@ static bool safe_file_name(const char *s)
     return n > 0 && n < 64 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
+/* A rank's "clock": {"offset_ns": "-123", "error_ns": "45", "ref_rank": 0}
+ * (decimal strings: JSON numbers lose precision above 2^53). */
+static void parse_clock(const cJSON *c, tft_manifest_rank *r)
+{
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(c, "offset_ns");
+    if (!cJSON_IsObject(c) || !cJSON_IsString(off) || !off->valuestring)
+        return;
+    const char *v = off->valuestring;
+    int neg = v[0] == '-';
+    uint64_t mag = parse_u64(v + neg);
+    if (mag > (uint64_t)INT64_MAX)
+        return;
+    r->clock_offset_ns = neg ? -(int64_t)mag : (int64_t)mag;
+    r->clock_error_ns = get_ns(cJSON_GetObjectItemCaseSensitive(c, "error_ns"));
+    r->clock_ref = get_int(cJSON_GetObjectItemCaseSensitive(c, "ref_rank"), 0);
+    r->clock_known = 1;
+}
+
 static int parse_ranks(const cJSON *ranks, tft_manifest *m, char *err, size_t errlen)
 {
     int n = cJSON_GetArraySize(ranks);
@@ -112,6 +130,8 @@ static int parse_ranks(const cJSON *ranks, tft_manifest *m, char *err, size_t er
         snprintf(r->file, sizeof(r->file), "%s", file->valuestring);
         r->rank = get_int(cJSON_GetObjectItemCaseSensitive(it, "rank"), m->nranks);
         r->pid = get_int(cJSON_GetObjectItemCaseSensitive(it, "pid"), 0);
+        copy_str(r->host, sizeof(r->host), cJSON_GetObjectItemCaseSensitive(it, "host"));
+        parse_clock(cJSON_GetObjectItemCaseSensitive(it, "clock"), r);
         const cJSON *ex = cJSON_GetObjectItemCaseSensitive(it, "exit");
         if (cJSON_IsObject(ex)) {
             r->exited = 1;
@@ -421,6 +441,17 @@ static cJSON *build(const tft_manifest *m)
         cJSON_AddNumberToObject(jr, "rank", r->rank);
         cJSON_AddStringToObject(jr, "file", r->file);
         cJSON_AddNumberToObject(jr, "pid", r->pid);
+        if (r->host[0])
+            cJSON_AddStringToObject(jr, "host", r->host);
+        if (r->clock_known) {
+            char b[32];
+            cJSON *jc = cJSON_AddObjectToObject(jr, "clock");
+            snprintf(b, sizeof(b), "%lld", (long long)r->clock_offset_ns);
+            cJSON_AddStringToObject(jc, "offset_ns", b);
+            snprintf(b, sizeof(b), "%llu", (unsigned long long)r->clock_error_ns);
+            cJSON_AddStringToObject(jc, "error_ns", b);
+            cJSON_AddNumberToObject(jc, "ref_rank", r->clock_ref);
+        }
         if (r->exited) {
             cJSON *ex = cJSON_AddObjectToObject(jr, "exit");
             if (r->signal)
@@ -500,7 +531,26 @@ int tft_manifest_collector_state(const tft_manifest_collector *c)
     return TFT_COLLECTOR_RUNNING;
 }
 
+static int write_named(int dirfd, const char *json, unsigned mode, const char *name);
+
 int tft_manifest_write_textat(int dirfd, const char *json, unsigned mode)
+{
+    return write_named(dirfd, json, mode, "manifest.json");
+}
+
+int tft_manifest_write_namedat(int dirfd, const tft_manifest *m, unsigned mode, const char *name)
+{
+    if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+        return -EINVAL;
+    char *json = tft_manifest_to_json(m);
+    if (!json)
+        return -ENOMEM;
+    int e = write_named(dirfd, json, mode, name);
+    cJSON_free(json);
+    return e;
+}
+
+static int write_named(int dirfd, const char *json, unsigned mode, const char *name)
 {
     char tmp[96];
     int e = 0, fd = -1;
@@ -528,7 +578,7 @@ int tft_manifest_write_textat(int dirfd, const char *json, unsigned mode)
         e = -errno;
     if (close(fd) < 0 && !e)
         e = -errno;
-    if (!e && renameat(dirfd, tmp, dirfd, "manifest.json") < 0)
+    if (!e && renameat(dirfd, tmp, dirfd, name) < 0)
         e = -errno;
     if (e)
         unlinkat(dirfd, tmp, 0);

@@ -7,6 +7,7 @@
  * was never rewritten at the end (the launcher was killed) still opens.
  */
 #include "format_internal.h"
+#include "tft_writer_internal.h" /* tft_manifest_merge */
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +23,7 @@ typedef struct trace_file {
     tft_file_info info;      /* its header */
     uint64_t dev, ino;       /* its identity: two names of one file are refused */
     int rank;                /* rank id, after renumbering */
+    int part;                /* which piece of a PATH1+PATH2 trace it came from, 0 otherwise */
     tft_reader *r;           /* the open reader, NULL while closed (lazy traces) */
     bool have_st;            /* st holds the status of a reader released earlier */
     tft_reader_status st;
@@ -33,6 +35,7 @@ struct tft_trace {
     int n, cap;
     trace_file *f;
     bool lazy;               /* readers open on demand (tft_trace_open_lazy) */
+    int parts;               /* pieces of a PATH1+PATH2 trace; 0 or 1 for one path */
     tft_reader_opts opts;    /* for opening readers later: the caller's log */
 };
 
@@ -308,27 +311,71 @@ static int renumber(tft_trace *t, const int *prev_same_rank)
     return e;
 }
 
-static int open_dir(tft_trace *t, const char *dir)
+/* Pieces of one run (PATH1+PATH2): every file carries the first file's run
+ * id, and no rank is held in two pieces (duplicate or conflicting copies of
+ * one rank: check_unique already refused copies and mixes within a piece;
+ * a rank numbered by registration index may repeat and is renumbered). */
+static int check_parts(const tft_trace *t, const int *prev_same_rank)
 {
-    char path[4096], err[256];
-    const tft_reader_opts *opts = &t->opts;
-    snprintf(path, sizeof(path), "%s/manifest.json", dir);
-    struct stat sb;
-    if (stat(path, &sb) == 0) {
-        int e = tft_manifest_read(path, &t->manifest, err, sizeof(err));
-        if (e == -EPROTONOSUPPORT) {
-            TLOG(opts, TFT_LOG_ERROR, "%s: %s", path, err);
-            return e;
+    char r0[33], ri[33];
+    run_hex(t->f[0].info.run_id, r0);
+    for (int i = 1; i < t->n; i++) {
+        const trace_file *f = &t->f[i];
+        run_hex(f->info.run_id, ri);
+        if (strcmp(r0, ri) != 0) {
+            TLOG(&t->opts, TFT_LOG_ERROR,
+                 "%s belongs to run %s, but %s to run %s: the pieces are not of one run; give only the "
+                 "directories of one job", f->name, ri, t->f[0].name, r0);
+            return -EXDEV;
         }
-        if (e)
-            TLOG(opts, TFT_LOG_WARN, "%s: %s; reading the rank files without it", path, err);
-        else
-            t->have_manifest = 1;
+        for (int j = prev_same_rank[i]; j >= 0; j = prev_same_rank[j]) {
+            const trace_file *g = &t->f[j];
+            if (g->part == f->part || (f->info.flags & TFT_FILE_RANK_IS_INDEX) ||
+                (g->info.flags & TFT_FILE_RANK_IS_INDEX))
+                continue;
+            TLOG(&t->opts, TFT_LOG_ERROR,
+                 "%s and %s both hold rank %d of run %s (pids %d and %d%s): a rank must come from one piece; "
+                 "remove the one that does not belong", g->name, f->name, (int)f->info.rank, r0,
+                 (int)g->info.pid, (int)f->info.pid, same_header(&g->info, &f->info) ? ", the same process: a copy" : "");
+            return -EEXIST;
+        }
     }
+    return 0;
+}
+
+/* The manifest of dir (fragments merged, FORMAT.md §2.4) into *m; 1 when
+ * there is one, 0 when none or unreadable (a warning), negative for a newer
+ * major (an error). */
+static int read_manifest(const tft_trace *t, const char *dir, tft_manifest *m)
+{
+    char err[512];
+    int e = tft_manifest_read_dir(dir, m, err, sizeof(err));
+    if (e == -EPROTONOSUPPORT) {
+        TLOG(&t->opts, TFT_LOG_ERROR, "%s/%s", dir, err);
+        return e;
+    }
+    if (e == -ENOENT)
+        return 0;
+    if (e) {
+        TLOG(&t->opts, TFT_LOG_WARN, "%s/%s; reading the rank files without it", dir, err);
+        return 0;
+    }
+    if (err[0])
+        TLOG(&t->opts, TFT_LOG_WARN, "%s/%s", dir, err);
+    return 1;
+}
+
+/* Adds the rank files of dir, one piece of the trace (part: its index). */
+static int add_dir_files(tft_trace *t, const char *dir, int part)
+{
+    char path[4096];
+    const tft_reader_opts *opts = &t->opts;
     char **names = NULL;
     int n = list_rank_files(dir, &names);
-    if (n < 0)
+    if (n < 0) {
+        TLOG(opts, TFT_LOG_ERROR, "%s: %s", dir, strerror(-n));
         return n;
+    }
     int e = 0;
     if (n == 0) {
         TLOG(opts, TFT_LOG_ERROR, "%s: no rank files (rank-*.tft): not a tftrace trace, or nothing was recorded",
@@ -342,22 +389,105 @@ static int open_dir(tft_trace *t, const char *dir)
             break;
         }
         e = trace_add(t, path, path);
+        if (!e)
+            t->f[t->n - 1].part = part;
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
-    int *prev = e ? NULL : malloc((size_t)t->n * sizeof(*prev));
-    if (!e && !prev)
-        e = -ENOMEM;
-    if (!e)
-        e = check_unique(t, prev);
+    return e;
+}
+
+/* In-process writers list no collector and write one fragment each: fewer
+ * ranks listed than world_size says (a rank killed before its fragment, a
+ * node's piece not given) leaves the run not complete. */
+static void check_short(tft_trace *t)
+{
+    tft_manifest *m = &t->manifest;
+    if (t->have_manifest && m->ncollectors == 0 && m->world_size > m->nranks)
+        m->complete = 0;
+}
+
+static int check_files(tft_trace *t)
+{
+    check_short(t);
+    int *prev = malloc((size_t)t->n * sizeof(*prev) + 1);
+    int e = prev ? check_unique(t, prev) : -ENOMEM;
+    if (!e && t->parts > 1)
+        e = check_parts(t, prev);
     if (!e)
         e = renumber(t, prev);
     free(prev);
     return e;
 }
 
-static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool lazy)
+static int open_dir(tft_trace *t, const char *dir)
+{
+    int e = read_manifest(t, dir, &t->manifest);
+    if (e < 0)
+        return e;
+    t->have_manifest = e;
+    e = add_dir_files(t, dir, 0);
+    return e ? e : check_files(t);
+}
+
+/* Directories (or rank files) of one run, each a piece written on its own
+ * node (docs/MULTINODE.md). Their manifests are merged (the first one's
+ * command line and options kept); check_parts refuses pieces of different
+ * runs and a rank held in two pieces. */
+static int open_parts(tft_trace *t, const char *const *paths, int n)
+{
+    int e = 0, part = 0;
+    for (; part < n && !e; part++) {
+        const char *p = paths[part];
+        struct stat sb;
+        if (stat(p, &sb) < 0) {
+            e = -errno;
+            TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", p, strerror(errno));
+            break;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            e = trace_add(t, p, p);
+            if (!e)
+                t->f[t->n - 1].part = part;
+            continue;
+        }
+        tft_manifest m;
+        int have = read_manifest(t, p, &m);
+        if (have < 0) {
+            e = have;
+            break;
+        }
+        if (have && !t->have_manifest) {
+            t->manifest = m;
+            t->have_manifest = 1;
+        } else if (have) {
+            e = tft_manifest_merge(&t->manifest, &m);
+            tft_manifest_free(&m);
+        }
+        if (!e)
+            e = add_dir_files(t, p, part);
+    }
+    t->parts = n;
+    return e ? e : check_files(t);
+}
+
+/* PATH1+PATH2+...: open_parts of the pieces. */
+static int open_plus(tft_trace *t, const char *spec)
+{
+    char *copy = strdup(spec), *save = NULL;
+    const char **v = calloc(strlen(spec) / 2 + 2, sizeof(*v));
+    int n = 0, e = copy && v ? 0 : -ENOMEM;
+    for (char *p = e ? NULL : strtok_r(copy, "+", &save); p; p = strtok_r(NULL, "+", &save))
+        v[n++] = p;
+    if (!e)
+        e = open_parts(t, v, n);
+    free(v);
+    free(copy);
+    return e;
+}
+
+static tft_trace *trace_new(const tft_reader_opts *opts, bool lazy)
 {
     tft_trace *t = calloc(1, sizeof(*t));
     if (!t) {
@@ -370,11 +500,45 @@ static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool
         memcpy(&t->opts, opts, opts->sz < sizeof(t->opts) ? opts->sz : sizeof(t->opts));
     t->opts.sz = sizeof(t->opts);
     t->opts.display_name = NULL;
+    return t;
+}
+
+tft_trace *tft_trace_open_parts(const char *const *paths, int n, const tft_reader_opts *opts, int lazy)
+{
+    if (!paths || n < 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    tft_trace *t = trace_new(opts, lazy != 0);
+    if (!t)
+        return NULL;
+    int e = open_parts(t, paths, n);
+    if (e) {
+        tft_trace_close(t);
+        errno = -e;
+        return NULL;
+    }
+    return t;
+}
+
+int tft_trace_file_part(const tft_trace *t, int i)
+{
+    return (i >= 0 && i < t->n) ? t->f[i].part : -1;
+}
+
+static tft_trace *trace_open(const char *path, const tft_reader_opts *opts, bool lazy)
+{
+    tft_trace *t = trace_new(opts, lazy);
+    if (!t)
+        return NULL;
     struct stat sb;
     int e;
     if (stat(path, &sb) < 0) {
         e = -errno;
-        TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", path, strerror(errno));
+        if (e == -ENOENT && strchr(path, '+') && path[0] != '+')
+            e = open_plus(t, path);
+        else
+            TLOG(&t->opts, TFT_LOG_ERROR, "%s: %s", path, strerror(errno));
     } else if (S_ISDIR(sb.st_mode)) {
         e = open_dir(t, path);
     } else {

@@ -59,6 +59,8 @@ struct tft_writer {
     ZSTD_CCtx *cctx;
     uint64_t offset;          /* file bytes written so far */
     uint32_t header_frame_bytes;
+    uint64_t header_at;       /* file offset of the header frame's payload */
+    file_hdr_disk hdr;        /* that payload, for tft_writer_set_run_id */
 
     chunk_state c;            /* the chunk being filled */
     chunk_state kc;           /* --keep-steps: the kept records' chunk, swapped with c */
@@ -194,7 +196,28 @@ static int write_file_header(tft_writer *w, const tft_file_info *info)
     }
     h.checksum = fmt_checksum32(&h, offsetof(file_hdr_disk, checksum));
     w->header_frame_bytes = SKIPPABLE_HDR + sizeof(h);
+    w->header_at = w->offset + SKIPPABLE_HDR;
+    w->hdr = h;
     return write_skippable(w, FRAME_MAGIC_HEADER, &h, sizeof(h));
+}
+
+int tft_writer_set_run_id(tft_writer *w, const uint8_t run_id[16])
+{
+    if (!w)
+        return -EINVAL;
+    if (!memcmp(w->hdr.run_id, run_id, 16))
+        return 0;
+    file_hdr_disk h = w->hdr;
+    memcpy(h.run_id, run_id, 16);
+    h.checksum = fmt_checksum32(&h, offsetof(file_hdr_disk, checksum));
+    ssize_t k;
+    do
+        k = pwrite(w->fd, &h, sizeof(h), (off_t)w->header_at);
+    while (k < 0 && errno == EINTR);
+    if (k != (ssize_t)sizeof(h))
+        return k < 0 ? -errno : -EIO;
+    w->hdr = h;
+    return 0;
 }
 
 tft_writer *tft_writer_open(const char *path, const tft_file_info *info,

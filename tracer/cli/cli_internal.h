@@ -14,6 +14,11 @@
  * there first). Returns the exit status. */
 int replay_main(int argc, char **argv, const char *self_dir);
 
+/* `tftrace gather OUT DIR...` (gather.c): one trace from the directories
+ * a job's nodes wrote (docs/MULTINODE.md). argv[0] is "gather". Returns
+ * the exit status (0, or 2 with a message). */
+int gather_main(int argc, char **argv);
+
 /* A name PREFIX-DATE-TIME[-K]SUFFIX that does not exist yet, for output
  * directories (tftrace.c; tftrace-....trace, replay-...). */
 void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix);

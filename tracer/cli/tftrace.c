@@ -5,6 +5,7 @@
  *
  *   tftrace [-o PATH] [--stats MODE] [--every N] [--timeout S] [--no-drop] -- CMD ...
  *   tftrace replay [options] GOLDEN BAD         (replay.c)
+ *   tftrace gather OUT DIR...                   (gather.c)
  *
  * The trace directory (docs/SECURITY.md): new or empty, owned by the caller,
  * not a symbolic link (unless --force), locked for the whole run (the
@@ -21,6 +22,7 @@
 #include "capture_spec.h"
 #include "collector.h"
 #include "tft_drops.h"
+#include "tft_writer_internal.h" /* tft_manifest_fragment_name */
 #include "cli_internal.h"
 
 #include <dirent.h>
@@ -86,6 +88,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tftrace [options] -- COMMAND [ARGS...]\n"
             "       tftrace replay [options] GOLDEN BAD   (see tftrace replay --help)\n"
+            "       tftrace gather OUT DIR...             one trace from the directories of a job's nodes\n"
             "Runs COMMAND with the tftrace recorder and writes a trace directory.\n\n"
             "  -o, --output PATH     trace directory (default: tftrace-DATE-TIME.trace). It must be\n"
             "                        new or empty and yours; a symbolic link is not followed;\n"
@@ -819,7 +822,7 @@ static int ignorable_entry(const char *n)
 static int trace_entry(const char *n)
 {
     size_t len = strlen(n);
-    return !strcmp(n, "manifest.json") || !strncmp(n, ".manifest.reserve.", 18) ||
+    return !strcmp(n, "manifest.json") || !strncmp(n, ".manifest.reserve.", 18) || tft_manifest_fragment_name(n) ||
            (!strncmp(n, ".manifest.json.", 15) && len > 4 && !strcmp(n + len - 4, ".tmp")) ||
            (!strncmp(n, "rank-", 5) && len > 4 && !strcmp(n + len - 4, ".tft"));
 }
@@ -1145,6 +1148,8 @@ static void self_dir(char *buf, size_t n)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "gather"))
+        return gather_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "replay")) {
         char dir[PATH_MAX];
         self_dir(dir, sizeof(dir));

@@ -229,10 +229,8 @@ static int proc_open(collector *c, uint32_t idx)
     fi.pid = sp->pid;
     if (!(sp->rank >= 0 && sp->rank < 10000000))
         fi.flags |= TFT_FILE_RANK_IS_INDEX;
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
     fi.start_monotonic_ns = shm_now_ns();
-    fi.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    fi.start_realtime_ns = clock_realtime_ns();
     gethostname(fi.host, sizeof(fi.host) - 1);
     tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = c->o.zstd_level, .chunk_bytes = c->o.chunk_bytes,
                                          .log = c->o.log, .log_ctx = c->o.log_ctx,
@@ -745,4 +743,22 @@ void collector_free(collector *c)
     free(c->ring_kinds);
     free(c->dir);
     free(c);
+}
+
+int collector_set_run_id(collector *c, const uint8_t run_id[16])
+{
+    memcpy(c->run_id, run_id, 16);
+    int first = 0;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (!p->opened || !p->w)
+            continue;
+        int e = tft_writer_set_run_id(p->w, run_id);
+        if (e && !first) {
+            first = e;
+            CLOG(c, TFT_LOG_ERROR, "%s/%s: cannot write the job's run id into the header: %s", c->dir, p->file,
+                 strerror(-e));
+        }
+    }
+    return first;
 }

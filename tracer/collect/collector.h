@@ -105,6 +105,27 @@ typedef struct manifest_run {
 } manifest_run;
 int manifest_merge_rank(int dir_fd, const manifest_run *run, const tft_manifest_rank *ranks, int n,
                         int exit_status);
+/* Fills the fields of m still empty from this process: cwd, host, start
+ * time (now), the command line from /proc/self/cmdline (redacted when
+ * redact). */
+void manifest_fill_self(tft_manifest *m, bool redact);
+/* The in-process writer's end (manifest_frag.c, FORMAT.md §2.4): writes this
+ * process's fragment manifest.rank-NAME.json (NAME: its rank file's name
+ * without .tft) into the trace directory dir_fd by rename, no lock, then
+ * refreshes manifest.json, a snapshot of every fragment there (dir: the
+ * same directory's path, to list it). rank carries its host; world_size -1
+ * unknown; start_ns the process's start (CLOCK_REALTIME ns). 0 or -errno
+ * (the fragment's: the snapshot is best effort). */
+int manifest_write_fragment(int dir_fd, const char *dir, const manifest_run *run, const tft_manifest_rank *rank,
+                            int world_size, uint64_t start_ns, int exit_status);
+/* Sets the run id of the collector's rank files: those open now get it
+ * written into their header (tft_writer_set_run_id), later ones at their
+ * creation. Called on the thread that polls the collector. 0 or the first
+ * -errno (that file keeps the old id). */
+int collector_set_run_id(collector *c, const uint8_t run_id[16]);
+/* CLOCK_REALTIME in ns as the recorder reports it (clock.c): plus
+ * TFT_TEST_CLOCK_OFFSET_NS, set by tests only. */
+uint64_t clock_realtime_ns(void);
 /* Reads the manifest.json of the trace directory dir_fd (never through a
  * link; at most 64 MiB) into *m. Returns 0 or a negative errno. */
 int manifest_read_at(int dir_fd, tft_manifest *m);

@@ -112,7 +112,7 @@ int manifest_redact(char **argv, int argc, int *idx, int max_idx)
 
 /* ---- the manifest ---------------------------------------------------------- */
 
-static void fill_from_self(tft_manifest *m, bool redact)
+void manifest_fill_self(tft_manifest *m, bool redact)
 {
     if (!m->cwd[0] && !getcwd(m->cwd, sizeof(m->cwd)))
         m->cwd[0] = '\0';
@@ -296,7 +296,7 @@ int manifest_merge_rank(int dir_fd, const manifest_run *run, const tft_manifest_
         m.world_size = -1;
         m.exit_status = -1;
     }
-    fill_from_self(&m, !(run && run->no_redact));
+    manifest_fill_self(&m, !(run && run->no_redact));
     int e = set_run(&m, run, end);
     if (!e)
         e = add_ranks(&m, ranks, n);

@@ -9,6 +9,9 @@
  * (a refused directory, a full disk) gets one line on stderr. It shares its
  * directory with the other processes of the job (each creates its own rank
  * file, O_CREAT|O_EXCL|O_NOFOLLOW), takes no run lock and never deletes.
+ * Its manifest is a fragment of its own (manifest_frag.c), its run id the
+ * job's (runid.c, interpose_mpi_init.c): processes on several hosts can
+ * share a directory on a network file system (docs/MULTINODE.md).
  */
 #include "capture_ref.h"
 #include "capture_spec.h"
@@ -41,6 +44,14 @@ static struct {
     unsigned mode;            /* trace files' permission bits (TFT_MODE, default 0600) */
     int rank;
     uint8_t run_id[16];
+    int run_id_private;       /* 1: no job identity in the environment; MPI_Init may replace it */
+    uint64_t start_ns;        /* CLOCK_REALTIME at start, for the manifest fragment */
+    uint8_t new_run_id[16];   /* rec_inproc_adopt_run_id's, for the writer thread */
+    _Atomic int runid_req, runid_ack;
+    int clock_known;          /* rec_inproc_set_clock's estimate, for the fragment */
+    int64_t clock_offset_ns;
+    uint64_t clock_error_ns;
+    int clock_ref;
     char claimed[64];         /* rank file created to claim a number, "" none */
     pthread_t thread;
     _Atomic int stop;
@@ -223,6 +234,13 @@ static void *inproc_main(void *arg)
     ip_depth = 1; /* the writer's own allocations are not the program's (interpose_alloc.c) */
     uint64_t last_flush = shm_now_ns();
     while (!atomic_load(&inproc.stop)) {
+        int rq = atomic_load(&inproc.runid_req);
+        if (rq != atomic_load(&inproc.runid_ack)) {
+            collector_set_run_id(inproc.col, inproc.new_run_id);
+            memcpy(inproc.run_id, inproc.new_run_id, 16);
+            inproc.run_id_private = 0;
+            atomic_store(&inproc.runid_ack, rq);
+        }
         size_t n = collector_poll(inproc.col);
         uint64_t now = shm_now_ns();
         int req = atomic_load(&inproc.flush_req);
@@ -252,6 +270,39 @@ int rec_inproc_flush(int timeout_ms)
         nanosleep(&ts, NULL);
     }
     return -ETIMEDOUT;
+}
+
+int rec_inproc_run_id_private(uint8_t id[16])
+{
+    if (!inproc.active || !inproc.run_id_private)
+        return 0;
+    memcpy(id, inproc.run_id, 16);
+    return 1;
+}
+
+int rec_inproc_adopt_run_id(const uint8_t id[16], int timeout_ms)
+{
+    if (!inproc.active)
+        return -ENODEV;
+    memcpy(inproc.new_run_id, id, 16);
+    int want = atomic_fetch_add(&inproc.runid_req, 1) + 1;
+    for (int i = 0; i < timeout_ms; i++) {
+        if (atomic_load(&inproc.runid_ack) >= want)
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return -ETIMEDOUT;
+}
+
+int rec_inproc_active(void) { return inproc.active; }
+
+void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref)
+{
+    inproc.clock_offset_ns = offset_ns;
+    inproc.clock_error_ns = error_ns;
+    inproc.clock_ref = ref;
+    inproc.clock_known = 1;
 }
 
 /* Picks this process's rank file number: its launcher rank (the collector
@@ -366,7 +417,10 @@ static int inproc_start(const char *dir)
     g_rec.h = p;
     g_rec.bytes = bytes;
     uint8_t *run_id = inproc.run_id;
-    if (getrandom(run_id, 16, 0) != 16) {
+    char src[32];
+    inproc.start_ns = clock_realtime_ns();
+    inproc.run_id_private = !rec_job_run_id(run_id, src, sizeof(src));
+    if (inproc.run_id_private && getrandom(run_id, 16, 0) != 16) {
         uint64_t x[2] = {shm_now_ns(), (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL)};
         memcpy(run_id, x, 16);
     }
@@ -422,7 +476,13 @@ static void inproc_finish(int code, int sig)
         manifest_run run = {.run_id = inproc.run_id, .options_json = NULL, .no_redact = nr && *nr && strcmp(nr, "0"),
                             .file_mode = inproc.mode, .incomplete = why[0] ? why : NULL,
                             .dropped_stalled = s.dropped_stalled};
-        me = manifest_merge_rank(inproc.dir_fd, &run, mr, n, sig ? 128 + sig : code);
+        gethostname(mr[0].host, sizeof(mr[0].host) - 1);
+        mr[0].clock_known = inproc.clock_known;
+        mr[0].clock_offset_ns = inproc.clock_offset_ns;
+        mr[0].clock_error_ns = inproc.clock_error_ns;
+        mr[0].clock_ref = inproc.clock_ref;
+        me = manifest_write_fragment(inproc.dir_fd, inproc.dir, &run, &mr[0], env_world(), inproc.start_ns,
+                                     sig ? 128 + sig : code);
     } else {
         manifest_reserve_release(inproc.dir_fd); /* recorded nothing: nothing left behind */
         if (inproc.claimed[0])

@@ -41,6 +41,27 @@ void rec_thread_key_init(void);
 void rec_record_exit(int code, int sig);
 int rec_inproc_flush(int timeout_ms); /* in-process mode: drain and seal now */
 
+/* ---- one run id per job (runid.c, init.c; docs/MULTINODE.md) --------------- */
+
+/* The job's run id from the launcher's environment (runid.c lists the
+ * sources in order): 1 with id set and src naming the source, 0 when none
+ * (src "random", or "mpi" for TFT_RUN_ID=mpi). */
+int rec_job_run_id(uint8_t id[16], char *src, size_t n);
+/* 1 when this process records in-process with a run id of its own (no job
+ * identity in its environment): MPI_Init's interposer then agrees on rank
+ * 0's. Its current id into id. */
+int rec_inproc_run_id_private(uint8_t id[16]);
+/* Adopts the job's run id: the writer thread rewrites the headers of the
+ * rank files already open and uses it for the manifest. Waits up to
+ * timeout_ms. 0 or -errno. */
+int rec_inproc_adopt_run_id(const uint8_t id[16], int timeout_ms);
+/* The MPI estimate of this process's clock offset against rank ref's
+ * (CLOCK_REALTIME difference, error bound in ns), for its manifest
+ * fragment (interpose_mpi_init.c). The last call wins. */
+void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref);
+/* 1 when this process records with the in-process writer. */
+int rec_inproc_active(void);
+
 /* ---- record building (recorder.c), for recorder_capture.c ----------------- */
 
 /* The calling thread's ring (claimed on first use), NULL when none is free. */
