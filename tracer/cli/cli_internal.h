@@ -18,4 +18,10 @@ int replay_main(int argc, char **argv, const char *self_dir);
  * directories (tftrace.c; tftrace-....trace, replay-...). */
 void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix);
 
+/* `tftrace stacks ...` (stacks_cmd.c): argv[0] is "stacks". */
+int stacks_main(int argc, char **argv);
+
+/* BPF commands' checks (stacks_cmd.c): 0, or a message on stderr and 2. */
+int bpf_privilege_check(const char *cmd);
+
 #endif

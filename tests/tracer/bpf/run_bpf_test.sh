@@ -1,0 +1,102 @@
+#!/bin/bash
+# The BPF commands on programs started without tftrace (tests/tracer/bpf).
+# Usage: run_bpf_test.sh CASE TFTRACE TFDUMP MPI_HANG
+#   stacks-mpi   a 4-rank job hangs (rank 1 in MPI_Barrier, the others in
+#                MPI_Allreduce); `tftrace stacks` on its 4 pids names them
+#   stacks-perm  an unprivileged user gets the permission message and exit 2;
+#                with CAP_BPF+CAP_PERFMON, another user's process is refused
+# Prints SKIP: and exits 0 where BPF is not permitted (not root).
+set -euo pipefail
+case_name=$1 tftrace=$2 tfdump=$3 prog=$4
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-bpf.XXXXXX")
+chmod 755 "$tmp"
+job= pids= target=
+cleanup() {
+    [ -n "$target" ] && kill -KILL "$target" 2>/dev/null
+    [ -n "$job" ] && kill_job
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+# the job runs in its own session: its process group goes at once
+# (mpirun puts each rank in a group of its own: they are killed by pid)
+kill_job() {
+    kill -KILL $pids 2>/dev/null || true
+    kill -KILL -- -"$job" 2>/dev/null || true
+    wait "$job" 2>/dev/null || true; job=
+}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: the BPF tests need root (CAP_BPF + CAP_PERFMON)"; exit 0; }
+
+# bpf_denied FILE: the command said BPF is not permitted here (a container
+# without the capability, lockdown)
+bpf_denied() { grep -q "BPF is not permitted here" "$1"; }
+
+# start_job MODE ARGS...: mpirun in the background (bounded by timeout),
+# waits for the 4 ranks' pid files; sets job and pids
+start_job() {
+    local np=$1; shift
+    setsid timeout -s KILL 90 mpirun --allow-run-as-root --oversubscribe -np "$np" "$prog" "$@" >"$tmp/job.out" 2>&1 &
+    job=$!
+    for _ in $(seq 300); do
+        [ "$(ls "$tmp"/pid.* 2>/dev/null | wc -l)" -ge "$np" ] && break
+        kill -0 "$job" 2>/dev/null || fail "the job ended early: $(head -c 2000 "$tmp/job.out")"
+        sleep 0.1
+    done
+    pids=$(cat "$tmp"/pid.* | tr '\n' ' ')
+    [ "$(echo $pids | wc -w)" -eq "$np" ] || fail "only pids '$pids' after 30 s"
+}
+
+case "$case_name" in
+stacks-mpi)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    start_job 4 hang "$tmp"
+    sleep 1   # every rank inside its collective
+    st=0; "$tftrace" stacks $pids >"$tmp/text" 2>"$tmp/err" || st=$?
+    bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
+    [ $st -eq 0 ] || fail "tftrace stacks exited $st: $(cat "$tmp/err")"
+    cat "$tmp/text"
+    grep -q "^  ranks 0,2,3: MPI_Allreduce ← step ← main$" "$tmp/text" || fail "no 'ranks 0,2,3: MPI_Allreduce ← step ← main'"
+    grep -q "^  rank 1: MPI_Barrier ← step ← main$" "$tmp/text" || fail "no 'rank 1: MPI_Barrier ← step ← main'"
+    "$tftrace" stacks --json $pids >"$tmp/json" 2>"$tmp/err" || fail "--json: $(cat "$tmp/err")"
+    python3 - "$tmp/json" $pids <<'PY' || fail "JSON"
+import json, sys
+j = json.load(open(sys.argv[1])); pids = [int(p) for p in sys.argv[2:]]
+assert sorted(p["pid"] for p in j["processes"]) == sorted(pids), j["processes"]
+assert sorted(p["rank"] for p in j["processes"]) == [0, 1, 2, 3]
+main = {tuple(g["ranks"]): g["summary"] for g in j["groups"] if g["main"]}
+assert main == {(0, 2, 3): "MPI_Allreduce ← step ← main", (1,): "MPI_Barrier ← step ← main"}, main
+for p in j["processes"]:
+    t = [t for t in p["threads"] if t["main"]][0]
+    fns = [f["function"] for f in t["frames"]]
+    want = "PMPI_Barrier" if p["rank"] == 1 else "PMPI_Allreduce"
+    assert want in fns and "main" in fns, (p["rank"], fns)
+    assert all(f["how"] == "cfi" for f in t["frames"]), t["frames"]
+PY
+    kill_job
+    # a pid that does not exist, a word that is not a pid
+    st=0; "$tftrace" stacks 999999999 2>"$tmp/err" || st=$?
+    [ $st -eq 2 ] && grep -q "not a process id\|no process" "$tmp/err" || fail "bad pid: exit $st $(cat "$tmp/err")"
+    st=0; "$tftrace" stacks 2>"$tmp/err" || st=$?
+    [ $st -eq 2 ] && grep -q "no PID given" "$tmp/err" || fail "no pid: exit $st"
+    ;;
+stacks-perm)
+    command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 0; }
+    [ -x "$tftrace" ] && setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$tftrace" \
+        || { echo "SKIP: $tftrace is not executable by user 65534"; exit 0; }
+    sleep 30 & target=$!
+    st=0; setpriv --reuid=65534 --regid=65534 --clear-groups "$tftrace" stacks $target 2>"$tmp/err" || st=$?
+    cat "$tmp/err"
+    [ $st -eq 2 ] || fail "unprivileged: exit $st, want 2"
+    grep -q "needs root or the capabilities CAP_BPF and CAP_PERFMON" "$tmp/err" || fail "no permission message"
+    grep -q "What works without them" "$tmp/err" || fail "no word on what still works"
+    kill -0 $target || fail "the target died"
+    # with the capabilities, but root's process: refused
+    st=0; setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+bpf,+perfmon --ambient-caps=+bpf,+perfmon \
+        "$tftrace" stacks $target 2>"$tmp/err" || st=$?
+    [ $st -eq 2 ] && grep -q "belongs to user 0.*only root may look at another user's process" "$tmp/err" \
+        || fail "another user's process: exit $st: $(cat "$tmp/err")"
+    kill $target; wait $target 2>/dev/null || true
+    ;;
+*) fail "unknown case $case_name" ;;
+esac
+echo "PASS: $case_name"
