@@ -19,6 +19,10 @@ void report_note(diff_report *r, const char *fmt, ...) __attribute__((format(pri
 void report_add_rank(diff_report *r, const diff_rank_result *res);
 void report_add_leak(diff_report *r, const diff_leak *l);
 void report_add_desync(diff_report *r, const diff_desync *d);
+/* BAD's STACK records (diff_stacks.h), shown with the desyncs; moved from
+ * *s (left empty). */
+struct diff_stacks;
+void report_set_stacks(diff_report *r, struct diff_stacks *s);
 /* BAD recorded nothing (a manifest and no rank file): a finding. what says
  * what its manifest knows; exit_status is the manifest's (128 + N: killed
  * by signal N; -1 unknown). */

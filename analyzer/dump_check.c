@@ -26,6 +26,7 @@ typedef struct check_scan {
     diff_leak **leaks;  /* per rank file: its leaks (malloc'd), NULL none */
     int *nleaks;        /* per rank file: how many, or a negative errno */
     tft_drop_sum *drops; /* per rank file: the records it lost */
+    diff_stacks *stacks; /* per rank file: its STACK records */
 } check_scan;
 
 static int scan_one(void *ctx, int i, int worker)
@@ -44,7 +45,9 @@ static int scan_one(void *ctx, int i, int worker)
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) { /* one pass feeds both */
         if (rec->kind == TFT_REC_DROPPED)
             tft_drop_sum_add(ds, (const tft_rec_dropped *)rec, rec->len);
-        if ((e = diff_spill_extract_record(x, rec)) == 0)
+        if (rec->kind == TFT_REC_STACK)
+            e = diff_stacks_add(&c->stacks[i], r, tft_trace_rank_id(c->d->t, i), rec);
+        else if ((e = diff_spill_extract_record(x, rec)) == 0)
             e = diff_leak_scan_record(ls, r, rec);
     }
     if (e == 0) { /* the chunk headers' total is authoritative (FORMAT.md 5.11) */
@@ -128,7 +131,7 @@ static int print_drops(const dump_trace *d, const tft_drop_sum *drops, int n)
 }
 
 static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const diff_desync *ds, int nd,
-                       int lossy)
+                       int lossy, const diff_stacks *st)
 {
     char sb[48];
     if (nf->found)
@@ -147,6 +150,11 @@ static void print_text(const nonfinite *nf, const diff_leak *l, int nl, const di
     }
     if (!nf->found && !nl && !nd)
         printf("OK: no non-finite values, leaks or desyncs%s\n", lossy ? " in what was recorded" : "");
+    if (st->n) {
+        printf("stacks: where each rank's main thread was when tftrace --timeout stopped the run"
+               " (all threads: tfdump --events --kind stack):\n");
+        diff_stacks_print(stdout, st, "  ");
+    }
 }
 
 /* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
@@ -177,7 +185,7 @@ static cJSON *json_leak(const diff_leak *l)
 }
 
 static void print_json(const dump_trace *d, const tft_drop_sum *drops, int nfiles, const nonfinite *nf,
-                       const diff_leak *l, int nl, const diff_desync *ds, int nd)
+                       const diff_leak *l, int nl, const diff_desync *ds, int nd, const diff_stacks *st)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *dr = cJSON_AddArrayToObject(o, "dropped"); /* ranks that lost records */
@@ -219,6 +227,7 @@ static void print_json(const dump_trace *d, const tft_drop_sum *drops, int nfile
         diff_desync_json_more(x, ds, nd, i);
         cJSON_AddItemToArray(da, x);
     }
+    cJSON_AddItemToObject(o, "stacks", diff_stacks_json(st));
     cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */
     out_json_line(o);
     cJSON_Delete(o);
@@ -231,8 +240,15 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out
     int n = tft_trace_nranks(d->t);
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = diff_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
-                    .drops = calloc((size_t)n + 1, sizeof(*c.drops))};
-    int e = c.sp && c.leaks && c.nleaks && c.drops ? diff_pool_run(n, diff_pool_width(), scan_one, &c) : -ENOMEM;
+                    .drops = calloc((size_t)n + 1, sizeof(*c.drops)),
+                    .stacks = calloc((size_t)n + 1, sizeof(*c.stacks))};
+    int e = c.sp && c.leaks && c.nleaks && c.drops && c.stacks ? diff_pool_run(n, diff_pool_width(), scan_one, &c)
+                                                               : -ENOMEM;
+    if (!e)
+        e = diff_stacks_merge(&res->stacks, c.stacks, n);
+    for (int i = 0; c.stacks && i < n; i++)
+        diff_stacks_free(&c.stacks[i]);
+    free(c.stacks);
     int nl = 0, nd = 0;
     if (!e) {
         first_nonfinite(d, c.sp, &res->nf);
@@ -273,6 +289,7 @@ void dump_check_result_free(dump_check_result *res)
 {
     free(res->drops);
     res->drops = NULL;
+    diff_stacks_free(&res->stacks);
 }
 
 int dump_check(dump_trace *d, const dump_opts *o)
@@ -285,9 +302,9 @@ int dump_check(dump_trace *d, const dump_opts *o)
     }
     int n = tft_trace_nranks(d->t);
     if (o->json)
-        print_json(d, res.drops, n, &res.nf, res.leaks, res.nl, res.ds, res.nd);
+        print_json(d, res.drops, n, &res.nf, res.leaks, res.nl, res.ds, res.nd, &res.stacks);
     else
-        print_text(&res.nf, res.leaks, res.nl, res.ds, res.nd, print_drops(d, res.drops, n));
+        print_text(&res.nf, res.leaks, res.nl, res.ds, res.nd, print_drops(d, res.drops, n), &res.stacks);
     status = res.nf.found || res.nl || res.nd ? DUMP_FINDINGS : DUMP_OK;
     dump_check_result_free(&res);
     return status;

@@ -11,6 +11,7 @@
 #define TFT_DUMP_INTERNAL_H
 
 #include "diff.h"
+#include "diff_stacks.h"
 #include "tft_format.h"
 #include "tft_u64map.h"
 
@@ -215,6 +216,7 @@ typedef struct dump_check_result {
     int nd;
     struct tft_drop_sum *drops; /* per rank file: the records it lost (owned) */
     int lossy;                /* rank files that lost records */
+    diff_stacks stacks;       /* STACK records: where each thread was at --timeout (owned) */
 } dump_check_result;
 /* --check's analyses into out (messages on stderr on failure). Returns
  * DUMP_OK or DUMP_USAGE; dump_check_result_free frees out either way. */

@@ -21,6 +21,11 @@ void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix);
 /* `tftrace stacks ...` (stacks_cmd.c): argv[0] is "stacks". */
 int stacks_main(int argc, char **argv);
 
+/* --timeout: the stacks of the recording processes, printed and stored
+ * in their rank files before SIGTERM (timeout_stacks.c). Best effort. */
+struct collector;
+void timeout_stacks(struct collector *col, int quiet);
+
 /* BPF commands' checks (stacks_cmd.c): 0, or a message on stderr and 2. */
 int bpf_privilege_check(const char *cmd);
 

@@ -50,9 +50,14 @@ static int has_cap(int cap)
 
 /* 0 when this process may load BPF programs and open perf events, else a
  * message on stderr and 2. cmd names the command in the message. */
+int bpf_privileged(void)
+{
+    return geteuid() == 0 || (has_cap(CAP_BPF) && has_cap(CAP_PERFMON)) || has_cap(CAP_SYS_ADMIN);
+}
+
 int bpf_privilege_check(const char *cmd)
 {
-    if (geteuid() == 0 || (has_cap(CAP_BPF) && has_cap(CAP_PERFMON)) || has_cap(CAP_SYS_ADMIN))
+    if (bpf_privileged())
         return 0;
     fprintf(stderr,
             "tftrace %s: needs root or the capabilities CAP_BPF and CAP_PERFMON (BPF programs and perf\n"
@@ -147,7 +152,7 @@ int stacks_main(int argc, char **argv)
         free(s);
         rc = s ? 0 : 2;
     } else {
-        stacks_print_text(stdout, &r);
+        stacks_print_text(stdout, &r, 1);
         rc = 0;
     }
     stacks_report_free(&r);

@@ -258,7 +258,27 @@ static const char *source_name(int s)
     return s == TFT_SNAP_ONCPU ? "on-cpu" : s == TFT_SNAP_OFFCPU ? "off-cpu" : "running";
 }
 
-static void print_group(FILE *f, const stacks_report *r, const size_t *g, size_t lead)
+void stacks_frames_text(const tft_thread_stack *t, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->nframes && len + 1 < n; i++) {
+        const tft_frame *fr = &t->frames[i];
+        char fn[200] = "??";
+        if (fr->func[0])
+            snprintf(fn, sizeof fn, "%s+0x%llx", fr->func, (unsigned long long)fr->func_off);
+        int k = snprintf(buf + len, n - len, "%s%s#%-2d 0x%012llx %s (%s+0x%llx)", i ? "\n" : "",
+                         fr->how == TFT_FRAME_SCAN ? "?" : " ", i, (unsigned long long)fr->pc, fn,
+                         fr->module[0] ? fr->module : "??", (unsigned long long)fr->module_off);
+        if (k < 0 || (size_t)k >= n - len) {
+            buf[len] = 0;   /* whole lines only */
+            return;
+        }
+        len += (size_t)k;
+    }
+}
+
+static void print_group(FILE *f, const stacks_report *r, const size_t *g, size_t lead, int frames)
 {
     const tft_thread_stack *t = &r->threads[lead];
     char who[512], sum[1024];
@@ -268,19 +288,19 @@ static void print_group(FILE *f, const stacks_report *r, const size_t *g, size_t
         fprintf(f, "  %s: %s\n", who, sum);
     else
         fprintf(f, "  %s, thread \"%s\": %s\n", who, t->comm, sum);
+    if (!frames)
+        return;
     fprintf(f, "    pid");
     for (size_t i = 0, k = 0; i < r->nthreads; i++)
         if (g[i] == lead)
             fprintf(f, "%s%d", k++ ? "," : " ", (int)r->threads[i].pid);
     fprintf(f, "; the frames of pid %d tid %d (%s):\n", (int)t->pid, (int)t->tid, source_name(t->source));
-    for (int i = 0; i < t->nframes; i++) {
-        const tft_frame *fr = &t->frames[i];
-        char fn[200] = "??";
-        if (fr->func[0])
-            snprintf(fn, sizeof fn, "%s+0x%llx", fr->func, (unsigned long long)fr->func_off);
-        fprintf(f, "    %s#%-2d 0x%012llx %s (%s+0x%llx)\n", fr->how == TFT_FRAME_SCAN ? "?" : " ", i,
-                (unsigned long long)fr->pc, fn, fr->module[0] ? fr->module : "??",
-                (unsigned long long)fr->module_off);
+    char *text = malloc(TFT_STACK_MAX_FRAMES * 400);
+    if (text) {
+        stacks_frames_text(t, text, TFT_STACK_MAX_FRAMES * 400);
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+            fprintf(f, "    %s\n", line);
+        free(text);
     }
     if (t->note[0])
         fprintf(f, "    (%s%s)\n", t->note,
@@ -289,7 +309,7 @@ static void print_group(FILE *f, const stacks_report *r, const size_t *g, size_t
                     : "");
 }
 
-void stacks_print_text(FILE *f, const stacks_report *r)
+void stacks_print_text(FILE *f, const stacks_report *r, int frames)
 {
     size_t *g = make_groups(r);
     if (!g) {
@@ -308,7 +328,7 @@ void stacks_print_text(FILE *f, const stacks_report *r)
                 continue;
             if (!any++)
                 fprintf(f, "%s:\n", main_pass ? "main threads" : "other threads");
-            print_group(f, r, g, i);
+            print_group(f, r, g, i, frames);
         }
     }
     for (size_t i = 0; i < r->nprocs; i++)

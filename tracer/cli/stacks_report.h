@@ -41,12 +41,18 @@ int stacks_rank_of(pid_t pid, char *var, size_t n);
  * none. */
 void stacks_summary(const tft_thread_stack *t, char *buf, size_t n);
 
-/* Groups of equal stacks across processes, text (f) or JSON (a malloc'ed
- * string, NULL on no memory). */
-void stacks_print_text(FILE *f, const stacks_report *r);
+/* Groups of equal stacks across processes, text (f; with each group's
+ * frames when frames is 1) or JSON (a malloc'ed string, NULL on no memory). */
+void stacks_print_text(FILE *f, const stacks_report *r, int frames);
 char *stacks_json(const stacks_report *r);
 
-/* `tftrace stacks PID... [--json]`: the exit status. */
-int stacks_main(int argc, char **argv);
+/* t's frames, one per line (no final newline): "#N 0xPC FUNC+0xOFF
+ * (MODULE+0xOFF)", '?' first for a scanned frame (FORMAT.md §5.16). Whole
+ * lines only, cut at n. */
+void stacks_frames_text(const tft_thread_stack *t, char *buf, size_t n);
+
+/* 1 when this process may load BPF programs and open perf events (root,
+ * CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN). */
+int bpf_privileged(void);
 
 #endif

@@ -633,6 +633,7 @@ static void supervise(collector *col, const opts *o, run_state *rs)
         }
         if (o->timeout > 0 && !rs->exited && t - start > o->timeout && !rs->term_sent_at) {
             fprintf(stderr, "tftrace: timeout after %.0f s: sending SIGTERM to the command\n", o->timeout);
+            timeout_stacks(col, o->quiet);   /* where it hangs, before it is stopped (docs/ATTACH.md) */
             kill(-rs->child, SIGTERM);
             rs->term_sent_at = t;
         }

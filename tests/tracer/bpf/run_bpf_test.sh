@@ -5,6 +5,9 @@
 #                MPI_Allreduce); `tftrace stacks` on its 4 pids names them
 #   stacks-perm  an unprivileged user gets the permission message and exit 2;
 #                with CAP_BPF+CAP_PERFMON, another user's process is refused
+#   timeout-stacks  (TFTRAIN TFDIFF too) the bug zoo's dp-skip@1 under
+#                `tftrace --timeout`: the stacks before SIGTERM on stderr, in
+#                the trace (STACK records), in tfdump --check and tfdiff
 # Prints SKIP: and exits 0 where BPF is not permitted (not root).
 set -euo pipefail
 case_name=$1 tftrace=$2 tfdump=$3 prog=$4
@@ -12,7 +15,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-bpf.XXXXXX")
 chmod 755 "$tmp"
 job= pids= target=
 cleanup() {
-    [ -n "$target" ] && kill -KILL "$target" 2>/dev/null
+    [ -n "$target" ] && { kill -KILL "$target" 2>/dev/null || true; }
     [ -n "$job" ] && kill_job
     rm -rf "$tmp"
 }
@@ -96,6 +99,57 @@ stacks-perm)
     [ $st -eq 2 ] && grep -q "belongs to user 0.*only root may look at another user's process" "$tmp/err" \
         || fail "another user's process: exit $st: $(cat "$tmp/err")"
     kill $target; wait $target 2>/dev/null || true
+    ;;
+timeout-stacks)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    tftrain=$5 tfdiff=$6
+    small=(--layers 1 --d-model 32 --heads 2 --seq 16 --batch 4 --eval-every 0 -q --steps 4)
+    mpi=(mpirun --allow-run-as-root --oversubscribe -np 2)
+    export OMPI_MCA_mpi_yield_when_idle=1
+    cd "$tmp"
+    timeout -s KILL 60 "${mpi[@]}" "$tftrace" -q -o golden.trace -- "$tftrain" "${small[@]}" >g.log 2>&1 \
+        || fail "golden run: $(tail -5 g.log)"
+    st=0; timeout -s KILL 60 "${mpi[@]}" "$tftrace" -q --timeout 4 --grace 2 -o bad.trace -- \
+        "$tftrain" "${small[@]}" --bug dp-skip@1 >b.log 2>b.err || st=$?
+    [ $st -ne 0 ] || fail "dp-skip@1 did not hang"
+    grep -q "no stacks taken" b.err && { echo "SKIP: $(grep -m1 "no stacks taken" b.err)"; exit 0; }
+    cat b.err | grep -v "^---\|^ *$" | head -20
+    # rank 0 waits in the gradients' all-reduce rank 1 skipped; rank 1 went on to the next one
+    grep -q "^  rank 0: MPI_Allreduce ← dist_allreduce ← train_run ← main$" b.err || fail "stderr: no rank 0 stack"
+    grep -q "^  rank 1: MPI_Allreduce ← dist_allreduce_f64 ← train_run ← main$" b.err || fail "stderr: no rank 1 stack"
+    st=0; "$tfdump" --check bad.trace >check.txt 2>&1 || st=$?
+    [ $st -eq 1 ] || fail "tfdump --check exit $st: $(cat check.txt)"
+    cat check.txt
+    grep -A3 "^desync: missing at step 1" check.txt | grep -q "^stacks: where each rank" || fail "--check: no stacks after the desync"
+    grep -q "^  rank 0: MPI_Allreduce ← dist_allreduce ← train_run ← main$" check.txt || fail "--check: rank 0"
+    grep -q "^  rank 1: MPI_Allreduce ← dist_allreduce_f64 ← train_run ← main$" check.txt || fail "--check: rank 1"
+    "$tfdump" --check --json bad.trace >check.json || true
+    "$tfdump" --events --json --kind stack bad.trace >stacks.jsonl || fail "tfdump --events --kind stack"
+    python3 - check.json stacks.jsonl <<'PY' || fail "JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert [d["kind"] for d in j["desync"]][:1] == ["missing"], j["desync"]
+main = {s["rank"]: s["summary"] for s in j["stacks"] if s["main"]}
+assert main == {0: "MPI_Allreduce ← dist_allreduce ← train_run ← main",
+                1: "MPI_Allreduce ← dist_allreduce_f64 ← train_run ← main"}, main
+for s in j["stacks"]:
+    assert s["frames"] and s["frames"][0].lstrip("? ").startswith("#0"), s
+ev = [json.loads(l) for l in open(sys.argv[2])]
+assert len(ev) == len(j["stacks"]) >= 4, (len(ev), len(j["stacks"]))  # 2 ranks x (main + MPI's threads)
+assert all(e["kind"] == "stack" and e["frames"] for e in ev), ev[0]
+assert any("PMPI_Allreduce" in f for e in ev if e["main"] for f in e["frames"])
+PY
+    st=0; "$tfdiff" golden.trace bad.trace >diff.txt 2>&1 || st=$?
+    [ $st -eq 1 ] || fail "tfdiff exit $st"
+    grep -A3 "^desync: missing at step 1" diff.txt | grep -q "^stacks: where each rank's main thread in BAD" \
+        || fail "tfdiff: no stacks after the desync: $(grep -A3 desync diff.txt)"
+    grep -q "^  rank 1: MPI_Allreduce ← dist_allreduce_f64 ← train_run ← main$" diff.txt || fail "tfdiff: rank 1"
+    "$tfdiff" --json golden.trace bad.trace >diff.json || true
+    python3 -c "import json,sys; j=json.load(open('diff.json')); assert len([s for s in j['stacks'] if s['main']])==2, j['stacks']" \
+        || fail "tfdiff --json: stacks"
+    # golden has no desync: no stacks section, an empty list
+    "$tfdiff" --json golden.trace golden.trace >same.json || true
+    python3 -c "import json; j=json.load(open('same.json')); assert j['stacks']==[], j['stacks']" || fail "golden vs golden: stacks"
     ;;
 *) fail "unknown case $case_name" ;;
 esac
