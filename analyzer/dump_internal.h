@@ -198,6 +198,11 @@ int dump_events(dump_trace *d, const dump_opts *o);
 int dump_verify(dump_trace *d, const dump_opts *o);
 int dump_chunks(dump_trace *d, const dump_opts *o);
 int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
+/* The process table(s) of trace directory dir (processes-PID.json,
+ * dump_procs.c): text lines for the summary, or the "processes" key (null
+ * when none). Nothing for a rank file or a trace without one. */
+void dump_procs_text(const char *dir);
+void dump_procs_json(cJSON *j, const char *dir);
 
 /* --check's findings, for the HTML page (dump_html.c). */
 typedef struct dump_nonfinite {

@@ -26,6 +26,14 @@ int stacks_main(int argc, char **argv);
 struct collector;
 void timeout_stacks(struct collector *col, int quiet);
 
+/* Every process of the job from the kernel (proc_events.c): start before
+ * the command is spawned, poll from the supervision loop, finish after the
+ * collector (prints what did not end with 0, writes processes-PID.json). */
+struct collector_summary;
+void proc_events_start(void);
+void proc_events_poll(struct collector *col, int child);
+void proc_events_finish(int dir_fd, const char *dir, unsigned mode, int quiet, const struct collector_summary *s);
+
 /* BPF commands' checks (stacks_cmd.c): 0, or a message on stderr and 2. */
 int bpf_privilege_check(const char *cmd);
 

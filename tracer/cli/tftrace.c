@@ -608,6 +608,7 @@ static void supervise(collector *col, const opts *o, run_state *rs)
     double start = now_s(), last_flush = start, child_gone_at = 0;
     for (;;) {
         size_t n = collector_poll(col);
+        proc_events_poll(col, rs->child);
         double t = now_s();
         if (!rs->exited) {
             int st;
@@ -792,6 +793,7 @@ static int finish(collector *col, const trace_dir *td, const char *dir, const op
     free(mr);
     if (!o->quiet)
         print_summary(dir, &s);
+    proc_events_finish(td->fd, dir, o->mode, o->quiet, &s);
     warn_dropped(&s);
     for (int i = 0; i < s.nranks; i++)
         if (s.ranks[i].err)
@@ -824,7 +826,8 @@ static int trace_entry(const char *n)
     size_t len = strlen(n);
     return !strcmp(n, "manifest.json") || !strncmp(n, ".manifest.reserve.", 18) ||
            (!strncmp(n, ".manifest.json.", 15) && len > 4 && !strcmp(n + len - 4, ".tmp")) ||
-           (!strncmp(n, "rank-", 5) && len > 4 && !strcmp(n + len - 4, ".tft"));
+           (!strncmp(n, "rank-", 5) && len > 4 && !strcmp(n + len - 4, ".tft")) ||
+           (!strncmp(n, "processes-", 10) && len > 5 && !strcmp(n + len - 5, ".json"));
 }
 
 /* The first entry of the directory that is neither ignorable nor (when
@@ -1206,6 +1209,7 @@ int main(int argc, char **argv)
         return 2;
     }
     run_state rs = {0};
+    proc_events_start();   /* before the fork: the command is tracked from its first instruction */
     rs.child = spawn(o.cmd);
     if (rs.child < 0) {
         fprintf(stderr, "tftrace: fork: %s\n", strerror(errno));

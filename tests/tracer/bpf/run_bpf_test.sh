@@ -5,6 +5,9 @@
 #                MPI_Allreduce); `tftrace stacks` on its 4 pids names them
 #   stacks-perm  an unprivileged user gets the permission message and exit 2;
 #                with CAP_BPF+CAP_PERFMON, another user's process is refused
+#   lifecycle    (STATIC_PROG too) a static binary's exit code, a SIGKILL and an
+#                OOM kill (a memory cgroup, where the machine has one) under
+#                tftrace: its summary, processes-PID.json, tfdump's summary
 #   timeout-stacks  (TFTRAIN TFDIFF too) the bug zoo's dp-skip@1 under
 #                `tftrace --timeout`: the stacks before SIGTERM on stderr, in
 #                the trace (STACK records), in tfdump --check and tfdiff
@@ -99,6 +102,49 @@ stacks-perm)
     [ $st -eq 2 ] && grep -q "belongs to user 0.*only root may look at another user's process" "$tmp/err" \
         || fail "another user's process: exit $st: $(cat "$tmp/err")"
     kill $target; wait $target 2>/dev/null || true
+    ;;
+lifecycle)
+    sprog=$5
+    cd "$tmp"
+    st=0; timeout -s KILL 60 "$tftrace" -o life.trace -- sh -c \
+        "$sprog exit 3; $sprog sleep 30 & p=\$!; sleep 0.3; kill -KILL \$p; wait; $sprog exit 0" 2>life.err || st=$?
+    cat life.err
+    [ $st -eq 0 ] || fail "the command's status $st, want 0 (its last command's)"
+    grep -q "no process table" life.err && { echo "SKIP: $(grep -m1 "no process table" life.err)"; exit 0; }
+    grep -q "^tftrace: 5 processes in the job, 3 ended with status 0:$" life.err || fail "summary: process count"
+    grep -q "^  pid [0-9]* $sprog: exit 3 (no recorder in it)$" life.err || fail "summary: the static binary's exit 3"
+    grep -q "^  pid [0-9]* $sprog: killed by SIGKILL (no recorder in it)$" life.err || fail "summary: the SIGKILL"
+    "$tfdump" life.trace >dump.txt || fail "tfdump: $(cat dump.txt)"
+    grep -q "^processes    5 in the job" dump.txt || fail "tfdump: no processes line: $(cat dump.txt)"
+    grep -q "pid [0-9]* $sprog: exit 3 (no recorder in it)$" dump.txt || fail "tfdump: exit 3"
+    "$tfdump" --json life.trace >dump.json || true
+    python3 - dump.json "$sprog" <<'PY' || fail "tfdump --json processes"
+import json, sys
+p = json.load(open(sys.argv[1]))["processes"]
+st = sorted((x["exit_code"] if x["exit_code"] is not None else -1, x["signal"] or 0) for x in p if x["exe"] == sys.argv[2])
+assert st == [(-1, 9), (0, 0), (3, 0)], st
+assert all(x["ended"] and x["rank"] is None and not x["oom_killed"] for x in p), p
+PY
+    # the OOM killer: a memory cgroup of 64 MiB (v2 memory.max or v1 memory.limit_in_bytes)
+    cg= lim=
+    if [ -w /sys/fs/cgroup/cgroup.subtree_control ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        cg=/sys/fs/cgroup/tft-oom-$$ lim=memory.max
+    elif [ -d /sys/fs/cgroup/memory ] && [ -w /sys/fs/cgroup/memory ]; then
+        cg=/sys/fs/cgroup/memory/tft-oom-$$ lim=memory.limit_in_bytes
+    fi
+    if [ -z "$cg" ] || ! mkdir "$cg" 2>/dev/null; then
+        echo "PASS: lifecycle without the OOM case (no writable memory cgroup)"; exit 0
+    fi
+    trap 'rmdir "$cg" 2>/dev/null; cleanup' EXIT
+    echo $((64 << 20)) >"$cg/$lim"
+    [ -e "$cg/memory.swap.max" ] && echo 0 >"$cg/memory.swap.max"
+    st=0; timeout -s KILL 60 "$tftrace" -o oom.trace -- sh -c "echo \$\$ >$cg/cgroup.procs && exec $sprog hog 1024" \
+        2>oom.err || st=$?
+    cat oom.err
+    [ $st -eq 137 ] || fail "the hog's status $st, want 137 (SIGKILL)"
+    grep -q "^  pid [0-9]* $sprog: killed by SIGKILL — the OOM killer (no recorder in it)$" oom.err \
+        || fail "summary: no OOM kill named"
+    "$tfdump" oom.trace | grep -q "killed by SIGKILL — the OOM killer" || fail "tfdump: no OOM kill"
     ;;
 timeout-stacks)
     command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
