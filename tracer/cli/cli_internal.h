@@ -7,6 +7,7 @@
 #define TFT_CLI_INTERNAL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* `tftrace replay ...`: re-runs a golden and a bad recording up to where
  * they part, with capture armed, and compares (docs/REPLAY.md). argv[0] is
@@ -36,5 +37,9 @@ void proc_events_finish(int dir_fd, const char *dir, unsigned mode, int quiet, c
 
 /* BPF commands' checks (stacks_cmd.c): 0, or a message on stderr and 2. */
 int bpf_privilege_check(const char *cmd);
+int bpf_target_check(const char *cmd, pid_t pid);
+
+/* `tftrace attach ...` (attach_cmd.c): argv[0] is "attach". */
+int attach_main(int argc, char **argv);
 
 #endif

@@ -6,6 +6,7 @@
  *   tftrace [-o PATH] [--stats MODE] [--every N] [--timeout S] [--no-drop] -- CMD ...
  *   tftrace replay [options] GOLDEN BAD         (replay.c)
  *   tftrace stacks [--json] PID...              (stacks_cmd.c, docs/ATTACH.md)
+ *   tftrace attach [-o TRACE] PID...            (attach_cmd.c, docs/ATTACH.md)
  *
  * The trace directory (docs/SECURITY.md): new or empty, owned by the caller,
  * not a symbolic link (unless --force), locked for the whole run (the
@@ -88,6 +89,7 @@ static void usage(FILE *f)
             "usage: tftrace [options] -- COMMAND [ARGS...]\n"
             "       tftrace replay [options] GOLDEN BAD   (see tftrace replay --help)\n"
             "       tftrace stacks [--json] PID...        where every thread is (BPF; docs/ATTACH.md)\n"
+            "       tftrace attach [-o TRACE] [--duration S] PID...  record running MPI processes (BPF)\n"
             "Runs COMMAND with the tftrace recorder and writes a trace directory.\n\n"
             "  -o, --output PATH     trace directory (default: tftrace-DATE-TIME.trace). It must be\n"
             "                        new or empty and yours; a symbolic link is not followed;\n"
@@ -1158,6 +1160,8 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "stacks"))
         return stacks_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "attach"))
+        return attach_main(argc - 1, argv + 1);
     opts o = {0};
     int e = parse_args(argc, argv, &o);
     if (e)

@@ -5,6 +5,10 @@
 #                MPI_Allreduce); `tftrace stacks` on its 4 pids names them
 #   stacks-perm  an unprivileged user gets the permission message and exit 2;
 #                with CAP_BPF+CAP_PERFMON, another user's process is refused
+#   attach-mpi   `tftrace attach --duration 2` to a running 2-rank MPI_Allreduce
+#                loop: the calls recorded with counts, types and consecutive
+#                sequence numbers, no false desync; the loop's output unchanged
+#                and the loop running on after the probes are removed
 #   lifecycle    (STATIC_PROG too) a static binary's exit code, a SIGKILL and an
 #                OOM kill (a memory cgroup, where the machine has one) under
 #                tftrace: its summary, processes-PID.json, tfdump's summary
@@ -101,7 +105,51 @@ stacks-perm)
         "$tftrace" stacks $target 2>"$tmp/err" || st=$?
     [ $st -eq 2 ] && grep -q "belongs to user 0.*only root may look at another user's process" "$tmp/err" \
         || fail "another user's process: exit $st: $(cat "$tmp/err")"
+    st=0; setpriv --reuid=65534 --regid=65534 --clear-groups "$tftrace" attach -o "$tmp/a.trace" $target \
+        2>"$tmp/err" || st=$?
+    [ $st -eq 2 ] && grep -q "tftrace attach: needs root or the capabilities CAP_BPF and CAP_PERFMON" "$tmp/err" \
+        || fail "attach unprivileged: exit $st: $(cat "$tmp/err")"
+    [ ! -e "$tmp/a.trace" ] || fail "attach unprivileged made a trace"
+    # a process without MPI: nothing to attach, said
+    st=0; "$tftrace" attach -o "$tmp/b.trace" --duration 1 $target 2>"$tmp/err" || st=$?
+    [ $st -eq 2 ] && grep -q "maps no MPI library" "$tmp/err" || fail "attach to sleep: exit $st: $(cat "$tmp/err")"
+    kill -0 $target || fail "the target died"
     kill $target; wait $target 2>/dev/null || true
+    ;;
+attach-mpi)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    start_job 2 loop 0 "$tmp"
+    sleep 1
+    st=0; "$tftrace" attach -o "$tmp/a.trace" --duration 2 $pids 2>"$tmp/err" || st=$?
+    cat "$tmp/err"
+    bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
+    [ $st -eq 0 ] || fail "tftrace attach exited $st"
+    lines=$(wc -l <"$tmp/job.out")
+    sleep 1
+    for p in $pids; do kill -0 $p || fail "rank pid $p died after the attach"; done
+    [ "$(wc -l <"$tmp/job.out")" -gt "$lines" ] || fail "the loop stopped after the probes were removed"
+    kill_job
+    "$tfdump" --events --json --kind collective "$tmp/a.trace" >"$tmp/ev.jsonl" || fail "tfdump --events"
+    python3 - "$tmp/ev.jsonl" "$tmp/job.out" <<'PY' || fail "records"
+import json, re, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+done = [e for e in ev if e["phase"] == "exit"]
+by = {r: [e for e in done if e["rank"] == r] for r in (0, 1)}
+assert len(by[0]) > 100 and len(by[0]) == len(by[1]), {r: len(v) for r, v in by.items()}
+for r, v in by.items():
+    assert [e["coll_seq"] for e in v] == list(range(len(v))), r   # consecutive from the attach
+    assert all(e["name"] == "MPI_Allreduce" and e["count"] == 1024 and e["dtype"] == "i32" and e["op"] == "sum"
+               and e["nranks"] == 2 and e["comm_rank"] == r and e["t_exit"] > e["t_enter"] for e in v), v[0]
+assert len({e["comm"] for e in done}) == 1
+# the loop's own checksums: unchanged by the probes
+out = [l for l in open(sys.argv[2]) if l.startswith("iter ")]
+assert out, "no output"
+for l in out:
+    n, s = map(int, re.match(r"iter (\d+) sum (\d+)", l).groups())
+    assert s == 1048576 + 2048 * (n - 1), l
+PY
+    st=0; "$tfdump" --check "$tmp/a.trace" >"$tmp/check" 2>&1 || st=$?
+    [ $st -eq 0 ] || fail "tfdump --check on the attached trace: exit $st: $(cat "$tmp/check")"
     ;;
 lifecycle)
     sprog=$5
