@@ -4,12 +4,15 @@
  * from step() called by main. Each rank writes its pid to DIR/pid.RANK once
  * it is about to hang. With "loop N": every rank calls MPI_Allreduce N
  * times (0 = forever) on an int buffer of 1024, printing a checksum line per
- * 100 calls; for `tftrace attach`. Usage: mpi_hang hang DIR | loop N DIR
+ * 100 calls; for `tftrace attach`. With MPI_HANG_GO set the loop waits
+ * for the file DIR/go first, and rank 0 prints the loop's time at the end
+ * ("elapsed S"; bench/bpf/attach_cost.sh). Usage: mpi_hang hang DIR | loop N DIR
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void write_pid(const char *dir, int rank)
@@ -51,6 +54,14 @@ int main(int argc, char **argv)
     } else if (argc >= 4) {
         long n = atol(argv[2]);
         write_pid(argv[3], rank);
+        if (getenv("MPI_HANG_GO")) {
+            char go[4096];
+            snprintf(go, sizeof go, "%s/go", argv[3]);
+            while (access(go, F_OK) != 0)
+                usleep(10000);
+        }
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         for (long it = 0; n == 0 || it < n; it++) {
             for (int i = 0; i < 1024; i++)
                 buf[i] = rank + i + (int)it;
@@ -63,6 +74,9 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
         }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (rank == 0 && getenv("MPI_HANG_GO"))
+            printf("elapsed %.6f\n", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     }
     MPI_Finalize();
     return 0;
