@@ -96,8 +96,10 @@ void dump_procs_text(const char *dir)
             continue;
         const cJSON *rank = cJSON_GetObjectItem(p, "rank");
         const char *exe = str(p, "exe")[0] ? str(p, "exe") : str(p, "comm");
-        printf("             pid %d %s: %s%s\n", (int)cJSON_GetNumberValue(cJSON_GetObjectItem(p, "pid")), exe,
-               str(p, "end"), cJSON_IsNumber(rank) ? "" : " (no recorder in it)");
+        const cJSON *pid = cJSON_GetObjectItem(p, "pid");   /* the file is input: never trusted */
+        long long pv = cJSON_IsNumber(pid) && pid->valuedouble >= 0 && pid->valuedouble < 1e12
+                           ? (long long)pid->valuedouble : -1;
+        printf("             pid %lld %s: %s%s\n", pv, exe, str(p, "end"), cJSON_IsNumber(rank) ? "" : " (no recorder in it)");
     }
     cJSON_Delete(all);
 }

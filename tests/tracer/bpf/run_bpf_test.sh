@@ -173,6 +173,11 @@ st = sorted((x["exit_code"] if x["exit_code"] is not None else -1, x["signal"] o
 assert st == [(-1, 9), (0, 0), (3, 0)], st
 assert all(x["ended"] and x["rank"] is None and not x["oom_killed"] for x in p), p
 PY
+    # a damaged table is said and skipped, the rest of the summary stands
+    echo '{"processes": [{"pid": "x"}, 7' >life.trace/processes-1.json
+    st=0; "$tfdump" life.trace >dump2.txt 2>dump2.err || st=$?
+    [ $st -eq 0 ] && grep -q "processes-1.json: not a process table" dump2.err && grep -q "^processes    5 in" dump2.txt \
+        || fail "damaged table: exit $st: $(cat dump2.err)"
     # the OOM killer: a memory cgroup of 64 MiB (v2 memory.max or v1 memory.limit_in_bytes)
     cg= lim=
     if [ -w /sys/fs/cgroup/cgroup.subtree_control ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
