@@ -283,7 +283,8 @@ static int side_next(align_side *s, const tft_rec **rec, uint32_t *key)
     } else if (rc > 0) {
         *key = rec_thread_key(s);
         uint16_t k = (*rec)->kind;
-        s->records += k != TFT_REC_PROCESS && k != TFT_REC_THREAD && k != TFT_REC_SYNC && k != TFT_REC_DROPPED;
+        s->records += k != TFT_REC_PROCESS && k != TFT_REC_THREAD && k != TFT_REC_SYNC && k != TFT_REC_DROPPED &&
+                      k != TFT_REC_STACK;
     }
     return rc;
 }

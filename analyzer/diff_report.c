@@ -5,6 +5,7 @@
 #include "diff_common.h"
 #include "diff_report.h"
 #include "diff_drops.h"
+#include "diff_stacks.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -38,6 +39,7 @@ struct diff_report {
     char **argv;
     chk_finding checks[32];   /* detector findings BAD has and GOLDEN lacks (report_add_check) */
     int nchecks;
+    diff_stacks stacks;       /* BAD's STACK records, read when it has a desync (owned) */
 };
 
 void report_add_check(diff_report *r, const chk_finding *f)
@@ -70,9 +72,18 @@ diff_report *report_new(const char *golden, const char *bad, const diff_opts *o)
 
 void report_free(diff_report *r)
 {
-    if (r)
+    if (r) {
         free(r->ranks);
+        diff_stacks_free(&r->stacks);
+    }
     free(r);
+}
+
+void report_set_stacks(diff_report *r, diff_stacks *s)
+{
+    diff_stacks_free(&r->stacks);
+    r->stacks = *s;
+    *s = (diff_stacks){0};
 }
 
 void report_note(diff_report *r, const char *fmt, ...)
@@ -472,6 +483,7 @@ static cJSON *json_findings(const diff_report *r)
         diff_desync_json_more(x, r->desyncs, r->ndesyncs, i);
         cJSON_AddItemToArray(ds, x);
     }
+    cJSON_AddItemToObject(o, "stacks", diff_stacks_json(&r->stacks));
     uint64_t wt = 0;
     for (int i = 0; i < r->nranks; i++)
         wt += r->ranks[i].within_tolerance;
@@ -638,6 +650,11 @@ void report_text(const diff_report *r, FILE *f)
         fprintf(f, "desync: %s at %s (%s): %s\n", desync_kind_name(r->desyncs[i].kind),
                 diff_step_text(r->desyncs[i].step, sb, sizeof(sb)), where,
                 r->desyncs[i].detail);
+    }
+    if (r->stacks.n) {
+        fprintf(f, "stacks: where each rank's main thread in BAD was when tftrace --timeout stopped it"
+                   " (tfdump --events --kind stack BAD: every thread's frames):\n");
+        diff_stacks_print(f, &r->stacks, "  ");
     }
     text_ranks(r, f);
     uint64_t cmp = 0, same = 0, tol = 0;

@@ -25,6 +25,10 @@ void report_add_desync(diff_report *r, const diff_desync *d);
  * does not change the verdict. At most 32 are kept. */
 void report_add_check(diff_report *r, const chk_finding *f);
 const chk_finding *report_checks(const diff_report *r, int *n);
+/* BAD's STACK records (diff_stacks.h), shown with the desyncs; moved from
+ * *s (left empty). */
+struct diff_stacks;
+void report_set_stacks(diff_report *r, struct diff_stacks *s);
 /* BAD recorded nothing (a manifest and no rank file): a finding. what says
  * what its manifest knows; exit_status is the manifest's (128 + N: killed
  * by signal N; -1 unknown). */

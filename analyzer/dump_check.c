@@ -31,6 +31,7 @@ typedef struct check_scan {
     chk_rank **chk;     /* per rank file: the detectors' state */
     const chk_opts *copts;
     double clip_cmd;    /* the clip threshold the recorded command line states, 0 unknown */
+    diff_stacks *stacks; /* per rank file: its STACK records */
 } check_scan;
 
 static int scan_one(void *ctx, int i, int worker)
@@ -50,7 +51,9 @@ static int scan_one(void *ctx, int i, int worker)
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) { /* one pass feeds both */
         if (rec->kind == TFT_REC_DROPPED)
             tft_drop_sum_add(ds, (const tft_rec_dropped *)rec, rec->len);
-        if ((e = diff_spill_extract_record(x, rec)) == 0 && (e = diff_leak_scan_record(ls, r, rec)) == 0)
+        if (rec->kind == TFT_REC_STACK)
+            e = diff_stacks_add(&c->stacks[i], r, tft_trace_rank_id(c->d->t, i), rec);
+        else if ((e = diff_spill_extract_record(x, rec)) == 0 && (e = diff_leak_scan_record(ls, r, rec)) == 0)
             e = chk_rank_record(ck, r, rec);
     }
     if (e == 0)
@@ -156,6 +159,11 @@ static void print_text(const dump_check_result *res, int lossy)
         printf("desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind),
                diff_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
     }
+    if (res->stacks.n) {
+        printf("stacks: where each rank's main thread was when tftrace --timeout stopped the run"
+               " (all threads: tfdump --events --kind stack):\n");
+        diff_stacks_print(stdout, &res->stacks, "  ");
+    }
     for (int i = 0; i < res->nfind; i++)
         check_print_finding(stdout, &res->findings[i]);
     char v[256];
@@ -237,6 +245,7 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
         diff_desync_json_more(x, ds, nd, i);
         cJSON_AddItemToArray(da, x);
     }
+    cJSON_AddItemToObject(o, "stacks", diff_stacks_json(&res->stacks));
     check_json_findings(o, res);
     cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */
     out_json_line(o);
@@ -251,11 +260,17 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = diff_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
                     .drops = calloc((size_t)n + 1, sizeof(*c.drops)), .chk = calloc((size_t)n + 1, sizeof(*c.chk)),
-                    .copts = &o->chk, .clip_cmd = dump_check_clip_of(tft_trace_manifest(d->t))};
+                    .copts = &o->chk, .clip_cmd = dump_check_clip_of(tft_trace_manifest(d->t)),
+                    .stacks = calloc((size_t)n + 1, sizeof(*c.stacks))};
     res->findings = calloc(CHK_FIND_MAX, sizeof(*res->findings));
-    int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && res->findings
+    int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && c.stacks && res->findings
                 ? diff_pool_run(n, diff_pool_width(), scan_one, &c)
                 : -ENOMEM;
+    if (!e)
+        e = diff_stacks_merge(&res->stacks, c.stacks, n);
+    for (int i = 0; c.stacks && i < n; i++)
+        diff_stacks_free(&c.stacks[i]);
+    free(c.stacks);
     int nl = 0, nd = 0;
     if (!e) {
         first_nonfinite(d, c.sp, &res->nf);
@@ -306,6 +321,7 @@ void dump_check_result_free(dump_check_result *res)
     res->drops = NULL;
     free(res->findings);
     res->findings = NULL;
+    diff_stacks_free(&res->stacks);
 }
 
 bool dump_check_found(const dump_check_result *res)

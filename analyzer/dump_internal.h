@@ -12,6 +12,7 @@
 
 #include "check_detect.h"
 #include "diff.h"
+#include "diff_stacks.h"
 #include "tft_format.h"
 #include "tft_u64map.h"
 
@@ -199,6 +200,11 @@ int dump_events(dump_trace *d, const dump_opts *o);
 int dump_verify(dump_trace *d, const dump_opts *o);
 int dump_chunks(dump_trace *d, const dump_opts *o);
 int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
+/* The process table(s) of trace directory dir (processes-PID.json,
+ * dump_procs.c): text lines for the summary, or the "processes" key (null
+ * when none). Nothing for a rank file or a trace without one. */
+void dump_procs_text(const char *dir);
+void dump_procs_json(cJSON *j, const char *dir);
 
 /* --check's findings, for the HTML page (dump_html.c). */
 typedef struct dump_nonfinite {
@@ -220,6 +226,7 @@ typedef struct dump_check_result {
     chk_finding *findings;    /* the detectors' findings, sorted (owned; docs/CHECK.md) */
     int nfind;
     int nerr, nwarn, ninfo;   /* findings by severity */
+    diff_stacks stacks;       /* STACK records: where each thread was at --timeout (owned) */
 } dump_check_result;
 /* Whether --check found anything that sets exit status 1: a non-finite
  * value, a leak, a desync, or a detector's error or warning (notes do not). */

@@ -9,6 +9,7 @@
 #include "dump_internal.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 static void json_device(cJSON *o, int kind, int dev)
 {
@@ -224,6 +225,29 @@ static void json_process(cJSON *o, const tft_rec_process *p)
     json_u64(o, "rss", p->rss);
 }
 
+/* A STACK record (FORMAT.md §5.16); frames as an array of their lines. */
+static void json_stack(cJSON *o, const tft_rec_stack *s, const tft_reader *r)
+{
+    char b[18];
+    cJSON_AddNumberToObject(o, "pid", s->pid);
+    cJSON_AddNumberToObject(o, "tid", s->tid);
+    cJSON_AddBoolToObject(o, "main", (s->h.flags & TFT_STACK_FLAG_MAIN) != 0);
+    cJSON_AddStringToObject(o, "snapshot", s->source == 1 ? "on-cpu" : s->source == 2 ? "off-cpu" : "running");
+    json_str_or_null(o, "comm", rec_string(r, s->comm, b));
+    json_str_or_null(o, "summary", rec_string(r, s->summary, b));
+    cJSON *fa = cJSON_AddArrayToObject(o, "frames");
+    const char *fr = s->frames ? tft_reader_string(r, s->frames) : NULL;
+    for (const char *p = fr; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        cJSON_AddItemToArray(fa, cJSON_CreateString(line));
+        p = e ? e + 1 : p + n;
+    }
+    json_str_or_null(o, "note", rec_string(r, s->note, b));
+}
+
 static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
 {
     char b[18];
@@ -261,6 +285,7 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
         break;
     }
     case TFT_REC_SYNC: break; /* the watermark is the record's step */
+    case TFT_REC_STACK: json_stack(o, (const tft_rec_stack *)rec, r); break;
     default: cJSON_AddNumberToObject(o, "len", rec->len); break;
     }
 }

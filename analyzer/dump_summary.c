@@ -345,6 +345,7 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
     }
     printf("integrity    %s\n", integrity_name(s->integrity));
     text_exits(s, d->n);
+    dump_procs_text(o->path);
     for (size_t i = 0; i < d->log.n; i++)
         printf("%s %s\n", i ? "            " : "problems    ", d->log.msgs[i]);
     if (d->log.more)
@@ -556,6 +557,7 @@ static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s
     json_u64(j, "problems_not_shown", d->log.more);
     const tft_manifest *m = d->unrecorded ? &d->manifest : tft_trace_manifest(d->t);
     cJSON_AddItemToObject(j, "manifest", json_manifest(m));
+    dump_procs_json(j, o->path);
     cJSON *files = cJSON_AddArrayToObject(j, "files");
     for (int i = 0; files && i < d->n; i++)
         cJSON_AddItemToArray(files, json_file(d, i, &s->ranks[i]));
@@ -610,6 +612,7 @@ static void unrecorded_text(dump_trace *d, const dump_opts *o)
         printf("duration     %.3f s\n", (double)ns * 1e-9);
     run_exit_text(m, buf, sizeof(buf));
     printf("exit         %s\n", buf);
+    dump_procs_text(o->path);
     unrecorded_why(m, buf, sizeof(buf));
     printf("recorded     nothing (%s)\n", buf);
 }

@@ -36,6 +36,7 @@ const char *rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
     case TFT_REC_CAPTURE: return rec_string(r, ((const tft_rec_capture *)rec)->name, buf);
     case TFT_REC_THREAD: return rec_string(r, ((const tft_rec_thread *)rec)->name, buf);
     case TFT_REC_COMM: return rec_string(r, ((const tft_rec_comm *)rec)->name, buf);
+    case TFT_REC_STACK: return rec_string(r, ((const tft_rec_stack *)rec)->summary, buf);
     default: return NULL;
     }
 }
@@ -233,6 +234,23 @@ const char *drop_reason_name(uint32_t reason)
     return reason < 3 ? n[reason] : "?";
 }
 
+/* A STACK record (FORMAT.md §5.16): who, the summary, then the frames
+ * indented on the lines that follow. */
+static void text_stack(FILE *f, const tft_rec_stack *s, const tft_reader *r)
+{
+    fprintf(f, " pid=%d tid=%d%s comm=%s: %s", (int)s->pid, (int)s->tid,
+            s->h.flags & TFT_STACK_FLAG_MAIN ? " main" : "", txt(r, s->comm), txt(r, s->summary));
+    const char *fr = s->frames ? tft_reader_string(r, s->frames) : NULL;
+    for (const char *p = fr; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        fprintf(f, "\n      %.*s", (int)n, p);
+        p = e ? e + 1 : p + n;
+    }
+    if (s->note)
+        fprintf(f, "\n      (%s)", txt(r, s->note));
+}
+
 static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
 {
     switch (rec->kind) {
@@ -269,6 +287,7 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
         break;
     }
     case TFT_REC_SYNC: fputs(" (no earlier step follows)", f); break;
+    case TFT_REC_STACK: text_stack(f, (const tft_rec_stack *)rec, r); break;
     default: fprintf(f, " len=%u", rec->len); break;
     }
 }

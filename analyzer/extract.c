@@ -137,8 +137,8 @@ static bool rank_selected(const ex_sel *s, int rank)
     return !s->ranks || bsearch(&rank, s->ranks, (size_t)s->nranks, sizeof(int), cmp_int);
 }
 
-/* The string ids a record names (FORMAT.md §5), at most 2. */
-static int string_refs(const tft_rec *rec, uint64_t ids[2])
+/* The string ids a record names (FORMAT.md §5), at most 4. */
+static int string_refs(const tft_rec *rec, uint64_t ids[4])
 {
     switch (rec->kind) {
     case TFT_REC_OP:
@@ -156,6 +156,11 @@ static int string_refs(const tft_rec *rec, uint64_t ids[2])
     case TFT_REC_KERNEL: ids[0] = ((const tft_rec_kernel *)rec)->name; return 1;
     case TFT_REC_THREAD: ids[0] = ((const tft_rec_thread *)rec)->name; return 1;
     case TFT_REC_COMM: ids[0] = ((const tft_rec_comm *)rec)->name; return 1;
+    case TFT_REC_STACK: {
+        const tft_rec_stack *s = (const tft_rec_stack *)rec;
+        ids[0] = s->comm, ids[1] = s->summary, ids[2] = s->frames, ids[3] = s->note;
+        return 4;
+    }
     default: return 0;
     }
 }
@@ -218,7 +223,7 @@ static void log_stderr(void *ctx, int level, const char *msg)
 /* The writer's copy of the source reader's texts of rec's strings. */
 static int copy_strings(tft_writer *w, const tft_reader *r, const tft_rec *rec)
 {
-    uint64_t ids[2];
+    uint64_t ids[4];
     int n = string_refs(rec, ids);
     for (int k = 0; k < n; k++) {
         const char *s = ids[k] ? tft_reader_string(r, ids[k]) : NULL;

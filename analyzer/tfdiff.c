@@ -12,6 +12,7 @@
 #include "diff.h"
 #include "diff_common.h"
 #include "diff_report.h"
+#include "diff_stacks.h"
 #include "diff_tensors.h"
 #include "report_html.h"
 #include "tfdiff_mpi.h"
@@ -590,6 +591,14 @@ static int compare_desyncs(tft_trace *g, tft_trace *b, diff_spill *gsp, diff_spi
             in_golden |= gd[k].kind == bd[j].kind && gd[k].comm == bd[j].comm && gd[k].coll_seq == bd[j].coll_seq;
         if (!in_golden)
             report_add_desync(rep, &bd[j]);
+    }
+    int nrep;
+    report_desyncs(rep, &nrep);
+    if (nrep > 0) {   /* a hang: where each rank was, when --timeout took it (FORMAT.md §5.16) */
+        diff_stacks st = {0};
+        if (diff_stacks_read(b, &st) == 0)
+            report_set_stacks(rep, &st);
+        diff_stacks_free(&st);
     }
     return 0;
 }

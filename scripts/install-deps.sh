@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config git ca-certificates
   libzstd-dev zstd libxxhash-dev libcjson-dev
-  libbpf-dev clang llvm bpftool libelf-dev zlib1g-dev
+  libbpf-dev clang llvm bpftool libelf-dev libdw-dev zlib1g-dev
   libopenblas-dev openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-mpi4py python3-venv
   libclang-rt-dev

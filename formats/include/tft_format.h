@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 5 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: per-rank manifest fragments, host per rank */
+#define TFT_FORMAT_MINOR 5 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: STACK records, per-rank manifest fragments, host per rank */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -76,7 +76,8 @@ enum tft_rec_kind {
     TFT_REC_THREAD = 13,    /* the recording thread of the records that follow (format 1.2) */
     TFT_REC_SYNC = 14,      /* no later record of the file has an earlier step (format 1.2) */
     TFT_REC_COMM = 15,      /* a communicator: identity, rank, size, members (format 1.2) */
-    TFT_REC_KIND_MAX = 16
+    TFT_REC_STACK = 16,     /* one thread's call stack, taken from outside (format 1.5) */
+    TFT_REC_KIND_MAX = 17
 };
 
 enum tft_step_phase { TFT_STEP_BEGIN = 0, TFT_STEP_END = 1 };
@@ -287,6 +288,26 @@ typedef struct tft_rec_comm {
 #define TFT_COMM_FLAG_INTER 0x1u
 /* Most members one COMM record lists (a larger communicator lists none). */
 #define TFT_COMM_MAX_MEMBERS ((TFT_REC_MAX_BYTES - sizeof(tft_rec_comm)) / 4u)
+
+/* One thread's user-space call stack (format 1.5, FORMAT.md §5.16), taken
+ * by tftrace from outside the process (BPF; --timeout before it stops a
+ * hung run). The rank file's rank is the process's. All text is in the
+ * strings: frames one per line "#N 0xPC FUNC+0xOFF (MODULE+0xOFF)", a
+ * frame found by scanning the stack (a guess) starting with '?'. */
+typedef struct tft_rec_stack {
+    tft_rec h;          /* h.step, h.seq: TFT_STEP_NONE, TFT_SEQ_NONE */
+    int32_t pid;
+    int32_t tid;
+    uint32_t source;    /* 1 sampled on a CPU, 2 off CPU (asleep, preempted), 3 running (registers may be stale) */
+    uint32_t nframes;
+    uint64_t comm;      /* string id: the thread's name */
+    uint64_t summary;   /* string id: "MPI_Allreduce ← step ← main" */
+    uint64_t frames;    /* string id: the frames, one per line, innermost first */
+    uint64_t note;      /* string id: why unwinding stopped early, 0 none */
+} tft_rec_stack;        /* 80 bytes */
+#define TFT_STACK_FLAG_MAIN 0x1u /* h.flags: the process's main thread */
+#define TFT_STACK_FLAG_SCAN 0x2u /* h.flags: some frames are guesses from a stack scan */
+#define TFT_STACK_FLAG_TIMEOUT 0x4u /* h.flags: taken by --timeout before SIGTERM */
 
 /* A captured tensor's bytes (format 1.1, FORMAT.md §5.12). A tensor's raw
  * bytes (dense, row-major, its dtype, little-endian) are split into parts

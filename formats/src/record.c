@@ -30,6 +30,7 @@ static const struct {
     [TFT_REC_THREAD] = {"thread", sizeof(tft_rec_thread)},
     [TFT_REC_SYNC] = {"sync", sizeof(tft_rec_sync)},
     [TFT_REC_COMM] = {"comm", sizeof(tft_rec_comm)},
+    [TFT_REC_STACK] = {"stack", sizeof(tft_rec_stack)},
 };
 
 size_t tft_rec_min_size(uint16_t kind)
@@ -102,6 +103,12 @@ int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4])
     case TFT_REC_KERNEL: ids[n++] = ((const tft_rec_kernel *)rec)->name; break;
     case TFT_REC_THREAD: ids[n++] = ((const tft_rec_thread *)rec)->name; break;
     case TFT_REC_COMM: ids[n++] = ((const tft_rec_comm *)rec)->name; break;
+    case TFT_REC_STACK:
+        ids[n++] = ((const tft_rec_stack *)rec)->comm;
+        ids[n++] = ((const tft_rec_stack *)rec)->summary;
+        ids[n++] = ((const tft_rec_stack *)rec)->frames;
+        ids[n++] = ((const tft_rec_stack *)rec)->note;
+        break;
     case TFT_REC_CHECKPOINT:
         ids[n++] = ((const tft_rec_checkpoint *)rec)->path;
         ids[n++] = ((const tft_rec_checkpoint *)rec)->recipe;
@@ -239,4 +246,5 @@ _Static_assert(sizeof(tft_rec_collective) == 112, "COLLECTIVE is 112 bytes since
 _Static_assert(offsetof(tft_rec_collective, tag) == TFT_REC_COLLECTIVE_MIN_BYTES, "1.2 appends the tag");
 _Static_assert(sizeof(tft_rec_thread) == 56, "THREAD is 56 bytes (FORMAT.md 5.13)");
 _Static_assert(sizeof(tft_rec_sync) == 40, "SYNC is 40 bytes (FORMAT.md 5.14)");
+_Static_assert(sizeof(tft_rec_stack) == 80, "STACK is 80 bytes (FORMAT.md 5.16)");
 _Static_assert(sizeof(tft_rec_comm) == 72, "COMM fixed part is 72 bytes (FORMAT.md 5.15)");

@@ -7,6 +7,7 @@
 #define TFT_CLI_INTERNAL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* `tftrace replay ...`: re-runs a golden and a bad recording up to where
  * they part, with capture armed, and compares (docs/REPLAY.md). argv[0] is
@@ -22,5 +23,28 @@ int gather_main(int argc, char **argv);
 /* A name PREFIX-DATE-TIME[-K]SUFFIX that does not exist yet, for output
  * directories (tftrace.c; tftrace-....trace, replay-...). */
 void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix);
+
+/* `tftrace stacks ...` (stacks_cmd.c): argv[0] is "stacks". */
+int stacks_main(int argc, char **argv);
+
+/* --timeout: the stacks of the recording processes, printed and stored
+ * in their rank files before SIGTERM (timeout_stacks.c). Best effort. */
+struct collector;
+void timeout_stacks(struct collector *col, int quiet);
+
+/* Every process of the job from the kernel (proc_events.c): start before
+ * the command is spawned, poll from the supervision loop, finish after the
+ * collector (prints what did not end with 0, writes processes-PID.json). */
+struct collector_summary;
+void proc_events_start(void);
+void proc_events_poll(struct collector *col, int child);
+void proc_events_finish(int dir_fd, const char *dir, unsigned mode, int quiet, const struct collector_summary *s);
+
+/* BPF commands' checks (stacks_cmd.c): 0, or a message on stderr and 2. */
+int bpf_privilege_check(const char *cmd);
+int bpf_target_check(const char *cmd, pid_t pid);
+
+/* `tftrace attach ...` (attach_cmd.c): argv[0] is "attach". */
+int attach_main(int argc, char **argv);
 
 #endif

@@ -6,6 +6,8 @@
  *   tftrace [-o PATH] [--stats MODE] [--every N] [--timeout S] [--no-drop] -- CMD ...
  *   tftrace replay [options] GOLDEN BAD         (replay.c)
  *   tftrace gather OUT DIR...                   (gather.c)
+ *   tftrace stacks [--json] PID...              (stacks_cmd.c, docs/ATTACH.md)
+ *   tftrace attach [-o TRACE] PID...            (attach_cmd.c, docs/ATTACH.md)
  *
  * The trace directory (docs/SECURITY.md): new or empty, owned by the caller,
  * not a symbolic link (unless --force), locked for the whole run (the
@@ -89,6 +91,8 @@ static void usage(FILE *f)
             "usage: tftrace [options] -- COMMAND [ARGS...]\n"
             "       tftrace replay [options] GOLDEN BAD   (see tftrace replay --help)\n"
             "       tftrace gather OUT DIR...             one trace from the directories of a job's nodes\n"
+            "       tftrace stacks [--json] PID...        where every thread is (BPF; docs/ATTACH.md)\n"
+            "       tftrace attach [-o TRACE] [--duration S] PID...  record running MPI processes (BPF)\n"
             "Runs COMMAND with the tftrace recorder and writes a trace directory.\n\n"
             "  -o, --output PATH     trace directory (default: tftrace-DATE-TIME.trace). It must be\n"
             "                        new or empty and yours; a symbolic link is not followed;\n"
@@ -609,6 +613,7 @@ static void supervise(collector *col, const opts *o, run_state *rs)
     double start = now_s(), last_flush = start, child_gone_at = 0;
     for (;;) {
         size_t n = collector_poll(col);
+        proc_events_poll(col, rs->child);
         double t = now_s();
         if (!rs->exited) {
             int st;
@@ -634,6 +639,7 @@ static void supervise(collector *col, const opts *o, run_state *rs)
         }
         if (o->timeout > 0 && !rs->exited && t - start > o->timeout && !rs->term_sent_at) {
             fprintf(stderr, "tftrace: timeout after %.0f s: sending SIGTERM to the command\n", o->timeout);
+            timeout_stacks(col, o->quiet);   /* where it hangs, before it is stopped (docs/ATTACH.md) */
             kill(-rs->child, SIGTERM);
             rs->term_sent_at = t;
         }
@@ -792,6 +798,7 @@ static int finish(collector *col, const trace_dir *td, const char *dir, const op
     free(mr);
     if (!o->quiet)
         print_summary(dir, &s);
+    proc_events_finish(td->fd, dir, o->mode, o->quiet, &s);
     warn_dropped(&s);
     for (int i = 0; i < s.nranks; i++)
         if (s.ranks[i].err)
@@ -824,7 +831,8 @@ static int trace_entry(const char *n)
     size_t len = strlen(n);
     return !strcmp(n, "manifest.json") || !strncmp(n, ".manifest.reserve.", 18) || tft_manifest_fragment_name(n) ||
            (!strncmp(n, ".manifest.json.", 15) && len > 4 && !strcmp(n + len - 4, ".tmp")) ||
-           (!strncmp(n, "rank-", 5) && len > 4 && !strcmp(n + len - 4, ".tft"));
+           (!strncmp(n, "rank-", 5) && len > 4 && !strcmp(n + len - 4, ".tft")) ||
+           (!strncmp(n, "processes-", 10) && len > 5 && !strcmp(n + len - 5, ".json"));
 }
 
 /* The first entry of the directory that is neither ignorable nor (when
@@ -1155,6 +1163,10 @@ int main(int argc, char **argv)
         self_dir(dir, sizeof(dir));
         return replay_main(argc - 1, argv + 1, dir);
     }
+    if (argc > 1 && !strcmp(argv[1], "stacks"))
+        return stacks_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "attach"))
+        return attach_main(argc - 1, argv + 1);
     opts o = {0};
     int e = parse_args(argc, argv, &o);
     if (e)
@@ -1206,6 +1218,7 @@ int main(int argc, char **argv)
         return 2;
     }
     run_state rs = {0};
+    proc_events_start();   /* before the fork: the command is tracked from its first instruction */
     rs.child = spawn(o.cmd);
     if (rs.child < 0) {
         fprintf(stderr, "tftrace: fork: %s\n", strerror(errno));

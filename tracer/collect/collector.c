@@ -762,3 +762,40 @@ int collector_set_run_id(collector *c, const uint8_t run_id[16])
     }
     return first;
 }
+
+/* ---- records from outside the rings (tftrace --timeout's stacks) ------------ */
+
+static cproc *proc_by_pid(collector *c, pid_t pid)
+{
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (p->opened && p->w && !p->closed && !p->failed && p->pid == pid)
+            return p;
+    }
+    return NULL;
+}
+
+int collector_live_pids(collector *c, pid_t *out, int max)
+{
+    int k = 0;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS && k < max; i++) {
+        cproc *p = &c->procs[i];
+        if (p->opened && p->w && !p->closed && !p->failed && p->pid > 0 && !p->exit_known && !pid_gone(p->pid))
+            out[k++] = p->pid;
+    }
+    return k;
+}
+
+int collector_append_for(collector *c, pid_t pid, tft_rec *rec, const char *const *texts, uint64_t *const *ids,
+                         int n)
+{
+    cproc *p = proc_by_pid(c, pid);
+    if (!p)
+        return -ESRCH;
+    for (int i = 0; i < n; i++)
+        *ids[i] = texts[i] && texts[i][0] ? tft_writer_string(p->w, texts[i], strlen(texts[i])) : 0;
+    int e = proc_append(c, p, rec);
+    if (e == 0)
+        proc_record(p, rec);
+    return e;
+}

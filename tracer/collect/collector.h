@@ -144,4 +144,14 @@ void manifest_reserve_release(int dir_fd);
  * Returns their number or a negative errno. */
 int manifest_redact(char **argv, int argc, int *idx, int max_idx);
 
+/* ---- records from outside the rings (collector.c) ---------------------------- */
+/* The pids of the processes whose rank files are open and that are alive,
+ * at most max of them into out. Returns how many. */
+int collector_live_pids(collector *c, pid_t *out, int max);
+/* Appends rec to the rank file of process pid after defining its strings:
+ * texts[i] (NULL or "" = none, id 0) gets an id, stored through ids[i] (which
+ * point into rec) before rec is written. Returns 0, -ESRCH when pid has no
+ * open rank file, or the writer's -errno. */
+int collector_append_for(collector *c, pid_t pid, tft_rec *rec, const char *const *texts, uint64_t *const *ids,
+                         int n);
 #endif
