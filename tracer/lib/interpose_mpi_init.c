@@ -10,9 +10,10 @@
  * before MPI_Init) and the manifest fragment carries it. The calls go to
  * MPI directly (ip_real) with the interposers' guard held: nothing is
  * recorded, and the program's communicators and sequence numbers are
- * untouched. Every process of the job takes part or none does: they share
- * their environment (TFT_OUTPUT, TFT_RUN_ID, the launcher's variables), so
- * they take the same branch.
+ * untouched. Every process in which libtftrace is loaded takes part,
+ * recording or not (after_init), so the processes of a job need not share
+ * their environment; a job in which only some processes load libtftrace
+ * must set TFT_MPI_INIT_SYNC=0 on those.
  *
  * On the same duplicate, processes recording in-process estimate their
  * clock's offset against rank 0's (clock_sync; TFT_CLOCK_SYNC=0 skips it),
@@ -47,6 +48,16 @@ static MPI_Comm world(void)
 #endif
 }
 
+static MPI_Op bor_op(void)
+{
+#ifdef OPEN_MPI
+    void *o = dlsym(RTLD_DEFAULT, "ompi_mpi_op_bor");
+    return o ? (MPI_Op)o : (MPI_Op)ip_real("ompi_mpi_op_bor");
+#else
+    return MPI_BOR;
+#endif
+}
+
 static MPI_Datatype byte_type(void)
 {
 #ifdef OPEN_MPI
@@ -60,6 +71,7 @@ static MPI_Datatype byte_type(void)
 typedef int (*rank_fn)(MPI_Comm, int *);
 typedef int (*send_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
 typedef int (*recv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
 /* The real MPI calls this file makes, NULL-checked together. */
 typedef struct mpi_fns {
@@ -69,7 +81,9 @@ typedef struct mpi_fns {
     rank_fn rank, size;
     send_fn send;
     recv_fn recv;
+    allreduce_fn allreduce;
     MPI_Datatype byte;
+    MPI_Op bor;
 } mpi_fns;
 
 static bool fns_load(mpi_fns *f)
@@ -81,8 +95,11 @@ static bool fns_load(mpi_fns *f)
     f->size = (rank_fn)ip_real("MPI_Comm_size");
     f->send = (send_fn)ip_real("MPI_Send");
     f->recv = (recv_fn)ip_real("MPI_Recv");
+    f->allreduce = (allreduce_fn)ip_real("MPI_Allreduce");
     f->byte = byte_type();
-    return f->dup && f->cfree && f->bcast && f->rank && f->size && f->send && f->recv && f->byte;
+    f->bor = bor_op();
+    return f->dup && f->cfree && f->bcast && f->rank && f->size && f->send && f->recv && f->allreduce && f->byte &&
+           f->bor;
 }
 
 enum { CLOCK_ROUNDS = 8, TAG_PING = 0x7f01, TAG_PONG = 0x7f02, TAG_RESULT = 0x7f03 };
@@ -113,7 +130,7 @@ static void clock_probe(const mpi_fns *f, MPI_Comm c, int r, int64_t out[2])
 /* Each rank's CLOCK_REALTIME offset against rank 0's, measured by rank 0
  * with ping-pongs on the private communicator c, told to each rank, kept
  * for its manifest fragment (docs/MULTINODE.md, "Clocks across hosts"). */
-static void clock_sync(const mpi_fns *f, MPI_Comm c)
+static void clock_sync(const mpi_fns *f, MPI_Comm c, int keep)
 {
     int me = -1, n = 0;
     if (f->rank(c, &me) != MPI_SUCCESS || f->size(c, &n) != MPI_SUCCESS)
@@ -136,26 +153,39 @@ static void clock_sync(const mpi_fns *f, MPI_Comm c)
         if (f->recv(res, 16, f->byte, 0, TAG_RESULT, c, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return;
     }
-    if (res[1] >= 0)
+    if (keep && res[1] >= 0)
         rec_inproc_set_clock(res[0], (uint64_t)res[1], 0);
 }
 
-/* What the job agrees on after MPI_Init (see the file comment). */
+enum { WANT_RUN_ID = 1, WANT_CLOCKS = 2 };
+
+/* What the job agrees on after MPI_Init (see the file comment). Every
+ * process that runs this takes part in the same calls, whether it records
+ * or not: what is done is decided by all of them together (a bitwise or of
+ * what each wants), so a job whose processes differ in their environment
+ * (one node without TFT_OUTPUT) does not hang in a collective some of its
+ * processes never call. TFT_MPI_INIT_SYNC=0, on every process, skips it. */
 static void after_init(void)
 {
     uint8_t id[16];
     mpi_fns f;
     MPI_Comm c, w;
+    const char *off = getenv("TFT_MPI_INIT_SYNC");
+    if (off && !strcmp(off, "0"))
+        return;
     ip_depth++;
     tft_enabled(); /* starts the recorder (the in-process writer) if no call did yet */
     int priv = rec_inproc_run_id_private(id);
     const char *cs = getenv("TFT_CLOCK_SYNC");
     int clocks = rec_inproc_active() && !(cs && !strcmp(cs, "0"));
-    if ((priv || clocks) && fns_load(&f) && (w = world()) && f.dup(w, &c) == MPI_SUCCESS) {
-        if (priv && f.bcast(id, 16, f.byte, 0, c) == MPI_SUCCESS)
-            rec_inproc_adopt_run_id(id, 2000);
-        if (clocks)
-            clock_sync(&f, c);
+    unsigned char want = (unsigned char)((priv ? WANT_RUN_ID : 0) | (clocks ? WANT_CLOCKS : 0)), all = 0;
+    if (fns_load(&f) && (w = world()) && f.dup(w, &c) == MPI_SUCCESS) {
+        if (f.allreduce(&want, &all, 1, f.byte, f.bor, c) == MPI_SUCCESS) {
+            if ((all & WANT_RUN_ID) && f.bcast(id, 16, f.byte, 0, c) == MPI_SUCCESS && priv)
+                rec_inproc_adopt_run_id(id, 2000);
+            if (all & WANT_CLOCKS)
+                clock_sync(&f, c, clocks);
+        }
         f.cfree(&c);
     }
     ip_depth--;

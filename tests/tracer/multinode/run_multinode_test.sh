@@ -16,6 +16,9 @@
 #                tftrace gather makes one trace with the host per rank;
 #                DIR1+DIR2 reads the same; a piece of another run and a
 #                rank given twice are refused
+#   mixed        mpirun -np 4 where only ranks 2-3 have TFT_OUTPUT: the job
+#                ends (no collective only some ranks call), ranks 2-3
+#                recorded with their clock estimates
 #   clock        mpirun -np 4, ranks 2-3 on "node-b" whose clock is 3 s ahead
 #                (TFT_TEST_CLOCK_OFFSET_NS), rank 1 a real straggler at
 #                step 11: the offsets estimated within their stated error
@@ -156,6 +159,21 @@ PY
     st=0
     "$tftrace" gather all.trace a.trace b.trace >z.txt 2>&1 || st=$?
     [ "$st" = 2 ] && grep -q "all.trace is not empty" z.txt || fail "gather into a full directory: exit $st, $(cat z.txt)"
+    ;;
+  mixed)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    cat >half.sh <<'SH'
+#!/bin/bash
+[ "$OMPI_COMM_WORLD_RANK" -ge 2 ] && export TFT_OUTPUT=run.trace
+exec "$@"
+SH
+    chmod +x half.sh
+    st=0
+    timeout 60 bash -c 'OMPI_MCA_orte_abort_on_non_zero_status=0 mpirun --allow-run-as-root --oversubscribe -np 4 \
+        -x TFT_INTERPOSE=1 ./half.sh "$0" 3' "$mn_prog" >out.txt || st=$?
+    [ "$st" = 0 ] && [ "$(cat out.txt)" = 1028 ] || fail "the job exited $st (124: hung), printed $(cat out.txt)"
+    [ "$(ls run.trace/rank-*.tft | wc -l)" = 2 ] || fail "not 2 rank files: $(ls run.trace)"
+    grep -q '"offset_ns"' run.trace/manifest.rank-00003.json || fail "rank 3 has no clock estimate"
     ;;
   clock)
     command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
