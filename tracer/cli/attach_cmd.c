@@ -72,6 +72,7 @@ static target T[MAX_TARGETS];
 static int NT;
 
 static const char *symbol_lookup(target *t, uint64_t addr);
+static const char *object_at(Dwfl *dwfl, uint64_t addr);
 
 /* The symbol a handle points at (its start), NULL none; the last 16 cached. */
 static const char *handle_symbol(target *t, uint64_t addr)
@@ -103,7 +104,48 @@ static const char *symbol_lookup(target *t, uint64_t addr)
     GElf_Sym sym;
     GElf_Off off;
     const char *n = m ? dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL) : NULL;
-    return n && off == 0 ? n : NULL;
+    return n && off == 0 ? n : object_at(t->dwfl, addr);
+}
+
+/* The module mapped at the highest address at or below want->addr. */
+struct below {
+    uint64_t addr;
+    Dwfl_Module *m;
+    Dwarf_Addr start;
+};
+
+static int below_cb(Dwfl_Module *m, void **ud, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)ud, (void)name;
+    struct below *b = arg;
+    if (start <= b->addr && (!b->m || start > b->start))
+        b->m = m, b->start = start;
+    return DWARF_CB_OK;
+}
+
+/*
+ * A data object that starts at addr, searched by value in the symbols of
+ * the module below it. The handles MPI passes (&ompi_mpi_comm_world, ...)
+ * live in a .bss: the executable's, when it copy-relocates them, or the
+ * library's. A .bss longer than the file's last page continues in an
+ * anonymous mapping that /proc/PID/maps does not tie to the file, so
+ * dwfl_addrmodule finds no module for the part of it past that page (an
+ * ASan-built executable, or any program with large static arrays).
+ */
+static const char *object_at(Dwfl *dwfl, uint64_t addr)
+{
+    struct below b = {.addr = addr};
+    if (dwfl_getmodules(dwfl, below_cb, &b, 0) < 0 || !b.m)
+        return NULL;
+    int n = dwfl_module_getsymtab(b.m);
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr value;
+        const char *name = dwfl_module_getsym_info(b.m, i, &sym, &value, NULL, NULL, NULL);
+        if (name && value == addr && GELF_ST_TYPE(sym.st_info) == STT_OBJECT && sym.st_shndx != SHN_UNDEF)
+            return name;
+    }
+    return NULL;
 }
 
 static uint8_t dtype_of(target *t, uint64_t h)

@@ -125,7 +125,11 @@ attach-mpi)
     bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
     [ $st -eq 0 ] || fail "tftrace attach exited $st"
     lines=$(wc -l <"$tmp/job.out")
-    sleep 1
+    # the loop prints every 100 calls: give a slow (sanitizer-built, loaded) job 10 s to print again
+    for _ in $(seq 100); do
+        [ "$(wc -l <"$tmp/job.out")" -gt "$lines" ] && break
+        sleep 0.1
+    done
     for p in $pids; do kill -0 $p || fail "rank pid $p died after the attach"; done
     [ "$(wc -l <"$tmp/job.out")" -gt "$lines" ] || fail "the loop stopped after the probes were removed"
     kill_job
