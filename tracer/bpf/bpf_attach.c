@@ -1,6 +1,7 @@
 /*
  * bpf_attach.c — loads attach.bpf.c and places its uprobes (one entry and
- * one return probe per function and process) for `tftrace attach`.
+ * one return probe per function and process; free: the entry only) for
+ * `tftrace attach`.
  */
 #include "attach_internal.h"
 
@@ -34,7 +35,7 @@ static int on_call(void *ctx, void *data, size_t size)
     return 0;
 }
 
-tft_attach *tft_attach_open(char *err, size_t errlen)
+tft_attach *tft_attach_open(uint64_t min_bytes, size_t ring_bytes, char *err, size_t errlen)
 {
     libbpf_set_print(quiet_print);
     tft_attach *a = calloc(1, sizeof(*a));
@@ -42,9 +43,18 @@ tft_attach *tft_attach_open(char *err, size_t errlen)
     const char *what = "out of memory";
     if (!a)
         goto fail;
-    a->skel = tft_attach_bpf__open_and_load();
+    a->skel = tft_attach_bpf__open();
     if (!a->skel) {
-        e = errno, what = "loading the BPF programs";
+        e = errno, what = "opening the BPF programs";
+        goto fail;
+    }
+    a->skel->rodata->min_bytes = min_bytes;
+    if (ring_bytes && (e = -bpf_map__set_max_entries(a->skel->maps.calls, (__u32)ring_bytes)) != 0) {
+        what = "sizing the BPF ring buffer";
+        goto fail;
+    }
+    if ((e = -tft_attach_bpf__load(a->skel)) != 0) {
+        what = "loading the BPF programs";
         goto fail;
     }
     a->rb = ring_buffer__new(bpf_map__fd(a->skel->maps.calls), on_call, a, NULL);
@@ -65,7 +75,16 @@ int tft_attach_target(tft_attach *a, pid_t pid)
 {
     __u32 k = (__u32)pid;
     __u8 one = 1;
+    struct tft_alost zero = {{0}};
+    if (bpf_map__update_elem(a->skel->maps.lost, &k, sizeof k, &zero, sizeof zero, BPF_ANY) < 0)
+        return -errno;
     return bpf_map__update_elem(a->skel->maps.targets, &k, sizeof k, &one, 1, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int tft_attach_lost_of(const tft_attach *a, pid_t pid, struct tft_alost *out)
+{
+    __u32 k = (__u32)pid;
+    return bpf_map__lookup_elem(a->skel->maps.lost, &k, sizeof k, out, sizeof *out, 0) < 0 ? -errno : 0;
 }
 
 static int keep(tft_attach *a, struct bpf_link *l)
@@ -86,7 +105,7 @@ static int keep(tft_attach *a, struct bpf_link *l)
 
 int tft_attach_probe(tft_attach *a, pid_t pid, const char *lib, const char *func, int fn)
 {
-    for (int ret = 0; ret < 2; ret++) {
+    for (int ret = 0; ret < (fn == TFT_AFN_FREE ? 1 : 2); ret++) {
         LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = func, .retprobe = ret != 0, .bpf_cookie = (__u64)fn);
         struct bpf_link *l = bpf_program__attach_uprobe_opts(ret ? a->skel->progs.tft_mpi_exit
                                                                  : a->skel->progs.tft_mpi_enter,
@@ -112,7 +131,7 @@ int tft_attach_poll(tft_attach *a, int timeout_ms, tft_attach_fn cb, void *ctx)
 void tft_attach_open_calls(tft_attach *a, tft_attach_fn cb, void *ctx)
 {
     int fd = bpf_map__fd(a->skel->maps.open);
-    __u64 key, next;
+    struct { __u64 id; __u32 fn, pad; } key, next;
     struct tft_acall c;
     int first = 1;
     while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
@@ -124,8 +143,6 @@ void tft_attach_open_calls(tft_attach *a, tft_attach_fn cb, void *ctx)
         }
     }
 }
-
-unsigned long long tft_attach_lost(const tft_attach *a) { return a && a->skel ? a->skel->bss->lost : 0; }
 
 void tft_attach_close(tft_attach *a)
 {
@@ -141,8 +158,9 @@ void tft_attach_close(tft_attach *a)
 
 #else
 
-tft_attach *tft_attach_open(char *err, size_t errlen)
+tft_attach *tft_attach_open(uint64_t min_bytes, size_t ring_bytes, char *err, size_t errlen)
 {
+    (void)min_bytes, (void)ring_bytes;
     if (err && errlen)
         snprintf(err, errlen, "built without BPF support");
     errno = ENOSYS;
@@ -152,7 +170,7 @@ int tft_attach_target(tft_attach *a, pid_t pid) { return -ENOSYS; }
 int tft_attach_probe(tft_attach *a, pid_t pid, const char *lib, const char *func, int fn) { return -ENOSYS; }
 int tft_attach_poll(tft_attach *a, int timeout_ms, tft_attach_fn cb, void *ctx) { return -ENOSYS; }
 void tft_attach_open_calls(tft_attach *a, tft_attach_fn cb, void *ctx) {}
-unsigned long long tft_attach_lost(const tft_attach *a) { return 0; }
+int tft_attach_lost_of(const tft_attach *a, pid_t pid, struct tft_alost *out) { return -ENOSYS; }
 void tft_attach_close(tft_attach *a) {}
 
 #endif

@@ -1,24 +1,24 @@
 /*
  * attach_cmd.c — `tftrace attach PID... [-o TRACE] [--duration S]
- * [--children]`: records the MPI collectives of running processes that were
- * started without tftrace, through uprobes (tracer/bpf/attach.bpf.c) on the
- * MPI library each maps, into an ordinary trace (one rank file per process,
- * a manifest), which tfdump and tfdiff read as any other (docs/ATTACH.md).
- *
- * What a record holds: the function, count, enter and exit times, the
- * communicator (MPI_COMM_WORLD recognised by its symbol, ompi_mpi_comm_world,
- * and given the id the interposers give it; any other by its raw handle,
- * per process), datatype and reduce op named from the symbol their handle
- * points at (ompi_mpi_float, ompi_mpi_op_sum; unknown: dtype 255, op OTHER),
- * the world rank and size from OMPI_COMM_WORLD_RANK/SIZE (PMI_RANK/SIZE).
- * Sequence numbers count per communicator from the attach. Calls still
- * inside the library at the end are written as entered and never left.
- * Ends on --duration, Ctrl-C/SIGTERM, or when every target has exited;
- * the probes are removed on every path (the targets run on unharmed).
+ * [--children] [--probe LIST]`: records the MPI and NCCL collectives,
+ * cudaMalloc/cudaFree and large malloc/calloc/free of running processes
+ * that were started without tftrace, through uprobes
+ * (tracer/bpf/attach.bpf.c) on the libraries each maps (/proc/PID/maps:
+ * libmpi, libnccl, libcudart, libc), into an ordinary trace (one rank file
+ * per process, a manifest), which tfdump and tfdiff read as any other
+ * (docs/ATTACH.md). The records: attach_write.c; written as they come, in
+ * bounded memory: attach_stream.c. Calls the BPF ring buffer had no room
+ * for are counted per process and written as DROPPED records (read once a
+ * second). The world rank and size come from OMPI_COMM_WORLD_RANK/SIZE
+ * (PMI_RANK/SIZE). Calls still inside a collective at the end are written
+ * as entered and never left. Ends on --duration, Ctrl-C/SIGTERM, or when
+ * every target has exited; the probes are removed on every path (the
+ * targets run on unharmed).
  */
 #include "cli_internal.h"
 #include "collector.h"
 #include "stacks_report.h"
+#include "shm_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,315 +35,55 @@
 #include <dirent.h>
 
 #ifdef TFT_HAVE_BPF
-#include "attach_internal.h"
-#include <elfutils/libdwfl.h>
-#include <gelf.h>
+#include "attach_cmd_internal.h"
 
-enum { MAX_TARGETS = 256, MAX_COMMS = 64 };
-
-static const struct {
-    const char *name;
-    uint16_t type;
-} fns[TFT_AFN_COUNT] = {
-    [TFT_AFN_ALLREDUCE] = {"MPI_Allreduce", TFT_COLL_ALLREDUCE}, [TFT_AFN_REDUCE] = {"MPI_Reduce", TFT_COLL_REDUCE},
-    [TFT_AFN_BCAST] = {"MPI_Bcast", TFT_COLL_BCAST},             [TFT_AFN_ALLGATHER] = {"MPI_Allgather", TFT_COLL_ALLGATHER},
-    [TFT_AFN_BARRIER] = {"MPI_Barrier", TFT_COLL_BARRIER},
-};
-
-typedef struct target {
-    pid_t pid;
-    int rank, size;
-    char lib[4096];         /* the MPI library it maps */
-    tft_writer *w;
-    char file[64];
-    Dwfl *dwfl;             /* for naming handles */
-    uint64_t comm_handle[MAX_COMMS], comm_seq[MAX_COMMS];
-    int ncomms;
-    uint64_t calls, open, dropped_edge;
-    uint64_t seq;           /* calls written (op seq) */
-    struct tft_acall *buf;  /* calls that returned, in order (written at the end, aligned) */
-    size_t n, cap;
-    int world_first;        /* index in buf of the first MPI_COMM_WORLD call kept, -1 none */
-} target;
+att_target att_T[ATT_MAX_TARGETS];
+int att_NT;
 
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int sig) { stop_signal = sig; }
 
-static target T[MAX_TARGETS];
-static int NT;
-
-static const char *symbol_lookup(target *t, uint64_t addr);
-static const char *object_at(Dwfl *dwfl, uint64_t addr);
-
-/* The symbol a handle points at (its start), NULL none; the last 16 cached. */
-static const char *handle_symbol(target *t, uint64_t addr)
-{
-    static struct { pid_t pid; uint64_t addr; const char *name; } cache[16];
-    static unsigned next;
-    for (int i = 0; i < 16; i++)
-        if (cache[i].pid == t->pid && cache[i].addr == addr)
-            return cache[i].name;
-    const char *n = symbol_lookup(t, addr);
-    cache[next % 16].pid = t->pid, cache[next % 16].addr = addr, cache[next % 16].name = n;
-    next++;
-    return n;
-}
-
-static const char *symbol_lookup(target *t, uint64_t addr)
-{
-    if (!t->dwfl) {
-        static const Dwfl_Callbacks cbs = {.find_elf = dwfl_linux_proc_find_elf,
-                                           .find_debuginfo = dwfl_standard_find_debuginfo};
-        t->dwfl = dwfl_begin(&cbs);
-        if (!t->dwfl)
-            return NULL;
-        dwfl_report_begin(t->dwfl);
-        dwfl_linux_proc_report(t->dwfl, t->pid);
-        dwfl_report_end(t->dwfl, NULL, NULL);
-    }
-    Dwfl_Module *m = dwfl_addrmodule(t->dwfl, addr);
-    GElf_Sym sym;
-    GElf_Off off;
-    const char *n = m ? dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL) : NULL;
-    return n && off == 0 ? n : object_at(t->dwfl, addr);
-}
-
-/* The module mapped at the highest address at or below want->addr. */
-struct below {
-    uint64_t addr;
-    Dwfl_Module *m;
-    Dwarf_Addr start;
+/* The libraries probed, what they are found by in /proc/PID/maps (the
+ * file name's start) and their functions. */
+enum { LIB_MPI, LIB_LIBC, LIB_CUDART, LIB_NCCL, LIB_COUNT };
+static const struct {
+    const char *probe;   /* its name in --probe */
+    const char *prefix;  /* of the mapped file's name */
+    int fn_lo, fn_hi;    /* enum tft_attach_fn [lo, hi] */
+    const char *funcs[8];
+} libs[LIB_COUNT] = {
+    [LIB_MPI] = {"mpi", "libmpi.so", TFT_AFN_ALLREDUCE, TFT_AFN_BARRIER,
+                 {"MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Allgather", "MPI_Barrier"}},
+    [LIB_LIBC] = {"malloc", "libc.so", TFT_AFN_MALLOC, TFT_AFN_FREE, {"malloc", "calloc", "free"}},
+    [LIB_CUDART] = {"cuda", "libcudart.so", TFT_AFN_CUDA_MALLOC, TFT_AFN_CUDA_FREE, {"cudaMalloc", "cudaFree"}},
+    [LIB_NCCL] = {"nccl", "libnccl.so", TFT_AFN_NCCL_ALLREDUCE, TFT_AFN_NCCL_RECV,
+                  {"ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter", "ncclSend",
+                   "ncclRecv"}},
 };
 
-static int below_cb(Dwfl_Module *m, void **ud, const char *name, Dwarf_Addr start, void *arg)
-{
-    (void)ud, (void)name;
-    struct below *b = arg;
-    if (start <= b->addr && (!b->m || start > b->start))
-        b->m = m, b->start = start;
-    return DWARF_CB_OK;
-}
-
-/*
- * A data object that starts at addr, searched by value in the symbols of
- * the module below it. The handles MPI passes (&ompi_mpi_comm_world, ...)
- * live in a .bss: the executable's, when it copy-relocates them, or the
- * library's. A .bss longer than the file's last page continues in an
- * anonymous mapping that /proc/PID/maps does not tie to the file, so
- * dwfl_addrmodule finds no module for the part of it past that page (an
- * ASan-built executable, or any program with large static arrays).
- */
-static const char *object_at(Dwfl *dwfl, uint64_t addr)
-{
-    struct below b = {.addr = addr};
-    if (dwfl_getmodules(dwfl, below_cb, &b, 0) < 0 || !b.m)
-        return NULL;
-    int n = dwfl_module_getsymtab(b.m);
-    for (int i = 1; i < n; i++) {
-        GElf_Sym sym;
-        GElf_Addr value;
-        const char *name = dwfl_module_getsym_info(b.m, i, &sym, &value, NULL, NULL, NULL);
-        if (name && value == addr && GELF_ST_TYPE(sym.st_info) == STT_OBJECT && sym.st_shndx != SHN_UNDEF)
-            return name;
-    }
-    return NULL;
-}
-
-static uint8_t dtype_of(target *t, uint64_t h)
-{
-    static const struct { const char *sym; uint8_t d; } map[] = {
-        {"ompi_mpi_float", TFT_F32}, {"ompi_mpi_double", TFT_F64}, {"ompi_mpi_int", TFT_I32},
-        {"ompi_mpi_int32_t", TFT_I32}, {"ompi_mpi_long", TFT_I64}, {"ompi_mpi_long_long_int", TFT_I64},
-        {"ompi_mpi_int64_t", TFT_I64}, {"ompi_mpi_unsigned", TFT_U32}, {"ompi_mpi_uint32_t", TFT_U32},
-        {"ompi_mpi_unsigned_long", TFT_U64}, {"ompi_mpi_uint64_t", TFT_U64}, {"ompi_mpi_char", TFT_I8},
-        {"ompi_mpi_signed_char", TFT_I8}, {"ompi_mpi_int8_t", TFT_I8}, {"ompi_mpi_byte", TFT_U8},
-        {"ompi_mpi_unsigned_char", TFT_U8}, {"ompi_mpi_uint8_t", TFT_U8}, {"ompi_mpi_short", TFT_I16},
-        {"ompi_mpi_int16_t", TFT_I16}, {"ompi_mpi_c_bool", TFT_BOOL},
-    };
-    const char *s = h ? handle_symbol(t, h) : NULL;
-    for (size_t i = 0; s && i < sizeof map / sizeof *map; i++)
-        if (!strcmp(s, map[i].sym))
-            return map[i].d;
-    return 255;   /* unknown: the raw handle's meaning could not be read */
-}
-
-static uint8_t redop_of(target *t, uint64_t h)
-{
-    const char *s = h ? handle_symbol(t, h) : NULL;
-    if (!s)
-        return TFT_REDOP_OTHER;
-    return !strcmp(s, "ompi_mpi_op_sum") ? TFT_REDOP_SUM : !strcmp(s, "ompi_mpi_op_prod") ? TFT_REDOP_PROD
-         : !strcmp(s, "ompi_mpi_op_min") ? TFT_REDOP_MIN : !strcmp(s, "ompi_mpi_op_max") ? TFT_REDOP_MAX
-                                         : TFT_REDOP_OTHER;
-}
-
-/* The communicator's id and next sequence number (counted from the attach). */
-static uint64_t comm_of(target *t, uint64_t h, uint64_t *seq, int *world)
-{
-    const char *s = handle_symbol(t, h);
-    char name[64];
-    *world = s && !strcmp(s, "ompi_mpi_comm_world");
-    if (*world)
-        snprintf(name, sizeof name, "MPI_COMM_WORLD");
-    else
-        snprintf(name, sizeof name, "MPI_Comm@pid%d:0x%llx", (int)t->pid, (unsigned long long)h);
-    int i = 0;
-    while (i < t->ncomms && t->comm_handle[i] != h)
-        i++;
-    if (i == t->ncomms && t->ncomms < MAX_COMMS)
-        t->comm_handle[t->ncomms++] = h, t->comm_seq[i] = 0;
-    *seq = i < MAX_COMMS ? t->comm_seq[i]++ : 0;
-    return tft_string_id(name, strlen(name));
-}
-
-static void write_call(target *t, const struct tft_acall *c)
-{
-    if (c->fn >= TFT_AFN_COUNT || !t->w)
-        return;
-    int world;
-    tft_rec_collective r = {.h = {.kind = TFT_REC_COLLECTIVE, .len = sizeof(r), .ts = c->t_enter,
-                                  .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE, .flags = TFT_COLL_FLAG_ENTER},
-                            .count = c->count, .t_enter = c->t_enter, .type = fns[c->fn].type,
-                            .root = c->root, .tag = TFT_TAG_NONE};
-    r.comm = comm_of(t, c->comm, &r.coll_seq, &world);
-    r.h.seq = (int64_t)t->seq++;   /* the process's calls in order, as the interposers' op seq */
-    r.dtype = c->fn == TFT_AFN_BARRIER ? TFT_U8 : dtype_of(t, c->dtype);
-    r.redop = (c->fn == TFT_AFN_ALLREDUCE || c->fn == TFT_AFN_REDUCE) ? redop_of(t, c->op) : TFT_REDOP_NONE;
-    r.rank = world ? t->rank : -1;
-    r.nranks = world ? t->size : 0;
-    r.name = tft_writer_string(t->w, fns[c->fn].name, strlen(fns[c->fn].name));
-    tft_writer_append(t->w, &r.h);
-    if (c->t_exit) {
-        r.h.flags = TFT_COLL_FLAG_EXIT;
-        r.h.ts = r.t_exit = c->t_exit;
-        tft_writer_append(t->w, &r.h);
-        t->calls++;
-    } else {
-        t->open++;
-    }
-}
-
-static void on_call(void *ctx, const struct tft_acall *c)
-{
-    for (int i = 0; i < NT; i++) {
-        target *t = &T[i];
-        if (t->pid != c->pid)
-            continue;
-        if (t->n == t->cap) {
-            size_t cap = t->cap ? t->cap * 2 : 1024;
-            struct tft_acall *v = realloc(t->buf, cap * sizeof(*v));
-            if (!v)
-                return;
-            t->buf = v;
-            t->cap = cap;
-        }
-        t->buf[t->n++] = *c;
-        return;
-    }
-}
-
-/* Calls inside a collective when recording ended: one entered more than a
- * second before is taken as stuck (written as entered, never left); a
- * younger one was merely in flight and is left out. */
-static uint64_t end_ns;
-static void on_open_call(void *ctx, const struct tft_acall *c)
-{
-    for (int i = 0; i < NT; i++)
-        if (T[i].pid == c->pid && end_ns - c->t_enter > 1000000000ull)
-            write_call(&T[i], c);
-}
-
-static int is_world(target *t, const struct tft_acall *c)
-{
-    const char *s = handle_symbol(t, c->comm);
-    return s && !strcmp(s, "ompi_mpi_comm_world");
-}
-
-/* The MPI_COMM_WORLD calls of target t, as indices into t->buf. */
-static size_t world_calls(target *t, size_t **out)
-{
-    size_t k = 0;
-    *out = malloc((t->n ? t->n : 1) * sizeof(**out));
-    for (size_t i = 0; *out && i < t->n; i++)
-        if (is_world(t, &t->buf[i]))
-            (*out)[k++] = i;
-    return *out ? k : 0;
-}
-
-/*
- * The probes start in each process at a slightly different moment, so the
- * first MPI_COMM_WORLD call recorded need not be the same call on every
- * rank. A collective's calls overlap in time on all ranks (none returns
- * before the last enters it): the offset d of rank b against rank 0 is the
- * one (-3..3) for which call j of rank 0 and call j+d of rank b overlap for
- * the first 32 calls. Each rank then drops its calls before the first one
- * every rank recorded, and those after the last one every rank recorded,
- * so the world's sequence numbers count the same calls from the attach.
- */
-static void align_world(void)
-{
-    size_t *idx[MAX_TARGETS] = {0}, n[MAX_TARGETS];
-    long off[MAX_TARGETS] = {0};
-    for (int i = 0; i < NT; i++)
-        n[i] = world_calls(&T[i], &idx[i]);
-    for (int b = 1; b < NT; b++) {
-        long best = 0, best_ok = -1;
-        for (long d = -3; d <= 3; d++) {
-            long ok = 0, tried = 0;
-            for (long j = 0; j < 32 && j < (long)n[0]; j++) {
-                long k = j + d;
-                if (k < 0 || k >= (long)n[b])
-                    continue;
-                const struct tft_acall *x = &T[0].buf[idx[0][j]], *y = &T[b].buf[idx[b][k]];
-                tried++;
-                ok += x->t_enter < y->t_exit && y->t_enter < x->t_exit;
-            }
-            if (tried && ok == tried && ok > best_ok)
-                best = d, best_ok = ok;
-        }
-        off[b] = best;
-    }
-    long lo = 0, hi = (long)n[0];   /* the global calls [lo, hi) in rank 0's numbering */
-    for (int b = 1; b < NT; b++) {
-        if (-off[b] > lo)
-            lo = -off[b];
-        if ((long)n[b] - off[b] < hi)
-            hi = (long)n[b] - off[b];
-    }
-    for (int b = 0; b < NT; b++) {
-        for (long k = 0; k < (long)n[b]; k++) {
-            long g = k - off[b];
-            if (g < lo || g >= hi) {
-                T[b].buf[idx[b][k]].fn = TFT_AFN_COUNT;   /* left out */
-                T[b].dropped_edge++;
-            }
-        }
-        free(idx[b]);
-    }
-}
-
-/* The MPI library process pid maps (its path), or -ENOENT. */
-static int find_mpi_lib(pid_t pid, char *out, size_t n)
+/* The libraries process pid maps, by kind (paths into out[kind], "" none);
+ * 0 or -errno. */
+static int find_libs(pid_t pid, char out[LIB_COUNT][4096])
 {
     char path[64], line[4352];
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
     FILE *f = fopen(path, "re");
     if (!f)
         return -errno;
-    int rc = -ENOENT;
-    while (rc && fgets(line, sizeof line, f)) {
+    for (int k = 0; k < LIB_COUNT; k++)
+        out[k][0] = 0;
+    while (fgets(line, sizeof line, f)) {
         char *p = strchr(line, '/');
         if (!p)
             continue;
         p[strcspn(p, "\n")] = 0;
         const char *b = strrchr(p, '/') + 1;
-        if (!strncmp(b, "libmpi.so", 9) && strlen(p) < n) {
-            snprintf(out, n, "%s", p);
-            rc = 0;
-        }
+        for (int k = 0; k < LIB_COUNT; k++)
+            if (!out[k][0] && !strncmp(b, libs[k].prefix, strlen(libs[k].prefix)) && strlen(p) < 4096)
+                snprintf(out[k], 4096, "%s", p);
     }
     fclose(f);
-    return rc;
+    return 0;
 }
 
 static int env_int(pid_t pid, const char *const *vars, int nvars)
@@ -370,11 +111,11 @@ static int env_int(pid_t pid, const char *const *vars, int nvars)
 /* Adds the descendants of the targets (--children). */
 static void add_children(void)
 {
-    for (int grew = 1; grew && NT < MAX_TARGETS;) {
+    for (int grew = 1; grew && att_NT < ATT_MAX_TARGETS;) {
         grew = 0;
         DIR *d = opendir("/proc");
         struct dirent *e;
-        while (d && (e = readdir(d)) != NULL && NT < MAX_TARGETS) {
+        while (d && (e = readdir(d)) != NULL && att_NT < ATT_MAX_TARGETS) {
             char path[300], buf[512];
             pid_t p = (pid_t)atoi(e->d_name);
             if (p <= 0)
@@ -394,10 +135,10 @@ static void add_children(void)
             if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2)
                 continue;
             int known = 0, parent = 0;
-            for (int i = 0; i < NT; i++)
-                known |= T[i].pid == p, parent |= T[i].pid == ppid;
+            for (int i = 0; i < att_NT; i++)
+                known |= att_T[i].pid == p, parent |= att_T[i].pid == ppid;
             if (parent && !known) {
-                T[NT++].pid = p;
+                att_T[att_NT++].pid = p;
                 grew = 1;
             }
         }
@@ -414,8 +155,8 @@ static int open_trace(const char *out, int *dfd, const uint8_t run_id[16])
     *dfd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (*dfd < 0)
         return fprintf(stderr, "tftrace attach: cannot open %s: %s\n", out, strerror(errno)), -1;
-    for (int i = 0; i < NT; i++) {
-        target *t = &T[i];
+    for (int i = 0; i < att_NT; i++) {
+        att_target *t = &att_T[i];
         snprintf(t->file, sizeof t->file, t->rank >= 0 ? "rank-%05d.tft" : "rank-pid%d.tft",
                  t->rank >= 0 ? t->rank : (int)t->pid);
         int fd = openat(*dfd, t->file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -457,67 +198,169 @@ static int alive(pid_t pid)
     return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
 }
 
-/* Probes every target's MPI library; the number of targets probed. */
-static int place_probes(tft_attach *a)
+/* Probes every target's libraries (those in the mask want); the number of
+ * targets with at least one probe. */
+static int place_probes(tft_attach *a, unsigned want)
 {
+    static char found[LIB_COUNT][4096];
     int probed = 0;
-    for (int i = 0; i < NT; i++) {
-        target *t = &T[i];
-        if (find_mpi_lib(t->pid, t->lib, sizeof t->lib) < 0) {
-            fprintf(stderr, "tftrace attach: pid %d maps no MPI library (libmpi.so): nothing to probe in it\n",
-                    (int)t->pid);
+    for (int i = 0; i < att_NT; i++) {
+        att_target *t = &att_T[i];
+        if (find_libs(t->pid, found) < 0 || tft_attach_target(a, t->pid) < 0) {
+            fprintf(stderr, "tftrace attach: pid %d: cannot read its mappings: %s\n", (int)t->pid, strerror(errno));
             continue;
         }
-        int ok = tft_attach_target(a, t->pid) == 0;
-        for (int f = 0; ok && f < TFT_AFN_COUNT; f++) {
-            int e = tft_attach_probe(a, t->pid, t->lib, fns[f].name, f);
-            if (e < 0)
-                fprintf(stderr, "tftrace attach: pid %d: %s in %s: %s\n", (int)t->pid, fns[f].name, t->lib,
-                        strerror(-e));
+        for (int k = 0; k < LIB_COUNT; k++) {
+            if (!(want & (1u << k)) || !found[k][0])
+                continue;
+            int ok = 0;
+            for (int f = libs[k].fn_lo; f <= libs[k].fn_hi; f++) {
+                int e = tft_attach_probe(a, t->pid, found[k], libs[k].funcs[f - libs[k].fn_lo], f);
+                if (e < 0)
+                    fprintf(stderr, "tftrace attach: pid %d: %s in %s: %s\n", (int)t->pid,
+                            libs[k].funcs[f - libs[k].fn_lo], found[k], strerror(-e));
+                ok |= e == 0;
+            }
+            if (ok)
+                t->probed_libs |= 1u << k;
         }
-        probed += ok;
+        t->mpi_probed = (t->probed_libs >> LIB_MPI) & 1;
+        if (!t->probed_libs)
+            fprintf(stderr, "tftrace attach: pid %d maps none of the libraries probed (libmpi, libnccl, libcudart,"
+                            " libc): nothing to probe in it\n", (int)t->pid);
+        probed += t->probed_libs != 0;
     }
     return probed;
 }
 
-static int finish_trace(int dfd, const char *out, const uint8_t run_id[16], tft_attach *a)
+/* Reads each target's ring-buffer losses and writes the new ones. */
+static void note_losses(tft_attach *a)
 {
-    tft_manifest_rank mr[MAX_TARGETS];
-    uint64_t calls = 0, open = 0, edge = 0;
-    for (int i = 0; i < NT; i++) {
-        tft_writer_close(T[i].w);
-        T[i].w = NULL;
-        mr[i] = (tft_manifest_rank){.rank = T[i].rank >= 0 ? T[i].rank : i, .pid = T[i].pid};
-        snprintf(mr[i].file, sizeof mr[i].file, "%s", T[i].file);
-        calls += T[i].calls, open += T[i].open, edge += T[i].dropped_edge;
-        free(T[i].buf);
-        if (T[i].dwfl)
-            dwfl_end(T[i].dwfl);
+    for (int i = 0; i < att_NT; i++) {
+        struct tft_alost l;
+        if (att_T[i].probed_libs && tft_attach_lost_of(a, att_T[i].pid, &l) == 0)
+            att_write_losses(&att_T[i], &l);
     }
-    manifest_run run = {.run_id = run_id, .file_mode = 0600, .collector = 0,
-                        .options_json = "{\"attach\":true}"};
-    int me = manifest_merge_rank(dfd, &run, mr, NT, 0);
-    fprintf(stderr, "tftrace attach: %s: %d process%s, %llu collective calls recorded (%llu at the edges of the"
-                    " window left out so that every rank's MPI_COMM_WORLD calls are the same ones), %llu stuck in"
-                    " one at the end%s; probes removed\n", out, NT, NT == 1 ? "" : "es", (unsigned long long)calls,
-            (unsigned long long)edge, (unsigned long long)open,
-            tft_attach_lost(a) ? " (some calls lost: ring buffer full)" : "");
+}
+
+/* Calls inside a collective when recording ended: one entered more than a
+ * second before is taken as stuck (written as entered, never left); a
+ * younger one was merely in flight and is left out, as is an allocation
+ * that had not returned. */
+static uint64_t end_ns;
+static void on_open_call(void *ctx, const struct tft_acall *c)
+{
+    (void)ctx;
+    int coll = c->fn < TFT_AFN_MPI_END || (c->fn >= TFT_AFN_NCCL_ALLREDUCE && c->fn <= TFT_AFN_NCCL_RECV);
+    for (int i = 0; coll && i < att_NT; i++)
+        if (att_T[i].pid == c->pid && end_ns - c->t_enter > 1000000000ull)
+            att_write_call(&att_T[i], c);
+}
+
+static int finish_trace(int dfd, const char *out, const uint8_t run_id[16])
+{
+    tft_manifest_rank mr[ATT_MAX_TARGETS];
+    uint64_t calls = 0, open = 0, edge = 0, allocs = 0, frees = 0, cuda = 0, nccl = 0, lost = 0;
+    size_t qmax = 0;
+    for (int i = 0; i < att_NT; i++) {
+        att_target *t = &att_T[i];
+        tft_writer_close(t->w);
+        t->w = NULL;
+        mr[i] = (tft_manifest_rank){.rank = t->rank >= 0 ? t->rank : i, .pid = t->pid};
+        snprintf(mr[i].file, sizeof mr[i].file, "%s", t->file);
+        calls += t->calls, open += t->open, edge += t->dropped_edge, allocs += t->allocs, frees += t->frees;
+        cuda += t->cuda, nccl += t->nccl, lost += t->lost;
+        qmax = t->qmax > qmax ? t->qmax : qmax;
+        att_target_free(t);
+    }
+    manifest_run run = {.run_id = run_id, .file_mode = 0600, .collector = 0, .options_json = "{\"attach\":true}",
+                        .incomplete = lost ? "tftrace attach: calls lost (BPF ring buffer full)" : NULL};
+    int me = manifest_merge_rank(dfd, &run, mr, att_NT, 0);
+    fprintf(stderr, "tftrace attach: %s: %d process%s, %llu collective calls recorded (%llu of them NCCL; %llu at the"
+                    " edges of the window left out so that every rank's MPI_COMM_WORLD calls are the same ones), %llu"
+                    " stuck in one at the end; %llu large allocations and %llu frees, %llu CUDA calls; probes"
+                    " removed\n", out, att_NT, att_NT == 1 ? "" : "es", (unsigned long long)calls,
+            (unsigned long long)nccl, (unsigned long long)edge, (unsigned long long)open, (unsigned long long)allocs,
+            (unsigned long long)frees, (unsigned long long)cuda);
+    if (lost)
+        fprintf(stderr, "tftrace attach: %s: %llu calls lost (the BPF ring buffer was full): the trace says so"
+                        " (DROPPED records; tfdump --check)\n", out, (unsigned long long)lost);
+    if (getenv("TFT_TEST_ATTACH_STATS"))   /* tests only: the most calls one queue held */
+        fprintf(stderr, "tftrace attach: queue max %zu\n", qmax);
     if (me < 0)
         fprintf(stderr, "tftrace attach: %s/manifest.json: %s\n", out, strerror(-me));
     return me < 0 ? 2 : 0;
 }
 
-static int run_attach(const char *out, double duration, int children)
+/* Records until --duration, a signal, or every target's exit; writes as
+ * it goes, flushing every rank file and reading the losses once a second. */
+static void record(tft_attach *a, double duration)
+{
+    double start = (double)shm_now_ns() / 1e9, last = start;
+    while (!stop_signal) {
+        tft_attach_poll(a, 100, att_stream_call, NULL);
+        double now = (double)shm_now_ns() / 1e9;
+        if (duration > 0 && now - start >= duration)
+            break;
+        if (now - last >= 1.0) {
+            last = now;
+            note_losses(a);
+            for (int i = 0; i < att_NT; i++)
+                if (att_T[i].w)
+                    tft_writer_flush(att_T[i].w);
+        }
+        int any = 0;
+        for (int i = 0; i < att_NT && !any; i++)
+            any = alive(att_T[i].pid);
+        if (!any)
+            break;
+    }
+    tft_attach_poll(a, 0, att_stream_call, NULL);
+    note_losses(a);
+    att_stream_finish();
+    end_ns = shm_now_ns();
+    tft_attach_open_calls(a, on_open_call, NULL);
+}
+
+/* TFT_ALLOC_MIN as the interposer reads it: bytes with an optional k/M/G,
+ * or "off". 0 and the value, or -1 for a value that is none of these. */
+static int alloc_min(uint64_t *out)
+{
+    const char *v = getenv("TFT_ALLOC_MIN");
+    *out = 1 << 20;
+    if (!v || !*v)
+        return 0;
+    if (!strcasecmp(v, "off"))
+        return *out = UINT64_MAX, 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'm' || *end == 'M' ? 20 : *end == 'g' || *end == 'G' ? 30 : 0;
+    end += shift != 0;
+    if (errno || *end || v[0] < '0' || v[0] > '9' || x > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)x << shift;
+    return 0;
+}
+
+static int run_attach(const char *out, double duration, int children, unsigned want)
 {
     char err[256];
+    uint64_t min_bytes;
+    if (alloc_min(&min_bytes) < 0)
+        return fprintf(stderr, "tftrace attach: TFT_ALLOC_MIN='%s' is not a size (bytes, with k, M or G, or"
+                               " 'off')\n", getenv("TFT_ALLOC_MIN")), 2;
+    /* tests only: a smaller BPF ring buffer (a power of two of pages) forces losses */
+    const char *rb = getenv("TFT_TEST_ATTACH_RINGBUF_BYTES");
+    size_t ring = rb ? (size_t)strtoull(rb, NULL, 10) : 0;
     if (children)
         add_children();
-    for (int i = 0; i < NT; i++) {
+    for (int i = 0; i < att_NT; i++) {
         static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE"};
-        T[i].rank = stacks_rank_of(T[i].pid, NULL, 0);
-        T[i].size = env_int(T[i].pid, sizes, 3);
+        att_T[i].rank = stacks_rank_of(att_T[i].pid, NULL, 0);
+        att_T[i].size = env_int(att_T[i].pid, sizes, 3);
     }
-    tft_attach *a = tft_attach_open(err, sizeof err);
+    tft_attach *a = tft_attach_open(min_bytes, ring, err, sizeof err);
     if (!a) {
         fprintf(stderr, "tftrace attach: %s%s\n", errno == EPERM || errno == EACCES ? "BPF is not permitted here: " : "",
                 err);
@@ -527,8 +370,8 @@ static int run_attach(const char *out, double duration, int children)
     if (getrandom(run_id, sizeof run_id, 0) != sizeof run_id)
         run_id[0] = 1;
     int dfd = -1, rc = 2;
-    if (place_probes(a) == 0) {
-        fprintf(stderr, "tftrace attach: no target maps an MPI library: nothing attached\n");
+    if (place_probes(a, want) == 0) {
+        fprintf(stderr, "tftrace attach: no target maps a library probed: nothing attached\n");
         goto out;
     }
     if (open_trace(out, &dfd, run_id) < 0)
@@ -537,45 +380,48 @@ static int run_attach(const char *out, double duration, int children)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    fprintf(stderr, "tftrace attach: recording the MPI collectives of %d process%s into %s (%s)\n", NT,
-            NT == 1 ? "" : "es", out, duration > 0 ? "until --duration" : "until Ctrl-C or the targets exit");
-    double start = (double)shm_now_ns() / 1e9;
-    while (!stop_signal) {
-        tft_attach_poll(a, 100, on_call, NULL);
-        if (duration > 0 && (double)shm_now_ns() / 1e9 - start >= duration)
-            break;
-        int any = 0;
-        for (int i = 0; i < NT && !any; i++)
-            any = alive(T[i].pid);
-        if (!any)
-            break;
-    }
-    tft_attach_poll(a, 0, on_call, NULL);
-    align_world();
-    for (int i = 0; i < NT; i++)
-        for (size_t k = 0; k < T[i].n; k++)
-            write_call(&T[i], &T[i].buf[k]);
-    end_ns = shm_now_ns();
-    tft_attach_open_calls(a, on_open_call, NULL);
-    rc = finish_trace(dfd, out, run_id, a);
+    fprintf(stderr, "tftrace attach: recording %d process%s into %s (%s)\n", att_NT, att_NT == 1 ? "" : "es", out,
+            duration > 0 ? "until --duration" : "until Ctrl-C or the targets exit");
+    record(a, duration);
+    rc = finish_trace(dfd, out, run_id);
 out:
     tft_attach_close(a);
     if (dfd >= 0)
         close(dfd);
     return rc;
 }
+
+/* --probe mpi,nccl,cuda,malloc: the mask of libs, 0 for a bad list. */
+static unsigned parse_probes(const char *s)
+{
+    unsigned m = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        int k = 0;
+        while (k < LIB_COUNT && !(strlen(libs[k].probe) == n && !strncmp(s, libs[k].probe, n)))
+            k++;
+        if (k == LIB_COUNT)
+            return 0;
+        m |= 1u << k;
+        s += n + (s[n] == ',');
+    }
+    return m;
+}
 #endif
 
 static void attach_usage(FILE *f)
 {
-    fprintf(f, "usage: tftrace attach [-o TRACE] [--duration S] [--children] PID...\n"
-               "Records the MPI collectives (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather,\n"
-               "MPI_Barrier) of running processes started without tftrace, through uprobes on the MPI\n"
-               "library each maps, into an ordinary trace; the probes are removed at the end and the\n"
-               "processes run on unharmed.\n\n"
+    fprintf(f, "usage: tftrace attach [-o TRACE] [--duration S] [--children] [--probe LIST] PID...\n"
+               "Records, of running processes started without tftrace, through uprobes on the libraries\n"
+               "each maps, into an ordinary trace: the MPI collectives (MPI_Allreduce, MPI_Reduce,\n"
+               "MPI_Bcast, MPI_Allgather, MPI_Barrier), the NCCL collectives (ncclAllReduce,\n"
+               "ncclBroadcast, ncclReduce, ncclAllGather, ncclReduceScatter, ncclSend, ncclRecv),\n"
+               "cudaMalloc/cudaFree, and malloc/calloc of at least TFT_ALLOC_MIN bytes (default 1M) with\n"
+               "their free. The probes are removed at the end and the processes run on unharmed.\n\n"
                "  -o, --output TRACE   trace directory, new or empty (default: attach-DATE-TIME.trace)\n"
                "      --duration S     stop after S seconds (default: Ctrl-C, or when every target exited)\n"
                "      --children       also every descendant of each PID\n"
+               "      --probe LIST     what to probe, of mpi,nccl,cuda,malloc (default: all four)\n"
                "Needs root or CAP_BPF + CAP_PERFMON; see docs/ATTACH.md.\n");
 }
 
@@ -583,10 +429,11 @@ int attach_main(int argc, char **argv)
 {
     static const struct option lo[] = {{"output", required_argument, 0, 'o'}, {"duration", required_argument, 0, 'd'},
                                        {"children", no_argument, 0, 'c'},     {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+                                       {"probe", required_argument, 0, 'p'},  {0, 0, 0, 0}};
     const char *out = NULL;
     double duration = 0;
     int children = 0, c;
+    const char *probes = "mpi,nccl,cuda,malloc";
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
         char *end;
@@ -598,6 +445,7 @@ int attach_main(int argc, char **argv)
                 return fprintf(stderr, "tftrace attach: --duration needs seconds > 0, got '%s'\n", optarg), 2;
             break;
         case 'c': children = 1; break;
+        case 'p': probes = optarg; break;
         case 'h': attach_usage(stdout); return 0;
         default: attach_usage(stderr); return 2;
         }
@@ -607,26 +455,30 @@ int attach_main(int argc, char **argv)
     if (!tft_stacks_supported())
         return fprintf(stderr, "tftrace attach: this tftrace was built without BPF support (docs/ATTACH.md)\n"), 2;
 #ifdef TFT_HAVE_BPF
+    unsigned want = parse_probes(probes);
+    if (!want)
+        return fprintf(stderr, "tftrace attach: --probe takes a list of mpi, nccl, cuda, malloc; got '%s'\n", probes),
+               2;
     for (int i = optind; i < argc; i++) {
         char *end;
         long v = strtol(argv[i], &end, 10);
         if (*end || end == argv[i] || v <= 0 || v > 0x3fffffff)
             return fprintf(stderr, "tftrace attach: '%s' is not a process id\n", argv[i]), 2;
-        if (NT == MAX_TARGETS)
-            return fprintf(stderr, "tftrace attach: at most %d processes\n", MAX_TARGETS), 2;
-        T[NT++].pid = (pid_t)v;
+        if (att_NT == ATT_MAX_TARGETS)
+            return fprintf(stderr, "tftrace attach: at most %d processes\n", ATT_MAX_TARGETS), 2;
+        att_T[att_NT++].pid = (pid_t)v;
     }
     if (bpf_privilege_check("attach"))
         return 2;
-    for (int i = 0; i < NT; i++)
-        if (bpf_target_check("attach", T[i].pid))
+    for (int i = 0; i < att_NT; i++)
+        if (bpf_target_check("attach", att_T[i].pid))
             return 2;
     char buf[4096];
     if (!out) {
         fresh_name(buf, sizeof buf, "attach", ".trace");
         out = buf;
     }
-    return run_attach(out, duration, children);
+    return run_attach(out, duration, children, want);
 #else
     return 2;
 #endif

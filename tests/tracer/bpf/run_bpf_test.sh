@@ -9,6 +9,9 @@
 #                loop: the calls recorded with counts, types and consecutive
 #                sequence numbers, no false desync; the loop's output unchanged
 #                and the loop running on after the probes are removed
+#   attach-stream  a 6 s attach to the loop: the attach process's RSS stays
+#                flat (calls streamed into the trace); a forced loss (a tiny
+#                BPF ring buffer) is said and counted in tfdump --check
 #   lifecycle    (STATIC_PROG too) a static binary's exit code, a SIGKILL and an
 #                OOM kill (a memory cgroup, where the machine has one) under
 #                tftrace: its summary, processes-PID.json, tfdump's summary
@@ -110,9 +113,13 @@ stacks-perm)
     [ $st -eq 2 ] && grep -q "tftrace attach: needs root or the capabilities CAP_BPF and CAP_PERFMON" "$tmp/err" \
         || fail "attach unprivileged: exit $st: $(cat "$tmp/err")"
     [ ! -e "$tmp/a.trace" ] || fail "attach unprivileged made a trace"
-    # a process without MPI: nothing to attach, said
-    st=0; "$tftrace" attach -o "$tmp/b.trace" --duration 1 $target 2>"$tmp/err" || st=$?
-    [ $st -eq 2 ] && grep -q "maps no MPI library" "$tmp/err" || fail "attach to sleep: exit $st: $(cat "$tmp/err")"
+    # a process without MPI, only MPI probed: nothing to attach, said
+    st=0; "$tftrace" attach -o "$tmp/b.trace" --duration 1 --probe mpi $target 2>"$tmp/err" || st=$?
+    [ $st -eq 2 ] && grep -q "maps none of the libraries probed" "$tmp/err" \
+        || fail "attach to sleep: exit $st: $(cat "$tmp/err")"
+    st=0; "$tftrace" attach -o "$tmp/c.trace" --probe mpi,gpu $target 2>"$tmp/err" || st=$?
+    [ $st -eq 2 ] && grep -q -- "--probe takes a list of mpi, nccl, cuda, malloc; got 'mpi,gpu'" "$tmp/err" \
+        || fail "--probe mpi,gpu: exit $st: $(cat "$tmp/err")"
     kill -0 $target || fail "the target died"
     kill $target; wait $target 2>/dev/null || true
     ;;
@@ -154,6 +161,47 @@ for l in out:
 PY
     st=0; "$tfdump" --check "$tmp/a.trace" >"$tmp/check" 2>&1 || st=$?
     [ $st -eq 0 ] || fail "tfdump --check on the attached trace: exit $st: $(cat "$tmp/check")"
+    ;;
+attach-stream)
+    # a 6 s attach to a tight 2-rank loop (~10k calls/s a rank): the calls go
+    # into the trace as they come, so the attach process's RSS does not grow
+    # with them (kept in memory, as before, they grew it by 64 bytes a call)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    start_job 2 loop 0 "$tmp"
+    sleep 1
+    TFT_TEST_ATTACH_STATS=1 "$tftrace" attach -o "$tmp/a.trace" --duration 6 $pids 2>"$tmp/err" & apid=$!
+    rss() { awk '/^VmRSS/ {print $2}' /proc/$apid/status 2>/dev/null || echo 0; }
+    sleep 2; early=$(rss); sleep 3; late=$(rss)
+    st=0; wait $apid || st=$?
+    cat "$tmp/err"
+    bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
+    [ $st -eq 0 ] || fail "tftrace attach exited $st"
+    calls=$(sed -n 's/.* \([0-9]*\) collective calls recorded.*/\1/p' "$tmp/err")
+    echo "RSS after 2 s: $early kB, after 5 s: $late kB; $calls calls"
+    [ "$early" -gt 0 ] && [ "$late" -gt 0 ] || fail "no RSS read"
+    # a machine too loaded for the loop to run cannot show it (CI runs it)
+    [ "$calls" -gt 30000 ] || { echo "SKIP: only $calls calls in 6 s (a loaded machine): too few to show the bound"; exit 0; }
+    [ $((late - early)) -lt 2048 ] || fail "the attach process grew by $((late - early)) kB in 3 s"
+    qmax=$(sed -n 's/^tftrace attach: queue max //p' "$tmp/err")
+    [ "$qmax" -lt 1000 ] || fail "a queue held $qmax calls"
+    st=0; "$tfdump" --check "$tmp/a.trace" >"$tmp/check" 2>&1 || st=$?
+    [ $st -eq 0 ] && ! grep -q "incomplete" "$tmp/check" || fail "tfdump --check: exit $st: $(cat "$tmp/check")"
+    # a forced loss (a 4 KiB ring buffer, TFT_TEST_ATTACH_RINGBUF_BYTES, tests
+    # only): said at the end, written as DROPPED records, reported by --check
+    st=0; TFT_TEST_ATTACH_RINGBUF_BYTES=4096 "$tftrace" attach -o "$tmp/l.trace" --duration 1.5 $pids \
+        2>"$tmp/err" || st=$?
+    cat "$tmp/err"
+    [ $st -eq 0 ] || fail "tftrace attach (small ring) exited $st"
+    lost=$(sed -n 's/.*: \([0-9]*\) calls lost (the BPF ring buffer was full).*/\1/p' "$tmp/err")
+    [ -n "$lost" ] && [ "$lost" -gt 0 ] || fail "no loss said"
+    "$tfdump" --check "$tmp/l.trace" >"$tmp/check" 2>&1 || true
+    cat "$tmp/check"
+    r0=$(sed -n 's/^incomplete: rank 0 lost \([0-9,]*\) records dropped (collective [0-9,]*).*/\1/p' "$tmp/check" | tr -d ,)
+    r1=$(sed -n 's/^incomplete: rank 1 lost \([0-9,]*\) records dropped (collective [0-9,]*).*/\1/p' "$tmp/check" | tr -d ,)
+    [ -n "$r0" ] && [ -n "$r1" ] || fail "tfdump --check does not say both ranks lost records"
+    [ $((r0 + r1)) -eq $((2 * lost)) ] || fail "--check says $r0 + $r1 records lost, attach $lost calls (2 records each)"
+    "$tfdump" "$tmp/l.trace" | grep -q "^incomplete   tftrace attach: calls lost (BPF ring buffer full)" \
+        || fail "the manifest does not say the trace is incomplete"
     ;;
 lifecycle)
     sprog=$5
