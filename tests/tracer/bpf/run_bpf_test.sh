@@ -12,6 +12,11 @@
 #   attach-stream  a 6 s attach to the loop: the attach process's RSS stays
 #                flat (calls streamed into the trace); a forced loss (a tiny
 #                BPF ring buffer) is said and counted in tfdump --check
+#   attach-alloc|attach-cuda|attach-nccl  (MPI_HANG: the program of
+#                tests/tracer/bpf/attach_*.c) a 3 s attach: large malloc/free
+#                and a leak tfdump --check finds; cudaMalloc/cudaFree failing
+#                without a GPU, with their error; ncclAllReduce/ncclBroadcast
+#                on a NULL communicator with count, dtype, op, root, error
 #   lifecycle    (STATIC_PROG too) a static binary's exit code, a SIGKILL and an
 #                OOM kill (a memory cgroup, where the machine has one) under
 #                tftrace: its summary, processes-PID.json, tfdump's summary
@@ -202,6 +207,77 @@ attach-stream)
     [ $((r0 + r1)) -eq $((2 * lost)) ] || fail "--check says $r0 + $r1 records lost, attach $lost calls (2 records each)"
     "$tfdump" "$tmp/l.trace" | grep -q "^incomplete   tftrace attach: calls lost (BPF ring buffer full)" \
         || fail "the manifest does not say the trace is incomplete"
+    ;;
+attach-alloc|attach-cuda|attach-nccl)
+    # PROG (the 4th argument) started without tftrace, attached for 3 s
+    setsid timeout -s KILL 40 "$prog" "$tmp" >"$tmp/job.out" 2>&1 & target=$!
+    for _ in $(seq 100); do [ -e "$tmp/pid" ] && break; sleep 0.1; done
+    [ -e "$tmp/pid" ] || fail "the program did not start: $(head -c 2000 "$tmp/job.out")"
+    st=0; "$tftrace" attach -o "$tmp/a.trace" --duration 3 "$(cat "$tmp/pid")" 2>"$tmp/err" || st=$?
+    cat "$tmp/err"
+    bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
+    [ $st -eq 0 ] || fail "tftrace attach exited $st"
+    kill -0 $target || fail "the program died under the probes"
+    st=0; "$tfdump" --check "$tmp/a.trace" >"$tmp/check" 2>&1 || st=$?
+    cat "$tmp/check"
+    "$tfdump" --events --json "$tmp/a.trace" >"$tmp/ev.jsonl" || fail "tfdump --events"
+    case "$case_name" in
+    attach-alloc)
+        # the leak (leaky() keeps 2 MiB every 80 ms) found by its growth,
+        # work()'s malloc and calloc paired with their frees, no small block
+        [ $st -ne 0 ] && grep -q "^leak: rank 0, leaky: +2097152 bytes per allocation over [0-9]* allocations" \
+            "$tmp/check" || fail "tfdump --check does not report leaky's growth (exit $st)"
+        grep -q "leak.* work" "$tmp/check" && fail "work()'s blocks, all freed, reported as a leak"
+        python3 - "$tmp/ev.jsonl" <<'PY' || fail "records"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+al = [e for e in ev if e["kind"] == "alloc"]; fr = [e for e in ev if e["kind"] == "free"]
+assert al and fr, "no alloc or free records"
+assert {e["site"] for e in al} == {"work", "leaky"}, {e["site"] for e in al}
+assert {e["bytes"] for e in al} == {2 << 20, 3 << 20}, {e["bytes"] for e in al}   # never the small block
+assert all(e["device"] == "cpu" for e in al)
+freed = {e["ptr"] for e in fr}
+work = [e for e in al if e["site"] == "work"]; leaky = [e for e in al if e["site"] == "leaky"]
+assert len(work) > 20 and len(leaky) > 5, (len(work), len(leaky))
+assert not any(e["ptr"] in freed for e in leaky if e["ptr"] not in {w["ptr"] for w in work})
+assert all(f["bytes"] in (2 << 20, 3 << 20) for f in fr)   # the size its malloc had
+PY
+        ;;
+    attach-cuda)
+        # no GPU: each cudaMalloc fails; recorded with its size and error
+        res=$(sed -n 's/^cudaMalloc \([0-9]*\) cudaFree \([0-9]*\)$/\1 \2/p' "$tmp/job.out")
+        [ -n "$res" ] || fail "the program printed no result: $(cat "$tmp/job.out")"
+        python3 - "$tmp/ev.jsonl" $res <<'PY' || fail "records"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+want_m, want_f = int(sys.argv[2]), int(sys.argv[3])
+ops = [e for e in ev if e["kind"] == "op"]
+m = [e for e in ops if e["name"] == "cudaMalloc"]; f = [e for e in ops if e["name"] == "cudaFree"]
+assert len(m) > 20 and len(f) > 20, (len(m), len(f))
+assert all(e["attrs"][0] == 1 << 20 and e["attrs"][1] == want_m for e in m), m[0]
+assert all(e["attrs"][1] == want_f for e in f), f[0]
+allocs = [e for e in ev if e["kind"] == "alloc"]
+assert (want_m != 0) == (not allocs), "ALLOC records for failed calls" if allocs else "no ALLOC for calls that succeeded"
+PY
+        ;;
+    attach-nccl)
+        # NULL communicator: ncclInvalidArgument (4); count, dtype, op, root recorded
+        grep -q "^ncclAllReduce 4 ncclBroadcast 4$" "$tmp/job.out" || fail "the program: $(cat "$tmp/job.out")"
+        python3 - "$tmp/ev.jsonl" <<'PY' || fail "records"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+co = [e for e in ev if e["kind"] == "collective" and e["phase"] == "exit"]
+ar = [e for e in co if e["name"] == "ncclAllReduce"]; bc = [e for e in co if e["name"] == "ncclBroadcast"]
+assert len(ar) > 20 and len(bc) > 20, (len(ar), len(bc))
+assert all(e["count"] == 1000 and e["dtype"] == "f32" and e["op"] == "sum" for e in ar), ar[0]
+assert all(e["count"] == 24 and e["dtype"] == "i64" and e["root"] == 1 for e in bc), bc[0]
+seq = [e["coll_seq"] for e in co]
+assert seq == list(range(len(seq))), seq[:10]   # one communicator (NULL), consecutive
+err = [e for e in ev if e["kind"] == "op"]
+assert len(err) == len(co) and all(e["attrs"] == [4] for e in err), err[:2]
+PY
+        ;;
+    esac
     ;;
 lifecycle)
     sprog=$5
