@@ -416,12 +416,14 @@ static void attach_usage(FILE *f)
                "each maps, into an ordinary trace: the MPI collectives (MPI_Allreduce, MPI_Reduce,\n"
                "MPI_Bcast, MPI_Allgather, MPI_Barrier), the NCCL collectives (ncclAllReduce,\n"
                "ncclBroadcast, ncclReduce, ncclAllGather, ncclReduceScatter, ncclSend, ncclRecv),\n"
-               "cudaMalloc/cudaFree, and malloc/calloc of at least TFT_ALLOC_MIN bytes (default 1M) with\n"
-               "their free. The probes are removed at the end and the processes run on unharmed.\n\n"
+               "cudaMalloc/cudaFree, and with --probe malloc the malloc/calloc of at least TFT_ALLOC_MIN\n"
+               "bytes (default 1M) with their free. The probes are removed at the end and the processes\n"
+               "run on unharmed.\n\n"
                "  -o, --output TRACE   trace directory, new or empty (default: attach-DATE-TIME.trace)\n"
                "      --duration S     stop after S seconds (default: Ctrl-C, or when every target exited)\n"
                "      --children       also every descendant of each PID\n"
-               "      --probe LIST     what to probe, of mpi,nccl,cuda,malloc (default: all four)\n"
+               "      --probe LIST     what to probe, of mpi,nccl,cuda,malloc (default: mpi,nccl,cuda; malloc\n"
+               "                       traps on every malloc and free, a cost to the process)\n"
                "Needs root or CAP_BPF + CAP_PERFMON; see docs/ATTACH.md.\n");
 }
 
@@ -433,7 +435,9 @@ int attach_main(int argc, char **argv)
     const char *out = NULL;
     double duration = 0;
     int children = 0, c;
-    const char *probes = "mpi,nccl,cuda,malloc";
+    /* malloc is opt-in: its probes trap on every malloc and free (a CPython
+     * loop of small lists runs ~50x slower under them, docs/ATTACH.md) */
+    const char *probes = "mpi,nccl,cuda";
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
         char *end;

@@ -136,21 +136,32 @@ static const char *handle_symbol(att_target *t, uint64_t addr)
     return n;
 }
 
-/* The function a call returns into (the interposer's "site"), "?" unknown;
- * the last 64 cached. */
+/* The function a call returns into (the interposer's "site"): its symbol,
+ * else MODULE+0xOFFSET (a static function of a stripped library), "?"
+ * unknown; the last 64 cached. */
 static const char *site_name(att_target *t, uint64_t ret)
 {
-    static struct { pid_t pid; uint64_t ret; const char *name; } cache[64];
+    static struct { pid_t pid; uint64_t ret; char name[128]; } cache[64];
     static unsigned next;
     for (int i = 0; i < 64; i++)
-        if (cache[i].pid == t->pid && cache[i].ret == ret)
+        if (cache[i].pid == t->pid && cache[i].ret == ret && cache[i].name[0])
             return cache[i].name;
+    char *out = cache[next % 64].name;
+    cache[next % 64].pid = t->pid, cache[next % 64].ret = ret;
+    next++;
     GElf_Off off;
     const char *n = ret ? symbol_at(t, ret - 1, &off) : NULL;
-    n = n ? n : "?";
-    cache[next % 64].pid = t->pid, cache[next % 64].ret = ret, cache[next % 64].name = n;
-    next++;
-    return n;
+    Dwfl_Module *m = n || !ret || !t->dwfl ? NULL : dwfl_addrmodule(t->dwfl, ret - 1);
+    Dwarf_Addr start = 0;
+    const char *mod = m ? dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL) : NULL;
+    if (n)
+        snprintf(out, 128, "%s", n);
+    else if (mod)
+        snprintf(out, 128, "%s+0x%llx", strrchr(mod, '/') ? strrchr(mod, '/') + 1 : mod,
+                 (unsigned long long)(ret - start));
+    else
+        snprintf(out, 128, "?");
+    return out;
 }
 
 static uint8_t mpi_dtype(att_target *t, uint64_t h)

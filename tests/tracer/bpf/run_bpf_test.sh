@@ -213,7 +213,8 @@ attach-alloc|attach-cuda|attach-nccl)
     setsid timeout -s KILL 40 "$prog" "$tmp" >"$tmp/job.out" 2>&1 & target=$!
     for _ in $(seq 100); do [ -e "$tmp/pid" ] && break; sleep 0.1; done
     [ -e "$tmp/pid" ] || fail "the program did not start: $(head -c 2000 "$tmp/job.out")"
-    st=0; "$tftrace" attach -o "$tmp/a.trace" --duration 3 "$(cat "$tmp/pid")" 2>"$tmp/err" || st=$?
+    st=0; "$tftrace" attach -o "$tmp/a.trace" --duration 3 --probe mpi,nccl,cuda,malloc "$(cat "$tmp/pid")" \
+        2>"$tmp/err" || st=$?
     cat "$tmp/err"
     bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
     [ $st -eq 0 ] || fail "tftrace attach exited $st"
