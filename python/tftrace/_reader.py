@@ -84,11 +84,13 @@ MAX_NDIM = 8            # TFT_MAX_NDIM
 REC_STRING, REC_STEP, REC_OP, REC_TENSOR, REC_ALLOC, REC_FREE = 1, 2, 3, 4, 5, 6
 REC_COLLECTIVE, REC_KERNEL, REC_CHECKPOINT, REC_PROCESS, REC_DROPPED = 7, 8, 9, 10, 11
 REC_CAPTURE, REC_THREAD, REC_SYNC, REC_COMM = 12, 13, 14, 15
+REC_STACK = 16
 
 _KIND_NAMES = {REC_STEP: "step", REC_OP: "op", REC_TENSOR: "tensor", REC_ALLOC: "alloc",
                REC_FREE: "free", REC_COLLECTIVE: "collective", REC_KERNEL: "kernel",
                REC_CHECKPOINT: "checkpoint", REC_PROCESS: "process", REC_DROPPED: "dropped",
-               REC_CAPTURE: "capture", REC_THREAD: "thread", REC_SYNC: "sync", REC_COMM: "comm"}
+               REC_CAPTURE: "capture", REC_THREAD: "thread", REC_SYNC: "sync", REC_COMM: "comm",
+               REC_STACK: "stack"}
 _KIND_BY_NAME = {v: k for k, v in _KIND_NAMES.items()}
 
 _TENSOR_HAS_DATA = 0x1
@@ -96,6 +98,8 @@ _COLL_FLAG_ENTER, _COLL_FLAG_EXIT = 0x1, 0x2
 _CAPTURE_SHUFFLED = 0x1
 _COMM_FLAG_INTER = 0x1
 _COLL_SEND, _COLL_RECV = 7, 8
+_STACK_FLAG_MAIN = 0x1
+_STACK_SOURCES = {1: "on-cpu", 2: "off-cpu"}  # else "running" (FORMAT.md §5.16)
 _TAG_NONE = -1
 _BF16 = 3
 _F8E4M3, _F8E5M2 = 13, 14
@@ -239,6 +243,11 @@ class _RecComm(c.Structure):
                 ("size", _i32), ("order", _u32), ("n_members", _u32)]  # then i32 members[]
 
 
+class _RecStack(c.Structure):  # FORMAT.md §5.16 (since 1.5)
+    _fields_ = [("h", _Rec), ("pid", _i32), ("tid", _i32), ("source", _u32), ("nframes", _u32),
+                ("comm", _u64), ("summary", _u64), ("frames", _u64), ("note", _u64)]
+
+
 class _RecCapture(c.Structure):
     _fields_ = [("h", _Rec), ("tensor", _u64), ("total", _u64), ("offset", _u64), ("n", _u32),
                 ("role", _u32), ("name", _u64), ("dtype", _u8), ("ndim", _u8), ("pad", _u16),
@@ -250,7 +259,7 @@ _LAYOUTS = {REC_STRING: _RecString, REC_STEP: _RecStep, REC_OP: _RecOp, REC_TENS
             REC_ALLOC: _RecAlloc, REC_FREE: _RecFree, REC_KERNEL: _RecKernel,
             REC_CHECKPOINT: _RecCheckpoint, REC_PROCESS: _RecProcess, REC_DROPPED: _RecDropped,
             REC_CAPTURE: _RecCapture, REC_THREAD: _RecThread, REC_SYNC: _RecSync,
-            REC_COMM: _RecComm}
+            REC_COMM: _RecComm, REC_STACK: _RecStack}
 
 _checked = False
 
@@ -989,6 +998,10 @@ class _Strings:
             s = self._cache[sid] = b.decode("utf-8", "replace")
         return s
 
+    def defined(self, sid):
+        """The text of sid, None for 0 or an id the file does not define."""
+        return self(sid) if sid and (sid in self._cache or self._fn(self._r, sid) is not None) else None
+
 
 _NAN = float("nan")
 
@@ -1105,9 +1118,28 @@ def _event(names, h, addr, rank, strings, ops):
             members = list((_i32 * p.n_members).from_address(addr + c.sizeof(_RecComm)))
         d.update(name=strings(p.name), comm=p.comm, parent=p.parent or None, comm_rank=p.rank,
                  size=p.size, order=p.order, inter=bool(h.flags & _COMM_FLAG_INTER), members=members)
+    elif kind == REC_STACK:
+        d.update(_stack_fields(h, _RecStack.from_address(addr), strings))
     elif kind not in _KIND_NAMES:
         d["len"] = h.len
     return d
+
+
+def _stack_fields(h, p, strings):
+    """A STACK record's keys as tfdump --events --json gives them: the
+    frames as a list of their lines (each cut at 511 bytes), [] when the
+    file does not define the string."""
+    frames = strings.defined(p.frames)
+    lines = []
+    if frames is not None:
+        for line in frames.split("\n"):
+            b = line.encode("utf-8")
+            lines.append(b[:511].decode("utf-8", "replace") if len(b) > 511 else line)
+        if lines and lines[-1] == "":
+            lines.pop()
+    return {"name": strings(p.summary), "pid": p.pid, "tid": p.tid, "main": bool(h.flags & _STACK_FLAG_MAIN),
+            "snapshot": _STACK_SOURCES.get(p.source, "running"), "comm": strings(p.comm),
+            "summary": strings(p.summary), "frames": lines, "note": strings(p.note)}
 
 
 class _Capture:

@@ -788,7 +788,9 @@ def case_crafted(tftrace):
     the recorder does not produce. A 1.1 COLLECTIVE record (104 bytes, no
     tag) followed by a record whose first bytes would read as a tag; a
     TENSOR before its OP record; an unknown kind; a string id the file never
-    defines; modes and devices outside the enumerations."""
+    defines; modes and devices outside the enumerations; STACK records
+    (tftrace --timeout's, FORMAT.md §5.16), one with frames the file never
+    defines."""
     import ctypes as c
     import struct
     lib = c.CDLL(A.lib)
@@ -855,6 +857,18 @@ def case_crafted(tftrace):
         body += b"\0" * (-len(body) % 8)
         return hdr(12, 32 + len(body), ts, 1, seq, 1 if shuffle else 0) + body
 
+    def stack(ts, pid, tid, source, flags, comm, summary, frames, note, nframes):
+        body = struct.pack("<iiIIQQQQ", pid, tid, source, nframes, comm, summary, frames, note)
+        return hdr(16, 32 + len(body), ts, NONE, NONE, flags) + body
+
+    frames = ("#0  0x7fe0e964e017 __sched_yield+0x7 (libc.so.6+0xee017)\n"
+              "#1  0x7fe0e97ab31a PMPI_Allreduce+0xfa (libmpi.so.40+0x6931a)\n"
+              "? #2  0x5630d10e8242 main+0xf2 (mpi_hang+0x1242)\n")
+    recs += [
+        stack(18, 4242, 4242, 1, 0x1 | 0x2 | 0x4, s("mpi_hang"), s("MPI_Allreduce ← step ← main"), s(frames),
+              s("the CFI walk stopped at main"), 3),
+        stack(19, 4242, 4250, 3, 0x4, s("async"), 0, 0x5678, 0, 0),     # frames never defined, running
+    ]
     raw = whole.tobytes()
     recs += [
         hdr(2, 40, 11, 1, NONE) + struct.pack("<II", 0, 0),
@@ -883,9 +897,19 @@ def case_crafted(tftrace):
     check(out["step"] is None and out["seq"] is None and out["op"] is None and out["mode"] == "shape"
           and out["nan"] is None and out["dtype"] == "bool", "outside: %s" % out)
     check(any(e["kind"] == "unknown(200)" for e in events), "tfdump saw the unknown kind")
+    check(sum(e["kind"] == "stack" for e in events) == 2, "tfdump saw the stacks")
     with tftrace.open(d) as t:
         unk = [e for e in t.events() if e["kind"] == "unknown(200)"]
         check(len(unk) == 1 and unk[0]["len"] == 48, "events() of the unknown kind: %s" % unk)
+        st = list(t.events(kinds="stack"))
+        check(len(st) == 2 and st[0]["pid"] == 4242 and st[0]["tid"] == 4242 and st[0]["main"] is True
+              and st[0]["snapshot"] == "on-cpu" and st[0]["comm"] == "mpi_hang"
+              and st[0]["summary"] == st[0]["name"] == "MPI_Allreduce ← step ← main"
+              and st[0]["frames"] == frames.splitlines() and st[0]["note"] == "the CFI walk stopped at main",
+              "stack: %s" % st[:1])
+        check(st[1]["main"] is False and st[1]["snapshot"] == "running" and st[1]["frames"] == []
+              and st[1]["summary"] is None and st[1]["note"] is None, "a stack without frames: %s" % st[1:])
+        check(not any(e["kind"].startswith("unknown(16") for e in t.events()), "STACK read as unknown")
         o = [e for e in t.events(kinds="op")]
         check(o[0]["inputs"] == [1] and o[0]["outputs"] == [1, 2] and o[0]["attrs"] == [-7, 8], "op: %s" % o)
         check(t.manifest is None and t.ranks == [0], "a trace without manifest")
