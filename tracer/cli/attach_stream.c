@@ -88,14 +88,17 @@ static void try_align(int force)
     aligned = 1;
 }
 
-/* Whether every probed rank has recorded global world call g. */
-static int all_have(long g)
+/* The global world calls every probed rank has recorded: [0, have()). */
+static long have(void)
 {
+    long h = LONG_MAX;
     for (int i = 0; i < att_NT; i++)
-        if (att_T[i].mpi_probed && (long)att_T[i].nworld - att_T[i].off <= g)
-            return 0;
-    return 1;
+        if (att_T[i].mpi_probed && (long)att_T[i].nworld - att_T[i].off < h)
+            h = (long)att_T[i].nworld - att_T[i].off;
+    return h;
 }
+
+static int all_have(long g) { return g < have(); }
 
 static void pop(att_target *t)
 {
@@ -170,10 +173,15 @@ void att_stream_call(void *ctx, const struct tft_acall *c)
     }
     if (!aligned)
         try_align(0);
-    if (!p.world) {
+    /* a world call can only unblock the other ranks when it raises the
+     * count every rank has (the one that was behind caught up) */
+    static long had = LONG_MIN;
+    long now = p.world && aligned ? have() : had;
+    if (now == had) {
         drain(t, 0, LONG_MAX);
         return;
     }
+    had = now;
     for (int i = 0; i < att_NT; i++)
         drain(&att_T[i], 0, LONG_MAX);
 }
@@ -182,10 +190,7 @@ void att_stream_finish(void)
 {
     if (!aligned)
         try_align(1);
-    long hi = LONG_MAX;
-    for (int i = 0; i < att_NT; i++)
-        if (att_T[i].mpi_probed && (long)att_T[i].nworld - att_T[i].off < hi)
-            hi = (long)att_T[i].nworld - att_T[i].off;
+    long hi = have();
     for (int i = 0; i < att_NT; i++)
         drain(&att_T[i], 2, hi);
 }
