@@ -4,9 +4,10 @@
  * killed, every 20 ms: work() mallocs and frees a 2 MiB block, a 3 MiB
  * calloc and a small block (below the threshold: not recorded); every 4th
  * iteration leaky() mallocs 2 MiB and keeps it (a leak growing 25 MiB/s).
- * Built without sanitizers (their allocator would replace libc's malloc,
- * which the probes are on).
- *   attach_alloc DIR
+ * With "fast": a 2 MiB malloc and its free in a tight loop, nothing else
+ * (for a forced loss of events). Built without sanitizers (their allocator
+ * would replace libc's malloc, which the probes are on).
+ *   attach_alloc DIR [fast]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ __attribute__((noinline)) static void work(void)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return fprintf(stderr, "usage: attach_alloc DIR\n"), 2;
+        return fprintf(stderr, "usage: attach_alloc DIR [fast]\n"), 2;
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/pid", argv[1]);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -52,6 +53,10 @@ int main(int argc, char **argv)
     fprintf(f, "%d\n", (int)getpid());
     fclose(f);
     rename(tmp, path);
+    for (int fast = argc > 2 && !strcmp(argv[2], "fast"); fast;) {
+        sink = malloc(2 << 20);
+        free(sink);
+    }
     for (long i = 0;; i++) {
         work();
         if (i % 4 == 0)
