@@ -16,7 +16,8 @@
 #                tfdump --check
 #   attach-alloc|attach-cuda|attach-nccl  (MPI_HANG: the program of
 #                tests/tracer/bpf/attach_*.c) a 3 s attach: large malloc/free
-#                and a leak tfdump --check finds; cudaMalloc/cudaFree failing
+#                and a leak tfdump --check finds, also in the trace of an
+#                attach killed by SIGKILL; cudaMalloc/cudaFree failing
 #                without a GPU, with their error; ncclAllReduce/ncclBroadcast
 #                on a NULL communicator with count, dtype, op, root, error
 #   lifecycle    (STATIC_PROG too) a static binary's exit code, a SIGKILL and an
@@ -64,6 +65,17 @@ start_job() {
     done
     pids=$(cat "$tmp"/pid.* | tr '\n' ' ')
     [ "$(echo $pids | wc -w)" -eq "$np" ] || fail "only pids '$pids' after 30 s"
+}
+
+# start_prog ARGS...: PROG DIR ARGS in a session of its own (bounded by
+# timeout), waits for DIR/pid; sets job (the session: timeout and PROG, killed
+# as a group) and pids (PROG)
+start_prog() {
+    setsid timeout -s KILL 40 "$prog" "$tmp" "$@" >"$tmp/job.out" 2>&1 &
+    job=$!
+    for _ in $(seq 100); do [ -e "$tmp/pid" ] && break; sleep 0.1; done
+    [ -e "$tmp/pid" ] || fail "the program did not start: $(head -c 2000 "$tmp/job.out")"
+    pids=$(cat "$tmp/pid")
 }
 
 case "$case_name" in
@@ -199,15 +211,13 @@ attach-loss)
     # every build). A forced loss (a 4 KiB ring buffer,
     # TFT_TEST_ATTACH_RINGBUF_BYTES, tests only): said at the end, written as
     # DROPPED records of the kinds lost, reported by tfdump --check
-    setsid timeout -s KILL 40 "$prog" "$tmp" fast >"$tmp/job.out" 2>&1 & target=$!
-    for _ in $(seq 100); do [ -e "$tmp/pid" ] && break; sleep 0.1; done
-    [ -e "$tmp/pid" ] || fail "the program did not start: $(head -c 2000 "$tmp/job.out")"
+    start_prog fast
     st=0; TFT_TEST_ATTACH_RINGBUF_BYTES=4096 "$tftrace" attach -o "$tmp/l.trace" --duration 1.5 --probe malloc \
         "$(cat "$tmp/pid")" 2>"$tmp/err" || st=$?
     cat "$tmp/err"
     bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
     [ $st -eq 0 ] || fail "tftrace attach exited $st"
-    kill -0 $target || fail "the program died under the probes"
+    kill -0 $pids || fail "the program died under the probes"
     lost=$(sed -n 's/.*: \([0-9]*\) calls lost (the BPF ring buffer was full).*/\1/p' "$tmp/err")
     [ -n "$lost" ] && [ "$lost" -gt 0 ] || fail "no loss said"
     "$tfdump" --check "$tmp/l.trace" >"$tmp/check" 2>&1 || true
@@ -221,15 +231,13 @@ attach-loss)
     ;;
 attach-alloc|attach-cuda|attach-nccl)
     # PROG (the 4th argument) started without tftrace, attached for 3 s
-    setsid timeout -s KILL 40 "$prog" "$tmp" >"$tmp/job.out" 2>&1 & target=$!
-    for _ in $(seq 100); do [ -e "$tmp/pid" ] && break; sleep 0.1; done
-    [ -e "$tmp/pid" ] || fail "the program did not start: $(head -c 2000 "$tmp/job.out")"
+    start_prog
     st=0; "$tftrace" attach -o "$tmp/a.trace" --duration 3 --probe mpi,nccl,cuda,malloc "$(cat "$tmp/pid")" \
         2>"$tmp/err" || st=$?
     cat "$tmp/err"
     bpf_denied "$tmp/err" && { echo "SKIP: $(cat "$tmp/err")"; exit 0; }
     [ $st -eq 0 ] || fail "tftrace attach exited $st"
-    kill -0 $target || fail "the program died under the probes"
+    kill -0 $pids || fail "the program died under the probes"
     st=0; "$tfdump" --check "$tmp/a.trace" >"$tmp/check" 2>&1 || st=$?
     cat "$tmp/check"
     "$tfdump" --events --json "$tmp/a.trace" >"$tmp/ev.jsonl" || fail "tfdump --events"
@@ -254,6 +262,13 @@ assert len(work) > 20 and len(leaky) > 5, (len(work), len(leaky))
 assert not any(e["ptr"] in freed for e in leaky if e["ptr"] not in {w["ptr"] for w in work})
 assert all(f["bytes"] in (2 << 20, 3 << 20) for f in fr)   # the size its malloc had
 PY
+        # streamed: an attach killed with SIGKILL leaves what it had written
+        # (flushed once a second) readable, and the leak found in it
+        "$tftrace" attach -o "$tmp/k.trace" --probe malloc "$(cat "$tmp/pid")" 2>/dev/null & apid=$!
+        sleep 2.5; kill -KILL $apid; wait $apid 2>/dev/null || true
+        "$tfdump" --check "$tmp/k.trace" >"$tmp/check" 2>&1 || true
+        grep -q "^leak: rank 0, leaky: +2097152 bytes per allocation" "$tmp/check" \
+            || fail "the trace of a killed attach: $(cat "$tmp/check")"
         ;;
     attach-cuda)
         # no GPU: each cudaMalloc fails; recorded with its size and error
