@@ -273,15 +273,16 @@ static void write_collective(att_target *t, const struct tft_acall *c)
 /* An OP record of kind runtime named as the call, with up to 3 attributes. */
 static void write_op(att_target *t, const struct tft_acall *c, int n, int64_t a0, int64_t a1, int64_t a2)
 {
-    struct {
-        tft_rec_op op;
-        uint64_t attr[3];
-    } r = {.op = {.h = {.kind = TFT_REC_OP, .len = (uint32_t)(sizeof(tft_rec_op) + 8 * (size_t)n),
-                        .ts = c->t_enter, .step = TFT_STEP_NONE, .seq = (int64_t)t->seq++},
-                  .op_kind = TFT_OP_RUNTIME, .n_attr = (uint8_t)n},
-           .attr = {(uint64_t)a0, (uint64_t)a1, (uint64_t)a2}};
-    r.op.name = tft_writer_string(t->w, fns[c->fn].name, strlen(fns[c->fn].name));
-    tft_writer_append(t->w, &r.op.h);
+    uint64_t buf[(sizeof(tft_rec_op) + 3 * sizeof(int64_t)) / sizeof(uint64_t)] = {0};
+    tft_rec_op *op = (tft_rec_op *)buf;
+    const int64_t attr[3] = {a0, a1, a2};
+    op->h = (tft_rec){.kind = TFT_REC_OP, .len = (uint32_t)(sizeof(tft_rec_op) + 8 * (size_t)n), .ts = c->t_enter,
+                      .step = TFT_STEP_NONE, .seq = (int64_t)t->seq++};
+    op->op_kind = TFT_OP_RUNTIME;
+    op->n_attr = (uint8_t)n;
+    op->name = tft_writer_string(t->w, fns[c->fn].name, strlen(fns[c->fn].name));
+    memcpy(op->ids, attr, 8 * (size_t)n);
+    tft_writer_append(t->w, &op->h);
 }
 
 static void write_alloc(att_target *t, const struct tft_acall *c, int cuda)
