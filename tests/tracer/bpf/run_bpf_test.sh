@@ -289,7 +289,7 @@ PY
         ;;
     attach-nccl)
         # NULL communicator: ncclInvalidArgument (4); count, dtype, op, root recorded
-        grep -q "^ncclAllReduce 4 ncclBroadcast 4$" "$tmp/job.out" || fail "the program: $(cat "$tmp/job.out")"
+        grep -q "^ncclAllReduce 4 ncclBroadcast 4 others 4$" "$tmp/job.out" || fail "the program: $(cat "$tmp/job.out")"
         python3 - "$tmp/ev.jsonl" <<'PY' || fail "records"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -298,8 +298,17 @@ ar = [e for e in co if e["name"] == "ncclAllReduce"]; bc = [e for e in co if e["
 assert len(ar) > 20 and len(bc) > 20, (len(ar), len(bc))
 assert all(e["count"] == 1000 and e["dtype"] == "f32" and e["op"] == "sum" for e in ar), ar[0]
 assert all(e["count"] == 24 and e["dtype"] == "i64" and e["root"] == 1 for e in bc), bc[0]
-seq = [e["coll_seq"] for e in co]
-assert seq == list(range(len(seq))), seq[:10]   # one communicator (NULL), consecutive
+want = {"ncclReduce": (7, "f64", "max", 3), "ncclAllGather": (5, "u8", "none", -1),
+        "ncclReduceScatter": (9, "bf16", "avg", -1), "ncclSend": (11, "i32", "none", 2),
+        "ncclRecv": (13, "f16", "none", 0)}
+for name, w in want.items():
+    v = [e for e in co if e["name"] == name]
+    assert len(v) > 20 and all((e["count"], e["dtype"], e["op"], e["root"]) == w for e in v), (name, v[:1])
+coll = [e["coll_seq"] for e in co if e["name"] not in ("ncclSend", "ncclRecv")]
+p2p = [e["coll_seq"] for e in co if e["name"] in ("ncclSend", "ncclRecv")]
+assert coll == list(range(len(coll))), coll[:10]   # one communicator (NULL), consecutive
+assert p2p == list(range(len(p2p))), p2p[:10]      # its point-to-point space, consecutive
+assert len({e["comm"] for e in co if e["name"] == "ncclSend"} | {e["comm"] for e in ar}) == 2
 err = [e for e in ev if e["kind"] == "op"]
 assert len(err) == len(co) and all(e["attrs"] == [4] for e in err), err[:2]
 PY
