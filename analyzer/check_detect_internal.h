@@ -65,6 +65,12 @@ typedef struct chk_series {
     double vmax, vmin;
     uint64_t over_clip;  /* grad_norm records above the clip threshold */
     uint64_t nvals;
+    /* numerics (check_numerics.c) */
+    double step_absmax;  /* the absmax of its record at last_step (full mode, finite), else 0 */
+    int64_t risk_step;   /* precision-risk: the first step with values past fp16's range, TFT_STEP_NONE */
+    uint64_t risk_first, risk_max; /* ... the count then, the largest count before a non-finite value */
+    int64_t risk_max_step;
+    int base;            /* layer-growth: index + 1 of the layer-0 series of the same name; 0 unknown, -1 none */
 } chk_series;
 
 struct chk_rank {
@@ -94,6 +100,11 @@ struct chk_rank {
     uint64_t update_more; /* parameters past the ratio after the first */
     bool causal_seen;    /* a square mask tensor was recorded */
     int64_t resume_step; /* a checkpoint RESUME record's step, TFT_STEP_NONE none */
+    /* numerics (check_numerics.c) */
+    bool nonfinite_any;  /* a record with NaN/Inf was seen: growth is judged before it only */
+    int softmax_fi;      /* the softmax-overflow finding, -1 none (error when a non-finite follows) */
+    int layer_fi;        /* the layer-growth finding, -1 none (likewise) */
+    int64_t layer_step;  /* ... its step */
 };
 
 /* A finding of rank c (evidence printf-style). Drops it past CHK_FIND_MAX. */
@@ -107,7 +118,19 @@ chk_series *chk_find(chk_rank *c, const char *name);
 /* Whether name ends with suffix (a whole dotted component or the name). */
 bool chk_ends(const char *name, const char *suffix);
 
+/* The layer index of name, -1 none; *pos and *len: where its digits are. */
+int chk_layer_span(const char *name, size_t *pos, size_t *len);
+/* An activation: not a parameter, gradient, optimizer state, scalar, data
+ * or mask tensor (absmax-growth, layer-growth judge these). */
+bool chk_is_activation(const chk_series *s);
+
 /* check_rules.c: the rules judged when the rank is read. */
 void chk_rules_finish(chk_rank *c);
+
+/* check_numerics.c: precision risk, softmax inputs near overflow, growth
+ * across layers at one step (record by record: chk_numerics_record, after
+ * the series' own rules) and uniform attention (chk_numerics_finish). */
+void chk_numerics_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
+void chk_numerics_finish(chk_rank *c);
 
 #endif

@@ -96,9 +96,17 @@ expect resumed 0 --clean
 rec sgd -- --steps 35 "${SMALL[@]}" --optim sgd --lr 3 --bug no-clip
 expect sgd 1 --finding 'absmax-growth@*:*' --before-nonfinite absmax-growth --finding 'grad-spike@*:grad_norm' \
     --finding 'attn-collapse@*:L0.attn.probs' --finding 'update-ratio@*:param.*' --finding 'clip-always@0:grad_norm'
+# ... values past fp16's range from step 12 (the first Inf: step 29), scores past exp's overflow point
+expect sgd 1 --layer 0 --finding 'precision-risk@12:L0.attn.scores' --before-nonfinite precision-risk \
+    --finding 'softmax-overflow@12:L0.attn.scores' --before-nonfinite softmax-overflow
 # lr 0: the loss does not fall
 rec flat -- --steps 24 "${SMALL[@]}" --lr 0
 expect flat 1 --finding 'loss-flat@0:loss'
+# ... and attention stays uniform (judged on runs of 200 steps by default: at
+# 24 steps a healthy run is still uniform, warm-up being 20 steps)
+TARGS=(--threshold uniform-steps=20)
+expect flat 1 --layer 0 --finding 'attn-uniform@11:L0.attn.probs'
+TARGS=()
 # loosened thresholds: the grad-norm growth of grad-accum (3 rises, x1.3;
 # the defaults, 8 rises and x4, keep the healthy runs quiet) and the init
 # scale of the projections (0.7x their peers)
@@ -115,6 +123,10 @@ rec fp16 -- --steps 60 --layers 2 --d-model 32 --heads 2 --seq 16 --batch 4 --ev
     --dtype fp16 --lr 0.5 --clip 0
 expect fp16 1 --layer 1 --finding 'absmax-growth@*:L1.*' --before-nonfinite absmax-growth
 expect fp16 1 --finding 'clip-never@0:grad_norm' 
+# the attention scores pass 88.7 (exp overflows f32) at step 8; at step 19 layer
+# 1's residual stream is 4x layer 0's and past 1,000
+expect fp16 1 --layer 0 --finding 'softmax-overflow@8:L0.attn.scores' --before-nonfinite softmax-overflow
+expect fp16 1 --layer 1 --finding 'layer-growth@19:L1.res1' --before-nonfinite layer-growth
 if [ "$HAVE_MPI" = ON ] && command -v mpirun >/dev/null 2>&1; then
     rec dp-shard 2 -- "${S[@]}" --bug dp-shard
     expect dp-shard 1 --rank 1 --finding 'data-shard@0:tokens'
