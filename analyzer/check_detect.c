@@ -40,6 +40,7 @@ static const struct {
     {"uniform", offsetof(chk_opts, uniform)},
     {"uniform-steps", offsetof(chk_opts, uniform_steps)},
     {"layer-growth", offsetof(chk_opts, layer_growth)},
+    {"pad-id", offsetof(chk_opts, pad_id)},
 };
 
 int chk_opts_set(chk_opts *o, const char *arg)
@@ -63,7 +64,7 @@ int chk_opts_set(chk_opts *o, const char *arg)
 const char *chk_opts_names(void)
 {
     return "vocab, clip, min-steps, loss-drop, loss-rise, spike, growth, growth-steps, update-max, init-std, "
-           "absmax-growth, absmax-min, collapse, softmax-max, uniform, uniform-steps, layer-growth";
+           "absmax-growth, absmax-min, collapse, softmax-max, uniform, uniform-steps, layer-growth, pad-id";
 }
 
 const char *chk_severity_name(int severity)
@@ -184,7 +185,9 @@ chk_rank *chk_rank_new(const chk_opts *o, int rank, double clip_from_cmd)
     c->rank = rank;
     c->clip_cmd = clip_from_cmd;
     c->step = TFT_STEP_NONE;
-    c->update_fi = c->spike_fi = c->softmax_fi = c->layer_fi = -1;
+    c->update_fi = c->spike_fi = c->softmax_fi = c->layer_fi = c->padrows_fi = -1;
+    c->resume_tok_step = c->pad_last_step = TFT_STEP_NONE;
+    tft_u64map_init(&c->fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = CHK_FP_MAX});
     c->resume_step = TFT_STEP_NONE;
     c->shift_step = c->lm_first = TFT_STEP_NONE;
     tft_u64map_init(&c->idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .max_n = CHK_MAX_SERIES});
@@ -200,6 +203,7 @@ void chk_rank_free(chk_rank *c)
     free(c->s);
     free(c->f);
     tft_u64map_free(&c->idx);
+    tft_u64map_free(&c->fps);
     free(c);
 }
 
@@ -512,6 +516,7 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
     }
     s->last_step = step;
     rule_data(c, s, t);
+    chk_data_record(c, s, t, step);
     if (!finite && !s->nonfinite_seen) {
         s->nonfinite_seen = true;
         s->nonfinite_step = step;
@@ -563,6 +568,7 @@ int chk_rank_finish(chk_rank *c)
 {
     chk_rules_finish(c);
     chk_numerics_finish(c);
+    chk_data_finish(c);
     if (c->spike_fi >= 0 && c->spike_fi < c->nf && c->spikes >= 3) {
         chk_finding *f = &c->f[c->spike_fi];
         size_t k = strlen(f->evidence);

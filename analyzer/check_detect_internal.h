@@ -105,6 +105,16 @@ struct chk_rank {
     int softmax_fi;      /* the softmax-overflow finding, -1 none (error when a non-finite follows) */
     int layer_fi;        /* the layer-growth finding, -1 none (likewise) */
     int64_t layer_step;  /* ... its step */
+    /* data (check_data.c) */
+    tft_u64map fps;      /* tokens fingerprint (mixed with numel) -> first step (int64), at most CHK_FP_MAX */
+    int padrows_fi;      /* the pad-rows finding, -1 none */
+    uint64_t pad_steps;  /* steps with rows proved all padding */
+    int64_t pad_last_step; /* ... the last of them */
+    uint64_t repeats;    /* batches repeating an earlier step's */
+    bool ckpt_data_done; /* ckpt-data has reported */
+    int64_t resume_tok_step; /* the first tokens step at or after the resume, TFT_STEP_NONE */
+    uint64_t resume_fp;  /* ... its fingerprint */
+    int tok_si;          /* ... its series index */
 };
 
 /* A finding of rank c (evidence printf-style). Drops it past CHK_FIND_MAX. */
@@ -132,5 +142,13 @@ void chk_rules_finish(chk_rank *c);
  * the series' own rules) and uniform attention (chk_numerics_finish). */
 void chk_numerics_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void chk_numerics_finish(chk_rank *c);
+
+/* check_data.c: all-padding rows and repeated batches (record by record),
+ * the note on pad-rows (finish) and ckpt-data across the rank files of a
+ * restarted job (merge). */
+#define CHK_FP_MAX 16384 /* batches remembered per rank */
+void chk_data_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step);
+void chk_data_finish(chk_rank *c);
+void chk_data_merge(chk_rank *const *ranks, int n);
 
 #endif

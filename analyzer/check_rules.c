@@ -430,6 +430,7 @@ int chk_merge(chk_rank *const *ranks, int n, chk_finding *out, int max)
 {
     if (n > 1 && ranks[0])
         cross_rank(ranks, n);
+    chk_data_merge(ranks, n);
     int k = 0;
     for (int r = 0; r < n; r++)
         for (int i = 0; ranks[r] && i < ranks[r]->nf && k < max; i++)

@@ -92,6 +92,38 @@ rec ckpt-optim -- "${SMALL[@]}" --warmup 2 --steps 6 --resume ckpt/ckpt-step-000
 expect ckpt-optim 1 --finding 'ckpt-optim@3:adam.m.*'
 rec resumed -- "${SMALL[@]}" --warmup 2 --steps 6 --resume ckpt/ckpt-step-000003.bin
 expect resumed 0 --clean
+# a job restarted under one recording (a supervisor, torchrun's restarts):
+# the first process trains steps 0..2 and saves, the second resumes at 3.
+# With ckpt-data its first batch is step 0's, in the first process's file
+restarted() {
+    local name=$1
+    shift
+    rm -rf "ckpt-$name"
+    "$TFTRACE" -q -o "$name.trace" -- bash -c '"$1" "${@:3}" --steps 3 --ckpt-dir "$2" --ckpt-every 3 &&
+        "$1" "${@:3}" --steps 6 --resume "$2/ckpt-step-000003.bin" $BUGARG' _ "$TFTRAIN" "ckpt-$name" \
+        "${SMALL[@]}" --warmup 2 >"$name.log" 2>&1 || fail "$name: $(tail -2 "$name.log")"
+}
+BUGARG="--bug ckpt-data" restarted ckpt-data
+expect ckpt-data 1 --finding 'ckpt-data@3:tokens'
+BUGARG="" restarted restart-golden
+expect restart-golden 0 --clean
+# a small data file wraps its epoch: the repeated batch is a note only
+for i in $(seq 1 20); do echo "document $i says hello"; done >docs.txt
+rec epoch -- --steps 12 "${SMALL[@]}" --data docs.txt
+expect epoch 0 --clean --finding 'data-repeat@9:tokens'
+# all-padding rows, proved from counts (tftrain never pads a whole row: a
+# program of the test's records tokens and loss_mask through the Python API)
+rc=0
+PYTHONPATH="$here/../../../python${PYTHONPATH:+:$PYTHONPATH}" "$TFTRACE" -q -o padrows.trace -- "$PY" \
+    "$here/pad_rows.py" >padrows.log 2>&1 || rc=$?
+if [ "$rc" = 0 ]; then
+    expect padrows 1 --finding 'pad-rows@1:loss_mask' --finding 'data-repeat@2:tokens'
+    TARGS=(--threshold pad-id=0)
+    expect padrows 1 --finding 'pad-rows@1:tokens'
+    TARGS=()
+else
+    fail "pad_rows.py under tftrace: exit $rc ($(tail -2 padrows.log))"
+fi
 # no-clip with SGD and lr 3 (bugzoo): the values grow, then overflow
 rec sgd -- --steps 35 "${SMALL[@]}" --optim sgd --lr 3 --bug no-clip
 expect sgd 1 --finding 'absmax-growth@*:*' --before-nonfinite absmax-growth --finding 'grad-spike@*:grad_norm' \
