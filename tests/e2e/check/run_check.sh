@@ -206,6 +206,9 @@ rc=0
 [ "$rc" = 1 ] || fail "tfdump --html pad-mask: exit $rc, want 1"
 grep -q '<tr class="check error" data-kind="mask-padding" data-step="0">' p.html || fail "tfdump --html: no findings row"
 grep -q 'id="verdict" data-status="findings" data-step="0">error: mask-padding' p.html || fail "tfdump --html: verdict"
+rc=0
+"$TFDUMP" --html s.html sgd.trace >/dev/null 2>&1 || rc=$?
+grep -q '<tr class="check error" data-kind="precision-risk" data-step="12">' s.html || fail "tfdump --html sgd: no precision-risk row"
 if [ "$failures" != 0 ]; then
     echo "check.detectors: $failures check(s) failed"
     exit 1
