@@ -517,6 +517,7 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
     s->last_step = step;
     rule_data(c, s, t);
     chk_data_record(c, s, t, step);
+    chk_accum_record(s, t, finite);
     if (!finite && !s->nonfinite_seen) {
         s->nonfinite_seen = true;
         s->nonfinite_step = step;
@@ -569,6 +570,7 @@ int chk_rank_finish(chk_rank *c)
     chk_rules_finish(c);
     chk_numerics_finish(c);
     chk_data_finish(c);
+    chk_accum_finish(c);
     if (c->spike_fi >= 0 && c->spike_fi < c->nf && c->spikes >= 3) {
         chk_finding *f = &c->f[c->spike_fi];
         size_t k = strlen(f->evidence);

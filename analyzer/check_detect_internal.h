@@ -71,6 +71,10 @@ typedef struct chk_series {
     uint64_t risk_first, risk_max; /* ... the count then, the largest count before a non-finite value */
     int64_t risk_max_step;
     int base;            /* layer-growth: index + 1 of the layer-0 series of the same name; 0 unknown, -1 none */
+    /* gradients not zeroed (check_accum.c): the zero count over the steps */
+    uint64_t z_first, z_prev, z_falls;
+    bool z_rose;
+    int64_t z_fall_step; /* the first step it fell */
 } chk_series;
 
 struct chk_rank {
@@ -150,5 +154,10 @@ void chk_numerics_finish(chk_rank *c);
 void chk_data_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step);
 void chk_data_finish(chk_rank *c);
 void chk_data_merge(chk_rank *const *ranks, int n);
+
+/* check_accum.c: gradients not zeroed, from a sparse gradient's zero count
+ * (record by record; the finding when the rank is read). */
+void chk_accum_record(chk_series *s, const tft_rec_tensor *t, bool finite);
+void chk_accum_finish(chk_rank *c);
 
 #endif
