@@ -19,7 +19,7 @@ static const char CAUSE_ACCUM[] =
 
 void chk_accum_record(chk_series *s, const tft_rec_tensor *t, bool finite)
 {
-    if (strncmp(s->name, "grad.", 5) || s->name[5] == 0 || t->mode < TFT_STATS_HEALTH || !finite)
+    if (!(s->cls & CHK_C_GRAD) || t->mode < TFT_STATS_HEALTH || !finite)
         return;
     uint64_t z = t->stats.zero;
     if (s->nrec == 1) {
@@ -41,7 +41,7 @@ void chk_accum_finish(chk_rank *c)
     int others = 0;
     for (int i = 0; i < c->ns; i++) {
         const chk_series *s = &c->s[i];
-        if (strncmp(s->name, "grad.", 5) || s->mode < TFT_STATS_HEALTH || !s->z_first ||
+        if (!(s->cls & CHK_C_GRAD) || s->mode < TFT_STATS_HEALTH || !s->z_first ||
             s->z_first >= s->first.numel || s->z_rose || s->z_falls < 2 || (double)s->nrec < c->o.min_steps)
             continue;
         if (best)

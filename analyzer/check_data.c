@@ -39,12 +39,12 @@ static uint64_t pad_rows(const chk_rank *c, const chk_series *s, const tft_rec_t
     if (n % T || !n)
         return 0;
     *rows = n / T;
-    if (chk_ends(s->name, "loss_mask") || chk_ends(s->name, "attention_mask")) {
+    if (s->cls & CHK_C_PADMASK) {
         uint64_t ones = n - t->stats.zero;
         return t->stats.min >= 0 && t->stats.max <= 1 && ones < *rows ? *rows - ones : 0;
     }
     double pad = c->o.pad_id;
-    if (!(pad >= 0) || !(chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids")))
+    if (!(pad >= 0) || !(s->cls & CHK_C_TOKENS))
         return 0;
     if (t->stats.min == pad && t->stats.max == pad)
         return *rows;
@@ -64,7 +64,7 @@ static void padrows_record(chk_rank *c, const chk_series *s, const tft_rec_tenso
         return;
     c->padrows_fi = c->nf;
     long long T = (long long)t->shape[t->ndim - 1];
-    if (chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids"))
+    if (s->cls & CHK_C_TOKENS)
         chk_add(c, "pad-rows", CHK_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
                 "%s at step %lld (%llu rows of %lld): its pad ids (%.0f) prove at least %llu row(s) all padding",
                 s->name, (long long)step, (unsigned long long)rows, T, c->o.pad_id, (unsigned long long)k);
@@ -129,10 +129,9 @@ static void repeat_record(chk_rank *c, const chk_series *s, const tft_rec_tensor
 
 void chk_data_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step)
 {
-    bool tok = chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids");
-    if (tok || chk_ends(s->name, "loss_mask") || chk_ends(s->name, "attention_mask"))
+    if (s->cls & (CHK_C_TOKENS | CHK_C_PADMASK))
         padrows_record(c, s, t, step);
-    if (tok)
+    if (s->cls & CHK_C_TOKENS)
         repeat_record(c, s, t, step);
 }
 

@@ -246,6 +246,10 @@ static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int
     const char *txt = tft_reader_string(r, id);
     snprintf(s->name, sizeof(s->name), "%s", txt ? txt : "?");
     s->layer = parse_layer(s->name);
+    s->cls = (chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids") ? CHK_C_TOKENS : 0) |
+             (chk_ends(s->name, "loss_mask") || chk_ends(s->name, "attention_mask") ? CHK_C_PADMASK : 0) |
+             (chk_ends(s->name, "attn.scores") ? CHK_C_SCORES : 0) |
+             (!strncmp(s->name, "grad.", 5) && s->name[5] ? CHK_C_GRAD : 0);
     *(uint32_t *)v = (uint32_t)++c->ns;
     return s;
 }

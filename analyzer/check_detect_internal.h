@@ -18,12 +18,21 @@ typedef struct chk_point {
     bool finite;     /* no NaN or Inf */
 } chk_point;
 
+/* What a name is, for the rules run on every record (chk_series.cls). */
+enum {
+    CHK_C_TOKENS = 1,  /* tokens, input_ids */
+    CHK_C_PADMASK = 2, /* loss_mask, attention_mask */
+    CHK_C_SCORES = 4,  /* *.attn.scores */
+    CHK_C_GRAD = 8,    /* grad.* */
+};
+
 /* One tensor name of one rank. Only the first record of the name in each
  * step counts (an op called twice in a step yields two records). */
 typedef struct chk_series {
     uint64_t id;         /* string id of the name (equal across ranks) */
     char name[96];
     int layer;           /* from the name, -1 none */
+    uint8_t cls;         /* CHK_C_* of the name, set once (the rules of every record test these) */
     uint8_t dtype, ndim, mode;
     int64_t shape[TFT_MAX_NDIM]; /* the current shape and dtype */
     int64_t last_step;   /* step of the last counted record, TFT_STEP_NONE before */

@@ -68,7 +68,7 @@ static void risk_record(chk_series *s, const tft_rec_tensor *t, int64_t step)
 /* Attention scores past softmax_max (ln of f32's largest value). */
 static void softmax_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step)
 {
-    if (c->softmax_fi >= 0 || !(c->o.softmax_max > 0) || !chk_ends(s->name, "attn.scores") ||
+    if (c->softmax_fi >= 0 || !(c->o.softmax_max > 0) || !(s->cls & CHK_C_SCORES) ||
         !(t->stats.absmax > c->o.softmax_max))
         return;
     c->softmax_fi = c->nf;
