@@ -36,6 +36,11 @@ static const struct {
     {"absmax-growth", offsetof(chk_opts, absmax_growth)},
     {"absmax-min", offsetof(chk_opts, absmax_min)},
     {"collapse", offsetof(chk_opts, collapse)},
+    {"softmax-max", offsetof(chk_opts, softmax_max)},
+    {"uniform", offsetof(chk_opts, uniform)},
+    {"uniform-steps", offsetof(chk_opts, uniform_steps)},
+    {"layer-growth", offsetof(chk_opts, layer_growth)},
+    {"pad-id", offsetof(chk_opts, pad_id)},
 };
 
 int chk_opts_set(chk_opts *o, const char *arg)
@@ -59,7 +64,7 @@ int chk_opts_set(chk_opts *o, const char *arg)
 const char *chk_opts_names(void)
 {
     return "vocab, clip, min-steps, loss-drop, loss-rise, spike, growth, growth-steps, update-max, init-std, "
-           "absmax-growth, absmax-min, collapse";
+           "absmax-growth, absmax-min, collapse, softmax-max, uniform, uniform-steps, layer-growth, pad-id";
 }
 
 const char *chk_severity_name(int severity)
@@ -88,8 +93,9 @@ const char *chk_shape_text(const int64_t *shape, int ndim, char *buf, size_t n)
 }
 
 /* The layer a name belongs to: "L3." at the start, or a ".blocks.3.",
- * ".layers.3.", ".layer.3.", ".h.3." component (PyTorch module paths). */
-static int parse_layer(const char *name)
+ * ".layers.3.", ".layer.3.", ".h.3." component (PyTorch module paths);
+ * *pos and *len locate its digits (layer-growth names the layer below). */
+int chk_layer_span(const char *name, size_t *pos, size_t *len)
 {
     const char *p = name;
     for (const char *q = name; *q; q++)
@@ -98,20 +104,44 @@ static int parse_layer(const char *name)
     if (p[0] == 'L' && p[1] >= '0' && p[1] <= '9') {
         char *end;
         long v = strtol(p + 1, &end, 10);
-        if (*end == '.' && v < 1000000)
+        if (*end == '.' && v < 1000000) {
+            *pos = (size_t)(p + 1 - name);
+            *len = (size_t)(end - (p + 1));
             return (int)v;
+        }
     }
     static const char *const comp[] = {".blocks.", ".layers.", ".layer.", ".h."};
     for (size_t i = 0; i < sizeof(comp) / sizeof(comp[0]); i++) {
         const char *q = strstr(name, comp[i]);
-        if (q) {
+        if (q && q[strlen(comp[i])] >= '0' && q[strlen(comp[i])] <= '9') {
             char *end;
-            long v = strtol(q + strlen(comp[i]), &end, 10);
-            if (end != q + strlen(comp[i]) && (*end == '.' || !*end) && v >= 0 && v < 1000000)
+            const char *d = q + strlen(comp[i]);
+            long v = strtol(d, &end, 10);
+            if ((*end == '.' || !*end) && v < 1000000) {
+                *pos = (size_t)(d - name);
+                *len = (size_t)(end - d);
                 return (int)v;
+            }
         }
     }
     return -1;
+}
+
+static int parse_layer(const char *name)
+{
+    size_t pos, len;
+    return chk_layer_span(name, &pos, &len);
+}
+
+bool chk_is_activation(const chk_series *s)
+{
+    static const char *const skip[] = {"param.", "adam.", "grad.", "grad_norm", "lr", "sgd.", "loss"};
+    for (size_t k = 0; k < sizeof(skip) / sizeof(skip[0]); k++)
+        if (!strncmp(s->name, skip[k], strlen(skip[k])))
+            return false;
+    return s->first.numel > 1 && s->mode >= TFT_STATS_FULL && !chk_ends(s->name, "tokens") &&
+           !chk_ends(s->name, "targets") && !chk_ends(s->name, "loss_mask") && !chk_ends(s->name, "attn.mask") &&
+           !chk_ends(s->name, "attn.probs");
 }
 
 void chk_add(chk_rank *c, const char *kind, int sev, int64_t step, const chk_series *s, const char *tensor2,
@@ -155,7 +185,9 @@ chk_rank *chk_rank_new(const chk_opts *o, int rank, double clip_from_cmd)
     c->rank = rank;
     c->clip_cmd = clip_from_cmd;
     c->step = TFT_STEP_NONE;
-    c->update_fi = c->spike_fi = -1;
+    c->update_fi = c->spike_fi = c->softmax_fi = c->layer_fi = c->padrows_fi = -1;
+    c->resume_tok_step = c->pad_last_step = TFT_STEP_NONE;
+    tft_u64map_init(&c->fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = CHK_FP_MAX});
     c->resume_step = TFT_STEP_NONE;
     c->shift_step = c->lm_first = TFT_STEP_NONE;
     tft_u64map_init(&c->idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .max_n = CHK_MAX_SERIES});
@@ -171,6 +203,7 @@ void chk_rank_free(chk_rank *c)
     free(c->s);
     free(c->f);
     tft_u64map_free(&c->idx);
+    tft_u64map_free(&c->fps);
     free(c);
 }
 
@@ -203,7 +236,8 @@ static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int
     }
     chk_series *s = &c->s[c->ns];
     *s = (chk_series){.id = id, .last_step = TFT_STEP_NONE, .first_step = TFT_STEP_NONE, .stride = 1,
-                      .neg_step = TFT_STEP_NONE, .nonfinite_step = TFT_STEP_NONE, .grow_step = TFT_STEP_NONE, .run_max = -INFINITY};
+                      .neg_step = TFT_STEP_NONE, .nonfinite_step = TFT_STEP_NONE, .grow_step = TFT_STEP_NONE, .run_max = -INFINITY,
+                      .risk_step = TFT_STEP_NONE, .risk_max_step = TFT_STEP_NONE};
     if (!(s->hist = malloc(CHK_HIST * sizeof(*s->hist)))) {
         tft_u64map_remove(&c->idx, v);
         *e = -ENOMEM;
@@ -212,6 +246,10 @@ static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int
     const char *txt = tft_reader_string(r, id);
     snprintf(s->name, sizeof(s->name), "%s", txt ? txt : "?");
     s->layer = parse_layer(s->name);
+    s->cls = (chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids") ? CHK_C_TOKENS : 0) |
+             (chk_ends(s->name, "loss_mask") || chk_ends(s->name, "attention_mask") ? CHK_C_PADMASK : 0) |
+             (chk_ends(s->name, "attn.scores") ? CHK_C_SCORES : 0) |
+             (!strncmp(s->name, "grad.", 5) && s->name[5] ? CHK_C_GRAD : 0);
     *(uint32_t *)v = (uint32_t)++c->ns;
     return s;
 }
@@ -482,6 +520,8 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
     }
     s->last_step = step;
     rule_data(c, s, t);
+    chk_data_record(c, s, t, step);
+    chk_accum_record(s, t, finite);
     if (!finite && !s->nonfinite_seen) {
         s->nonfinite_seen = true;
         s->nonfinite_step = step;
@@ -509,6 +549,8 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
         s->grow_step = step;
         s->grow_val = t->stats.absmax;
     }
+    chk_numerics_record(c, s, t, step, finite);
+    c->nonfinite_any |= !finite;
     if (finite && t->mode >= TFT_STATS_FULL) {
         s->prev_l2 = t->stats.l2;
         s->prev_v = t->stats.mean;
@@ -530,6 +572,9 @@ int chk_rank_record(chk_rank *c, const tft_reader *r, const tft_rec *rec)
 int chk_rank_finish(chk_rank *c)
 {
     chk_rules_finish(c);
+    chk_numerics_finish(c);
+    chk_data_finish(c);
+    chk_accum_finish(c);
     if (c->spike_fi >= 0 && c->spike_fi < c->nf && c->spikes >= 3) {
         chk_finding *f = &c->f[c->spike_fi];
         size_t k = strlen(f->evidence);

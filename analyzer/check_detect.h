@@ -64,12 +64,18 @@ typedef struct chk_opts {
     double absmax_growth; /* absmax-growth: absmax this many times its first value ... */
     double absmax_min;   /* ... and at least this large */
     double collapse;     /* attn-collapse: probs' sum of squares per row above this */
+    double softmax_max;  /* softmax-overflow: attention scores' absmax above this */
+    double uniform;      /* attn-uniform: probs within (1 + this) x uniform ... */
+    double uniform_steps; /* ... in every layer, judged on runs of at least this many steps */
+    double layer_growth; /* layer-growth: absmax this many times layer 0's at one step (and >= absmax_min) */
+    double pad_id;       /* pad-rows: the padding token id; < 0 unknown (masks only) */
 } chk_opts;
 
 #define CHK_OPTS_DEFAULT                                                                          \
     ((chk_opts){.vocab = 0, .clip = 0, .min_steps = 20, .loss_drop = 0.05, .loss_rise = 0.5,      \
                 .spike = 10, .growth = 4, .growth_steps = 8, .update_max = 0.25, .init_std = 10,    \
-                .absmax_growth = 100, .absmax_min = 1000, .collapse = 0.98})
+                .absmax_growth = 100, .absmax_min = 1000, .collapse = 0.98, .softmax_max = 88.72,        \
+                .uniform = 0.05, .uniform_steps = 200, .layer_growth = 4, .pad_id = -1})
 
 /* Sets the threshold NAME (a field above) from "NAME=VALUE". Returns 0,
  * -EINVAL for an unknown name or a value that is not a number >= 0. */

@@ -18,12 +18,21 @@ typedef struct chk_point {
     bool finite;     /* no NaN or Inf */
 } chk_point;
 
+/* What a name is, for the rules run on every record (chk_series.cls). */
+enum {
+    CHK_C_TOKENS = 1,  /* tokens, input_ids */
+    CHK_C_PADMASK = 2, /* loss_mask, attention_mask */
+    CHK_C_SCORES = 4,  /* *.attn.scores */
+    CHK_C_GRAD = 8,    /* grad.* */
+};
+
 /* One tensor name of one rank. Only the first record of the name in each
  * step counts (an op called twice in a step yields two records). */
 typedef struct chk_series {
     uint64_t id;         /* string id of the name (equal across ranks) */
     char name[96];
     int layer;           /* from the name, -1 none */
+    uint8_t cls;         /* CHK_C_* of the name, set once (the rules of every record test these) */
     uint8_t dtype, ndim, mode;
     int64_t shape[TFT_MAX_NDIM]; /* the current shape and dtype */
     int64_t last_step;   /* step of the last counted record, TFT_STEP_NONE before */
@@ -65,6 +74,16 @@ typedef struct chk_series {
     double vmax, vmin;
     uint64_t over_clip;  /* grad_norm records above the clip threshold */
     uint64_t nvals;
+    /* numerics (check_numerics.c) */
+    double step_absmax;  /* the absmax of its record at last_step (full mode, finite), else 0 */
+    int64_t risk_step;   /* precision-risk: the first step with values past fp16's range, TFT_STEP_NONE */
+    uint64_t risk_first, risk_max; /* ... the count then, the largest count before a non-finite value */
+    int64_t risk_max_step;
+    int base;            /* layer-growth: index + 1 of the layer-0 series of the same name; 0 unknown, -1 none */
+    /* gradients not zeroed (check_accum.c): the zero count over the steps */
+    uint64_t z_first, z_prev, z_falls;
+    bool z_rose;
+    int64_t z_fall_step; /* the first step it fell */
 } chk_series;
 
 struct chk_rank {
@@ -94,6 +113,21 @@ struct chk_rank {
     uint64_t update_more; /* parameters past the ratio after the first */
     bool causal_seen;    /* a square mask tensor was recorded */
     int64_t resume_step; /* a checkpoint RESUME record's step, TFT_STEP_NONE none */
+    /* numerics (check_numerics.c) */
+    bool nonfinite_any;  /* a record with NaN/Inf was seen: growth is judged before it only */
+    int softmax_fi;      /* the softmax-overflow finding, -1 none (error when a non-finite follows) */
+    int layer_fi;        /* the layer-growth finding, -1 none (likewise) */
+    int64_t layer_step;  /* ... its step */
+    /* data (check_data.c) */
+    tft_u64map fps;      /* tokens fingerprint (mixed with numel) -> first step (int64), at most CHK_FP_MAX */
+    int padrows_fi;      /* the pad-rows finding, -1 none */
+    uint64_t pad_steps;  /* steps with rows proved all padding */
+    int64_t pad_last_step; /* ... the last of them */
+    uint64_t repeats;    /* batches repeating an earlier step's */
+    bool ckpt_data_done; /* ckpt-data has reported */
+    int64_t resume_tok_step; /* the first tokens step at or after the resume, TFT_STEP_NONE */
+    uint64_t resume_fp;  /* ... its fingerprint */
+    int tok_si;          /* ... its series index */
 };
 
 /* A finding of rank c (evidence printf-style). Drops it past CHK_FIND_MAX. */
@@ -107,7 +141,32 @@ chk_series *chk_find(chk_rank *c, const char *name);
 /* Whether name ends with suffix (a whole dotted component or the name). */
 bool chk_ends(const char *name, const char *suffix);
 
+/* The layer index of name, -1 none; *pos and *len: where its digits are. */
+int chk_layer_span(const char *name, size_t *pos, size_t *len);
+/* An activation: not a parameter, gradient, optimizer state, scalar, data
+ * or mask tensor (absmax-growth, layer-growth judge these). */
+bool chk_is_activation(const chk_series *s);
+
 /* check_rules.c: the rules judged when the rank is read. */
 void chk_rules_finish(chk_rank *c);
+
+/* check_numerics.c: precision risk, softmax inputs near overflow, growth
+ * across layers at one step (record by record: chk_numerics_record, after
+ * the series' own rules) and uniform attention (chk_numerics_finish). */
+void chk_numerics_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
+void chk_numerics_finish(chk_rank *c);
+
+/* check_data.c: all-padding rows and repeated batches (record by record),
+ * the note on pad-rows (finish) and ckpt-data across the rank files of a
+ * restarted job (merge). */
+#define CHK_FP_MAX 16384 /* batches remembered per rank */
+void chk_data_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step);
+void chk_data_finish(chk_rank *c);
+void chk_data_merge(chk_rank *const *ranks, int n);
+
+/* check_accum.c: gradients not zeroed, from a sparse gradient's zero count
+ * (record by record; the finding when the rank is read). */
+void chk_accum_record(chk_series *s, const tft_rec_tensor *t, bool finite);
+void chk_accum_finish(chk_rank *c);
 
 #endif

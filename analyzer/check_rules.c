@@ -230,17 +230,6 @@ static void rules_lr_clip(chk_rank *c)
 /* Activations whose absmax grows absmax_growth times over their first
  * value, before any non-finite value of theirs: the earliest (then the
  * lowest layer) is reported, with how many others do. */
-static bool is_activation(const chk_series *s)
-{
-    static const char *const skip[] = {"param.", "adam.", "grad.", "grad_norm", "lr", "sgd.", "loss"};
-    for (size_t k = 0; k < sizeof(skip) / sizeof(skip[0]); k++)
-        if (!strncmp(s->name, skip[k], strlen(skip[k])))
-            return false;
-    return s->first.numel > 1 && s->mode >= TFT_STATS_FULL && !chk_ends(s->name, "tokens") &&
-           !chk_ends(s->name, "targets") && !chk_ends(s->name, "loss_mask") && !chk_ends(s->name, "attn.mask") &&
-           !chk_ends(s->name, "attn.probs");
-}
-
 static void rules_absmax(chk_rank *c)
 {
     const chk_series *best = NULL, *nf = NULL;
@@ -249,7 +238,7 @@ static void rules_absmax(chk_rank *c)
         const chk_series *s = &c->s[i];
         if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf->nonfinite_step))
             nf = s;
-        if (!is_activation(s) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
+        if (!chk_is_activation(s) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
             continue;
         if (best && (s->grow_step > best->grow_step ||
                      (s->grow_step == best->grow_step && (s->layer < 0 ? INT32_MAX : s->layer) >=
@@ -441,6 +430,7 @@ int chk_merge(chk_rank *const *ranks, int n, chk_finding *out, int max)
 {
     if (n > 1 && ranks[0])
         cross_rank(ranks, n);
+    chk_data_merge(ranks, n);
     int k = 0;
     for (int r = 0; r < n; r++)
         for (int i = 0; ranks[r] && i < ranks[r]->nf && k < max; i++)

@@ -41,7 +41,8 @@ static void usage(FILE *f)
           "                      without growth (default 32M; K, M, G suffixes; 'off')\n"
           "      --threshold NAME=VALUE  (--check, --html) a detector's threshold: vocab, clip,\n"
           "                      min-steps, loss-drop, loss-rise, spike, growth, growth-steps,\n"
-          "                      update-max, init-std, absmax-growth, absmax-min, collapse\n"
+          "                      update-max, init-std, absmax-growth, absmax-min, collapse,\n"
+          "                      softmax-max, uniform, uniform-steps, layer-growth, pad-id\n"
           "                      (docs/CHECK.md)\n"
           "      --captures      list the captured tensors (tftrace --capture)\n"
           "      --tensor NAME|ID  one captured tensor: its summary; with --out FILE.npy it\n"
@@ -328,7 +329,8 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
                    ? DUMP_OK
                    : usage_error("--threshold needs NAME=VALUE, VALUE a number >= 0 and NAME one of vocab, clip, "
                                  "min-steps, loss-drop, loss-rise, spike, growth, growth-steps, update-max, "
-                                 "init-std, absmax-growth, absmax-min, collapse; not '%s'",
+                                 "init-std, absmax-growth, absmax-min, collapse, softmax-max, uniform, uniform-steps, "
+                                 "layer-growth, pad-id; not '%s'",
                                  arg);
     case 'j': o->json = 1; return DUMP_OK;
     case 'r':

@@ -92,13 +92,53 @@ rec ckpt-optim -- "${SMALL[@]}" --warmup 2 --steps 6 --resume ckpt/ckpt-step-000
 expect ckpt-optim 1 --finding 'ckpt-optim@3:adam.m.*'
 rec resumed -- "${SMALL[@]}" --warmup 2 --steps 6 --resume ckpt/ckpt-step-000003.bin
 expect resumed 0 --clean
+# a job restarted under one recording (a supervisor, torchrun's restarts):
+# the first process trains steps 0..2 and saves, the second resumes at 3.
+# With ckpt-data its first batch is step 0's, in the first process's file
+restarted() {
+    local name=$1
+    shift
+    rm -rf "ckpt-$name"
+    "$TFTRACE" -q -o "$name.trace" -- bash -c '"$1" "${@:3}" --steps 3 --ckpt-dir "$2" --ckpt-every 3 &&
+        "$1" "${@:3}" --steps 6 --resume "$2/ckpt-step-000003.bin" $BUGARG' _ "$TFTRAIN" "ckpt-$name" \
+        "${SMALL[@]}" --warmup 2 >"$name.log" 2>&1 || fail "$name: $(tail -2 "$name.log")"
+}
+BUGARG="--bug ckpt-data" restarted ckpt-data
+expect ckpt-data 1 --finding 'ckpt-data@3:tokens'
+BUGARG="" restarted restart-golden
+expect restart-golden 0 --clean
+# a small data file wraps its epoch: the repeated batch is a note only
+for i in $(seq 1 20); do echo "document $i says hello"; done >docs.txt
+rec epoch -- --steps 12 "${SMALL[@]}" --data docs.txt
+expect epoch 0 --clean --finding 'data-repeat@9:tokens'
+# all-padding rows, proved from counts (tftrain never pads a whole row: a
+# program of the test's records tokens and loss_mask through the Python API)
+rc=0
+PYTHONPATH="$here/../../../python${PYTHONPATH:+:$PYTHONPATH}" "$TFTRACE" -q -o padrows.trace -- "$PY" \
+    "$here/pad_rows.py" >padrows.log 2>&1 || rc=$?
+if [ "$rc" = 0 ]; then
+    expect padrows 1 --finding 'pad-rows@1:loss_mask' --finding 'data-repeat@2:tokens'
+    TARGS=(--threshold pad-id=0)
+    expect padrows 1 --finding 'pad-rows@1:tokens'
+    TARGS=()
+else
+    fail "pad_rows.py under tftrace: exit $rc ($(tail -2 padrows.log))"
+fi
 # no-clip with SGD and lr 3 (bugzoo): the values grow, then overflow
 rec sgd -- --steps 35 "${SMALL[@]}" --optim sgd --lr 3 --bug no-clip
 expect sgd 1 --finding 'absmax-growth@*:*' --before-nonfinite absmax-growth --finding 'grad-spike@*:grad_norm' \
     --finding 'attn-collapse@*:L0.attn.probs' --finding 'update-ratio@*:param.*' --finding 'clip-always@0:grad_norm'
+# ... values past fp16's range from step 12 (the first Inf: step 29), scores past exp's overflow point
+expect sgd 1 --layer 0 --finding 'precision-risk@12:L0.attn.scores' --before-nonfinite precision-risk \
+    --finding 'softmax-overflow@12:L0.attn.scores' --before-nonfinite softmax-overflow
 # lr 0: the loss does not fall
 rec flat -- --steps 24 "${SMALL[@]}" --lr 0
 expect flat 1 --finding 'loss-flat@0:loss'
+# ... and attention stays uniform (judged on runs of 200 steps by default: at
+# 24 steps a healthy run is still uniform, warm-up being 20 steps)
+TARGS=(--threshold uniform-steps=20)
+expect flat 1 --layer 0 --finding 'attn-uniform@11:L0.attn.probs'
+TARGS=()
 # loosened thresholds: the grad-norm growth of grad-accum (3 rises, x1.3;
 # the defaults, 8 rises and x4, keep the healthy runs quiet) and the init
 # scale of the projections (0.7x their peers)
@@ -115,6 +155,10 @@ rec fp16 -- --steps 60 --layers 2 --d-model 32 --heads 2 --seq 16 --batch 4 --ev
     --dtype fp16 --lr 0.5 --clip 0
 expect fp16 1 --layer 1 --finding 'absmax-growth@*:L1.*' --before-nonfinite absmax-growth
 expect fp16 1 --finding 'clip-never@0:grad_norm' 
+# the attention scores pass 88.7 (exp overflows f32) at step 8; at step 19 layer
+# 1's residual stream is 4x layer 0's and past 1,000
+expect fp16 1 --layer 0 --finding 'softmax-overflow@8:L0.attn.scores' --before-nonfinite softmax-overflow
+expect fp16 1 --layer 1 --finding 'layer-growth@19:L1.res1' --before-nonfinite layer-growth
 if [ "$HAVE_MPI" = ON ] && command -v mpirun >/dev/null 2>&1; then
     rec dp-shard 2 -- "${S[@]}" --bug dp-shard
     expect dp-shard 1 --rank 1 --finding 'data-shard@0:tokens'
@@ -162,6 +206,9 @@ rc=0
 [ "$rc" = 1 ] || fail "tfdump --html pad-mask: exit $rc, want 1"
 grep -q '<tr class="check error" data-kind="mask-padding" data-step="0">' p.html || fail "tfdump --html: no findings row"
 grep -q 'id="verdict" data-status="findings" data-step="0">error: mask-padding' p.html || fail "tfdump --html: verdict"
+rc=0
+"$TFDUMP" --html s.html sgd.trace >/dev/null 2>&1 || rc=$?
+grep -q '<tr class="check error" data-kind="precision-risk" data-step="12">' s.html || fail "tfdump --html sgd: no precision-risk row"
 if [ "$failures" != 0 ]; then
     echo "check.detectors: $failures check(s) failed"
     exit 1

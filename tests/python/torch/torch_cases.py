@@ -457,7 +457,8 @@ def case_check():
     """tfdump --check's detectors (docs/CHECK.md) on PyTorch traces (module
     names): a healthy run has no error or warning; lr 0 gives loss-flat; lr
     1.0 gives loss-rise, update-ratio and (with the clip threshold given)
-    clipping active at every step, from grad_norm."""
+    clipping active at every step, from grad_norm; grads-not-zeroed gives
+    grad-accum on the token embedding's gradient."""
     sm = ["--steps", "30", "--layers", "1", "--d-model", "32", "--heads", "2", "--seq", "16"]
 
     def check(t, want_rc, *extra):
@@ -482,6 +483,12 @@ def case_check():
         fail("lr 1.0: no update-ratio finding on a param.model.* tensor")
     if "clip-always" not in kinds or kinds["clip-always"]["tensor"] != "grad_norm":
         fail("lr 1.0 with --threshold clip=1: no clip-always note from grad_norm")
+    # gradients not zeroed: the token embedding's gradient is sparse (rows of
+    # unused tokens are zero); accumulated, its zero count only falls
+    acc, _ = record("chk_acc", sm + ["--bug", "grads-not-zeroed"])
+    if not [f for f in check(acc, 1) if f["kind"] == "grad-accum" and f["step"] == 1
+            and f["tensor"] == "grad.model.tok_emb.weight"]:
+        fail("grads-not-zeroed: no grad-accum finding at step 1 on grad.model.tok_emb.weight")
 
 
 CASES = {
