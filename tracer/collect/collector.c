@@ -67,6 +67,7 @@ struct collector {
     uint64_t *ring_kinds;         /* the same for drop_kind, SHM_DROP_KINDS per ring */
     uint64_t last_liveness_ns;
     uint64_t last_refine_ns;
+    uint64_t last_pair_ns;        /* CLOCK records last written (clock_pairs) */
     pid_t child;                  /* the launcher's direct child, 0 none */
     const shm_ring *draining;     /* the ring ring_drain is reading (on_record's source) */
     collector_rank *ranks;
@@ -249,6 +250,9 @@ static int proc_open(collector *c, uint32_t idx)
                           .event = TFT_PROC_START, .pid = sp->pid};
     if (proc_append(c, p, &pr.h) == 0)
         proc_record(p, &pr.h);
+    tft_rec_clock ck;
+    clock_pair_read(&ck);
+    proc_append(c, p, &ck.h);
     return 0;
 }
 
@@ -617,12 +621,32 @@ static void refine_clock(collector *c, uint64_t now_ns)
 #endif
 }
 
+/* A CLOCK record into every open rank file each clock_pair_every_ns, so
+ * readers follow a realtime step (FORMAT.md §5.17). Written at the end of
+ * a drain pass: it may precede records the rings still hold from before
+ * it, which readers map with it (a window of one pass, milliseconds). */
+static void clock_pairs(collector *c, uint64_t now_ns)
+{
+    if (now_ns - c->last_pair_ns < clock_pair_every_ns())
+        return;
+    c->last_pair_ns = now_ns;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (!p->w || p->failed || p->closed)
+            continue;
+        tft_rec_clock ck;
+        clock_pair_read(&ck);
+        proc_append(c, p, &ck.h);
+    }
+}
+
 size_t collector_poll(collector *c)
 {
     uint64_t now = shm_now_ns();
     atomic_store_explicit(&c->h->heartbeat_ns, now, memory_order_relaxed);
     refine_clock(c, now);
     size_t n = drain_rings(c, -1);
+    clock_pairs(c, now);
     check_liveness(c);
     return n;
 }

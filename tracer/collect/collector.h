@@ -126,6 +126,14 @@ int collector_set_run_id(collector *c, const uint8_t run_id[16]);
 /* CLOCK_REALTIME in ns as the recorder reports it (clock.c): plus
  * TFT_TEST_CLOCK_OFFSET_NS, set by tests only. */
 uint64_t clock_realtime_ns(void);
+/* A CLOCK record (FORMAT.md §5.17) read now: the host's CLOCK_MONOTONIC
+ * and CLOCK_REALTIME together (the latter as clock_realtime_ns reports
+ * it) and the kernel's NTP state; no step, no seq (a reader's step and
+ * merge order are not moved by it). */
+void clock_pair_read(tft_rec_clock *r);
+/* How often the collector writes a CLOCK record into each open rank file:
+ * TFT_CLOCK_PAIRS_MS milliseconds, 1 s when unset. */
+uint64_t clock_pair_every_ns(void);
 /* Reads the manifest.json of the trace directory dir_fd (never through a
  * link; at most 64 MiB) into *m. Returns 0 or a negative errno. */
 int manifest_read_at(int dir_fd, tft_manifest *m);
