@@ -33,6 +33,10 @@
 #                with the estimate and the step before MPI_Init the estimate
 #                holds (1.5 s: anchored at its own moment); never
 #                synchronised: not judged across hosts
+#   launcher     mpirun -np 2 tftrace -o DIR -- prog (a launcher per rank,
+#                one directory): each instance writes its manifest fragment,
+#                no manifest lock is taken, tfdump says complete; one
+#                tftrace alone still writes manifest.json only, read as before
 set -euo pipefail
 case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 mn_prog=$5 rec_prog=$6 mn_plain=$7 lib=$8
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-multinode.XXXXXX")
@@ -294,6 +298,32 @@ PY
     ! grep -q "straggler" check.txt || fail "a straggler judged on a host's unsynchronised clock: $(cat check.txt)"
     "$tfdump" c.trace | grep -q "rank 3 on node-b: not NTP-synchronised: its realtime compares with no other host's" ||
         fail "tfdump does not say node-b is not synchronised"
+    ;;
+  launcher)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    mpi_n 2 "$tftrace" -q -o l.trace -- "$mn_plain" >/dev/null
+    one_complete_run l.trace 2
+    [ ! -e l.trace/.manifest.lock ] || fail "the instances took the manifest lock"
+    python3 - l.trace <<'PY' || fail "the launchers' fragments"
+import json, sys
+for r in (0, 1):
+    m = json.load(open("%s/manifest.rank-%05d.json" % (sys.argv[1], r)))
+    assert m["complete"] and m["world_size"] == 2 and m["exit_status"] == 0, m
+    assert [x["rank"] for x in m["ranks"]] == [r] and m["ranks"][0]["file"] == "rank-%05d.tft" % r, m
+    c = m["collectors"]
+    assert len(c) == 1 and c[0]["done"] and c[0]["pid"] != m["ranks"][0]["pid"], c
+snap = json.load(open(sys.argv[1] + "/manifest.json"))
+assert sorted(x["rank"] for x in snap["ranks"]) == [0, 1] and len(snap["collectors"]) == 2, snap
+PY
+    "$tfdump" --json l.trace | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["integrity"] == "complete" and len(d["files"]) == 2, d["integrity"]' || fail "tfdump --json l.trace"
+    # one launcher, not a job: manifest.json under its lock, no fragment (as before)
+    "$tftrace" -q -o one.trace -- "$rec_prog" threads 1 >/dev/null
+    [ -f one.trace/manifest.json ] && ! ls one.trace/manifest.rank-*.json >/dev/null 2>&1 ||
+        fail "a single tftrace wrote fragments: $(ls -a one.trace)"
+    "$tfdump" one.trace | grep -q "^integrity *complete" || fail "one.trace: $("$tfdump" one.trace)"
     ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
