@@ -59,9 +59,13 @@ static bool several_hosts(dump_trace *d)
     return false;
 }
 
-static const char *ntp_text(const dump_clock_sum *c, char *buf, size_t n)
+static const char *ntp_text(const dump_clock_sum *c, bool mpi, char *buf, size_t n)
 {
-    if (!c->seen)
+    if (mpi) /* the estimate is what compares it; the NTP state only for information */
+        snprintf(buf, n, "host NTP %s", c->ntp == TFT_NTP_SYNCED     ? "synchronised"
+                                        : c->ntp == TFT_NTP_UNSYNCED ? "not synchronised"
+                                                                     : "state unknown");
+    else if (!c->seen)
         snprintf(buf, n, "no clock records (recorded before 1.6)");
     else if (c->ntp == TFT_NTP_SYNCED)
         snprintf(buf, n, "NTP-synchronised, error within %.3f ms", c->maxerror_ns / 1e6);
@@ -79,14 +83,16 @@ void dump_clock_line(dump_trace *d, int i, const dump_clock_sum *c, bool first)
     const tft_file_info *fi = tft_trace_file_info(d->t, i);
     const tft_manifest_rank *e = estimate_of(d, i);
     char ntp[96], mpi[128] = "", st[96] = "";
-    if (e)
-        snprintf(mpi, sizeof(mpi), "MPI estimate %+.1f us against rank %d, error within %.1f us; ",
-                 e->clock_offset_ns / 1e3, (int)e->clock_ref, e->clock_error_ns / 1e3);
+    if (e && e->clock_error_ns == 0 && e->clock_offset_ns == 0)
+        snprintf(mpi, sizeof(mpi), "the reference clock of the MPI estimate; ");
+    else if (e)
+        snprintf(mpi, sizeof(mpi), "on rank %d's clock through MPI (offset %+.1f us, error within %.1f us); ",
+                 (int)e->clock_ref, e->clock_offset_ns / 1e3, e->clock_error_ns / 1e3);
     if (c->steps)
         snprintf(st, sizeof(st), "; realtime stepped %u time%s (largest %+.3f ms)", c->steps,
                  c->steps == 1 ? "" : "s", c->step_max / 1e6);
     printf("%s rank %d on %.64s: %s%s%s\n", first ? "clocks      " : "            ", tft_trace_rank_id(d->t, i),
-           fi ? fi->host : "?", mpi, ntp_text(c, ntp, sizeof(ntp)), st);
+           fi ? fi->host : "?", mpi, ntp_text(c, e != NULL, ntp, sizeof(ntp)), st);
 }
 
 cJSON *dump_clock_json(dump_trace *d, int i, const dump_clock_sum *c)
