@@ -980,11 +980,14 @@ static void write_owner(int fd, const char *key, int rank, int first)
         (void)0; /* informative (who records, which ranks): the flock is the lock */
 }
 
-/* The run id the manifest holds (a joining instance adopts it). */
+/* The run id the manifest holds (a joining instance adopts it): the
+ * fragments' (instances of a job write one each), else manifest.json. */
 static int manifest_run_id(int dfd, uint8_t run_id[16])
 {
     tft_manifest m;
-    if (manifest_read_at(dfd, &m) < 0)
+    char self[64];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
+    if (tft_manifest_read_dir(self, &m, NULL, 0) != 0 && manifest_read_at(dfd, &m) < 0)
         return -1;
     uint8_t id[16];
     int ok = strlen(m.run_id) == 32;
