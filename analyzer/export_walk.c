@@ -71,7 +71,7 @@ typedef struct exp_rank {
     tft_reader *r;
     int rank;
     exp_process proc;
-    char pname[160];
+    char pname[256];      /* "rank 0 (pid 4242 on vm; clock: ...)" */
     int64_t origin;       /* export ns of the file's start_monotonic */
     uint64_t mono0;       /* the file's start_monotonic */
     bool follow;          /* across hosts on each host's realtime: times mapped through track */
