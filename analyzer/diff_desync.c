@@ -279,6 +279,7 @@ typedef struct desync_state {
     int64_t *adj;          /* nranks: added to a rank file's times for rank 0's realtime */
     uint64_t clock_err;    /* the alignment's largest error bound, ns */
     diff_clock_pair *clk;  /* nranks: each rank's clock pair in force (SPILL_CLOCK), for hosts not aligned */
+    int *host_of;          /* nranks (with clk): the first rank file of the same host, -1 unknown */
     uint64_t world;        /* id of MPI_COMM_WORLD */
     comm_state *comms;
     int ncomms, comms_cap;
@@ -928,11 +929,14 @@ static bool entry_times(const desync_state *s, const coll_slot *sl, const int *i
 {
     uint64_t t_late = 0, e1 = 0, e2 = 0; /* the two largest NTP bounds */
     *err = s->aligned ? 2 * s->clock_err : 0;
+    bool local = !s->one_host && !s->aligned && s->host_of; /* these ranks on one host: its monotonic clock */
+    for (int k = 0; local && k < n; k++)
+        local = s->host_of[idx[k]] >= 0 && s->host_of[idx[k]] == s->host_of[idx[0]];
     for (int k = 0; k < n; k++) {
         const coll_slot *x = &sl[idx[k]];
         if (!x->t_enter)
             return false;
-        bool ntp = !s->one_host && !s->aligned;
+        bool ntp = !s->one_host && !s->aligned && !local;
         if (ntp && x->rt_err == UINT64_MAX)
             return false;
         if (ntp && x->rt_err > e1) {
@@ -948,7 +952,7 @@ static bool entry_times(const desync_state *s, const coll_slot *sl, const int *i
         }
     }
     if (!s->one_host && !s->aligned)
-        *err = e1 + e2;
+        *err = local ? 0 : e1 + e2;
     return true;
 }
 
@@ -977,7 +981,7 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
             char st[32], al[128] = "";
             if (s->aligned)
                 snprintf(al, sizeof(al), "; hosts' clocks aligned through MPI, error within %.1f us", err / 1e3);
-            else if (!s->one_host)
+            else if (!s->one_host && err)
                 snprintf(al, sizeof(al), "; hosts' clocks NTP-synchronised, error within %.3f ms", err / 1e6);
             d->clock_error_ns = s->one_host ? 0 : err;
             snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (communicator " PH "%016" PRIx64
@@ -2138,6 +2142,32 @@ static bool same_host(tft_trace *t, int n)
     return true;
 }
 
+/* For each rank file, the first rank file of its host (-1 unknown): ranks
+ * on one host compare on its monotonic clock (NULL on failure: then they
+ * compare as ranks of several hosts). Quadratic only in the hosts seen. */
+static int *hosts_of(tft_trace *t, int n)
+{
+    int *h = malloc((size_t)n * sizeof(*h)), *first = malloc((size_t)n * sizeof(*first)), nh = 0;
+    for (int i = 0; h && first && i < n; i++) {
+        const tft_file_info *b = tft_trace_file_info(t, i);
+        h[i] = -1;
+        for (int k = 0; b && k < nh && h[i] < 0; k++) {
+            const tft_file_info *a = tft_trace_file_info(t, first[k]);
+            if (a && strncmp(a->host, b->host, sizeof(a->host)) == 0)
+                h[i] = first[k];
+        }
+        if (b && h[i] < 0)
+            h[i] = first[nh++] = i;
+    }
+    bool ok = h && first;
+    free(first);
+    if (!ok) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
 static void found_free(found *f)
 {
     free(f->inv);
@@ -2182,6 +2212,7 @@ static void state_free(desync_state *s)
     free(s->ubuf);
     free(s->adj);
     free(s->clk);
+    free(s->host_of);
     if (s->dense)
         free(s->dense->v);
     free(s->dense);
@@ -2234,6 +2265,7 @@ int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max
     s.adj = calloc((size_t)n, sizeof(*s.adj));
     s.aligned = !s.one_host && s.adj && diff_clock_align(t, n, s.adj, &s.clock_err);
     s.clk = s.one_host || s.aligned ? NULL : calloc((size_t)n, sizeof(*s.clk));
+    s.host_of = s.clk ? hosts_of(t, n) : NULL;
     for (int i = 0; s.clk && i < n; i++) {
         const tft_file_info *fi = tft_trace_file_info(t, i);
         if (fi)

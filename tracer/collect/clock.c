@@ -6,8 +6,9 @@
  * docs/MULTINODE.md); they have no use otherwise:
  *   TFT_TEST_CLOCK_OFFSET_NS=N   adds N ns to every realtime reading;
  *   TFT_TEST_CLOCK_STEP=MS:N     from MS ms after the process's first
- *                                reading on, adds N ns more (a step, as NTP
- *                                makes when it brings a clock into sync);
+ *                                CLOCK record (its rank file's start) on,
+ *                                adds N ns more (a step, as NTP makes when
+ *                                it brings a clock into sync);
  *   TFT_TEST_NTP=US              the kernel's NTP state reads synchronised
  *                                with maxerror US µs (esterror US/2), and,
  *                                with TFT_TEST_CLOCK_STEP, unsynchronised
@@ -22,7 +23,8 @@
 
 typedef struct test_clock {
     int64_t offset;      /* TFT_TEST_CLOCK_OFFSET_NS */
-    uint64_t step_at;    /* CLOCK_MONOTONIC ns of the step, 0 none */
+    uint64_t step_at;    /* CLOCK_MONOTONIC ns of the step, 0 none (yet); atomic */
+    uint64_t step_ms;    /* TFT_TEST_CLOCK_STEP's MS, 0 none */
     int64_t step;        /* TFT_TEST_CLOCK_STEP's N */
     long ntp_us;         /* TFT_TEST_NTP, -1 none */
 } test_clock;
@@ -44,7 +46,7 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static const test_clock *test_clock_get(void)
+static test_clock *test_clock_get(void)
 {
     static test_clock tc;
     static int read_env;
@@ -55,7 +57,7 @@ static const test_clock *test_clock_get(void)
         if (ms > 0 && rest && *rest == ':') {
             char *end;
             tc.step = (int64_t)strtoll(rest + 1, &end, 10);
-            tc.step_at = *end ? 0 : mono_ns() + (uint64_t)ms * 1000000u;
+            tc.step_ms = *end ? 0 : (uint64_t)ms;
         }
         const char *n = getenv("TFT_TEST_NTP");
         tc.ntp_us = n && *n ? strtol(n, NULL, 10) : -1;
@@ -66,7 +68,8 @@ static const test_clock *test_clock_get(void)
 
 static int64_t test_shift(const test_clock *tc, uint64_t mono)
 {
-    return tc->offset + (tc->step_at && mono >= tc->step_at ? tc->step : 0);
+    uint64_t at = __atomic_load_n(&tc->step_at, __ATOMIC_RELAXED);
+    return tc->offset + (at && mono >= at ? tc->step : 0);
 }
 
 uint64_t clock_realtime_ns(void)
@@ -74,7 +77,7 @@ uint64_t clock_realtime_ns(void)
     const test_clock *tc = test_clock_get();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t shift = test_shift(tc, tc->step_at ? mono_ns() : 0);
+    int64_t shift = test_shift(tc, tc->step_ms ? mono_ns() : 0);
     return (uint64_t)((int64_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) + shift);
 }
 
@@ -83,7 +86,8 @@ uint64_t clock_realtime_ns(void)
 static void ntp_read(tft_rec_clock *r, const test_clock *tc, uint64_t mono)
 {
     if (tc->ntp_us >= 0) {
-        bool before_step = tc->step_at && mono < tc->step_at;
+        uint64_t at = __atomic_load_n(&tc->step_at, __ATOMIC_RELAXED);
+        bool before_step = tc->step_ms && (!at || mono < at);
         r->ntp = before_step ? TFT_NTP_UNSYNCED : TFT_NTP_SYNCED;
         r->maxerror_ns = before_step ? 16000000000u : (uint64_t)tc->ntp_us * 1000u;
         r->esterror_ns = r->maxerror_ns / 2;
@@ -102,7 +106,9 @@ static void ntp_read(tft_rec_clock *r, const test_clock *tc, uint64_t mono)
 
 void clock_pair_read(tft_rec_clock *r)
 {
-    const test_clock *tc = test_clock_get();
+    test_clock *tc = test_clock_get();
+    if (tc->step_ms && !__atomic_load_n(&tc->step_at, __ATOMIC_RELAXED))
+        __atomic_store_n(&tc->step_at, mono_ns() + tc->step_ms * 1000000u, __ATOMIC_RELAXED);
     *r = (tft_rec_clock){.h = {.kind = TFT_REC_CLOCK, .len = sizeof(*r), .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE}};
     struct timespec rt;
     uint64_t m0 = mono_ns();

@@ -51,6 +51,8 @@ typedef struct cproc {
     int64_t step_begun;           /* highest step whose STEP begin was written */
     int64_t pass_step;            /* step_begun when the current drain pass began */
     int64_t synced;               /* step of the last SYNC written */
+    uint64_t pair_records;        /* st_records after the last CLOCK record (clock_pairs) */
+    bool pair_due;                /* a CLOCK record was skipped while idle: one goes before the next record */
 } cproc;
 
 struct collector {
@@ -253,6 +255,7 @@ static int proc_open(collector *c, uint32_t idx)
     tft_rec_clock ck;
     clock_pair_read(&ck);
     proc_append(c, p, &ck.h);
+    p->pair_records = p->st_records;
     return 0;
 }
 
@@ -304,6 +307,15 @@ static void thread_switch(collector *c, cproc *p, const shm_ring *r)
     thread_record(c, p, r, TFT_THREAD_SWITCH);
 }
 
+/* The CLOCK record an idle file skipped, before its next record. */
+static void pair_first(cproc *p, collector *c)
+{
+    tft_rec_clock ck;
+    clock_pair_read(&ck);
+    p->pair_due = false;
+    proc_append(c, p, &ck.h);
+}
+
 static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
 {
     collector *c = ctx;
@@ -328,6 +340,8 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
         return; /* ours to write: a traced program cannot forge them */
     if (c->draining)
         thread_switch(c, p, c->draining);
+    if (p->pair_due)
+        pair_first(p, c);
     if (rec->kind == TFT_REC_PROCESS && rec->len >= sizeof(tft_rec_process)) {
         const tft_rec_process *pr = (const tft_rec_process *)rec;
         if (pr->event == TFT_PROC_EXIT) {
@@ -624,7 +638,10 @@ static void refine_clock(collector *c, uint64_t now_ns)
 /* A CLOCK record into every open rank file each clock_pair_every_ns, so
  * readers follow a realtime step (FORMAT.md §5.17). Written at the end of
  * a drain pass: it may precede records the rings still hold from before
- * it, which readers map with it (a window of one pass, milliseconds). */
+ * it, which readers map with it (a window of one pass, milliseconds). A
+ * file that got no record since its last pair gets none (an idle process
+ * would otherwise cost a chunk a second) until its next record, which a
+ * fresh pair precedes (pair_first). */
 static void clock_pairs(collector *c, uint64_t now_ns)
 {
     if (now_ns - c->last_pair_ns < clock_pair_every_ns())
@@ -634,11 +651,18 @@ static void clock_pairs(collector *c, uint64_t now_ns)
         cproc *p = &c->procs[i];
         if (!p->w || p->failed || p->closed)
             continue;
+        if (p->st_records == p->pair_records) {
+            p->pair_due = true;
+            continue;
+        }
         tft_rec_clock ck;
         clock_pair_read(&ck);
         proc_append(c, p, &ck.h);
+        p->pair_records = p->st_records;
+        p->pair_due = false;
     }
 }
+
 
 size_t collector_poll(collector *c)
 {
