@@ -287,6 +287,7 @@ typedef struct diff_desync {
     uint32_t cause;           /* id of the finding that caused this one (a hang after a mismatch), 0 none */
     int peer;                 /* DS_P2P: world rank of the peer, -1 any source / unknown */
     int tag;                  /* DS_P2P: the message tag (TFT_TAG_ANY: any tag) */
+    uint64_t clock_error_ns;  /* DS_STRAGGLER across hosts: the error bound of the times compared, 0 one host */
     char detail[512];
 } diff_desync;
 

@@ -284,7 +284,7 @@ static int side_next(align_side *s, const tft_rec **rec, uint32_t *key)
         *key = rec_thread_key(s);
         uint16_t k = (*rec)->kind;
         s->records += k != TFT_REC_PROCESS && k != TFT_REC_THREAD && k != TFT_REC_SYNC && k != TFT_REC_DROPPED &&
-                      k != TFT_REC_STACK;
+                      k != TFT_REC_STACK && k != TFT_REC_CLOCK;
     }
     return rc;
 }

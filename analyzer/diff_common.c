@@ -47,6 +47,8 @@ void diff_desync_json_more(cJSON *x, const diff_desync *ds, int nd, int i)
 {
     const diff_desync *d = &ds[i];
     null_or_number(x, "seq", d->seq != TFT_SEQ_NONE, (double)d->seq);
+    if (d->kind == DS_STRAGGLER) /* across hosts: the clocks' error bound; 0 one host (docs/MULTINODE.md) */
+        cJSON_AddNumberToObject(x, "clock_error_ns", (double)d->clock_error_ns);
     if (d->comm_name[0])
         cJSON_AddStringToObject(x, "comm_name", d->comm_name);
     else

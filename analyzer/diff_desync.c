@@ -146,6 +146,8 @@ typedef struct coll_slot {
     int64_t step;
     int64_t seq;        /* op sequence number of the call in its rank (TFT_SEQ_NONE unknown) */
     uint64_t t_enter;
+    int64_t rt;         /* the rank's clock pair when it entered: t_enter + rt is its host's realtime */
+    uint64_t rt_err;    /* that realtime's NTP error bound, UINT64_MAX not synchronised (diff_clock.h) */
     uint64_t fp;        /* result fingerprint (all-reduce, broadcast) */
 } coll_slot;
 
@@ -276,6 +278,8 @@ typedef struct desync_state {
     bool aligned;          /* several hosts, clocks aligned (diff_clock.h): adj holds the shifts */
     int64_t *adj;          /* nranks: added to a rank file's times for rank 0's realtime */
     uint64_t clock_err;    /* the alignment's largest error bound, ns */
+    diff_clock_pair *clk;  /* nranks: each rank's clock pair in force (SPILL_CLOCK), for hosts not aligned */
+    int *host_of;          /* nranks (with clk): the first rank file of the same host, -1 unknown */
     uint64_t world;        /* id of MPI_COMM_WORLD */
     comm_state *comms;
     int ncomms, comms_cap;
@@ -915,25 +919,54 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The clock entry times of a collective compare on, for check_straggler:
+ * one host's monotonic; across hosts rank 0's realtime through the MPI
+ * estimate, else each host's realtime when every host involved was
+ * NTP-synchronised then. t[k]: the time of idx[k]; *late its latest rank;
+ * *err the comparison's error bound (0 on one host). false: not comparable. */
+static bool entry_times(const desync_state *s, const coll_slot *sl, const int *idx, int n, uint64_t *t, int *late,
+                        uint64_t *err)
+{
+    uint64_t t_late = 0, e1 = 0, e2 = 0; /* the two largest NTP bounds */
+    *err = s->aligned ? 2 * s->clock_err : 0;
+    bool local = !s->one_host && !s->aligned && s->host_of; /* these ranks on one host: its monotonic clock */
+    for (int k = 0; local && k < n; k++)
+        local = s->host_of[idx[k]] >= 0 && s->host_of[idx[k]] == s->host_of[idx[0]];
+    for (int k = 0; k < n; k++) {
+        const coll_slot *x = &sl[idx[k]];
+        if (!x->t_enter)
+            return false;
+        bool ntp = !s->one_host && !s->aligned && !local;
+        if (ntp && x->rt_err == UINT64_MAX)
+            return false;
+        if (ntp && x->rt_err > e1) {
+            e2 = e1;
+            e1 = x->rt_err;
+        } else if (ntp && x->rt_err > e2) {
+            e2 = x->rt_err;
+        }
+        t[k] = x->t_enter + (uint64_t)(s->aligned ? s->adj[idx[k]] : ntp ? x->rt : 0);
+        if (t[k] > t_late) {
+            t_late = t[k];
+            *late = idx[k];
+        }
+    }
+    if (!s->one_host && !s->aligned)
+        *err = local ? 0 : e1 + e2;
+    return true;
+}
+
 /* The last rank to enter, when it came far later than usual on this comm.
- * Across hosts only with their clocks aligned (diff_clock.h). */
+ * Across hosts only with their clocks comparable (entry_times). */
 static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                             const int *idx, int n)
 {
-    if ((!s->one_host && !s->aligned) || n < 2)
+    if (n < 2)
         return;
-    uint64_t *t = s->ubuf;
+    uint64_t *t = s->ubuf, err;
     int late = idx[0];
-    uint64_t t_late = 0;
-    for (int k = 0; k < n; k++) {
-        if (!sl[idx[k]].t_enter)
-            return;
-        t[k] = sl[idx[k]].t_enter + (uint64_t)(s->aligned ? s->adj[idx[k]] : 0);
-        if (t[k] > t_late) {
-            t_late = t[k];
-            late = idx[k];
-        }
-    }
+    if (!entry_times(s, sl, idx, n, t, &late, &err))
+        return;
     qsort(t, (size_t)n, sizeof(t[0]), cmp_u64);
     uint64_t spread = t[n - 1] - t[(n - 1) / 2];
     if (c->nspreads >= DESYNC_SPREADS_MIN && !c->straggled && spread > STRAGGLER_NS) {
@@ -947,8 +980,10 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
             add_rank(d, rank_id(s, late));
             char st[32], al[128] = "";
             if (s->aligned)
-                snprintf(al, sizeof(al), "; hosts' clocks aligned through MPI, error within %.1f us",
-                         2 * s->clock_err / 1e3);
+                snprintf(al, sizeof(al), "; hosts' clocks aligned through MPI, error within %.1f us", err / 1e3);
+            else if (!s->one_host && err)
+                snprintf(al, sizeof(al), "; hosts' clocks NTP-synchronised, error within %.3f ms", err / 1e6);
+            d->clock_error_ns = s->one_host ? 0 : err;
             snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (communicator " PH "%016" PRIx64
                      ", collective #%" PRIu64 ", %s) %.3f s after the median rank (usually %.3f ms%s)",
                      rank_id(s, late), str_of(s, late, sl[late].name), c->comm, q,
@@ -1110,8 +1145,11 @@ static void slot_fill(const desync_state *s, int i, coll_slot *x, const tft_rec_
         x->step = step;
         x->seq = cr->h.seq;
     }
-    if (!x->t_enter)
+    if (!x->t_enter) {
         x->t_enter = cr->t_enter;
+        x->rt = s->clk ? s->clk[i].real_minus_mono : 0;
+        x->rt_err = s->clk ? diff_clock_pair_error(&s->clk[i]) : UINT64_MAX;
+    }
     if (cr->h.flags & TFT_COLL_FLAG_ENTER)
         x->entered = 1;
     if (cr->h.flags & TFT_COLL_FLAG_EXIT) {
@@ -2104,6 +2142,32 @@ static bool same_host(tft_trace *t, int n)
     return true;
 }
 
+/* For each rank file, the first rank file of its host (-1 unknown): ranks
+ * on one host compare on its monotonic clock (NULL on failure: then they
+ * compare as ranks of several hosts). Quadratic only in the hosts seen. */
+static int *hosts_of(tft_trace *t, int n)
+{
+    int *h = malloc((size_t)n * sizeof(*h)), *first = malloc((size_t)n * sizeof(*first)), nh = 0;
+    for (int i = 0; h && first && i < n; i++) {
+        const tft_file_info *b = tft_trace_file_info(t, i);
+        h[i] = -1;
+        for (int k = 0; b && k < nh && h[i] < 0; k++) {
+            const tft_file_info *a = tft_trace_file_info(t, first[k]);
+            if (a && strncmp(a->host, b->host, sizeof(a->host)) == 0)
+                h[i] = first[k];
+        }
+        if (b && h[i] < 0)
+            h[i] = first[nh++] = i;
+    }
+    bool ok = h && first;
+    free(first);
+    if (!ok) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
 static void found_free(found *f)
 {
     free(f->inv);
@@ -2147,6 +2211,8 @@ static void state_free(desync_state *s)
     free(s->ibuf);
     free(s->ubuf);
     free(s->adj);
+    free(s->clk);
+    free(s->host_of);
     if (s->dense)
         free(s->dense->v);
     free(s->dense);
@@ -2176,6 +2242,10 @@ static int on_entry(desync_state *s, int ri, const spill_ent *x)
         s->cur_fp = x->fp;
         return on_collective(s, ri, cr, x->step);
     }
+    case SPILL_CLOCK:
+        if (s->clk && x->len >= sizeof(*x) + sizeof(diff_clock_pair))
+            memcpy(&s->clk[ri], body, sizeof(diff_clock_pair));
+        return 0;
     default:
         return 0;
     }
@@ -2194,6 +2264,15 @@ int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max
     s.ubuf = calloc((size_t)n, sizeof(*s.ubuf));
     s.adj = calloc((size_t)n, sizeof(*s.adj));
     s.aligned = !s.one_host && s.adj && diff_clock_align(t, n, s.adj, &s.clock_err);
+    s.clk = s.one_host || s.aligned ? NULL : calloc((size_t)n, sizeof(*s.clk));
+    s.host_of = s.clk ? hosts_of(t, n) : NULL;
+    for (int i = 0; s.clk && i < n; i++) {
+        const tft_file_info *fi = tft_trace_file_info(t, i);
+        if (fi)
+            diff_clock_pair_start(&s.clk[i], fi);
+        else
+            s.clk[i].ntp = TFT_NTP_UNKNOWN;
+    }
     s.open = calloc((size_t)n, sizeof(*s.open));
     for (int i = 0; s.open && i < n; i++)
         ix_init(&s.open[i].ix);

@@ -23,6 +23,7 @@
  * time.
  */
 #include "diff_spill.h"
+#include "diff_clock.h"
 #include "tft_u64map.h"
 
 #include <errno.h>
@@ -190,6 +191,7 @@ struct diff_spill_extractor {
     struct { uint64_t id, fp; bool valid; } recent[SPILL_RECENT];
     unsigned recent_pos;
     tft_u64map strs;           /* string ids already in this rank's extract */
+    diff_clock_pair clk;       /* the clock pair in force (SPILL_CLOCK entries when it changes) */
 };
 typedef struct diff_spill_extractor extractor;
 
@@ -303,6 +305,8 @@ static int ex_record(extractor *x, const tft_rec *rec)
         return ex_put(x, (spill_ent){.kind = SPILL_COMM, .step = x->last_step}, rec, rec->len, 0);
     if (rec->kind == TFT_REC_COLLECTIVE && rec->len >= TFT_REC_COLLECTIVE_MIN_BYTES)
         return ex_collective(x, rec);
+    if (diff_clock_pair_update(&x->clk, rec))
+        return ex_put(x, (spill_ent){.kind = SPILL_CLOCK, .step = x->last_step}, &x->clk, sizeof(x->clk), 0);
     return 0;
 }
 
@@ -324,6 +328,9 @@ diff_spill_extractor *diff_spill_extract_begin(diff_spill *sp, tft_reader *r, in
     x->ri = ri;
     x->r = r;
     x->last_step = x->last_seq = x->pstep = x->pseq = INT64_MIN;
+    const tft_file_info *fi = tft_reader_info(r);
+    if (fi)
+        diff_clock_pair_start(&x->clk, fi);
     tft_u64map_init(&x->strs, &(tft_u64map_opts){.vsize = 1, .max_n = 1 << 16});
     return x;
 }

@@ -72,9 +72,11 @@ uint64_t diff_spill_bytes(const diff_spill *sp, int ri);
 void diff_spill_set_nonfinite(diff_spill *sp, int ri, const diff_spill_nonfinite *nf);
 
 /* One entry of an extract: this header, then (SPILL_COLL, SPILL_COMM) the
- * record, zero-padded to its current layout's size, or (SPILL_STR) the
- * text, NUL-terminated. 8-byte aligned, len a multiple of 8. */
-enum { SPILL_COLL = 1, SPILL_COMM, SPILL_PARAM, SPILL_STR };
+ * record, zero-padded to its current layout's size, (SPILL_STR) the
+ * text, NUL-terminated, or (SPILL_CLOCK) the rank's diff_clock_pair from
+ * then on (diff_clock.h), written when a CLOCK record changed it. 8-byte
+ * aligned, len a multiple of 8. */
+enum { SPILL_COLL = 1, SPILL_COMM, SPILL_PARAM, SPILL_STR, SPILL_CLOCK };
 typedef struct spill_ent {
     uint32_t len;             /* bytes, this header included */
     uint16_t kind;            /* SPILL_* */

@@ -206,6 +206,27 @@ int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
 void dump_procs_text(const char *dir);
 void dump_procs_json(cJSON *j, const char *dir);
 
+/* The summary's clocks per rank (dump_clock.c, docs/MULTINODE.md "Clocks
+ * across hosts"): what its CLOCK records said (NTP state and bound, realtime
+ * steps) and the manifest's MPI estimate. */
+typedef struct dump_clock_sum {
+    bool seen;           /* a CLOCK record was read */
+    uint32_t ntp;        /* enum tft_clock_ntp of the last one */
+    uint64_t maxerror_ns; /* its NTP bound (synchronised) */
+    uint32_t steps;      /* realtime steps of more than 1 ms (realtime - monotonic changed) */
+    int64_t step_max;    /* the largest in magnitude, ns */
+    int64_t real_minus_mono; /* of the last pair (the header's before any) */
+} dump_clock_sum;
+void dump_clock_begin(dump_clock_sum *c, const tft_file_info *fi);
+void dump_clock_note(dump_clock_sum *c, const tft_rec *rec);
+/* Whether the summary shows "clocks" lines, one per rank file: when the
+ * trace spans several hosts or a rank's realtime was stepped (any_step). */
+bool dump_clock_shown(dump_trace *d, bool any_step);
+/* Rank file i's "clocks" line (first: the first line, which names it). */
+void dump_clock_line(dump_trace *d, int i, const dump_clock_sum *c, bool first);
+/* Rank file i's "clock" object for the JSON summary. */
+cJSON *dump_clock_json(dump_trace *d, int i, const dump_clock_sum *c);
+
 /* --check's findings, for the HTML page (dump_html.c). */
 typedef struct dump_nonfinite {
     bool found;

@@ -286,6 +286,16 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
     }
     case TFT_REC_SYNC: break; /* the watermark is the record's step */
     case TFT_REC_STACK: json_stack(o, (const tft_rec_stack *)rec, r); break;
+    case TFT_REC_CLOCK: {
+        const tft_rec_clock *c = (const tft_rec_clock *)rec;
+        json_u64(o, "realtime_ns", c->realtime_ns);
+        cJSON_AddStringToObject(o, "ntp", c->ntp == TFT_NTP_SYNCED     ? "synced"
+                                          : c->ntp == TFT_NTP_UNSYNCED ? "unsynced"
+                                                                       : "unknown");
+        json_u64(o, "maxerror_ns", c->maxerror_ns);
+        json_u64(o, "esterror_ns", c->esterror_ns);
+        break;
+    }
     default: cJSON_AddNumberToObject(o, "len", rec->len); break;
     }
 }

@@ -46,6 +46,7 @@ typedef struct rank_sum {
     uint64_t records;
     tft_reader_status st;
     tft_drop_sum drops;      /* its DROPPED records; count: the chunk headers' total */
+    dump_clock_sum clock;    /* its CLOCK records (dump_clock.c) */
 } rank_sum;
 
 typedef struct trace_sum {
@@ -82,6 +83,7 @@ static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec
         coll_note(&s->coll, (const tft_rec_collective *)rec, idx);
     if (rec->kind == TFT_REC_DROPPED)
         tft_drop_sum_add(&rs->drops, (const tft_rec_dropped *)rec, rec->len);
+    dump_clock_note(&rs->clock, rec);
     if (rec->kind == TFT_REC_PROCESS) {
         const tft_rec_process *p = (const tft_rec_process *)rec;
         if (p->event == TFT_PROC_EXIT) {
@@ -100,6 +102,7 @@ static int sum_rank(dump_trace *d, int idx, trace_sum *s)
     rs->rank = tft_trace_rank_id(d->t, idx);
     rs->step_first = rs->step_last = TFT_STEP_NONE;
     tft_drop_sum_init(&rs->drops);
+    dump_clock_begin(&rs->clock, tft_trace_file_info(d->t, idx));
     tft_reader *r = tft_trace_reader(d->t, idx);
     if (!r)
         return errno ? -errno : -EIO;
@@ -345,6 +348,11 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
     }
     printf("integrity    %s\n", integrity_name(s->integrity));
     text_exits(s, d->n);
+    bool any_step = false;
+    for (int i = 0; i < d->n; i++)
+        any_step |= s->ranks[i].clock.steps > 0;
+    for (int i = 0; dump_clock_shown(d, any_step) && i < d->n; i++)
+        dump_clock_line(d, i, &s->ranks[i].clock, i == 0);
     dump_procs_text(o->path);
     for (size_t i = 0; i < d->log.n; i++)
         printf("%s %s\n", i ? "            " : "problems    ", d->log.msgs[i]);
@@ -470,6 +478,7 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
     json_u64(o, "dropped", rs->st.dropped);
     cJSON_AddItemToObject(o, "steps", json_steps(rs->step_first, rs->step_last));
     cJSON_AddItemToObject(o, "drops", json_drops(&rs->drops));
+    cJSON_AddItemToObject(o, "clock", dump_clock_json((dump_trace *)d, i, &rs->clock));
     return o;
 }
 

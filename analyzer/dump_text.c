@@ -288,6 +288,13 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
     }
     case TFT_REC_SYNC: fputs(" (no earlier step follows)", f); break;
     case TFT_REC_STACK: text_stack(f, (const tft_rec_stack *)rec, r); break;
+    case TFT_REC_CLOCK: {
+        const tft_rec_clock *c = (const tft_rec_clock *)rec;
+        fprintf(f, " realtime=%" PRIu64 " ntp=%s maxerror=%" PRIu64 "us", c->realtime_ns,
+                c->ntp == TFT_NTP_SYNCED ? "synced" : c->ntp == TFT_NTP_UNSYNCED ? "unsynced" : "unknown",
+                c->maxerror_ns / 1000);
+        break;
+    }
     default: fprintf(f, " len=%u", rec->len); break;
     }
 }

@@ -71,9 +71,13 @@ typedef struct exp_rank {
     tft_reader *r;
     int rank;
     exp_process proc;
-    char pname[160];
+    char pname[256];      /* "rank 0 (pid 4242 on vm; clock: ...)" */
     int64_t origin;       /* export ns of the file's start_monotonic */
     uint64_t mono0;       /* the file's start_monotonic */
+    bool follow;          /* across hosts on each host's realtime: times mapped through track */
+    diff_clock_pair clk;  /* the pair of the last CLOCK record read (follow) */
+    diff_clock_track track; /* the file's clock pairs (follow) */
+    int64_t rm0;          /* realtime - monotonic of the file's header (origin's) */
     exp_thread *threads;  /* EXP_THREADS_MAX */
     int cur;              /* slot of the records' thread */
     exp_stream streams[EXP_STREAMS_MAX + 1];
@@ -116,8 +120,11 @@ static uint64_t uuid_of(const char *what, int rank, int64_t a, uint64_t b)
 /* Export time of a record time of this rank: ns since the export's origin, 0 at the least. */
 static uint64_t xt(const exp_rank *k, uint64_t ts)
 {
-    int64_t d = (int64_t)(ts - k->mono0), out;
-    if (__builtin_add_overflow(k->origin, d, &out))
+    int64_t d = (int64_t)(ts - k->mono0), out, origin = k->origin;
+    const diff_clock_pair *p = k->follow ? diff_clock_track_at(&k->track, ts) : NULL;
+    if (p && __builtin_add_overflow(origin, p->real_minus_mono - k->rm0, &origin))
+        return 0;
+    if (__builtin_add_overflow(origin, d, &out))
         return d > 0 ? UINT64_MAX / 4 : 0;
     return out < 0 ? 0 : (uint64_t)out;
 }
@@ -631,6 +638,28 @@ static bool in_steps(const dump_opts *o, int64_t step)
     return !o->have_steps || (step != TFT_STEP_NONE && step >= o->step_lo && step <= o->step_hi);
 }
 
+/* A CLOCK record across hosts on realtime (diff_clock.h; the times are
+ * mapped through the file's track, xt): a step or a change of NTP state is
+ * shown as an instant with the error bound of the times that follow. */
+static void on_clock(exp_rank *k, const tft_rec *rec)
+{
+    int64_t was = k->clk.real_minus_mono;
+    if (!diff_clock_pair_update(&k->clk, rec))
+        return;
+    int64_t step = k->clk.real_minus_mono - was;
+    uint64_t err = diff_clock_pair_error(&k->clk);
+    exp_arg a[3] = {{.key = "ntp", .type = EXP_ARG_STR,
+                     .v.s = k->clk.ntp == TFT_NTP_SYNCED ? "synchronised" : k->clk.ntp == TFT_NTP_UNSYNCED
+                                                                              ? "not synchronised"
+                                                                              : "unknown"},
+                    {.key = "step_ns", .type = EXP_ARG_INT, .v.i = step}};
+    int n = 2;
+    if (err != UINT64_MAX)
+        a[n++] = (exp_arg){.key = "error_ns", .type = EXP_ARG_UINT, .v.u = err};
+    instant(k, xt(k, rec->ts), err != UINT64_MAX ? "clock: NTP-synchronised" : "clock: not comparable across hosts",
+            "clock", a, n);
+}
+
 static void on_record(exp_rank *k, const tft_rec *rec)
 {
     switch (rec->kind) {
@@ -698,6 +727,8 @@ static int walk_rank(exp_rank *k, const dump_opts *o, const char *name)
             whole = false;
             break;
         }
+        if (rec->kind == TFT_REC_CLOCK && k->follow && !o->have_steps)
+            on_clock(k, rec);
         if (!in_steps(o, rec->step))
             continue;
         k->last_ts = max64(k->last_ts, xt(k, rec->ts));
@@ -719,6 +750,7 @@ typedef struct exp_clock {
     bool one_host;
     uint64_t base;        /* earliest file start (monotonic, or realtime across hosts) */
     int64_t *adj;         /* across hosts with clocks aligned (diff_clock.h): per rank file, NULL none */
+    uint64_t err;         /* adj's largest error bound */
 } exp_clock;
 
 /* A file's start on the export's clock: monotonic on one host; across
@@ -742,8 +774,8 @@ static exp_clock clock_of(dump_trace *d, const dump_opts *o)
             c.one_host = false;
         host = fi->host;
     }
-    uint64_t err;
-    if (!c.one_host && (c.adj = calloc((size_t)d->n + 1, sizeof(*c.adj))) && !diff_clock_align(d->t, d->n, c.adj, &err)) {
+    if (!c.one_host && (c.adj = calloc((size_t)d->n + 1, sizeof(*c.adj))) &&
+        !diff_clock_align(d->t, d->n, c.adj, &c.err)) {
         free(c.adj);
         c.adj = NULL;
     }
@@ -772,10 +804,18 @@ static void rank_init(exp_rank *k, dump_trace *d, int idx, const exp_clock *clk,
     k->mono0 = fi->start_monotonic_ns;
     uint64_t off = start_of(clk, fi, idx) - clk->base;
     k->origin = off > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)off;
-    char host[sizeof(fi->host) + 1];
+    k->follow = !clk->one_host && !clk->adj;
+    diff_clock_pair_start(&k->clk, fi);
+    k->rm0 = k->clk.real_minus_mono;
+    char host[sizeof(fi->host) + 1], how[80] = "";
     memcpy(host, fi->host, sizeof(fi->host));
     host[sizeof(fi->host)] = '\0';
-    snprintf(k->pname, sizeof(k->pname), "rank %d (pid %d on %.64s)", k->rank, (int)fi->pid, host);
+    /* across hosts, how this rank's times compare with the others' (docs/MULTINODE.md) */
+    if (clk->adj)
+        snprintf(how, sizeof(how), "; clock: rank 0's through MPI, error within %.1f us", 2 * clk->err / 1e3);
+    else if (k->follow)
+        snprintf(how, sizeof(how), "; clock: its host's realtime");
+    snprintf(k->pname, sizeof(k->pname), "rank %d (pid %d on %.64s%s)", k->rank, (int)fi->pid, host, how);
     k->proc = (exp_process){.rank = k->rank, .pid = pid_of(k->rank, idx), .os_pid = fi->pid,
                             .uuid = uuid_of("process", k->rank, idx, 0), .seq_id = seq_id, .name = k->pname};
     tft_u64map_init(&k->open, &(tft_u64map_opts){.vsize = sizeof(exp_call), .max_n = EXP_OPEN_MAX, .hashed = true});
@@ -809,8 +849,14 @@ static int export_ranks(dump_trace *d, const dump_opts *o, const exp_ops *ops, e
             dump_err("%s: cannot read: %s", d->names[i], strerror(errno));
             rc = -EIO;
         } else {
+            /* across hosts on realtime: the file's clock pairs first (one more read of it) */
+            int ce = k->follow ? diff_clock_track_read(&k->track, k->r, tft_trace_file_info(d->t, i)) : 0;
+            if (ce < 0)
+                dump_err("%s: its clock records could not all be read (%s): later times follow the last one read",
+                         d->names[i], strerror(-ce));
             rc = walk_rank(k, o, d->names[i]);
         }
+        diff_clock_track_free(&k->track);
         tft_u64map_free(&k->open);
         tft_u64map_free(&k->live);
         tft_trace_release(d->t, i);

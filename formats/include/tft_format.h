@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 5 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: STACK records, per-rank manifest fragments, host per rank */
+#define TFT_FORMAT_MINOR 6 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: STACK records, per-rank manifest fragments, host per rank; 1.6: CLOCK records */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -77,7 +77,8 @@ enum tft_rec_kind {
     TFT_REC_SYNC = 14,      /* no later record of the file has an earlier step (format 1.2) */
     TFT_REC_COMM = 15,      /* a communicator: identity, rank, size, members (format 1.2) */
     TFT_REC_STACK = 16,     /* one thread's call stack, taken from outside (format 1.5) */
-    TFT_REC_KIND_MAX = 17
+    TFT_REC_CLOCK = 17,     /* a pair of the host's monotonic and realtime clocks, NTP state (format 1.6) */
+    TFT_REC_KIND_MAX = 18
 };
 
 enum tft_step_phase { TFT_STEP_BEGIN = 0, TFT_STEP_END = 1 };
@@ -308,6 +309,28 @@ typedef struct tft_rec_stack {
 #define TFT_STACK_FLAG_MAIN 0x1u /* h.flags: the process's main thread */
 #define TFT_STACK_FLAG_SCAN 0x2u /* h.flags: some frames are guesses from a stack scan */
 #define TFT_STACK_FLAG_TIMEOUT 0x4u /* h.flags: taken by --timeout before SIGTERM */
+
+/* A pair of the recording host's clocks read together (format 1.6,
+ * FORMAT.md §5.17): h.ts is CLOCK_MONOTONIC at the middle of two monotonic
+ * readings taken around the CLOCK_REALTIME reading `realtime_ns`; `window_ns`
+ * their distance. Written when a rank file opens and then periodically, so
+ * a reader maps record times to the host's realtime with the pair in force
+ * (a realtime step between two pairs shows as a change of realtime - ts).
+ * The kernel's NTP state at the same moment (adjtimex(2)) says how far
+ * that realtime may be from true time. */
+enum tft_clock_ntp {
+    TFT_NTP_UNKNOWN = 0,    /* not read (adjtimex failed, not Linux) */
+    TFT_NTP_SYNCED = 1,     /* the kernel clock is synchronised: maxerror_ns bounds its error */
+    TFT_NTP_UNSYNCED = 2,   /* STA_UNSYNC or TIME_ERROR: realtime is this host's alone */
+};
+typedef struct tft_rec_clock {
+    tft_rec h;              /* h.ts: CLOCK_MONOTONIC ns; h.step, h.seq: none */
+    uint64_t realtime_ns;   /* CLOCK_REALTIME ns */
+    uint32_t window_ns;     /* the two monotonic readings' distance (the pair's own uncertainty) */
+    uint32_t ntp;           /* enum tft_clock_ntp */
+    uint64_t maxerror_ns;   /* adjtimex maxerror: bound of realtime's error against true time (0 unknown) */
+    uint64_t esterror_ns;   /* adjtimex esterror: its estimated error (0 unknown) */
+} tft_rec_clock;       /* 64 bytes */
 
 /* A captured tensor's bytes (format 1.1, FORMAT.md §5.12). A tensor's raw
  * bytes (dense, row-major, its dtype, little-endian) are split into parts
@@ -580,6 +603,8 @@ typedef struct tft_manifest_rank {
     int64_t clock_offset_ns;   /* this rank's CLOCK_REALTIME minus rank clock_ref's at one instant */
     uint64_t clock_error_ns;   /* the estimate's bound: |true offset - clock_offset_ns| <= this */
     int32_t clock_ref;         /* the rank the offset is measured against (0) */
+    int clock_anchored;        /* clock_anchor_ns holds a value (format 1.6) */
+    int64_t clock_anchor_ns;   /* this rank's CLOCK_REALTIME minus CLOCK_MONOTONIC when the estimate was made */
 } tft_manifest_rank;
 
 /* A tftrace process that records (or recorded) into the trace: the launcher

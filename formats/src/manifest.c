@@ -106,6 +106,15 @@ static void parse_clock(const cJSON *c, tft_manifest_rank *r)
     r->clock_error_ns = get_ns(cJSON_GetObjectItemCaseSensitive(c, "error_ns"));
     r->clock_ref = get_int(cJSON_GetObjectItemCaseSensitive(c, "ref_rank"), 0);
     r->clock_known = 1;
+    const cJSON *an = cJSON_GetObjectItemCaseSensitive(c, "real_minus_mono_ns"); /* since 1.6 */
+    if (cJSON_IsString(an) && an->valuestring) {
+        neg = an->valuestring[0] == '-';
+        mag = parse_u64(an->valuestring + neg);
+        if (mag <= (uint64_t)INT64_MAX) {
+            r->clock_anchor_ns = neg ? -(int64_t)mag : (int64_t)mag;
+            r->clock_anchored = 1;
+        }
+    }
 }
 
 static int parse_ranks(const cJSON *ranks, tft_manifest *m, char *err, size_t errlen)
@@ -451,6 +460,10 @@ static cJSON *build(const tft_manifest *m)
             snprintf(b, sizeof(b), "%llu", (unsigned long long)r->clock_error_ns);
             cJSON_AddStringToObject(jc, "error_ns", b);
             cJSON_AddNumberToObject(jc, "ref_rank", r->clock_ref);
+            if (r->clock_anchored) {
+                snprintf(b, sizeof(b), "%lld", (long long)r->clock_anchor_ns);
+                cJSON_AddStringToObject(jc, "real_minus_mono_ns", b);
+            }
         }
         if (r->exited) {
             cJSON *ex = cJSON_AddObjectToObject(jr, "exit");

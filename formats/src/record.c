@@ -31,6 +31,7 @@ static const struct {
     [TFT_REC_SYNC] = {"sync", sizeof(tft_rec_sync)},
     [TFT_REC_COMM] = {"comm", sizeof(tft_rec_comm)},
     [TFT_REC_STACK] = {"stack", sizeof(tft_rec_stack)},
+    [TFT_REC_CLOCK] = {"clock", sizeof(tft_rec_clock)},
 };
 
 size_t tft_rec_min_size(uint16_t kind)
@@ -247,4 +248,5 @@ _Static_assert(offsetof(tft_rec_collective, tag) == TFT_REC_COLLECTIVE_MIN_BYTES
 _Static_assert(sizeof(tft_rec_thread) == 56, "THREAD is 56 bytes (FORMAT.md 5.13)");
 _Static_assert(sizeof(tft_rec_sync) == 40, "SYNC is 40 bytes (FORMAT.md 5.14)");
 _Static_assert(sizeof(tft_rec_stack) == 80, "STACK is 80 bytes (FORMAT.md 5.16)");
+_Static_assert(sizeof(tft_rec_clock) == 64, "CLOCK is 64 bytes (FORMAT.md 5.17)");
 _Static_assert(sizeof(tft_rec_comm) == 72, "COMM fixed part is 72 bytes (FORMAT.md 5.15)");

@@ -85,12 +85,13 @@ REC_STRING, REC_STEP, REC_OP, REC_TENSOR, REC_ALLOC, REC_FREE = 1, 2, 3, 4, 5, 6
 REC_COLLECTIVE, REC_KERNEL, REC_CHECKPOINT, REC_PROCESS, REC_DROPPED = 7, 8, 9, 10, 11
 REC_CAPTURE, REC_THREAD, REC_SYNC, REC_COMM = 12, 13, 14, 15
 REC_STACK = 16
+REC_CLOCK = 17
 
 _KIND_NAMES = {REC_STEP: "step", REC_OP: "op", REC_TENSOR: "tensor", REC_ALLOC: "alloc",
                REC_FREE: "free", REC_COLLECTIVE: "collective", REC_KERNEL: "kernel",
                REC_CHECKPOINT: "checkpoint", REC_PROCESS: "process", REC_DROPPED: "dropped",
                REC_CAPTURE: "capture", REC_THREAD: "thread", REC_SYNC: "sync", REC_COMM: "comm",
-               REC_STACK: "stack"}
+               REC_STACK: "stack", REC_CLOCK: "clock"}
 _KIND_BY_NAME = {v: k for k, v in _KIND_NAMES.items()}
 
 _TENSOR_HAS_DATA = 0x1
@@ -232,6 +233,14 @@ class _RecDropped(c.Structure):
 class _RecThread(c.Structure):
     _fields_ = [("h", _Rec), ("event", _u32), ("tid", _i32), ("index", _u32), ("pad", _u32),
                 ("name", _u64)]
+
+
+class _RecClock(c.Structure):  # format 1.6 (FORMAT.md 5.17)
+    _fields_ = [("h", _Rec), ("realtime_ns", _u64), ("window_ns", _u32), ("ntp", _u32),
+                ("maxerror_ns", _u64), ("esterror_ns", _u64)]
+
+
+_NTP_STATES = ("unknown", "synced", "unsynced")
 
 
 class _RecSync(c.Structure):
@@ -1120,6 +1129,10 @@ def _event(names, h, addr, rank, strings, ops):
                  size=p.size, order=p.order, inter=bool(h.flags & _COMM_FLAG_INTER), members=members)
     elif kind == REC_STACK:
         d.update(_stack_fields(h, _RecStack.from_address(addr), strings))
+    elif kind == REC_CLOCK and h.len >= c.sizeof(_RecClock):
+        p = _RecClock.from_address(addr)
+        d.update(realtime_ns=p.realtime_ns, ntp=_NTP_STATES[p.ntp] if p.ntp < 3 else "unknown",
+                 maxerror_ns=p.maxerror_ns, esterror_ns=p.esterror_ns)
     elif kind not in _KIND_NAMES:
         d["len"] = h.len
     return d

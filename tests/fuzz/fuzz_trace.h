@@ -384,6 +384,15 @@ static inline int ft_one(ft_file *f, ft_in *in, uint8_t opb)
         return ft_put(f, h);
     }
     case FT_SYNC:
+        if (var & 2) { /* a CLOCK record (1.6): a realtime step, an NTP state, any bounds */
+            tft_rec_clock *c = (tft_rec_clock *)buf;
+            ft_hdr(f, h, TFT_REC_CLOCK, sizeof(*c));
+            c->realtime_ns = 1700000000000000000ull + f->ts + ((uint64_t)(int8_t)ft_u8(in) << (ft_u8(in) % 40));
+            c->ntp = ft_u8(in) % 4, c->window_ns = ft_u8(in);
+            c->maxerror_ns = (uint64_t)ft_u8(in) << (ft_u8(in) % 64), c->esterror_ns = ft_u8(in);
+            h->step = TFT_STEP_NONE;
+            return ft_put(f, h);
+        }
         ft_hdr(f, h, TFT_REC_SYNC, sizeof(tft_rec_sync));
         h->step = (int64_t)((uint64_t)(f->step == TFT_STEP_NONE ? 0 : f->step) + (uint64_t)(int64_t)(int8_t)ft_u8(in));
         return ft_put(f, h);

@@ -492,6 +492,11 @@ static void manifest_seeds(const char *dir)
          "{\"format\":\"tftrace\",\"format_version\":\"1.0\",\"world_size\":1e10,\"ranks\":[]}"},
         {"start-ns-1e20.json",
          "{\"format\":\"tftrace\",\"format_version\":\"1.0\",\"start_ns\":1e20,\"ranks\":[]}"},
+        /* a rank's MPI clock estimate, its anchor (1.6) out of range */
+        {"clock.json",
+         "{\"format\":\"tftrace\",\"format_version\":\"1.6\",\"ranks\":[{\"file\":\"rank-00001.tft\",\"rank\":1,"
+         "\"clock\":{\"offset_ns\":\"-3000000000\",\"error_ns\":\"12\",\"ref_rank\":0,"
+         "\"real_minus_mono_ns\":\"-99999999999999999999\"}}]}"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         put_file(dir, fixed[i].name, fixed[i].text, strlen(fixed[i].text));

@@ -176,7 +176,8 @@ static int check_api(const char *dir)
     char *copies[64];
     int n = 0, nthread = 0;
     while (tft_reader_next(r, &rec) == 1 && n < 64) {
-        if (rec->kind == TFT_REC_PROCESS || rec->kind == TFT_REC_SYNC) /* SYNC: after collector passes */
+        if (rec->kind == TFT_REC_PROCESS || rec->kind == TFT_REC_SYNC || /* SYNC: after collector passes */
+            rec->kind == TFT_REC_CLOCK) /* the collector's clock pairs (FORMAT.md 5.17) */
             continue;
         if (rec->kind == TFT_REC_THREAD) { /* one thread: one switch, before its first record */
             const tft_rec_thread *th = (const void *)rec;

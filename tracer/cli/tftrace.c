@@ -80,6 +80,10 @@ typedef struct trace_dir {
     int fd;
     int run_lock;        /* .run.lock, flock'ed for the whole run (closed at exit) */
     int joined;          /* another instance of the same job prepared it (mpirun ... tftrace) */
+    int job_rank;        /* one instance of a job: its rank, whose manifest fragment it writes
+                          * (manifest_launch.c, no lock); -1: manifest.json merged under flock */
+    uint64_t start_ns;   /* CLOCK_REALTIME at the start (the fragment's start_ns) */
+    uint8_t run_id[16];  /* the run's id (the final fragment repeats it) */
 } trace_dir;
 
 static volatile sig_atomic_t got_signal;
@@ -791,7 +795,15 @@ static int finish(collector *col, const trace_dir *td, const char *dir, const op
     collector_incomplete_reason(&s, why, sizeof(why));
     manifest_run run = {.no_redact = o->no_redact, .file_mode = o->mode, .collector = 1,
                         .incomplete = why[0] ? why : NULL, .dropped_stalled = s.dropped_stalled};
-    int me = manifest_merge_rank(td->fd, &run, mr, mr ? s.nranks : 0, code);
+    char oj[4608];
+    if (td->job_rank >= 0) { /* the fragment replaces the start's: all it said again */
+        options_json(o, oj, sizeof(oj));
+        run.run_id = td->run_id;
+        run.options_json = oj;
+    }
+    int me = td->job_rank >= 0
+                 ? manifest_launcher_fragment(td->fd, dir, &run, td->job_rank, mr, mr ? s.nranks : 0, td->start_ns, code)
+                 : manifest_merge_rank(td->fd, &run, mr, mr ? s.nranks : 0, code);
     if (me < 0)
         fprintf(stderr, "tftrace: %s/manifest.json: cannot write the final manifest: %s; the rank files are "
                         "readable without it (tfdump %s)\n", dir, strerror(-me), dir);
@@ -968,11 +980,14 @@ static void write_owner(int fd, const char *key, int rank, int first)
         (void)0; /* informative (who records, which ranks): the flock is the lock */
 }
 
-/* The run id the manifest holds (a joining instance adopts it). */
+/* The run id the manifest holds (a joining instance adopts it): the
+ * fragments' (instances of a job write one each), else manifest.json. */
 static int manifest_run_id(int dfd, uint8_t run_id[16])
 {
     tft_manifest m;
-    if (manifest_read_at(dfd, &m) < 0)
+    char self[64];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
+    if (tft_manifest_read_dir(self, &m, NULL, 0) != 0 && manifest_read_at(dfd, &m) < 0)
         return -1;
     uint8_t id[16];
     int ok = strlen(m.run_id) == 32;
@@ -993,7 +1008,8 @@ static int prepare_manifest(const trace_dir *td, const char *dir, const opts *o,
     options_json(o, oj, sizeof(oj));
     manifest_run run = {.run_id = run_id, .options_json = oj, .no_redact = o->no_redact, .file_mode = o->mode,
                         .collector = 1};
-    int e = manifest_merge_rank(td->fd, &run, NULL, 0, -1);
+    int e = td->job_rank >= 0 ? manifest_launcher_fragment(td->fd, dir, &run, td->job_rank, NULL, 0, td->start_ns, -1)
+                              : manifest_merge_rank(td->fd, &run, NULL, 0, -1);
     if (e < 0) {
         fprintf(stderr, "tftrace: %s/manifest.json: cannot write: %s\n", dir, strerror(-e));
         return -1;
@@ -1044,7 +1060,10 @@ static int open_dir(const char *dir, const opts *o, trace_dir *td)
  * the command starts. */
 static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace_dir *td)
 {
-    td->fd = td->run_lock = -1;
+    td->fd = td->run_lock = td->job_rank = -1;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    td->start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
     if (open_dir(dir, o, td) < 0)
         return -1;
     char key[300], owner_key[300];
@@ -1088,6 +1107,9 @@ static int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace
                         "choose another -o\n", dir, owner);
         goto out;
     }
+    /* one instance of a job: its own manifest fragment, no manifest lock */
+    td->job_rank = key[0] && rank >= 0 ? rank : -1;
+    memcpy(td->run_id, run_id, 16);
     rc = prepare_manifest(td, dir, o, run_id);
     manifest_reserve(td->fd); /* best effort: without it a full disk may keep the final manifest out */
 out:

@@ -51,6 +51,8 @@ typedef struct cproc {
     int64_t step_begun;           /* highest step whose STEP begin was written */
     int64_t pass_step;            /* step_begun when the current drain pass began */
     int64_t synced;               /* step of the last SYNC written */
+    uint64_t pair_records;        /* st_records after the last CLOCK record (clock_pairs) */
+    bool pair_due;                /* a CLOCK record was skipped while idle: one goes before the next record */
 } cproc;
 
 struct collector {
@@ -67,6 +69,7 @@ struct collector {
     uint64_t *ring_kinds;         /* the same for drop_kind, SHM_DROP_KINDS per ring */
     uint64_t last_liveness_ns;
     uint64_t last_refine_ns;
+    uint64_t last_pair_ns;        /* CLOCK records last written (clock_pairs) */
     pid_t child;                  /* the launcher's direct child, 0 none */
     const shm_ring *draining;     /* the ring ring_drain is reading (on_record's source) */
     collector_rank *ranks;
@@ -249,6 +252,10 @@ static int proc_open(collector *c, uint32_t idx)
                           .event = TFT_PROC_START, .pid = sp->pid};
     if (proc_append(c, p, &pr.h) == 0)
         proc_record(p, &pr.h);
+    tft_rec_clock ck;
+    clock_pair_read(&ck);
+    proc_append(c, p, &ck.h);
+    p->pair_records = p->st_records;
     return 0;
 }
 
@@ -300,6 +307,15 @@ static void thread_switch(collector *c, cproc *p, const shm_ring *r)
     thread_record(c, p, r, TFT_THREAD_SWITCH);
 }
 
+/* The CLOCK record an idle file skipped, before its next record. */
+static void pair_first(cproc *p, collector *c)
+{
+    tft_rec_clock ck;
+    clock_pair_read(&ck);
+    p->pair_due = false;
+    proc_append(c, p, &ck.h);
+}
+
 static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
 {
     collector *c = ctx;
@@ -324,6 +340,8 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
         return; /* ours to write: a traced program cannot forge them */
     if (c->draining)
         thread_switch(c, p, c->draining);
+    if (p->pair_due)
+        pair_first(p, c);
     if (rec->kind == TFT_REC_PROCESS && rec->len >= sizeof(tft_rec_process)) {
         const tft_rec_process *pr = (const tft_rec_process *)rec;
         if (pr->event == TFT_PROC_EXIT) {
@@ -617,12 +635,42 @@ static void refine_clock(collector *c, uint64_t now_ns)
 #endif
 }
 
+/* A CLOCK record into every open rank file each clock_pair_every_ns, so
+ * readers follow a realtime step (FORMAT.md §5.17). Written at the end of
+ * a drain pass: it may precede records the rings still hold from before
+ * it, which readers map with it (a window of one pass, milliseconds). A
+ * file that got no record since its last pair gets none (an idle process
+ * would otherwise cost a chunk a second) until its next record, which a
+ * fresh pair precedes (pair_first). */
+static void clock_pairs(collector *c, uint64_t now_ns)
+{
+    if (now_ns - c->last_pair_ns < clock_pair_every_ns())
+        return;
+    c->last_pair_ns = now_ns;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        if (!p->w || p->failed || p->closed)
+            continue;
+        if (p->st_records == p->pair_records) {
+            p->pair_due = true;
+            continue;
+        }
+        tft_rec_clock ck;
+        clock_pair_read(&ck);
+        proc_append(c, p, &ck.h);
+        p->pair_records = p->st_records;
+        p->pair_due = false;
+    }
+}
+
+
 size_t collector_poll(collector *c)
 {
     uint64_t now = shm_now_ns();
     atomic_store_explicit(&c->h->heartbeat_ns, now, memory_order_relaxed);
     refine_clock(c, now);
     size_t n = drain_rings(c, -1);
+    clock_pairs(c, now);
     check_liveness(c);
     return n;
 }

@@ -118,6 +118,16 @@ void manifest_fill_self(tft_manifest *m, bool redact);
  * (the fragment's: the snapshot is best effort). */
 int manifest_write_fragment(int dir_fd, const char *dir, const manifest_run *run, const tft_manifest_rank *rank,
                             int world_size, uint64_t start_ns, int exit_status);
+/* manifest.json rewritten as the snapshot of the fragments in the trace
+ * directory dir_fd (dir: its path), best effort, no lock (manifest_frag.c). */
+void manifest_refresh_snapshot(int dir_fd, const char *dir, unsigned mode);
+/* A launcher that is one instance of a job (manifest_launch.c): writes its
+ * fragment manifest.rank-NNNNN.json (NNNNN = job_rank) by rename, no lock:
+ * at its start (exit_status -1: collector not done, no ranks) and at its
+ * end (its n rank files, exit status, collector done), then refreshes
+ * manifest.json. start_ns: the run's start (CLOCK_REALTIME ns). 0 or -errno. */
+int manifest_launcher_fragment(int dir_fd, const char *dir, const manifest_run *run, int job_rank,
+                               const tft_manifest_rank *ranks, int n, uint64_t start_ns, int exit_status);
 /* Sets the run id of the collector's rank files: those open now get it
  * written into their header (tft_writer_set_run_id), later ones at their
  * creation. Called on the thread that polls the collector. 0 or the first
@@ -126,6 +136,14 @@ int collector_set_run_id(collector *c, const uint8_t run_id[16]);
 /* CLOCK_REALTIME in ns as the recorder reports it (clock.c): plus
  * TFT_TEST_CLOCK_OFFSET_NS, set by tests only. */
 uint64_t clock_realtime_ns(void);
+/* A CLOCK record (FORMAT.md §5.17) read now: the host's CLOCK_MONOTONIC
+ * and CLOCK_REALTIME together (the latter as clock_realtime_ns reports
+ * it) and the kernel's NTP state; no step, no seq (a reader's step and
+ * merge order are not moved by it). */
+void clock_pair_read(tft_rec_clock *r);
+/* How often the collector writes a CLOCK record into each open rank file:
+ * TFT_CLOCK_PAIRS_MS milliseconds, 1 s when unset. */
+uint64_t clock_pair_every_ns(void);
 /* Reads the manifest.json of the trace directory dir_fd (never through a
  * link; at most 64 MiB) into *m. Returns 0 or a negative errno. */
 int manifest_read_at(int dir_fd, tft_manifest *m);

@@ -39,7 +39,7 @@ static int fragment_name(const char *file, char *out, size_t n)
  * again while the directory gained fragments since it was read: of
  * processes finishing together, one that read before another's fragment
  * landed may rename last, and then sees that fragment when it reads again. */
-static void refresh_snapshot(int dir_fd, const char *dir, unsigned mode)
+void manifest_refresh_snapshot(int dir_fd, const char *dir, unsigned mode)
 {
     char self[64]; /* the directory itself, whatever the program's cwd became */
     snprintf(self, sizeof(self), "/proc/self/fd/%d", dir_fd);
@@ -93,6 +93,6 @@ int manifest_write_fragment(int dir_fd, const char *dir, const manifest_run *run
     m.nranks = 0;
     tft_manifest_free(&m);
     if (!e)
-        refresh_snapshot(dir_fd, dir, mode);
+        manifest_refresh_snapshot(dir_fd, dir, mode);
     return e;
 }

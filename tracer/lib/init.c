@@ -50,6 +50,7 @@ static struct {
     _Atomic int runid_req, runid_ack;
     int clock_known;          /* rec_inproc_set_clock's estimate, for the fragment */
     int64_t clock_offset_ns;
+    int64_t clock_anchor_ns;  /* realtime - monotonic at the estimate */
     uint64_t clock_error_ns;
     int clock_ref;
     char claimed[64];         /* rank file created to claim a number, "" none */
@@ -297,8 +298,9 @@ int rec_inproc_adopt_run_id(const uint8_t id[16], int timeout_ms)
 
 int rec_inproc_active(void) { return inproc.active; }
 
-void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref)
+void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref, int64_t anchor_ns)
 {
+    inproc.clock_anchor_ns = anchor_ns;
     inproc.clock_offset_ns = offset_ns;
     inproc.clock_error_ns = error_ns;
     inproc.clock_ref = ref;
@@ -481,6 +483,8 @@ static void inproc_finish(int code, int sig)
         mr[0].clock_offset_ns = inproc.clock_offset_ns;
         mr[0].clock_error_ns = inproc.clock_error_ns;
         mr[0].clock_ref = inproc.clock_ref;
+        mr[0].clock_anchored = inproc.clock_known;
+        mr[0].clock_anchor_ns = inproc.clock_anchor_ns;
         me = manifest_write_fragment(inproc.dir_fd, inproc.dir, &run, &mr[0], env_world(), inproc.start_ns,
                                      sig ? 128 + sig : code);
     } else {

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef TFT_HAVE_MPI
 
@@ -127,6 +128,20 @@ static void clock_probe(const mpi_fns *f, MPI_Comm c, int r, int64_t out[2])
     }
 }
 
+/* This host's realtime minus monotonic now (realtime as the estimate read
+ * it): readers anchor the estimate on the monotonic clock with it, so a
+ * realtime step before or after the estimate does not move it. */
+static int64_t clock_anchor(void)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    uint64_t rt = clock_realtime_ns();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    uint64_t m0 = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+    uint64_t m1 = (uint64_t)b.tv_sec * 1000000000u + (uint64_t)b.tv_nsec;
+    return (int64_t)(rt - (m0 + (m1 - m0) / 2));
+}
+
 /* Each rank's CLOCK_REALTIME offset against rank 0's, measured by rank 0
  * with ping-pongs on the private communicator c, told to each rank, kept
  * for its manifest fragment (docs/MULTINODE.md, "Clocks across hosts"). */
@@ -154,7 +169,7 @@ static void clock_sync(const mpi_fns *f, MPI_Comm c, int keep)
             return;
     }
     if (keep && res[1] >= 0)
-        rec_inproc_set_clock(res[0], (uint64_t)res[1], 0);
+        rec_inproc_set_clock(res[0], (uint64_t)res[1], 0, clock_anchor());
 }
 
 enum { WANT_RUN_ID = 1, WANT_CLOCKS = 2 };

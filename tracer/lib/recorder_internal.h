@@ -58,7 +58,7 @@ int rec_inproc_adopt_run_id(const uint8_t id[16], int timeout_ms);
 /* The MPI estimate of this process's clock offset against rank ref's
  * (CLOCK_REALTIME difference, error bound in ns), for its manifest
  * fragment (interpose_mpi_init.c). The last call wins. */
-void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref);
+void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref, int64_t anchor_ns);
 /* 1 when this process records with the in-process writer. */
 int rec_inproc_active(void);
 

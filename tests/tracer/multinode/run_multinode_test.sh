@@ -24,6 +24,19 @@
 #                step 11: the offsets estimated within their stated error
 #                (< 1 ms), the straggler found on the aligned clock (1.5 s,
 #                not 3 s), the timeline aligned
+#   clock-step   the same hosts, node-b's clock 3 s ahead and not
+#                synchronised until NTP steps it back 0.1 s into the run
+#                (TFT_TEST_CLOCK_STEP, TFT_TEST_NTP: test-only), no MPI
+#                estimate (TFT_CLOCK_SYNC=0): the straggler found on the hosts'
+#                realtime through the CLOCK records after the step (1.5 s,
+#                NTP error stated), tfdump's clocks lines and the timeline;
+#                with the estimate and the step before MPI_Init the estimate
+#                holds (1.5 s: anchored at its own moment); never
+#                synchronised: not judged across hosts, but on one host
+#   launcher     mpirun -np 2 tftrace -o DIR -- prog (a launcher per rank,
+#                one directory): each instance writes its manifest fragment,
+#                no manifest lock is taken, tfdump says complete; one
+#                tftrace alone still writes manifest.json only, read as before
 set -euo pipefail
 case_name=$1 tftrace=$2 tfdump=$3 tfdiff=$4 mn_prog=$5 rec_prog=$6 mn_plain=$7 lib=$8
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-multinode.XXXXXX")
@@ -214,6 +227,110 @@ for e in ev:
         first[e["pid"]] = min(first.get(e["pid"], e["ts"]), e["ts"])
 assert len(first) == 4 and max(first.values()) - min(first.values()) < 100000, first
 PY
+    ;;
+  clock-step)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    unshare --uts true 2>/dev/null || { echo "SKIP: unshare --uts not permitted"; exit 0; }
+    # node.sh STEP_MS: ranks 2-3 on node-b, 3 s ahead until STEP_MS ms after
+    # their start, when NTP steps the clock back (synchronised from then on);
+    # every host reports an NTP bound of 2 ms once synchronised
+    cat >node.sh <<'SH'
+#!/bin/bash
+step_ms=$1
+shift
+export TFT_TEST_NTP=2000 TFT_CLOCK_PAIRS_MS=20
+if [ "$OMPI_COMM_WORLD_RANK" -ge 2 ]; then
+    export TFT_TEST_CLOCK_OFFSET_NS=3000000000 TFT_TEST_CLOCK_STEP=$step_ms:-3000000000 h=node-b
+else
+    h=node-a
+fi
+exec unshare --uts bash -c 'hostname "$0"; exec "$@"' "$h" "$@"
+SH
+    chmod +x node.sh
+    # 1. no MPI estimate: each host's realtime, followed through the step
+    mpi_n 4 -x TFT_OUTPUT=a.trace -x TFT_INTERPOSE=1 -x TFT_CLOCK_SYNC=0 ./node.sh 100 "$mn_prog" 14 1 1500 11 >/dev/null
+    one_complete_run a.trace 4
+    ! grep -q '"offset_ns"' a.trace/manifest.rank-00002.json || fail "an MPI estimate with TFT_CLOCK_SYNC=0"
+    st=0
+    "$tfdump" --check a.trace >check.txt || st=$?
+    [ "$st" = 1 ] || fail "tfdump --check exited $st: $(cat check.txt)"
+    grep -Eq "straggler at step 11 .*rank 1 entered MPI_Allreduce .* 1\.[4-6][0-9]* s after the median rank .*clocks NTP-synchronised, error within 4\.0[0-9]* ms" check.txt ||
+        fail "no straggler rank 1 at 1.5 s on the hosts' realtime: $(cat check.txt)"
+    "$tfdump" --check --json a.trace >check.json || true
+    python3 - check.json <<'PY' || fail "straggler JSON without its clock error"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = [x for x in d["desync"] if x["kind"] == "straggler"]
+assert len(s) == 1 and s[0]["ranks"] == [1] and 4000000 <= s[0]["clock_error_ns"] < 4100000, s
+PY
+    "$tfdump" a.trace >sum.txt
+    grep -Eq "rank 2 on node-b: NTP-synchronised, error within 2\.000 ms; realtime stepped 1 time \(largest -3000\.[0-9]+ ms\)" sum.txt ||
+        fail "tfdump's clocks lines: $(cat sum.txt)"
+    grep -Eq "rank 0 on node-a: NTP-synchronised, error within 2\.000 ms$" sum.txt || fail "rank 0's clock: $(cat sum.txt)"
+    "$tfdump" --export chrome tl.json a.trace
+    python3 - tl.json <<'PY' || fail "timeline not aligned through the step"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+first, names = {}, {}
+for e in ev:
+    if e.get("name") == "MPI_Allreduce" and e.get("ph") in ("X", "B"):
+        first[e["pid"]] = min(first.get(e["pid"], e["ts"]), e["ts"])
+    if e.get("ph") == "M" and e.get("name") == "process_name":
+        names[e["pid"]] = e["args"]["name"]
+assert len(first) == 4 and max(first.values()) - min(first.values()) < 100000, first
+assert all("clock: its host's realtime" in n for n in names.values()), names
+ck = [e for e in ev if e.get("cat") == "clock" and e["args"].get("ntp") == "synchronised"]
+assert any(e["args"]["error_ns"] >= 2000000 and e["args"]["step_ns"] < -2900000000 for e in ck), ck
+PY
+    # 2. with the MPI estimate, the step 0.1 s in, between the rank file's
+    #    start and MPI_Init (mn_prog sleeps 0.2 s before it): the estimate is
+    #    anchored on the pair of its own moment, not the file's start
+    mpi_n 4 -x TFT_OUTPUT=b.trace -x TFT_INTERPOSE=1 ./node.sh 100 "$mn_prog" 14 1 1500 11 >/dev/null
+    grep -q '"real_minus_mono_ns"' b.trace/manifest.rank-00002.json || fail "no anchor in rank 2's estimate"
+    st=0
+    "$tfdump" --check b.trace >check.txt || st=$?
+    grep -Eq "straggler at step 11 .*rank 1 entered MPI_Allreduce .* 1\.[4-6][0-9]* s after the median rank .*clocks aligned through MPI" check.txt ||
+        fail "with the estimate and a later step: $(cat check.txt)"
+    # 3. node-b never synchronised (its step never comes): not judged across
+    #    hosts; node-a's own communicator {0,1} on its monotonic clock
+    mpi_n 4 -x TFT_OUTPUT=c.trace -x TFT_INTERPOSE=1 -x TFT_CLOCK_SYNC=0 ./node.sh 100000 "$mn_prog" 14 1 1500 11 split >/dev/null
+    "$tfdump" --check --json c.trace >check.json || true
+    python3 - check.json <<'PY' || fail "stragglers with node-b never synchronised: $(cat check.json)"
+import json, re, sys
+s = [x for x in json.load(open(sys.argv[1]))["desync"] if x["kind"] == "straggler"]
+assert len(s) == 1 and s[0]["ranks"] == [1] and s[0]["members"] == [0, 1] and s[0]["clock_error_ns"] == 0, s
+d = s[0]["detail"]
+assert "clocks" not in d and re.search(r" 1\.[4-6][0-9]* s after the median", d), s
+PY
+    "$tfdump" c.trace | grep -q "rank 3 on node-b: not NTP-synchronised: its realtime compares with no other host's" ||
+        fail "tfdump does not say node-b is not synchronised"
+    ;;
+  launcher)
+    command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
+    mpi_n 2 "$tftrace" -q -o l.trace -- "$mn_plain" >/dev/null
+    one_complete_run l.trace 2
+    [ ! -e l.trace/.manifest.lock ] || fail "the instances took the manifest lock"
+    python3 - l.trace <<'PY' || fail "the launchers' fragments"
+import json, sys
+for r in (0, 1):
+    m = json.load(open("%s/manifest.rank-%05d.json" % (sys.argv[1], r)))
+    assert m["complete"] and m["world_size"] == 2 and m["exit_status"] == 0, m
+    assert [x["rank"] for x in m["ranks"]] == [r] and m["ranks"][0]["file"] == "rank-%05d.tft" % r, m
+    c = m["collectors"]
+    assert len(c) == 1 and c[0]["done"] and c[0]["pid"] != m["ranks"][0]["pid"], c
+snap = json.load(open(sys.argv[1] + "/manifest.json"))
+assert sorted(x["rank"] for x in snap["ranks"]) == [0, 1] and len(snap["collectors"]) == 2, snap
+PY
+    "$tfdump" --json l.trace | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["integrity"] == "complete" and len(d["files"]) == 2, d["integrity"]' || fail "tfdump --json l.trace"
+    # one launcher, not a job: manifest.json under its lock, no fragment (as before)
+    "$tftrace" -q -o one.trace -- "$rec_prog" threads 1 >/dev/null
+    [ -f one.trace/manifest.json ] && ! ls one.trace/manifest.rank-*.json >/dev/null 2>&1 ||
+        fail "a single tftrace wrote fragments: $(ls -a one.trace)"
+    "$tfdump" one.trace | grep -q "^integrity *complete" || fail "one.trace: $("$tfdump" one.trace)"
     ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
