@@ -47,6 +47,7 @@ typedef struct rank_sum {
     tft_reader_status st;
     tft_drop_sum drops;      /* its DROPPED records; count: the chunk headers' total */
     dump_clock_sum clock;    /* its CLOCK records (dump_clock.c) */
+    uint64_t rss_samples, rss_peak, rss_last; /* its PROCESS RSS samples, bytes */
 } rank_sum;
 
 typedef struct trace_sum {
@@ -90,6 +91,11 @@ static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec
             rs->exit_known = 1;
             rs->exit_code = p->exit_code;
             rs->exit_signal = p->signal;
+        } else if (p->event == TFT_PROC_RSS) {
+            rs->rss_samples++;
+            rs->rss_last = p->rss;
+            if (p->rss > rs->rss_peak)
+                rs->rss_peak = p->rss;
         }
     }
 }
@@ -234,6 +240,28 @@ static void text_exits(const trace_sum *s, int n)
     }
 }
 
+/* The resident set the collector sampled (PROCESS RSS records): the rank
+ * with the highest peak, and each rank's peak when there are a few. */
+static void text_memory(const trace_sum *s, int n)
+{
+    int top = -1;
+    uint64_t samples = 0;
+    for (int i = 0; i < n; i++) {
+        samples += s->ranks[i].rss_samples;
+        if (s->ranks[i].rss_samples && (top < 0 || s->ranks[i].rss_peak > s->ranks[top].rss_peak))
+            top = i;
+    }
+    if (top < 0)
+        return;
+    const rank_sum *t = &s->ranks[top];
+    printf("memory       peak RSS %.1f MiB (rank %d), last %.1f MiB; %" PRIu64 " samples\n",
+           (double)t->rss_peak / 1048576.0, t->rank, (double)t->rss_last / 1048576.0, samples);
+    for (int i = 0; n > 1 && n <= 8 && i < n; i++)
+        if (s->ranks[i].rss_samples)
+            printf("             rank %d: peak %.1f MiB, last %.1f MiB\n", s->ranks[i].rank,
+                   (double)s->ranks[i].rss_peak / 1048576.0, (double)s->ranks[i].rss_last / 1048576.0);
+}
+
 /* The first collector of the manifest that did not finish, NULL when every
  * one did (or the manifest lists none: an in-process trace, an old one). */
 static const tft_manifest_collector *unfinished_collector(const tft_manifest *m)
@@ -348,6 +376,7 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
     }
     printf("integrity    %s\n", integrity_name(s->integrity));
     text_exits(s, d->n);
+    text_memory(s, d->n);
     bool any_step = false;
     for (int i = 0; i < d->n; i++)
         any_step |= s->ranks[i].clock.steps > 0;
@@ -479,6 +508,14 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
     cJSON_AddItemToObject(o, "steps", json_steps(rs->step_first, rs->step_last));
     cJSON_AddItemToObject(o, "drops", json_drops(&rs->drops));
     cJSON_AddItemToObject(o, "clock", dump_clock_json((dump_trace *)d, i, &rs->clock));
+    if (rs->rss_samples) {
+        cJSON *m = cJSON_AddObjectToObject(o, "rss");
+        json_u64(m, "samples", rs->rss_samples);
+        json_u64(m, "peak", rs->rss_peak);
+        json_u64(m, "last", rs->rss_last);
+    } else {
+        cJSON_AddNullToObject(o, "rss");
+    }
     return o;
 }
 

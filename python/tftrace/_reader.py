@@ -268,7 +268,7 @@ _LAYOUTS = {REC_STRING: _RecString, REC_STEP: _RecStep, REC_OP: _RecOp, REC_TENS
             REC_ALLOC: _RecAlloc, REC_FREE: _RecFree, REC_KERNEL: _RecKernel,
             REC_CHECKPOINT: _RecCheckpoint, REC_PROCESS: _RecProcess, REC_DROPPED: _RecDropped,
             REC_CAPTURE: _RecCapture, REC_THREAD: _RecThread, REC_SYNC: _RecSync,
-            REC_COMM: _RecComm, REC_STACK: _RecStack}
+            REC_COMM: _RecComm, REC_STACK: _RecStack, REC_CLOCK: _RecClock}
 
 _checked = False
 

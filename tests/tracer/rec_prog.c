@@ -354,6 +354,26 @@ static int run_repeat(int v)
     return 0;
 }
 
+/* Keeps and touches mib MiB more at each of steps steps, 150 ms apart: a
+ * resident set the collector's RSS samples must see grow. */
+static int run_grow(int mib, int steps)
+{
+    for (int s = 0; s < steps; s++) {
+        tft_step_begin(s);
+        char *p = malloc((size_t)mib << 20);
+        if (!p)
+            return 1;
+        memset(p, s + 1, (size_t)mib << 20); /* resident, kept: never freed */
+        float v = (float)p[s];
+        int64_t n = 1;
+        tft_tensor("grown", TFT_F32, &v, 1, &n);
+        tft_step_end(s);
+        struct timespec ts = {0, 150 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "threads"))
@@ -391,6 +411,8 @@ int main(int argc, char **argv)
         return run_keydtor();
     if (argc >= 2 && !strcmp(argv[1], "sigwait"))
         return run_sigwait();
+    if (argc >= 4 && !strcmp(argv[1], "grow"))
+        return run_grow(atoi(argv[2]), atoi(argv[3]));
     if (argc >= 3 && !strcmp(argv[1], "repeat"))
         return run_repeat(atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "tensor-api"))
@@ -410,6 +432,6 @@ int main(int argc, char **argv)
         execv(argv[2], argv + 2);
         return 127;
     }
-    fprintf(stderr, "usage: rec_prog threads N | crash KIND STEP | sleep | flood N\n");
+    fprintf(stderr, "usage: rec_prog threads N | crash KIND STEP | sleep | flood N | grow MIB STEPS\n");
     return 2;
 }

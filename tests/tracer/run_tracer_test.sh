@@ -33,6 +33,20 @@ case $case_name in
     expect_status 143 $st
     [ $((end - start)) -lt 20 ] || { echo "FAIL: timeout took $((end - start)) s"; exit 1; }
     "$check" sleep "$tr" ;;
+  rss)
+    # the collector samples each recording process's resident set (TFT_RSS_MS):
+    # 8 MiB kept at each of 8 steps shows as a rise of most of 56 MiB, and in
+    # tfdump's memory line; TFT_RSS_MS=0 writes none
+    TFT_RSS_MS=50 "$tftrace" -q -o "$tr" -- "$prog" grow 8 8 && st=0 || st=$?
+    expect_status 0 $st
+    "$tfdump" --events "$tr" | awk '$4 == "process" && $5 == "rss" { sub("rss=", "", $7); v[n++] = $7 }
+      END { if (n < 5) { print "FAIL: " n+0 " RSS samples, want 5 or more"; exit 1 }
+            if (v[n-1] - v[0] < 40 * 1048576) { print "FAIL: RSS rose " (v[n-1] - v[0]) " bytes, want 40 MiB or more"; exit 1 }
+            print "rss: " n " samples, " v[0] " -> " v[n-1] }'
+    "$tfdump" "$tr" | grep -E '^memory +peak RSS [0-9.]+ MiB \(rank 0\)' || { echo "FAIL: no memory line"; "$tfdump" "$tr"; exit 1; }
+    rm -rf "$tr"
+    TFT_RSS_MS=0 "$tftrace" -q -o "$tr" -- "$prog" grow 1 3
+    if "$tfdump" --events "$tr" | grep -q ' process rss '; then echo "FAIL: RSS samples with TFT_RSS_MS=0"; exit 1; fi ;;
   timeout-kill)
     # a program that ignores SIGTERM is killed after the grace period
     "$tftrace" -q --timeout 1 --grace 1 -o "$tr" -- "$prog" sleep noterm && st=0 || st=$?

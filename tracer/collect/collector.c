@@ -53,6 +53,8 @@ typedef struct cproc {
     int64_t synced;               /* step of the last SYNC written */
     uint64_t pair_records;        /* st_records after the last CLOCK record (clock_pairs) */
     bool pair_due;                /* a CLOCK record was skipped while idle: one goes before the next record */
+    uint64_t rss_records;         /* st_records after the last RSS sample (rss_samples) */
+    uint64_t rss_last;            /* the last RSS sample written, bytes */
 } cproc;
 
 struct collector {
@@ -70,6 +72,7 @@ struct collector {
     uint64_t last_liveness_ns;
     uint64_t last_refine_ns;
     uint64_t last_pair_ns;        /* CLOCK records last written (clock_pairs) */
+    uint64_t last_rss_ns;         /* RSS samples last taken (rss_samples) */
     pid_t child;                  /* the launcher's direct child, 0 none */
     const shm_ring *draining;     /* the ring ring_drain is reading (on_record's source) */
     collector_rank *ranks;
@@ -663,6 +666,34 @@ static void clock_pairs(collector *c, uint64_t now_ns)
     }
 }
 
+/* An RSS sample (a PROCESS record, event TFT_PROC_RSS, FORMAT.md §5.10)
+ * into every open rank file each rss_every_ns, read from /proc/PID/statm:
+ * the traced program does nothing for it. A file that got no record since
+ * its last sample gets none while its resident set is unchanged (an idle
+ * or hung process costs nothing; one whose memory grows while it records
+ * nothing is still followed). */
+static void rss_samples(collector *c, uint64_t now_ns)
+{
+    uint64_t every = rss_every_ns();
+    if (!every || now_ns - c->last_rss_ns < every)
+        return;
+    c->last_rss_ns = now_ns;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
+        cproc *p = &c->procs[i];
+        uint64_t rss;
+        if (!p->w || p->failed || p->closed || p->pid <= 0 || rss_read(p->pid, &rss) != 0)
+            continue;
+        if (p->st_records == p->rss_records && rss == p->rss_last)
+            continue;
+        tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = shm_now_ns(),
+                                    .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
+                              .event = TFT_PROC_RSS, .pid = p->pid, .rss = rss};
+        if (proc_append(c, p, &pr.h) == 0)
+            proc_record(p, &pr.h);
+        p->rss_records = p->st_records;
+        p->rss_last = rss;
+    }
+}
 
 size_t collector_poll(collector *c)
 {
@@ -671,6 +702,7 @@ size_t collector_poll(collector *c)
     refine_clock(c, now);
     size_t n = drain_rings(c, -1);
     clock_pairs(c, now);
+    rss_samples(c, now);
     check_liveness(c);
     return n;
 }

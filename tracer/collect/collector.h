@@ -144,6 +144,12 @@ void clock_pair_read(tft_rec_clock *r);
 /* How often the collector writes a CLOCK record into each open rank file:
  * TFT_CLOCK_PAIRS_MS milliseconds, 1 s when unset. */
 uint64_t clock_pair_every_ns(void);
+/* How often the collector samples each recording process's resident set
+ * (rss.c): TFT_RSS_MS milliseconds, 1 s when unset, 0 never. */
+uint64_t rss_every_ns(void);
+/* The resident set of process pid in bytes, from /proc/PID/statm. 0 or a
+ * negative errno (the process is gone or a zombie, /proc unreadable). */
+int rss_read(pid_t pid, uint64_t *bytes);
 /* Reads the manifest.json of the trace directory dir_fd (never through a
  * link; at most 64 MiB) into *m. Returns 0 or a negative errno. */
 int manifest_read_at(int dir_fd, tft_manifest *m);
