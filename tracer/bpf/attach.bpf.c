@@ -71,7 +71,7 @@ struct {
 /* user space may shrink it before loading (a test-only setting) */
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 4 << 20);
+    __uint(max_entries, 16 << 20);
 } calls SEC(".maps");
 
 /* the 6th integer argument (x86-64 SysV: r9; libbpf 1.1 has no PARM6) */

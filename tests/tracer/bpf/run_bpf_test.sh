@@ -204,7 +204,17 @@ attach-stream)
     qmax=$(sed -n 's/^tftrace attach: queue max //p' "$tmp/err")
     [ "$qmax" -lt 1000 ] || fail "a queue held $qmax calls"
     st=0; "$tfdump" --check "$tmp/a.trace" >"$tmp/check" 2>&1 || st=$?
-    [ $st -eq 0 ] && ! grep -q "incomplete" "$tmp/check" || fail "tfdump --check: exit $st: $(cat "$tmp/check")"
+    # on a quiet machine the two busy ranks can outrun the reader of the BPF
+    # ring buffer (2 cores: ~0.8 % lost once): a loss is allowed here when it
+    # is said, at attach's end and by tfdump --check (a silent loss fails;
+    # attach-loss forces one and checks the counts)
+    lost=$(sed -n 's/.*: \([0-9]*\) calls lost (the BPF ring buffer was full).*/\1/p' "$tmp/err")
+    if [ -n "$lost" ]; then
+        echo "note: $lost calls lost to the ring buffer, said"
+        grep -q "^incomplete: rank [0-9]* lost [0-9,]* records dropped (collective" "$tmp/check" || fail "tfdump --check does not say the $lost lost calls: $(cat "$tmp/check")"
+    else
+        [ $st -eq 0 ] && ! grep -q "incomplete" "$tmp/check" || fail "tfdump --check: exit $st: $(cat "$tmp/check")"
+    fi
     ;;
 attach-loss)
     # PROG: attach_alloc, its "fast" loop (built without sanitizers: fast in
