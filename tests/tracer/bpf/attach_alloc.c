@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach_pidfile.h"
+
 static void *kept[100000];
 static long nkept;
 static void *volatile sink;   /* the blocks escape: the compiler keeps each malloc/free pair */
@@ -45,13 +47,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return fprintf(stderr, "usage: attach_alloc DIR [fast]\n"), 2;
     char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/pid", argv[1]);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return perror(tmp), 1;
-    fprintf(f, "%d\n", (int)getpid());
-    fclose(f);
+    if (attach_pid_write(argv[1], path, tmp))
+        return 1;
     rename(tmp, path);
     for (int fast = argc > 2 && !strcmp(argv[2], "fast"); fast;) {
         sink = malloc(2 << 20);

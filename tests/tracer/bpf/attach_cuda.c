@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "attach_pidfile.h"
+
 int cudaMalloc(void **ptr, size_t size);
 int cudaFree(void *ptr);
 
@@ -19,13 +21,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return fprintf(stderr, "usage: attach_cuda DIR\n"), 2;
     char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/pid", argv[1]);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return perror(tmp), 1;
-    fprintf(f, "%d\n", (int)getpid());
-    fclose(f);
+    if (attach_pid_write(argv[1], path, tmp))
+        return 1;
     for (long i = 0;; i++) {
         void *p = NULL;
         int e = cudaMalloc(&p, 1 << 20);

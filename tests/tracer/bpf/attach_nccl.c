@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "attach_pidfile.h"
+
 int ncclAllReduce(const void *s, void *r, size_t count, int dtype, int op, void *comm, void *stream);
 int ncclBroadcast(const void *s, void *r, size_t count, int dtype, int root, void *comm, void *stream);
 int ncclReduce(const void *s, void *r, size_t count, int dtype, int op, int root, void *comm, void *stream);
@@ -28,13 +30,8 @@ int main(int argc, char **argv)
         return fprintf(stderr, "usage: attach_nccl DIR\n"), 2;
     static float buf[1000];
     char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/pid", argv[1]);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return perror(tmp), 1;
-    fprintf(f, "%d\n", (int)getpid());
-    fclose(f);
+    if (attach_pid_write(argv[1], path, tmp))
+        return 1;
     for (long i = 0;; i++) {
         int e = ncclAllReduce(buf, buf, 1000, 7, 0, NULL, NULL);
         int e2 = ncclBroadcast(buf, buf, 24, 4, 1, NULL, NULL);
