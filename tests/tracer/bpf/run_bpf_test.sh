@@ -203,7 +203,14 @@ attach-stream)
     [ "$early" -gt 0 ] && [ "$late" -gt 0 ] || fail "no RSS read"
     # a machine too loaded for the loop to run cannot show it (CI runs it)
     [ "$calls" -gt 30000 ] || { echo "SKIP: only $calls calls in 6 s (a loaded machine): too few to show the bound"; exit 0; }
-    [ $((late - early)) -lt 2048 ] || fail "the attach process grew by $((late - early)) kB in 3 s"
+    # an ASan build's heap grows with its quarantine and shadow, and its slow
+    # writer seals its first chunks (zstd buffers) inside the window: the
+    # bound is judged in release builds only
+    if ldd "$tftrace" 2>/dev/null | grep -q libasan; then
+        echo "note: ASan build: the heap bound is not judged (its allocator's quarantine)"
+    else
+        [ $((late - early)) -lt 2048 ] || fail "the attach process grew by $((late - early)) kB in 3 s"
+    fi
     qmax=$(sed -n 's/^tftrace attach: queue max //p' "$tmp/err")
     [ "$qmax" -lt 1000 ] || fail "a queue held $qmax calls"
     st=0; "$tfdump" --check "$tmp/a.trace" >"$tmp/check" 2>&1 || st=$?
