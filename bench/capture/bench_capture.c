@@ -10,7 +10,7 @@
  *
  *   bench_capture [--level N] TRACE
  */
-#include "capture.h"
+#include "core_capture.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
  * marked complete has its data and exactly its bytes; every mode returns
  * 0, 1 or 2. Memory safety and time are libFuzzer's (ASan, -timeout).
  */
-#include "capture.h"
+#include "core_capture.h"
 #include "dump_internal.h"
 #include "fuzz_trace.h"
 

@@ -14,7 +14,7 @@
  * trace refused. Crashes, leaks, undefined behaviour, time (-timeout) and
  * memory (-rss_limit_mb, -malloc_limit_mb) are libFuzzer's to catch.
  */
-#include "diff.h"
+#include "core.h"
 #include "dump_internal.h"
 #include "export_internal.h"
 #include "fuzz_trace.h"

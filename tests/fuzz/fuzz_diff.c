@@ -2,8 +2,8 @@
  * fuzz_diff.c — libFuzzer target for tfdiff's comparison of two rank
  * files: the alignment and first divergence (diff_rank), leaks of each
  * side and BAD against GOLDEN (diff_leaks_mem, diff_leaks_compare), the
- * report in text, JSON, JUnit (diff_report.c) and Markdown (diff_markdown.c), and the element-wise
- * comparison of captured tensors (tfdiff --tensors, diff_tensors.c).
+ * report in text, JSON, JUnit (report.c) and Markdown (report_markdown.c), and the element-wise
+ * comparison of captured tensors (tfdiff --tensors, compare_tensors.c).
  *
  * The input is a program (fuzz_trace.h) of at least two rank files: file 0
  * is GOLDEN, file 1 BAD, each written with tft_writer (checksummed) into a
@@ -14,9 +14,9 @@
  * first divergence only with a kind in range; leak counts stay within the
  * arrays given. The rest (crashes, leaks, time, memory) is libFuzzer's.
  */
-#include "diff.h"
-#include "diff_report.h"
-#include "diff_tensors.h"
+#include "core.h"
+#include "report.h"
+#include "compare_tensors.h"
 #include "fuzz_trace.h"
 
 #include <errno.h>

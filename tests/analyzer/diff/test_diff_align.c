@@ -1,5 +1,5 @@
 /*
- * test_diff_align.c — diff_rank (analyzer/diff_align.c) on small GOLDEN and
+ * test_diff_align.c — diff_rank (analyzer/compare/compare_align.c) on small GOLDEN and
  * BAD rank files written by hand with the public writer API.
  *
  * Every trace runs one toy program per step (values are functions of their
@@ -15,7 +15,7 @@
  * A spec changes one tensor (value factor, shape, NaN), inserts an extra
  * tensor, starts late (resume), stops early (with an exit record), etc.
  */
-#include "diff.h"
+#include "core.h"
 #include "tft_format.h"
 #include "tft_test.h"
 

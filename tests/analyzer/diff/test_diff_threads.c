@@ -1,6 +1,6 @@
 /*
  * test_diff_threads.c — diff_rank on ranks that record from several threads
- * (format 1.2 THREAD and SYNC records; analyzer/diff_threads.c).
+ * (format 1.2 THREAD and SYNC records; analyzer/compare/compare_threads.c).
  *
  * A toy trainer: a main thread marks steps and records "loss"; W worker
  * threads each record x -> h -> y per step (names "w<i>.x", ... or, with
@@ -14,7 +14,7 @@
  * one worker must be found at its step and name; an extra tensor in one
  * worker is one insertion. Everything is deterministic (seeded).
  */
-#include "diff.h"
+#include "core.h"
 #include "tft_format.h"
 #include "tft_test.h"
 

@@ -1,11 +1,11 @@
 /*
  * test_diff_single.c — the single-trace analyses of tfdiff: leaks
- * (diff_leak.c) and desyncs across ranks (diff_desync.c), on rank files and
+ * (leak.c) and desyncs across ranks (desync.c), on rank files and
  * trace directories written here with the writer API, so every expected
  * finding is known exactly.
  */
 #define _GNU_SOURCE
-#include "diff.h"
+#include "core.h"
 #include "tft_test.h"
 
 #include <stdbool.h>

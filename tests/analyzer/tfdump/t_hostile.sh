@@ -101,7 +101,7 @@ has_re "$tmp/out" '^ranks +96$'
 has "$tmp/out" "OK: $tmp/wide.trace: 96 rank files"
 
 # --check reads the rank files one at a time per thread too (their extracts
-# for the desyncs go to a temporary file, diff_spill.h): 160 MiB is plenty
+# for the desyncs go to a temporary file, core_spill.h): 160 MiB is plenty
 # where holding every rank file's chunk at once needed more than 400 MiB
 [ "$(limited 163840 "$TFDUMP" --check "$tmp/wide.trace")" = 0 ] || fail "--check of 96 ranks in 160 MiB: $(cat "$tmp/err")"
 has "$tmp/out" "OK: no non-finite values, leaks or desyncs"

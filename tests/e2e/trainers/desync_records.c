@@ -1,5 +1,5 @@
 /*
- * desync_records.c — the desync analysis (analyzer/diff_desync.c) on
+ * desync_records.c — the desync analysis (analyzer/desync/desync.c) on
  * traces written here record by record, for what the MPI trainer programs
  * cannot produce on demand: a trace before format 1.2 (104-byte
  * collectives, no COMM records), NCCL-style COMM records that list no
@@ -9,7 +9,7 @@
  * flight when the trace ends (no finding), and a send nobody receives.
  */
 #define _GNU_SOURCE
-#include "diff.h"
+#include "core.h"
 #include "tft_test.h"
 
 #include <stdbool.h>

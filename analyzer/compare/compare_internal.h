@@ -1,0 +1,148 @@
+/*
+ * compare_internal.h — private pieces of compare_align.c: the per-step
+ * tensor buffers of one side, the id -> state maps, the edit script of a
+ * step.  Nothing outside compare_align.c includes this.
+ *
+ * Memory: one step of records per side (tensors, ops, op input ids), two
+ * id maps per side (this step and the previous one) and a capped map of
+ * leaf tensors (parameters at initialisation, tokens, lr), which ops of
+ * any later step may reference by id.
+ */
+#ifndef TFT_DIFF_ALIGN_INTERNAL_H
+#define TFT_DIFF_ALIGN_INTERNAL_H
+
+#include "core.h"
+#include "tft_u64map.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Divergence state of a recorded tensor, as seen by the ops that read it. */
+enum align_state {
+    AS_UNKNOWN = 0, /* not in any map: treated as matching */
+    AS_MATCH = 1,   /* aligned counterpart identical or within tolerance */
+    AS_DIVERGED = 2 /* differs, or has no counterpart */
+};
+
+/* Thread key of a record: its THREAD index, THREAD_UNKNOWN in files (or
+ * chunks) that name no thread. */
+#define THREAD_UNKNOWN UINT32_MAX
+
+/* One op record of the current step. */
+typedef struct align_op {
+    int64_t seq;
+    uint32_t thread;       /* thread key */
+    uint32_t in_off, n_in; /* input ids: side->inputs[in_off .. in_off+n_in) */
+    uint16_t op_kind;      /* enum tft_op_kind */
+    char name[96];         /* "scope/name", or "name" without a scope */
+} align_op;
+
+/* One tensor record of the current step, with what the diff needs. */
+typedef struct align_tensor {
+    uint64_t id, name_id;
+    int64_t step, seq;
+    int32_t op;            /* index into side->ops, -1 when no op record */
+    uint32_t thread;       /* thread key */
+    uint8_t dtype, mode, ndim;
+    bool skip;             /* collective result, left out of the alignment */
+    bool report;           /* passes the name glob: counted and reported */
+    int64_t shape[TFT_MAX_NDIM];
+    tft_stats stats;
+    char name[96];
+} align_tensor;
+
+/* What a side knows of one recording thread of its rank. */
+typedef struct align_thread {
+    uint32_t key;          /* thread key */
+    int64_t last_step;     /* highest (window) step stashed from it */
+    bool ops;              /* it recorded ops or tensors */
+    int32_t last_op;       /* its latest op in the loaded step (index into ops), -1 none */
+} align_thread;
+
+#define ALIGN_MAX_THREADS 256        /* threads told apart per rank; more share the last entry */
+#define ALIGN_STASH_MAX (64u << 20)  /* bytes of later steps held before a step is closed anyway */
+
+/* One side (GOLDEN or BAD): its reader, the current step's records and the
+ * record that started the next step, held until that step is loaded.
+ * Threaded mode (a file naming its threads, format 1.2): a step's records
+ * need not be contiguous in the file, so records are stashed (in file
+ * order, each with its thread key) until the step is known complete: a
+ * SYNC above it, the end of the file, ALIGN_STASH_MAX bytes held, or —
+ * for a step-less window while one thread alone records ops — that thread
+ * past it. */
+typedef struct align_side {
+    tft_reader *r;
+    bool eof;              /* reader returned 0 */
+    bool has;              /* a step is loaded in tensors/ops */
+    int64_t step;          /* the loaded step */
+    uint64_t groups;       /* steps loaded so far */
+    unsigned char *pend;   /* copy of the first record of the next step */
+    size_t pend_cap;
+    bool has_pend;
+    align_tensor *tensors;
+    size_t n_tensors, cap_tensors;
+    align_op *ops;
+    size_t n_ops, cap_ops;
+    uint64_t *inputs;
+    size_t n_inputs, cap_inputs;
+    int64_t first_step, last_step;
+    bool exit_known;
+    int exit_code, exit_signal;
+    tft_u64map cur, prev, leaf; /* tensor id -> enum align_state (u8); leaf holds at most LEAF_MAX */
+    /* threads */
+    bool threaded;         /* THREAD records (format 1.2) or a second thread key seen */
+    uint32_t op_threads;   /* threads that recorded ops or tensors */
+    uint32_t first_key;    /* the thread key of the first op/tensor record */
+    bool have_first;
+    align_thread *threads;
+    size_t n_threads;
+    int64_t sync_step;     /* highest SYNC watermark read, TFT_STEP_NONE none */
+    unsigned char *stash;  /* entries: u32 thread key, u32 pad, then the record */
+    size_t stash_len, stash_cap;
+    uint64_t late;         /* records that arrived after their step was closed */
+    uint64_t records;      /* records of substance read (not process, thread, sync, dropped) */
+    int (*tap)(void *ctx, int side, const tft_rec *rec); /* diff_opts.tap, NULL none */
+    void *tap_ctx;
+    int tap_side;          /* 0 GOLDEN, 1 BAD */
+    _Alignas(8) unsigned char stepless[TFT_REC_MAX_BYTES]; /* a step-less record given a window step */
+} align_side;
+
+/* One entry of a step's edit script: a pair, or a tensor on one side only. */
+typedef struct align_edit {
+    int32_t g, b;          /* indices into the sides' tensors, -1 = absent */
+} align_edit;
+
+/* ---- compare_threads.c: threaded sides and order-free matching ------------- */
+
+/* The entry of thread key in s (created on first use), NULL on ENOMEM. */
+align_thread *side_thread(align_side *s, uint32_t key);
+/* Stashes a copy of rec (with its thread key). 0 or -ENOMEM. */
+int stash_push(align_side *s, const tft_rec *rec, uint32_t key);
+/* Smallest step held in the stash; false when it is empty. */
+bool stash_min_step(const align_side *s, int64_t *step);
+/* Whether step is complete for s: nothing of it can follow in the file. */
+bool side_step_complete(const align_side *s, int64_t step);
+/* Calls take(ctx, rec, key) for every stashed record with a step <= step,
+ * in file order, and drops them. Returns the first negative result. */
+int stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key),
+               void *ctx);
+
+/* Scratch of the order-free matcher (reused from step to step). */
+typedef struct match_scratch {
+    struct match_item *g, *b;
+    size_t cap_g, cap_b;
+} match_scratch;
+
+/* Pairs the tensors gi[0..n) of GOLDEN with bi[0..m) of BAD without regard
+ * to how their threads interleaved: by name and, among tensors of one name,
+ * bit-identical ones first, then by occurrence within their thread, then in
+ * order; writes the edit script in BAD's program order (seq), deletions
+ * after the pair that precedes them in their GOLDEN thread. Returns 0 or
+ * -ENOMEM. */
+int match_order_free(const align_side *g, const align_side *b, const int32_t *gi, size_t n,
+                     const int32_t *bi, size_t m, match_scratch *sc, align_edit **edits, size_t *n_edits,
+                     size_t *cap_edits);
+void match_scratch_free(match_scratch *sc);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * detect_internal.h — what detect.c (the scan: series and the
+ * rules judged record by record) and detect_rules.c (the rules judged once
+ * the rank is read, and the merge across ranks) share. Not installed.
+ */
+#ifndef TFT_CHECK_DETECT_INTERNAL_H
+#define TFT_CHECK_DETECT_INTERNAL_H
+
+#include "detect.h"
+#include "tft_u64map.h"
+
+/* One downsampled point of a series (its first record in a step). */
+typedef struct chk_point {
+    int64_t step;
+    double v;        /* mean (the value itself for a scalar) */
+    double l2, absmax;
+    uint64_t risk;   /* over_fp16 + under_fp16 */
+    bool finite;     /* no NaN or Inf */
+} chk_point;
+
+/* What a name is, for the rules run on every record (chk_series.cls). */
+enum {
+    CHK_C_TOKENS = 1,  /* tokens, input_ids */
+    CHK_C_PADMASK = 2, /* loss_mask, attention_mask */
+    CHK_C_SCORES = 4,  /* *.attn.scores */
+    CHK_C_GRAD = 8,    /* grad.* */
+};
+
+/* One tensor name of one rank. Only the first record of the name in each
+ * step counts (an op called twice in a step yields two records). */
+typedef struct chk_series {
+    uint64_t id;         /* string id of the name (equal across ranks) */
+    char name[96];
+    int layer;           /* from the name, -1 none */
+    uint8_t cls;         /* CHK_C_* of the name, set once (the rules of every record test these) */
+    uint8_t dtype, ndim, mode;
+    int64_t shape[TFT_MAX_NDIM]; /* the current shape and dtype */
+    int64_t last_step;   /* step of the last counted record, TFT_STEP_NONE before */
+    int64_t since;       /* first step of the current shape and dtype */
+    uint64_t nrec;       /* counted records */
+    /* the first record (initialisation, cross-rank comparisons) */
+    int64_t first_step;
+    tft_stats first;
+    uint8_t first_ndim, first_dtype;
+    int64_t first_shape[TFT_MAX_NDIM];
+    /* downsampled history (freed by chk_rank_finish) */
+    chk_point *hist;
+    int nh;
+    uint64_t stride;     /* a record is kept when its index % stride == 0 */
+    /* the last record's finite L2 (update ratio, growth) */
+    double prev_l2, prev_v;
+    bool have_prev;
+    int rises;           /* grad-growth: rises in a row */
+    double rise_from;    /* ... the value before the first of them */
+    int64_t rise_step;   /* ... the step of the first of them */
+    double ring[16];     /* grad-spike: the last finite values */
+    int nring, ringpos;
+    bool growth_fired;   /* grad-growth has reported */
+    bool fired;          /* the series' online rule has reported */
+    bool shape_fired;    /* shape-change has reported */
+    bool init_flat;      /* param.*: its initial record was all zero or constant */
+    bool nonfinite_seen; /* a record with NaN/Inf was seen */
+    int64_t nonfinite_step;
+    int64_t grow_step;   /* absmax-growth: the first finite record past the thresholds */
+    double grow_val;     /* ... its absmax */
+    /* tokens: the first step with an id above each running max, and < 0 */
+    double run_max;
+    int nmax;
+    int64_t max_step[24];
+    double max_val[24];
+    int64_t neg_step;
+    double neg_val;
+    /* lr and grad_norm summaries */
+    double vmax, vmin;
+    uint64_t over_clip;  /* grad_norm records above the clip threshold */
+    uint64_t nvals;
+    /* numerics (detect_numerics.c) */
+    double step_absmax;  /* the absmax of its record at last_step (full mode, finite), else 0 */
+    int64_t risk_step;   /* precision-risk: the first step with values past fp16's range, TFT_STEP_NONE */
+    uint64_t risk_first, risk_max; /* ... the count then, the largest count before a non-finite value */
+    int64_t risk_max_step;
+    int base;            /* layer-growth: index + 1 of the layer-0 series of the same name; 0 unknown, -1 none */
+    /* gradients not zeroed (detect_accum.c): the zero count over the steps */
+    uint64_t z_first, z_prev, z_falls;
+    bool z_rose;
+    int64_t z_fall_step; /* the first step it fell */
+} chk_series;
+
+struct chk_rank {
+    chk_opts o;
+    int rank;
+    double clip_cmd;
+    tft_u64map idx;      /* name id -> series index + 1 (uint32) */
+    chk_series *s;
+    int ns, caps;
+    uint64_t unfollowed; /* records of names past CHK_MAX_SERIES */
+    chk_finding *f;
+    int nf;
+    uint64_t more;       /* findings past CHK_FIND_MAX */
+    /* this step's data tensors (label shift, padding) */
+    int64_t step;
+    uint64_t tokens_fp, tokens_numel;
+    bool have_tokens, lm_zero, have_lm;
+    uint64_t lm_zeros;   /* this step's loss_mask zeros */
+    uint64_t shift_steps, data_steps; /* steps with targets == tokens; with both */
+    int64_t shift_step;
+    uint64_t lm_steps, lm_full;      /* steps with a loss_mask; of them with no zero */
+    int64_t lm_first;
+    bool mask_done, pad_done, probs_done; /* online mask rules reported */
+    int update_fi;       /* the update-ratio finding, -1 none */
+    int spike_fi;        /* the grad-spike finding, -1 none */
+    uint64_t spikes;     /* grad_norm spikes: one is a note, three a warning */
+    uint64_t update_more; /* parameters past the ratio after the first */
+    bool causal_seen;    /* a square mask tensor was recorded */
+    int64_t resume_step; /* a checkpoint RESUME record's step, TFT_STEP_NONE none */
+    /* numerics (detect_numerics.c) */
+    bool nonfinite_any;  /* a record with NaN/Inf was seen: growth is judged before it only */
+    int softmax_fi;      /* the softmax-overflow finding, -1 none (error when a non-finite follows) */
+    int layer_fi;        /* the layer-growth finding, -1 none (likewise) */
+    int64_t layer_step;  /* ... its step */
+    /* data (detect_data.c) */
+    tft_u64map fps;      /* tokens fingerprint (mixed with numel) -> first step (int64), at most CHK_FP_MAX */
+    int padrows_fi;      /* the pad-rows finding, -1 none */
+    uint64_t pad_steps;  /* steps with rows proved all padding */
+    int64_t pad_last_step; /* ... the last of them */
+    uint64_t repeats;    /* batches repeating an earlier step's */
+    bool ckpt_data_done; /* ckpt-data has reported */
+    int64_t resume_tok_step; /* the first tokens step at or after the resume, TFT_STEP_NONE */
+    uint64_t resume_fp;  /* ... its fingerprint */
+    int tok_si;          /* ... its series index */
+};
+
+/* A finding of rank c (evidence printf-style). Drops it past CHK_FIND_MAX. */
+void chk_add(chk_rank *c, const char *kind, int sev, int64_t step, const chk_series *s, const char *tensor2,
+             double value, double threshold, const char *causes, const char *fmt, ...)
+    __attribute__((format(printf, 10, 11)));
+/* "[16,32]" into buf. */
+const char *chk_shape_text(const int64_t *shape, int ndim, char *buf, size_t n);
+/* The series named exactly name, NULL none. */
+chk_series *chk_find(chk_rank *c, const char *name);
+/* Whether name ends with suffix (a whole dotted component or the name). */
+bool chk_ends(const char *name, const char *suffix);
+
+/* The layer index of name, -1 none; *pos and *len: where its digits are. */
+int chk_layer_span(const char *name, size_t *pos, size_t *len);
+/* An activation: not a parameter, gradient, optimizer state, scalar, data
+ * or mask tensor (absmax-growth, layer-growth judge these). */
+bool chk_is_activation(const chk_series *s);
+
+/* detect_rules.c: the rules judged when the rank is read. */
+void chk_rules_finish(chk_rank *c);
+
+/* detect_numerics.c: precision risk, softmax inputs near overflow, growth
+ * across layers at one step (record by record: chk_numerics_record, after
+ * the series' own rules) and uniform attention (chk_numerics_finish). */
+void chk_numerics_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
+void chk_numerics_finish(chk_rank *c);
+
+/* detect_data.c: all-padding rows and repeated batches (record by record),
+ * the note on pad-rows (finish) and ckpt-data across the rank files of a
+ * restarted job (merge). */
+#define CHK_FP_MAX 16384 /* batches remembered per rank */
+void chk_data_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step);
+void chk_data_finish(chk_rank *c);
+void chk_data_merge(chk_rank *const *ranks, int n);
+
+/* detect_accum.c: gradients not zeroed, from a sparse gradient's zero count
+ * (record by record; the finding when the rank is read). */
+void chk_accum_record(chk_series *s, const tft_rec_tensor *t, bool finite);
+void chk_accum_finish(chk_rank *c);
+
+#endif

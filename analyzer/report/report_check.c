@@ -1,0 +1,82 @@
+/*
+ * report_check.c — how tfdump --check (and its HTML page) shows the
+ * detectors' findings (detect.h): one text line each, the JSON
+ * array `findings` and the verdict line (docs/CHECK.md).
+ */
+#include "dump_internal.h"
+
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void check_print_finding(FILE *f, const chk_finding *x)
+{
+    char sb[48], layer[24] = "";
+    if (x->layer >= 0)
+        snprintf(layer, sizeof(layer), ", layer %d", x->layer);
+    fprintf(f, "%s: %s: rank %d, %s, %s%s: %s", chk_severity_name(x->severity), x->kind, x->rank,
+            diff_step_text(x->step, sb, sizeof(sb)), x->tensor[0] ? x->tensor : "-", layer, x->evidence);
+    if (x->causes && x->causes[0])
+        fprintf(f, ". Likely: %s", x->causes);
+    fputs("\n", f);
+}
+
+/* The most important problem: a desync (the cause of a hang comes first),
+ * else the earliest of the first non-finite value and the detectors'
+ * first error, else a leak, else the first warning. */
+static void first_problem(const dump_check_result *r, char *buf, size_t n)
+{
+    char sb[48];
+    const chk_finding *f = r->nfind ? &r->findings[0] : NULL;
+    if (r->nd)
+        snprintf(buf, n, "desync at %s", diff_step_text(r->ds[0].step, sb, sizeof(sb)));
+    else if (r->nf.found && (!f || f->severity != CHK_ERROR || f->step == TFT_STEP_NONE || r->nf.step <= f->step))
+        snprintf(buf, n, "non-finite at %s in %s", diff_step_text(r->nf.step, sb, sizeof(sb)), r->nf.name);
+    else if (f && f->severity == CHK_ERROR)
+        snprintf(buf, n, "%s at %s in %s", f->kind, diff_step_text(f->step, sb, sizeof(sb)), f->tensor);
+    else if (r->nl)
+        snprintf(buf, n, "leak at %s", r->leaks[0].site);
+    else if (f)
+        snprintf(buf, n, "%s at %s in %s", f->kind, diff_step_text(f->step, sb, sizeof(sb)), f->tensor);
+    else
+        snprintf(buf, n, "-");
+}
+
+void check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n)
+{
+    char notes[48] = "";
+    if (r->ninfo)
+        snprintf(notes, sizeof(notes), " (%d note%s)", r->ninfo, r->ninfo == 1 ? "" : "s");
+    if (!dump_check_found(r)) {
+        snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s%s", lossy ? " in what was recorded" : "",
+                 notes);
+        return;
+    }
+    char first[200];
+    first_problem(r, first, sizeof(first));
+    int errs = r->nerr + (r->nf.found ? 1 : 0) + r->nd + r->nl, warns = r->nwarn;
+    snprintf(buf, n, "verdict: %d error%s, %d warning%s%s; first: %s", errs, errs == 1 ? "" : "s", warns,
+             warns == 1 ? "" : "s", notes, first);
+}
+
+void check_json_findings(cJSON *o, const dump_check_result *r)
+{
+    cJSON *a = cJSON_AddArrayToObject(o, "findings");
+    for (int i = 0; i < r->nfind; i++) {
+        cJSON *j = chk_finding_json(&r->findings[i]);
+        cJSON_AddItemToArray(a, j);
+    }
+    char v[256];
+    check_verdict(r, r->lossy, v, sizeof(v));
+    cJSON_AddStringToObject(o, "verdict", v);
+    cJSON *c = cJSON_AddObjectToObject(o, "counts");
+    cJSON_AddNumberToObject(c, "error", r->nerr);
+    cJSON_AddNumberToObject(c, "warning", r->nwarn);
+    cJSON_AddNumberToObject(c, "info", r->ninfo);
+}
+
+double dump_check_clip_of(const tft_manifest *m)
+{
+    return chk_clip_of(m);
+}

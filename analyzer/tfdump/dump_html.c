@@ -1,0 +1,399 @@
+/*
+ * dump_html.c — tfdump --html FILE TRACE: one trace as a self-contained
+ * page: --check's verdict and findings, the loss / grad-norm curves, memory
+ * over time and the collectives of every rank (docs/REPORTS.md). Each rank
+ * file is read once more for the charts (html_series.h), one at a time;
+ * the curves and memory are drawn for rank 0 and the first finding's rank,
+ * the collective chart for the first COLL_LINES ranks, the table for all.
+ */
+#include "dump_internal.h"
+#include "html_series.h"
+#include "html_page.h"
+#include "html_svg.h"
+#include "tft_drops.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SHOWN_MAX = 2, COLL_LINES = 8, SITES_DRAWN = 5, TABLE_RANKS = 64 };
+
+typedef struct rank_coll {
+    int rank;
+    uint64_t colls, coll_ns, open;
+    double ms[HC_BINS];
+} rank_coll;
+
+typedef struct dpage {
+    dump_trace *d;
+    const dump_check_result *res;
+    hc_bins bins;
+    bool have_bins;
+    double x[HC_BINS];
+    hc_run *shown[SHOWN_MAX];
+    int ns;
+    rank_coll *coll;   /* per rank file */
+    int64_t mark;
+} dpage;
+
+static int64_t first_step(const dump_check_result *c, int *rank)
+{
+    *rank = -1;
+    if (c->nf.found)
+        return *rank = c->nf.rank, c->nf.step;
+    if (c->nd)
+        return *rank = c->ds[0].nranks ? c->ds[0].ranks[0] : -1, c->ds[0].step;
+    if (c->nl) {
+        const diff_leak *l = &c->leaks[0];
+        *rank = l->rank;
+        return l->how == DIFF_LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step : l->first_alloc_step;
+    }
+    if (c->nerr || c->nwarn) /* the detectors' first (most severe, earliest) */
+        return *rank = c->findings[0].rank, c->findings[0].step;
+    return TFT_STEP_NONE;
+}
+
+static void sentence(const dump_check_result *c, char *buf, size_t n)
+{
+    char sb[48], what[400];
+    if (c->nf.found) {
+        snprintf(buf, n, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
+                 diff_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
+    } else if (c->nd) {
+        char where[160];
+        diff_desync_where(c->ds, c->nd, 0, where, sizeof(where));
+        snprintf(buf, n, "desync: %s at %s (%s): %s", desync_kind_name(c->ds[0].kind),
+                 diff_step_text(c->ds[0].step, sb, sizeof(sb)), where, c->ds[0].detail);
+    } else if (c->nl) {
+        diff_leak_describe(&c->leaks[0], what, sizeof(what));
+        snprintf(buf, n, "leak: rank %d, %s", c->leaks[0].rank, what);
+    } else if (c->nerr || c->nwarn) {
+        const chk_finding *x = &c->findings[0];
+        snprintf(buf, n, "%s: %s: rank %d, %s, %s: %s", chk_severity_name(x->severity), x->kind, x->rank,
+                 diff_step_text(x->step, sb, sizeof(sb)), x->tensor, x->evidence);
+    } else {
+        snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s", c->lossy ? " in what was recorded" : "");
+    }
+}
+
+static int collect(dpage *p, int finding_rank)
+{
+    tft_trace *t = p->d->t;
+    int n = tft_trace_nranks(t);
+    int64_t lo = 0, hi = 0;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        tft_reader *r = tft_trace_reader(t, i);
+        int64_t a, b;
+        if (r && hc_step_range(r, &a, &b)) {
+            lo = any && lo < a ? lo : a;
+            hi = any && hi > b ? hi : b;
+            any = true;
+        }
+        if (r)
+            tft_trace_release(t, i);
+    }
+    if (!any || DIFF_IS_STEPLESS(lo))
+        return 0;
+    hc_bins_init(&p->bins, lo, hi, p->mark);
+    p->have_bins = true;
+    for (int k = 0; k < p->bins.nbins; k++)
+        p->x[k] = (double)p->bins.rep[k];
+    if (!(p->coll = calloc((size_t)n + 1, sizeof(*p->coll))))
+        return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        int rank = tft_trace_rank_id(t, i);
+        tft_reader *r = tft_trace_reader(t, i);
+        if (!r)
+            continue;
+        hc_run *x = hc_run_new(&p->bins, rank, NULL);
+        int e = x ? hc_run_read(x, r) : -ENOMEM;
+        tft_trace_release(t, i);
+        if (e == -ENOMEM) {
+            hc_run_free(x);
+            return e;
+        }
+        rank_coll *c = &p->coll[i];
+        *c = (rank_coll){.rank = rank, .colls = x->colls, .coll_ns = x->coll_ns, .open = x->coll_open};
+        memcpy(c->ms, x->coll_ms, sizeof(c->ms));
+        bool keep = p->ns < SHOWN_MAX && (i == 0 || rank == finding_rank);
+        if (keep)
+            p->shown[p->ns++] = x;
+        else
+            hc_run_free(x);
+    }
+    return 0;
+}
+
+static void section(FILE *f, const char *id, const char *title)
+{
+    fprintf(f, "<section id=\"%s\">\n<h2>", id);
+    html_text(f, title);
+    fputs("</h2>\n", f);
+}
+
+static void downsampled_note(FILE *f, const dpage *p)
+{
+    if (p->have_bins && p->bins.downsampled)
+        fprintf(f, "<p class=\"downsampled\">Downsampled: steps %" PRId64 " to %" PRId64 " are drawn as %d columns; "
+                   "each shows one step of its range, memory the largest over the range.</p>\n",
+                p->bins.lo, p->bins.hi, p->bins.nbins);
+}
+
+static bool any_finite(const double *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]))
+            return true;
+    return false;
+}
+
+static void one_chart(FILE *f, const dpage *p, const char *title, const double *y, const char *label)
+{
+    svg_series s = {.label = label, .color = "#36c", .x = p->x, .y = y, .n = p->bins.nbins};
+    svg_line_chart(f, title, &s, 1, p->mark, 0);
+}
+
+static void curves(FILE *f, const dpage *p)
+{
+    bool any = false;
+    for (int i = 0; i < p->ns; i++)
+        any |= any_finite(p->shown[i]->loss, p->bins.nbins) || any_finite(p->shown[i]->grad_norm, p->bins.nbins);
+    if (!any)
+        return;
+    section(f, "curves", "Curves");
+    fputs("<p>Loss, gradient norm and learning rate over the steps, for rank 0 and the first finding's rank; the "
+          "dashed vertical line marks the first finding's step.</p>\n", f);
+    downsampled_note(f, p);
+    for (int i = 0; i < p->ns; i++) {
+        const hc_run *x = p->shown[i];
+        const double *v[3] = {x->loss, x->grad_norm, x->lr};
+        const char *name[3] = {"loss", "grad_norm", "lr"};
+        for (int k = 0; k < 3; k++) {
+            if (!any_finite(v[k], p->bins.nbins))
+                continue;
+            char title[64];
+            snprintf(title, sizeof(title), "rank %d: %s", x->rank, name[k]);
+            one_chart(f, p, title, v[k], name[k]);
+        }
+    }
+    fputs("</section>\n", f);
+}
+
+static void carried(const double *in, double *out, int n)
+{
+    double last = NAN;
+    for (int i = 0; i < n; i++)
+        out[i] = last = isnan(in[i]) ? last : in[i];
+}
+
+static void memory(FILE *f, const dpage *p)
+{
+    bool any = false;
+    for (int i = 0; i < p->ns; i++)
+        any |= p->shown[i]->nsites > 0;
+    if (!any)
+        return;
+    section(f, "memory", "Memory over time");
+    fputs("<p>Live bytes of the recorded allocations, every site together and the largest sites (by their peak), "
+          "the most over each column's steps.</p>\n", f);
+    downsampled_note(f, p);
+    static const char *const colors[SITES_DRAWN] = {"#c33", "#36c", "#2a6", "#e90", "#839"};
+    for (int i = 0; i < p->ns; i++) {
+        const hc_run *x = p->shown[i];
+        double total[HC_BINS];
+        carried(x->live_total, total, p->bins.nbins);
+        char title[64];
+        snprintf(title, sizeof(title), "rank %d: live bytes, every site", x->rank);
+        one_chart(f, p, title, total, "live bytes");
+        int order[HC_SITES], nt = x->nsites < SITES_DRAWN ? x->nsites : SITES_DRAWN;
+        for (int k = 0; k < x->nsites; k++) { /* by peak, the largest first */
+            int j = k;
+            for (; j > 0 && x->sites[order[j - 1]].peak < x->sites[k].peak; j--)
+                order[j] = order[j - 1];
+            order[j] = k;
+        }
+        const int *top = order;
+        double (*ys)[HC_BINS] = calloc(SITES_DRAWN, sizeof(*ys));
+        svg_series s[SITES_DRAWN];
+        for (int k = 0; ys && k < nt; k++) {
+            carried(x->sites[top[k]].live, ys[k], p->bins.nbins);
+            s[k] = (svg_series){.label = x->sites[top[k]].name, .color = colors[k], .x = p->x, .y = ys[k],
+                                .n = p->bins.nbins};
+        }
+        snprintf(title, sizeof(title), "rank %d: live bytes of the largest sites", x->rank);
+        if (ys && nt)
+            svg_line_chart(f, title, s, nt, p->mark, 0);
+        if (ys && nt) {
+            fputs("<table class=\"sites\"><tr><th>site</th><th>peak bytes</th></tr>", f);
+            for (int k = 0; k < nt; k++) {
+                fputs("<tr><td><code>", f);
+                html_text(f, x->sites[top[k]].name);
+                fprintf(f, "</code></td><td class=\"num\">%" PRIu64 "</td></tr>", x->sites[top[k]].peak);
+            }
+            fputs("</table>\n", f);
+        }
+        free(ys);
+    }
+    fputs("</section>\n", f);
+}
+
+static void collectives(FILE *f, const dpage *p)
+{
+    int n = tft_trace_nranks(p->d->t);
+    uint64_t total = 0;
+    for (int i = 0; p->coll && i < n; i++)
+        total += p->coll[i].colls + p->coll[i].open;
+    if (!total)
+        return;
+    section(f, "collectives", "Collectives per rank");
+    downsampled_note(f, p);
+    static const char *const colors[COLL_LINES] = {"#c33", "#36c", "#2a6", "#e90", "#839", "#088", "#963", "#555"};
+    svg_series s[COLL_LINES];
+    char labels[COLL_LINES][24];
+    int ns = 0;
+    for (int i = 0; i < n && ns < COLL_LINES; i++) {
+        snprintf(labels[ns], sizeof(labels[ns]), "rank %d", p->coll[i].rank);
+        s[ns] = (svg_series){.label = labels[ns], .color = colors[ns], .x = p->x, .y = p->coll[i].ms,
+                             .n = p->bins.nbins, .dashed = ns % 2};
+        ns++;
+    }
+    svg_line_chart(f, "time in collectives per step (ms)", s, ns, p->mark, 0);
+    fputs("<table class=\"coll\"><tr><th>rank</th><th>calls completed</th><th>time in them (ms)</th>"
+          "<th>entered, never left</th></tr>", f);
+    for (int i = 0; i < n && i < TABLE_RANKS; i++) {
+        const rank_coll *c = &p->coll[i];
+        fprintf(f, "<tr%s><td>%d</td><td class=\"num\">%" PRIu64 "</td><td class=\"num\">%.3f</td>"
+                   "<td class=\"num\">%" PRIu64 "</td></tr>",
+                c->open ? " class=\"hot\"" : "", c->rank, c->colls, (double)c->coll_ns * 1e-6, c->open);
+    }
+    fputs("</table>\n", f);
+    if (n > TABLE_RANKS)
+        fprintf(f, "<p class=\"meta\">and %d more ranks</p>\n", n - TABLE_RANKS);
+    fputs("</section>\n", f);
+}
+
+static void check(FILE *f, const dpage *p)
+{
+    const dump_check_result *c = p->res;
+    char sb[48];
+    section(f, "check", "Findings (tfdump --check)");
+    fputs("<ul class=\"findings\">", f);
+    int n = p->d->t ? tft_trace_nranks(p->d->t) : 0;
+    for (int i = 0; c->drops && i < n; i++) {
+        if (!c->drops[i].count)
+            continue;
+        char what[256];
+        fprintf(f, "<li class=\"incomplete\">incomplete: rank %d lost ", tft_trace_rank_id(p->d->t, i));
+        html_text(f, tft_drop_describe(&c->drops[i], what, sizeof(what)));
+        fputs("; what follows covers only what was recorded</li>", f);
+    }
+    if (c->nf.found) {
+        fputs("<li class=\"nonfinite\">", f);
+        html_textf(f, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
+                   diff_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
+        fputs("</li>", f);
+    }
+    for (int i = 0; i < c->nl; i++) {
+        char what[400];
+        diff_leak_describe(&c->leaks[i], what, sizeof(what));
+        fputs("<li class=\"leak\">", f);
+        html_textf(f, "leak: rank %d, %s", c->leaks[i].rank, what);
+        fputs("</li>", f);
+    }
+    for (int i = 0; i < c->nd; i++) {
+        char where[160];
+        diff_desync_where(c->ds, c->nd, i, where, sizeof(where));
+        fputs("<li class=\"desync\">", f);
+        html_textf(f, "desync: %s at %s (%s): ", desync_kind_name(c->ds[i].kind),
+                   diff_step_text(c->ds[i].step, sb, sizeof(sb)), where);
+        html_text(f, c->ds[i].detail);
+        fputs("</li>", f);
+    }
+    if (!c->nf.found && !c->nl && !c->nd)
+        fprintf(f, "<li>OK: no non-finite values, leaks or desyncs%s</li>", c->lossy ? " in what was recorded" : "");
+    fputs("</ul>\n", f);
+    check_html_table(f, c->findings, c->nfind); /* the detectors (docs/CHECK.md) */
+    fputs("</section>\n", f);
+}
+
+static void free_page(dpage *p)
+{
+    for (int i = 0; i < p->ns; i++)
+        hc_run_free(p->shown[i]);
+    free(p->coll);
+}
+
+static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result *res, const char *unrecorded)
+{
+    html_out out;
+    if (html_out_open(&out, o->html_out) < 0) {
+        dump_err("%s: cannot write the HTML page: %s", o->html_out, strerror(errno));
+        return DUMP_USAGE;
+    }
+    dpage *p = calloc(1, sizeof(*p));
+    if (!p) {
+        html_out_abort(&out);
+        dump_nomem(o->path, "--html");
+        return DUMP_USAGE;
+    }
+    *p = (dpage){.d = d, .res = res, .mark = INT64_MIN};
+    int frank = -1;
+    int64_t step = unrecorded ? TFT_STEP_NONE : first_step(res, &frank);
+    bool found = unrecorded || dump_check_found(res);
+    if (step != TFT_STEP_NONE && !DIFF_IS_STEPLESS(step))
+        p->mark = step;
+    int e = d->t ? collect(p, frank) : 0;
+    if (e) {
+        free_page(p);
+        free(p);
+        html_out_abort(&out);
+        dump_nomem(o->path, "--html (reading the rank files)");
+        return DUMP_USAGE;
+    }
+    FILE *f = out.f;
+    const char *status = found ? "findings" : res->lossy ? "incomplete" : "ok";
+    html_page_head(f, "dump", "tfdump report");
+    fputs("<h1>tfdump report</h1>\n", f);
+    char what[1200];
+    if (unrecorded)
+        snprintf(what, sizeof(what), "%s", unrecorded);
+    else
+        sentence(res, what, sizeof(what));
+    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", status);
+    if (p->mark != INT64_MIN)
+        fprintf(f, " data-step=\"%" PRId64 "\"", p->mark);
+    fputs(">", f);
+    html_text(f, what);
+    fputs("</p>\n<p class=\"meta\">Trace <code>", f);
+    html_text(f, o->path);
+    fprintf(f, "</code>: %d rank file%s.</p>\n", d->t ? tft_trace_nranks(d->t) : 0,
+            d->t && tft_trace_nranks(d->t) == 1 ? "" : "s");
+    if (!unrecorded)
+        check(f, p);
+    curves(f, p);
+    memory(f, p);
+    collectives(f, p);
+    html_page_tail(f);
+    free_page(p);
+    free(p);
+    if (html_out_commit(&out) < 0) {
+        dump_err("%s: cannot write the HTML page: %s", o->html_out, strerror(errno));
+        return DUMP_USAGE;
+    }
+    return found ? DUMP_FINDINGS : DUMP_OK;
+}
+
+int dump_html(dump_trace *d, const dump_opts *o)
+{
+    dump_check_result res = {0};
+    if (d->unrecorded)
+        return write_page(d, o, &res, "nothing to check: nothing was recorded (a manifest and no rank file)");
+    int status = dump_check_collect(d, o, &res);
+    if (!status)
+        status = write_page(d, o, &res, NULL);
+    dump_check_result_free(&res);
+    return status;
+}
