@@ -6,6 +6,8 @@ room (docs/ARCHITECTURE.md, "Rooms and what may include what"). This script
 resolves each quoted #include of a room's files to the room that holds the
 header and fails, naming the file and the line, when the pair is not in
 ALLOWED below. System headers (<...>) and headers of the build are ignored.
+In the rooms PREFIX names (the analyzer's), every function a .c file
+defines without `static` must start with the room's prefix.
 
     scripts/check-layout.py [ROOT]          exit 0 clean, 1 violations, 2 usage
     scripts/check-layout.py --graph [ROOT]  print the include graph between rooms
@@ -28,7 +30,16 @@ ROOMS = {
     "capture": "tracer/capture",
     "cli": "tracer/cli",
     "cuda-plugin": "tracer/cuda",
-    "analyzer": "analyzer",
+    "an-core": "analyzer/core",
+    "an-compare": "analyzer/compare",
+    "an-leak": "analyzer/leak",
+    "an-desync": "analyzer/desync",
+    "an-detect": "analyzer/detect",
+    "an-html": "analyzer/html",
+    "an-report": "analyzer/report",
+    "an-export": "analyzer/export",
+    "an-tfdump": "analyzer/tfdump",
+    "an-tfdiff": "analyzer/tfdiff",
     "runtime": "runtime",
 }
 
@@ -47,10 +58,33 @@ ALLOWED = {
     "lib": PUBLIC | {"util", "stats", "collect", "capture", "cuda-plugin"},
     "cuda-plugin": PUBLIC | {"util", "stats"},
     "cli": PUBLIC | {"util", "format", "collect", "capture"},
-    "analyzer": PUBLIC | {"util", "format", "stats", "runtime", "ops"},
+    # the analyzer's rooms, lowest first (docs/ARCHITECTURE.md)
+    "an-core": PUBLIC | {"util", "format", "stats"},
+    "an-html": PUBLIC | {"util"},
+    "an-compare": PUBLIC | {"util", "stats", "an-core", "an-html"},
+    "an-leak": PUBLIC | {"util", "an-core"},
+    "an-desync": PUBLIC | {"util", "an-core"},
+    "an-detect": PUBLIC | {"util", "an-core"},
+    "an-report": PUBLIC | {"util", "an-core", "an-compare", "an-leak", "an-desync", "an-detect", "an-html",
+                           "an-tfdump"},
+    "an-export": PUBLIC | {"util", "an-core", "an-tfdump"},
+    "an-tfdump": PUBLIC | {"util", "format", "stats", "runtime", "ops", "an-core", "an-compare", "an-leak",
+                           "an-desync", "an-detect", "an-html", "an-report", "an-export"},
+    "an-tfdiff": PUBLIC | {"util", "stats", "an-core", "an-compare", "an-leak", "an-desync", "an-detect",
+                           "an-html", "an-report"},
     "runtime": PUBLIC | {"util", "ops", "stats"},
 }
 SOURCES = (".c", ".h", ".cu", ".cuh")
+
+# Rooms whose exported (non-static) functions must start with a prefix:
+# the analyzer's, where a function's room is read off its name.
+PREFIX = {
+    "an-core": "core_", "an-compare": "compare_", "an-leak": "leak_", "an-desync": "desync_",
+    "an-detect": "detect_", "an-html": "html_", "an-report": "report_", "an-export": "export_",
+    "an-tfdump": "dump_", "an-tfdiff": "tfdiff_",
+}
+# a function definition's first line: a type at column 0, the name, "(" (not a declaration)
+DEFINITION = re.compile(r"^(?!static\b|typedef\b|extern\b|return\b|else\b)[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;]*$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -110,14 +144,23 @@ def main(argv):
                 if dst not in ALLOWED.get(src, set()):
                     bad.append("%s:%d: %s includes %s (room %s may not include room %s)"
                                % (rel, ln, src, cands[0], src, dst))
+    for rel in files:
+        want = PREFIX.get(room_of(rel))
+        if not want or not rel.endswith(".c"):
+            continue
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            for ln, line in enumerate(f, 1):
+                m = DEFINITION.match(line)
+                if m and m.group(1) != "main" and not m.group(1).startswith(want):
+                    bad.append("%s:%d: %s() does not start with its room's prefix %s" % (rel, ln, m.group(1), want))
     if graph:
         for (s, d), where in sorted(edges.items()):
             print("%-12s -> %-12s %3d  e.g. %s" % (s, d, len(where), where[0]))
     for b in bad:
         print("check-layout: " + b, file=sys.stderr)
     if bad:
-        print("check-layout: %d include(s) cross the rooms' boundaries (docs/ARCHITECTURE.md)" % len(bad),
-              file=sys.stderr)
+        print("check-layout: %d problem(s): includes across the rooms' boundaries, or exported functions "
+              "without their room's prefix (docs/ARCHITECTURE.md)" % len(bad), file=sys.stderr)
         return 1
     return 0
 

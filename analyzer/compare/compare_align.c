@@ -77,7 +77,7 @@ typedef struct align_ctx {
     size_t n_gnames, n_bnames, cap_gnames, cap_bnames;
 } align_ctx;
 
-const char *diff_kind_name(int kind)
+const char *compare_kind_name(int kind)
 {
     switch (kind) {
     case DK_VALUE: return "value";
@@ -170,7 +170,7 @@ static int side_take_op(align_side *s, const tft_rec *rec, uint32_t key)
     a->seq = rec->seq;
     a->thread = key;
     if (s->threaded) {
-        align_thread *th = side_thread(s, key);
+        align_thread *th = compare_side_thread(s, key);
         if (th)
             th->last_op = (int32_t)(s->n_ops - 1);
     }
@@ -215,7 +215,7 @@ static int side_take_tensor(align_side *s, const diff_opts *o, const tft_rec *re
     a->op = -1;
     a->thread = key;
     if (s->threaded && rec->seq != TFT_SEQ_NONE) { /* its op is its thread's latest */
-        const align_thread *th = side_thread(s, key);
+        const align_thread *th = compare_side_thread(s, key);
         if (th && th->last_op >= 0 && s->ops[th->last_op].seq == rec->seq)
             a->op = th->last_op;
     }
@@ -305,7 +305,7 @@ static void side_note_other(align_side *s, const tft_rec *rec, uint32_t key)
     }
     if (rec->step != TFT_STEP_NONE) {
         side_note_step(s, rec->step);
-        align_thread *th = key != THREAD_UNKNOWN ? side_thread(s, key) : NULL;
+        align_thread *th = key != THREAD_UNKNOWN ? compare_side_thread(s, key) : NULL;
         if (th && (th->last_step == TFT_STEP_NONE || rec->step > th->last_step))
             th->last_step = rec->step;
     }
@@ -319,7 +319,7 @@ static void side_note_other(align_side *s, const tft_rec *rec, uint32_t key)
  * to leave out. */
 static const tft_rec *side_window(align_side *s, const tft_rec *rec, uint32_t key)
 {
-    align_thread *th = side_thread(s, key);
+    align_thread *th = compare_side_thread(s, key);
     if (th && !th->ops) {
         th->ops = true;
         s->op_threads++;
@@ -328,7 +328,7 @@ static const tft_rec *side_window(align_side *s, const tft_rec *rec, uint32_t ke
         if (rec->seq == TFT_SEQ_NONE || rec->len > sizeof(s->stepless))
             return NULL;
         memcpy(s->stepless, rec, rec->len);
-        ((tft_rec *)s->stepless)->step = DIFF_STEPLESS_STEP(rec->seq);
+        ((tft_rec *)s->stepless)->step = CORE_STEPLESS_STEP(rec->seq);
         rec = (const tft_rec *)s->stepless;
     }
     if (th && (th->last_step == TFT_STEP_NONE || rec->step > th->last_step))
@@ -356,13 +356,13 @@ static int side_load_threaded(align_side *s, const diff_opts *o)
 {
     if (s->has_pend) { /* held by the single-threaded reading before the switch */
         s->has_pend = false;
-        if (stash_push(s, (const tft_rec *)s->pend, s->first_key) < 0)
+        if (compare_stash_push(s, (const tft_rec *)s->pend, s->first_key) < 0)
             return -ENOMEM;
     }
     int64_t target = s->has ? s->step : TFT_STEP_NONE;
-    bool have = s->has || stash_min_step(s, &target);
+    bool have = s->has || compare_stash_min_step(s, &target);
     for (;;) {
-        if (have && side_step_complete(s, target))
+        if (have && compare_side_step_complete(s, target))
             break;
         if (s->eof)
             break;
@@ -381,7 +381,7 @@ static int side_load_threaded(align_side *s, const diff_opts *o)
         rec = side_window(s, rec, key);
         if (!rec)
             continue;
-        if (stash_push(s, rec, key) < 0)
+        if (compare_stash_push(s, rec, key) < 0)
             return -ENOMEM;
         if (!s->has && (!have || rec->step < target)) {
             target = rec->step;
@@ -396,7 +396,7 @@ static int side_load_threaded(align_side *s, const diff_opts *o)
         s->groups++;
     }
     take_ctx tc = {s, o};
-    int rc = stash_take(s, target, take_stashed, &tc);
+    int rc = compare_stash_take(s, target, take_stashed, &tc);
     return rc < 0 ? rc : 1;
 }
 
@@ -454,7 +454,7 @@ static int side_load(align_side *s, const diff_opts *o)
         } else if (key != s->first_key) { /* a second thread: switch to threaded mode */
             s->threaded = true;
             rec = side_window(s, rec, key);
-            if (rec && stash_push(s, rec, key) < 0)
+            if (rec && compare_stash_push(s, rec, key) < 0)
                 return -ENOMEM;
             return side_load_threaded(s, o);
         }
@@ -829,7 +829,7 @@ static int align_step(align_ctx *c)
         c->n_bnames = m;
     }
     if (c->lossy || several_threads(&c->g, c->gi, n) || several_threads(&c->b, c->bi, m))
-        return match_order_free(&c->g, &c->b, c->gi, n, c->bi, m, &c->ms, &c->edits, &c->n_edits, &c->cap_edits);
+        return compare_match_order_free(&c->g, &c->b, c->gi, n, c->bi, m, &c->ms, &c->edits, &c->n_edits, &c->cap_edits);
     size_t p = 0, s = 0;
     while (p < n && p < m && GNAME(p) == BNAME(p))
         p++;
@@ -950,7 +950,7 @@ static void structure_edit(align_ctx *c, const align_tensor *gt, const align_ten
 {
     char msg[256], at[40];
     int64_t step = bt ? bt->step : gt->step;
-    diff_step_text(step, at, sizeof at);
+    core_step_text(step, at, sizeof at);
     if (bt)
         snprintf(msg, sizeof msg, "%.39s: BAD has an extra tensor %.64s %s%.64s", at, bt->name,
                  prev_b ? "after " : "at the start of the step", prev_b ? prev_b : "");
@@ -1045,7 +1045,7 @@ static void check_models(align_ctx *c, int64_t step, const step_tally *t)
     snprintf(msg, sizeof msg,
              "%s: GOLDEN and BAD record different tensors (%zu of %zu leaf tensors differ "
              "in shape or dtype, %zu only in BAD, %zu only in GOLDEN): runs of different models?",
-             diff_step_text(step, at, sizeof at), t->leaf_shape, t->leaves, t->ins, t->del);
+             core_step_text(step, at, sizeof at), t->leaf_shape, t->leaves, t->ins, t->del);
     set_structure(c, step, msg);
 }
 
@@ -1099,7 +1099,7 @@ static int one_sided_step(align_ctx *c, bool bad_side, bool gap)
         if (n && !c->out->structure[0]) {
             char msg[256], at[48];
             snprintf(msg, sizeof msg, "%s: %s has no records of this step (%s has %zu tensors)",
-                     diff_step_text(s->step, at, sizeof at), bad_side ? "GOLDEN" : "BAD", bad_side ? "BAD" : "GOLDEN", n);
+                     core_step_text(s->step, at, sizeof at), bad_side ? "GOLDEN" : "BAD", bad_side ? "BAD" : "GOLDEN", n);
             set_structure(c, s->step, msg);
         }
         int rc = step_edit(c, bad_side ? NULL : t, bad_side ? t : NULL, &tally, NULL, NULL, false, 0);
@@ -1143,9 +1143,9 @@ static void side_free(align_side *s)
 /* "steps A..B", or "no steps (windows A..B)" for a trace without steps. */
 static const char *range_text(int64_t a, int64_t b, char *buf, size_t n)
 {
-    if (DIFF_IS_STEPLESS(a))
-        snprintf(buf, n, "no steps (windows %lld..%lld)", (long long)(a - DIFF_STEPLESS_BASE),
-                 (long long)(b - DIFF_STEPLESS_BASE));
+    if (CORE_IS_STEPLESS(a))
+        snprintf(buf, n, "no steps (windows %lld..%lld)", (long long)(a - CORE_STEPLESS_BASE),
+                 (long long)(b - CORE_STEPLESS_BASE));
     else
         snprintf(buf, n, "steps %lld..%lld", (long long)a, (long long)b);
     return buf;
@@ -1246,14 +1246,14 @@ static int drops_steps(tft_reader *g, tft_reader *b, diff_rank_result *out)
     uint64_t lost[2] = {out->golden_dropped, out->bad_dropped};
     for (int k = 0; k < 2; k++) {
         out->drop_steps[k][0] = out->drop_steps[k][1] = TFT_STEP_NONE;
-        int e = lost[k] ? diff_drops_scan(side[k], out->drop_steps[k], &out->drop_steps_known[k]) : 0;
+        int e = lost[k] ? core_drops_scan(side[k], out->drop_steps[k], &out->drop_steps_known[k]) : 0;
         if (e < 0)
             return e;
     }
     return 0;
 }
 
-int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out)
+int compare_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out)
 {
     static const diff_opts defaults = DIFF_OPTS_DEFAULT;
     if (!g || !b || !out)
@@ -1294,7 +1294,7 @@ int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result
     free(c->bi);
     free(c->gnames);
     free(c->bnames);
-    match_scratch_free(&c->ms);
+    compare_match_scratch_free(&c->ms);
     free(c);
     return rc;
 }

@@ -116,16 +116,16 @@ typedef struct align_edit {
 /* ---- compare_threads.c: threaded sides and order-free matching ------------- */
 
 /* The entry of thread key in s (created on first use), NULL on ENOMEM. */
-align_thread *side_thread(align_side *s, uint32_t key);
+align_thread *compare_side_thread(align_side *s, uint32_t key);
 /* Stashes a copy of rec (with its thread key). 0 or -ENOMEM. */
-int stash_push(align_side *s, const tft_rec *rec, uint32_t key);
+int compare_stash_push(align_side *s, const tft_rec *rec, uint32_t key);
 /* Smallest step held in the stash; false when it is empty. */
-bool stash_min_step(const align_side *s, int64_t *step);
+bool compare_stash_min_step(const align_side *s, int64_t *step);
 /* Whether step is complete for s: nothing of it can follow in the file. */
-bool side_step_complete(const align_side *s, int64_t step);
+bool compare_side_step_complete(const align_side *s, int64_t step);
 /* Calls take(ctx, rec, key) for every stashed record with a step <= step,
  * in file order, and drops them. Returns the first negative result. */
-int stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key),
+int compare_stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key),
                void *ctx);
 
 /* Scratch of the order-free matcher (reused from step to step). */
@@ -140,9 +140,9 @@ typedef struct match_scratch {
  * order; writes the edit script in BAD's program order (seq), deletions
  * after the pair that precedes them in their GOLDEN thread. Returns 0 or
  * -ENOMEM. */
-int match_order_free(const align_side *g, const align_side *b, const int32_t *gi, size_t n,
+int compare_match_order_free(const align_side *g, const align_side *b, const int32_t *gi, size_t n,
                      const int32_t *bi, size_t m, match_scratch *sc, align_edit **edits, size_t *n_edits,
                      size_t *cap_edits);
-void match_scratch_free(match_scratch *sc);
+void compare_match_scratch_free(match_scratch *sc);
 
 #endif

@@ -38,7 +38,7 @@
 #define TD_RANGES 8     /* index ranges listed per dimension */
 
 /* Element i of a captured tensor as a double. */
-static double elem(const cap_tensor *t, uint64_t i)
+static double elem(const core_capture_tensor *t, uint64_t i)
 {
     const unsigned char *p = t->data;
     switch (t->dtype) {
@@ -60,7 +60,7 @@ static double elem(const cap_tensor *t, uint64_t i)
     }
 }
 
-static uint64_t numel_of(const cap_tensor *t)
+static uint64_t numel_of(const core_capture_tensor *t)
 {
     uint64_t n = 1;
     for (int d = 0; d < t->ndim; d++)
@@ -71,7 +71,7 @@ static uint64_t numel_of(const cap_tensor *t)
 /* ---- pairing ---------------------------------------------------------- */
 
 typedef struct td_item {
-    const cap_tensor *t;
+    const core_capture_tensor *t;
     int occ;        /* occurrence of (rank, step, name) in this trace */
     int paired;
 } td_item;
@@ -79,7 +79,7 @@ typedef struct td_item {
 /* Orders of td_item arrays: by (rank, id) then first position; by
  * position; by (rank, step, name) then position; by (rank, step, name, occ). */
 typedef struct td_cand {
-    const cap_tensor *t;
+    const core_capture_tensor *t;
     size_t pos;     /* index in the capture list (of the first capture of its tensor) */
     int occ;
 } td_cand;
@@ -100,7 +100,7 @@ static int cmp_pos(const void *a, const void *b)
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-static int cmp_key(const cap_tensor *x, const cap_tensor *y)
+static int cmp_key(const core_capture_tensor *x, const core_capture_tensor *y)
 {
     if (x->rank != y->rank)
         return x->rank < y->rank ? -1 : 1;
@@ -128,7 +128,7 @@ static int cmp_item_key_occ(const void *a, const void *b)
  * preferred, matching the name filter; in the capture list's order, each
  * with its occurrence of (rank, step, name). O(n log n): a trace may hold
  * many captures. */
-static td_item *usable(const cap_tensor *t, size_t n, const char *glob, size_t *out_n)
+static td_item *usable(const core_capture_tensor *t, size_t n, const char *glob, size_t *out_n)
 {
     td_cand *c = malloc((n ? n : 1) * sizeof(*c));
     td_item *v = calloc(n ? n : 1, sizeof(*v));
@@ -145,7 +145,7 @@ static td_item *usable(const cap_tensor *t, size_t n, const char *glob, size_t *
     qsort(c, m, sizeof(*c), cmp_rank_id);
     for (size_t a = 0; a < m;) {
         size_t b = a + 1;
-        const cap_tensor *keep = c[a].t;
+        const core_capture_tensor *keep = c[a].t;
         for (; b < m && c[b].t->rank == c[a].t->rank && c[b].t->id == c[a].t->id; b++)
             if (keep->role != 0 && c[b].t->role == 0)
                 keep = c[b].t;
@@ -240,10 +240,10 @@ static int differs(double g, double b, const tensors_opts *o)
 }
 
 /* The step's captured `tokens` [B, T] (integer) of this rank, if any. */
-static const cap_tensor *find_tokens(const td_item *v, size_t n, const cap_tensor *like)
+static const core_capture_tensor *find_tokens(const td_item *v, size_t n, const core_capture_tensor *like)
 {
     for (size_t i = 0; i < n; i++) {
-        const cap_tensor *t = v[i].t;
+        const core_capture_tensor *t = v[i].t;
         if (t->rank == like->rank && t->step == like->step && !strcmp(t->name, "tokens") && t->ndim == 2 &&
             (t->dtype == TFT_I32 || t->dtype == TFT_I64 || t->dtype == TFT_U16 || t->dtype == TFT_U8))
             return t;
@@ -251,7 +251,7 @@ static const cap_tensor *find_tokens(const td_item *v, size_t n, const cap_tenso
     return NULL;
 }
 
-static void compare_pair(const cap_tensor *g, const cap_tensor *b, const cap_tensor *tokens,
+static void compare_pair(const core_capture_tensor *g, const core_capture_tensor *b, const core_capture_tensor *tokens,
                          const tensors_opts *o, td_result *r)
 {
     memset(r, 0, sizeof(*r));
@@ -335,7 +335,7 @@ static void compare_pair(const cap_tensor *g, const cap_tensor *b, const cap_ten
 }
 
 /* The structural summary line. */
-static void describe(const cap_tensor *g, td_result *r, cJSON *pj)
+static void describe(const core_capture_tensor *g, td_result *r, cJSON *pj)
 {
     char *p = r->pattern;
     size_t len = sizeof(r->pattern), k = 0;
@@ -398,7 +398,7 @@ static void describe(const cap_tensor *g, td_result *r, cJSON *pj)
     cJSON_AddStringToObject(pj, "summary", p);
 }
 
-static void index_text(const cap_tensor *t, uint64_t i, char *buf, size_t len, cJSON *arr)
+static void index_text(const core_capture_tensor *t, uint64_t i, char *buf, size_t len, cJSON *arr)
 {
     int64_t idx[TFT_MAX_NDIM];
     for (int d = t->ndim - 1; d >= 0; d--) {
@@ -414,7 +414,7 @@ static void index_text(const cap_tensor *t, uint64_t i, char *buf, size_t len, c
     snprintf(buf + k, k < len ? len - k : 0, "]");
 }
 
-static void shape_text(const cap_tensor *t, char *buf, size_t len)
+static void shape_text(const core_capture_tensor *t, char *buf, size_t len)
 {
     size_t k = (size_t)snprintf(buf, len, "[");
     for (int d = 0; d < t->ndim; d++)
@@ -422,7 +422,7 @@ static void shape_text(const cap_tensor *t, char *buf, size_t len)
     snprintf(buf + k, k < len ? len - k : 0, "]");
 }
 
-static cJSON *shape_json(const cap_tensor *t)
+static cJSON *shape_json(const core_capture_tensor *t)
 {
     cJSON *a = cJSON_CreateArray();
     for (int d = 0; d < t->ndim; d++)
@@ -430,7 +430,7 @@ static cJSON *shape_json(const cap_tensor *t)
     return a;
 }
 
-static int same_layout(const cap_tensor *g, const cap_tensor *b)
+static int same_layout(const core_capture_tensor *g, const core_capture_tensor *b)
 {
     if (g->dtype != b->dtype || g->ndim != b->ndim)
         return 0;
@@ -451,7 +451,7 @@ static int same_layout(const cap_tensor *g, const cap_tensor *b)
  * leading index lead) of a pair as an SVG image: a cell per element, or
  * per block of elements when the matrix is larger than TD_IMG x TD_IMG
  * (the largest |BAD - GOLDEN| of the block), white where they agree. */
-static void html_image(FILE *f, const cap_tensor *g, const cap_tensor *b, const td_result *r, const tensors_opts *o,
+static void html_image(FILE *f, const core_capture_tensor *g, const core_capture_tensor *b, const td_result *r, const tensors_opts *o,
                        int64_t lead)
 {
     int64_t rows = r->has_matrix ? r->rows : 1, cols = r->has_matrix ? r->cols : (int64_t)r->numel;
@@ -498,7 +498,7 @@ static void html_image(FILE *f, const cap_tensor *g, const cap_tensor *b, const 
 }
 
 /* One pair of the page's #tensors section. */
-static void html_pair(FILE *f, const cap_tensor *g, const cap_tensor *b, const td_result *r, const tensors_opts *o,
+static void html_pair(FILE *f, const core_capture_tensor *g, const core_capture_tensor *b, const td_result *r, const tensors_opts *o,
                       const char *stepbuf, const char *shape)
 {
     fputs("<div class=\"pair\"><h3><code>", f);
@@ -555,7 +555,7 @@ static int html_write(const tensors_opts *o, const char *golden, const char *bad
     return html_out_commit(&out);
 }
 
-int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, FILE *out)
+int compare_tensors(const char *golden, const char *bad, const tensors_opts *o, FILE *out)
 {
     char *hbody = NULL, hfirst[1400] = "";
     size_t hlen = 0;
@@ -565,16 +565,16 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
         fprintf(stderr, "tfdiff: %s: cannot write the HTML report: %s\n", o->html, strerror(errno));
         return 2;
     }
-    cap_tensor *gt = NULL, *bt = NULL;
+    core_capture_tensor *gt = NULL, *bt = NULL;
     size_t gn = 0, bn = 0;
     char err[512] = "";
-    if (cap_list(golden, 1, &gt, &gn, err, sizeof(err)) < 0) {
+    if (core_capture_list(golden, 1, &gt, &gn, err, sizeof(err)) < 0) {
         fprintf(stderr, "tfdiff: %s: %s\n", golden, err[0] ? err : "cannot read captures");
         return 2;
     }
-    if (cap_list(bad, 1, &bt, &bn, err, sizeof(err)) < 0) {
+    if (core_capture_list(bad, 1, &bt, &bn, err, sizeof(err)) < 0) {
         fprintf(stderr, "tfdiff: %s: %s\n", bad, err[0] ? err : "cannot read captures");
-        cap_free(gt, gn);
+        core_capture_free(gt, gn);
         return 2;
     }
     size_t ng = 0, nb = 0;
@@ -594,8 +594,8 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
     if (bix)
         qsort(bix, nb, sizeof(*bix), cmp_item_key_occ);
     for (size_t i = 0; gv && bix && i < ng; i++) {
-        const cap_tensor *g = gv[i].t;
-        const cap_tensor *b = NULL;
+        const core_capture_tensor *g = gv[i].t;
+        const core_capture_tensor *b = NULL;
         size_t lo = 0, hi = nb;
         const td_item *want = &gv[i];
         while (lo < hi) {
@@ -647,7 +647,7 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
             }
             continue;
         }
-        const cap_tensor *tokens = find_tokens(gv, ng, g);
+        const core_capture_tensor *tokens = find_tokens(gv, ng, g);
         td_result r;
         compare_pair(g, b, tokens, o, &r);
         cJSON_AddNumberToObject(tj, "numel", (double)r.numel);
@@ -740,7 +740,7 @@ int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, 
     free(gv);
     free(bv);
     free(bix);
-    cap_free(gt, gn);
-    cap_free(bt, bn);
+    core_capture_free(gt, gn);
+    core_capture_free(bt, bn);
     return code;
 }

@@ -21,6 +21,6 @@ typedef struct tensors_opts {
  * the exit status: 0 all identical (within tolerance), 1 some differ, 2 no
  * tensors in common or an input error, or the page cannot be written
  * (message on stderr). */
-int tensors_compare(const char *golden, const char *bad, const tensors_opts *o, FILE *out);
+int compare_tensors(const char *golden, const char *bad, const tensors_opts *o, FILE *out);
 
 #endif

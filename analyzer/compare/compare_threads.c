@@ -42,7 +42,7 @@
 
 /* ---- threads and the stash -------------------------------------------------- */
 
-align_thread *side_thread(align_side *s, uint32_t key)
+align_thread *compare_side_thread(align_side *s, uint32_t key)
 {
     for (size_t i = 0; i < s->n_threads; i++)
         if (s->threads[i].key == key)
@@ -64,7 +64,7 @@ typedef struct stash_hdr {
     uint32_t pad;
 } stash_hdr;
 
-int stash_push(align_side *s, const tft_rec *rec, uint32_t key)
+int compare_stash_push(align_side *s, const tft_rec *rec, uint32_t key)
 {
     size_t need = sizeof(stash_hdr) + rec->len;
     if (s->stash_len + need > s->stash_cap) {
@@ -89,7 +89,7 @@ static const tft_rec *stash_rec(const align_side *s, size_t off)
     return (const tft_rec *)(s->stash + off + sizeof(stash_hdr));
 }
 
-bool stash_min_step(const align_side *s, int64_t *step)
+bool compare_stash_min_step(const align_side *s, int64_t *step)
 {
     bool any = false;
     for (size_t off = 0; off < s->stash_len; off += sizeof(stash_hdr) + stash_rec(s, off)->len) {
@@ -109,13 +109,13 @@ bool stash_min_step(const align_side *s, int64_t *step)
  * memory bound (their windows are a limit: docs/TFDIFF.md). Records
  * without steps come only before the first step, so any SYNC closes every
  * window. */
-bool side_step_complete(const align_side *s, int64_t step)
+bool compare_side_step_complete(const align_side *s, int64_t step)
 {
     if (s->eof || s->stash_len > ALIGN_STASH_MAX)
         return true;
     if (s->sync_step != TFT_STEP_NONE && s->sync_step > step)
         return true;
-    if (!DIFF_IS_STEPLESS(step) || s->op_threads != 1)
+    if (!CORE_IS_STEPLESS(step) || s->op_threads != 1)
         return false;
     for (size_t i = 0; i < s->n_threads; i++)
         if (s->threads[i].ops)
@@ -123,7 +123,7 @@ bool side_step_complete(const align_side *s, int64_t step)
     return false;
 }
 
-int stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key), void *ctx)
+int compare_stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key), void *ctx)
 {
     size_t keep = 0; /* entries kept are moved down to here, in order */
     int rc = 0;
@@ -430,7 +430,7 @@ static void resort(match_item *x, size_t n, match_item *other, int (*cmp)(const 
             other[x[i].partner].partner = (int32_t)i;
 }
 
-int match_order_free(const align_side *gs, const align_side *bs, const int32_t *gi, size_t n,
+int compare_match_order_free(const align_side *gs, const align_side *bs, const int32_t *gi, size_t n,
                      const int32_t *bi, size_t m, match_scratch *sc, align_edit **edits, size_t *n_edits,
                      size_t *cap_edits)
 {
@@ -462,7 +462,7 @@ int match_order_free(const align_side *gs, const align_side *bs, const int32_t *
     return build_edits(g, n, b, m, edits, n_edits, cap_edits);
 }
 
-void match_scratch_free(match_scratch *sc)
+void compare_match_scratch_free(match_scratch *sc)
 {
     free(sc->g);
     free(sc->b);

@@ -19,17 +19,17 @@
 
 /* Traces without steps (programs that never call tft_step_begin, e.g. an
  * unmodified program under the interposers): ops and tensors are aligned
- * by seq in windows of DIFF_STEPLESS_WINDOW ops, each window standing in
- * for a step: step = DIFF_STEPLESS_BASE + window (ordered like steps;
+ * by seq in windows of CORE_STEPLESS_WINDOW ops, each window standing in
+ * for a step: step = CORE_STEPLESS_BASE + window (ordered like steps;
  * reports show "no step (window N)" / "step": null, "window": N). */
-#define DIFF_STEPLESS_WINDOW 4096
-#define DIFF_STEPLESS_BASE (-(INT64_C(1) << 40))
-#define DIFF_STEPLESS_STEP(seq) (DIFF_STEPLESS_BASE + (int64_t)((seq) / DIFF_STEPLESS_WINDOW))
-#define DIFF_IS_STEPLESS(step) ((step) != INT64_MIN && (step) < DIFF_STEPLESS_BASE / 2)
+#define CORE_STEPLESS_WINDOW 4096
+#define CORE_STEPLESS_BASE (-(INT64_C(1) << 40))
+#define CORE_STEPLESS_STEP(seq) (CORE_STEPLESS_BASE + (int64_t)((seq) / CORE_STEPLESS_WINDOW))
+#define CORE_IS_STEPLESS(step) ((step) != INT64_MIN && (step) < CORE_STEPLESS_BASE / 2)
 
 /* Kinds of a divergence ("kind" in the JSON schema). */
 enum diff_kind { DK_VALUE = 0, DK_SHAPE, DK_DTYPE, DK_NONFINITE, DK_MISSING, DK_EXTRA };
-const char *diff_kind_name(int kind);
+const char *compare_kind_name(int kind);
 
 typedef struct diff_opts {
     double rtol, atol;        /* statistics tolerance: |g-b| <= atol + rtol*max(|g|,|b|,scale) */
@@ -39,9 +39,9 @@ typedef struct diff_opts {
     /* called after each step of a rank (from the thread comparing it), NULL = none */
     void (*progress)(void *ctx, int rank, int64_t step);
     void *progress_ctx;
-    /* called with every record diff_rank reads, side 0 GOLDEN and 1 BAD, in
+    /* called with every record compare_rank reads, side 0 GOLDEN and 1 BAD, in
      * file order from the readers' positions to their ends (so that other
-     * analyses share the one pass); a negative result ends diff_rank with
+     * analyses share the one pass); a negative result ends compare_rank with
      * it. NULL = none */
     int (*tap)(void *ctx, int side, const tft_rec *rec);
     void *tap_ctx;
@@ -116,23 +116,23 @@ typedef struct diff_rank_result {
 /* Compares rank reader g (GOLDEN) with b (BAD). Returns 0 or a negative
  * errno (I/O); damaged chunks are skipped by the reader (callers check its
  * status). */
-int diff_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out);
+int compare_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out);
 
 /* ---- single-trace analyses ----------------------------------------------- */
 
 /* How a leak was found (the "how" key of the JSON schemas). */
-enum diff_leak_how {
-    DIFF_LEAK_GROWTH = 0,     /* live bytes grew step after step (allocation after allocation) */
-    DIFF_LEAK_AT_EXIT,        /* what the site holds at the end: tfdiff, more than GOLDEN holds;
+enum leak_how {
+    LEAK_GROWTH = 0,     /* live bytes grew step after step (allocation after allocation) */
+    LEAK_AT_EXIT,        /* what the site holds at the end: tfdiff, more than GOLDEN holds;
                                * tfdump --check, more than its --leak-min-bytes threshold */
-    DIFF_LEAK_PEAK,           /* tfdiff: the most the site held at once, in more blocks than
+    LEAK_PEAK,           /* tfdiff: the most the site held at once, in more blocks than
                                * GOLDEN's (kept during the run, freed at teardown) */
 };
 
-typedef struct diff_leak {
+typedef struct leak_finding {
     int rank;
     char site[128];
-    int how;                  /* enum diff_leak_how */
+    int how;                  /* enum leak_how */
     int64_t from_step;        /* growth: first step of sustained growth (TFT_STEP_NONE when per_alloc);
                                * at-exit: first_alloc_step */
     double bytes_per_step;    /* per_alloc: bytes per allocation of the site; at-exit: the mean
@@ -158,17 +158,17 @@ typedef struct diff_leak {
     int64_t peak_step;        /* ... its step, TFT_STEP_NONE outside steps */
     bool vs_golden_peak;      /* at-exit: BAD did not run to its end, so its live bytes were
                                * compared with GOLDEN's peak rather than GOLDEN's end */
-} diff_leak;
+} leak_finding;
 
 /* Finds allocation sites whose live bytes grow step after step in one rank
  * (live allocations at the end grouped by site); in a trace without steps,
  * allocation after allocation of the site until late in the run (see
  * leak.c). Fills up to max leaks; returns how many, or a negative
- * errno. Same as diff_leaks_mem(r, rank, 0, out, max, NULL). */
-int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max);
+ * errno. Same as leak_find_mem(r, rank, 0, out, max, NULL). */
+int leak_find(tft_reader *r, int rank, leak_finding *out, int max);
 
 /* What one allocation site holds, over a rank and at its end. */
-typedef struct diff_site_mem {
+typedef struct leak_site_mem {
     char site[128];
     uint64_t allocs;          /* its ALLOC records */
     uint64_t live_bytes, live_allocs; /* at the end of the rank */
@@ -186,15 +186,15 @@ typedef struct diff_site_mem {
     uint64_t first_alloc;     /* ... and its index among the site's allocations */
     uint64_t first_pos, last_pos; /* record positions (1 = the rank's first record) of the oldest
                                * and the newest of its blocks live at the end */
-} diff_site_mem;
+} leak_site_mem;
 
 /* One rank's allocations as a whole, for comparing two traces. The caller
  * provides sites[max_sites]; the scan fills them sorted by peak_bytes, the
  * largest first (sites that never allocated are left out), and sets nsites
  * to the number of sites that allocated, which exceeds max_sites when the
  * smaller ones did not fit. */
-typedef struct diff_rank_mem {
-    diff_site_mem *sites;     /* in: caller's array */
+typedef struct leak_rank_mem {
+    leak_site_mem *sites;     /* in: caller's array */
     int max_sites;            /* in */
     int nsites;               /* out */
     uint64_t records;         /* out: records read */
@@ -203,42 +203,42 @@ typedef struct diff_rank_mem {
     bool exit_known;          /* out: a PROCESS exit record was read (callers may fill it from
                                * the manifest when not) */
     int exit_code, exit_signal;
-} diff_rank_mem;
+} leak_rank_mem;
 
 /* Single-trace at-exit rule (tfdump --check): a site holding at least
- * DIFF_LEAK_EXIT_MIN_BYTES live at the end, in several blocks, is a leak
+ * LEAK_EXIT_MIN_BYTES live at the end, in several blocks, is a leak
  * even without growth (leak.c says what "several" means). */
-#define DIFF_LEAK_EXIT_MIN_BYTES ((uint64_t)32 << 20)
+#define LEAK_EXIT_MIN_BYTES ((uint64_t)32 << 20)
 
-/* diff_leaks, plus: exit_min_bytes > 0 turns on the single-trace at-exit
+/* leak_find, plus: exit_min_bytes > 0 turns on the single-trace at-exit
  * rule with that threshold (0: growth only, as tfdiff wants it), and mem,
- * when not NULL, receives what every site holds (see diff_rank_mem). One
+ * when not NULL, receives what every site holds (see leak_rank_mem). One
  * pass over the rank file. Returns the number of leaks or a negative errno. */
-int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max,
-                   diff_rank_mem *mem);
+int leak_find_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, leak_finding *out, int max,
+                   leak_rank_mem *mem);
 
-/* diff_leaks_mem a record at a time, for a caller that reads the rank file
+/* leak_find_mem a record at a time, for a caller that reads the rank file
  * itself (one pass feeding several analyses): new, then every record of
  * the file from its start in order (with its reader, for the strings),
- * then finish — diff_leaks_mem's result; finish frees the scan (free alone
+ * then finish — leak_find_mem's result; finish frees the scan (free alone
  * abandons it). record returns 0 or -ENOMEM. */
-typedef struct diff_leak_scan diff_leak_scan;
-diff_leak_scan *diff_leak_scan_new(void);
-int diff_leak_scan_record(diff_leak_scan *x, tft_reader *r, const tft_rec *rec);
-int diff_leak_scan_finish(diff_leak_scan *x, tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out,
-                          int max, diff_rank_mem *mem);
-void diff_leak_scan_free(diff_leak_scan *x); /* NULL-safe */
+typedef struct leak_scan leak_scan;
+leak_scan *leak_scan_new(void);
+int leak_scan_record(leak_scan *x, tft_reader *r, const tft_rec *rec);
+int leak_scan_finish(leak_scan *x, tft_reader *r, int rank, uint64_t exit_min_bytes, leak_finding *out,
+                          int max, leak_rank_mem *mem);
+void leak_scan_free(leak_scan *x); /* NULL-safe */
 
 /* tfdiff's at-exit margin: a site is a leak of BAD when it holds at the end
- * at least DIFF_LEAK_MARGIN_BYTES more than GOLDEN's and at least
- * DIFF_LEAK_MARGIN_RATIO times as much (any amount over nothing counts
+ * at least LEAK_MARGIN_BYTES more than GOLDEN's and at least
+ * LEAK_MARGIN_RATIO times as much (any amount over nothing counts
  * once it reaches the byte margin). */
-#define DIFF_LEAK_MARGIN_BYTES ((uint64_t)1 << 20)
-#define DIFF_LEAK_MARGIN_RATIO 2
+#define LEAK_MARGIN_BYTES ((uint64_t)1 << 20)
+#define LEAK_MARGIN_RATIO 2
 
 /* Peak rule: at least this many blocks more than GOLDEN's peak (and the
  * byte margin and ratio above, on bytes and on blocks). */
-#define DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS 4
+#define LEAK_PEAK_MIN_EXTRA_BLOCKS 4
 
 /* tfdiff's leaks of one rank: BAD's growth leaks (bl, nb) that GOLDEN's
  * (gl, ng) lack; sites whose live bytes at BAD's end exceed GOLDEN's by
@@ -247,31 +247,31 @@ void diff_leak_scan_free(diff_leak_scan *x); /* NULL-safe */
  * GOLDEN's peak (BAD stopped early: what it held then is compared with the
  * most GOLDEN ever held); and sites allocating from one thread in both
  * whose peak exceeds GOLDEN's by the margin in bytes and by
- * DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS and the ratio in blocks (kept during the
+ * LEAK_PEAK_MIN_EXTRA_BLOCKS and the ratio in blocks (kept during the
  * run, freed at teardown: an interpreter frees its objects at exit). A site
  * is reported once, by the first rule in that order, with the others'
  * fields filled. Sorts g->sites by name. Fills up to max leaks of rank
  * `rank`; returns how many. */
-int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff_rank_mem *b,
-                       const diff_leak *bl, int nb, int rank, diff_leak *out, int max);
+int leak_compare(leak_rank_mem *g, const leak_finding *gl, int ng, const leak_rank_mem *b,
+                       const leak_finding *bl, int nb, int rank, leak_finding *out, int max);
 
 /* One line for a report, without the rank: "SITE: +N bytes/step from step
  * S, L bytes live at the end" (per_alloc: "+N bytes per allocation over K
  * allocations of the site, no steps, ..."; at-exit: "L bytes in K blocks
  * live at the end, GOLDEN ..., the oldest allocated T s into the run"). */
-void diff_leak_describe(const diff_leak *l, char *buf, size_t n);
+void leak_describe(const leak_finding *l, char *buf, size_t n);
 
 /* "step N", "no step" (TFT_STEP_NONE), or for a window of a trace without
  * steps "no step (window N)". */
-const char *diff_step_text(int64_t step, char *buf, size_t n);
+const char *core_step_text(int64_t step, char *buf, size_t n);
 
 enum desync_kind { DS_MISSING = 0, DS_TYPE, DS_COUNT, DS_DTYPE, DS_OP, DS_ROOT, DS_VALUES, DS_STRAGGLER, DS_P2P };
 const char *desync_kind_name(int kind);
 
 /* Members a finding lists (a larger communicator is named, not listed). */
-#define DIFF_DESYNC_MEMBERS 128
+#define DESYNC_MEMBERS 128
 
-typedef struct diff_desync {
+typedef struct desync_finding {
     uint64_t comm;            /* communicator id (DS_P2P: the communicator, not its p2p space; 0 none) */
     uint64_t coll_seq;        /* collective number on comm (DS_P2P: the call's number in the p2p space) */
     int64_t step;
@@ -280,16 +280,16 @@ typedef struct diff_desync {
     int ranks[16];            /* the ranks at fault (DS_MISSING: missing; DS_P2P: the blocked rank) */
     int nranks;
     int nmembers;             /* members of comm as world ranks, 0 when unknown */
-    int members[DIFF_DESYNC_MEMBERS]; /* listed when nmembers <= DIFF_DESYNC_MEMBERS */
+    int members[DESYNC_MEMBERS]; /* listed when nmembers <= DESYNC_MEMBERS */
     char comm_name[64];       /* "{1,3}", "{0-3}", "{0,1|2,3}" (intercommunicator); 16 hex digits when
                                * the members are unknown; "" for comm 0 */
-    uint32_t id;              /* 1, 2, ... in the order diff_desyncs returns them */
+    uint32_t id;              /* 1, 2, ... in the order desync_find returns them */
     uint32_t cause;           /* id of the finding that caused this one (a hang after a mismatch), 0 none */
     int peer;                 /* DS_P2P: world rank of the peer, -1 any source / unknown */
     int tag;                  /* DS_P2P: the message tag (TFT_TAG_ANY: any tag) */
     uint64_t clock_error_ns;  /* DS_STRAGGLER across hosts: the error bound of the times compared, 0 one host */
     char detail[512];
-} diff_desync;
+} desync_finding;
 
 /* Aligns the collectives of all ranks of a trace by (communicator,
  * coll_seq) and reports the first mismatch per communicator: a rank
@@ -299,14 +299,14 @@ typedef struct diff_desync {
  * its peer did instead (DS_P2P). Findings are in program order (step, op
  * seq), a cause before the hangs it caused (their .cause = its .id),
  * stragglers last. Returns how many (<= max), or a negative errno. */
-int diff_desyncs(tft_trace *t, diff_desync *out, int max);
+int desync_find(tft_trace *t, desync_finding *out, int max);
 
 /* Index of the finding with id in list[0, n), -1 when none (0 included). */
-int diff_desync_index(const diff_desync *list, int n, uint32_t id);
+int desync_index(const desync_finding *list, int n, uint32_t id);
 
 /* Where finding list[k] is, for a report line: "communicator {1,3},
  * collective #3" (DS_P2P: "..., message #3"; parameters: "parameters"),
  * and ", caused by the count above" when its cause is in list[0, n). */
-void diff_desync_where(const diff_desync *list, int n, int k, char *buf, size_t len);
+void desync_where(const desync_finding *list, int n, int k, char *buf, size_t len);
 
 #endif

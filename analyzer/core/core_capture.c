@@ -7,7 +7,7 @@
  * tensor's buffer grows with the bytes that actually arrived (never to a
  * size a damaged header claims), so memory stays bounded by the captured
  * bytes present in the file — of the captures the caller asked for
- * (cap_list_want): tfdump --tensor keeps one tensor's bytes, --replay-op
+ * (core_capture_list_want): tfdump --tensor keeps one tensor's bytes, --replay-op
  * one op's. One rank file is open at a time.
  */
 #include "core_capture.h"
@@ -25,13 +25,13 @@
 #define RECENT_TENSORS 8192  /* TENSOR records remembered for their statistics */
 #define OPEN_SEARCH 256      /* captures of a rank searched for the next part */
 
-const char *cap_role_name(int role)
+const char *core_capture_role_name(int role)
 {
     static const char *const n[] = {"output", "input", "prior"};
     return role >= 0 && role <= TFT_CAPTURE_PRIOR ? n[role] : "?";
 }
 
-void cap_free(cap_tensor *t, size_t n)
+void core_capture_free(core_capture_tensor *t, size_t n)
 {
     if (!t)
         return;
@@ -63,11 +63,11 @@ typedef struct cap_build {
 } cap_build;
 
 typedef struct lister {
-    cap_tensor *t;
+    core_capture_tensor *t;
     cap_build *b;
     size_t n, cap;
     int with_data;
-    cap_want_fn want;        /* which captures' bytes to load (NULL: all, when with_data) */
+    core_capture_want_fn want;        /* which captures' bytes to load (NULL: all, when with_data) */
     void *want_ctx;
     recent_op ops[RECENT_OPS];
     recent_tensor *tensors;  /* RECENT_TENSORS entries, direct-mapped by id */
@@ -104,7 +104,7 @@ static int grow(lister *l)
     if (l->n < l->cap)
         return 0;
     size_t ncap = l->cap ? l->cap * 2 : 16;
-    cap_tensor *nt = realloc(l->t, ncap * sizeof(*nt));
+    core_capture_tensor *nt = realloc(l->t, ncap * sizeof(*nt));
     if (!nt)
         return -ENOMEM;
     l->t = nt;
@@ -134,7 +134,7 @@ static long find_open(const lister *l, size_t rank_start, int64_t seq, uint64_t 
     if (lo < rank_start)
         lo = rank_start;
     for (size_t i = l->n; i-- > lo;) {
-        const cap_tensor *t = &l->t[i];
+        const core_capture_tensor *t = &l->t[i];
         if (t->seq == seq && t->id == id && t->role == role)
             return (long)i;
     }
@@ -146,7 +146,7 @@ static int start_capture(lister *l, const tft_rec_capture *c, int rank, const tf
     int e = grow(l);
     if (e)
         return e;
-    cap_tensor *t = &l->t[l->n];
+    core_capture_tensor *t = &l->t[l->n];
     memset(t, 0, sizeof(*t));
     t->rank = rank;
     t->step = c->h.step;
@@ -180,7 +180,7 @@ static int start_capture(lister *l, const tft_rec_capture *c, int rank, const tf
 }
 
 /* Appends a part's bytes (unshuffled) at its offset. */
-static int take_bytes(cap_tensor *t, cap_build *b, const tft_rec_capture *c)
+static int take_bytes(core_capture_tensor *t, cap_build *b, const tft_rec_capture *c)
 {
     uint64_t end = c->offset + c->n; /* <= total: tft_rec_check */
     if (end > b->cap) {
@@ -215,7 +215,7 @@ static int add_part(lister *l, const tft_rec_capture *c, int rank, size_t rank_s
             return e;
         i = (long)l->n - 1;
     }
-    cap_tensor *t = &l->t[i];
+    core_capture_tensor *t = &l->t[i];
     cap_build *b = &l->b[i];
     t->parts++;
     if (c->total != t->bytes || c->dtype != t->dtype || c->ndim != t->ndim ||
@@ -249,7 +249,7 @@ static void note_record(lister *l, const tft_rec *rec)
 
 static int cmp_cap_id(const void *a, const void *b)
 {
-    const cap_tensor *x = *(cap_tensor *const *)a, *y = *(cap_tensor *const *)b;
+    const core_capture_tensor *x = *(core_capture_tensor *const *)a, *y = *(core_capture_tensor *const *)b;
     return (x->id > y->id) - (x->id < y->id);
 }
 
@@ -263,7 +263,7 @@ static int fill_missing_stats(lister *l, tft_reader *r, size_t from)
         nm += l->t[i].stats_mode < 0;
     if (!nm)
         return 0;
-    cap_tensor **v = malloc(nm * sizeof(*v));
+    core_capture_tensor **v = malloc(nm * sizeof(*v));
     if (!v)
         return -ENOMEM;
     nm = 0;
@@ -317,7 +317,7 @@ static int list_rank(lister *l, tft_reader *r, int rank)
     if (e < 0)
         return e;
     for (size_t i = from; i < l->n; i++) {
-        cap_tensor *t = &l->t[i];
+        core_capture_tensor *t = &l->t[i];
         t->complete = t->consistent && !l->b[i].gap && t->present == t->bytes;
         if (!t->complete || !l->b[i].load) {
             free(t->data);
@@ -331,24 +331,24 @@ static int list_rank(lister *l, tft_reader *r, int rank)
     return fill_missing_stats(l, r, from);
 }
 
-int cap_list(const char *trace_path, int with_data, cap_tensor **out, size_t *n, char *err, size_t errlen)
+int core_capture_list(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, char *err, size_t errlen)
 {
-    return cap_list_log(trace_path, with_data, out, n, NULL, NULL, err, errlen);
+    return core_capture_list_log(trace_path, with_data, out, n, NULL, NULL, err, errlen);
 }
 
-int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t *n, tft_log_fn log,
+int core_capture_list_log(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, tft_log_fn log,
                  void *log_ctx, char *err, size_t errlen)
 {
-    return cap_list_want(trace_path, with_data ? NULL : cap_want_none, NULL, out, n, log, log_ctx, err, errlen);
+    return core_capture_list_want(trace_path, with_data ? NULL : core_capture_want_none, NULL, out, n, log, log_ctx, err, errlen);
 }
 
-int cap_want_none(void *ctx, const cap_tensor *t)
+int core_capture_want_none(void *ctx, const core_capture_tensor *t)
 {
     (void)ctx, (void)t;
     return 0;
 }
 
-int cap_list_want(const char *trace_path, cap_want_fn want, void *want_ctx, cap_tensor **out, size_t *n,
+int core_capture_list_want(const char *trace_path, core_capture_want_fn want, void *want_ctx, core_capture_tensor **out, size_t *n,
                   tft_log_fn log, void *log_ctx, char *err, size_t errlen)
 {
     *out = NULL;
@@ -358,8 +358,8 @@ int cap_list_want(const char *trace_path, cap_want_fn want, void *want_ctx, cap_
         free(l);
         return tft_errf(err, errlen, -ENOMEM, "out of memory");
     }
-    l->with_data = want != cap_want_none;
-    l->want = want == cap_want_none ? NULL : want;
+    l->with_data = want != core_capture_want_none;
+    l->want = want == core_capture_want_none ? NULL : want;
     l->want_ctx = want_ctx;
     l->log = log;
     l->log_ctx = log_ctx;
@@ -383,7 +383,7 @@ out:
     free(l->tensors);
     free(l->b);
     if (e) {
-        cap_free(l->t, l->n);
+        core_capture_free(l->t, l->n);
     } else {
         *out = l->t;
         *n = l->n;
@@ -404,7 +404,7 @@ static bool all_digits(const char *s)
     return true;
 }
 
-int cap_find(const cap_tensor *t, size_t n, const char *name_or_id)
+int core_capture_find(const core_capture_tensor *t, size_t n, const char *name_or_id)
 {
     if (!name_or_id)
         return -1;
@@ -440,7 +440,7 @@ int cap_find(const cap_tensor *t, size_t n, const char *name_or_id)
     return -1;
 }
 
-int cap_find_op(const cap_tensor *t, size_t n, int rank, int64_t seq, uint64_t id, int role)
+int core_capture_find_op(const core_capture_tensor *t, size_t n, int rank, int64_t seq, uint64_t id, int role)
 {
     for (size_t i = 0; i < n; i++)
         if (t[i].rank == rank && t[i].seq == seq && t[i].id == id && t[i].role == role)
@@ -473,7 +473,7 @@ static const char *npy_descr(int dtype, int as_f32)
 
 /* The header dict, padded with spaces and a newline so that magic (6) +
  * version (2) + length (2) + header is a multiple of 64. */
-static int npy_header(const cap_tensor *t, const char *descr, char *buf, size_t cap, size_t *len)
+static int npy_header(const core_capture_tensor *t, const char *descr, char *buf, size_t cap, size_t *len)
 {
     char shape[TFT_MAX_NDIM * 24 + 8];
     size_t k = 0;
@@ -495,7 +495,7 @@ static int npy_header(const cap_tensor *t, const char *descr, char *buf, size_t 
 }
 
 /* Element i of t's bytes (bf16 or fp8) as a float, exactly. */
-static float decode_f32(const cap_tensor *t, size_t i)
+static float decode_f32(const core_capture_tensor *t, size_t i)
 {
     const unsigned char *p = t->data;
     if (t->dtype == TFT_F8E4M3)
@@ -507,7 +507,7 @@ static float decode_f32(const cap_tensor *t, size_t i)
     return tft_bf16_to_f32(b);
 }
 
-static int write_body(FILE *f, const cap_tensor *t, int convert)
+static int write_body(FILE *f, const core_capture_tensor *t, int convert)
 {
     if (!convert)
         return fwrite(t->data, 1, (size_t)t->bytes, f) == (size_t)t->bytes ? 0 : -EIO;
@@ -524,7 +524,7 @@ static int write_body(FILE *f, const cap_tensor *t, int convert)
     return 0;
 }
 
-int cap_write_npy_ex(const cap_tensor *t, const char *path, int as_f32, char *err, size_t errlen)
+int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, char *err, size_t errlen)
 {
     if (!t->complete || !t->data)
         return tft_errf(err, errlen, -ENODATA, "tensor %s (id %" PRIu64 ") is not completely captured", t->name,
@@ -545,7 +545,7 @@ int cap_write_npy_ex(const cap_tensor *t, const char *path, int as_f32, char *er
                              (unsigned char)(hlen >> 8)};
     int e = fwrite(pre, 1, sizeof(pre), f) == sizeof(pre) && fwrite(hdr, 1, hlen, f) == hlen ? 0 : -EIO;
     if (!e)
-        e = write_body(f, t, as_f32 && cap_npy_decodes(t->dtype));
+        e = write_body(f, t, as_f32 && core_capture_npy_decodes(t->dtype));
     if (fclose(f) != 0 && !e)
         e = -EIO;
     if (e) {
@@ -555,12 +555,7 @@ int cap_write_npy_ex(const cap_tensor *t, const char *path, int as_f32, char *er
     return e;
 }
 
-int cap_npy_decodes(int dtype)
+int core_capture_npy_decodes(int dtype)
 {
     return dtype == TFT_BF16 || dtype == TFT_F8E4M3 || dtype == TFT_F8E5M2;
-}
-
-int cap_write_npy(const cap_tensor *t, const char *path, char *err, size_t errlen)
-{
-    return cap_write_npy_ex(t, path, 0, err, errlen);
 }

@@ -7,9 +7,9 @@
  * input of op `seq` (its memory when the op began), or the prior value of an
  * in-place output (a GEMM's C before it ran, role TFT_CAPTURE_PRIOR). The
  * same tensor id can be captured more than once (as the output of its op and
- * as the input of a later one); each capture is its own cap_tensor.
+ * as the input of a later one); each capture is its own core_capture_tensor.
  *
- * Memory: cap_list streams every rank file once (plus a second pass only
+ * Memory: core_capture_list streams every rank file once (plus a second pass only
  * when the TENSOR record of an input capture lay too far back to be kept:
  * then its statistics are looked up by id); with_data holds the captured
  * tensors' bytes, nothing else grows with the trace. Nothing here prints.
@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct cap_tensor {
+typedef struct core_capture_tensor {
     int rank;                /* rank id of the file it came from */
     int64_t step;            /* step of the capture (TFT_STEP_NONE outside steps) */
     int64_t seq;             /* the op of the capture */
@@ -43,58 +43,56 @@ typedef struct cap_tensor {
     uint32_t parts;          /* CAPTURE records of this capture */
     int consistent;          /* every part agreed on name, dtype, shape and total */
     int op_kind;             /* enum tft_op_kind of op `seq`, -1 when not seen */
-} cap_tensor;
+} core_capture_tensor;
 
 /* Every captured tensor of every rank of trace_path (a trace directory or
  * one rank file), in (rank file, file order of the first part) order. With
  * with_data the bytes of complete captures are loaded (t->data); without,
- * only the metadata. *out (release with cap_free) may be empty (n = 0) for a
+ * only the metadata. *out (release with core_capture_free) may be empty (n = 0) for a
  * trace without captures. Returns 0, or a negative errno with a message in
  * err (unreadable trace, out of memory). A damaged or torn trace still lists
  * what its readable chunks hold; the lost parts make captures incomplete. */
-int cap_list(const char *trace_path, int with_data, cap_tensor **out, size_t *n, char *err,
+int core_capture_list(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, char *err,
              size_t errlen);
-/* cap_list that also passes the reader's diagnostics (damaged chunks, a
+/* core_capture_list that also passes the reader's diagnostics (damaged chunks, a
  * torn tail) to log (NULL = none), as tft_reader_opts.log does. */
-int cap_list_log(const char *trace_path, int with_data, cap_tensor **out, size_t *n, tft_log_fn log,
+int core_capture_list_log(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, tft_log_fn log,
                  void *log_ctx, char *err, size_t errlen);
-void cap_free(cap_tensor *t, size_t n); /* NULL-safe */
+void core_capture_free(core_capture_tensor *t, size_t n); /* NULL-safe */
 /* Which captures' bytes to load: want(ctx, t) sees the capture as its first
  * part describes it (rank, step, seq, role, id, name, dtype, shape, bytes)
- * and returns non-zero to keep its bytes. cap_want_none keeps none. */
-typedef int (*cap_want_fn)(void *ctx, const cap_tensor *t);
-int cap_want_none(void *ctx, const cap_tensor *t);
-/* cap_list_log that loads the bytes of the captures want accepts (NULL:
+ * and returns non-zero to keep its bytes. core_capture_want_none keeps none. */
+typedef int (*core_capture_want_fn)(void *ctx, const core_capture_tensor *t);
+int core_capture_want_none(void *ctx, const core_capture_tensor *t);
+/* core_capture_list_log that loads the bytes of the captures want accepts (NULL:
  * all), so memory is what the caller needs rather than every capture of
  * the trace. */
-int cap_list_want(const char *trace_path, cap_want_fn want, void *want_ctx, cap_tensor **out, size_t *n,
+int core_capture_list_want(const char *trace_path, core_capture_want_fn want, void *want_ctx, core_capture_tensor **out, size_t *n,
                   tft_log_fn log, void *log_ctx, char *err, size_t errlen);
 
 /* Index of the first capture matching name_or_id, -1 when none: a decimal
  * number is a tensor id; otherwise a tensor name, optionally "NAME@STEP".
  * Only output and input captures match a name (a PRIOR capture is found by
- * its id or through cap_find_op). */
-int cap_find(const cap_tensor *t, size_t n, const char *name_or_id);
+ * its id or through core_capture_find_op). */
+int core_capture_find(const core_capture_tensor *t, size_t n, const char *name_or_id);
 
 /* Index of the capture of tensor `id` with `role` for op `seq` of `rank`, -1 none. */
-int cap_find_op(const cap_tensor *t, size_t n, int rank, int64_t seq, uint64_t id, int role);
+int core_capture_find_op(const core_capture_tensor *t, size_t n, int rank, int64_t seq, uint64_t id, int role);
 
 /* Writes t (complete, data loaded) as a .npy file, format version 1.0, C
  * order, the exact shape (a 0-d tensor is shape ()), dtype: f32 '<f4',
  * f64 '<f8', f16 '<f2', i32 '<i4', i64 '<i8', u8 '|u1', i8 '|i1', i16
  * '<i2', u16 '<u2', u32 '<u4', u64 '<u8', bool '|b1'. numpy has no bf16
- * and no fp8 (those for which cap_npy_decodes is true): they are written
+ * and no fp8 (those for which core_capture_npy_decodes is true): they are written
  * as their raw bits, bf16 '<u2' and f8e4m3/f8e5m2 '|u1' (as_f32 = 0), or
  * converted exactly to '<f4' (as_f32 = 1; other dtypes ignore it).
  * Returns 0 or a negative errno with a message in err. */
-int cap_write_npy_ex(const cap_tensor *t, const char *path, int as_f32, char *err, size_t errlen);
-/* cap_write_npy_ex with bf16 and fp8 as raw bits. */
-int cap_write_npy(const cap_tensor *t, const char *path, char *err, size_t errlen);
+int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, char *err, size_t errlen);
 /* Whether dtype has no numpy equivalent and is converted to '<f4' by
- * cap_write_npy_ex's as_f32 (bf16, f8e4m3, f8e5m2). */
-int cap_npy_decodes(int dtype);
+ * core_capture_write_npy's as_f32 (bf16, f8e4m3, f8e5m2). */
+int core_capture_npy_decodes(int dtype);
 
 /* "output" / "input" / "prior" / "?" */
-const char *cap_role_name(int role);
+const char *core_capture_role_name(int role);
 
 #endif

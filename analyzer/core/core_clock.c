@@ -25,7 +25,7 @@ static const tft_manifest_rank *entry_of(const tft_manifest *m, const tft_file_i
     return NULL;
 }
 
-int diff_clock_align(tft_trace *t, int n, int64_t *adj, uint64_t *err_ns)
+int core_clock_align(tft_trace *t, int n, int64_t *adj, uint64_t *err_ns)
 {
     const tft_manifest *m = t ? tft_trace_manifest(t) : NULL;
     if (!m || n < 1)
@@ -47,13 +47,13 @@ int diff_clock_align(tft_trace *t, int n, int64_t *adj, uint64_t *err_ns)
     return 1;
 }
 
-void diff_clock_pair_start(diff_clock_pair *p, const tft_file_info *fi)
+void core_clock_pair_start(core_clock_pair *p, const tft_file_info *fi)
 {
-    *p = (diff_clock_pair){.real_minus_mono = (int64_t)(fi->start_realtime_ns - fi->start_monotonic_ns),
+    *p = (core_clock_pair){.real_minus_mono = (int64_t)(fi->start_realtime_ns - fi->start_monotonic_ns),
                            .ntp = TFT_NTP_UNKNOWN};
 }
 
-int diff_clock_pair_update(diff_clock_pair *p, const tft_rec *rec)
+int core_clock_pair_update(core_clock_pair *p, const tft_rec *rec)
 {
     if (rec->kind != TFT_REC_CLOCK || rec->len < sizeof(tft_rec_clock))
         return 0;
@@ -72,18 +72,18 @@ int diff_clock_pair_update(diff_clock_pair *p, const tft_rec *rec)
     return changed;
 }
 
-uint64_t diff_clock_pair_error(const diff_clock_pair *p)
+uint64_t core_clock_pair_error(const core_clock_pair *p)
 {
     if (p->ntp != TFT_NTP_SYNCED || p->maxerror_ns > UINT64_MAX / 4)
         return UINT64_MAX;
     return p->maxerror_ns + p->window_ns;
 }
 
-static int track_add(diff_clock_track *tr, const diff_clock_pair *p, uint64_t at)
+static int track_add(core_clock_track *tr, const core_clock_pair *p, uint64_t at)
 {
     if (tr->n == tr->cap) {
         size_t cap = tr->cap ? 2 * tr->cap : 16;
-        diff_clock_pair *np = realloc(tr->p, cap * sizeof(*np));
+        core_clock_pair *np = realloc(tr->p, cap * sizeof(*np));
         if (np)
             tr->p = np;
         uint64_t *na = np ? realloc(tr->at, cap * sizeof(*na)) : NULL;
@@ -97,18 +97,18 @@ static int track_add(diff_clock_track *tr, const diff_clock_pair *p, uint64_t at
     return 0;
 }
 
-int diff_clock_track_read(diff_clock_track *tr, tft_reader *r, const tft_file_info *fi)
+int core_clock_track_read(core_clock_track *tr, tft_reader *r, const tft_file_info *fi)
 {
-    *tr = (diff_clock_track){0};
-    diff_clock_pair cur = {.ntp = TFT_NTP_UNKNOWN};
+    *tr = (core_clock_track){0};
+    core_clock_pair cur = {.ntp = TFT_NTP_UNKNOWN};
     if (fi)
-        diff_clock_pair_start(&cur, fi);
+        core_clock_pair_start(&cur, fi);
     int e = track_add(tr, &cur, 0);
     const tft_rec *rec;
     tft_reader_rewind(r);
     while (e == 0 && (e = tft_reader_next(r, &rec)) > 0) {
         e = 0;
-        if (diff_clock_pair_update(&cur, rec))
+        if (core_clock_pair_update(&cur, rec))
             e = track_add(tr, &cur, rec->ts);
     }
     tft_reader_rewind(r);
@@ -124,7 +124,7 @@ int diff_clock_track_read(diff_clock_track *tr, tft_reader *r, const tft_file_in
     return e < 0 ? e : 0;
 }
 
-const diff_clock_pair *diff_clock_track_at(const diff_clock_track *tr, uint64_t t)
+const core_clock_pair *core_clock_track_at(const core_clock_track *tr, uint64_t t)
 {
     if (!tr->n)
         return NULL;
@@ -139,12 +139,12 @@ const diff_clock_pair *diff_clock_track_at(const diff_clock_track *tr, uint64_t 
     return &tr->p[tr->use ? tr->use[lo] : lo];
 }
 
-void diff_clock_track_free(diff_clock_track *tr)
+void core_clock_track_free(core_clock_track *tr)
 {
     if (!tr)
         return;
     free(tr->p);
     free(tr->at);
     free(tr->use);
-    *tr = (diff_clock_track){0};
+    *tr = (core_clock_track){0};
 }

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int diff_drops_scan(tft_reader *r, int64_t steps[2], bool *known)
+int core_drops_scan(tft_reader *r, int64_t steps[2], bool *known)
 {
     tft_drop_sum s;
     tft_drop_sum_init(&s);
@@ -26,7 +26,7 @@ int diff_drops_scan(tft_reader *r, int64_t steps[2], bool *known)
     return e < 0 ? e : re < 0 ? re : 0;
 }
 
-const char *diff_drops_span(const diff_rank_result *x, int side, char *buf, size_t n)
+const char *core_drops_span(const diff_rank_result *x, int side, char *buf, size_t n)
 {
     const int64_t *st = x->drop_steps[side];
     if (st[0] != TFT_STEP_NONE && st[0] == st[1])
@@ -38,7 +38,7 @@ const char *diff_drops_span(const diff_rank_result *x, int side, char *buf, size
     return buf;
 }
 
-const char *diff_drops_where(const diff_rank_result *ranks, int nranks, char *buf, size_t n)
+const char *core_drops_where(const diff_rank_result *ranks, int nranks, char *buf, size_t n)
 {
     size_t k = 0;
     if (n)
@@ -77,7 +77,7 @@ static bool lost_in(const diff_rank_result *x, int64_t step)
     return st[0] != TFT_STEP_NONE && step >= st[0] && step <= st[1];
 }
 
-int diff_drops_explain(const diff_rank_result *ranks, int nranks, const diff_desync *d)
+int core_drops_explain(const diff_rank_result *ranks, int nranks, const desync_finding *d)
 {
     if (d->kind != DS_MISSING && d->kind != DS_P2P)
         return -1;

@@ -49,7 +49,7 @@ typedef struct spill_block {
 typedef struct spill_rank {
     spill_block *blocks;
     size_t nblocks, cap;
-    diff_spill_nonfinite nf;
+    core_spill_nonfinite nf;
 } spill_rank;
 
 struct diff_spill {
@@ -59,7 +59,7 @@ struct diff_spill {
     spill_rank *ranks;
 };
 
-diff_spill *diff_spill_new(int nranks)
+diff_spill *core_spill_new(int nranks)
 {
     diff_spill *sp = calloc(1, sizeof(*sp));
     if (!sp || nranks < 0)
@@ -89,7 +89,7 @@ nomem:
     return NULL;
 }
 
-void diff_spill_free(diff_spill *sp)
+void core_spill_free(diff_spill *sp)
 {
     if (!sp)
         return;
@@ -101,13 +101,13 @@ void diff_spill_free(diff_spill *sp)
     free(sp);
 }
 
-const diff_spill_nonfinite *diff_spill_nonfinite_of(const diff_spill *sp, int ri)
+const core_spill_nonfinite *core_spill_nonfinite_of(const diff_spill *sp, int ri)
 {
-    static const diff_spill_nonfinite none;
+    static const core_spill_nonfinite none;
     return sp && ri >= 0 && ri < sp->nranks ? &sp->ranks[ri].nf : &none;
 }
 
-void diff_spill_set_nonfinite(diff_spill *sp, int ri, const diff_spill_nonfinite *nf)
+void core_spill_set_nonfinite(diff_spill *sp, int ri, const core_spill_nonfinite *nf)
 {
     if (sp && ri >= 0 && ri < sp->nranks)
         sp->ranks[ri].nf = *nf;
@@ -140,7 +140,7 @@ static int rank_write(diff_spill *sp, int ri, const void *p, size_t n)
     return 0;
 }
 
-int diff_spill_import(diff_spill *sp, int ri, const void *p, size_t n)
+int core_spill_import(diff_spill *sp, int ri, const void *p, size_t n)
 {
     if (!sp || ri < 0 || ri >= sp->nranks)
         return -EINVAL;
@@ -152,7 +152,7 @@ int diff_spill_import(diff_spill *sp, int ri, const void *p, size_t n)
     return 0;
 }
 
-uint64_t diff_spill_bytes(const diff_spill *sp, int ri)
+uint64_t core_spill_bytes(const diff_spill *sp, int ri)
 {
     uint64_t n = 0;
     for (size_t b = 0; sp && ri >= 0 && ri < sp->nranks && b < sp->ranks[ri].nblocks; b++)
@@ -160,7 +160,7 @@ uint64_t diff_spill_bytes(const diff_spill *sp, int ri)
     return n;
 }
 
-int diff_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const void *p, size_t n), void *ctx)
+int core_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const void *p, size_t n), void *ctx)
 {
     if (!sp || ri < 0 || ri >= sp->nranks)
         return -EINVAL;
@@ -180,7 +180,7 @@ int diff_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const
 
 /* ---- extraction ---------------------------------------------------------- */
 
-struct diff_spill_extractor {
+struct core_spill_extractor {
     diff_spill *sp;
     int ri;
     tft_reader *r;
@@ -191,9 +191,9 @@ struct diff_spill_extractor {
     struct { uint64_t id, fp; bool valid; } recent[SPILL_RECENT];
     unsigned recent_pos;
     tft_u64map strs;           /* string ids already in this rank's extract */
-    diff_clock_pair clk;       /* the clock pair in force (SPILL_CLOCK entries when it changes) */
+    core_clock_pair clk;       /* the clock pair in force (SPILL_CLOCK entries when it changes) */
 };
-typedef struct diff_spill_extractor extractor;
+typedef struct core_spill_extractor extractor;
 
 static int ex_flush(extractor *x)
 {
@@ -244,11 +244,11 @@ static int ex_string(extractor *x, uint64_t id)
 
 static void ex_nonfinite(extractor *x, const tft_rec_tensor *t)
 {
-    diff_spill_nonfinite *nf = &x->sp->ranks[x->ri].nf;
+    core_spill_nonfinite *nf = &x->sp->ranks[x->ri].nf;
     if (nf->found || t->mode < TFT_STATS_HEALTH || t->stats.nan + t->stats.pinf + t->stats.ninf == 0)
         return;
     const char *name = tft_reader_string(x->r, t->name);
-    *nf = (diff_spill_nonfinite){true, x->pstep, x->pseq, t->h.step, t->h.seq, t->stats.nan,
+    *nf = (core_spill_nonfinite){true, x->pstep, x->pseq, t->h.step, t->h.seq, t->stats.nan,
                                  t->stats.pinf + t->stats.ninf, ""};
     if (name)
         snprintf(nf->name, sizeof(nf->name), "%s", name);
@@ -305,12 +305,12 @@ static int ex_record(extractor *x, const tft_rec *rec)
         return ex_put(x, (spill_ent){.kind = SPILL_COMM, .step = x->last_step}, rec, rec->len, 0);
     if (rec->kind == TFT_REC_COLLECTIVE && rec->len >= TFT_REC_COLLECTIVE_MIN_BYTES)
         return ex_collective(x, rec);
-    if (diff_clock_pair_update(&x->clk, rec))
+    if (core_clock_pair_update(&x->clk, rec))
         return ex_put(x, (spill_ent){.kind = SPILL_CLOCK, .step = x->last_step}, &x->clk, sizeof(x->clk), 0);
     return 0;
 }
 
-diff_spill_extractor *diff_spill_extract_begin(diff_spill *sp, tft_reader *r, int ri)
+core_spill_extractor *core_spill_extract_begin(diff_spill *sp, tft_reader *r, int ri)
 {
     if (!sp || !r || ri < 0 || ri >= sp->nranks) {
         errno = EINVAL;
@@ -330,17 +330,17 @@ diff_spill_extractor *diff_spill_extract_begin(diff_spill *sp, tft_reader *r, in
     x->last_step = x->last_seq = x->pstep = x->pseq = INT64_MIN;
     const tft_file_info *fi = tft_reader_info(r);
     if (fi)
-        diff_clock_pair_start(&x->clk, fi);
+        core_clock_pair_start(&x->clk, fi);
     tft_u64map_init(&x->strs, &(tft_u64map_opts){.vsize = 1, .max_n = 1 << 16});
     return x;
 }
 
-int diff_spill_extract_record(diff_spill_extractor *x, const tft_rec *rec)
+int core_spill_extract_record(core_spill_extractor *x, const tft_rec *rec)
 {
     return ex_record(x, rec);
 }
 
-int diff_spill_extract_end(diff_spill_extractor *x, bool keep)
+int core_spill_extract_end(core_spill_extractor *x, bool keep)
 {
     if (!x)
         return 0;
@@ -351,16 +351,16 @@ int diff_spill_extract_end(diff_spill_extractor *x, bool keep)
     return e;
 }
 
-int diff_spill_extract(diff_spill *sp, tft_reader *r, int ri)
+int core_spill_extract(diff_spill *sp, tft_reader *r, int ri)
 {
-    diff_spill_extractor *x = diff_spill_extract_begin(sp, r, ri);
+    core_spill_extractor *x = core_spill_extract_begin(sp, r, ri);
     if (!x)
         return -errno;
     int e = tft_reader_rewind(r);
     const tft_rec *rec;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1)
         e = ex_record(x, rec);
-    int f = diff_spill_extract_end(x, e == 0);
+    int f = core_spill_extract_end(x, e == 0);
     return e < 0 ? e : f;
 }
 
@@ -374,7 +374,7 @@ typedef struct merge_src {
     const spill_ent *head;     /* current entry (in buf), NULL when done */
 } merge_src;
 
-struct diff_spill_merge {
+struct core_spill_merge {
     diff_spill *sp;
     merge_src *src;            /* nranks */
     int *heap, n;              /* rank indices with a head, least key first */
@@ -382,7 +382,7 @@ struct diff_spill_merge {
 };
 
 /* Whether rank a's head comes before rank b's. */
-static bool src_less(const diff_spill_merge *m, int a, int b)
+static bool src_less(const core_spill_merge *m, int a, int b)
 {
     const spill_ent *x = m->src[a].head, *y = m->src[b].head;
     if (x->kstep != y->kstep)
@@ -392,7 +392,7 @@ static bool src_less(const diff_spill_merge *m, int a, int b)
     return a < b;
 }
 
-static void heap_down(diff_spill_merge *m, int i)
+static void heap_down(core_spill_merge *m, int i)
 {
     for (;;) {
         int l = 2 * i + 1, r = l + 1, s = i;
@@ -409,7 +409,7 @@ static void heap_down(diff_spill_merge *m, int i)
     }
 }
 
-static void heap_up(diff_spill_merge *m, int i)
+static void heap_up(core_spill_merge *m, int i)
 {
     while (i > 0) {
         int p = (i - 1) / 2;
@@ -424,7 +424,7 @@ static void heap_up(diff_spill_merge *m, int i)
 
 /* Reads more of rank ri's blocks so that at least `need` bytes follow pos
  * (fewer at the end of its extract). */
-static int src_fill(diff_spill_merge *m, int ri, size_t need)
+static int src_fill(core_spill_merge *m, int ri, size_t need)
 {
     merge_src *s = &m->src[ri];
     const spill_rank *rk = &m->sp->ranks[ri];
@@ -463,7 +463,7 @@ static int src_fill(diff_spill_merge *m, int ri, size_t need)
 }
 
 /* Moves rank ri to its next entry (head NULL at the end). */
-static int src_next(diff_spill_merge *m, int ri)
+static int src_next(core_spill_merge *m, int ri)
 {
     merge_src *s = &m->src[ri];
     if (s->head)
@@ -484,7 +484,7 @@ static int src_next(diff_spill_merge *m, int ri)
     return 0;
 }
 
-void diff_spill_merge_close(diff_spill_merge *m)
+void core_spill_merge_close(core_spill_merge *m)
 {
     if (!m)
         return;
@@ -495,9 +495,9 @@ void diff_spill_merge_close(diff_spill_merge *m)
     free(m);
 }
 
-diff_spill_merge *diff_spill_merge_open(diff_spill *sp)
+core_spill_merge *core_spill_merge_open(diff_spill *sp)
 {
-    diff_spill_merge *m = calloc(1, sizeof(*m));
+    core_spill_merge *m = calloc(1, sizeof(*m));
     if (m) {
         m->sp = sp;
         m->pending = -1;
@@ -505,14 +505,14 @@ diff_spill_merge *diff_spill_merge_open(diff_spill *sp)
         m->heap = calloc((size_t)sp->nranks + 1, sizeof(*m->heap));
     }
     if (!m || !m->src || !m->heap) {
-        diff_spill_merge_close(m);
+        core_spill_merge_close(m);
         errno = ENOMEM;
         return NULL;
     }
     for (int i = 0; i < sp->nranks; i++) {
         int e = src_next(m, i);
         if (e) {
-            diff_spill_merge_close(m);
+            core_spill_merge_close(m);
             errno = -e;
             return NULL;
         }
@@ -528,7 +528,7 @@ diff_spill_merge *diff_spill_merge_open(diff_spill *sp)
     return m;
 }
 
-int diff_spill_merge_next(diff_spill_merge *m, const spill_ent **e, int *ri)
+int core_spill_merge_next(core_spill_merge *m, const spill_ent **e, int *ri)
 {
     if (m->pending >= 0) {
         int p = m->pending, err = src_next(m, p);
@@ -588,7 +588,7 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-int diff_pool_run(int n, int width, int (*fn)(void *ctx, int i, int worker), void *ctx)
+int core_pool_run(int n, int width, int (*fn)(void *ctx, int i, int worker), void *ctx)
 {
     pool p = {.n = n, .fn = fn, .ctx = ctx, .err_i = -1};
     pthread_mutex_init(&p.lock, NULL);
@@ -616,7 +616,7 @@ int diff_pool_run(int n, int width, int (*fn)(void *ctx, int i, int worker), voi
     return p.err;
 }
 
-int diff_pool_width(void)
+int core_pool_width(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("TFDIFF_THREADS");

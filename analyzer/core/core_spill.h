@@ -31,49 +31,49 @@
 typedef struct diff_spill diff_spill;
 
 /* A rank's first tensor holding a NaN or an Inf, in merge order. */
-typedef struct diff_spill_nonfinite {
+typedef struct core_spill_nonfinite {
     bool found;
     int64_t kstep, kseq;      /* merge key (see above) */
     int64_t step, seq;        /* the record's own */
     uint64_t nan, inf;
     char name[96];
-} diff_spill_nonfinite;
+} core_spill_nonfinite;
 
 /* An empty spill for nranks rank files; NULL and errno on failure
  * (ENOMEM, or why the temporary file could not be made). */
-diff_spill *diff_spill_new(int nranks);
-void diff_spill_free(diff_spill *sp); /* NULL-safe */
+diff_spill *core_spill_new(int nranks);
+void core_spill_free(diff_spill *sp); /* NULL-safe */
 
 /* Reads rank file ri through r once from its start and appends its extract.
  * Safe to call from several threads at once for distinct ri. 0 or a
  * negative errno (a read error of r, -ENOMEM, -ENOSPC/-EIO writing). */
-int diff_spill_extract(diff_spill *sp, tft_reader *r, int ri);
+int core_spill_extract(diff_spill *sp, tft_reader *r, int ri);
 
-/* diff_spill_extract a record at a time, for a caller that reads the file
+/* core_spill_extract a record at a time, for a caller that reads the file
  * itself: begin (NULL and errno on failure), every record of the file from
  * its start in order (0 or a negative errno), end (keep false: an
  * abandoned pass; 0 or a write error). */
-typedef struct diff_spill_extractor diff_spill_extractor;
-diff_spill_extractor *diff_spill_extract_begin(diff_spill *sp, tft_reader *r, int ri);
-int diff_spill_extract_record(diff_spill_extractor *x, const tft_rec *rec);
-int diff_spill_extract_end(diff_spill_extractor *x, bool keep);
+typedef struct core_spill_extractor core_spill_extractor;
+core_spill_extractor *core_spill_extract_begin(diff_spill *sp, tft_reader *r, int ri);
+int core_spill_extract_record(core_spill_extractor *x, const tft_rec *rec);
+int core_spill_extract_end(core_spill_extractor *x, bool keep);
 
 /* Rank ri's first non-finite tensor (found false: none, or not extracted). */
-const diff_spill_nonfinite *diff_spill_nonfinite_of(const diff_spill *sp, int ri);
+const core_spill_nonfinite *core_spill_nonfinite_of(const diff_spill *sp, int ri);
 
 /* Transport (tfdiff --mpi): a rank's extract as bytes, and back. export
  * calls emit(ctx, bytes, n) with consecutive pieces of rank ri's entries
  * (the non-finite summary is sent separately); import appends such bytes
  * to rank ri of another spill. 0 or a negative errno (emit's own). */
-int diff_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const void *p, size_t n), void *ctx);
-int diff_spill_import(diff_spill *sp, int ri, const void *p, size_t n);
+int core_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const void *p, size_t n), void *ctx);
+int core_spill_import(diff_spill *sp, int ri, const void *p, size_t n);
 /* Bytes of rank ri's extract (what export emits). */
-uint64_t diff_spill_bytes(const diff_spill *sp, int ri);
-void diff_spill_set_nonfinite(diff_spill *sp, int ri, const diff_spill_nonfinite *nf);
+uint64_t core_spill_bytes(const diff_spill *sp, int ri);
+void core_spill_set_nonfinite(diff_spill *sp, int ri, const core_spill_nonfinite *nf);
 
 /* One entry of an extract: this header, then (SPILL_COLL, SPILL_COMM) the
  * record, zero-padded to its current layout's size, (SPILL_STR) the
- * text, NUL-terminated, or (SPILL_CLOCK) the rank's diff_clock_pair from
+ * text, NUL-terminated, or (SPILL_CLOCK) the rank's core_clock_pair from
  * then on (core_clock.h), written when a CLOCK record changed it. 8-byte
  * aligned, len a multiple of 8. */
 enum { SPILL_COLL = 1, SPILL_COMM, SPILL_PARAM, SPILL_STR, SPILL_CLOCK };
@@ -90,23 +90,23 @@ typedef struct spill_ent {
 /* The extracts of every rank merged by (key, rank file index). next gives
  * 1 and the entry (valid until the next call) and its rank file index, 0
  * at the end, or a negative errno. */
-typedef struct diff_spill_merge diff_spill_merge;
-diff_spill_merge *diff_spill_merge_open(diff_spill *sp);
-int diff_spill_merge_next(diff_spill_merge *m, const spill_ent **e, int *ri);
-void diff_spill_merge_close(diff_spill_merge *m); /* NULL-safe */
+typedef struct core_spill_merge core_spill_merge;
+core_spill_merge *core_spill_merge_open(diff_spill *sp);
+int core_spill_merge_next(core_spill_merge *m, const spill_ent **e, int *ri);
+void core_spill_merge_close(core_spill_merge *m); /* NULL-safe */
 
-/* diff_desyncs on the extracts of every rank file of t (each extracted
+/* desync_find on the extracts of every rank file of t (each extracted
  * before): the same findings, one rank file's read buffer in memory per
  * rank instead of its reader. */
-int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max);
+int desync_find_spilled(tft_trace *t, diff_spill *sp, desync_finding *out, int max);
 
 /* Runs fn(ctx, i, worker) for i in [0, n) on `width` threads (worker in
  * [0, width): per-thread scratch), each taking the next i when done; width
  * <= 1 or a failed thread start runs them inline. Returns the first
  * non-zero result of fn in i order (all of them run regardless). */
-int diff_pool_run(int n, int width, int (*fn)(void *ctx, int i, int worker), void *ctx);
+int core_pool_run(int n, int width, int (*fn)(void *ctx, int i, int worker), void *ctx);
 
 /* Threads for rank work: the online CPUs (at least 1). */
-int diff_pool_width(void);
+int core_pool_width(void);
 
 #endif

@@ -113,7 +113,7 @@ const char *desync_kind_name(int kind)
     return desync_names[kind];
 }
 
-int diff_desync_index(const diff_desync *list, int n, uint32_t id)
+int desync_index(const desync_finding *list, int n, uint32_t id)
 {
     for (int i = 0; id && list && i < n; i++)
         if (list[i].id == id)
@@ -121,16 +121,16 @@ int diff_desync_index(const diff_desync *list, int n, uint32_t id)
     return -1;
 }
 
-void diff_desync_where(const diff_desync *list, int n, int k, char *buf, size_t len)
+void desync_where(const desync_finding *list, int n, int k, char *buf, size_t len)
 {
-    const diff_desync *d = &list[k];
+    const desync_finding *d = &list[k];
     int w;
     if (!d->comm)
         w = snprintf(buf, len, "parameters");
     else
         w = snprintf(buf, len, "communicator %s, %s #%" PRIu64, d->comm_name[0] ? d->comm_name : "?",
                      d->kind == DS_P2P ? "message" : "collective", d->coll_seq);
-    int c = diff_desync_index(list, n, d->cause);
+    int c = desync_index(list, n, d->cause);
     if (c >= 0 && w >= 0 && (size_t)w < len)
         snprintf(buf + w, len - (size_t)w, ", caused by the %s above", desync_kind_name(list[c].kind));
 }
@@ -161,7 +161,7 @@ typedef struct coll_entry {
 typedef struct found {
     bool valid;
     bool echo;          /* DS_MISSING whose missing ranks were all stuck earlier elsewhere */
-    diff_desync d;
+    desync_finding d;
     uint8_t *inv;       /* nranks: the rank index took part (NULL: never a cause) */
     uint8_t *miss;      /* nranks: missing (DS_MISSING) or blocked (DS_P2P); NULL none */
     int peer_idx;       /* DS_P2P: rank index of the peer, -1 unknown */
@@ -185,7 +185,7 @@ typedef struct comm_state {
     found fin;                /* first problem (lowest coll_seq) */
     found echo;               /* first hang echo (lowest coll_seq) */
     bool straggled;
-    diff_desync straggler;
+    desync_finding straggler;
     bool has_last;            /* last: reference slot of the last clean entry */
     coll_slot last;
     uint64_t spreads[DESYNC_SPREADS];
@@ -278,7 +278,7 @@ typedef struct desync_state {
     bool aligned;          /* several hosts, clocks aligned (core_clock.h): adj holds the shifts */
     int64_t *adj;          /* nranks: added to a rank file's times for rank 0's realtime */
     uint64_t clock_err;    /* the alignment's largest error bound, ns */
-    diff_clock_pair *clk;  /* nranks: each rank's clock pair in force (SPILL_CLOCK), for hosts not aligned */
+    core_clock_pair *clk;  /* nranks: each rank's clock pair in force (SPILL_CLOCK), for hosts not aligned */
     int *host_of;          /* nranks (with clk): the first rank file of the same host, -1 unknown */
     uint64_t world;        /* id of MPI_COMM_WORLD */
     comm_state *comms;
@@ -288,7 +288,7 @@ typedef struct desync_state {
     /* parameters of param_step */
     int64_t param_step;
     bool param_done;       /* a parameter finding exists: stop looking */
-    diff_desync param_finding;
+    desync_finding param_finding;
     param_entry *params;
     size_t nparams, params_cap;
     param_fp *fps;         /* one per parameter record of the step (<= DESYNC_MAX_PARAM_FPS) */
@@ -383,7 +383,7 @@ static void str_append(char *buf, size_t len, const char *s)
     buf[o + n] = '\0';
 }
 
-static void add_rank(diff_desync *d, int rank)
+static void add_rank(desync_finding *d, int rank)
 {
     if (d->nranks < (int)(sizeof(d->ranks) / sizeof(d->ranks[0])))
         d->ranks[d->nranks++] = rank;
@@ -733,7 +733,7 @@ static int comm_slot(desync_state *s, comm_state *c, int i)
 /* Stores d into f with the evidence in s->inv_tmp / s->miss_tmp (then:
  * the hang's "ranks ... waited in ..." or NULL). Allocation failures leave
  * the finding without evidence (it is then never linked). */
-static void found_set(const desync_state *s, found *f, const diff_desync *d, const char *then)
+static void found_set(const desync_state *s, found *f, const desync_finding *d, const char *then)
 {
     size_t n = (size_t)s->nranks;
     if (!f->inv)
@@ -752,7 +752,7 @@ static void found_set(const desync_state *s, found *f, const diff_desync *d, con
 
 /* Keeps the first problem of a communicator: the one with the lowest
  * coll_seq (echo: the first hang echo, kept apart). */
-static void comm_report(const desync_state *s, comm_state *c, const diff_desync *d, const char *then, bool echo)
+static void comm_report(const desync_state *s, comm_state *c, const desync_finding *d, const char *then, bool echo)
 {
     found *f = echo ? &c->echo : &c->fin;
     if (f->valid && f->d.coll_seq <= d->coll_seq)
@@ -761,7 +761,7 @@ static void comm_report(const desync_state *s, comm_state *c, const diff_desync 
     f->echo = echo;
 }
 
-static void desync_init(diff_desync *d, const comm_state *c, uint64_t q, int64_t step, int64_t seq, int kind)
+static void desync_init(desync_finding *d, const comm_state *c, uint64_t q, int64_t step, int64_t seq, int kind)
 {
     memset(d, 0, sizeof(*d));
     d->comm = c->comm;
@@ -839,7 +839,7 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
     const coll_slot *a = &sl[ref], *b = &sl[fault[0]];
     int64_t step, seq;
     entry_key(sl, idx, n, &step, &seq);
-    diff_desync d;
+    desync_finding d;
     desync_init(&d, c, q, step, seq, kind == FIELD_NAME ? DS_TYPE : kind);
     for (int k = 0; k < nf; k++)
         add_rank(&d, rank_id(s, fault[k]));
@@ -899,7 +899,7 @@ static bool check_values(const desync_state *s, comm_state *c, uint64_t q, const
     const coll_slot *a = &sl[ref];
     int64_t step, seq;
     entry_key(sl, idx, n, &step, &seq);
-    diff_desync d;
+    desync_finding d;
     char st[32];
     desync_init(&d, c, q, step, seq, DS_VALUES);
     for (int k = 0; k < nf; k++)
@@ -975,7 +975,7 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
         memcpy(hist, c->spreads, (size_t)m * sizeof(hist[0]));
         qsort(hist, (size_t)m, sizeof(hist[0]), cmp_u64);
         if (spread > STRAGGLER_FACTOR * hist[m / 2]) {
-            diff_desync *d = &c->straggler;
+            desync_finding *d = &c->straggler;
             desync_init(d, c, q, sl[late].step, sl[late].seq, DS_STRAGGLER);
             add_rank(d, rank_id(s, late));
             char st[32], al[128] = "";
@@ -1043,7 +1043,7 @@ static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, cons
         echoes += stuck[missing[k]].comm != c->comm &&
                   stuck_before(&stuck[missing[k]], step, seq0, t0, s->one_host);
     bool echo = stuck && echoes == nm;
-    diff_desync d;
+    desync_finding d;
     desync_init(&d, c, q, step, seq0, DS_MISSING);
     for (int k = 0; k < nm; k++)
         add_rank(&d, rank_id(s, missing[k]));
@@ -1148,7 +1148,7 @@ static void slot_fill(const desync_state *s, int i, coll_slot *x, const tft_rec_
     if (!x->t_enter) {
         x->t_enter = cr->t_enter;
         x->rt = s->clk ? s->clk[i].real_minus_mono : 0;
-        x->rt_err = s->clk ? diff_clock_pair_error(&s->clk[i]) : UINT64_MAX;
+        x->rt_err = s->clk ? core_clock_pair_error(&s->clk[i]) : UINT64_MAX;
     }
     if (cr->h.flags & TFT_COLL_FLAG_ENTER)
         x->entered = 1;
@@ -1679,7 +1679,7 @@ static void p2p_report(desync_state *s, int i, const p2p_open *o, const int *blo
     int me_w = rank_id(s, i), pw = o->peer >= 0 ? p2p_world(s, o->space, o->peer) : -1;
     int pi = pw >= 0 ? rank_index(s, pw) : -1;
     const comm_def *def = def_of_p2p(s, o->space);
-    diff_desync d;
+    desync_finding d;
     memset(&d, 0, sizeof(d));
     d.comm = def ? def->id : o->space;
     d.coll_seq = o->q;
@@ -1777,7 +1777,7 @@ static void params_judge(desync_state *s)
 {
     if (s->nfps > 1)
         qsort(s->fps, s->nfps, sizeof(*s->fps), cmp_param_fp);
-    diff_desync *d = &s->param_finding;
+    desync_finding *d = &s->param_finding;
     for (size_t a = 0; a < s->nfps && !s->param_done;) {
         size_t b = a + 1;
         while (b < s->nfps && s->fps[b].param == s->fps[a].param)
@@ -1937,7 +1937,7 @@ static int hexval(char c)
 
 /* Replaces every PH<16 hex digits> in d->detail by that communicator's
  * name; fills d->comm_name and d->members. */
-static void names_fill(const desync_state *s, diff_desync *d)
+static void names_fill(const desync_state *s, desync_finding *d)
 {
     char out[sizeof(d->detail)];
     size_t o = 0;
@@ -1966,12 +1966,12 @@ static void names_fill(const desync_state *s, diff_desync *d)
     if (!def || !def->mem || d->comm_name[0] != '{')
         return;
     d->nmembers = def->size;
-    for (int k = 0; k < def->size && k < DIFF_DESYNC_MEMBERS; k++)
+    for (int k = 0; k < def->size && k < DESYNC_MEMBERS; k++)
         d->members[k] = def->mem[k];
 }
 
 /* Program order: step, op seq (unknown last), then a fixed order. */
-static int key_cmp(const diff_desync *a, const diff_desync *b)
+static int key_cmp(const desync_finding *a, const desync_finding *b)
 {
     int64_t sa = a->seq == TFT_SEQ_NONE ? INT64_MAX : a->seq, sb = b->seq == TFT_SEQ_NONE ? INT64_MAX : b->seq;
     if (a->step != b->step)
@@ -2077,13 +2077,13 @@ static void then_append(found **list, int n)
         found *f = list[k];
         if (!f->cause || f->d.kind != DS_MISSING || !f->then[0] || strstr(f->cause->d.detail, "; then "))
             continue;
-        diff_desync *d = &f->cause->d;
+        desync_finding *d = &f->cause->d;
         str_append(d->detail, sizeof(d->detail), "; then ");
         str_append(d->detail, sizeof(d->detail), f->then);
     }
 }
 
-static int collect(desync_state *s, diff_desync *out, int max)
+static int collect(desync_state *s, desync_finding *out, int max)
 {
     size_t cap = (size_t)s->ncomms * 3 + (size_t)s->np2p + 1, n = 0, nw = 0;
     found **all = malloc(cap * sizeof(*all));
@@ -2243,15 +2243,15 @@ static int on_entry(desync_state *s, int ri, const spill_ent *x)
         return on_collective(s, ri, cr, x->step);
     }
     case SPILL_CLOCK:
-        if (s->clk && x->len >= sizeof(*x) + sizeof(diff_clock_pair))
-            memcpy(&s->clk[ri], body, sizeof(diff_clock_pair));
+        if (s->clk && x->len >= sizeof(*x) + sizeof(core_clock_pair))
+            memcpy(&s->clk[ri], body, sizeof(core_clock_pair));
         return 0;
     default:
         return 0;
     }
 }
 
-int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max)
+int desync_find_spilled(tft_trace *t, diff_spill *sp, desync_finding *out, int max)
 {
     if (!t || !sp || (max > 0 && !out))
         return -EINVAL;
@@ -2263,13 +2263,13 @@ int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max
     s.ibuf = calloc((size_t)n * 5, sizeof(*s.ibuf));
     s.ubuf = calloc((size_t)n, sizeof(*s.ubuf));
     s.adj = calloc((size_t)n, sizeof(*s.adj));
-    s.aligned = !s.one_host && s.adj && diff_clock_align(t, n, s.adj, &s.clock_err);
+    s.aligned = !s.one_host && s.adj && core_clock_align(t, n, s.adj, &s.clock_err);
     s.clk = s.one_host || s.aligned ? NULL : calloc((size_t)n, sizeof(*s.clk));
     s.host_of = s.clk ? hosts_of(t, n) : NULL;
     for (int i = 0; s.clk && i < n; i++) {
         const tft_file_info *fi = tft_trace_file_info(t, i);
         if (fi)
-            diff_clock_pair_start(&s.clk[i], fi);
+            core_clock_pair_start(&s.clk[i], fi);
         else
             s.clk[i].ntp = TFT_NTP_UNKNOWN;
     }
@@ -2289,17 +2289,17 @@ int diff_desyncs_spilled(tft_trace *t, diff_spill *sp, diff_desync *out, int max
         s.dense->v = calloc((size_t)n, sizeof(*s.dense->v));
     }
     bool ok = s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp && s.dense && s.dense->v;
-    diff_spill_merge *m = ok ? diff_spill_merge_open(sp) : NULL;
+    core_spill_merge *m = ok ? core_spill_merge_open(sp) : NULL;
     int e = m ? 0 : (ok ? -errno : -ENOMEM);
     const spill_ent *x;
     int ri;
-    while (e == 0 && (e = diff_spill_merge_next(m, &x, &ri)) == 1)
+    while (e == 0 && (e = core_spill_merge_next(m, &x, &ri)) == 1)
         e = ri >= 0 && ri < n ? on_entry(&s, ri, x) : 0;
     if (e == 0)
         e = final_sweep(&s);
     if (e == 0)
         e = collect(&s, out, max > 0 ? max : 0);
-    diff_spill_merge_close(m);
+    core_spill_merge_close(m);
     state_free(&s);
     return e;
 }
@@ -2311,25 +2311,25 @@ static int extract_one(void *ctx, int i, int worker)
     void **a = ctx;
     tft_trace *t = a[0];
     tft_reader *r = tft_trace_reader(t, i);
-    int e = r ? diff_spill_extract(a[1], r, i) : errno ? -errno : -EIO;
+    int e = r ? core_spill_extract(a[1], r, i) : errno ? -errno : -EIO;
     tft_trace_release(t, i);
     return e;
 }
 
-int diff_desyncs(tft_trace *t, diff_desync *out, int max)
+int desync_find(tft_trace *t, desync_finding *out, int max)
 {
     if (!t || (max > 0 && !out))
         return -EINVAL;
     int n = tft_trace_nranks(t);
     if (n < 2)
         return 0;
-    diff_spill *sp = diff_spill_new(n);
+    diff_spill *sp = core_spill_new(n);
     if (!sp)
         return -errno;
     void *ctx[2] = {t, sp};
-    int e = diff_pool_run(n, diff_pool_width(), extract_one, ctx);
+    int e = core_pool_run(n, core_pool_width(), extract_one, ctx);
     if (!e)
-        e = diff_desyncs_spilled(t, sp, out, max);
-    diff_spill_free(sp);
+        e = desync_find_spilled(t, sp, out, max);
+    core_spill_free(sp);
     return e;
 }

@@ -15,7 +15,7 @@ static const char *str_of(const tft_reader *r, uint64_t id)
     return s ? s : "";
 }
 
-int diff_stacks_add(diff_stacks *s, const tft_reader *r, int rank, const tft_rec *rec)
+int desync_stacks_add(desync_stacks *s, const tft_reader *r, int rank, const tft_rec *rec)
 {
     if (rec->kind != TFT_REC_STACK || rec->len < sizeof(tft_rec_stack))
         return 0;
@@ -53,7 +53,7 @@ static int cmp_stack(const void *a, const void *b)
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-int diff_stacks_merge(diff_stacks *to, diff_stacks *from, int n)
+int desync_stacks_merge(desync_stacks *to, desync_stacks *from, int n)
 {
     int total = to->n;
     for (int i = 0; i < n; i++)
@@ -70,17 +70,17 @@ int diff_stacks_merge(diff_stacks *to, diff_stacks *from, int n)
             memcpy(to->v + to->n, from[i].v, (size_t)from[i].n * sizeof(*to->v));
         to->n += from[i].n;
         free(from[i].v);   /* the frames moved with the entries */
-        from[i] = (diff_stacks){0};
+        from[i] = (desync_stacks){0};
     }
     if (to->n)
         qsort(to->v, (size_t)to->n, sizeof(*to->v), cmp_stack);
     return 0;
 }
 
-int diff_stacks_read(tft_trace *t, diff_stacks *s)
+int desync_stacks_read(tft_trace *t, desync_stacks *s)
 {
     int n = tft_trace_nranks(t), e = 0;
-    diff_stacks one = {0};
+    desync_stacks one = {0};
     for (int i = 0; i < n && e == 0; i++) {
         tft_reader *r = tft_trace_reader(t, i);
         if (!r)
@@ -88,26 +88,26 @@ int diff_stacks_read(tft_trace *t, diff_stacks *s)
         const tft_rec *rec;
         e = tft_reader_rewind(r);
         while (e == 0 && (e = tft_reader_next(r, &rec)) == 1)
-            e = diff_stacks_add(&one, r, tft_trace_rank_id(t, i), rec);
+            e = desync_stacks_add(&one, r, tft_trace_rank_id(t, i), rec);
         if (e > 0 || e == -EBADMSG)
             e = 0;      /* the end, or damage the other analyses report */
         tft_trace_release(t, i);
     }
     if (e == 0)
-        e = diff_stacks_merge(s, &one, 1);
-    diff_stacks_free(&one);
+        e = desync_stacks_merge(s, &one, 1);
+    desync_stacks_free(&one);
     return e;
 }
 
-void diff_stacks_free(diff_stacks *s)
+void desync_stacks_free(desync_stacks *s)
 {
     for (int i = 0; i < s->n; i++)
         free(s->v[i].frames);
     free(s->v);
-    *s = (diff_stacks){0};
+    *s = (desync_stacks){0};
 }
 
-void diff_stacks_print(FILE *f, const diff_stacks *s, const char *prefix)
+void desync_stacks_print(FILE *f, const desync_stacks *s, const char *prefix)
 {
     /* entries are sorted by rank: a group lists its ranks in order */
     for (int i = 0; i < s->n; i++) {
@@ -131,7 +131,7 @@ void diff_stacks_print(FILE *f, const diff_stacks *s, const char *prefix)
     }
 }
 
-cJSON *diff_stacks_json(const diff_stacks *s)
+cJSON *desync_stacks_json(const desync_stacks *s)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < s->n; i++) {

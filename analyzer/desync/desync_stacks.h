@@ -21,26 +21,26 @@ typedef struct diff_stack {
     char *frames;         /* one per line, owned */
 } diff_stack;
 
-typedef struct diff_stacks {
+typedef struct desync_stacks {
     diff_stack *v;
     int n, cap;
-} diff_stacks;
+} desync_stacks;
 
 /* Adds rec (a STACK record of the rank file read by r, whose rank is rank)
  * to s. Other kinds are ignored. 0 or -ENOMEM. */
-int diff_stacks_add(diff_stacks *s, const tft_reader *r, int rank, const tft_rec *rec);
+int desync_stacks_add(desync_stacks *s, const tft_reader *r, int rank, const tft_rec *rec);
 /* Moves every entry of from (n of them) into to, sorted by rank, main
  * threads first. 0 or -ENOMEM (to keeps what it had). */
-int diff_stacks_merge(diff_stacks *to, diff_stacks *from, int n);
+int desync_stacks_merge(desync_stacks *to, desync_stacks *from, int n);
 /* Reads the STACK records of every rank file of t into s (a pass of its
  * own: for tfdiff, which reads them only when it finds a hang). 0 or -errno. */
-int diff_stacks_read(tft_trace *t, diff_stacks *s);
-void diff_stacks_free(diff_stacks *s);
+int desync_stacks_read(tft_trace *t, desync_stacks *s);
+void desync_stacks_free(desync_stacks *s);
 
 /* The main threads' stacks grouped by summary, one line per group:
  * "PREFIXranks 0,2,3: MPI_Allreduce ← step ← main". Nothing when s is empty. */
-void diff_stacks_print(FILE *f, const diff_stacks *s, const char *prefix);
+void desync_stacks_print(FILE *f, const desync_stacks *s, const char *prefix);
 /* [{"rank","pid","tid","main","comm","summary","frames":[lines]}] */
-cJSON *diff_stacks_json(const diff_stacks *s);
+cJSON *desync_stacks_json(const desync_stacks *s);
 
 #endif

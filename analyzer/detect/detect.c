@@ -23,27 +23,27 @@ static const struct {
     const char *name;
     size_t off;
 } opt_fields[] = {
-    {"vocab", offsetof(chk_opts, vocab)},
-    {"clip", offsetof(chk_opts, clip)},
-    {"min-steps", offsetof(chk_opts, min_steps)},
-    {"loss-drop", offsetof(chk_opts, loss_drop)},
-    {"loss-rise", offsetof(chk_opts, loss_rise)},
-    {"spike", offsetof(chk_opts, spike)},
-    {"growth", offsetof(chk_opts, growth)},
-    {"growth-steps", offsetof(chk_opts, growth_steps)},
-    {"update-max", offsetof(chk_opts, update_max)},
-    {"init-std", offsetof(chk_opts, init_std)},
-    {"absmax-growth", offsetof(chk_opts, absmax_growth)},
-    {"absmax-min", offsetof(chk_opts, absmax_min)},
-    {"collapse", offsetof(chk_opts, collapse)},
-    {"softmax-max", offsetof(chk_opts, softmax_max)},
-    {"uniform", offsetof(chk_opts, uniform)},
-    {"uniform-steps", offsetof(chk_opts, uniform_steps)},
-    {"layer-growth", offsetof(chk_opts, layer_growth)},
-    {"pad-id", offsetof(chk_opts, pad_id)},
+    {"vocab", offsetof(detect_opts, vocab)},
+    {"clip", offsetof(detect_opts, clip)},
+    {"min-steps", offsetof(detect_opts, min_steps)},
+    {"loss-drop", offsetof(detect_opts, loss_drop)},
+    {"loss-rise", offsetof(detect_opts, loss_rise)},
+    {"spike", offsetof(detect_opts, spike)},
+    {"growth", offsetof(detect_opts, growth)},
+    {"growth-steps", offsetof(detect_opts, growth_steps)},
+    {"update-max", offsetof(detect_opts, update_max)},
+    {"init-std", offsetof(detect_opts, init_std)},
+    {"absmax-growth", offsetof(detect_opts, absmax_growth)},
+    {"absmax-min", offsetof(detect_opts, absmax_min)},
+    {"collapse", offsetof(detect_opts, collapse)},
+    {"softmax-max", offsetof(detect_opts, softmax_max)},
+    {"uniform", offsetof(detect_opts, uniform)},
+    {"uniform-steps", offsetof(detect_opts, uniform_steps)},
+    {"layer-growth", offsetof(detect_opts, layer_growth)},
+    {"pad-id", offsetof(detect_opts, pad_id)},
 };
 
-int chk_opts_set(chk_opts *o, const char *arg)
+int detect_opts_set(detect_opts *o, const char *arg)
 {
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -61,20 +61,20 @@ int chk_opts_set(chk_opts *o, const char *arg)
     return -EINVAL;
 }
 
-const char *chk_opts_names(void)
+const char *detect_opts_names(void)
 {
     return "vocab, clip, min-steps, loss-drop, loss-rise, spike, growth, growth-steps, update-max, init-std, "
            "absmax-growth, absmax-min, collapse, softmax-max, uniform, uniform-steps, layer-growth, pad-id";
 }
 
-const char *chk_severity_name(int severity)
+const char *detect_severity_name(int severity)
 {
-    return severity == CHK_ERROR ? "error" : severity == CHK_WARNING ? "warning" : "info";
+    return severity == DETECT_ERROR ? "error" : severity == DETECT_WARNING ? "warning" : "info";
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-bool chk_ends(const char *name, const char *suffix)
+bool detect_ends(const char *name, const char *suffix)
 {
     size_t n = strlen(name), k = strlen(suffix);
     if (n == k)
@@ -82,7 +82,7 @@ bool chk_ends(const char *name, const char *suffix)
     return n > k && name[n - k - 1] == '.' && !strcmp(name + n - k, suffix);
 }
 
-const char *chk_shape_text(const int64_t *shape, int ndim, char *buf, size_t n)
+const char *detect_shape_text(const int64_t *shape, int ndim, char *buf, size_t n)
 {
     size_t k = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < ndim && k < n; i++)
@@ -95,7 +95,7 @@ const char *chk_shape_text(const int64_t *shape, int ndim, char *buf, size_t n)
 /* The layer a name belongs to: "L3." at the start, or a ".blocks.3.",
  * ".layers.3.", ".layer.3.", ".h.3." component (PyTorch module paths);
  * *pos and *len locate its digits (layer-growth names the layer below). */
-int chk_layer_span(const char *name, size_t *pos, size_t *len)
+int detect_layer_span(const char *name, size_t *pos, size_t *len)
 {
     const char *p = name;
     for (const char *q = name; *q; q++)
@@ -130,29 +130,29 @@ int chk_layer_span(const char *name, size_t *pos, size_t *len)
 static int parse_layer(const char *name)
 {
     size_t pos, len;
-    return chk_layer_span(name, &pos, &len);
+    return detect_layer_span(name, &pos, &len);
 }
 
-bool chk_is_activation(const chk_series *s)
+bool detect_is_activation(const detect_series *s)
 {
     static const char *const skip[] = {"param.", "adam.", "grad.", "grad_norm", "lr", "sgd.", "loss"};
     for (size_t k = 0; k < sizeof(skip) / sizeof(skip[0]); k++)
         if (!strncmp(s->name, skip[k], strlen(skip[k])))
             return false;
-    return s->first.numel > 1 && s->mode >= TFT_STATS_FULL && !chk_ends(s->name, "tokens") &&
-           !chk_ends(s->name, "targets") && !chk_ends(s->name, "loss_mask") && !chk_ends(s->name, "attn.mask") &&
-           !chk_ends(s->name, "attn.probs");
+    return s->first.numel > 1 && s->mode >= TFT_STATS_FULL && !detect_ends(s->name, "tokens") &&
+           !detect_ends(s->name, "targets") && !detect_ends(s->name, "loss_mask") && !detect_ends(s->name, "attn.mask") &&
+           !detect_ends(s->name, "attn.probs");
 }
 
-void chk_add(chk_rank *c, const char *kind, int sev, int64_t step, const chk_series *s, const char *tensor2,
+void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const detect_series *s, const char *tensor2,
              double value, double threshold, const char *causes, const char *fmt, ...)
 {
-    if (c->nf >= CHK_FIND_MAX) {
+    if (c->nf >= DETECT_FIND_MAX) {
         c->more++;
         return;
     }
-    chk_finding *f = &c->f[c->nf++];
-    *f = (chk_finding){.severity = sev, .rank = c->rank, .step = step, .layer = s ? s->layer : -1,
+    detect_finding *f = &c->f[c->nf++];
+    *f = (detect_finding){.severity = sev, .rank = c->rank, .step = step, .layer = s ? s->layer : -1,
                        .value = value, .threshold = threshold, .causes = causes};
     snprintf(f->kind, sizeof(f->kind), "%s", kind);
     snprintf(f->tensor, sizeof(f->tensor), "%s", s ? s->name : "");
@@ -163,7 +163,7 @@ void chk_add(chk_rank *c, const char *kind, int sev, int64_t step, const chk_ser
     va_end(ap);
 }
 
-chk_series *chk_find(chk_rank *c, const char *name)
+detect_series *detect_find(detect_rank *c, const char *name)
 {
     for (int i = 0; i < c->ns; i++)
         if (!strcmp(c->s[i].name, name))
@@ -173,10 +173,10 @@ chk_series *chk_find(chk_rank *c, const char *name)
 
 /* ---- the rank ---------------------------------------------------------------- */
 
-chk_rank *chk_rank_new(const chk_opts *o, int rank, double clip_from_cmd)
+detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cmd)
 {
-    chk_rank *c = calloc(1, sizeof(*c));
-    if (!c || !(c->f = calloc(CHK_FIND_MAX, sizeof(*c->f)))) {
+    detect_rank *c = calloc(1, sizeof(*c));
+    if (!c || !(c->f = calloc(DETECT_FIND_MAX, sizeof(*c->f)))) {
         free(c);
         errno = ENOMEM;
         return NULL;
@@ -187,14 +187,14 @@ chk_rank *chk_rank_new(const chk_opts *o, int rank, double clip_from_cmd)
     c->step = TFT_STEP_NONE;
     c->update_fi = c->spike_fi = c->softmax_fi = c->layer_fi = c->padrows_fi = -1;
     c->resume_tok_step = c->pad_last_step = TFT_STEP_NONE;
-    tft_u64map_init(&c->fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = CHK_FP_MAX});
+    tft_u64map_init(&c->fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = DETECT_FP_MAX});
     c->resume_step = TFT_STEP_NONE;
     c->shift_step = c->lm_first = TFT_STEP_NONE;
-    tft_u64map_init(&c->idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .max_n = CHK_MAX_SERIES});
+    tft_u64map_init(&c->idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .max_n = DETECT_MAX_SERIES});
     return c;
 }
 
-void chk_rank_free(chk_rank *c)
+void detect_rank_free(detect_rank *c)
 {
     if (!c)
         return;
@@ -209,7 +209,7 @@ void chk_rank_free(chk_rank *c)
 
 /* The series of name id (created at its first record), NULL past the
  * bound or without memory (*e set to -ENOMEM then). */
-static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int *e)
+static detect_series *series_get(detect_rank *c, const tft_reader *r, uint64_t id, int *e)
 {
     void *v;
     int k = tft_u64map_insert(&c->idx, id, NULL, NULL, &v);
@@ -225,7 +225,7 @@ static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int
         return &c->s[*(uint32_t *)v - 1];
     if (c->ns == c->caps) {
         int nc = c->caps ? 2 * c->caps : 64;
-        chk_series *ns = realloc(c->s, (size_t)nc * sizeof(*ns));
+        detect_series *ns = realloc(c->s, (size_t)nc * sizeof(*ns));
         if (!ns) {
             tft_u64map_remove(&c->idx, v);
             *e = -ENOMEM;
@@ -234,11 +234,11 @@ static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int
         c->s = ns;
         c->caps = nc;
     }
-    chk_series *s = &c->s[c->ns];
-    *s = (chk_series){.id = id, .last_step = TFT_STEP_NONE, .first_step = TFT_STEP_NONE, .stride = 1,
+    detect_series *s = &c->s[c->ns];
+    *s = (detect_series){.id = id, .last_step = TFT_STEP_NONE, .first_step = TFT_STEP_NONE, .stride = 1,
                       .neg_step = TFT_STEP_NONE, .nonfinite_step = TFT_STEP_NONE, .grow_step = TFT_STEP_NONE, .run_max = -INFINITY,
                       .risk_step = TFT_STEP_NONE, .risk_max_step = TFT_STEP_NONE};
-    if (!(s->hist = malloc(CHK_HIST * sizeof(*s->hist)))) {
+    if (!(s->hist = malloc(DETECT_HIST * sizeof(*s->hist)))) {
         tft_u64map_remove(&c->idx, v);
         *e = -ENOMEM;
         return NULL;
@@ -246,10 +246,10 @@ static chk_series *series_get(chk_rank *c, const tft_reader *r, uint64_t id, int
     const char *txt = tft_reader_string(r, id);
     snprintf(s->name, sizeof(s->name), "%s", txt ? txt : "?");
     s->layer = parse_layer(s->name);
-    s->cls = (chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids") ? CHK_C_TOKENS : 0) |
-             (chk_ends(s->name, "loss_mask") || chk_ends(s->name, "attention_mask") ? CHK_C_PADMASK : 0) |
-             (chk_ends(s->name, "attn.scores") ? CHK_C_SCORES : 0) |
-             (!strncmp(s->name, "grad.", 5) && s->name[5] ? CHK_C_GRAD : 0);
+    s->cls = (detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids") ? DETECT_C_TOKENS : 0) |
+             (detect_ends(s->name, "loss_mask") || detect_ends(s->name, "attention_mask") ? DETECT_C_PADMASK : 0) |
+             (detect_ends(s->name, "attn.scores") ? DETECT_C_SCORES : 0) |
+             (!strncmp(s->name, "grad.", 5) && s->name[5] ? DETECT_C_GRAD : 0);
     *(uint32_t *)v = (uint32_t)++c->ns;
     return s;
 }
@@ -271,7 +271,7 @@ static const char CAUSE_UPDATE[] =
     "a learning rate too high for this parameter (no warm-up, wrong scale), or clipping missing";
 
 /* Shape and dtype against the series' current ones. */
-static void rule_shape(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void rule_shape(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     bool same = s->dtype == t->dtype && s->ndim == t->ndim &&
                 !memcmp(s->shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
@@ -279,10 +279,10 @@ static void rule_shape(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int6
         return;
     if (!s->shape_fired) {
         char a[96], b[96];
-        chk_shape_text(s->shape, s->ndim, a, sizeof(a));
-        chk_shape_text(t->shape, t->ndim, b, sizeof(b));
+        detect_shape_text(s->shape, s->ndim, a, sizeof(a));
+        detect_shape_text(t->shape, t->ndim, b, sizeof(b));
         bool dt = s->dtype != t->dtype;
-        chk_add(c, dt ? "dtype-change" : "shape-change", CHK_ERROR, step, s, NULL, 0, 0, CAUSE_SHAPE,
+        detect_add(c, dt ? "dtype-change" : "shape-change", DETECT_ERROR, step, s, NULL, 0, 0, CAUSE_SHAPE,
                 "%s was %s %s for steps %lld..%lld and %s %s at step %lld", s->name, a, tft_dtype_name(s->dtype),
                 (long long)s->since, (long long)s->last_step, b, tft_dtype_name(t->dtype), (long long)step);
         s->shape_fired = true;
@@ -295,7 +295,7 @@ static void rule_shape(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int6
 
 /* Token ids: each new running maximum (the vocabulary is known only at
  * the end: detect_rules.c compares), and the first negative id. */
-static void rule_tokens(chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void rule_tokens(detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     if (t->mode < TFT_STATS_HEALTH || t->stats.numel == t->stats.nan + t->stats.pinf + t->stats.ninf)
         return;
@@ -318,7 +318,7 @@ static void rule_tokens(chk_series *s, const tft_rec_tensor *t, int64_t step)
 /* The attention mask (a 0/1 tensor [..., T, T]): a causal mask allows at
  * most T(T+1)/2 pairs per matrix; exactly that many while the batch has
  * padding (a loss_mask zero this step) means padding is not masked. */
-static void rule_mask(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void rule_mask(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     if (t->ndim < 2 || t->mode < TFT_STATS_HEALTH || t->shape[t->ndim - 1] != t->shape[t->ndim - 2] ||
         t->stats.min < 0 || t->stats.max > 1 || t->shape[t->ndim - 1] <= 1)
@@ -330,7 +330,7 @@ static void rule_mask(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64
     uint64_t lead = t->stats.numel / (T * T), ones = t->stats.numel - t->stats.zero;
     uint64_t bound = lead * (T * (T + 1) / 2);
     if (ones > bound && !c->mask_done) {
-        chk_add(c, "mask-future", CHK_ERROR, step, s, NULL, (double)ones, (double)bound, CAUSE_MASK_FUTURE,
+        detect_add(c, "mask-future", DETECT_ERROR, step, s, NULL, (double)ones, (double)bound, CAUSE_MASK_FUTURE,
                 "%s allows %llu query-key pairs, more than a causal mask can (%llu = %llu x %llu*%llu/2): some "
                 "position sees a later one",
                 s->name, (unsigned long long)ones, (unsigned long long)bound, (unsigned long long)lead,
@@ -340,7 +340,7 @@ static void rule_mask(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64
     /* a row whose T tokens are all real still has a PAD target when its
      * document ends at T: more zeros than rows means padded tokens */
     if (ones == bound && c->have_lm && c->lm_zeros > lead && !c->pad_done) {
-        chk_add(c, "mask-padding", CHK_ERROR, step, s, "loss_mask", (double)ones, (double)bound, CAUSE_MASK_PAD,
+        detect_add(c, "mask-padding", DETECT_ERROR, step, s, "loss_mask", (double)ones, (double)bound, CAUSE_MASK_PAD,
                 "%s allows exactly the %llu pairs of a plain causal mask while this step's batch has padding "
                 "(loss_mask has more zeros than rows)",
                 s->name, (unsigned long long)ones);
@@ -351,12 +351,12 @@ static void rule_mask(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64
 /* Attention probabilities under a causal mask: the first query position
  * sees one key only, so some probability is exactly 1; none is when that
  * position sees a later one too. */
-static void rule_probs(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void rule_probs(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     if (!c->causal_seen || c->probs_done || t->mode < TFT_STATS_HEALTH || t->stats.nan || t->stats.pinf ||
         !(t->stats.max > 0) || t->stats.max >= 0.999)
         return;
-    chk_add(c, "mask-future", CHK_ERROR, step, s, NULL, t->stats.max, 1.0, CAUSE_MASK_FUTURE,
+    detect_add(c, "mask-future", DETECT_ERROR, step, s, NULL, t->stats.max, 1.0, CAUSE_MASK_FUTURE,
             "the largest attention probability in %s is %.4g, below 1: under a causal mask the first position "
             "attends to itself only (probability 1), so it sees a later position too",
             s->name, t->stats.max);
@@ -378,15 +378,15 @@ static double median16(const double *v, int n)
 
 /* grad_norm: a value spike times the median of the last 16; and a run of
  * growth_steps rises in a row that multiplies it by growth. */
-static void rule_grad_norm(chk_rank *c, chk_series *s, double v, int64_t step)
+static void rule_grad_norm(detect_rank *c, detect_series *s, double v, int64_t step)
 {
     double thr = c->o.clip > 0 ? c->o.clip : c->clip_cmd;
     s->over_clip += thr > 0 && v > thr;
     if (s->nring >= 8) {
         double med = median16(s->ring, s->nring);
         if (med > 0 && v > c->o.spike * med && c->spikes++ == 0) {
-            c->spike_fi = c->nf; /* a note unless it repeats (chk_rank_finish) */
-            chk_add(c, "grad-spike", CHK_INFO, step, s, NULL, v / med, c->o.spike, CAUSE_SPIKE,
+            c->spike_fi = c->nf; /* a note unless it repeats (detect_rank_finish) */
+            detect_add(c, "grad-spike", DETECT_INFO, step, s, NULL, v / med, c->o.spike, CAUSE_SPIKE,
                     "%s is %.4g at step %lld, %.1f times the median %.4g of the %d steps before", s->name, v,
                     (long long)step, v / med, med, s->nring);
         }
@@ -401,7 +401,7 @@ static void rule_grad_norm(chk_rank *c, chk_series *s, double v, int64_t step)
         }
         if (s->rises >= (int)c->o.growth_steps && s->rise_from > 0 && v >= c->o.growth * s->rise_from &&
             !s->growth_fired) {
-            chk_add(c, "grad-growth", CHK_WARNING, s->rise_step, s, NULL, v / s->rise_from, c->o.growth,
+            detect_add(c, "grad-growth", DETECT_WARNING, s->rise_step, s, NULL, v / s->rise_from, c->o.growth,
                     CAUSE_GROWTH, "%s rose at each of %d steps from step %lld, from %.4g to %.4g (x%.1f)", s->name,
                     s->rises, (long long)s->rise_step, s->rise_from, v, v / s->rise_from);
             s->growth_fired = true;
@@ -413,7 +413,7 @@ static void rule_grad_norm(chk_rank *c, chk_series *s, double v, int64_t step)
 
 /* param.*: |L2(t) - L2(t-1)| / L2(t-1), a lower bound of the update's
  * norm over the parameter's; the first parameter past update_max. */
-static void rule_update(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void rule_update(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     if (t->ndim < 2 || t->mode < TFT_STATS_FULL || !s->have_prev || !(s->prev_l2 > 0) || s->init_flat)
         return;
@@ -427,7 +427,7 @@ static void rule_update(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int
     }
     c->update_fi = c->nf;
     {
-        chk_add(c, "update-ratio", CHK_WARNING, step, s, NULL, r, c->o.update_max, CAUSE_UPDATE,
+        detect_add(c, "update-ratio", DETECT_WARNING, step, s, NULL, r, c->o.update_max, CAUSE_UPDATE,
                 "the L2 norm of %s moved from %.4g to %.4g at step %lld: the update is at least %.3g of the "
                 "parameter's norm (usual: about 1e-3)",
                 s->name, s->prev_l2, t->stats.l2, (long long)step, r);
@@ -438,40 +438,40 @@ static void rule_update(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int
 
 /* Keeps a point every stride records; a full history drops every other
  * point and doubles the stride, so it spans the whole run. */
-static void hist_push(chk_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+static void hist_push(detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     if (!s->hist || (s->nrec - 1) % s->stride)
         return;
-    if (s->nh == CHK_HIST) {
-        for (int i = 0; i < CHK_HIST / 2; i++)
+    if (s->nh == DETECT_HIST) {
+        for (int i = 0; i < DETECT_HIST / 2; i++)
             s->hist[i] = s->hist[2 * i];
-        s->nh = CHK_HIST / 2;
+        s->nh = DETECT_HIST / 2;
         s->stride *= 2;
         if ((s->nrec - 1) % s->stride)
             return;
     }
     const tft_stats *st = &t->stats;
-    s->hist[s->nh++] = (chk_point){.step = step, .v = st->mean, .l2 = st->l2, .absmax = st->absmax,
+    s->hist[s->nh++] = (detect_point){.step = step, .v = st->mean, .l2 = st->l2, .absmax = st->absmax,
                                    .risk = st->over_fp16 + st->under_fp16, .finite = finite};
 }
 
 /* The data tensors of a step: tokens (kept for targets), targets equal to
  * tokens (labels not shifted), loss_mask (whether the batch has padding). */
-static void rule_data(chk_rank *c, const chk_series *s, const tft_rec_tensor *t)
+static void rule_data(detect_rank *c, const detect_series *s, const tft_rec_tensor *t)
 {
     if (t->mode < TFT_STATS_HEALTH)
         return;
-    if (chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids")) {
+    if (detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids")) {
         c->have_tokens = true;
         c->tokens_fp = t->stats.fingerprint;
         c->tokens_numel = t->stats.numel;
-    } else if ((chk_ends(s->name, "targets") || chk_ends(s->name, "labels")) && c->have_tokens) {
+    } else if ((detect_ends(s->name, "targets") || detect_ends(s->name, "labels")) && c->have_tokens) {
         c->data_steps++;
         if (t->stats.fingerprint == c->tokens_fp && t->stats.numel == c->tokens_numel && t->stats.numel > 1) {
             if (!c->shift_steps++)
                 c->shift_step = c->step;
         }
-    } else if (chk_ends(s->name, "loss_mask")) {
+    } else if (detect_ends(s->name, "loss_mask")) {
         c->have_lm = true;
         c->lm_zero = t->stats.zero > 0;
         c->lm_zeros = t->stats.zero;
@@ -484,7 +484,7 @@ static void rule_data(chk_rank *c, const chk_series *s, const tft_rec_tensor *t)
 
 /* The rules of one tensor record: the step's data and masks (every
  * record), then the series' rules (its first record in the step). */
-static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
+static int on_tensor(detect_rank *c, const tft_reader *r, const tft_rec_tensor *t)
 {
     int64_t step = t->h.step;
     if (step == TFT_STEP_NONE || t->ndim > TFT_MAX_NDIM)
@@ -494,7 +494,7 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
         c->have_tokens = c->have_lm = c->lm_zero = false;
     }
     int e = 0;
-    chk_series *s = series_get(c, r, t->name, &e);
+    detect_series *s = series_get(c, r, t->name, &e);
     if (!s)
         return e;
     if (s->last_step == step)
@@ -511,7 +511,7 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
         s->vmax = -INFINITY;
         s->vmin = INFINITY;
         if (!strncmp(s->name, "param.", 6)) { /* its initial record was all zero or constant: init-* says so */
-            const chk_series *x = chk_find(c, s->name + 6);
+            const detect_series *x = detect_find(c, s->name + 6);
             s->init_flat = x && x->mode >= TFT_STATS_HEALTH &&
                            (x->first.zero == x->first.numel || x->first.min == x->first.max);
         }
@@ -520,25 +520,25 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
     }
     s->last_step = step;
     rule_data(c, s, t);
-    chk_data_record(c, s, t, step);
-    chk_accum_record(s, t, finite);
+    detect_data_record(c, s, t, step);
+    detect_accum_record(s, t, finite);
     if (!finite && !s->nonfinite_seen) {
         s->nonfinite_seen = true;
         s->nonfinite_step = step;
     }
     hist_push(s, t, step, finite);
-    if (chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids"))
+    if (detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids"))
         rule_tokens(s, t, step);
-    else if (chk_ends(s->name, "attn.mask"))
+    else if (detect_ends(s->name, "attn.mask"))
         rule_mask(c, s, t, step);
-    else if (chk_ends(s->name, "attn.probs"))
+    else if (detect_ends(s->name, "attn.probs"))
         rule_probs(c, s, t, step);
     if (finite && t->mode >= TFT_STATS_FULL && t->stats.numel == 1) {
         double v = t->stats.mean;
         s->vmax = v > s->vmax ? v : s->vmax;
         s->vmin = v < s->vmin ? v : s->vmin;
         s->nvals++;
-        if (chk_ends(s->name, "grad_norm"))
+        if (detect_ends(s->name, "grad_norm"))
             rule_grad_norm(c, s, v, step);
     }
     if (finite && !strncmp(s->name, "param.", 6))
@@ -549,7 +549,7 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
         s->grow_step = step;
         s->grow_val = t->stats.absmax;
     }
-    chk_numerics_record(c, s, t, step, finite);
+    detect_numerics_record(c, s, t, step, finite);
     c->nonfinite_any |= !finite;
     if (finite && t->mode >= TFT_STATS_FULL) {
         s->prev_l2 = t->stats.l2;
@@ -559,7 +559,7 @@ static int on_tensor(chk_rank *c, const tft_reader *r, const tft_rec_tensor *t)
     return 0;
 }
 
-int chk_rank_record(chk_rank *c, const tft_reader *r, const tft_rec *rec)
+int detect_rank_record(detect_rank *c, const tft_reader *r, const tft_rec *rec)
 {
     if (rec->kind == TFT_REC_TENSOR && rec->len >= sizeof(tft_rec_tensor))
         return on_tensor(c, r, (const tft_rec_tensor *)rec);
@@ -569,20 +569,20 @@ int chk_rank_record(chk_rank *c, const tft_reader *r, const tft_rec *rec)
     return 0;
 }
 
-int chk_rank_finish(chk_rank *c)
+int detect_rank_finish(detect_rank *c)
 {
-    chk_rules_finish(c);
-    chk_numerics_finish(c);
-    chk_data_finish(c);
-    chk_accum_finish(c);
+    detect_rules_finish(c);
+    detect_numerics_finish(c);
+    detect_data_finish(c);
+    detect_accum_finish(c);
     if (c->spike_fi >= 0 && c->spike_fi < c->nf && c->spikes >= 3) {
-        chk_finding *f = &c->f[c->spike_fi];
+        detect_finding *f = &c->f[c->spike_fi];
         size_t k = strlen(f->evidence);
-        f->severity = CHK_WARNING;
+        f->severity = DETECT_WARNING;
         snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu spikes in all", (unsigned long long)c->spikes);
     }
     if (c->update_fi >= 0 && c->update_fi < c->nf && c->update_more) {
-        chk_finding *f = &c->f[c->update_fi];
+        detect_finding *f = &c->f[c->update_fi];
         size_t k = strlen(f->evidence);
         snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu other parameter(s) later",
                  (unsigned long long)c->update_more);

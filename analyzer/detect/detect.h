@@ -4,14 +4,14 @@
  * initialisation, optimisation, numerics, masks and checkpoints. Private
  * to the analyzer (tftdiff); nothing here is installed.
  *
- * Workload: one chk_rank per rank file, fed every record of that file once
+ * Workload: one detect_rank per rank file, fed every record of that file once
  * in file order (dump_check.c's scan pool: one thread per open rank file,
- * so a chk_rank is never shared while it is fed). Memory is bounded per
- * rank: at most CHK_MAX_SERIES tensor names are followed (one series per
- * name), each with a downsampled history of at most CHK_HIST points (the
+ * so a detect_rank is never shared while it is fed). Memory is bounded per
+ * rank: at most DETECT_MAX_SERIES tensor names are followed (one series per
+ * name), each with a downsampled history of at most DETECT_HIST points (the
  * stride doubles when it fills), so a trace of 100k steps costs what one
- * of a few hundred does. After the scan, chk_rank_finish runs the per-rank
- * rules and drops the histories; chk_merge compares ranks and sorts.
+ * of a few hundred does. After the scan, detect_rank_finish runs the per-rank
+ * rules and drops the histories; detect_merge compares ranks and sorts.
  *
  * Conventions: 0 / -errno returns; constructors return NULL (errno set);
  * nothing prints.
@@ -27,16 +27,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum chk_severity { CHK_ERROR = 0, CHK_WARNING = 1, CHK_INFO = 2 };
+enum detect_severity { DETECT_ERROR = 0, DETECT_WARNING = 1, DETECT_INFO = 2 };
 
-#define CHK_MAX_SERIES 2048 /* tensor names followed per rank; more are counted */
-#define CHK_HIST 64         /* history points per series (downsampled) */
-#define CHK_FIND_MAX 256    /* findings kept per rank */
+#define DETECT_MAX_SERIES 2048 /* tensor names followed per rank; more are counted */
+#define DETECT_HIST 64         /* history points per series (downsampled) */
+#define DETECT_FIND_MAX 256    /* findings kept per rank */
 
 /* One finding. step is TFT_STEP_NONE when it has none. */
-typedef struct chk_finding {
+typedef struct detect_finding {
     char kind[24];       /* "shape-change", "token-range", ... (docs/CHECK.md) */
-    int severity;        /* enum chk_severity */
+    int severity;        /* enum detect_severity */
     int rank;            /* rank id */
     int64_t step;        /* the first step it shows at */
     char tensor[96];     /* the tensor it names */
@@ -46,11 +46,11 @@ typedef struct chk_finding {
     double threshold;    /* the threshold it was tested against */
     char evidence[320];  /* the numbers, as a sentence */
     const char *causes;  /* one sentence of likely causes (static) */
-} chk_finding;
+} detect_finding;
 
 /* Thresholds (tfdump --threshold NAME=VALUE; defaults and rationale in
- * docs/CHECK.md). CHK_OPTS_DEFAULT gives the defaults. */
-typedef struct chk_opts {
+ * docs/CHECK.md). DETECT_OPTS_DEFAULT gives the defaults. */
+typedef struct detect_opts {
     double vocab;        /* vocabulary size; 0 = wte's first dimension */
     double clip;         /* clipping threshold; 0 = from the recorded tftrain command line */
     double min_steps;    /* steps a curve needs before the loss rules judge it */
@@ -69,50 +69,50 @@ typedef struct chk_opts {
     double uniform_steps; /* ... in every layer, judged on runs of at least this many steps */
     double layer_growth; /* layer-growth: absmax this many times layer 0's at one step (and >= absmax_min) */
     double pad_id;       /* pad-rows: the padding token id; < 0 unknown (masks only) */
-} chk_opts;
+} detect_opts;
 
-#define CHK_OPTS_DEFAULT                                                                          \
-    ((chk_opts){.vocab = 0, .clip = 0, .min_steps = 20, .loss_drop = 0.05, .loss_rise = 0.5,      \
+#define DETECT_OPTS_DEFAULT                                                                          \
+    ((detect_opts){.vocab = 0, .clip = 0, .min_steps = 20, .loss_drop = 0.05, .loss_rise = 0.5,      \
                 .spike = 10, .growth = 4, .growth_steps = 8, .update_max = 0.25, .init_std = 10,    \
                 .absmax_growth = 100, .absmax_min = 1000, .collapse = 0.98, .softmax_max = 88.72,        \
                 .uniform = 0.05, .uniform_steps = 200, .layer_growth = 4, .pad_id = -1})
 
 /* Sets the threshold NAME (a field above) from "NAME=VALUE". Returns 0,
  * -EINVAL for an unknown name or a value that is not a number >= 0. */
-int chk_opts_set(chk_opts *o, const char *arg);
-/* The names chk_opts_set knows, comma-separated (static). */
-const char *chk_opts_names(void);
+int detect_opts_set(detect_opts *o, const char *arg);
+/* The names detect_opts_set knows, comma-separated (static). */
+const char *detect_opts_names(void);
 
-typedef struct chk_rank chk_rank;
+typedef struct detect_rank detect_rank;
 
 /* A rank's detector state. clip_from_cmd: the clip threshold the recorded
  * command line states (0 unknown). NULL with errno on no memory. */
-chk_rank *chk_rank_new(const chk_opts *o, int rank, double clip_from_cmd);
+detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cmd);
 /* Feeds one record of the rank file (r: its reader, for string names). */
-int chk_rank_record(chk_rank *c, const tft_reader *r, const tft_rec *rec);
+int detect_rank_record(detect_rank *c, const tft_reader *r, const tft_rec *rec);
 /* Ends the scan: the per-rank rules run; histories are freed. */
-int chk_rank_finish(chk_rank *c);
-void chk_rank_free(chk_rank *c); /* NULL-safe */
+int detect_rank_finish(detect_rank *c);
+void detect_rank_free(detect_rank *c); /* NULL-safe */
 
 /* Every rank's findings plus the cross-rank ones (shapes of replicated
  * tensors, identical data on several ranks), sorted most severe first,
  * then by step, rank; at most max into out. Returns how many. */
-int chk_merge(chk_rank *const *ranks, int n, chk_finding *out, int max);
+int detect_merge(detect_rank *const *ranks, int n, detect_finding *out, int max);
 
-const char *chk_severity_name(int severity); /* "error", "warning", "info" */
+const char *detect_severity_name(int severity); /* "error", "warning", "info" */
 
 /* check_trace.c. The detectors over every rank file of t in a pass of
  * their own (a pool of threads, one rank file open each): the merged
  * findings into out (at most max). Returns how many, or a negative errno. */
-int chk_trace(tft_trace *t, const chk_opts *o, double clip_cmd, chk_finding *out, int max);
+int detect_trace(tft_trace *t, const detect_opts *o, double clip_cmd, detect_finding *out, int max);
 /* tftrain's clip threshold from a recorded command line: its --clip
  * (default 1.0), -1 for --clip 0 (off), 0 when the command is not tftrain. */
-double chk_clip_of(const tft_manifest *m);
+double detect_clip_of(const tft_manifest *m);
 /* report_check_html.c (built into tfdump and tfdiff, with the HTML pieces):
  * the findings as a table, class "checks", one row per finding with
  * data-kind and data-step; nothing for n <= 0. */
-void check_html_table(FILE *f, const chk_finding *x, int n);
+void report_check_html_table(FILE *f, const detect_finding *x, int n);
 /* A finding as the JSON object of docs/CHECK.md (the caller owns it). */
-cJSON *chk_finding_json(const chk_finding *x);
+cJSON *detect_finding_json(const detect_finding *x);
 
 #endif

@@ -17,9 +17,9 @@ static const char CAUSE_ACCUM[] =
     "gradients are not zeroed between optimizer steps (a missing optimizer.zero_grad() or model.zero_grad()): "
     "each step applies the sum of every gradient so far";
 
-void chk_accum_record(chk_series *s, const tft_rec_tensor *t, bool finite)
+void detect_accum_record(detect_series *s, const tft_rec_tensor *t, bool finite)
 {
-    if (!(s->cls & CHK_C_GRAD) || t->mode < TFT_STATS_HEALTH || !finite)
+    if (!(s->cls & DETECT_C_GRAD) || t->mode < TFT_STATS_HEALTH || !finite)
         return;
     uint64_t z = t->stats.zero;
     if (s->nrec == 1) {
@@ -35,13 +35,13 @@ void chk_accum_record(chk_series *s, const tft_rec_tensor *t, bool finite)
 
 /* The first gradient with zeros at its first step whose zero count never
  * rose over at least min_steps steps and fell at two or more. */
-void chk_accum_finish(chk_rank *c)
+void detect_accum_finish(detect_rank *c)
 {
-    const chk_series *best = NULL;
+    const detect_series *best = NULL;
     int others = 0;
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *s = &c->s[i];
-        if (!(s->cls & CHK_C_GRAD) || s->mode < TFT_STATS_HEALTH || !s->z_first ||
+        const detect_series *s = &c->s[i];
+        if (!(s->cls & DETECT_C_GRAD) || s->mode < TFT_STATS_HEALTH || !s->z_first ||
             s->z_first >= s->first.numel || s->z_rose || s->z_falls < 2 || (double)s->nrec < c->o.min_steps)
             continue;
         if (best)
@@ -51,7 +51,7 @@ void chk_accum_finish(chk_rank *c)
     }
     if (!best)
         return;
-    chk_add(c, "grad-accum", CHK_WARNING, best->z_fall_step, best, NULL, (double)best->z_falls, c->o.min_steps,
+    detect_add(c, "grad-accum", DETECT_WARNING, best->z_fall_step, best, NULL, (double)best->z_falls, c->o.min_steps,
             CAUSE_ACCUM,
             "the zero count of %s (a sparse gradient: rows the batch does not use) never rises over its %llu steps "
             "and falls at %llu of them, %llu at step %lld to %llu: rows once touched keep a gradient; %d other "

@@ -6,10 +6,10 @@
  * a data cursor that restarted (`ckpt-data`) and otherwise an epoch
  * boundary (a note).
  *
- * Memory: each rank keeps at most CHK_FP_MAX fingerprints (the first
- * CHK_FP_MAX distinct batches: 16 bytes and a flag each); a repeat of a
- * batch past them is not seen. They live until chk_rank_free, so that
- * chk_merge can look for a resumed process's batch in the rank files of
+ * Memory: each rank keeps at most DETECT_FP_MAX fingerprints (the first
+ * DETECT_FP_MAX distinct batches: 16 bytes and a flag each); a repeat of a
+ * batch past them is not seen. They live until detect_rank_free, so that
+ * detect_merge can look for a resumed process's batch in the rank files of
  * the processes before it (a job restarted under one recording).
  */
 #include "detect_internal.h"
@@ -30,7 +30,7 @@ static const char CAUSE_CKPT_DATA[] =
  * rows without a one; token ids that are all pad_id make every row padding,
  * and with pad_id 0 a zero count above rows x (T - 1) forces that many
  * more than rows x (T - 1) rows to be all zeros. 0 when nothing is proved. */
-static uint64_t pad_rows(const chk_rank *c, const chk_series *s, const tft_rec_tensor *t, uint64_t *rows)
+static uint64_t pad_rows(const detect_rank *c, const detect_series *s, const tft_rec_tensor *t, uint64_t *rows)
 {
     if (t->mode < TFT_STATS_HEALTH || t->ndim < 1 || t->shape[t->ndim - 1] < 2 || t->stats.nan || t->stats.pinf ||
         t->stats.ninf)
@@ -39,12 +39,12 @@ static uint64_t pad_rows(const chk_rank *c, const chk_series *s, const tft_rec_t
     if (n % T || !n)
         return 0;
     *rows = n / T;
-    if (s->cls & CHK_C_PADMASK) {
+    if (s->cls & DETECT_C_PADMASK) {
         uint64_t ones = n - t->stats.zero;
         return t->stats.min >= 0 && t->stats.max <= 1 && ones < *rows ? *rows - ones : 0;
     }
     double pad = c->o.pad_id;
-    if (!(pad >= 0) || !(s->cls & CHK_C_TOKENS))
+    if (!(pad >= 0) || !(s->cls & DETECT_C_TOKENS))
         return 0;
     if (t->stats.min == pad && t->stats.max == pad)
         return *rows;
@@ -53,7 +53,7 @@ static uint64_t pad_rows(const chk_rank *c, const chk_series *s, const tft_rec_t
     return 0;
 }
 
-static void padrows_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void padrows_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     uint64_t rows = 0, k = pad_rows(c, s, t, &rows);
     if (!k)
@@ -64,12 +64,12 @@ static void padrows_record(chk_rank *c, const chk_series *s, const tft_rec_tenso
         return;
     c->padrows_fi = c->nf;
     long long T = (long long)t->shape[t->ndim - 1];
-    if (s->cls & CHK_C_TOKENS)
-        chk_add(c, "pad-rows", CHK_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
+    if (s->cls & DETECT_C_TOKENS)
+        detect_add(c, "pad-rows", DETECT_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
                 "%s at step %lld (%llu rows of %lld): its pad ids (%.0f) prove at least %llu row(s) all padding",
                 s->name, (long long)step, (unsigned long long)rows, T, c->o.pad_id, (unsigned long long)k);
     else
-        chk_add(c, "pad-rows", CHK_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
+        detect_add(c, "pad-rows", DETECT_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
                 "%s at step %lld has %llu one(s) for %llu rows of %lld: at least %llu row(s) have no target in the "
                 "loss (all padding)",
                 s->name, (long long)step, (unsigned long long)(t->stats.numel - t->stats.zero),
@@ -77,7 +77,7 @@ static void padrows_record(chk_rank *c, const chk_series *s, const tft_rec_tenso
 }
 
 /* The earlier step with this batch, TFT_STEP_NONE none; remembers it. */
-static int64_t fp_seen(chk_rank *c, uint64_t fp, int64_t step)
+static int64_t fp_seen(detect_rank *c, uint64_t fp, int64_t step)
 {
     void *v;
     int k = tft_u64map_insert(&c->fps, fp, NULL, NULL, &v);
@@ -88,20 +88,20 @@ static int64_t fp_seen(chk_rank *c, uint64_t fp, int64_t step)
     return k == 0 && *(int64_t *)v < step ? *(int64_t *)v : TFT_STEP_NONE;
 }
 
-static void add_ckpt_data(chk_rank *c, const chk_series *s, int64_t step, int64_t earlier, int other_rank)
+static void add_ckpt_data(detect_rank *c, const detect_series *s, int64_t step, int64_t earlier, int other_rank)
 {
     char where[48] = "";
     if (other_rank >= 0)
         snprintf(where, sizeof(where), " (rank %d's file before the restart)", other_rank);
     c->ckpt_data_done = true;
-    chk_add(c, "ckpt-data", CHK_ERROR, step, s, NULL, (double)earlier, (double)c->resume_step, CAUSE_CKPT_DATA,
+    detect_add(c, "ckpt-data", DETECT_ERROR, step, s, NULL, (double)earlier, (double)c->resume_step, CAUSE_CKPT_DATA,
             "%s at step %lld, the first after the resume at step %lld, is bit-identical to step %lld's%s", s->name,
             (long long)step, (long long)c->resume_step, (long long)earlier, where);
 }
 
 /* tokens: a batch seen at an earlier step. After a resume record, its first
  * batch repeating one is ckpt-data; otherwise the first repeat is a note. */
-static void repeat_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void repeat_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     if (t->mode < TFT_STATS_HEALTH || t->stats.numel < 2)
         return;
@@ -121,24 +121,24 @@ static void repeat_record(chk_rank *c, const chk_series *s, const tft_rec_tensor
     }
     if (c->repeats++ || c->ckpt_data_done)
         return;
-    chk_add(c, "data-repeat", CHK_INFO, step, s, NULL, (double)earlier, 0, "",
+    detect_add(c, "data-repeat", DETECT_INFO, step, s, NULL, (double)earlier, 0, "",
             "%s at step %lld is bit-identical to step %lld's: an epoch boundary (%lld steps per epoch) or a data "
             "cursor that restarted",
             s->name, (long long)step, (long long)earlier, (long long)(step - earlier));
 }
 
-void chk_data_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_data_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
-    if (s->cls & (CHK_C_TOKENS | CHK_C_PADMASK))
+    if (s->cls & (DETECT_C_TOKENS | DETECT_C_PADMASK))
         padrows_record(c, s, t, step);
-    if (s->cls & CHK_C_TOKENS)
+    if (s->cls & DETECT_C_TOKENS)
         repeat_record(c, s, t, step);
 }
 
-void chk_data_finish(chk_rank *c)
+void detect_data_finish(detect_rank *c)
 {
     if (c->padrows_fi >= 0 && c->padrows_fi < c->nf && c->pad_steps > 1) {
-        chk_finding *f = &c->f[c->padrows_fi];
+        detect_finding *f = &c->f[c->padrows_fi];
         size_t k = strlen(f->evidence);
         snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu steps have such rows",
                  (unsigned long long)c->pad_steps);
@@ -148,10 +148,10 @@ void chk_data_finish(chk_rank *c)
 /* A resumed process's first batch in the rank files before it (a job
  * restarted under one recording): at an earlier step there, the cursor
  * restarted. */
-void chk_data_merge(chk_rank *const *ranks, int n)
+void detect_data_merge(detect_rank *const *ranks, int n)
 {
     for (int i = 0; i < n; i++) {
-        chk_rank *c = ranks[i];
+        detect_rank *c = ranks[i];
         if (!c || c->resume_tok_step == TFT_STEP_NONE || c->ckpt_data_done)
             continue;
         for (int j = 0; j < n && !c->ckpt_data_done; j++) {

@@ -10,29 +10,29 @@
 #include "tft_u64map.h"
 
 /* One downsampled point of a series (its first record in a step). */
-typedef struct chk_point {
+typedef struct detect_point {
     int64_t step;
     double v;        /* mean (the value itself for a scalar) */
     double l2, absmax;
     uint64_t risk;   /* over_fp16 + under_fp16 */
     bool finite;     /* no NaN or Inf */
-} chk_point;
+} detect_point;
 
-/* What a name is, for the rules run on every record (chk_series.cls). */
+/* What a name is, for the rules run on every record (detect_series.cls). */
 enum {
-    CHK_C_TOKENS = 1,  /* tokens, input_ids */
-    CHK_C_PADMASK = 2, /* loss_mask, attention_mask */
-    CHK_C_SCORES = 4,  /* *.attn.scores */
-    CHK_C_GRAD = 8,    /* grad.* */
+    DETECT_C_TOKENS = 1,  /* tokens, input_ids */
+    DETECT_C_PADMASK = 2, /* loss_mask, attention_mask */
+    DETECT_C_SCORES = 4,  /* *.attn.scores */
+    DETECT_C_GRAD = 8,    /* grad.* */
 };
 
 /* One tensor name of one rank. Only the first record of the name in each
  * step counts (an op called twice in a step yields two records). */
-typedef struct chk_series {
+typedef struct detect_series {
     uint64_t id;         /* string id of the name (equal across ranks) */
     char name[96];
     int layer;           /* from the name, -1 none */
-    uint8_t cls;         /* CHK_C_* of the name, set once (the rules of every record test these) */
+    uint8_t cls;         /* DETECT_C_* of the name, set once (the rules of every record test these) */
     uint8_t dtype, ndim, mode;
     int64_t shape[TFT_MAX_NDIM]; /* the current shape and dtype */
     int64_t last_step;   /* step of the last counted record, TFT_STEP_NONE before */
@@ -43,8 +43,8 @@ typedef struct chk_series {
     tft_stats first;
     uint8_t first_ndim, first_dtype;
     int64_t first_shape[TFT_MAX_NDIM];
-    /* downsampled history (freed by chk_rank_finish) */
-    chk_point *hist;
+    /* downsampled history (freed by detect_rank_finish) */
+    detect_point *hist;
     int nh;
     uint64_t stride;     /* a record is kept when its index % stride == 0 */
     /* the last record's finite L2 (update ratio, growth) */
@@ -84,19 +84,19 @@ typedef struct chk_series {
     uint64_t z_first, z_prev, z_falls;
     bool z_rose;
     int64_t z_fall_step; /* the first step it fell */
-} chk_series;
+} detect_series;
 
-struct chk_rank {
-    chk_opts o;
+struct detect_rank {
+    detect_opts o;
     int rank;
     double clip_cmd;
     tft_u64map idx;      /* name id -> series index + 1 (uint32) */
-    chk_series *s;
+    detect_series *s;
     int ns, caps;
-    uint64_t unfollowed; /* records of names past CHK_MAX_SERIES */
-    chk_finding *f;
+    uint64_t unfollowed; /* records of names past DETECT_MAX_SERIES */
+    detect_finding *f;
     int nf;
-    uint64_t more;       /* findings past CHK_FIND_MAX */
+    uint64_t more;       /* findings past DETECT_FIND_MAX */
     /* this step's data tensors (label shift, padding) */
     int64_t step;
     uint64_t tokens_fp, tokens_numel;
@@ -119,7 +119,7 @@ struct chk_rank {
     int layer_fi;        /* the layer-growth finding, -1 none (likewise) */
     int64_t layer_step;  /* ... its step */
     /* data (detect_data.c) */
-    tft_u64map fps;      /* tokens fingerprint (mixed with numel) -> first step (int64), at most CHK_FP_MAX */
+    tft_u64map fps;      /* tokens fingerprint (mixed with numel) -> first step (int64), at most DETECT_FP_MAX */
     int padrows_fi;      /* the pad-rows finding, -1 none */
     uint64_t pad_steps;  /* steps with rows proved all padding */
     int64_t pad_last_step; /* ... the last of them */
@@ -130,43 +130,43 @@ struct chk_rank {
     int tok_si;          /* ... its series index */
 };
 
-/* A finding of rank c (evidence printf-style). Drops it past CHK_FIND_MAX. */
-void chk_add(chk_rank *c, const char *kind, int sev, int64_t step, const chk_series *s, const char *tensor2,
+/* A finding of rank c (evidence printf-style). Drops it past DETECT_FIND_MAX. */
+void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const detect_series *s, const char *tensor2,
              double value, double threshold, const char *causes, const char *fmt, ...)
     __attribute__((format(printf, 10, 11)));
 /* "[16,32]" into buf. */
-const char *chk_shape_text(const int64_t *shape, int ndim, char *buf, size_t n);
+const char *detect_shape_text(const int64_t *shape, int ndim, char *buf, size_t n);
 /* The series named exactly name, NULL none. */
-chk_series *chk_find(chk_rank *c, const char *name);
+detect_series *detect_find(detect_rank *c, const char *name);
 /* Whether name ends with suffix (a whole dotted component or the name). */
-bool chk_ends(const char *name, const char *suffix);
+bool detect_ends(const char *name, const char *suffix);
 
 /* The layer index of name, -1 none; *pos and *len: where its digits are. */
-int chk_layer_span(const char *name, size_t *pos, size_t *len);
+int detect_layer_span(const char *name, size_t *pos, size_t *len);
 /* An activation: not a parameter, gradient, optimizer state, scalar, data
  * or mask tensor (absmax-growth, layer-growth judge these). */
-bool chk_is_activation(const chk_series *s);
+bool detect_is_activation(const detect_series *s);
 
 /* detect_rules.c: the rules judged when the rank is read. */
-void chk_rules_finish(chk_rank *c);
+void detect_rules_finish(detect_rank *c);
 
 /* detect_numerics.c: precision risk, softmax inputs near overflow, growth
- * across layers at one step (record by record: chk_numerics_record, after
- * the series' own rules) and uniform attention (chk_numerics_finish). */
-void chk_numerics_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void chk_numerics_finish(chk_rank *c);
+ * across layers at one step (record by record: detect_numerics_record, after
+ * the series' own rules) and uniform attention (detect_numerics_finish). */
+void detect_numerics_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
+void detect_numerics_finish(detect_rank *c);
 
 /* detect_data.c: all-padding rows and repeated batches (record by record),
  * the note on pad-rows (finish) and ckpt-data across the rank files of a
  * restarted job (merge). */
-#define CHK_FP_MAX 16384 /* batches remembered per rank */
-void chk_data_record(chk_rank *c, const chk_series *s, const tft_rec_tensor *t, int64_t step);
-void chk_data_finish(chk_rank *c);
-void chk_data_merge(chk_rank *const *ranks, int n);
+#define DETECT_FP_MAX 16384 /* batches remembered per rank */
+void detect_data_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step);
+void detect_data_finish(detect_rank *c);
+void detect_data_merge(detect_rank *const *ranks, int n);
 
 /* detect_accum.c: gradients not zeroed, from a sparse gradient's zero count
  * (record by record; the finding when the rank is read). */
-void chk_accum_record(chk_series *s, const tft_rec_tensor *t, bool finite);
-void chk_accum_finish(chk_rank *c);
+void detect_accum_record(detect_series *s, const tft_rec_tensor *t, bool finite);
+void detect_accum_finish(detect_rank *c);
 
 #endif

@@ -5,11 +5,11 @@
  * inputs near the overflow point, growth across layers at one step, and
  * attention that stays uniform in every layer late in a run.
  *
- * Workload: chk_numerics_record runs for every counted tensor record (its
+ * Workload: detect_numerics_record runs for every counted tensor record (its
  * first record in a step), after the series' own rules; it keeps O(1)
  * state per series and looks names up only once per series (the layer-0
- * sibling) or once per rank (the evidence of a finding). chk_numerics_finish
- * reads the downsampled histories, before chk_rank_finish frees them.
+ * sibling) or once per rank (the evidence of a finding). detect_numerics_finish
+ * reads the downsampled histories, before detect_rank_finish frees them.
  */
 #include "detect_internal.h"
 
@@ -33,11 +33,11 @@ static const char CAUSE_UNIFORM[] =
 
 /* The name of s with its layer number replaced by layer, into buf ("" when
  * it does not fit). */
-static const char *layer_name(const chk_series *s, int layer, char *buf, size_t n)
+static const char *layer_name(const detect_series *s, int layer, char *buf, size_t n)
 {
     size_t pos, len;
     buf[0] = 0;
-    if (chk_layer_span(s->name, &pos, &len) < 0)
+    if (detect_layer_span(s->name, &pos, &len) < 0)
         return buf;
     int k = snprintf(buf, n, "%.*s%d%s", (int)pos, s->name, layer, s->name + pos + len);
     if (k < 0 || (size_t)k >= n)
@@ -48,7 +48,7 @@ static const char *layer_name(const chk_series *s, int layer, char *buf, size_t 
 /* Values past fp16's largest finite value in an f32/f64 tensor, judged
  * before the rank's first non-finite value: the first step of each series
  * and the largest count (f16 tensors cannot hold them: they are Inf). */
-static void risk_record(chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void risk_record(detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
     if (t->dtype != TFT_F32 && t->dtype != TFT_F64)
         return;
@@ -66,24 +66,24 @@ static void risk_record(chk_series *s, const tft_rec_tensor *t, int64_t step)
 }
 
 /* Attention scores past softmax_max (ln of f32's largest value). */
-static void softmax_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step)
+static void softmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
 {
-    if (c->softmax_fi >= 0 || !(c->o.softmax_max > 0) || !(s->cls & CHK_C_SCORES) ||
+    if (c->softmax_fi >= 0 || !(c->o.softmax_max > 0) || !(s->cls & DETECT_C_SCORES) ||
         !(t->stats.absmax > c->o.softmax_max))
         return;
     c->softmax_fi = c->nf;
-    chk_add(c, "softmax-overflow", CHK_WARNING, step, s, NULL, t->stats.absmax, c->o.softmax_max, CAUSE_SOFTMAX,
+    detect_add(c, "softmax-overflow", DETECT_WARNING, step, s, NULL, t->stats.absmax, c->o.softmax_max, CAUSE_SOFTMAX,
             "the absmax of %s is %.4g at step %lld (%.4g at step %lld), past %.4g: exp() of it overflows f32 "
             "(fp16 already past 11.09) unless the row maximum is subtracted",
             s->name, t->stats.absmax, (long long)step, s->first.absmax, (long long)s->first_step, c->o.softmax_max);
 }
 
 /* The layer-0 series of s's name, NULL none (looked up once per series). */
-static const chk_series *base_of(chk_rank *c, chk_series *s)
+static const detect_series *base_of(detect_rank *c, detect_series *s)
 {
     if (!s->base) {
         char nm[104];
-        const chk_series *b = layer_name(s, 0, nm, sizeof(nm))[0] ? chk_find(c, nm) : NULL;
+        const detect_series *b = layer_name(s, 0, nm, sizeof(nm))[0] ? detect_find(c, nm) : NULL;
         s->base = b ? (int)(b - c->s) + 1 : -1;
     }
     return s->base > 0 ? &c->s[s->base - 1] : NULL;
@@ -92,20 +92,20 @@ static const chk_series *base_of(chk_rank *c, chk_series *s)
 /* At one step, the absmax of s (layer L) is layer_growth times layer 0's
  * and at least absmax_min: the finding names the layer with the largest
  * jump over the one below, with the chain 0..L as evidence. */
-static void layer_record(chk_rank *c, chk_series *s, int64_t step)
+static void layer_record(detect_rank *c, detect_series *s, int64_t step)
 {
     if (c->layer_fi >= 0 || s->layer < 1 || !(c->o.layer_growth > 0) || s->step_absmax < c->o.absmax_min ||
-        !chk_is_activation(s))
+        !detect_is_activation(s))
         return;
-    const chk_series *b = base_of(c, s);
+    const detect_series *b = base_of(c, s);
     if (!b || b->last_step != step || !(b->step_absmax > 0) || s->step_absmax < c->o.layer_growth * b->step_absmax)
         return;
     char ev[200] = "", nm[104];
     size_t k = 0;
     double prev = 0, jump = 0;
-    const chk_series *start = s;
+    const detect_series *start = s;
     for (int l = 0; l <= s->layer && l < 256; l++) {
-        const chk_series *x = chk_find(c, layer_name(s, l, nm, sizeof(nm)));
+        const detect_series *x = detect_find(c, layer_name(s, l, nm, sizeof(nm)));
         if (!x || x->last_step != step || !(x->step_absmax > 0))
             continue;
         if (prev > 0 && x->step_absmax / prev > jump) {
@@ -119,13 +119,13 @@ static void layer_record(chk_rank *c, chk_series *s, int64_t step)
     double r = s->step_absmax / b->step_absmax;
     c->layer_fi = c->nf;
     c->layer_step = step;
-    chk_add(c, "layer-growth", CHK_WARNING, step, start, s->name, r, c->o.layer_growth, CAUSE_LAYER,
+    detect_add(c, "layer-growth", DETECT_WARNING, step, start, s->name, r, c->o.layer_growth, CAUSE_LAYER,
             "at step %lld the absmax of %s grows across layers (%s), x%.3g from layer 0; the largest jump (x%.3g) "
             "is into layer %d",
             (long long)step, s->name, ev, r, jump, start->layer);
 }
 
-void chk_numerics_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+void detect_numerics_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     bool full = t->mode >= TFT_STATS_FULL;
     s->step_absmax = finite && full ? t->stats.absmax : 0;
@@ -139,9 +139,9 @@ void chk_numerics_record(chk_rank *c, chk_series *s, const tft_rec_tensor *t, in
 /* ---- when the rank is read ------------------------------------------------- */
 
 /* The rank's first non-finite value: its series, NULL none. */
-static const chk_series *first_nonfinite(const chk_rank *c)
+static const detect_series *first_nonfinite(const detect_rank *c)
 {
-    const chk_series *nf = NULL;
+    const detect_series *nf = NULL;
     for (int i = 0; i < c->ns; i++)
         if (c->s[i].nonfinite_seen && (!nf || c->s[i].nonfinite_step < nf->nonfinite_step))
             nf = &c->s[i];
@@ -150,25 +150,25 @@ static const chk_series *first_nonfinite(const chk_rank *c)
 
 /* A warning of the record rules becomes an error when a non-finite value
  * follows it, which the evidence then names. */
-static void escalate(chk_rank *c, int fi, const chk_series *nf)
+static void escalate(detect_rank *c, int fi, const detect_series *nf)
 {
     if (fi < 0 || fi >= c->nf || !nf)
         return;
-    chk_finding *f = &c->f[fi];
+    detect_finding *f = &c->f[fi];
     size_t k = strlen(f->evidence);
-    f->severity = CHK_ERROR;
+    f->severity = DETECT_ERROR;
     snprintf(f->evidence + k, sizeof(f->evidence) - k, "; the first non-finite value follows at step %lld in %s",
              (long long)nf->nonfinite_step, nf->name);
 }
 
 /* The earliest series with values past fp16's range (then the first
  * created: forward order), with how many others have some. */
-static void rules_risk(chk_rank *c, const chk_series *nf)
+static void rules_risk(detect_rank *c, const detect_series *nf)
 {
-    const chk_series *best = NULL;
+    const detect_series *best = NULL;
     int others = 0;
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *s = &c->s[i];
+        const detect_series *s = &c->s[i];
         if (s->risk_step == TFT_STEP_NONE)
             continue;
         if (best && s->risk_step >= best->risk_step) {
@@ -184,7 +184,7 @@ static void rules_risk(chk_rank *c, const chk_series *nf)
     if (nf)
         snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s",
                  (long long)nf->nonfinite_step, nf->name);
-    chk_add(c, "precision-risk", nf ? CHK_ERROR : CHK_INFO, best->risk_step, best, NULL, (double)best->risk_first,
+    detect_add(c, "precision-risk", nf ? DETECT_ERROR : DETECT_INFO, best->risk_step, best, NULL, (double)best->risk_first,
             65504, nf ? CAUSE_RISK : "",
             "%llu value(s) of %s are past fp16's largest value 65504 at step %lld, %llu at step %lld%s; %d other "
             "tensor(s) have such values from that step or later%s",
@@ -206,15 +206,15 @@ static double uniform_causal(int64_t T)
 /* Every attention layer within (1 + uniform) of uniform over the last half
  * of a run of at least uniform_steps steps: attention never learned to
  * select. At initialisation it is uniform by design, so only late. */
-static void rules_uniform(chk_rank *c)
+static void rules_uniform(detect_rank *c)
 {
-    const chk_series *first = NULL;
+    const detect_series *first = NULL;
     int n = 0;
     double worst = 0;
     int64_t from = 0, to = 0;
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *s = &c->s[i];
-        if (!chk_ends(s->name, "attn.probs") || s->mode < TFT_STATS_FULL || s->first_ndim < 2 || s->nh < 4)
+        const detect_series *s = &c->s[i];
+        if (!detect_ends(s->name, "attn.probs") || s->mode < TFT_STATS_FULL || s->first_ndim < 2 || s->nh < 4)
             continue;
         int64_t T = s->first_shape[s->first_ndim - 1];
         if (T < 2 || T > (1 << 24) || s->first.numel % (uint64_t)T || (double)s->nrec < c->o.uniform_steps)
@@ -238,15 +238,15 @@ static void rules_uniform(chk_rank *c)
     }
     if (!first || !n)
         return;
-    chk_add(c, "attn-uniform", CHK_WARNING, from, first, NULL, worst, 1 + c->o.uniform, CAUSE_UNIFORM,
+    detect_add(c, "attn-uniform", DETECT_WARNING, from, first, NULL, worst, 1 + c->o.uniform, CAUSE_UNIFORM,
             "the attention probabilities of all %d layer(s) stay uniform over steps %lld..%lld: the sum of squared "
             "probabilities per query is at most %.3f x that of uniform %s attention",
             n, (long long)from, (long long)to, worst, c->causal_seen ? "causal" : "full");
 }
 
-void chk_numerics_finish(chk_rank *c)
+void detect_numerics_finish(detect_rank *c)
 {
-    const chk_series *nf = first_nonfinite(c);
+    const detect_series *nf = first_nonfinite(c);
     rules_risk(c, nf);
     escalate(c, c->softmax_fi, nf);
     escalate(c, c->layer_fi, nf);

@@ -2,7 +2,7 @@
  * detect_rules.c — the detectors judged once a rank file is read (data,
  * initialisation, loss curve, learning rate, clipping, absmax growth,
  * attention collapse, optimizer state after a resume) and the merge of
- * the ranks' findings (detect.h). Thresholds: chk_opts; their
+ * the ranks' findings (detect.h). Thresholds: detect_opts; their
  * defaults and rationale: docs/CHECK.md.
  */
 #include "detect_internal.h"
@@ -50,7 +50,7 @@ static const char CAUSE_CKPT[] =
 
 /* The vocabulary size: the option, else the first dimension of the token
  * embedding (tftrain's wte, a PyTorch embedding's weight). */
-static double vocab_of(chk_rank *c)
+static double vocab_of(detect_rank *c)
 {
     if (c->o.vocab > 0)
         return c->o.vocab;
@@ -58,45 +58,45 @@ static double vocab_of(chk_rank *c)
                                         "word_embeddings.weight", "tok_emb.weight"};
     for (int i = 0; i < c->ns; i++)
         for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-            if (chk_ends(c->s[i].name, names[k]) && c->s[i].first_ndim == 2 && c->s[i].first_shape[0] > 0)
+            if (detect_ends(c->s[i].name, names[k]) && c->s[i].first_ndim == 2 && c->s[i].first_shape[0] > 0)
                 return (double)c->s[i].first_shape[0];
     return 0;
 }
 
-static void rules_data(chk_rank *c)
+static void rules_data(detect_rank *c)
 {
     double V = vocab_of(c);
     for (int i = 0; i < c->ns; i++) {
-        chk_series *s = &c->s[i];
-        if (!(chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids")))
+        detect_series *s = &c->s[i];
+        if (!(detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids")))
             continue;
         for (int k = 0; V > 0 && k < s->nmax; k++)
             if (s->max_val[k] >= V) {
-                chk_add(c, "token-range", CHK_ERROR, s->max_step[k], s, NULL, s->max_val[k], V, CAUSE_TOKENS,
+                detect_add(c, "token-range", DETECT_ERROR, s->max_step[k], s, NULL, s->max_val[k], V, CAUSE_TOKENS,
                         "%s holds id %.0f at step %lld, past the vocabulary of %.0f ids (0..%.0f)", s->name,
                         s->max_val[k], (long long)s->max_step[k], V, V - 1);
                 break;
             }
         if (s->neg_step != TFT_STEP_NONE)
-            chk_add(c, "token-range", CHK_ERROR, s->neg_step, s, NULL, s->neg_val, 0, CAUSE_TOKENS,
+            detect_add(c, "token-range", DETECT_ERROR, s->neg_step, s, NULL, s->neg_val, 0, CAUSE_TOKENS,
                     "%s holds a negative id (%.0f) at step %lld", s->name, s->neg_val, (long long)s->neg_step);
     }
     if (c->shift_steps && 2 * c->shift_steps >= c->data_steps)
-        chk_add(c, "label-shift", CHK_ERROR, c->shift_step, chk_find(c, "targets"), "tokens",
+        detect_add(c, "label-shift", DETECT_ERROR, c->shift_step, detect_find(c, "targets"), "tokens",
                 (double)c->shift_steps, (double)c->data_steps, CAUSE_SHIFT,
                 "targets are bit-identical to tokens (same fingerprint) at %llu of %llu steps, from step %lld",
                 (unsigned long long)c->shift_steps, (unsigned long long)c->data_steps, (long long)c->shift_step);
     if (c->lm_steps >= c->o.min_steps && c->lm_full == c->lm_steps)
-        chk_add(c, "loss-mask-full", CHK_WARNING, c->lm_first, chk_find(c, "loss_mask"), NULL, 0,
+        detect_add(c, "loss-mask-full", DETECT_WARNING, c->lm_first, detect_find(c, "loss_mask"), NULL, 0,
                 (double)c->lm_steps, CAUSE_LM, "loss_mask has no zero at any of its %llu steps: no target is ever "
                 "left out of the loss", (unsigned long long)c->lm_steps);
 }
 
 /* The initial value of parameter P: the record named P (tftrain records
  * every parameter before the first forward), NULL when the trace has none. */
-static const chk_series *initial_of(chk_rank *c, const chk_series *param)
+static const detect_series *initial_of(detect_rank *c, const detect_series *param)
 {
-    const chk_series *x = chk_find(c, param->name + 6);
+    const detect_series *x = detect_find(c, param->name + 6);
     return x && x->first_step <= param->first_step ? x : NULL;
 }
 
@@ -106,22 +106,22 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void rules_init(chk_rank *c)
+static void rules_init(detect_rank *c)
 {
     double *stds = malloc((size_t)(c->ns + 1) * sizeof(double));
     int n = 0;
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *p = &c->s[i], *x;
+        const detect_series *p = &c->s[i], *x;
         if (strncmp(p->name, "param.", 6) || !(x = initial_of(c, p)) || x->first_ndim < 2 ||
             x->first.numel < 2 || x->mode < TFT_STATS_HEALTH)
             continue;
         const tft_stats *st = &x->first;
         if (st->zero == st->numel) {
-            chk_add(c, "init-zero", CHK_ERROR, x->first_step, x, NULL, 0, 0, CAUSE_ZERO,
+            detect_add(c, "init-zero", DETECT_ERROR, x->first_step, x, NULL, 0, 0, CAUSE_ZERO,
                     "%s is all zeros at step %lld (%llu elements)", x->name, (long long)x->first_step,
                     (unsigned long long)st->numel);
         } else if (st->min == st->max && !st->nan && !st->pinf && !st->ninf) {
-            chk_add(c, "init-constant", CHK_ERROR, x->first_step, x, NULL, st->min, 0, CAUSE_ZERO,
+            detect_add(c, "init-constant", DETECT_ERROR, x->first_step, x, NULL, st->min, 0, CAUSE_ZERO,
                     "every element of %s is %.6g at step %lld", x->name, st->min, (long long)x->first_step);
         } else if (x->mode >= TFT_STATS_FULL && st->std > 0 && stds) {
             stds[n++] = st->std;
@@ -131,13 +131,13 @@ static void rules_init(chk_rank *c)
         qsort(stds, (size_t)n, sizeof(double), cmp_double);
         double med = stds[n / 2], k = c->o.init_std;
         for (int i = 0; k > 0 && i < c->ns; i++) {
-            const chk_series *p = &c->s[i], *x;
+            const detect_series *p = &c->s[i], *x;
             if (strncmp(p->name, "param.", 6) || !(x = initial_of(c, p)) || x->first_ndim < 2 ||
                 x->mode < TFT_STATS_FULL || !(x->first.std > 0))
                 continue;
             double r = x->first.std / med;
             if (r > k || r < 1 / k)
-                chk_add(c, "init-scale", CHK_WARNING, x->first_step, x, NULL, r, k, CAUSE_SCALE,
+                detect_add(c, "init-scale", DETECT_WARNING, x->first_step, x, NULL, r, k, CAUSE_SCALE,
                         "%s starts with std %.4g, %.3g times the median %.4g of the %d other matrices' stds",
                         x->name, x->first.std, r, med, n);
         }
@@ -146,7 +146,7 @@ static void rules_init(chk_rank *c)
 }
 
 /* Mean of the finite history points [a, b), NAN when none. */
-static double hist_mean(const chk_series *s, int a, int b)
+static double hist_mean(const detect_series *s, int a, int b)
 {
     double sum = 0;
     int k = 0;
@@ -158,14 +158,14 @@ static double hist_mean(const chk_series *s, int a, int b)
     return k ? sum / k : NAN;
 }
 
-static void rules_loss(chk_rank *c, chk_series *s)
+static void rules_loss(detect_rank *c, detect_series *s)
 {
     if (s->nrec < c->o.min_steps || s->nh < 10 || s->first.numel != 1)
         return;
     int w = s->nh / 10 > 1 ? s->nh / 10 : 1;
     double a = hist_mean(s, 0, w), b = hist_mean(s, s->nh - w, s->nh);
     if (a > 0 && b >= a * (1 - c->o.loss_drop))
-        chk_add(c, "loss-flat", CHK_WARNING, s->hist[0].step, s, NULL, b / a, 1 - c->o.loss_drop, CAUSE_FLAT,
+        detect_add(c, "loss-flat", DETECT_WARNING, s->hist[0].step, s, NULL, b / a, 1 - c->o.loss_drop, CAUSE_FLAT,
                 "%s averages %.4g over steps %lld..%lld and still %.4g over steps %lld..%lld: it does not fall",
                 s->name, a, (long long)s->hist[0].step, (long long)s->hist[w - 1].step, b,
                 (long long)s->hist[s->nh - w].step, (long long)s->hist[s->nh - 1].step);
@@ -187,7 +187,7 @@ static void rules_loss(chk_rank *c, chk_series *s)
                 on = k;
                 break;
             }
-        chk_add(c, "loss-rise", CHK_ERROR, s->hist[on + w - 1].step, s, NULL, m / best, 1 + c->o.loss_rise,
+        detect_add(c, "loss-rise", DETECT_ERROR, s->hist[on + w - 1].step, s, NULL, m / best, 1 + c->o.loss_rise,
                 CAUSE_RISE,
                 "%s fell to %.4g (mean of steps %lld..%lld), then rose from about step %lld to %.4g (mean of steps "
                 "%lld..%lld, x%.2f)",
@@ -198,31 +198,31 @@ static void rules_loss(chk_rank *c, chk_series *s)
     }
 }
 
-static void rules_lr_clip(chk_rank *c)
+static void rules_lr_clip(detect_rank *c)
 {
-    chk_series *lr = chk_find(c, "lr");
+    detect_series *lr = detect_find(c, "lr");
     if (lr && lr->nvals >= 2 && lr->vmax > 0 && lr->first.mean >= 0.999 * lr->vmax && lr->first_step <= 0) {
         bool constant = lr->vmin >= 0.999 * lr->vmax;
-        chk_add(c, "no-warmup", constant ? CHK_INFO : CHK_WARNING, lr->first_step, lr, NULL, lr->first.mean,
+        detect_add(c, "no-warmup", constant ? DETECT_INFO : DETECT_WARNING, lr->first_step, lr, NULL, lr->first.mean,
                 lr->vmax, CAUSE_WARMUP, "lr is %.4g at step %lld, its peak over the run%s", lr->first.mean,
                 (long long)lr->first_step, constant ? " (constant)" : ", and only decays after it");
     }
-    chk_series *g = chk_find(c, "grad_norm");
+    detect_series *g = detect_find(c, "grad_norm");
     if (!g || g->nvals < c->o.min_steps)
         return;
     double thr = c->o.clip > 0 ? c->o.clip : c->clip_cmd;
     if (thr < 0)
-        chk_add(c, "clip-never", CHK_INFO, g->first_step, g, NULL, g->vmax, 0, "",
+        detect_add(c, "clip-never", DETECT_INFO, g->first_step, g, NULL, g->vmax, 0, "",
                 "clipping is off in the recorded command (--clip 0); %s reaches %.4g", g->name, g->vmax);
     else if (!(thr > 0))
-        chk_add(c, "clip-unknown", CHK_INFO, TFT_STEP_NONE, g, NULL, 0, 0, "",
+        detect_add(c, "clip-unknown", DETECT_INFO, TFT_STEP_NONE, g, NULL, 0, 0, "",
                 "the clipping threshold is not recorded: give --threshold clip=X to judge clipping");
     else if (g->over_clip == g->nvals)
-        chk_add(c, "clip-always", CHK_INFO, g->first_step, g, NULL, g->vmin, thr, CAUSE_CLIP,
+        detect_add(c, "clip-always", DETECT_INFO, g->first_step, g, NULL, g->vmin, thr, CAUSE_CLIP,
                 "%s is above the clip threshold %.4g at every one of its %llu steps (smallest %.4g)", g->name, thr,
                 (unsigned long long)g->nvals, g->vmin);
     else if (g->over_clip == 0)
-        chk_add(c, "clip-never", CHK_INFO, g->first_step, g, NULL, g->vmax, thr, "",
+        detect_add(c, "clip-never", DETECT_INFO, g->first_step, g, NULL, g->vmax, thr, "",
                 "%s never reaches the clip threshold %.4g in %llu steps (largest %.4g): clipping never acts",
                 g->name, thr, (unsigned long long)g->nvals, g->vmax);
 }
@@ -230,15 +230,15 @@ static void rules_lr_clip(chk_rank *c)
 /* Activations whose absmax grows absmax_growth times over their first
  * value, before any non-finite value of theirs: the earliest (then the
  * lowest layer) is reported, with how many others do. */
-static void rules_absmax(chk_rank *c)
+static void rules_absmax(detect_rank *c)
 {
-    const chk_series *best = NULL, *nf = NULL;
+    const detect_series *best = NULL, *nf = NULL;
     int others = 0;
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *s = &c->s[i];
+        const detect_series *s = &c->s[i];
         if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf->nonfinite_step))
             nf = s;
-        if (!chk_is_activation(s) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
+        if (!detect_is_activation(s) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
             continue;
         if (best && (s->grow_step > best->grow_step ||
                      (s->grow_step == best->grow_step && (s->layer < 0 ? INT32_MAX : s->layer) >=
@@ -258,7 +258,7 @@ static void rules_absmax(chk_rank *c)
     if (best->layer >= 0)
         snprintf(lay, sizeof(lay), " (layer %d is where it starts)", best->layer);
     double r = best->grow_val / best->first.absmax;
-    chk_add(c, "absmax-growth", nf ? CHK_ERROR : CHK_WARNING, best->grow_step, best, NULL, r, c->o.absmax_growth,
+    detect_add(c, "absmax-growth", nf ? DETECT_ERROR : DETECT_WARNING, best->grow_step, best, NULL, r, c->o.absmax_growth,
             CAUSE_GROWTH_ABS, "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d "
             "other tensor(s) grew as much later or in a higher layer",
             best->name, best->first.absmax, (long long)best->first_step, best->grow_val, (long long)best->grow_step,
@@ -267,11 +267,11 @@ static void rules_absmax(chk_rank *c)
 
 /* Attention probabilities: the sum of squares per query row is 1 for a
  * one-hot row and 1/n for a uniform one over n keys. */
-static void rules_collapse(chk_rank *c)
+static void rules_collapse(detect_rank *c)
 {
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *s = &c->s[i];
-        if (!chk_ends(s->name, "attn.probs") || s->mode < TFT_STATS_FULL || s->first_ndim < 2)
+        const detect_series *s = &c->s[i];
+        if (!detect_ends(s->name, "attn.probs") || s->mode < TFT_STATS_FULL || s->first_ndim < 2)
             continue;
         int64_t T = s->first_shape[s->first_ndim - 1];
         if (T < 2 || s->first.numel % (uint64_t)T)
@@ -280,7 +280,7 @@ static void rules_collapse(chk_rank *c)
         for (int k = 1; k < s->nh; k++) {
             double q = s->hist[k].l2 * s->hist[k].l2 / rows;
             if (s->hist[k].finite && q > c->o.collapse) {
-                chk_add(c, "attn-collapse", CHK_WARNING, s->hist[k].step, s, NULL, q, c->o.collapse, CAUSE_COLLAPSE,
+                detect_add(c, "attn-collapse", DETECT_WARNING, s->hist[k].step, s, NULL, q, c->o.collapse, CAUSE_COLLAPSE,
                         "%s: the mean sum of squared probabilities per query is %.3f at step %lld (1 = one key "
                         "only; %.3f at step %lld)",
                         s->name, q, (long long)s->hist[k].step, s->hist[0].l2 * s->hist[0].l2 / rows,
@@ -294,17 +294,17 @@ static void rules_collapse(chk_rank *c)
 /* At initialisation q and k are independent: a score q.k/sqrt(hs) has
  * std about std(qkv)^2, sqrt(hs) times that without the scale. The
  * ratio is judged against hs^(1/4), halfway between on a log scale. */
-static void rules_attn_scale(chk_rank *c)
+static void rules_attn_scale(detect_rank *c)
 {
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *s = &c->s[i];
+        const detect_series *s = &c->s[i];
         size_t n = strlen(s->name);
-        if (!chk_ends(s->name, "attn.scores") || s->first_step != 0 || s->mode < TFT_STATS_FULL ||
+        if (!detect_ends(s->name, "attn.scores") || s->first_step != 0 || s->mode < TFT_STATS_FULL ||
             s->first_ndim != 4 || n >= 96)
             continue;
         char qn[104];
         snprintf(qn, sizeof(qn), "%.*sqkv", (int)(n - strlen("attn.scores")), s->name);
-        const chk_series *q = chk_find(c, qn);
+        const detect_series *q = detect_find(c, qn);
         if (!q || q->first_step != 0 || q->mode < TFT_STATS_FULL || q->first_ndim < 1 || !(q->first.std > 0))
             continue;
         int64_t H = s->first_shape[1], C3 = q->first_shape[q->first_ndim - 1];
@@ -312,7 +312,7 @@ static void rules_attn_scale(chk_rank *c)
             continue;
         double hs = (double)(C3 / (3 * H)), r = s->first.std / (q->first.std * q->first.std);
         if (hs >= 4 && r > pow(hs, 0.25))
-            chk_add(c, "attn-scale", CHK_ERROR, 0, s, q->name, r, pow(hs, 0.25),
+            detect_add(c, "attn-scale", DETECT_ERROR, 0, s, q->name, r, pow(hs, 0.25),
                     "the attention scores are not scaled by 1/sqrt(head size): softmax saturates early, training is "
                     "unstable",
                     "at step 0 the std of %s is %.3g x the square of %s's (%.3g): about 1 when scaled by "
@@ -324,20 +324,20 @@ static void rules_attn_scale(chk_rank *c)
 /* After a resume: Adam's first moment after one step from zero is
  * (1 - beta1) x the (clipped) gradient, the same ratio of norms for every
  * parameter; restored moments give ratios that differ. */
-static void rules_ckpt(chk_rank *c)
+static void rules_ckpt(detect_rank *c)
 {
     if (c->resume_step == TFT_STEP_NONE)
         return;
     double lo = INFINITY, hi = 0;
     int n = 0;
-    const chk_series *first = NULL;
+    const detect_series *first = NULL;
     for (int i = 0; i < c->ns; i++) {
-        const chk_series *m = &c->s[i];
+        const detect_series *m = &c->s[i];
         if (strncmp(m->name, "adam.m.", 7) || m->mode < TFT_STATS_FULL || m->first_step < c->resume_step)
             continue;
         char gname[104];
         snprintf(gname, sizeof(gname), "grad.%s", m->name + 7);
-        const chk_series *g = chk_find(c, gname);
+        const detect_series *g = detect_find(c, gname);
         if (!g || g->first_step != m->first_step || !(g->first.l2 > 0))
             continue;
         double r = m->first.l2 / g->first.l2;
@@ -347,18 +347,18 @@ static void rules_ckpt(chk_rank *c)
         n++;
     }
     if (n >= 2 && lo > 0 && hi <= lo * 1.001 && hi < 0.5)
-        chk_add(c, "ckpt-optim", CHK_ERROR, first->first_step, first, NULL, lo, 0, CAUSE_CKPT,
+        detect_add(c, "ckpt-optim", DETECT_ERROR, first->first_step, first, NULL, lo, 0, CAUSE_CKPT,
                 "at step %lld, the first after the resume, the norm of every adam.m.* is %.4f x its gradient's (%d "
                 "parameters, within 0.1%%): the moments started from zero",
                 (long long)first->first_step, lo, n);
 }
 
-void chk_rules_finish(chk_rank *c)
+void detect_rules_finish(detect_rank *c)
 {
     rules_data(c);
     rules_init(c);
     for (int i = 0; i < c->ns; i++)
-        if (!strcmp(c->s[i].name, "loss") || chk_ends(c->s[i].name, "loss"))
+        if (!strcmp(c->s[i].name, "loss") || detect_ends(c->s[i].name, "loss"))
             rules_loss(c, &c->s[i]);
     rules_lr_clip(c);
     rules_absmax(c);
@@ -371,38 +371,38 @@ void chk_rules_finish(chk_rank *c)
 
 static bool replicated(const char *name)
 {
-    return !strncmp(name, "param.", 6) || chk_ends(name, "tokens") || chk_ends(name, "targets") ||
+    return !strncmp(name, "param.", 6) || detect_ends(name, "tokens") || detect_ends(name, "targets") ||
            !strcmp(name, "lr") || !strcmp(name, "grad_norm");
 }
 
-static void cross_rank(chk_rank *const *ranks, int n)
+static void cross_rank(detect_rank *const *ranks, int n)
 {
-    chk_rank *c0 = ranks[0];
+    detect_rank *c0 = ranks[0];
     for (int r = 1; r < n; r++) {
-        chk_rank *c = ranks[r];
+        detect_rank *c = ranks[r];
         bool shape_done = false, shard_done = false;
         for (int i = 0; i < c->ns; i++) {
-            const chk_series *s = &c->s[i];
+            const detect_series *s = &c->s[i];
             const uint32_t *ix = tft_u64map_find(&c0->idx, s->id, NULL, NULL);
             if (!ix || !replicated(s->name))
                 continue;
-            const chk_series *z = &c0->s[*ix - 1];
+            const detect_series *z = &c0->s[*ix - 1];
             bool same = z->first_ndim == s->first_ndim && z->first_dtype == s->first_dtype &&
                         !memcmp(z->first_shape, s->first_shape, (size_t)s->first_ndim * sizeof(int64_t));
             if (!same && !shape_done) {
                 char a[96], b[96];
-                chk_add(c, "shape-ranks", CHK_ERROR, s->first_step, s, NULL, 0, 0,
+                detect_add(c, "shape-ranks", DETECT_ERROR, s->first_step, s, NULL, 0, 0,
                         "ranks run different configurations or data pipelines (a rank-dependent shape or dtype)",
                         "%s is %s %s on rank %d and %s %s on rank %d", s->name,
-                        chk_shape_text(z->first_shape, z->first_ndim, a, sizeof(a)), tft_dtype_name(z->first_dtype),
-                        c0->rank, chk_shape_text(s->first_shape, s->first_ndim, b, sizeof(b)),
+                        detect_shape_text(z->first_shape, z->first_ndim, a, sizeof(a)), tft_dtype_name(z->first_dtype),
+                        c0->rank, detect_shape_text(s->first_shape, s->first_ndim, b, sizeof(b)),
                         tft_dtype_name(s->first_dtype), c->rank);
                 shape_done = true;
             }
-            if ((chk_ends(s->name, "tokens") || chk_ends(s->name, "input_ids")) && !shard_done &&
+            if ((detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids")) && !shard_done &&
                 s->mode >= TFT_STATS_HEALTH && z->first_step == s->first_step &&
                 z->first.fingerprint == s->first.fingerprint && s->first.numel > 1) {
-                chk_add(c, "data-shard", CHK_WARNING, s->first_step, s, NULL, 0, 0,
+                detect_add(c, "data-shard", DETECT_WARNING, s->first_step, s, NULL, 0, 0,
                         "every rank reads the same shard: the sampler is not split by rank (rank or world size "
                         "not passed)",
                         "%s at step %lld is bit-identical on rank %d and rank %d", s->name, (long long)s->first_step,
@@ -415,7 +415,7 @@ static void cross_rank(chk_rank *const *ranks, int n)
 
 static int cmp_finding(const void *a, const void *b)
 {
-    const chk_finding *x = a, *y = b;
+    const detect_finding *x = a, *y = b;
     if (x->severity != y->severity)
         return x->severity - y->severity;
     int64_t sx = x->step == TFT_STEP_NONE ? INT64_MAX : x->step, sy = y->step == TFT_STEP_NONE ? INT64_MAX : y->step;
@@ -426,11 +426,11 @@ static int cmp_finding(const void *a, const void *b)
     return (x->layer < 0 ? 1 << 30 : x->layer) - (y->layer < 0 ? 1 << 30 : y->layer);
 }
 
-int chk_merge(chk_rank *const *ranks, int n, chk_finding *out, int max)
+int detect_merge(detect_rank *const *ranks, int n, detect_finding *out, int max)
 {
     if (n > 1 && ranks[0])
         cross_rank(ranks, n);
-    chk_data_merge(ranks, n);
+    detect_data_merge(ranks, n);
     int k = 0;
     for (int r = 0; r < n; r++)
         for (int i = 0; ranks[r] && i < ranks[r]->nf && k < max; i++)

@@ -14,9 +14,9 @@
 
 typedef struct trace_scan {
     tft_trace *t;
-    const chk_opts *o;
+    const detect_opts *o;
     double clip_cmd;
-    chk_rank **ranks;
+    detect_rank **ranks;
 } trace_scan;
 
 static int scan_rank(void *ctx, int i, int worker)
@@ -26,30 +26,30 @@ static int scan_rank(void *ctx, int i, int worker)
     tft_reader *r = tft_trace_reader(s->t, i);
     if (!r)
         return errno ? -errno : -EIO;
-    chk_rank *c = s->ranks[i] = chk_rank_new(s->o, tft_trace_rank_id(s->t, i), s->clip_cmd);
+    detect_rank *c = s->ranks[i] = detect_rank_new(s->o, tft_trace_rank_id(s->t, i), s->clip_cmd);
     int e = c ? tft_reader_rewind(r) : -ENOMEM;
     const tft_rec *rec;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1)
-        e = chk_rank_record(c, r, rec);
+        e = detect_rank_record(c, r, rec);
     if (e == 0)
-        e = chk_rank_finish(c);
+        e = detect_rank_finish(c);
     tft_trace_release(s->t, i);
     return e;
 }
 
-int chk_trace(tft_trace *t, const chk_opts *o, double clip_cmd, chk_finding *out, int max)
+int detect_trace(tft_trace *t, const detect_opts *o, double clip_cmd, detect_finding *out, int max)
 {
     int n = tft_trace_nranks(t);
-    trace_scan s = {.t = t, .o = o, .clip_cmd = clip_cmd, .ranks = calloc((size_t)n + 1, sizeof(chk_rank *))};
-    int e = s.ranks ? diff_pool_run(n, diff_pool_width(), scan_rank, &s) : -ENOMEM;
-    int k = e ? e : chk_merge(s.ranks, n, out, max);
+    trace_scan s = {.t = t, .o = o, .clip_cmd = clip_cmd, .ranks = calloc((size_t)n + 1, sizeof(detect_rank *))};
+    int e = s.ranks ? core_pool_run(n, core_pool_width(), scan_rank, &s) : -ENOMEM;
+    int k = e ? e : detect_merge(s.ranks, n, out, max);
     for (int i = 0; s.ranks && i < n; i++)
-        chk_rank_free(s.ranks[i]);
+        detect_rank_free(s.ranks[i]);
     free(s.ranks);
     return k;
 }
 
-double chk_clip_of(const tft_manifest *m)
+double detect_clip_of(const tft_manifest *m)
 {
     if (!m || !m->argv)
         return 0;
@@ -74,11 +74,11 @@ double chk_clip_of(const tft_manifest *m)
     return 0;
 }
 
-cJSON *chk_finding_json(const chk_finding *x)
+cJSON *detect_finding_json(const detect_finding *x)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "kind", x->kind);
-    cJSON_AddStringToObject(j, "severity", chk_severity_name(x->severity));
+    cJSON_AddStringToObject(j, "severity", detect_severity_name(x->severity));
     cJSON_AddNumberToObject(j, "rank", x->rank);
     if (x->step == TFT_STEP_NONE)
         cJSON_AddNullToObject(j, "step");

@@ -21,13 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct exp_sink {
+struct export_sink {
     FILE *f;
     bool first;           /* no event written yet */
 };
 
 /* Writes one event line; frees j. */
-static int put(exp_sink *s, cJSON *j)
+static int put(export_sink *s, cJSON *j)
 {
     if (!j)
         return -ENOMEM;
@@ -49,7 +49,7 @@ static void add_us(cJSON *o, const char *key, uint64_t ns)
     cJSON_AddRawToObject(o, key, b);
 }
 
-static cJSON *event(const char *ph, const char *name, const exp_track *t, int32_t pid)
+static cJSON *event(const char *ph, const char *name, const export_track *t, int32_t pid)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -63,7 +63,7 @@ static cJSON *event(const char *ph, const char *name, const exp_track *t, int32_
     return o;
 }
 
-static void add_args(cJSON *o, const exp_arg *a, int n)
+static void add_args(cJSON *o, const export_arg *a, int n)
 {
     if (n <= 0)
         return;
@@ -72,16 +72,16 @@ static void add_args(cJSON *o, const exp_arg *a, int n)
         return;
     for (int i = 0; i < n; i++) {
         switch (a[i].type) {
-        case EXP_ARG_INT: json_i64(args, a[i].key, a[i].v.i); break;
-        case EXP_ARG_UINT: json_u64(args, a[i].key, a[i].v.u); break;
+        case EXP_ARG_INT: dump_json_i64(args, a[i].key, a[i].v.i); break;
+        case EXP_ARG_UINT: dump_json_u64(args, a[i].key, a[i].v.u); break;
         case EXP_ARG_DOUBLE: cJSON_AddNumberToObject(args, a[i].key, a[i].v.d); break;
-        case EXP_ARG_HEX: json_hex(args, a[i].key, a[i].v.u); break;
+        case EXP_ARG_HEX: dump_json_hex(args, a[i].key, a[i].v.u); break;
         default: cJSON_AddStringToObject(args, a[i].key, a[i].v.s); break;
         }
     }
 }
 
-static int metadata(exp_sink *s, const char *what, int32_t pid, const exp_track *t, const char *key,
+static int metadata(export_sink *s, const char *what, int32_t pid, const export_track *t, const char *key,
                     const char *str, int num)
 {
     cJSON *o = event("M", what, t, pid);
@@ -93,7 +93,7 @@ static int metadata(exp_sink *s, const char *what, int32_t pid, const exp_track 
     return put(s, o);
 }
 
-static int c_begin(exp_sink *s, const exp_run *run)
+static int c_begin(export_sink *s, const export_run_info *run)
 {
     cJSON *other = cJSON_CreateObject();
     if (!other)
@@ -111,13 +111,13 @@ static int c_begin(exp_sink *s, const exp_run *run)
     return ok ? 0 : -(errno ? errno : EIO);
 }
 
-static int c_process(exp_sink *s, const exp_process *p)
+static int c_process(export_sink *s, const export_process *p)
 {
     int rc = metadata(s, "process_name", p->pid, NULL, "name", p->name, 0);
     return rc ? rc : metadata(s, "process_sort_index", p->pid, NULL, "sort_index", NULL, p->rank);
 }
 
-static int c_track(exp_sink *s, const exp_track *t)
+static int c_track(export_sink *s, const export_track *t)
 {
     if (t->kind == EXP_TRACK_COUNTER)
         return 0; /* a C event names its counter */
@@ -125,7 +125,7 @@ static int c_track(exp_sink *s, const exp_track *t)
     return rc ? rc : metadata(s, "thread_sort_index", t->pid, t, "sort_index", NULL, t->sort);
 }
 
-static int flow(exp_sink *s, const exp_track *t, const char *ph, uint64_t id, uint64_t ts)
+static int flow(export_sink *s, const export_track *t, const char *ph, uint64_t id, uint64_t ts)
 {
     cJSON *o = event(ph, "collective", t, 0);
     if (!o)
@@ -140,7 +140,7 @@ static int flow(exp_sink *s, const exp_track *t, const char *ph, uint64_t id, ui
     return put(s, o);
 }
 
-static int c_slice(exp_sink *s, const exp_slice *sl)
+static int c_slice(export_sink *s, const export_slice *sl)
 {
     cJSON *o = event(sl->open ? "B" : "X", sl->name, sl->track, 0);
     if (!o)
@@ -158,7 +158,7 @@ static int c_slice(exp_sink *s, const exp_slice *sl)
     return rc;
 }
 
-static int c_instant(exp_sink *s, const exp_instant *in)
+static int c_instant(export_sink *s, const export_instant *in)
 {
     cJSON *o = event("i", in->name, in->track, 0);
     if (!o)
@@ -170,7 +170,7 @@ static int c_instant(exp_sink *s, const exp_instant *in)
     return put(s, o);
 }
 
-static int c_counter(exp_sink *s, const exp_track *t, uint64_t ts, double v)
+static int c_counter(export_sink *s, const export_track *t, uint64_t ts, double v)
 {
     cJSON *o = event("C", t->group, t, 0);
     if (!o)
@@ -182,20 +182,20 @@ static int c_counter(exp_sink *s, const exp_track *t, uint64_t ts, double v)
     return put(s, o);
 }
 
-static int c_end(exp_sink *s)
+static int c_end(export_sink *s)
 {
     if (fputs("\n]}\n", s->f) < 0 || fflush(s->f) != 0 || ferror(s->f))
         return -(errno ? errno : EIO);
     return 0;
 }
 
-static void c_free(exp_sink *s) { free(s); }
+static void c_free(export_sink *s) { free(s); }
 
-static const exp_ops chrome_ops = {c_begin, c_process, c_track, c_slice, c_instant, c_counter, c_end, c_free};
+static const export_ops chrome_ops = {c_begin, c_process, c_track, c_slice, c_instant, c_counter, c_end, c_free};
 
-exp_sink *exp_chrome_new(FILE *f, const exp_ops **ops)
+export_sink *export_chrome_new(FILE *f, const export_ops **ops)
 {
-    exp_sink *s = calloc(1, sizeof(*s));
+    export_sink *s = calloc(1, sizeof(*s));
     if (!s) {
         errno = ENOMEM;
         return NULL;

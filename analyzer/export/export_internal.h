@@ -50,49 +50,49 @@
 #define EXP_FANOUT_MAX 65536 /* flows from one collective slice */
 #define EXP_DEVICES_MAX 64   /* live-bytes counters: host + CUDA devices 0..62 */
 
-enum exp_format { EXP_CHROME = 1, EXP_PERFETTO = 2 };
-enum exp_track_kind { EXP_TRACK_THREAD = 0, EXP_TRACK_DEVICE = 1, EXP_TRACK_COUNTER = 2 };
-enum exp_arg_type { EXP_ARG_INT, EXP_ARG_UINT, EXP_ARG_DOUBLE, EXP_ARG_STR, EXP_ARG_HEX };
+enum export_format { EXP_CHROME = 1, EXP_PERFETTO = 2 };
+enum export_track_kind { EXP_TRACK_THREAD = 0, EXP_TRACK_DEVICE = 1, EXP_TRACK_COUNTER = 2 };
+enum export_arg_type { EXP_ARG_INT, EXP_ARG_UINT, EXP_ARG_DOUBLE, EXP_ARG_STR, EXP_ARG_HEX };
 
 /* The whole export: what the trace's manifest says. */
-typedef struct exp_run {
+typedef struct export_run_info {
     const char *run_id;   /* 32 hex digits, "" unknown */
     const char *command;  /* the recorded command line, "" unknown */
     int nranks;           /* rank files exported */
-} exp_run;
+} export_run_info;
 
 /* One rank: a process. */
-typedef struct exp_process {
+typedef struct export_process {
     int rank;
     int32_t pid;          /* in the export: rank + 1 (0 is the idle process in Perfetto) */
     int32_t os_pid;       /* the recorded process's pid */
     uint64_t uuid;        /* its process track */
     uint32_t seq_id;      /* Perfetto packet sequence: 1, 2, ... per rank exported */
     const char *name;     /* "rank 0 (pid 4242 on vm)" */
-} exp_process;
+} export_process;
 
-typedef struct exp_track {
+typedef struct export_track {
     uint64_t uuid;        /* unique in the export */
     uint64_t parent;      /* the process track */
-    int kind;             /* enum exp_track_kind */
+    int kind;             /* enum export_track_kind */
     int32_t pid, tid;     /* tid: unique in the export (pid * 1000 + slot) */
     int sort;             /* order among the process's tracks */
     int bytes;            /* counter of bytes (else a plain number) */
     char name[96];        /* "thread 0 (tid 4242)", "cuda:0 stream 7", "live bytes host" */
     char group[32];       /* counters: the Chrome counter's name ("live bytes") */
     char series[32];      /* ... and its series ("host") */
-} exp_track;
+} export_track;
 
-typedef struct exp_arg {
+typedef struct export_arg {
     const char *key;
-    int type;             /* enum exp_arg_type */
+    int type;             /* enum export_arg_type */
     union {
         int64_t i;
         uint64_t u;       /* also EXP_ARG_HEX: 16 hex digits */
         double d;
         const char *s;
     } v;
-} exp_arg;
+} export_arg;
 
 #define EXP_ARGS_MAX 12
 
@@ -100,55 +100,55 @@ typedef struct exp_arg {
  * ended (dur 0). flow_out: flows this slice starts (bound at ts + 1, inside
  * it: closed slices last at least 2 ns); flow_in: flows that end in it
  * (bound at in_ts, inside it). A flow id appears on exactly two slices. */
-typedef struct exp_slice {
-    const exp_track *track;
+typedef struct export_slice {
+    const export_track *track;
     uint64_t ts, dur;
     bool open;
     const char *name, *cat;
-    exp_arg args[EXP_ARGS_MAX];
+    export_arg args[EXP_ARGS_MAX];
     int nargs;
     const uint64_t *flow_out;
     size_t n_out;
     const uint64_t *flow_in;
     size_t n_in;
     uint64_t in_ts;
-} exp_slice;
+} export_slice;
 
-typedef struct exp_instant {
-    const exp_track *track;
+typedef struct export_instant {
+    const export_track *track;
     uint64_t ts;
     const char *name, *cat;
-    exp_arg args[EXP_ARGS_MAX];
+    export_arg args[EXP_ARGS_MAX];
     int nargs;
-} exp_instant;
+} export_instant;
 
 /* An emitter: the format's side of the export. Every function returns 0
  * or a negative errno (a write error: the export stops). Calls come in
  * this order: begin, then per rank process, its tracks (each before its
  * first event) and events, then end. Strings are valid during the call. */
-typedef struct exp_sink exp_sink;
-typedef struct exp_ops {
-    int (*begin)(exp_sink *s, const exp_run *run);
-    int (*process)(exp_sink *s, const exp_process *p);
-    int (*track)(exp_sink *s, const exp_track *t);
-    int (*slice)(exp_sink *s, const exp_slice *sl);
-    int (*instant)(exp_sink *s, const exp_instant *in);
-    int (*counter)(exp_sink *s, const exp_track *t, uint64_t ts, double v);
-    int (*end)(exp_sink *s);
-    void (*free)(exp_sink *s); /* NULL-safe; does not close the FILE */
-} exp_ops;
+typedef struct export_sink export_sink;
+typedef struct export_ops {
+    int (*begin)(export_sink *s, const export_run_info *run);
+    int (*process)(export_sink *s, const export_process *p);
+    int (*track)(export_sink *s, const export_track *t);
+    int (*slice)(export_sink *s, const export_slice *sl);
+    int (*instant)(export_sink *s, const export_instant *in);
+    int (*counter)(export_sink *s, const export_track *t, uint64_t ts, double v);
+    int (*end)(export_sink *s);
+    void (*free)(export_sink *s); /* NULL-safe; does not close the FILE */
+} export_ops;
 
 /* Emitters on an open stream (written with stdio; the caller closes it).
  * NULL with errno ENOMEM. */
-exp_sink *exp_chrome_new(FILE *f, const exp_ops **ops);
-exp_sink *exp_perfetto_new(FILE *f, const exp_ops **ops);
+export_sink *export_chrome_new(FILE *f, const export_ops **ops);
+export_sink *export_perfetto_new(FILE *f, const export_ops **ops);
 
 /* The mode: opens o->export_out ("-" = stdout), walks the selected ranks
  * and steps of d into the emitter of o->export_format. DUMP_OK, or
  * DUMP_USAGE after a message (unwritable output, read error). */
-int dump_export(dump_trace *d, const dump_opts *o);
+int export_run(dump_trace *d, const dump_opts *o);
 
 /* Whether rank passes --ranks / --rank (dump_opts). */
-bool exp_rank_selected(const dump_opts *o, int rank);
+bool export_rank_selected(const dump_opts *o, int rank);
 
 #endif

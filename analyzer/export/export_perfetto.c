@@ -47,7 +47,7 @@ typedef struct file_buffer {
     int err;
 } file_buffer;
 
-struct exp_sink {
+struct export_sink {
     file_buffer out;
     uint32_t seq_id;      /* the current rank's sequence */
     bool first_packet;    /* the next packet is the sequence's first */
@@ -72,7 +72,7 @@ static void fb_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 }
 
 /* Writes one packet as a Trace of one packet (one field-1 record). */
-static int put(exp_sink *s, Packet *p)
+static int put(export_sink *s, Packet *p)
 {
     p->has_trusted_packet_sequence_id = 1;
     p->trusted_packet_sequence_id = s->seq_id;
@@ -97,7 +97,7 @@ static int put(exp_sink *s, Packet *p)
 
 /* The iid of text in index kind, added to the packet being built when new;
  * 0 when the index is full (the caller writes the text inline). */
-static uint64_t intern(exp_sink *s, int kind, const char *text)
+static uint64_t intern(export_sink *s, int kind, const char *text)
 {
     uint64_t key = tft_string_id(text, strlen(text));
     void *v;
@@ -128,7 +128,7 @@ static uint64_t intern(exp_sink *s, int kind, const char *text)
     return iid;
 }
 
-static void event_init(exp_sink *s, Packet *p, Event *e, uint64_t ts, const exp_track *t, int type)
+static void event_init(export_sink *s, Packet *p, Event *e, uint64_t ts, const export_track *t, int type)
 {
     *p = (Packet)PERFETTO__PROTOS__TRACE_PACKET__INIT;
     *e = (Event)PERFETTO__PROTOS__TRACK_EVENT__INIT;
@@ -144,7 +144,7 @@ static void event_init(exp_sink *s, Packet *p, Event *e, uint64_t ts, const exp_
     (void)s;
 }
 
-static void event_names(exp_sink *s, Event *e, const char *name, const char *cat)
+static void event_names(export_sink *s, Event *e, const char *name, const char *cat)
 {
     uint64_t iid = intern(s, IN_NAME, name);
     if (iid) {
@@ -160,7 +160,7 @@ static void event_names(exp_sink *s, Event *e, const char *name, const char *cat
     }
 }
 
-static void event_args(exp_sink *s, Event *e, const exp_arg *a, int n)
+static void event_args(export_sink *s, Event *e, const export_arg *a, int n)
 {
     for (int i = 0; i < n; i++) {
         Perfetto__Protos__DebugAnnotation *d = &s->ann[i];
@@ -188,13 +188,13 @@ static void event_args(exp_sink *s, Event *e, const exp_arg *a, int n)
     e->debug_annotations = n ? s->pann : NULL;
 }
 
-static int p_begin(exp_sink *s, const exp_run *run)
+static int p_begin(export_sink *s, const export_run_info *run)
 {
     (void)s, (void)run;
     return 0;
 }
 
-static int p_process(exp_sink *s, const exp_process *p)
+static int p_process(export_sink *s, const export_process *p)
 {
     s->seq_id = p->seq_id;
     for (int k = 0; k < 3; k++) {
@@ -219,7 +219,7 @@ static int p_process(exp_sink *s, const exp_process *p)
     return put(s, &pk);
 }
 
-static int p_track(exp_sink *s, const exp_track *t)
+static int p_track(export_sink *s, const export_track *t)
 {
     Packet pk = PERFETTO__PROTOS__TRACE_PACKET__INIT;
     Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
@@ -246,7 +246,7 @@ static int p_track(exp_sink *s, const exp_track *t)
     return put(s, &pk);
 }
 
-static int p_slice(exp_sink *s, const exp_slice *sl)
+static int p_slice(export_sink *s, const export_slice *sl)
 {
     Packet pk;
     Event e;
@@ -275,7 +275,7 @@ static int p_slice(exp_sink *s, const exp_slice *sl)
     return put(s, &pk);
 }
 
-static int p_instant(exp_sink *s, const exp_instant *in)
+static int p_instant(export_sink *s, const export_instant *in)
 {
     Packet pk;
     Event e;
@@ -285,7 +285,7 @@ static int p_instant(exp_sink *s, const exp_instant *in)
     return put(s, &pk);
 }
 
-static int p_counter(exp_sink *s, const exp_track *t, uint64_t ts, double v)
+static int p_counter(export_sink *s, const export_track *t, uint64_t ts, double v)
 {
     Packet pk;
     Event e;
@@ -301,14 +301,14 @@ static int p_counter(exp_sink *s, const exp_track *t, uint64_t ts, double v)
     return put(s, &pk);
 }
 
-static int p_end(exp_sink *s)
+static int p_end(export_sink *s)
 {
     if (fflush(s->out.f) != 0 || ferror(s->out.f))
         return -(errno ? errno : EIO);
     return s->out.err ? -s->out.err : 0;
 }
 
-static void p_free(exp_sink *s)
+static void p_free(export_sink *s)
 {
     if (!s)
         return;
@@ -317,11 +317,11 @@ static void p_free(exp_sink *s)
     free(s);
 }
 
-static const exp_ops perfetto_ops = {p_begin, p_process, p_track, p_slice, p_instant, p_counter, p_end, p_free};
+static const export_ops perfetto_ops = {p_begin, p_process, p_track, p_slice, p_instant, p_counter, p_end, p_free};
 
-exp_sink *exp_perfetto_new(FILE *f, const exp_ops **ops)
+export_sink *export_perfetto_new(FILE *f, const export_ops **ops)
 {
-    exp_sink *s = calloc(1, sizeof(*s));
+    export_sink *s = calloc(1, sizeof(*s));
     if (!s) {
         errno = ENOMEM;
         return NULL;

@@ -25,9 +25,9 @@
 #include <sys/stat.h>
 
 /* One recording thread's track and what is open on it. */
-typedef struct exp_thread {
+typedef struct export_thread {
     bool declared;
-    exp_track track;
+    export_track track;
     bool have_mark;
     uint64_t mark;        /* the track's last boundary (export ns) */
     bool op;              /* an op pending: its end is its last record so far */
@@ -40,65 +40,65 @@ typedef struct exp_thread {
     uint64_t step_ts;
     int32_t tid;
     uint64_t tname;       /* string id of the thread's name, 0 none */
-} exp_thread;
+} export_thread;
 
-typedef struct exp_stream {
+typedef struct export_stream {
     int32_t device;
     uint64_t stream;
-    exp_track track;
+    export_track track;
     uint64_t mark;
-} exp_stream;
+} export_stream;
 
 /* A collective entered and not (yet) exited. */
-typedef struct exp_call {
+typedef struct export_call {
     uint64_t comm, coll_seq, name, count;
     uint64_t t_enter;     /* export ns */
     int64_t step, seq;
     int thread;           /* slot */
     int type, dtype, redop;
     int32_t root, rank, nranks;
-} exp_call;
+} export_call;
 
-typedef struct exp_live {
+typedef struct export_live {
     uint64_t ptr;
     uint64_t bytes;
     int slot;             /* live-bytes counter */
-} exp_live;
+} export_live;
 
-typedef struct exp_rank {
-    const exp_ops *ops;
-    exp_sink *sink;
+typedef struct export_rank {
+    const export_ops *ops;
+    export_sink *sink;
     tft_reader *r;
     int rank;
-    exp_process proc;
+    export_process proc;
     char pname[256];      /* "rank 0 (pid 4242 on vm; clock: ...)" */
     int64_t origin;       /* export ns of the file's start_monotonic */
     uint64_t mono0;       /* the file's start_monotonic */
     bool follow;          /* across hosts on each host's realtime: times mapped through track */
-    diff_clock_pair clk;  /* the pair of the last CLOCK record read (follow) */
-    diff_clock_track track; /* the file's clock pairs (follow) */
+    core_clock_pair clk;  /* the pair of the last CLOCK record read (follow) */
+    core_clock_track track; /* the file's clock pairs (follow) */
     int64_t rm0;          /* realtime - monotonic of the file's header (origin's) */
-    exp_thread *threads;  /* EXP_THREADS_MAX */
+    export_thread *threads;  /* EXP_THREADS_MAX */
     int cur;              /* slot of the records' thread */
-    exp_stream streams[EXP_STREAMS_MAX + 1];
+    export_stream streams[EXP_STREAMS_MAX + 1];
     int nstreams;
-    exp_track async;      /* collectives that overlap their thread's other slices */
+    export_track async;      /* collectives that overlap their thread's other slices */
     bool async_declared;
     uint64_t async_mark;
-    tft_u64map open;      /* hash(comm, coll_seq) -> exp_call */
-    tft_u64map live;      /* hash(ptr, device) -> exp_live */
+    tft_u64map open;      /* hash(comm, coll_seq) -> export_call */
+    tft_u64map live;      /* hash(ptr, device) -> export_live */
     uint64_t live_bytes[EXP_DEVICES_MAX];
-    exp_track counters[EXP_DEVICES_MAX + 3]; /* live bytes per device, rss, loss, grad_norm */
+    export_track counters[EXP_DEVICES_MAX + 3]; /* live bytes per device, rss, loss, grad_norm */
     bool counter_declared[EXP_DEVICES_MAX + 3];
     uint64_t last_ts;
     int32_t max_members;  /* flows only for communicators no larger than the trace's rank files */
     uint64_t fan[EXP_FANOUT_MAX];
     int err;              /* first emitter error */
-} exp_rank;
+} export_rank;
 
 enum { CTR_RSS = EXP_DEVICES_MAX, CTR_LOSS, CTR_GRAD_NORM };
 
-bool exp_rank_selected(const dump_opts *o, int rank)
+bool export_rank_selected(const dump_opts *o, int rank)
 {
     if (o->nranges == 0)
         return o->rank < 0 || rank == o->rank;
@@ -118,10 +118,10 @@ static uint64_t uuid_of(const char *what, int rank, int64_t a, uint64_t b)
 }
 
 /* Export time of a record time of this rank: ns since the export's origin, 0 at the least. */
-static uint64_t xt(const exp_rank *k, uint64_t ts)
+static uint64_t xt(const export_rank *k, uint64_t ts)
 {
     int64_t d = (int64_t)(ts - k->mono0), out, origin = k->origin;
-    const diff_clock_pair *p = k->follow ? diff_clock_track_at(&k->track, ts) : NULL;
+    const core_clock_pair *p = k->follow ? core_clock_track_at(&k->track, ts) : NULL;
     if (p && __builtin_add_overflow(origin, p->real_minus_mono - k->rm0, &origin))
         return 0;
     if (__builtin_add_overflow(origin, d, &out))
@@ -131,30 +131,30 @@ static uint64_t xt(const exp_rank *k, uint64_t ts)
 
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-static void set_err(exp_rank *k, int e)
+static void set_err(export_rank *k, int e)
 {
     if (e && !k->err)
         k->err = e;
 }
 
-static void arg_int(exp_arg *a, int *n, const char *key, int64_t v)
+static void arg_int(export_arg *a, int *n, const char *key, int64_t v)
 {
-    a[(*n)++] = (exp_arg){.key = key, .type = EXP_ARG_INT, .v.i = v};
+    a[(*n)++] = (export_arg){.key = key, .type = EXP_ARG_INT, .v.i = v};
 }
-static void arg_uint(exp_arg *a, int *n, const char *key, uint64_t v)
+static void arg_uint(export_arg *a, int *n, const char *key, uint64_t v)
 {
-    a[(*n)++] = (exp_arg){.key = key, .type = EXP_ARG_UINT, .v.u = v};
+    a[(*n)++] = (export_arg){.key = key, .type = EXP_ARG_UINT, .v.u = v};
 }
-static void arg_str(exp_arg *a, int *n, const char *key, const char *v)
+static void arg_str(export_arg *a, int *n, const char *key, const char *v)
 {
     if (v)
-        a[(*n)++] = (exp_arg){.key = key, .type = EXP_ARG_STR, .v.s = v};
+        a[(*n)++] = (export_arg){.key = key, .type = EXP_ARG_STR, .v.s = v};
 }
-static void arg_hex(exp_arg *a, int *n, const char *key, uint64_t v)
+static void arg_hex(export_arg *a, int *n, const char *key, uint64_t v)
 {
-    a[(*n)++] = (exp_arg){.key = key, .type = EXP_ARG_HEX, .v.u = v};
+    a[(*n)++] = (export_arg){.key = key, .type = EXP_ARG_HEX, .v.u = v};
 }
-static void arg_step(exp_arg *a, int *n, int64_t step)
+static void arg_step(export_arg *a, int *n, int64_t step)
 {
     if (step != TFT_STEP_NONE)
         arg_int(a, n, "step", step);
@@ -162,18 +162,18 @@ static void arg_step(exp_arg *a, int *n, int64_t step)
 
 /* ---- tracks ------------------------------------------------------------------ */
 
-static exp_thread *thread_at(exp_rank *k, int slot)
+static export_thread *thread_at(export_rank *k, int slot)
 {
-    exp_thread *th = &k->threads[slot];
+    export_thread *th = &k->threads[slot];
     if (th->declared)
         return th;
     th->declared = true;
-    exp_track *t = &th->track;
-    *t = (exp_track){.kind = EXP_TRACK_THREAD, .parent = k->proc.uuid, .pid = k->proc.pid,
+    export_track *t = &th->track;
+    *t = (export_track){.kind = EXP_TRACK_THREAD, .parent = k->proc.uuid, .pid = k->proc.pid,
                      .tid = k->proc.pid * 1000 + slot, .sort = slot};
     t->uuid = uuid_of("thread", k->rank, slot, 0);
     char b[18];
-    const char *nm = th->tname ? rec_string(k->r, th->tname, b) : NULL;
+    const char *nm = th->tname ? dump_rec_string(k->r, th->tname, b) : NULL;
     if (slot == EXP_THREADS_MAX - 2)
         snprintf(t->name, sizeof(t->name), "threads %d and later", slot);
     else if (th->tid && nm)
@@ -186,14 +186,14 @@ static exp_thread *thread_at(exp_rank *k, int slot)
     return th;
 }
 
-static exp_thread *cur_thread(exp_rank *k) { return thread_at(k, k->cur); }
+static export_thread *cur_thread(export_rank *k) { return thread_at(k, k->cur); }
 
-static const exp_track *async_track(exp_rank *k)
+static const export_track *async_track(export_rank *k)
 {
     if (!k->async_declared) {
         k->async_declared = true;
         int slot = EXP_THREADS_MAX - 1;
-        k->async = (exp_track){.kind = EXP_TRACK_THREAD, .parent = k->proc.uuid, .pid = k->proc.pid,
+        k->async = (export_track){.kind = EXP_TRACK_THREAD, .parent = k->proc.uuid, .pid = k->proc.pid,
                                .tid = k->proc.pid * 1000 + slot, .sort = slot,
                                .uuid = uuid_of("async", k->rank, 0, 0)};
         snprintf(k->async.name, sizeof(k->async.name), "collectives overlapping other work");
@@ -202,7 +202,7 @@ static const exp_track *async_track(exp_rank *k)
     return &k->async;
 }
 
-static exp_stream *stream_of(exp_rank *k, int32_t device, uint64_t stream)
+static export_stream *stream_of(export_rank *k, int32_t device, uint64_t stream)
 {
     for (int i = 0; i < k->nstreams; i++)
         if (k->streams[i].device == device && k->streams[i].stream == stream)
@@ -210,10 +210,10 @@ static exp_stream *stream_of(exp_rank *k, int32_t device, uint64_t stream)
     if (k->nstreams == EXP_STREAMS_MAX + 1)
         return &k->streams[EXP_STREAMS_MAX];
     int i = k->nstreams++;
-    exp_stream *s = &k->streams[i];
-    *s = (exp_stream){.device = device, .stream = stream};
-    exp_track *t = &s->track;
-    *t = (exp_track){.kind = EXP_TRACK_DEVICE, .parent = k->proc.uuid, .pid = k->proc.pid,
+    export_stream *s = &k->streams[i];
+    *s = (export_stream){.device = device, .stream = stream};
+    export_track *t = &s->track;
+    *t = (export_track){.kind = EXP_TRACK_DEVICE, .parent = k->proc.uuid, .pid = k->proc.pid,
                      .tid = k->proc.pid * 1000 + 500 + i, .sort = 500 + i,
                      .uuid = uuid_of("stream", k->rank, device, stream)};
     if (i == EXP_STREAMS_MAX)
@@ -224,12 +224,12 @@ static exp_stream *stream_of(exp_rank *k, int32_t device, uint64_t stream)
     return s;
 }
 
-static void counter(exp_rank *k, int slot, uint64_t ts, double v)
+static void counter(export_rank *k, int slot, uint64_t ts, double v)
 {
-    exp_track *t = &k->counters[slot];
+    export_track *t = &k->counters[slot];
     if (!k->counter_declared[slot]) {
         k->counter_declared[slot] = true;
-        *t = (exp_track){.kind = EXP_TRACK_COUNTER, .parent = k->proc.uuid, .pid = k->proc.pid,
+        *t = (export_track){.kind = EXP_TRACK_COUNTER, .parent = k->proc.uuid, .pid = k->proc.pid,
                          .uuid = uuid_of("counter", k->rank, slot, 0), .sort = 1000 + slot};
         const char *group, *series = "value";
         char dev[24];
@@ -258,19 +258,19 @@ static void counter(exp_rank *k, int slot, uint64_t ts, double v)
 
 /* ---- ops and steps ------------------------------------------------------------ */
 
-static void emit_op(exp_rank *k, exp_thread *th, bool open)
+static void emit_op(export_rank *k, export_thread *th, bool open)
 {
     if (!th->op)
         return;
     th->op = false;
     uint64_t end = max64(th->op_end, th->op_start + 1);
     char b1[18], b2[18];
-    exp_slice s = {.track = &th->track, .ts = th->op_start, .dur = end - th->op_start, .open = open, .cat = "op"};
-    s.name = rec_string(k->r, th->op_name, b1);
+    export_slice s = {.track = &th->track, .ts = th->op_start, .dur = end - th->op_start, .open = open, .cat = "op"};
+    s.name = dump_rec_string(k->r, th->op_name, b1);
     if (!s.name)
         s.name = "op";
     arg_str(s.args, &s.nargs, "kind", tft_op_kind_name(th->op_kind));
-    arg_str(s.args, &s.nargs, "scope", rec_string(k->r, th->op_scope, b2));
+    arg_str(s.args, &s.nargs, "scope", dump_rec_string(k->r, th->op_scope, b2));
     arg_step(s.args, &s.nargs, th->op_step);
     arg_int(s.args, &s.nargs, "seq", th->op_seq);
     if (open)
@@ -281,19 +281,19 @@ static void emit_op(exp_rank *k, exp_thread *th, bool open)
 }
 
 /* The next slice on th's track starts no earlier than this. */
-static uint64_t next_start(const exp_thread *th, uint64_t t)
+static uint64_t next_start(const export_thread *th, uint64_t t)
 {
     return th->have_mark ? max64(t, th->mark + 1) : t;
 }
 
-static void emit_step(exp_rank *k, exp_thread *th, uint64_t end, bool open)
+static void emit_step(export_rank *k, export_thread *th, uint64_t end, bool open)
 {
     th->step_open = false;
     if (!open)
         end = max64(end, max64(th->step_ts, th->have_mark ? th->mark : 0) + 1);
     char name[40];
     snprintf(name, sizeof(name), "step %" PRId64, th->step);
-    exp_slice s = {.track = &th->track, .ts = th->step_ts, .dur = open ? 0 : end - th->step_ts, .open = open,
+    export_slice s = {.track = &th->track, .ts = th->step_ts, .dur = open ? 0 : end - th->step_ts, .open = open,
                    .name = name, .cat = "step"};
     arg_int(s.args, &s.nargs, "step", th->step);
     if (open)
@@ -305,9 +305,9 @@ static void emit_step(exp_rank *k, exp_thread *th, uint64_t end, bool open)
     }
 }
 
-static void on_step(exp_rank *k, const tft_rec_step *st)
+static void on_step(export_rank *k, const tft_rec_step *st)
 {
-    exp_thread *th = cur_thread(k);
+    export_thread *th = cur_thread(k);
     uint64_t ts = xt(k, st->h.ts);
     emit_op(k, th, false);
     if (st->phase == TFT_STEP_BEGIN) {
@@ -323,9 +323,9 @@ static void on_step(exp_rank *k, const tft_rec_step *st)
     }
 }
 
-static void on_op(exp_rank *k, const tft_rec_op *op)
+static void on_op(export_rank *k, const tft_rec_op *op)
 {
-    exp_thread *th = cur_thread(k);
+    export_thread *th = cur_thread(k);
     uint64_t ts = xt(k, op->h.ts);
     emit_op(k, th, false);
     th->op = true;
@@ -341,9 +341,9 @@ static void on_op(exp_rank *k, const tft_rec_op *op)
 }
 
 /* A record of the pending op (same seq) extends it. */
-static void extend_op(exp_rank *k, const tft_rec *h)
+static void extend_op(export_rank *k, const tft_rec *h)
 {
-    exp_thread *th = cur_thread(k);
+    export_thread *th = cur_thread(k);
     if (th->op && h->seq == th->op_seq)
         th->op_end = max64(th->op_end, xt(k, h->ts));
 }
@@ -359,7 +359,7 @@ static uint64_t flow_id(uint64_t comm, uint64_t coll_seq, int32_t member)
 /* Flows of this rank's slice of a collective: a star around the
  * communicator's rank 0 or root. Data goes to the root in reduce and
  * gather (the leaves start the flows), from it otherwise. */
-static void coll_flows(exp_rank *k, const exp_call *c, exp_slice *s, uint64_t in_ts)
+static void coll_flows(export_rank *k, const export_call *c, export_slice *s, uint64_t in_ts)
 {
     if (c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV || c->nranks < 2 || c->nranks > k->max_members ||
         c->rank < 0 || c->rank >= c->nranks)
@@ -387,7 +387,7 @@ static void coll_flows(exp_rank *k, const exp_call *c, exp_slice *s, uint64_t in
     }
 }
 
-static void call_args(exp_rank *k, const exp_call *c, exp_slice *s)
+static void call_args(export_rank *k, const export_call *c, export_slice *s)
 {
     (void)k;
     arg_hex(s->args, &s->nargs, "comm", c->comm);
@@ -404,9 +404,9 @@ static void call_args(exp_rank *k, const exp_call *c, exp_slice *s)
     arg_step(s->args, &s->nargs, c->step);
 }
 
-static exp_call call_of(exp_rank *k, const tft_rec_collective *c)
+static export_call call_of(export_rank *k, const tft_rec_collective *c)
 {
-    return (exp_call){.comm = c->comm, .coll_seq = c->coll_seq, .name = c->name, .count = c->count,
+    return (export_call){.comm = c->comm, .coll_seq = c->coll_seq, .name = c->name, .count = c->count,
                       .t_enter = xt(k, c->t_enter), .step = c->h.step, .seq = c->h.seq, .thread = k->cur,
                       .type = c->type, .dtype = c->dtype, .redop = c->redop, .root = c->root,
                       .rank = c->rank, .nranks = c->nranks};
@@ -414,17 +414,17 @@ static exp_call call_of(exp_rank *k, const tft_rec_collective *c)
 
 static bool call_eq(const void *ctx, const void *val)
 {
-    const exp_call *a = ctx, *b = val;
+    const export_call *a = ctx, *b = val;
     return a->comm == b->comm && a->coll_seq == b->coll_seq;
 }
 
 /* Emits call c ([t_enter, t_exit], or open) on its thread's track when it
  * nests there (inside the pending op of its seq, or after the track's last
  * boundary), else on the rank's track of overlapping collectives. */
-static void emit_call(exp_rank *k, const exp_call *c, uint64_t t_exit, bool open)
+static void emit_call(export_rank *k, const export_call *c, uint64_t t_exit, bool open)
 {
-    exp_thread *th = thread_at(k, c->thread);
-    const exp_track *track = &th->track;
+    export_thread *th = thread_at(k, c->thread);
+    const export_track *track = &th->track;
     uint64_t start = c->t_enter;
     bool in_op = th->op && th->op_seq == c->seq && c->seq != TFT_SEQ_NONE;
     if (in_op)
@@ -435,8 +435,8 @@ static void emit_call(exp_rank *k, const exp_call *c, uint64_t t_exit, bool open
     }
     uint64_t end = max64(t_exit, start + 2);
     char b[18];
-    exp_slice s = {.track = track, .ts = start, .dur = open ? 0 : end - start, .open = open, .cat = "collective"};
-    s.name = rec_string(k->r, c->name, b);
+    export_slice s = {.track = track, .ts = start, .dur = open ? 0 : end - start, .open = open, .cat = "collective"};
+    s.name = dump_rec_string(k->r, c->name, b);
     if (!s.name)
         s.name = tft_coll_type_name(c->type);
     call_args(k, c, &s);
@@ -456,21 +456,21 @@ static void emit_call(exp_rank *k, const exp_call *c, uint64_t t_exit, bool open
     }
 }
 
-static void on_collective(exp_rank *k, const tft_rec_collective *c)
+static void on_collective(export_rank *k, const tft_rec_collective *c)
 {
-    exp_thread *th = cur_thread(k);
+    export_thread *th = cur_thread(k);
     if (th->op && c->h.seq != th->op_seq)
         emit_op(k, th, false);
-    exp_call call = call_of(k, c);
+    export_call call = call_of(k, c);
     uint64_t key = tft_u64map_hash2(c->comm, c->coll_seq);
     if (c->h.flags & TFT_COLL_FLAG_ENTER) {
         void *v;
         if (tft_u64map_insert(&k->open, key, call_eq, &call, &v) >= 0)
-            *(exp_call *)v = call;
+            *(export_call *)v = call;
         extend_op(k, &c->h);
         return;
     }
-    exp_call *was = tft_u64map_find(&k->open, key, call_eq, &call);
+    export_call *was = tft_u64map_find(&k->open, key, call_eq, &call);
     if (was) {
         call.thread = was->thread; /* the thread that entered */
         tft_u64map_remove(&k->open, was);
@@ -481,18 +481,18 @@ static void on_collective(exp_rank *k, const tft_rec_collective *c)
 
 /* ---- the other kinds ------------------------------------------------------------ */
 
-static void on_kernel(exp_rank *k, const tft_rec_kernel *kr)
+static void on_kernel(export_rank *k, const tft_rec_kernel *kr)
 {
-    exp_stream *s = stream_of(k, kr->device, kr->stream);
+    export_stream *s = stream_of(k, kr->device, kr->stream);
     uint64_t start = xt(k, kr->start), end = xt(k, kr->end);
     if (s->mark)
         start = max64(start, s->mark + 1);
     end = max64(end, start + 1);
     s->mark = end;
     char b[18];
-    exp_slice sl = {.track = &s->track, .ts = start, .dur = end - start,
+    export_slice sl = {.track = &s->track, .ts = start, .dur = end - start,
                     .cat = kr->kind == TFT_OP_COPY ? "copy" : "kernel"};
-    sl.name = rec_string(k->r, kr->name, b);
+    sl.name = dump_rec_string(k->r, kr->name, b);
     if (!sl.name)
         sl.name = sl.cat;
     char grid[48], block[48];
@@ -512,7 +512,7 @@ static int dev_slot(int device_kind, int device)
     return device >= 0 && device < EXP_DEVICES_MAX - 1 ? device + 1 : -1;
 }
 
-static void on_alloc(exp_rank *k, const tft_rec_alloc *a)
+static void on_alloc(export_rank *k, const tft_rec_alloc *a)
 {
     int slot = dev_slot(a->device_kind, a->device);
     if (slot < 0)
@@ -521,21 +521,21 @@ static void on_alloc(exp_rank *k, const tft_rec_alloc *a)
     void *v;
     int rc = tft_u64map_insert(&k->live, key, NULL, NULL, &v);
     if (rc >= 0) {
-        exp_live *l = v;
+        export_live *l = v;
         if (rc == 0) /* a second alloc at a live address: the first was freed unseen */
             k->live_bytes[l->slot] -= l->bytes < k->live_bytes[l->slot] ? l->bytes : k->live_bytes[l->slot];
-        *l = (exp_live){.ptr = a->ptr, .bytes = a->bytes, .slot = slot};
+        *l = (export_live){.ptr = a->ptr, .bytes = a->bytes, .slot = slot};
     }
     k->live_bytes[slot] += a->bytes;
     counter(k, slot, xt(k, a->h.ts), (double)k->live_bytes[slot]);
 }
 
-static void on_free(exp_rank *k, const tft_rec_free *f)
+static void on_free(export_rank *k, const tft_rec_free *f)
 {
     int slot = dev_slot(f->device_kind, f->device);
     if (slot < 0)
         return;
-    exp_live *l = tft_u64map_find(&k->live, tft_u64map_hash2(f->ptr, (uint64_t)slot), NULL, NULL);
+    export_live *l = tft_u64map_find(&k->live, tft_u64map_hash2(f->ptr, (uint64_t)slot), NULL, NULL);
     uint64_t bytes = f->bytes;
     if (l) {
         bytes = l->bytes;
@@ -547,7 +547,7 @@ static void on_free(exp_rank *k, const tft_rec_free *f)
     counter(k, slot, xt(k, f->h.ts), (double)k->live_bytes[slot]);
 }
 
-static void on_tensor(exp_rank *k, const tft_rec_tensor *t)
+static void on_tensor(export_rank *k, const tft_rec_tensor *t)
 {
     static uint64_t loss_id, gn_id;
     if (!loss_id) {
@@ -567,15 +567,15 @@ static void on_tensor(exp_rank *k, const tft_rec_tensor *t)
     counter(k, t->name == loss_id ? CTR_LOSS : CTR_GRAD_NORM, xt(k, t->h.ts), v);
 }
 
-static void instant(exp_rank *k, uint64_t ts, const char *name, const char *cat, const exp_arg *args, int nargs)
+static void instant(export_rank *k, uint64_t ts, const char *name, const char *cat, const export_arg *args, int nargs)
 {
-    exp_thread *th = cur_thread(k);
-    exp_instant in = {.track = &th->track, .ts = ts, .name = name, .cat = cat, .nargs = nargs};
-    memcpy(in.args, args, sizeof(exp_arg) * (size_t)nargs);
+    export_thread *th = cur_thread(k);
+    export_instant in = {.track = &th->track, .ts = ts, .name = name, .cat = cat, .nargs = nargs};
+    memcpy(in.args, args, sizeof(export_arg) * (size_t)nargs);
     set_err(k, k->ops->instant(k->sink, &in));
 }
 
-static void on_process(exp_rank *k, const tft_rec_process *p)
+static void on_process(export_rank *k, const tft_rec_process *p)
 {
     uint64_t ts = xt(k, p->h.ts);
     if (p->event == TFT_PROC_RSS) {
@@ -589,37 +589,37 @@ static void on_process(exp_rank *k, const tft_rec_process *p)
         snprintf(name, sizeof(name), "killed by signal %d", (int)p->signal);
     else
         snprintf(name, sizeof(name), "exit %d", (int)p->exit_code);
-    exp_arg a[2];
+    export_arg a[2];
     int n = 0;
     arg_int(a, &n, "pid", p->pid);
     instant(k, ts, name, "process", a, n);
 }
 
-static void on_checkpoint(exp_rank *k, const tft_rec_checkpoint *c)
+static void on_checkpoint(export_rank *k, const tft_rec_checkpoint *c)
 {
     char b[18];
-    exp_arg a[3];
+    export_arg a[3];
     int n = 0;
-    arg_str(a, &n, "path", rec_string(k->r, c->path, b));
+    arg_str(a, &n, "path", dump_rec_string(k->r, c->path, b));
     arg_step(a, &n, c->h.step);
     instant(k, xt(k, c->h.ts), c->action == TFT_CKPT_RESUME ? "checkpoint resume" : "checkpoint save",
             "checkpoint", a, n);
 }
 
-static void on_dropped(exp_rank *k, const tft_rec_dropped *d)
+static void on_dropped(export_rank *k, const tft_rec_dropped *d)
 {
     char name[64];
-    snprintf(name, sizeof(name), "%" PRIu64 " records lost (%s)", d->count, drop_reason_name(d->reason));
-    exp_arg a[2];
+    snprintf(name, sizeof(name), "%" PRIu64 " records lost (%s)", d->count, dump_drop_reason_name(d->reason));
+    export_arg a[2];
     int n = 0;
     arg_uint(a, &n, "count", d->count);
     instant(k, xt(k, d->h.ts), name, "dropped", a, n);
 }
 
-static void on_thread(exp_rank *k, const tft_rec_thread *t)
+static void on_thread(export_rank *k, const tft_rec_thread *t)
 {
     int slot = t->index < EXP_THREADS_MAX - 2 ? (int)t->index : EXP_THREADS_MAX - 2;
-    exp_thread *th = &k->threads[slot];
+    export_thread *th = &k->threads[slot];
     if (!th->declared) {
         th->tid = t->tid;
         th->tname = t->name;
@@ -641,26 +641,26 @@ static bool in_steps(const dump_opts *o, int64_t step)
 /* A CLOCK record across hosts on realtime (core_clock.h; the times are
  * mapped through the file's track, xt): a step or a change of NTP state is
  * shown as an instant with the error bound of the times that follow. */
-static void on_clock(exp_rank *k, const tft_rec *rec)
+static void on_clock(export_rank *k, const tft_rec *rec)
 {
     int64_t was = k->clk.real_minus_mono;
-    if (!diff_clock_pair_update(&k->clk, rec))
+    if (!core_clock_pair_update(&k->clk, rec))
         return;
     int64_t step = k->clk.real_minus_mono - was;
-    uint64_t err = diff_clock_pair_error(&k->clk);
-    exp_arg a[3] = {{.key = "ntp", .type = EXP_ARG_STR,
+    uint64_t err = core_clock_pair_error(&k->clk);
+    export_arg a[3] = {{.key = "ntp", .type = EXP_ARG_STR,
                      .v.s = k->clk.ntp == TFT_NTP_SYNCED ? "synchronised" : k->clk.ntp == TFT_NTP_UNSYNCED
                                                                               ? "not synchronised"
                                                                               : "unknown"},
                     {.key = "step_ns", .type = EXP_ARG_INT, .v.i = step}};
     int n = 2;
     if (err != UINT64_MAX)
-        a[n++] = (exp_arg){.key = "error_ns", .type = EXP_ARG_UINT, .v.u = err};
+        a[n++] = (export_arg){.key = "error_ns", .type = EXP_ARG_UINT, .v.u = err};
     instant(k, xt(k, rec->ts), err != UINT64_MAX ? "clock: NTP-synchronised" : "clock: not comparable across hosts",
             "clock", a, n);
 }
 
-static void on_record(exp_rank *k, const tft_rec *rec)
+static void on_record(export_rank *k, const tft_rec *rec)
 {
     switch (rec->kind) {
     case TFT_REC_STEP: on_step(k, (const tft_rec_step *)rec); break;
@@ -681,13 +681,13 @@ static void on_record(exp_rank *k, const tft_rec *rec)
 /* What is still open at the end: with the whole file read, unfinished
  * calls (and the ops they are in) and steps are shown open; after a stop
  * at the end of --steps, only what ended is shown. */
-static void finish_rank(exp_rank *k, bool whole)
+static void finish_rank(export_rank *k, bool whole)
 {
     if (whole) {
         size_t pos = 0;
-        exp_call *c;
+        export_call *c;
         while ((c = tft_u64map_next(&k->open, &pos, NULL)) != NULL) {
-            exp_thread *th = thread_at(k, c->thread);
+            export_thread *th = thread_at(k, c->thread);
             if (th->op && th->op_seq == c->seq && c->seq != TFT_SEQ_NONE) {
                 emit_call(k, c, 0, true);
                 emit_op(k, th, true);
@@ -697,7 +697,7 @@ static void finish_rank(exp_rank *k, bool whole)
         }
     }
     for (int i = 0; i < EXP_THREADS_MAX; i++) {
-        exp_thread *th = &k->threads[i];
+        export_thread *th = &k->threads[i];
         if (!th->declared)
             continue;
         emit_op(k, th, false);
@@ -706,7 +706,7 @@ static void finish_rank(exp_rank *k, bool whole)
     }
 }
 
-static int walk_rank(exp_rank *k, const dump_opts *o, const char *name)
+static int walk_rank(export_rank *k, const dump_opts *o, const char *name)
 {
     tft_reader *r = k->r;
     if (o->have_steps)
@@ -746,42 +746,42 @@ static int walk_rank(exp_rank *k, const dump_opts *o, const char *name)
 
 /* ---- the export ------------------------------------------------------------------ */
 
-typedef struct exp_clock {
+typedef struct export_clock {
     bool one_host;
     uint64_t base;        /* earliest file start (monotonic, or realtime across hosts) */
     int64_t *adj;         /* across hosts with clocks aligned (core_clock.h): per rank file, NULL none */
     uint64_t err;         /* adj's largest error bound */
-} exp_clock;
+} export_clock;
 
 /* A file's start on the export's clock: monotonic on one host; across
  * hosts rank 0's realtime when the clocks were aligned, else the host's. */
-static uint64_t start_of(const exp_clock *c, const tft_file_info *fi, int i)
+static uint64_t start_of(const export_clock *c, const tft_file_info *fi, int i)
 {
     if (c->one_host)
         return fi->start_monotonic_ns;
     return c->adj ? fi->start_monotonic_ns + (uint64_t)c->adj[i] : fi->start_realtime_ns;
 }
 
-static exp_clock clock_of(dump_trace *d, const dump_opts *o)
+static export_clock clock_of(dump_trace *d, const dump_opts *o)
 {
-    exp_clock c = {.one_host = true, .base = UINT64_MAX, .adj = NULL};
+    export_clock c = {.one_host = true, .base = UINT64_MAX, .adj = NULL};
     const char *host = NULL;
     for (int i = 0; i < d->n; i++) {
         const tft_file_info *fi = tft_trace_file_info(d->t, i);
-        if (!fi || !exp_rank_selected(o, tft_trace_rank_id(d->t, i)))
+        if (!fi || !export_rank_selected(o, tft_trace_rank_id(d->t, i)))
             continue;
         if (host && strncmp(host, fi->host, sizeof(fi->host)) != 0)
             c.one_host = false;
         host = fi->host;
     }
     if (!c.one_host && (c.adj = calloc((size_t)d->n + 1, sizeof(*c.adj))) &&
-        !diff_clock_align(d->t, d->n, c.adj, &c.err)) {
+        !core_clock_align(d->t, d->n, c.adj, &c.err)) {
         free(c.adj);
         c.adj = NULL;
     }
     for (int i = 0; i < d->n; i++) {
         const tft_file_info *fi = tft_trace_file_info(d->t, i);
-        if (!fi || !exp_rank_selected(o, tft_trace_rank_id(d->t, i)))
+        if (!fi || !export_rank_selected(o, tft_trace_rank_id(d->t, i)))
             continue;
         uint64_t s = start_of(&c, fi, i);
         if (s < c.base)
@@ -797,7 +797,7 @@ static int32_t pid_of(int rank, int idx)
     return rank >= 0 && rank < 2000000 ? rank + 1 : 2000001 + idx % 140000;
 }
 
-static void rank_init(exp_rank *k, dump_trace *d, int idx, const exp_clock *clk, uint32_t seq_id)
+static void rank_init(export_rank *k, dump_trace *d, int idx, const export_clock *clk, uint32_t seq_id)
 {
     const tft_file_info *fi = tft_trace_file_info(d->t, idx);
     k->rank = tft_trace_rank_id(d->t, idx);
@@ -805,7 +805,7 @@ static void rank_init(exp_rank *k, dump_trace *d, int idx, const exp_clock *clk,
     uint64_t off = start_of(clk, fi, idx) - clk->base;
     k->origin = off > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)off;
     k->follow = !clk->one_host && !clk->adj;
-    diff_clock_pair_start(&k->clk, fi);
+    core_clock_pair_start(&k->clk, fi);
     k->rm0 = k->clk.real_minus_mono;
     char host[sizeof(fi->host) + 1], how[80] = "";
     memcpy(host, fi->host, sizeof(fi->host));
@@ -816,17 +816,17 @@ static void rank_init(exp_rank *k, dump_trace *d, int idx, const exp_clock *clk,
     else if (k->follow)
         snprintf(how, sizeof(how), "; clock: its host's realtime");
     snprintf(k->pname, sizeof(k->pname), "rank %d (pid %d on %.64s%s)", k->rank, (int)fi->pid, host, how);
-    k->proc = (exp_process){.rank = k->rank, .pid = pid_of(k->rank, idx), .os_pid = fi->pid,
+    k->proc = (export_process){.rank = k->rank, .pid = pid_of(k->rank, idx), .os_pid = fi->pid,
                             .uuid = uuid_of("process", k->rank, idx, 0), .seq_id = seq_id, .name = k->pname};
-    tft_u64map_init(&k->open, &(tft_u64map_opts){.vsize = sizeof(exp_call), .max_n = EXP_OPEN_MAX, .hashed = true});
-    tft_u64map_init(&k->live, &(tft_u64map_opts){.vsize = sizeof(exp_live), .max_n = EXP_LIVE_MAX, .hashed = true});
+    tft_u64map_init(&k->open, &(tft_u64map_opts){.vsize = sizeof(export_call), .max_n = EXP_OPEN_MAX, .hashed = true});
+    tft_u64map_init(&k->live, &(tft_u64map_opts){.vsize = sizeof(export_live), .max_n = EXP_LIVE_MAX, .hashed = true});
 }
 
-static int export_ranks(dump_trace *d, const dump_opts *o, const exp_ops *ops, exp_sink *sink)
+static int export_ranks(dump_trace *d, const dump_opts *o, const export_ops *ops, export_sink *sink)
 {
-    exp_clock clk = clock_of(d, o);
-    exp_rank *k = malloc(sizeof(*k));
-    exp_thread *threads = calloc(EXP_THREADS_MAX, sizeof(exp_thread));
+    export_clock clk = clock_of(d, o);
+    export_rank *k = malloc(sizeof(*k));
+    export_thread *threads = calloc(EXP_THREADS_MAX, sizeof(export_thread));
     int rc = 0;
     uint32_t seq_id = 0;
     if (!k || !threads) {
@@ -834,10 +834,10 @@ static int export_ranks(dump_trace *d, const dump_opts *o, const exp_ops *ops, e
         goto out;
     }
     for (int i = 0; i < d->n && !rc; i++) {
-        if (!exp_rank_selected(o, tft_trace_rank_id(d->t, i)) || !tft_trace_file_info(d->t, i))
+        if (!export_rank_selected(o, tft_trace_rank_id(d->t, i)) || !tft_trace_file_info(d->t, i))
             continue;
         memset(k, 0, sizeof(*k));
-        memset(threads, 0, EXP_THREADS_MAX * sizeof(exp_thread));
+        memset(threads, 0, EXP_THREADS_MAX * sizeof(export_thread));
         k->ops = ops;
         k->sink = sink;
         k->threads = threads;
@@ -850,13 +850,13 @@ static int export_ranks(dump_trace *d, const dump_opts *o, const exp_ops *ops, e
             rc = -EIO;
         } else {
             /* across hosts on realtime: the file's clock pairs first (one more read of it) */
-            int ce = k->follow ? diff_clock_track_read(&k->track, k->r, tft_trace_file_info(d->t, i)) : 0;
+            int ce = k->follow ? core_clock_track_read(&k->track, k->r, tft_trace_file_info(d->t, i)) : 0;
             if (ce < 0)
                 dump_err("%s: its clock records could not all be read (%s): later times follow the last one read",
                          d->names[i], strerror(-ce));
             rc = walk_rank(k, o, d->names[i]);
         }
-        diff_clock_track_free(&k->track);
+        core_clock_track_free(&k->track);
         tft_u64map_free(&k->open);
         tft_u64map_free(&k->live);
         tft_trace_release(d->t, i);
@@ -908,11 +908,11 @@ static bool out_is_trace(dump_trace *d, const dump_opts *o)
     return snprintf(m, sizeof(m), "%s/manifest.json", o->path) < (int)sizeof(m) && same_file(&st, m);
 }
 
-int dump_export(dump_trace *d, const dump_opts *o)
+int export_run(dump_trace *d, const dump_opts *o)
 {
     int matches = 0;
     for (int i = 0; i < d->n; i++)
-        matches += exp_rank_selected(o, tft_trace_rank_id(d->t, i));
+        matches += export_rank_selected(o, tft_trace_rank_id(d->t, i));
     if (matches == 0) {
         dump_err("%s: no rank of this trace (%d rank file%s) matches --rank/--ranks", o->path, d->n,
                  d->n == 1 ? "" : "s");
@@ -928,13 +928,13 @@ int dump_export(dump_trace *d, const dump_opts *o)
         dump_err("%s: cannot write the export: %s", o->export_out, strerror(errno));
         return DUMP_USAGE;
     }
-    const exp_ops *ops = NULL;
-    exp_sink *sink = o->export_format == EXP_PERFETTO ? exp_perfetto_new(f, &ops) : exp_chrome_new(f, &ops);
+    const export_ops *ops = NULL;
+    export_sink *sink = o->export_format == EXP_PERFETTO ? export_perfetto_new(f, &ops) : export_chrome_new(f, &ops);
     const tft_manifest *m = tft_trace_manifest(d->t);
     char *cmd = command_line(m);
     int rc = sink && cmd ? 0 : -ENOMEM;
     if (!rc) {
-        exp_run run = {.run_id = m ? m->run_id : "", .command = cmd, .nranks = matches};
+        export_run_info run = {.run_id = m ? m->run_id : "", .command = cmd, .nranks = matches};
         rc = ops->begin(sink, &run);
         if (!rc)
             rc = export_ranks(d, o, ops, sink);

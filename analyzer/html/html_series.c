@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool hc_step_range(tft_reader *r, int64_t *lo, int64_t *hi)
+bool html_series_step_range(tft_reader *r, int64_t *lo, int64_t *hi)
 {
     bool any = false;
     for (size_t i = 0; i < tft_reader_chunk_count(r); i++) {
@@ -29,27 +29,27 @@ bool hc_step_range(tft_reader *r, int64_t *lo, int64_t *hi)
 
 /* Steps lo..hi in unsigned arithmetic (a crafted index may span every
  * int64_t): UINT64_MAX when they do. */
-static uint64_t span_of(const hc_bins *b)
+static uint64_t span_of(const html_series_bins *b)
 {
     uint64_t span = (uint64_t)b->hi - (uint64_t)b->lo + 1;
     return span ? span : UINT64_MAX;
 }
 
-void hc_bins_init(hc_bins *b, int64_t lo, int64_t hi, int64_t pin)
+void html_series_bins_init(html_series_bins *b, int64_t lo, int64_t hi, int64_t pin)
 {
-    *b = (hc_bins){.lo = lo, .hi = hi < lo ? lo : hi};
+    *b = (html_series_bins){.lo = lo, .hi = hi < lo ? lo : hi};
     uint64_t span = span_of(b);
     b->nbins = span < HC_BINS ? (int)span : HC_BINS;
     b->downsampled = span > HC_BINS;
     for (int k = 0; k < b->nbins; k++) /* the first step s with (s - lo) * nbins / span == k */
         b->rep[k] = (int64_t)((uint64_t)lo + (uint64_t)(((unsigned __int128)k * span + (unsigned)b->nbins - 1) /
                                                          (unsigned)b->nbins));
-    int pb = hc_bin_of(b, pin);
+    int pb = html_series_bin_of(b, pin);
     if (pb >= 0)
         b->rep[pb] = pin;
 }
 
-int hc_bin_of(const hc_bins *b, int64_t step)
+int html_series_bin_of(const html_series_bins *b, int64_t step)
 {
     if (step == INT64_MIN || step < b->lo || step > b->hi || !b->nbins)
         return -1;
@@ -64,15 +64,15 @@ static void fill_nan(double *v, int n)
         v[i] = NAN;
 }
 
-hc_run *hc_run_new(const hc_bins *b, int rank, const char *keep)
+html_series_run *html_series_run_new(const html_series_bins *b, int rank, const char *keep)
 {
-    hc_run *x = calloc(1, sizeof(*x));
+    html_series_run *x = calloc(1, sizeof(*x));
     if (!x)
         return NULL;
     x->names = calloc(HC_NAMES, sizeof(*x->names));
     x->sites = calloc(HC_SITES, sizeof(*x->sites));
     if (!x->names || !x->sites) {
-        hc_run_free(x);
+        html_series_run_free(x);
         errno = ENOMEM;
         return NULL;
     }
@@ -87,7 +87,7 @@ hc_run *hc_run_new(const hc_bins *b, int rank, const char *keep)
     return x;
 }
 
-void hc_run_free(hc_run *x)
+void html_series_run_free(html_series_run *x)
 {
     if (!x)
         return;
@@ -96,7 +96,7 @@ void hc_run_free(hc_run *x)
     free(x);
 }
 
-const hc_name *hc_run_name(const hc_run *x, const char *name)
+const html_series_name *html_series_run_name(const html_series_run *x, const char *name)
 {
     for (int i = 0; i < x->nnames; i++)
         if (!strcmp(x->names[i].name, name))
@@ -106,7 +106,7 @@ const hc_name *hc_run_name(const hc_run *x, const char *name)
 
 /* The pass's state besides the run. */
 typedef struct scan {
-    hc_run *x;
+    html_series_run *x;
     tft_reader *r;
     tft_u64map names;   /* string id -> index + 1 into x->names (0: not followed) */
     tft_u64map live;    /* hash(ptr, device) -> live_block */
@@ -131,7 +131,7 @@ static double scalar_of(const tft_rec_tensor *t)
     return t->mode >= TFT_STATS_FULL ? t->stats.mean : NAN;
 }
 
-static hc_name *name_slot(scan *s, uint64_t id)
+static html_series_name *name_slot(scan *s, uint64_t id)
 {
     void *v;
     int rc = tft_u64map_insert(&s->names, id, NULL, NULL, &v);
@@ -150,7 +150,7 @@ static hc_name *name_slot(scan *s, uint64_t id)
             *idx = 0;
             return NULL;
         }
-        hc_name *n = &s->x->names[s->x->nnames++];
+        html_series_name *n = &s->x->names[s->x->nnames++];
         n->id = id;
         snprintf(n->name, sizeof(n->name), "%s", text ? text : "?");
         fill_nan(n->mean, HC_BINS);
@@ -163,7 +163,7 @@ static hc_name *name_slot(scan *s, uint64_t id)
 
 static void flush_nonfinite(scan *s)
 {
-    int b = hc_bin_of(s->x->bins, s->nf_step);
+    int b = html_series_bin_of(s->x->bins, s->nf_step);
     if (b >= 0 && s->nf_count > s->x->nonfinite[b])
         s->x->nonfinite[b] = s->nf_count;
     s->nf_count = 0;
@@ -171,7 +171,7 @@ static void flush_nonfinite(scan *s)
 
 static void on_tensor(scan *s, const tft_rec_tensor *t)
 {
-    hc_run *x = s->x;
+    html_series_run *x = s->x;
     int64_t step = t->h.step;
     uint64_t bad = t->stats.nan + t->stats.pinf + t->stats.ninf;
     if (t->mode >= TFT_STATS_HEALTH && bad) {
@@ -185,7 +185,7 @@ static void on_tensor(scan *s, const tft_rec_tensor *t)
             snprintf(x->first_nonfinite, sizeof(x->first_nonfinite), "%s", text ? text : "?");
         }
     }
-    int b = hc_bin_of(x->bins, step);
+    int b = html_series_bin_of(x->bins, step);
     if (b < 0 || step != x->bins->rep[b])
         return;
     double v = scalar_of(t);
@@ -195,7 +195,7 @@ static void on_tensor(scan *s, const tft_rec_tensor *t)
         x->grad_norm[b] = v;
     else if (t->name == s->id_lr && isnan(x->lr[b]))
         x->lr[b] = v;
-    hc_name *n = name_slot(s, t->name);
+    html_series_name *n = name_slot(s, t->name);
     if (!n || !isnan(n->mean[b]))
         return;
     n->mean[b] = v;
@@ -208,7 +208,7 @@ static void on_tensor(scan *s, const tft_rec_tensor *t)
 /* The live bytes into bin b (the most in the bin). */
 static void note_live(scan *s, int b)
 {
-    hc_run *x = s->x;
+    html_series_run *x = s->x;
     if (b < 0)
         return;
     for (int i = 0; i < x->nsites; i++)
@@ -220,13 +220,13 @@ static void note_live(scan *s, int b)
 
 static int site_index(scan *s, uint64_t id)
 {
-    hc_run *x = s->x;
+    html_series_run *x = s->x;
     for (int i = 0; i < x->nsites; i++)
         if (x->sites[i].id == id)
             return i;
     if (x->nsites == HC_SITES)
         return HC_SITES;
-    hc_site *st = &x->sites[x->nsites];
+    html_series_site *st = &x->sites[x->nsites];
     st->id = id;
     const char *text = id ? tft_reader_string(s->r, id) : NULL;
     snprintf(st->name, sizeof(st->name), "%s", text ? text : id ? "?" : "(no site)");
@@ -267,7 +267,7 @@ static void on_free(scan *s, const tft_rec_free *f)
 
 static void on_collective(scan *s, const tft_rec_collective *c)
 {
-    hc_run *x = s->x;
+    html_series_run *x = s->x;
     if (c->h.flags & TFT_COLL_FLAG_ENTER) {
         s->enters++;
         return;
@@ -278,14 +278,14 @@ static void on_collective(scan *s, const tft_rec_collective *c)
     uint64_t ns = c->t_exit - c->t_enter;
     x->colls++;
     x->coll_ns += ns;
-    int b = hc_bin_of(x->bins, c->h.step);
+    int b = html_series_bin_of(x->bins, c->h.step);
     if (b >= 0 && c->h.step == x->bins->rep[b]) {
         x->coll_ms[b] += (double)ns * 1e-6;
         x->coll_n[b] += 1;
     }
 }
 
-int hc_run_read(hc_run *x, tft_reader *r)
+int html_series_run_read(html_series_run *x, tft_reader *r)
 {
     scan s = {.x = x, .r = r, .last_bin = -1, .nf_step = TFT_STEP_NONE,
               .id_loss = tft_string_id("loss", 4), .id_gn = tft_string_id("grad_norm", 9),
@@ -297,7 +297,7 @@ int hc_run_read(hc_run *x, tft_reader *r)
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) {
         e = 0;
         x->records++;
-        int b = hc_bin_of(x->bins, rec->step);
+        int b = html_series_bin_of(x->bins, rec->step);
         switch (rec->kind) {
         case TFT_REC_TENSOR:
             if (rec->len >= sizeof(tft_rec_tensor))
@@ -329,7 +329,7 @@ int hc_run_read(hc_run *x, tft_reader *r)
     return e < 0 ? e : 0;
 }
 
-int hc_calls_read(tft_reader *r, uint64_t comm, uint64_t seq_lo, uint64_t seq_hi, hc_call *out, int max)
+int html_series_calls_read(tft_reader *r, uint64_t comm, uint64_t seq_lo, uint64_t seq_hi, html_series_call *out, int max)
 {
     int n = 0;
     int e = tft_reader_rewind(r);
@@ -348,7 +348,7 @@ int hc_calls_read(tft_reader *r, uint64_t comm, uint64_t seq_lo, uint64_t seq_hi
             if (n == max)
                 continue;
             const char *name = tft_reader_string(r, c->name);
-            out[n] = (hc_call){.comm = comm, .coll_seq = c->coll_seq, .type = c->type, .count = c->count,
+            out[n] = (html_series_call){.comm = comm, .coll_seq = c->coll_seq, .type = c->type, .count = c->count,
                                .step = c->h.step};
             snprintf(out[n].name, sizeof(out[n].name), "%s", name ? name : "collective");
             n++;

@@ -25,39 +25,39 @@
 
 /* The steps a report bins: lo..hi, in nbins bins; rep[b] is bin b's
  * representative step. The same for the runs a page compares. */
-typedef struct hc_bins {
+typedef struct html_series_bins {
     int64_t lo, hi;
     int nbins;
     int64_t rep[HC_BINS];
     bool downsampled;   /* more steps than bins */
-} hc_bins;
+} html_series_bins;
 
 /* The steps of a rank file from its chunk index: false when none. */
-bool hc_step_range(tft_reader *r, int64_t *lo, int64_t *hi);
+bool html_series_step_range(tft_reader *r, int64_t *lo, int64_t *hi);
 /* Bins lo..hi; pin (INT64_MIN none) becomes its bin's representative. */
-void hc_bins_init(hc_bins *b, int64_t lo, int64_t hi, int64_t pin);
+void html_series_bins_init(html_series_bins *b, int64_t lo, int64_t hi, int64_t pin);
 /* The bin of step, -1 outside lo..hi. */
-int hc_bin_of(const hc_bins *b, int64_t step);
+int html_series_bin_of(const html_series_bins *b, int64_t step);
 
-typedef struct hc_name {
+typedef struct html_series_name {
     uint64_t id;        /* string id */
     char name[96];
     double mean[HC_BINS], std[HC_BINS], absmax[HC_BINS]; /* at the representative step, NaN none */
-} hc_name;
+} html_series_name;
 
-typedef struct hc_site {
+typedef struct html_series_site {
     uint64_t id;
     char name[128];
     uint64_t peak;                /* the most it held at once */
     double live[HC_BINS];         /* the most it held in the bin's steps, NaN before its first */
-} hc_site;
+} html_series_site;
 
 /* One rank file's series. */
-typedef struct hc_run {
-    const hc_bins *bins;
+typedef struct html_series_run {
+    const html_series_bins *bins;
     int rank;
     double loss[HC_BINS], grad_norm[HC_BINS], lr[HC_BINS]; /* NaN none */
-    hc_name *names;               /* HC_NAMES of them, nnames used, in order of first record; names
+    html_series_name *names;               /* HC_NAMES of them, nnames used, in order of first record; names
                                    * "adam.*" and "param.*" (optimizer state, parameters after the
                                    * update: as many as the parameters) are left out, except keep */
     char keep[96];                /* a name followed whatever it is (the first divergence's) */
@@ -66,7 +66,7 @@ typedef struct hc_run {
     double nonfinite[HC_BINS];    /* the most NaN+Inf elements of one step in the bin (over its tensors) */
     int64_t first_nonfinite_step; /* TFT_STEP_NONE none */
     char first_nonfinite[96];
-    hc_site *sites;               /* HC_SITES of them */
+    html_series_site *sites;               /* HC_SITES of them */
     int nsites;
     double live_total[HC_BINS];   /* the most live bytes (every site) in the bin's steps */
     double coll_ms[HC_BINS];      /* time in collectives in the bin's representative step, ms */
@@ -74,29 +74,29 @@ typedef struct hc_run {
     uint64_t colls, coll_ns;      /* collectives completed, their total time */
     uint64_t coll_open;           /* entered and never left (a hang) */
     uint64_t records;
-} hc_run;
+} html_series_run;
 
 /* A new run over bins b (borrowed), NULL with errno on failure; keep (NULL
  * none) is a tensor name followed even when it would be left out. */
-hc_run *hc_run_new(const hc_bins *b, int rank, const char *keep);
-void hc_run_free(hc_run *x); /* NULL-safe */
+html_series_run *html_series_run_new(const html_series_bins *b, int rank, const char *keep);
+void html_series_run_free(html_series_run *x); /* NULL-safe */
 /* Reads r from its start to its end into x. 0 or a negative errno. */
-int hc_run_read(hc_run *x, tft_reader *r);
+int html_series_run_read(html_series_run *x, tft_reader *r);
 /* The series of tensor name in x, NULL when not followed. */
-const hc_name *hc_run_name(const hc_run *x, const char *name);
+const html_series_name *html_series_run_name(const html_series_run *x, const char *name);
 
 /* One collective call of a rank file, for a timeline. */
-typedef struct hc_call {
+typedef struct html_series_call {
     uint64_t comm, coll_seq;
     uint64_t t_enter, t_exit;     /* t_exit 0: entered, never left */
     int type;                     /* enum tft_coll_type */
     uint64_t count;
     int64_t step;
     char name[48];
-} hc_call;
+} html_series_call;
 
 /* The calls of r on communicator comm with coll_seq in [seq_lo, seq_hi],
  * at most max (in file order). Returns how many or a negative errno. */
-int hc_calls_read(tft_reader *r, uint64_t comm, uint64_t seq_lo, uint64_t seq_hi, hc_call *out, int max);
+int html_series_calls_read(tft_reader *r, uint64_t comm, uint64_t seq_lo, uint64_t seq_hi, html_series_call *out, int max);
 
 #endif

@@ -70,7 +70,7 @@ static double xmap(double x, double lo, double hi)
 
 /* The ranges of the series (x over every point, y over finite ones; a
  * log scale over positive ones). false when nothing is finite. */
-static bool ranges(const svg_series *s, int ns, int log_y, double *x0, double *x1, double *y0, double *y1)
+static bool ranges(const html_svg_series *s, int ns, int log_y, double *x0, double *x1, double *y0, double *y1)
 {
     bool any = false;
     *x0 = *y0 = INFINITY;
@@ -90,7 +90,7 @@ static bool ranges(const svg_series *s, int ns, int log_y, double *x0, double *x
     return any;
 }
 
-void svg_line_chart(FILE *f, const char *title, const svg_series *s, int ns, int64_t mark_step, int log_y)
+void html_svg_line_chart(FILE *f, const char *title, const html_svg_series *s, int ns, int64_t mark_step, int log_y)
 {
     double x0, x1, y0, y1;
     bool any = ranges(s, ns, log_y, &x0, &x1, &y0, &y1);
@@ -167,7 +167,7 @@ static void rel_color(double v, char *buf, size_t n)
     snprintf(buf, n, "#%02x%02x%02x", r, g, b);
 }
 
-void svg_heatmap(FILE *f, const char *const *rows, int nrows, const int64_t *col_step, int ncols, const double *v,
+void html_svg_heatmap(FILE *f, const char *const *rows, int nrows, const int64_t *col_step, int ncols, const double *v,
                  int mark_row, int mark_col, int64_t mark_step)
 {
     const int lw = 150, ch = 12, top = 18;
@@ -207,7 +207,7 @@ void svg_heatmap(FILE *f, const char *const *rows, int nrows, const int64_t *col
             lw, h - 6);
 }
 
-void svg_timeline(FILE *f, const char *const *lanes, const char *const *lane_cls, int nlanes, const svg_bar *bars,
+void html_svg_timeline(FILE *f, const char *const *lanes, const char *const *lane_cls, int nlanes, const html_svg_bar *bars,
                   int nbars, const char *axis_left, const char *axis_right)
 {
     const int lw = 110, lh = 18, top = 8;
@@ -223,7 +223,7 @@ void svg_timeline(FILE *f, const char *const *lanes, const char *const *lane_cls
         fputs("</text></g>", f);
     }
     for (int k = 0; k < nbars; k++) {
-        const svg_bar *b = &bars[k];
+        const html_svg_bar *b = &bars[k];
         double t1 = b->t1 < 0 ? 1 : b->t1, w = (t1 - b->t0) * pw;
         fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"><title>", b->cls,
                 lw + b->t0 * pw, top + b->lane * lh + 3, w < 1.5 ? 1.5 : w, lh - 6);

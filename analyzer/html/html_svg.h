@@ -23,38 +23,38 @@ void html_attr(FILE *f, const char *s);
 void html_textf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* One line of a chart: n points (x[i], y[i]); a NaN y is a gap. */
-typedef struct svg_series {
+typedef struct html_svg_series {
     const char *label;   /* legend text (trace-derived text allowed) */
     const char *color;   /* CSS colour, a constant of ours */
     const double *x, *y;
     int n;
     int dashed;
-} svg_series;
+} html_svg_series;
 
 /* A line chart of the series over x (steps), with its axes' ranges
  * labelled, and when mark_step is not INT64_MIN a vertical line of class
  * divergence-mark with data-step="mark_step" (placed even when outside the
  * data, clamped to the edge). title is escaped. */
-void svg_line_chart(FILE *f, const char *title, const svg_series *s, int ns, int64_t mark_step, int log_y);
+void html_svg_line_chart(FILE *f, const char *title, const html_svg_series *s, int ns, int64_t mark_step, int log_y);
 
 /* A heatmap of nrows x ncols cells: v[r * ncols + c] in [0, 1] (relative
  * difference, drawn on a log scale from 1e-7), 0 identical, NaN absent.
  * col_step[c] is the first step of column c (for tooltips and the axis);
  * the cell (mark_row, mark_col) gets class first-divergence and
  * data-step="mark_step" (mark_row < 0: none). */
-void svg_heatmap(FILE *f, const char *const *rows, int nrows, const int64_t *col_step, int ncols, const double *v,
+void html_svg_heatmap(FILE *f, const char *const *rows, int nrows, const int64_t *col_step, int ncols, const double *v,
                  int mark_row, int mark_col, int64_t mark_step);
 
 /* A horizontal bar (timeline), in a chart begun by the caller: lane row,
  * from t0 to t1 (0..1 of the width; t1 < 0: open to the right edge). */
-typedef struct svg_bar {
+typedef struct html_svg_bar {
     int lane;
     double t0, t1;
     const char *cls;     /* CSS class ("bar", "bar missing", ...) */
     const char *tip;     /* tooltip text (escaped) */
-} svg_bar;
+} html_svg_bar;
 /* A timeline: one lane per label, the bars, a legend line below. */
-void svg_timeline(FILE *f, const char *const *lanes, const char *const *lane_cls, int nlanes, const svg_bar *bars,
+void html_svg_timeline(FILE *f, const char *const *lanes, const char *const *lane_cls, int nlanes, const html_svg_bar *bars,
                   int nbars, const char *axis_left, const char *axis_right);
 
 /* A number in a short form for labels and tables ("1.25e-05", "3.5"). */

@@ -31,7 +31,7 @@
  * over the streak up to its last growth.
  *
  * At the end (both kinds of traces), every site's blocks still live are
- * summed up (diff_rank_mem): bytes, count, the largest block, the oldest
+ * summed up (leak_rank_mem): bytes, count, the largest block, the oldest
  * block's time, step and record position, and the most the site ever held
  * (its peak, in bytes and in blocks, and whether one thread made all its
  * allocations). Two uses:
@@ -47,11 +47,11 @@
  *   nothing else — the case the growth rule cannot tell from a table
  *   filled at start — at the price of flagging a program that keeps that
  *   much, from one site, to its end (see docs/INTERPOSE.md).
- * - tfdiff (diff_leaks_compare): BAD's sites against GOLDEN's, at the end
+ * - tfdiff (leak_compare): BAD's sites against GOLDEN's, at the end
  *   or against GOLDEN's peak when BAD stopped early; and peak against peak
  *   for sites one thread allocates at, since a program may keep blocks for
  *   its whole run and free them at teardown (CPython frees every object
- *   when it exits): the bytes and, by DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS, the
+ *   when it exits): the bytes and, by LEAK_PEAK_MIN_EXTRA_BLOCKS, the
  *   blocks it held at once, so a bigger batch (bigger blocks) is not a
  *   leak, more blocks kept is.
  *
@@ -443,7 +443,7 @@ static bool leaks_at_exit(const leak_site *st, uint64_t min_bytes, uint64_t reco
     return (st->end_last_pos - st->end_first_pos) * LEAK_EXIT_SPREAD_DIV >= records;
 }
 
-static void fill_common(diff_leak *l, int rank, const leak_site *st, uint64_t start)
+static void fill_common(leak_finding *l, int rank, const leak_site *st, uint64_t start)
 {
     memset(l, 0, sizeof(*l));
     l->rank = rank;
@@ -459,16 +459,16 @@ static void fill_common(diff_leak *l, int rank, const leak_site *st, uint64_t st
 }
 
 /* The rate and start of an at-exit leak: what the site's live blocks are. */
-static void fill_at_exit(diff_leak *l)
+static void fill_at_exit(leak_finding *l)
 {
-    l->how = DIFF_LEAK_AT_EXIT;
+    l->how = LEAK_AT_EXIT;
     l->per_alloc = true;
     l->from_step = l->first_alloc_step;
     l->iterations = l->live_allocs_at_end;
     l->bytes_per_step = l->live_allocs_at_end ? (double)l->live_bytes_at_end / (double)l->live_allocs_at_end : 0;
 }
 
-static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max)
+static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_bytes, leak_finding *out, int max)
 {
     uint32_t need = s->steps_seen <= LEAK_FEW_STEPS ? LEAK_MIN_GROWTH_FEW : LEAK_MIN_GROWTH;
     bool stepless = s->steps_seen == 0;
@@ -481,7 +481,7 @@ static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_byt
         if (!growth && !leaks_at_exit(st, exit_min_bytes, s->pos))
             continue;
         site_name(st, r);
-        diff_leak *l = &out[n++];
+        leak_finding *l = &out[n++];
         fill_common(l, rank, st, start);
         if (!growth) {
             fill_at_exit(l);
@@ -489,7 +489,7 @@ static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_byt
             l->min_bytes = exit_min_bytes;
             continue;
         }
-        l->how = DIFF_LEAK_GROWTH;
+        l->how = LEAK_GROWTH;
         l->per_alloc = stepless;
         if (stepless) {
             l->from_step = TFT_STEP_NONE;
@@ -517,7 +517,7 @@ static int cmp_site_peak(const void *a, const void *b)
 
 /* Fills mem from the sites; reorders s->sites (their index is not needed
  * any more). */
-static void fill_mem(leak_state *s, tft_reader *r, diff_rank_mem *mem)
+static void fill_mem(leak_state *s, tft_reader *r, leak_rank_mem *mem)
 {
     uint64_t start = rank_start(s, r);
     for (size_t k = 0; k < s->nsites; k++)
@@ -530,7 +530,7 @@ static void fill_mem(leak_state *s, tft_reader *r, diff_rank_mem *mem)
         if (!st->allocs)
             continue;
         if (mem->nsites < mem->max_sites) {
-            diff_site_mem *m = &mem->sites[mem->nsites];
+            leak_site_mem *m = &mem->sites[mem->nsites];
             memset(m, 0, sizeof(*m));
             snprintf(m->site, sizeof(m->site), "%s", st->name);
             m->allocs = st->allocs;
@@ -568,18 +568,18 @@ static void fill_mem(leak_state *s, tft_reader *r, diff_rank_mem *mem)
 
 static int cmp_site_name(const void *a, const void *b)
 {
-    return strcmp(((const diff_site_mem *)a)->site, ((const diff_site_mem *)b)->site);
+    return strcmp(((const leak_site_mem *)a)->site, ((const leak_site_mem *)b)->site);
 }
 
-static const diff_site_mem *golden_site(const diff_rank_mem *g, const char *site)
+static const leak_site_mem *golden_site(const leak_rank_mem *g, const char *site)
 {
     int n = g->nsites < g->max_sites ? g->nsites : g->max_sites;
-    diff_site_mem key;
+    leak_site_mem key;
     snprintf(key.site, sizeof(key.site), "%s", site);
     return n > 0 ? bsearch(&key, g->sites, (size_t)n, sizeof(*g->sites), cmp_site_name) : NULL;
 }
 
-static void attach_golden(diff_leak *l, const diff_site_mem *gs)
+static void attach_golden(leak_finding *l, const leak_site_mem *gs)
 {
     l->golden_known = true;
     l->golden_live_bytes_at_end = gs ? gs->live_bytes : 0;
@@ -589,7 +589,7 @@ static void attach_golden(diff_leak *l, const diff_site_mem *gs)
 }
 
 /* BAD's own peak, for every leak tfdiff reports. */
-static void attach_peak(diff_leak *l, const diff_site_mem *bs)
+static void attach_peak(leak_finding *l, const leak_site_mem *bs)
 {
     if (!bs)
         return;
@@ -599,7 +599,7 @@ static void attach_peak(diff_leak *l, const diff_site_mem *bs)
     l->peak_step = bs->peak_step;
 }
 
-static const diff_site_mem *bad_site(const diff_rank_mem *b, const char *site)
+static const leak_site_mem *bad_site(const leak_rank_mem *b, const char *site)
 {
     int n = b->nsites < b->max_sites ? b->nsites : b->max_sites;
     for (int j = 0; j < n; j++)
@@ -608,24 +608,24 @@ static const diff_site_mem *bad_site(const diff_rank_mem *b, const char *site)
     return NULL;
 }
 
-/* have exceeds want by the margin: DIFF_LEAK_MARGIN_RATIO times, and by at
+/* have exceeds want by the margin: LEAK_MARGIN_RATIO times, and by at
  * least `extra`. */
 static bool beyond(uint64_t have, uint64_t want, uint64_t extra)
 {
-    return have >= want && have - want >= extra && have / DIFF_LEAK_MARGIN_RATIO >= want;
+    return have >= want && have - want >= extra && have / LEAK_MARGIN_RATIO >= want;
 }
 
 /* The peak rule for one site (see core.h). */
-static bool peak_leak(const diff_site_mem *bs, const diff_site_mem *gs)
+static bool peak_leak(const leak_site_mem *bs, const leak_site_mem *gs)
 {
     if (!bs->one_thread || (gs && !gs->one_thread))
         return false; /* how threads ran moves a shared site's peak */
     uint64_t gb = gs ? gs->peak_bytes : 0, ga = gs ? gs->peak_allocs : 0;
-    return beyond(bs->peak_bytes, gb, DIFF_LEAK_MARGIN_BYTES) &&
-           beyond(bs->peak_allocs, ga, DIFF_LEAK_PEAK_MIN_EXTRA_BLOCKS);
+    return beyond(bs->peak_bytes, gb, LEAK_MARGIN_BYTES) &&
+           beyond(bs->peak_allocs, ga, LEAK_PEAK_MIN_EXTRA_BLOCKS);
 }
 
-static void fill_from_site(diff_leak *l, int rank, const diff_site_mem *bs)
+static void fill_from_site(leak_finding *l, int rank, const leak_site_mem *bs)
 {
     memset(l, 0, sizeof(*l));
     l->rank = rank;
@@ -639,7 +639,7 @@ static void fill_from_site(diff_leak *l, int rank, const diff_site_mem *bs)
     attach_peak(l, bs);
 }
 
-static bool reported(const diff_leak *out, int n, const char *site)
+static bool reported(const leak_finding *out, int n, const char *site)
 {
     for (int i = 0; i < n; i++)
         if (!strcmp(out[i].site, site))
@@ -649,14 +649,14 @@ static bool reported(const diff_leak *out, int n, const char *site)
 
 /* Whether BAD's end can stand against GOLDEN's: both exited normally with
  * the same status, and BAD got as far in steps. */
-static bool ends_comparable(const diff_rank_mem *g, const diff_rank_mem *b)
+static bool ends_comparable(const leak_rank_mem *g, const leak_rank_mem *b)
 {
     return b->exit_known && g->exit_known && !b->exit_signal && !g->exit_signal &&
            b->exit_code == g->exit_code && b->last_step >= g->last_step;
 }
 
-int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff_rank_mem *b,
-                       const diff_leak *bl, int nb, int rank, diff_leak *out, int max)
+int leak_compare(leak_rank_mem *g, const leak_finding *gl, int ng, const leak_rank_mem *b,
+                       const leak_finding *bl, int nb, int rank, leak_finding *out, int max)
 {
     int gn = g->nsites < g->max_sites ? g->nsites : g->max_sites;
     if (gn > 1)
@@ -679,15 +679,15 @@ int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff
     int bn = b->nsites < b->max_sites ? b->nsites : b->max_sites;
     for (int pass = 0; pass < 2; pass++) { /* at exit first, then peaks */
         for (int j = 0; j < bn && n < max; j++) {
-            const diff_site_mem *bs = &b->sites[j];
-            const diff_site_mem *gs = golden_site(g, bs->site);
+            const leak_site_mem *bs = &b->sites[j];
+            const leak_site_mem *gs = golden_site(g, bs->site);
             if ((!gs && !g_whole) || reported(out, n, bs->site))
                 continue;
             uint64_t want = gs ? (at_end ? gs->live_bytes : gs->peak_bytes) : 0;
-            if (pass == 0 ? !bs->live_bytes || !beyond(bs->live_bytes, want, DIFF_LEAK_MARGIN_BYTES)
+            if (pass == 0 ? !bs->live_bytes || !beyond(bs->live_bytes, want, LEAK_MARGIN_BYTES)
                           : !peak_leak(bs, gs))
                 continue;
-            diff_leak *l = &out[n++];
+            leak_finding *l = &out[n++];
             fill_from_site(l, rank, bs);
             fill_at_exit(l);
             attach_golden(l, gs);
@@ -695,7 +695,7 @@ int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff
                 l->vs_golden_peak = !at_end;
                 continue;
             }
-            l->how = DIFF_LEAK_PEAK;
+            l->how = LEAK_PEAK;
             l->vs_golden_peak = true;
             l->from_step = bs->peak_step;
             l->iterations = bs->peak_allocs;
@@ -707,19 +707,8 @@ int diff_leaks_compare(diff_rank_mem *g, const diff_leak *gl, int ng, const diff
 
 /* ---- text ---------------------------------------------------------------- */
 
-const char *diff_step_text(int64_t step, char *buf, size_t n)
-{
-    if (step == TFT_STEP_NONE)
-        snprintf(buf, n, "no step");
-    else if (DIFF_IS_STEPLESS(step))
-        snprintf(buf, n, "no step (window %lld)", (long long)(step - DIFF_STEPLESS_BASE));
-    else
-        snprintf(buf, n, "step %lld", (long long)step);
-    return buf;
-}
-
 /* ", the oldest allocated T s into the run (step S)" for what is live. */
-static void describe_first(const diff_leak *l, char *buf, size_t n)
+static void describe_first(const leak_finding *l, char *buf, size_t n)
 {
     char sb[48];
     if (!l->first_known) {
@@ -727,22 +716,22 @@ static void describe_first(const diff_leak *l, char *buf, size_t n)
         return;
     }
     snprintf(buf, n, ", the oldest allocated %.3f s into the run (%s)", (double)l->first_alloc_ns * 1e-9,
-             diff_step_text(l->first_alloc_step, sb, sizeof(sb)));
+             core_step_text(l->first_alloc_step, sb, sizeof(sb)));
 }
 
-void diff_leak_describe(const diff_leak *l, char *buf, size_t n)
+void leak_describe(const leak_finding *l, char *buf, size_t n)
 {
     char first[96], golden[160] = "", sb[48];
     describe_first(l, first, sizeof(first));
-    if (l->how == DIFF_LEAK_PEAK) {
+    if (l->how == LEAK_PEAK) {
         snprintf(buf, n, "%s: held up to %" PRIu64 " bytes in %" PRIu64 " blocks at once, %.3f s into the run (%s; "
                  "GOLDEN: at most %" PRIu64 " bytes in %" PRIu64 " blocks), %" PRIu64 " bytes live at the end",
                  l->site, l->peak_live_bytes, l->peak_live_allocs, (double)l->peak_ns * 1e-9,
-                 diff_step_text(l->peak_step, sb, sizeof(sb)), l->golden_peak_live_bytes, l->golden_peak_live_allocs,
+                 core_step_text(l->peak_step, sb, sizeof(sb)), l->golden_peak_live_bytes, l->golden_peak_live_allocs,
                  l->live_bytes_at_end);
         return;
     }
-    if (l->how == DIFF_LEAK_AT_EXIT) {
+    if (l->how == LEAK_AT_EXIT) {
         if (l->golden_known && l->vs_golden_peak)
             snprintf(golden, sizeof(golden), " (GOLDEN held at most %" PRIu64 " bytes there at once; BAD did not "
                      "run to a normal end)", l->golden_peak_live_bytes);
@@ -766,9 +755,9 @@ void diff_leak_describe(const diff_leak *l, char *buf, size_t n)
                  l->bytes_per_step, (long long)l->from_step, l->live_bytes_at_end, first, golden);
 }
 
-int diff_leaks(tft_reader *r, int rank, diff_leak *out, int max)
+int leak_find(tft_reader *r, int rank, leak_finding *out, int max)
 {
-    return diff_leaks_mem(r, rank, 0, out, max, NULL);
+    return leak_find_mem(r, rank, 0, out, max, NULL);
 }
 
 static void on_process(leak_state *s, const tft_rec *rec)
@@ -783,13 +772,13 @@ static void on_process(leak_state *s, const tft_rec *rec)
     s->exit_signal = p->signal;
 }
 
-struct diff_leak_scan {
+struct leak_scan {
     leak_state s;
 };
 
-diff_leak_scan *diff_leak_scan_new(void)
+leak_scan *leak_scan_new(void)
 {
-    diff_leak_scan *x = calloc(1, sizeof(*x));
+    leak_scan *x = calloc(1, sizeof(*x));
     if (!x)
         return NULL;
     x->s = (leak_state){.cur_step = TFT_STEP_NONE, .ts_min = UINT64_MAX, .last_step = TFT_STEP_NONE};
@@ -799,7 +788,7 @@ diff_leak_scan *diff_leak_scan_new(void)
     return x;
 }
 
-int diff_leak_scan_record(diff_leak_scan *x, tft_reader *r, const tft_rec *rec)
+int leak_scan_record(leak_scan *x, tft_reader *r, const tft_rec *rec)
 {
     leak_state *s = &x->s;
     s->pos++;
@@ -817,8 +806,8 @@ int diff_leak_scan_record(diff_leak_scan *x, tft_reader *r, const tft_rec *rec)
     return 0;
 }
 
-int diff_leak_scan_finish(diff_leak_scan *x, tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out,
-                          int max, diff_rank_mem *mem)
+int leak_scan_finish(leak_scan *x, tft_reader *r, int rank, uint64_t exit_min_bytes, leak_finding *out,
+                          int max, leak_rank_mem *mem)
 {
     if (!x)
         return -EINVAL;
@@ -833,11 +822,11 @@ int diff_leak_scan_finish(diff_leak_scan *x, tft_reader *r, int rank, uint64_t e
     }
     if (e >= 0 && mem)
         fill_mem(s, r, mem);
-    diff_leak_scan_free(x);
+    leak_scan_free(x);
     return e;
 }
 
-void diff_leak_scan_free(diff_leak_scan *x)
+void leak_scan_free(leak_scan *x)
 {
     if (!x)
         return;
@@ -848,21 +837,21 @@ void diff_leak_scan_free(diff_leak_scan *x)
     free(x);
 }
 
-int diff_leaks_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, diff_leak *out, int max,
-                   diff_rank_mem *mem)
+int leak_find_mem(tft_reader *r, int rank, uint64_t exit_min_bytes, leak_finding *out, int max,
+                   leak_rank_mem *mem)
 {
     if (!r || (max > 0 && !out) || (mem && mem->max_sites > 0 && !mem->sites))
         return -EINVAL;
-    diff_leak_scan *x = diff_leak_scan_new();
+    leak_scan *x = leak_scan_new();
     if (!x)
         return -ENOMEM;
     int e = tft_reader_rewind(r);
     const tft_rec *rec;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1)
-        e = diff_leak_scan_record(x, r, rec);
+        e = leak_scan_record(x, r, rec);
     if (e < 0) {
-        diff_leak_scan_free(x);
+        leak_scan_free(x);
         return e;
     }
-    return diff_leak_scan_finish(x, r, rank, exit_min_bytes, out, max, mem);
+    return leak_scan_finish(x, r, rank, exit_min_bytes, out, max, mem);
 }

@@ -23,9 +23,9 @@ struct diff_report {
     diff_opts o;
     diff_rank_result *ranks;
     int nranks;
-    diff_leak leaks[MAX_ITEMS];
+    leak_finding leaks[MAX_ITEMS];
     int nleaks;
-    diff_desync desyncs[MAX_ITEMS];
+    desync_finding desyncs[MAX_ITEMS];
     int ndesyncs;
     char notes[8][160];
     int nnotes;
@@ -37,18 +37,18 @@ struct diff_report {
     const char *html, *markdown; /* the other reports written (report_set_outputs), NULL none */
     int argc;                 /* tfdiff's command line (borrowed) */
     char **argv;
-    chk_finding checks[32];   /* detector findings BAD has and GOLDEN lacks (report_add_check) */
+    detect_finding checks[32];   /* detector findings BAD has and GOLDEN lacks (report_add_check) */
     int nchecks;
-    diff_stacks stacks;       /* BAD's STACK records, read when it has a desync (owned) */
+    desync_stacks stacks;       /* BAD's STACK records, read when it has a desync (owned) */
 };
 
-void report_add_check(diff_report *r, const chk_finding *f)
+void report_add_check(diff_report *r, const detect_finding *f)
 {
     if (r->nchecks < (int)(sizeof(r->checks) / sizeof(r->checks[0])))
         r->checks[r->nchecks++] = *f;
 }
 
-const chk_finding *report_checks(const diff_report *r, int *n)
+const detect_finding *report_checks(const diff_report *r, int *n)
 {
     *n = r->nchecks;
     return r->checks;
@@ -74,16 +74,16 @@ void report_free(diff_report *r)
 {
     if (r) {
         free(r->ranks);
-        diff_stacks_free(&r->stacks);
+        desync_stacks_free(&r->stacks);
     }
     free(r);
 }
 
-void report_set_stacks(diff_report *r, diff_stacks *s)
+void report_set_stacks(diff_report *r, desync_stacks *s)
 {
-    diff_stacks_free(&r->stacks);
+    desync_stacks_free(&r->stacks);
     r->stacks = *s;
-    *s = (diff_stacks){0};
+    *s = (desync_stacks){0};
 }
 
 void report_note(diff_report *r, const char *fmt, ...)
@@ -112,19 +112,19 @@ void report_add_rank(diff_report *r, const diff_rank_result *res)
         r->ranks[r->nranks++] = *res;
 }
 
-void report_add_leak(diff_report *r, const diff_leak *l)
+void report_add_leak(diff_report *r, const leak_finding *l)
 {
     if (r->nleaks < MAX_ITEMS)
         r->leaks[r->nleaks++] = *l;
 }
 
-void report_add_desync(diff_report *r, const diff_desync *d)
+void report_add_desync(diff_report *r, const desync_finding *d)
 {
-    int lost = diff_drops_explain(r->ranks, r->nranks, d);
+    int lost = core_drops_explain(r->ranks, r->nranks, d);
     if (lost >= 0) { /* a dropped record can fake it: not judged */
         char sb[48];
         report_incomplete(r, "rank %d: BAD dropped records there, so a desync (%s) at %s (%s) was not judged", lost,
-                          desync_kind_name(d->kind), diff_step_text(d->step, sb, sizeof(sb)),
+                          desync_kind_name(d->kind), core_step_text(d->step, sb, sizeof(sb)),
                           d->comm_name[0] ? d->comm_name : "no communicator");
         return;
     }
@@ -186,7 +186,7 @@ static bool incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
                 snprintf(buf, n, "rank %d: %s recorded nothing (its rank file holds no records)", x->rank, side[w]);
             else
                 snprintf(buf, n, "rank %d: %s lost %" PRIu64 " records (dropped by the recorder)%s%s", x->rank,
-                         side[w], lost[w], diff_drops_span(x, w - 2, span, sizeof(span)),
+                         side[w], lost[w], core_drops_span(x, w - 2, span, sizeof(span)),
                          x->unverified ? "; differences where a lost record may be the cause were not judged" : "");
             return true;
         }
@@ -268,9 +268,9 @@ static void json_step(cJSON *o, int64_t step)
 {
     if (step == TFT_STEP_NONE) {
         cJSON_AddNullToObject(o, "step");
-    } else if (DIFF_IS_STEPLESS(step)) {
+    } else if (CORE_IS_STEPLESS(step)) {
         cJSON_AddNullToObject(o, "step");
-        cJSON_AddNumberToObject(o, "window", (double)(step - DIFF_STEPLESS_BASE));
+        cJSON_AddNumberToObject(o, "window", (double)(step - CORE_STEPLESS_BASE));
     } else {
         cJSON_AddNumberToObject(o, "step", (double)step);
     }
@@ -282,9 +282,9 @@ static const char *range_text(int64_t a, int64_t b, char *buf, size_t n)
 {
     if (a == TFT_STEP_NONE)
         snprintf(buf, n, "no steps");
-    else if (DIFF_IS_STEPLESS(a))
-        snprintf(buf, n, "no steps (windows %lld..%lld)", (long long)(a - DIFF_STEPLESS_BASE),
-                 (long long)(b - DIFF_STEPLESS_BASE));
+    else if (CORE_IS_STEPLESS(a))
+        snprintf(buf, n, "no steps (windows %lld..%lld)", (long long)(a - CORE_STEPLESS_BASE),
+                 (long long)(b - CORE_STEPLESS_BASE));
     else
         snprintf(buf, n, "steps %lld..%lld", (long long)a, (long long)b);
     return buf;
@@ -305,7 +305,7 @@ static cJSON *json_point(const diff_point *p)
         cJSON_AddNumberToObject(o, "thread", p->thread);
     else
         cJSON_AddNullToObject(o, "thread");
-    cJSON_AddStringToObject(o, "kind", diff_kind_name(p->kind));
+    cJSON_AddStringToObject(o, "kind", compare_kind_name(p->kind));
     if (p->stat[0])
         cJSON_AddStringToObject(o, "stat", p->stat);
     cJSON_AddItemToObject(o, "golden", json_stats(&p->golden));
@@ -316,7 +316,7 @@ static cJSON *json_point(const diff_point *p)
 /* A step number, or null outside steps (first_alloc_step, from_step). */
 static void json_step_or_null(cJSON *o, const char *key, int64_t step)
 {
-    if (step == TFT_STEP_NONE || DIFF_IS_STEPLESS(step))
+    if (step == TFT_STEP_NONE || CORE_IS_STEPLESS(step))
         cJSON_AddNullToObject(o, key);
     else
         cJSON_AddNumberToObject(o, key, (double)step);
@@ -324,16 +324,16 @@ static void json_step_or_null(cJSON *o, const char *key, int64_t step)
 
 /* One leak (docs/TFDIFF.md: the keys of tfdump --check's leaks, plus
  * GOLDEN's side). */
-static cJSON *json_leak(const diff_leak *l)
+static cJSON *json_leak(const leak_finding *l)
 {
     cJSON *x = cJSON_CreateObject();
     cJSON_AddNumberToObject(x, "rank", l->rank);
     cJSON_AddStringToObject(x, "site", l->site);
-    cJSON_AddStringToObject(x, "how", l->how == DIFF_LEAK_PEAK      ? "peak"
-                                      : l->how == DIFF_LEAK_AT_EXIT ? "at-exit"
+    cJSON_AddStringToObject(x, "how", l->how == LEAK_PEAK      ? "peak"
+                                      : l->how == LEAK_AT_EXIT ? "at-exit"
                                                                     : "growth");
-    json_step_or_null(x, "from_step", l->per_alloc && l->how == DIFF_LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
-    if (l->per_alloc && l->how == DIFF_LEAK_PEAK && !l->first_known)
+    json_step_or_null(x, "from_step", l->per_alloc && l->how == LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
+    if (l->per_alloc && l->how == LEAK_PEAK && !l->first_known)
         cJSON_AddNullToObject(x, "from_allocation"); /* nothing of it live at the end */
     else if (l->per_alloc)
         cJSON_AddNumberToObject(x, "from_allocation", (double)l->from_alloc);
@@ -360,7 +360,7 @@ static cJSON *json_leak(const diff_leak *l)
     }
     cJSON_AddNumberToObject(x, "peak_live_bytes", (double)l->peak_live_bytes);
     cJSON_AddNumberToObject(x, "peak_live_allocs", (double)l->peak_live_allocs);
-    if (l->how != DIFF_LEAK_GROWTH)
+    if (l->how != LEAK_GROWTH)
         cJSON_AddStringToObject(x, "compared_to", l->vs_golden_peak ? "golden_peak" : "golden_end");
     else
         cJSON_AddNullToObject(x, "compared_to");
@@ -379,14 +379,14 @@ static cJSON *json_rank(const diff_rank_result *x)
     const char *keys[3] = {"golden_steps", "bad_steps", "common_steps"};
     const char *wkeys[3] = {"golden_windows", "bad_windows", "common_windows"};
     for (int k = 0; k < 3; k++) { /* a trace without steps: null steps, its windows */
-        bool none = st[k][0] == TFT_STEP_NONE, windows = DIFF_IS_STEPLESS(st[k][0]);
+        bool none = st[k][0] == TFT_STEP_NONE, windows = CORE_IS_STEPLESS(st[k][0]);
         for (int w = 0; w < 2; w++) {
             const char *key = w ? wkeys[k] : keys[k];
             if (none || windows != (w == 1)) {
                 cJSON_AddNullToObject(o, key);
                 continue;
             }
-            int64_t base = windows ? DIFF_STEPLESS_BASE : 0;
+            int64_t base = windows ? CORE_STEPLESS_BASE : 0;
             cJSON *a = cJSON_AddArrayToObject(o, key);
             cJSON_AddItemToArray(a, cJSON_CreateNumber((double)(st[k][0] - base)));
             cJSON_AddItemToArray(a, cJSON_CreateNumber((double)(st[k][1] - base)));
@@ -445,7 +445,7 @@ static cJSON *json_findings(const diff_report *r)
     for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
         cJSON_AddItemToArray(inc, cJSON_CreateString(why));
     char where[1024];
-    diff_drops_where(r->ranks, r->nranks, where, sizeof(where));
+    core_drops_where(r->ranks, r->nranks, where, sizeof(where));
     cJSON_AddItemToObject(o, "incomplete_drops", where[0] ? cJSON_CreateString(where) : cJSON_CreateNull());
     const diff_rank_result *fr = first_rank(r);
     cJSON_AddItemToObject(o, "first_divergence", fr ? json_point(&fr->first) : cJSON_CreateNull());
@@ -467,7 +467,7 @@ static cJSON *json_findings(const diff_report *r)
         cJSON_AddItemToArray(leaks, json_leak(&r->leaks[i]));
     cJSON *ds = cJSON_AddArrayToObject(o, "desync");
     for (int i = 0; i < r->ndesyncs; i++) {
-        const diff_desync *d = &r->desyncs[i];
+        const desync_finding *d = &r->desyncs[i];
         cJSON *x = cJSON_CreateObject();
         json_fp(x, "comm", d->comm);
         cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
@@ -480,10 +480,10 @@ static cJSON *json_findings(const diff_report *r)
         for (int k = 0; k < d->nranks && k < 16; k++)
             cJSON_AddItemToArray(rk, cJSON_CreateNumber(d->ranks[k]));
         cJSON_AddStringToObject(x, "detail", d->detail);
-        diff_desync_json_more(x, r->desyncs, r->ndesyncs, i);
+        report_desync_json_more(x, r->desyncs, r->ndesyncs, i);
         cJSON_AddItemToArray(ds, x);
     }
-    cJSON_AddItemToObject(o, "stacks", diff_stacks_json(&r->stacks));
+    cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&r->stacks));
     uint64_t wt = 0;
     for (int i = 0; i < r->nranks; i++)
         wt += r->ranks[i].within_tolerance;
@@ -518,7 +518,7 @@ void report_json(const diff_report *r, FILE *f)
     }
     cJSON *bo = cJSON_AddArrayToObject(o, "bad_only_findings");
     for (int i = 0; i < r->nchecks; i++)
-        cJSON_AddItemToArray(bo, chk_finding_json(&r->checks[i]));
+        cJSON_AddItemToArray(bo, detect_finding_json(&r->checks[i]));
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
         fputs(s, f);
@@ -567,17 +567,17 @@ static void text_ranks(const diff_report *r, FILE *f)
         if (x->structure[0])
             fprintf(f, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)\n", x->rank,
                     x->structure, x->inserted, x->deleted);
-        if (x->bad_ended_early && DIFF_IS_STEPLESS(x->bad_last_step))
+        if (x->bad_ended_early && CORE_IS_STEPLESS(x->bad_last_step))
             fprintf(f, "rank %d: BAD ended early, in window %lld of its ops (no steps; golden ran to window %lld)%s\n",
-                    x->rank, (long long)(x->bad_last_step - DIFF_STEPLESS_BASE),
-                    (long long)(x->golden_last_step - DIFF_STEPLESS_BASE), x->bad_exit_known ? "" : ", exit unknown");
+                    x->rank, (long long)(x->bad_last_step - CORE_STEPLESS_BASE),
+                    (long long)(x->golden_last_step - CORE_STEPLESS_BASE), x->bad_exit_known ? "" : ", exit unknown");
         else if (x->lost_tail)
             fprintf(f, "rank %d: BAD's records end at %s (golden's at %s), but it exited as GOLDEN did: "
-                       "the rest was lost, not skipped\n", x->rank, diff_step_text(x->bad_last_step, a, sizeof(a)),
-                    diff_step_text(x->golden_last_step, b, sizeof(b)));
+                       "the rest was lost, not skipped\n", x->rank, core_step_text(x->bad_last_step, a, sizeof(a)),
+                    core_step_text(x->golden_last_step, b, sizeof(b)));
         else if (x->bad_ended_early)
             fprintf(f, "rank %d: BAD ended early at %s (golden ran to %s)%s\n", x->rank,
-                    diff_step_text(x->bad_last_step, a, sizeof(a)), diff_step_text(x->golden_last_step, b, sizeof(b)),
+                    core_step_text(x->bad_last_step, a, sizeof(a)), core_step_text(x->golden_last_step, b, sizeof(b)),
                     x->bad_exit_known ? "" : ", exit unknown");
         if (x->bad_exit_known && (x->bad_exit_code || x->bad_exit_signal || x->exit_differs)) {
             fprintf(f, "rank %d: BAD exited with %s %d", x->rank, x->bad_exit_signal ? "signal" : "code",
@@ -604,7 +604,7 @@ void report_text(const diff_report *r, FILE *f)
         fprintf(f, "incomplete: %s\n", why);
     char lost_where[1024];
     if (report_verdict(r) == VERDICT_INCOMPLETE &&
-        diff_drops_where(r->ranks, r->nranks, lost_where, sizeof(lost_where))[0])
+        core_drops_where(r->ranks, r->nranks, lost_where, sizeof(lost_where))[0])
         fprintf(f, "no divergence found, but the comparison is incomplete: %s\n", lost_where);
     if (r->bad_unrecorded)
         fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
@@ -616,19 +616,19 @@ void report_text(const diff_report *r, FILE *f)
         if (p->op[0] && strcmp(p->op, p->tensor) != 0)
             snprintf(op, sizeof(op), " [%s]", p->op);
         fprintf(f, "first divergence: rank %d, %s, seq %lld%s: %s%s (%s%s%s)\n", p->rank,
-                diff_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, th, p->tensor, op,
-                diff_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
+                core_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, th, p->tensor, op,
+                compare_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
         side_by_side(f, p);
         if (fr->n_context)
             fprintf(f, "  the %d tensors before it (golden mean / bad mean):\n", fr->n_context);
         for (int k = 0; k < fr->n_context; k++)
-            fprintf(f, "    %-18s %-24s %-16.8g %-16.8g%s\n", diff_step_text(fr->context_b[k].step, sb, sizeof(sb)),
+            fprintf(f, "    %-18s %-24s %-16.8g %-16.8g%s\n", core_step_text(fr->context_b[k].step, sb, sizeof(sb)),
                     fr->context_b[k].name, fr->context_g[k].stats.mean, fr->context_b[k].stats.mean,
                     fr->context_g[k].stats.fingerprint == fr->context_b[k].stats.fingerprint ? "identical"
                                                                                              : "within tolerance");
         if (fr->origin.found && (fr->origin.step != p->step || fr->origin.seq != p->seq))
             fprintf(f, "origin: %s, seq %lld: %s — its inputs match GOLDEN, its output does not\n",
-                    diff_step_text(fr->origin.step, sb, sizeof(sb)), (long long)fr->origin.seq, fr->origin.tensor);
+                    core_step_text(fr->origin.step, sb, sizeof(sb)), (long long)fr->origin.seq, fr->origin.tensor);
         else if (fr->origin.found && fr->origin.leaf)
             fprintf(f, "origin: the same tensor — no recorded op produced it (data, a parameter, an operand):"
                        " it changed before it was recorded\n");
@@ -637,24 +637,24 @@ void report_text(const diff_report *r, FILE *f)
     }
     const diff_nonfinite *nf = first_nonfinite(r);
     if (nf)
-        fprintf(f, "first non-finite in BAD: rank %d, %s, %s (%s)\n", nf->rank, diff_step_text(nf->step, sb, sizeof(sb)),
+        fprintf(f, "first non-finite in BAD: rank %d, %s, %s (%s)\n", nf->rank, core_step_text(nf->step, sb, sizeof(sb)),
                 nf->tensor, nf->in_golden ? "GOLDEN has it too" : "GOLDEN has none");
     for (int i = 0; i < r->nleaks; i++) {
         char what[400];
-        diff_leak_describe(&r->leaks[i], what, sizeof(what));
+        leak_describe(&r->leaks[i], what, sizeof(what));
         fprintf(f, "leak: rank %d, %s\n", r->leaks[i].rank, what);
     }
     for (int i = 0; i < r->ndesyncs; i++) {
         char where[160];
-        diff_desync_where(r->desyncs, r->ndesyncs, i, where, sizeof(where));
+        desync_where(r->desyncs, r->ndesyncs, i, where, sizeof(where));
         fprintf(f, "desync: %s at %s (%s): %s\n", desync_kind_name(r->desyncs[i].kind),
-                diff_step_text(r->desyncs[i].step, sb, sizeof(sb)), where,
+                core_step_text(r->desyncs[i].step, sb, sizeof(sb)), where,
                 r->desyncs[i].detail);
     }
     if (r->stacks.n) {
         fprintf(f, "stacks: where each rank's main thread in BAD was when tftrace --timeout stopped it"
                    " (tfdump --events --kind stack BAD: every thread's frames):\n");
-        diff_stacks_print(f, &r->stacks, "  ");
+        desync_stacks_print(f, &r->stacks, "  ");
     }
     text_ranks(r, f);
     uint64_t cmp = 0, same = 0, tol = 0;
@@ -664,9 +664,9 @@ void report_text(const diff_report *r, FILE *f)
                " different but within tolerance (rtol %g, atol %g)\n",
             cmp, r->nranks, r->nranks == 1 ? "" : "s", same, tol, r->o.rtol, r->o.atol);
     for (int i = 0; i < r->nchecks; i++) {
-        const chk_finding *c = &r->checks[i];
-        fprintf(f, "only in BAD: %s: %s: rank %d, %s, %s: %s\n", chk_severity_name(c->severity), c->kind, c->rank,
-                diff_step_text(c->step, sb, sizeof(sb)), c->tensor[0] ? c->tensor : "-", c->evidence);
+        const detect_finding *c = &r->checks[i];
+        fprintf(f, "only in BAD: %s: %s: rank %d, %s, %s: %s\n", detect_severity_name(c->severity), c->kind, c->rank,
+                core_step_text(c->step, sb, sizeof(sb)), c->tensor[0] ? c->tensor : "-", c->evidence);
     }
     for (int i = 0; i < r->nnotes; i++)
         fprintf(f, "note: %s\n", r->notes[i]);
@@ -734,19 +734,19 @@ static const char *rank_sentence(const diff_rank_result *x, char *buf, size_t n)
     const diff_point *p = &x->first;
     if (p->found) {
         int w = snprintf(buf, n, "first divergence: rank %d, %s, seq %lld: %s (%s%s%s)", p->rank,
-                         diff_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, p->tensor,
-                         diff_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
+                         core_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, p->tensor,
+                         compare_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
         const diff_point *o = &x->origin;
         if (w > 0 && (size_t)w < n && o->found && (o->step != p->step || o->seq != p->seq))
             snprintf(buf + w, n - (size_t)w, "; origin: %s, seq %lld: %s (its inputs match GOLDEN, its output does not)",
-                     diff_step_text(o->step, ob, sizeof(ob)), (long long)o->seq, o->tensor);
+                     core_step_text(o->step, ob, sizeof(ob)), (long long)o->seq, o->tensor);
         return buf;
     }
     if (x->structure[0])
         snprintf(buf, n, "rank %d: structure: %s", x->rank, x->structure);
     else if (x->bad_ended_early && !x->lost_tail)
         snprintf(buf, n, "rank %d: BAD ended early at %s (GOLDEN ran to %s)", x->rank,
-                 diff_step_text(x->bad_last_step, sb, sizeof(sb)), diff_step_text(x->golden_last_step, gb, sizeof(gb)));
+                 core_step_text(x->bad_last_step, sb, sizeof(sb)), core_step_text(x->golden_last_step, gb, sizeof(gb)));
     else if (x->exit_differs)
         snprintf(buf, n, "rank %d: BAD exited with %s %d, GOLDEN otherwise", x->rank,
                  x->bad_exit_signal ? "signal" : "code", x->bad_exit_signal ? x->bad_exit_signal : x->bad_exit_code);
@@ -759,14 +759,14 @@ static const char *nonfinite_sentence(const diff_nonfinite *nf, char *buf, size_
 {
     char sb[48];
     snprintf(buf, n, "first non-finite in BAD: rank %d, %s, %s (GOLDEN has none)", nf->rank,
-             diff_step_text(nf->step, sb, sizeof(sb)), nf->tensor);
+             core_step_text(nf->step, sb, sizeof(sb)), nf->tensor);
     return buf;
 }
 
-static const char *leak_sentence(const diff_leak *l, char *buf, size_t n)
+static const char *leak_sentence(const leak_finding *l, char *buf, size_t n)
 {
     char what[400];
-    diff_leak_describe(l, what, sizeof(what));
+    leak_describe(l, what, sizeof(what));
     snprintf(buf, n, "leak: rank %d, %s", l->rank, what);
     return buf;
 }
@@ -774,9 +774,9 @@ static const char *leak_sentence(const diff_leak *l, char *buf, size_t n)
 static const char *desync_sentence(const diff_report *r, char *buf, size_t n)
 {
     char sb[48], where[160];
-    diff_desync_where(r->desyncs, r->ndesyncs, 0, where, sizeof(where));
+    desync_where(r->desyncs, r->ndesyncs, 0, where, sizeof(where));
     snprintf(buf, n, "desync: %s at %s (%s): %s", desync_kind_name(r->desyncs[0].kind),
-             diff_step_text(r->desyncs[0].step, sb, sizeof(sb)), where, r->desyncs[0].detail);
+             core_step_text(r->desyncs[0].step, sb, sizeof(sb)), where, r->desyncs[0].detail);
     return buf;
 }
 
@@ -896,13 +896,13 @@ const diff_rank_result *report_ranks(const diff_report *r, int *n)
     return r->ranks;
 }
 
-const diff_leak *report_leaks(const diff_report *r, int *n)
+const leak_finding *report_leaks(const diff_report *r, int *n)
 {
     *n = r->nleaks;
     return r->leaks;
 }
 
-const diff_desync *report_desyncs(const diff_report *r, int *n)
+const desync_finding *report_desyncs(const diff_report *r, int *n)
 {
     *n = r->ndesyncs;
     return r->desyncs;
@@ -922,9 +922,9 @@ int64_t report_first_step(const diff_report *r)
     if (r->ndesyncs)
         return r->desyncs[0].step;
     if (r->nleaks) {
-        const diff_leak *l = &r->leaks[0];
-        return l->how == DIFF_LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step
-               : l->how == DIFF_LEAK_PEAK ? l->peak_step : l->first_alloc_step;
+        const leak_finding *l = &r->leaks[0];
+        return l->how == LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step
+               : l->how == LEAK_PEAK ? l->peak_step : l->first_alloc_step;
     }
     for (int i = 0; i < r->nranks; i++) {
         const diff_rank_result *x = &r->ranks[i];

@@ -9,6 +9,7 @@
 #include "detect.h"
 #include "core.h"
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -18,17 +19,17 @@ diff_report *report_new(const char *golden, const char *bad, const diff_opts *o)
 void report_free(diff_report *r);
 void report_note(diff_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void report_add_rank(diff_report *r, const diff_rank_result *res);
-void report_add_leak(diff_report *r, const diff_leak *l);
-void report_add_desync(diff_report *r, const diff_desync *d);
+void report_add_leak(diff_report *r, const leak_finding *l);
+void report_add_desync(diff_report *r, const desync_finding *d);
 /* A detector finding (docs/CHECK.md) BAD has and GOLDEN lacks: shown in
  * its own section (text "only in BAD: ...", JSON bad_only_findings); it
  * does not change the verdict. At most 32 are kept. */
-void report_add_check(diff_report *r, const chk_finding *f);
-const chk_finding *report_checks(const diff_report *r, int *n);
+void report_add_check(diff_report *r, const detect_finding *f);
+const detect_finding *report_checks(const diff_report *r, int *n);
 /* BAD's STACK records (desync_stacks.h), shown with the desyncs; moved from
  * *s (left empty). */
-struct diff_stacks;
-void report_set_stacks(diff_report *r, struct diff_stacks *s);
+struct desync_stacks;
+void report_set_stacks(diff_report *r, struct desync_stacks *s);
 /* BAD recorded nothing (a manifest and no rank file): a finding. what says
  * what its manifest knows; exit_status is the manifest's (128 + N: killed
  * by signal N; -1 unknown). */
@@ -99,8 +100,13 @@ int report_markdown(const diff_report *r, const char *path);
 const diff_rank_result *report_first_rank(const diff_report *r);
 const diff_nonfinite *report_first_nonfinite(const diff_report *r);
 const diff_rank_result *report_ranks(const diff_report *r, int *n);
-const diff_leak *report_leaks(const diff_report *r, int *n);
-const diff_desync *report_desyncs(const diff_report *r, int *n);
+const leak_finding *report_leaks(const diff_report *r, int *n);
+const desync_finding *report_desyncs(const diff_report *r, int *n);
 int64_t report_first_step(const diff_report *r);
+
+/* Adds the keys of desync finding ds[i] beyond comm, coll_seq, step, kind,
+ * ranks and detail (docs/TFDIFF.md): seq, comm_name, members, caused_by
+ * (the cause's index in ds[0..nd)), peer, tag. */
+void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i);
 
 #endif

@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void check_print_finding(FILE *f, const chk_finding *x)
+void report_check_print(FILE *f, const detect_finding *x)
 {
     char sb[48], layer[24] = "";
     if (x->layer >= 0)
         snprintf(layer, sizeof(layer), ", layer %d", x->layer);
-    fprintf(f, "%s: %s: rank %d, %s, %s%s: %s", chk_severity_name(x->severity), x->kind, x->rank,
-            diff_step_text(x->step, sb, sizeof(sb)), x->tensor[0] ? x->tensor : "-", layer, x->evidence);
+    fprintf(f, "%s: %s: rank %d, %s, %s%s: %s", detect_severity_name(x->severity), x->kind, x->rank,
+            core_step_text(x->step, sb, sizeof(sb)), x->tensor[0] ? x->tensor : "-", layer, x->evidence);
     if (x->causes && x->causes[0])
         fprintf(f, ". Likely: %s", x->causes);
     fputs("\n", f);
@@ -28,22 +28,22 @@ void check_print_finding(FILE *f, const chk_finding *x)
 static void first_problem(const dump_check_result *r, char *buf, size_t n)
 {
     char sb[48];
-    const chk_finding *f = r->nfind ? &r->findings[0] : NULL;
+    const detect_finding *f = r->nfind ? &r->findings[0] : NULL;
     if (r->nd)
-        snprintf(buf, n, "desync at %s", diff_step_text(r->ds[0].step, sb, sizeof(sb)));
-    else if (r->nf.found && (!f || f->severity != CHK_ERROR || f->step == TFT_STEP_NONE || r->nf.step <= f->step))
-        snprintf(buf, n, "non-finite at %s in %s", diff_step_text(r->nf.step, sb, sizeof(sb)), r->nf.name);
-    else if (f && f->severity == CHK_ERROR)
-        snprintf(buf, n, "%s at %s in %s", f->kind, diff_step_text(f->step, sb, sizeof(sb)), f->tensor);
+        snprintf(buf, n, "desync at %s", core_step_text(r->ds[0].step, sb, sizeof(sb)));
+    else if (r->nf.found && (!f || f->severity != DETECT_ERROR || f->step == TFT_STEP_NONE || r->nf.step <= f->step))
+        snprintf(buf, n, "non-finite at %s in %s", core_step_text(r->nf.step, sb, sizeof(sb)), r->nf.name);
+    else if (f && f->severity == DETECT_ERROR)
+        snprintf(buf, n, "%s at %s in %s", f->kind, core_step_text(f->step, sb, sizeof(sb)), f->tensor);
     else if (r->nl)
         snprintf(buf, n, "leak at %s", r->leaks[0].site);
     else if (f)
-        snprintf(buf, n, "%s at %s in %s", f->kind, diff_step_text(f->step, sb, sizeof(sb)), f->tensor);
+        snprintf(buf, n, "%s at %s in %s", f->kind, core_step_text(f->step, sb, sizeof(sb)), f->tensor);
     else
         snprintf(buf, n, "-");
 }
 
-void check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n)
+void report_check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n)
 {
     char notes[48] = "";
     if (r->ninfo)
@@ -60,15 +60,15 @@ void check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n)
              warns == 1 ? "" : "s", notes, first);
 }
 
-void check_json_findings(cJSON *o, const dump_check_result *r)
+void report_check_json(cJSON *o, const dump_check_result *r)
 {
     cJSON *a = cJSON_AddArrayToObject(o, "findings");
     for (int i = 0; i < r->nfind; i++) {
-        cJSON *j = chk_finding_json(&r->findings[i]);
+        cJSON *j = detect_finding_json(&r->findings[i]);
         cJSON_AddItemToArray(a, j);
     }
     char v[256];
-    check_verdict(r, r->lossy, v, sizeof(v));
+    report_check_verdict(r, r->lossy, v, sizeof(v));
     cJSON_AddStringToObject(o, "verdict", v);
     cJSON *c = cJSON_AddObjectToObject(o, "counts");
     cJSON_AddNumberToObject(c, "error", r->nerr);
@@ -76,7 +76,7 @@ void check_json_findings(cJSON *o, const dump_check_result *r)
     cJSON_AddNumberToObject(c, "info", r->ninfo);
 }
 
-double dump_check_clip_of(const tft_manifest *m)
+double report_check_clip_of(const tft_manifest *m)
 {
-    return chk_clip_of(m);
+    return detect_clip_of(m);
 }

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-void check_html_table(FILE *f, const chk_finding *x, int n)
+void report_check_html_table(FILE *f, const detect_finding *x, int n)
 {
     if (n <= 0)
         return;
@@ -18,13 +18,13 @@ void check_html_table(FILE *f, const chk_finding *x, int n)
           f);
     for (int i = 0; i < n; i++) {
         char sb[48];
-        fprintf(f, "<tr class=\"check %s\" data-kind=\"", chk_severity_name(x[i].severity));
+        fprintf(f, "<tr class=\"check %s\" data-kind=\"", detect_severity_name(x[i].severity));
         html_attr(f, x[i].kind);
         fprintf(f, "\" data-step=\"%lld\"><td>%s</td><td>", x[i].step == TFT_STEP_NONE ? -1LL : (long long)x[i].step,
-                chk_severity_name(x[i].severity));
+                detect_severity_name(x[i].severity));
         html_text(f, x[i].kind);
         fprintf(f, "</td><td>%d</td><td>", x[i].rank);
-        html_text(f, diff_step_text(x[i].step, sb, sizeof(sb)));
+        html_text(f, core_step_text(x[i].step, sb, sizeof(sb)));
         fputs("</td><td>", f);
         html_text(f, x[i].tensor);
         if (x[i].layer >= 0)

@@ -25,13 +25,13 @@ enum { SHOWN_MAX = 4, HEAT_ROWS = 64, LAYERS_MAX = 12, LEAKS_SHOWN = 6, DESYNCS_
 /* One rank as both sides recorded it (either may be NULL). */
 typedef struct shown {
     int rank;
-    hc_run *g, *b;
+    html_series_run *g, *b;
 } shown;
 
 typedef struct page {
     const diff_report *r;
     tft_trace *g, *b;
-    hc_bins bins;
+    html_series_bins bins;
     bool have_bins;
     shown s[SHOWN_MAX];
     int ns;
@@ -63,7 +63,7 @@ static void pick_ranks(page *p)
     const diff_rank_result *fr = report_first_rank(p->r);
     const diff_nonfinite *nf = report_first_nonfinite(p->r);
     int nl;
-    const diff_leak *l = report_leaks(p->r, &nl);
+    const leak_finding *l = report_leaks(p->r, &nl);
     if (fr)
         add_rank(p, fr->rank);
     add_rank(p, 0);
@@ -75,7 +75,7 @@ static void pick_ranks(page *p)
         add_rank(p, l[0].rank);
 }
 
-static int read_side(page *p, tft_trace *t, int rank, hc_run **out)
+static int read_side(page *p, tft_trace *t, int rank, html_series_run **out)
 {
     int i = index_of(t, rank);
     if (i < 0)
@@ -84,8 +84,8 @@ static int read_side(page *p, tft_trace *t, int rank, hc_run **out)
     if (!rd)
         return 0; /* an unreadable file: drawn without it */
     const diff_rank_result *fr = report_first_rank(p->r);
-    *out = hc_run_new(&p->bins, rank, fr ? fr->first.tensor : NULL);
-    int e = *out ? hc_run_read(*out, rd) : -ENOMEM;
+    *out = html_series_run_new(&p->bins, rank, fr ? fr->first.tensor : NULL);
+    int e = *out ? html_series_run_read(*out, rd) : -ENOMEM;
     tft_trace_release(t, i);
     return e == -ENOMEM ? e : 0;
 }
@@ -95,7 +95,7 @@ static void range_of(tft_trace *t, int rank, bool *any, int64_t *lo, int64_t *hi
     int i = index_of(t, rank);
     tft_reader *rd = i >= 0 ? tft_trace_reader(t, i) : NULL;
     int64_t a, b;
-    if (rd && hc_step_range(rd, &a, &b)) {
+    if (rd && html_series_step_range(rd, &a, &b)) {
         *lo = *any && *lo < a ? *lo : a;
         *hi = *any && *hi > b ? *hi : b;
         *any = true;
@@ -113,9 +113,9 @@ static int collect(page *p)
         range_of(p->g, p->s[i].rank, &any, &lo, &hi);
         range_of(p->b, p->s[i].rank, &any, &lo, &hi);
     }
-    if (!any || DIFF_IS_STEPLESS(lo))
+    if (!any || CORE_IS_STEPLESS(lo))
         return 0;
-    hc_bins_init(&p->bins, lo, hi, p->mark);
+    html_series_bins_init(&p->bins, lo, hi, p->mark);
     p->have_bins = true;
     for (int k = 0; k < p->bins.nbins; k++)
         p->x[k] = (double)p->bins.rep[k];
@@ -149,13 +149,13 @@ static bool any_finite(const double *v, int n)
 static void chart2(FILE *f, const page *p, const char *title, const double *g, const double *b, int64_t mark,
                    int log_y)
 {
-    svg_series s[2];
+    html_svg_series s[2];
     int n = 0;
     if (g)
-        s[n++] = (svg_series){.label = "GOLDEN", .color = "#2a6", .x = p->x, .y = g, .n = p->bins.nbins};
+        s[n++] = (html_svg_series){.label = "GOLDEN", .color = "#2a6", .x = p->x, .y = g, .n = p->bins.nbins};
     if (b)
-        s[n++] = (svg_series){.label = "BAD", .color = "#c33", .x = p->x, .y = b, .n = p->bins.nbins, .dashed = 1};
-    svg_line_chart(f, title, s, n, mark, log_y);
+        s[n++] = (html_svg_series){.label = "BAD", .color = "#c33", .x = p->x, .y = b, .n = p->bins.nbins, .dashed = 1};
+    html_svg_line_chart(f, title, s, n, mark, log_y);
 }
 
 static void section(FILE *f, const char *id, const char *title)
@@ -187,7 +187,7 @@ static void verdict(FILE *f, const page *p)
     bool has = report_first_finding(p->r, finding, sizeof(finding));
     int64_t step = report_first_step(p->r);
     fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", report_verdict_name(v));
-    if (has && step != TFT_STEP_NONE && !DIFF_IS_STEPLESS(step))
+    if (has && step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         fprintf(f, " data-step=\"%" PRId64 "\"", step);
     fputs(">tfdiff: ", f);
     html_text(f, name);
@@ -239,7 +239,7 @@ static void first_divergence(FILE *f, const page *p)
     const diff_point *d = &fr->first;
     char sb[48], gs[96], bs[96];
     section(f, "first-divergence", "First divergence");
-    fprintf(f, "<p>Rank %d, %s, seq %lld: <code>", d->rank, diff_step_text(d->step, sb, sizeof(sb)),
+    fprintf(f, "<p>Rank %d, %s, seq %lld: <code>", d->rank, core_step_text(d->step, sb, sizeof(sb)),
             (long long)d->seq);
     html_text(f, d->tensor);
     fputs("</code>", f);
@@ -248,7 +248,7 @@ static void first_divergence(FILE *f, const page *p)
         html_text(f, d->op);
         fputs("</code>", f);
     }
-    fprintf(f, " (%s%s", diff_kind_name(d->kind), d->stat[0] ? ", " : "");
+    fprintf(f, " (%s%s", compare_kind_name(d->kind), d->stat[0] ? ", " : "");
     html_text(f, d->stat);
     fputs(").</p>\n", f);
     shape_text(&d->golden, gs, sizeof(gs));
@@ -277,7 +277,7 @@ static void first_divergence(FILE *f, const page *p)
                    "<th>GOLDEN mean</th><th>BAD mean</th><th></th></tr>",
                 fr->n_context);
         for (int k = 0; k < fr->n_context; k++) {
-            fprintf(f, "<tr><td>%s</td><td><code>", diff_step_text(fr->context_b[k].step, sb, sizeof(sb)));
+            fprintf(f, "<tr><td>%s</td><td><code>", core_step_text(fr->context_b[k].step, sb, sizeof(sb)));
             html_text(f, fr->context_b[k].name);
             fprintf(f, "</code></td><td class=\"num\">%.8g</td><td class=\"num\">%.8g</td><td>%s</td></tr>",
                     fr->context_g[k].stats.mean, fr->context_b[k].stats.mean,
@@ -289,7 +289,7 @@ static void first_divergence(FILE *f, const page *p)
     const diff_point *o = &fr->origin;
     fputs("<h3>Origin</h3>\n<p class=\"origin\">", f);
     if (o->found && (o->step != d->step || o->seq != d->seq)) {
-        fprintf(f, "%s, seq %lld: <code>", diff_step_text(o->step, sb, sizeof(sb)), (long long)o->seq);
+        fprintf(f, "%s, seq %lld: <code>", core_step_text(o->step, sb, sizeof(sb)), (long long)o->seq);
         html_text(f, o->tensor);
         fputs("</code>", f);
         if (o->op[0] && strcmp(o->op, o->tensor)) {
@@ -317,9 +317,9 @@ static void first_divergence(FILE *f, const page *p)
 
 /* ---- curves ---------------------------------------------------------------- */
 
-static const double *series_of(const hc_run *x, const char *name, int which)
+static const double *series_of(const html_series_run *x, const char *name, int which)
 {
-    const hc_name *n = x ? hc_run_name(x, name) : NULL;
+    const html_series_name *n = x ? html_series_run_name(x, name) : NULL;
     if (!n)
         return NULL;
     return which == 0 ? n->std : n->absmax;
@@ -327,12 +327,12 @@ static const double *series_of(const hc_run *x, const char *name, int which)
 
 static void layer_curves(FILE *f, const page *p, const shown *s)
 {
-    const hc_run *ref = s->b ? s->b : s->g;
+    const html_series_run *ref = s->b ? s->b : s->g;
     int done = 0;
     for (int l = 0; l < 1000 && done < LAYERS_MAX; l++) {
         char name[32];
         snprintf(name, sizeof(name), "L%d.res2", l);
-        if (!hc_run_name(ref, name))
+        if (!html_series_run_name(ref, name))
             break;
         done++;
         for (int w = 0; w < 2; w++) {
@@ -363,9 +363,9 @@ static void curves(FILE *f, const page *p)
     downsampled_note(f, p);
     for (int i = 0; i < p->ns && i < 2; i++) {
         const shown *s = &p->s[i];
-        struct { const char *what; size_t off; } c[] = {{"loss", offsetof(hc_run, loss)},
-                                                        {"grad_norm", offsetof(hc_run, grad_norm)},
-                                                        {"lr", offsetof(hc_run, lr)}};
+        struct { const char *what; size_t off; } c[] = {{"loss", offsetof(html_series_run, loss)},
+                                                        {"grad_norm", offsetof(html_series_run, grad_norm)},
+                                                        {"lr", offsetof(html_series_run, lr)}};
         for (size_t k = 0; k < 3; k++) {
             const double *g = s->g ? (const double *)((const char *)s->g + c[k].off) : NULL;
             const double *b = s->b ? (const double *)((const char *)s->b + c[k].off) : NULL;
@@ -400,10 +400,10 @@ static void heatmap(FILE *f, const page *p)
     const shown *s = &p->s[0];
     const diff_rank_result *fr = report_first_rank(p->r);
     const char *mark_name = fr ? fr->first.tensor : NULL;
-    const hc_name *rows[HEAT_ROWS];
+    const html_series_name *rows[HEAT_ROWS];
     int nr = 0, mark_row = -1;
     for (int i = 0; i < s->b->nnames; i++) {
-        const hc_name *bn = &s->b->names[i];
+        const html_series_name *bn = &s->b->names[i];
         bool is_mark = mark_name && !strcmp(bn->name, mark_name);
         if (!is_mark && nr >= HEAT_ROWS - (mark_row < 0 && mark_name ? 1 : 0))
             continue;
@@ -424,7 +424,7 @@ static void heatmap(FILE *f, const page *p)
         return;
     }
     for (int r = 0; r < nr; r++) {
-        const hc_name *gn = hc_run_name(s->g, rows[r]->name), *bn = rows[r];
+        const html_series_name *gn = html_series_run_name(s->g, rows[r]->name), *bn = rows[r];
         labels[r] = bn->name;
         for (int c = 0; c < nc; c++) {
             double *cell = &v[(size_t)r * (size_t)nc + (size_t)c];
@@ -447,8 +447,8 @@ static void heatmap(FILE *f, const page *p)
         fprintf(f, "<p class=\"meta\">The first %d tensor names BAD recorded are drawn; later ones are not.</p>\n",
                 nr);
     downsampled_note(f, p);
-    int mark_col = fr ? hc_bin_of(&p->bins, fr->first.step) : -1;
-    svg_heatmap(f, labels, nr, p->bins.rep, nc, v, mark_row, mark_col, fr ? fr->first.step : 0);
+    int mark_col = fr ? html_series_bin_of(&p->bins, fr->first.step) : -1;
+    html_svg_heatmap(f, labels, nr, p->bins.rep, nc, v, mark_row, mark_col, fr ? fr->first.step : 0);
     fputs("</section>\n", f);
     free(v);
     free(labels);
@@ -464,7 +464,7 @@ static void nonfinite(FILE *f, const page *p)
     char sb[48];
     section(f, "nonfinite", "Non-finite values");
     fprintf(f, "<p>First non-finite in BAD: rank %d, %s, seq %lld: <code>", nf->rank,
-            diff_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq);
+            core_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq);
     html_text(f, nf->tensor);
     fputs("</code>", f);
     if (nf->op[0] && strcmp(nf->op, nf->tensor)) {
@@ -479,14 +479,14 @@ static void nonfinite(FILE *f, const page *p)
         char title[64];
         snprintf(title, sizeof(title), "rank %d: NaN and Inf elements per step", nf->rank);
         chart2(f, p, title, s->g ? s->g->nonfinite : NULL, s->b ? s->b->nonfinite : NULL,
-               DIFF_IS_STEPLESS(nf->step) ? INT64_MIN : nf->step, 0);
+               CORE_IS_STEPLESS(nf->step) ? INT64_MIN : nf->step, 0);
     }
     fputs("</section>\n", f);
 }
 
 /* ---- leaks ----------------------------------------------------------------- */
 
-static const double *site_live(const hc_run *x, const char *site)
+static const double *site_live(const html_series_run *x, const char *site)
 {
     for (int i = 0; x && i < x->nsites; i++)
         if (!strcmp(x->sites[i].name, site))
@@ -505,14 +505,14 @@ static void carried(const double *in, double *out, int n)
 static void leaks(FILE *f, const page *p)
 {
     int nl;
-    const diff_leak *l = report_leaks(p->r, &nl);
+    const leak_finding *l = report_leaks(p->r, &nl);
     if (!nl)
         return;
     section(f, "leaks", "Leaks");
     downsampled_note(f, p);
     for (int i = 0; i < nl && i < LEAKS_SHOWN; i++) {
         char what[400];
-        diff_leak_describe(&l[i], what, sizeof(what));
+        leak_describe(&l[i], what, sizeof(what));
         fprintf(f, "<p class=\"leak\">Rank %d, ", l[i].rank);
         html_text(f, what);
         fputs("</p>\n", f);
@@ -533,7 +533,7 @@ static void leaks(FILE *f, const page *p)
             carried(b, bc, p->bins.nbins);
         char title[200];
         snprintf(title, sizeof(title), "rank %d: live bytes of %s", l[i].rank, l[i].site);
-        int64_t mark = l[i].how == DIFF_LEAK_GROWTH && l[i].from_step != TFT_STEP_NONE ? l[i].from_step : INT64_MIN;
+        int64_t mark = l[i].how == LEAK_GROWTH && l[i].from_step != TFT_STEP_NONE ? l[i].from_step : INT64_MIN;
         if (followed)
             chart2(f, p, title, g, b ? bc : NULL, mark, 0);
         else
@@ -557,10 +557,10 @@ static void leaks(FILE *f, const page *p)
 
 /* ---- desyncs ---------------------------------------------------------------- */
 
-static void timeline(FILE *f, const page *p, const diff_desync *d)
+static void timeline(FILE *f, const page *p, const desync_finding *d)
 {
     int lanes[TIMELINE_LANES], nlanes = 0, more = 0;
-    if (d->nmembers > 0 && d->nmembers <= DIFF_DESYNC_MEMBERS) {
+    if (d->nmembers > 0 && d->nmembers <= DESYNC_MEMBERS) {
         for (int i = 0; i < d->nmembers; i++)
             nlanes < TIMELINE_LANES ? (void)(lanes[nlanes++] = d->members[i]) : (void)more++;
     } else {
@@ -568,9 +568,9 @@ static void timeline(FILE *f, const page *p, const diff_desync *d)
             nlanes < TIMELINE_LANES ? (void)(lanes[nlanes++] = tft_trace_rank_id(p->b, i)) : (void)more++;
     }
     uint64_t lo = d->coll_seq >= 4 ? d->coll_seq - 4 : 0, hi = d->coll_seq + 1;
-    hc_call(*calls)[CALLS_PER_LANE] = calloc((size_t)nlanes + 1, sizeof(*calls));
+    html_series_call(*calls)[CALLS_PER_LANE] = calloc((size_t)nlanes + 1, sizeof(*calls));
     int *ncalls = calloc((size_t)nlanes + 1, sizeof(int));
-    svg_bar *bars = calloc((size_t)nlanes * CALLS_PER_LANE + 1, sizeof(*bars));
+    html_svg_bar *bars = calloc((size_t)nlanes * CALLS_PER_LANE + 1, sizeof(*bars));
     char(*tips)[160] = calloc((size_t)nlanes * CALLS_PER_LANE + 1, sizeof(*tips));
     char(*labels)[48] = calloc((size_t)nlanes + 1, sizeof(*labels));
     const char **lp = calloc((size_t)nlanes + 1, sizeof(*lp)), **lc = calloc((size_t)nlanes + 1, sizeof(*lc));
@@ -580,12 +580,12 @@ static void timeline(FILE *f, const page *p, const diff_desync *d)
     for (int i = 0; i < nlanes; i++) {
         int k = index_of(p->b, lanes[i]);
         tft_reader *rd = k >= 0 ? tft_trace_reader(p->b, k) : NULL;
-        int n = rd ? hc_calls_read(rd, d->comm, lo, hi, calls[i], CALLS_PER_LANE) : 0;
+        int n = rd ? html_series_calls_read(rd, d->comm, lo, hi, calls[i], CALLS_PER_LANE) : 0;
         if (rd)
             tft_trace_release(p->b, k);
         ncalls[i] = n > 0 ? n : 0;
         for (int j = 0; j < ncalls[i]; j++) {
-            const hc_call *c = &calls[i][j];
+            const html_series_call *c = &calls[i][j];
             if (c->t_enter && c->t_enter < t0)
                 t0 = c->t_enter;
             t1 = c->t_exit > t1 ? c->t_exit : c->t_enter > t1 ? c->t_enter : t1;
@@ -598,19 +598,19 @@ static void timeline(FILE *f, const page *p, const diff_desync *d)
         for (int k = 0; k < d->nranks; k++)
             fault |= d->ranks[k] == lanes[i];
         for (int j = 0; j < ncalls[i]; j++) {
-            const hc_call *c = &calls[i][j];
+            const html_series_call *c = &calls[i][j];
             has |= c->coll_seq == d->coll_seq;
             if (!c->t_enter)
                 continue;
             bool open = !c->t_exit;
-            svg_bar *b = &bars[nb];
-            *b = (svg_bar){.lane = i, .t0 = (double)(c->t_enter - t0) / span,
+            html_svg_bar *b = &bars[nb];
+            *b = (html_svg_bar){.lane = i, .t0 = (double)(c->t_enter - t0) / span,
                            .t1 = open ? -1 : (double)(c->t_exit - t0) / span,
                            .cls = open ? "bar open" : fault && c->coll_seq == d->coll_seq ? "bar fault" : "bar",
                            .tip = tips[nb]};
             char sb[48];
             snprintf(tips[nb], sizeof(tips[nb]), "rank %d: %s #%" PRIu64 ", %s, %s", lanes[i], c->name, c->coll_seq,
-                     diff_step_text(c->step, sb, sizeof(sb)),
+                     core_step_text(c->step, sb, sizeof(sb)),
                      open ? "entered, never left" : "entered and left");
             nb++;
         }
@@ -621,7 +621,7 @@ static void timeline(FILE *f, const page *p, const diff_desync *d)
     char left[64], right[64];
     snprintf(left, sizeof(left), "collectives #%" PRIu64 " to #%" PRIu64, lo, hi);
     snprintf(right, sizeof(right), "%.3f ms", span * 1e-6);
-    svg_timeline(f, lp, lc, nlanes, bars, nb, left, right);
+    html_svg_timeline(f, lp, lc, nlanes, bars, nb, left, right);
     if (more)
         fprintf(f, "<p class=\"meta\">and %d more ranks, not drawn</p>\n", more);
 out:
@@ -638,18 +638,18 @@ out:
 static void bad_only(FILE *f, const page *p)
 {
     int n;
-    const chk_finding *x = report_checks(p->r, &n);
+    const detect_finding *x = report_checks(p->r, &n);
     if (!n)
         return;
     section(f, "checks", "Only in BAD: single-trace findings (tfdump --check)");
-    check_html_table(f, x, n);
+    report_check_html_table(f, x, n);
     fputs("</section>\n", f);
 }
 
 static void desyncs(FILE *f, const page *p)
 {
     int nd;
-    const diff_desync *d = report_desyncs(p->r, &nd);
+    const desync_finding *d = report_desyncs(p->r, &nd);
     if (!nd)
         return;
     section(f, "desync", "Collective desyncs");
@@ -657,9 +657,9 @@ static void desyncs(FILE *f, const page *p)
           "(orange: entered and never left); ranks at fault or missing the call are highlighted.</p>\n", f);
     for (int i = 0; i < nd && i < DESYNCS_SHOWN; i++) {
         char sb[48], where[160];
-        diff_desync_where(d, nd, i, where, sizeof(where));
+        desync_where(d, nd, i, where, sizeof(where));
         fprintf(f, "<h3>%s at %s</h3>\n<p class=\"desync\">", desync_kind_name(d[i].kind),
-                diff_step_text(d[i].step, sb, sizeof(sb)));
+                core_step_text(d[i].step, sb, sizeof(sb)));
         html_text(f, where);
         fputs(": ", f);
         html_text(f, d[i].detail);
@@ -677,8 +677,8 @@ static void desyncs(FILE *f, const page *p)
 static void free_page(page *p)
 {
     for (int i = 0; i < p->ns; i++) {
-        hc_run_free(p->s[i].g);
-        hc_run_free(p->s[i].b);
+        html_series_run_free(p->s[i].g);
+        html_series_run_free(p->s[i].b);
     }
 }
 
@@ -695,7 +695,7 @@ int report_html_write(const diff_report *r, tft_trace *g, tft_trace *b, const ch
     }
     *p = (page){.r = r, .g = g, .b = b, .mark = INT64_MIN};
     int64_t step = report_first_step(r);
-    if (step != TFT_STEP_NONE && !DIFF_IS_STEPLESS(step))
+    if (step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         p->mark = step;
     int e = g && b ? collect(p) : 0;
     if (e) {

@@ -262,19 +262,19 @@ static void raise_nofile(void)
  * the same whichever ran where. */
 typedef struct rank_job {
     int gi, bi;              /* rank file indices in GOLDEN and BAD, -1 none */
-    bool compare;            /* compare gi with bi (diff_rank) */
+    bool compare;            /* compare gi with bi (compare_rank) */
     bool leaks;              /* leaks of bi (against gi when gi >= 0) */
     bool extract_g, extract_b; /* extracts of gi, bi */
     diff_rank_result res;
     int err;
-    diff_leak *found;        /* leaks to report (malloc'd), nfound of them */
+    leak_finding *found;        /* leaks to report (malloc'd), nfound of them */
     int nfound;
     uint64_t bad_dropped;    /* BAD's records lost, noted when it has leaks */
 } rank_job;
 
 /* Per worker thread: the leak scans' site tables (large, reused). */
 typedef struct leak_scratch {
-    diff_rank_mem gm, bm;
+    leak_rank_mem gm, bm;
 } leak_scratch;
 
 enum { LEAKS_MAX = 64, SITES_MAX = 16384 };
@@ -292,7 +292,7 @@ typedef struct rank_work {
 
 /* The exit of rank `rank` from the manifest, for a rank file that has no
  * PROCESS exit record (a launcher that saw the rank die writes it there). */
-static void exit_from_manifest(tft_trace *t, int rank, diff_rank_mem *m)
+static void exit_from_manifest(tft_trace *t, int rank, leak_rank_mem *m)
 {
     const tft_manifest *man = tft_trace_manifest(t);
     for (int k = 0; man && !m->exit_known && k < man->nranks; k++) {
@@ -305,20 +305,20 @@ static void exit_from_manifest(tft_trace *t, int rank, diff_rank_mem *m)
 }
 
 /* What reads along with a job's comparison, per side (0 GOLDEN, 1 BAD):
- * the leak scan and the desync extract of each file, fed by diff_rank's
+ * the leak scan and the desync extract of each file, fed by compare_rank's
  * tap, so every file is decompressed and walked once. */
 typedef struct job_tap {
     tft_reader *r[2];
-    diff_leak_scan *leak[2];
-    diff_spill_extractor *ex[2];
+    leak_scan *leak[2];
+    core_spill_extractor *ex[2];
 } job_tap;
 
 static int tap_record(void *ctx, int side, const tft_rec *rec)
 {
     job_tap *t = ctx;
-    int e = t->leak[side] ? diff_leak_scan_record(t->leak[side], t->r[side], rec) : 0;
+    int e = t->leak[side] ? leak_scan_record(t->leak[side], t->r[side], rec) : 0;
     if (!e && t->ex[side])
-        e = diff_spill_extract_record(t->ex[side], rec);
+        e = core_spill_extract_record(t->ex[side], rec);
     return e;
 }
 
@@ -334,9 +334,9 @@ static int tap_drain(job_tap *t, int side)
 }
 
 /* Side's growth leaks and what each site holds, from its finished scan. */
-static int finish_leaks(job_tap *t, int side, tft_trace *tr, int i, diff_leak *l, int max, diff_rank_mem *m)
+static int finish_leaks(job_tap *t, int side, tft_trace *tr, int i, leak_finding *l, int max, leak_rank_mem *m)
 {
-    int n = diff_leak_scan_finish(t->leak[side], t->r[side], tft_trace_rank_id(tr, i), 0, l, max, m);
+    int n = leak_scan_finish(t->leak[side], t->r[side], tft_trace_rank_id(tr, i), 0, l, max, m);
     t->leak[side] = NULL;
     if (n >= 0)
         exit_from_manifest(tr, tft_trace_rank_id(tr, i), m);
@@ -345,21 +345,21 @@ static int finish_leaks(job_tap *t, int side, tft_trace *tr, int i, diff_leak *l
 
 /* Leaks of BAD that GOLDEN does not have at the same rank and site: growth
  * GOLDEN lacks, and sites holding far more at BAD's end than at GOLDEN's
- * (diff_leaks_compare); a rank in BAD only: its growth leaks. */
+ * (leak_compare); a rank in BAD only: its growth leaks. */
 static int job_leaks(rank_work *w, rank_job *j, job_tap *t, leak_scratch *sc)
 {
-    diff_leak gl[LEAKS_MAX], bl[LEAKS_MAX], out[LEAKS_MAX];
+    leak_finding gl[LEAKS_MAX], bl[LEAKS_MAX], out[LEAKS_MAX];
     int rank = tft_trace_rank_id(w->b, j->bi);
     int nb = finish_leaks(t, 1, w->b, j->bi, bl, LEAKS_MAX, &sc->bm);
     if (nb < 0)
         return nb;
-    const diff_leak *src = bl;
+    const leak_finding *src = bl;
     int n = nb;
     if (j->gi >= 0) {
         int ng = finish_leaks(t, 0, w->g, j->gi, gl, LEAKS_MAX, &sc->gm);
         if (ng < 0)
             return ng;
-        n = diff_leaks_compare(&sc->gm, gl, ng, &sc->bm, bl, nb, rank, out, LEAKS_MAX);
+        n = leak_compare(&sc->gm, gl, ng, &sc->bm, bl, nb, rank, out, LEAKS_MAX);
         src = out;
         j->bad_dropped = n ? sc->bm.dropped : 0;
     }
@@ -396,11 +396,11 @@ static void keep_limit(tft_reader *g, tft_reader *b, diff_opts *o)
  * scans and the extracts), or the tap alone. */
 static int job_pass(rank_work *w, rank_job *j, job_tap *t)
 {
-    if (j->leaks && (!(t->leak[1] = diff_leak_scan_new()) || (j->gi >= 0 && !(t->leak[0] = diff_leak_scan_new()))))
+    if (j->leaks && (!(t->leak[1] = leak_scan_new()) || (j->gi >= 0 && !(t->leak[0] = leak_scan_new()))))
         return -ENOMEM;
-    if (j->extract_b && !(t->ex[1] = diff_spill_extract_begin(w->bsp, t->r[1], j->bi)))
+    if (j->extract_b && !(t->ex[1] = core_spill_extract_begin(w->bsp, t->r[1], j->bi)))
         return -errno;
-    if (j->extract_g && !(t->ex[0] = diff_spill_extract_begin(w->gsp, t->r[0], j->gi)))
+    if (j->extract_g && !(t->ex[0] = core_spill_extract_begin(w->gsp, t->r[0], j->gi)))
         return -errno;
     if (!j->compare) {
         int e = t->r[0] ? tap_drain(t, 0) : 0;
@@ -410,7 +410,7 @@ static int job_pass(rank_work *w, rank_job *j, job_tap *t)
     o.tap = tap_record;
     o.tap_ctx = t;
     keep_limit(t->r[0], t->r[1], &o);
-    int e = diff_rank(t->r[0], t->r[1], &o, &j->res);
+    int e = compare_rank(t->r[0], t->r[1], &o, &j->res);
     j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
     return e;
 }
@@ -425,9 +425,9 @@ static int job_run(rank_work *w, rank_job *j, leak_scratch *sc)
     if (!e && j->leaks)
         e = job_leaks(w, j, &t, sc);
     for (int side = 0; side < 2; side++) {
-        int f = diff_spill_extract_end(t.ex[side], e == 0);
+        int f = core_spill_extract_end(t.ex[side], e == 0);
         e = e ? e : f;
-        diff_leak_scan_free(t.leak[side]);
+        leak_scan_free(t.leak[side]);
     }
     return e;
 }
@@ -519,19 +519,19 @@ static rank_job *plan_jobs(const opts *o, tft_trace *g, tft_trace *b, diff_repor
 static int run_jobs(rank_work *w, int per_host)
 {
     int mine = (w->njobs - w->me + w->nproc - 1) / w->nproc;
-    int width = diff_pool_width() / (per_host > 1 ? per_host : 1);
+    int width = core_pool_width() / (per_host > 1 ? per_host : 1);
     width = width > 1 ? width : 1;
     w->scratch = calloc((size_t)width, sizeof(*w->scratch));
     int e = w->scratch ? 0 : -ENOMEM;
     for (int k = 0; !e && k < width; k++) {
         leak_scratch *sc = &w->scratch[k];
-        sc->gm = (diff_rank_mem){.max_sites = SITES_MAX, .sites = calloc(SITES_MAX, sizeof(diff_site_mem))};
-        sc->bm = (diff_rank_mem){.max_sites = SITES_MAX, .sites = calloc(SITES_MAX, sizeof(diff_site_mem))};
+        sc->gm = (leak_rank_mem){.max_sites = SITES_MAX, .sites = calloc(SITES_MAX, sizeof(leak_site_mem))};
+        sc->bm = (leak_rank_mem){.max_sites = SITES_MAX, .sites = calloc(SITES_MAX, sizeof(leak_site_mem))};
         if (!sc->gm.sites || !sc->bm.sites)
             e = -ENOMEM;
     }
     if (!e)
-        e = diff_pool_run(mine, width, job_main, w);
+        e = core_pool_run(mine, width, job_main, w);
     if ((!w->o->quiet && !w->o->json && isatty(2) && w->njobs > 1) || progress_shown)
         fputc('\n', stderr);
     for (int k = 0; w->scratch && k < width; k++) {
@@ -578,11 +578,11 @@ static int check_integrity(tft_trace *t, const char *path)
  * collective), from the extracts of every rank file of both. */
 static int compare_desyncs(tft_trace *g, tft_trace *b, diff_spill *gsp, diff_spill *bsp, diff_report *rep)
 {
-    diff_desync bd[64], gd[64];
-    int nb = diff_desyncs_spilled(b, bsp, bd, 64);
+    desync_finding bd[64], gd[64];
+    int nb = desync_find_spilled(b, bsp, bd, 64);
     if (nb < 0)
         return nb;
-    int ng = diff_desyncs_spilled(g, gsp, gd, 64);
+    int ng = desync_find_spilled(g, gsp, gd, 64);
     if (ng == -ENOMEM)
         return ng;
     for (int j = 0; j < nb; j++) {
@@ -595,10 +595,10 @@ static int compare_desyncs(tft_trace *g, tft_trace *b, diff_spill *gsp, diff_spi
     int nrep;
     report_desyncs(rep, &nrep);
     if (nrep > 0) {   /* a hang: where each rank was, when --timeout took it (FORMAT.md §5.16) */
-        diff_stacks st = {0};
-        if (diff_stacks_read(b, &st) == 0)
+        desync_stacks st = {0};
+        if (desync_stacks_read(b, &st) == 0)
             report_set_stacks(rep, &st);
-        diff_stacks_free(&st);
+        desync_stacks_free(&st);
     }
     return 0;
 }
@@ -618,7 +618,7 @@ static int gather_jobs(const tfdiff_mpi *mp, rank_work *w)
             *j = copy;
         }
         if (j->nfound > 0) {
-            diff_leak scratch[LEAKS_MAX];
+            leak_finding scratch[LEAKS_MAX];
             int m2 = tfdiff_mpi_move(mp, owner, j->found ? (void *)j->found : scratch,
                                      (size_t)j->nfound * sizeof(*j->found));
             m = m ? m : m2;
@@ -644,8 +644,8 @@ static int compare_all(const opts *o, tft_trace *g, tft_trace *b, diff_report *r
 {
     rank_work w = {.o = o, .g = g, .b = b, .me = mp->me, .nproc = mp->nproc};
     w.jobs = plan_jobs(o, g, b, rep, &w.njobs);
-    w.gsp = diff_spill_new(tft_trace_nranks(g));
-    w.bsp = diff_spill_new(tft_trace_nranks(b));
+    w.gsp = core_spill_new(tft_trace_nranks(g));
+    w.bsp = core_spill_new(tft_trace_nranks(b));
     int e = w.jobs && w.gsp && w.bsp ? 0 : !w.jobs ? -ENOMEM : errno ? -errno : -EIO;
     double t0 = now_s();
     if (!e)
@@ -673,8 +673,8 @@ static int compare_all(const opts *o, tft_trace *g, tft_trace *b, diff_report *r
     for (int i = 0; w.jobs && i < w.njobs; i++)
         free(w.jobs[i].found);
     free(w.jobs);
-    diff_spill_free(w.gsp);
-    diff_spill_free(w.bsp);
+    core_spill_free(w.gsp);
+    core_spill_free(w.bsp);
     return e;
 }
 
@@ -741,14 +741,14 @@ static int compare_unrecorded(const opts *o)
 {
     tft_manifest m = {0};
     char what[400];
-    if (trace_unrecorded(o->golden, &m)) {
+    if (core_trace_unrecorded(o->golden, &m)) {
         unrecorded_text(&m, what, sizeof(what));
         fprintf(stderr, "tfdiff: GOLDEN %s recorded nothing: %s; there is nothing to compare BAD with\n",
                 o->golden, what);
         tft_manifest_free(&m);
         return 2;
     }
-    if (!trace_unrecorded(o->bad, &m))
+    if (!core_trace_unrecorded(o->bad, &m))
         return -1;
     unrecorded_text(&m, what, sizeof(what));
     int code = 2;
@@ -768,12 +768,12 @@ static int compare_unrecorded(const opts *o)
  * process 0 alone, so the report is the same); nothing on no memory. */
 static void compare_checks(tft_trace *g, tft_trace *b, diff_report *rep)
 {
-    chk_opts co = CHK_OPTS_DEFAULT;
-    chk_finding *gf = calloc(CHK_FIND_MAX, sizeof(*gf)), *bf = calloc(CHK_FIND_MAX, sizeof(*bf));
-    int ng = gf && bf ? chk_trace(g, &co, chk_clip_of(tft_trace_manifest(g)), gf, CHK_FIND_MAX) : -ENOMEM;
-    int nb = ng >= 0 ? chk_trace(b, &co, chk_clip_of(tft_trace_manifest(b)), bf, CHK_FIND_MAX) : ng;
+    detect_opts co = DETECT_OPTS_DEFAULT;
+    detect_finding *gf = calloc(DETECT_FIND_MAX, sizeof(*gf)), *bf = calloc(DETECT_FIND_MAX, sizeof(*bf));
+    int ng = gf && bf ? detect_trace(g, &co, detect_clip_of(tft_trace_manifest(g)), gf, DETECT_FIND_MAX) : -ENOMEM;
+    int nb = ng >= 0 ? detect_trace(b, &co, detect_clip_of(tft_trace_manifest(b)), bf, DETECT_FIND_MAX) : ng;
     for (int i = 0; i < nb; i++) {
-        bool in_golden = bf[i].severity == CHK_INFO;
+        bool in_golden = bf[i].severity == DETECT_INFO;
         for (int k = 0; k < ng && !in_golden; k++)
             in_golden = !strcmp(gf[k].kind, bf[i].kind);
         if (!in_golden)
@@ -791,7 +791,7 @@ static int run(opts *po, const tfdiff_mpi *mp)
     if (o.tensors) {
         tensors_opts to = {.rtol = o.tol_given ? o.d.rtol : 0, .atol = o.tol_given ? o.d.atol : 0,
                            .name_glob = o.d.name_glob, .pad_id = o.pad_id, .json = o.json, .html = o.html};
-        return tensors_compare(o.golden, o.bad, &to, stdout);
+        return compare_tensors(o.golden, o.bad, &to, stdout);
     }
     if ((e = compare_unrecorded(&o)) >= 0)
         return e;

@@ -129,11 +129,11 @@ int tfdiff_mpi_move_extract(const tfdiff_mpi *mp, int owner, diff_spill *sp, int
 #ifdef TFT_HAVE_MPI
     if (!mp->on || owner == 0 || (mp->me != 0 && mp->me != owner))
         return 0;
-    uint64_t total = diff_spill_bytes(sp, ri);
+    uint64_t total = core_spill_bytes(sp, ri);
     if (mp->me == owner) {
         if (MPI_Send(&total, 1, MPI_UINT64_T, 0, TAG_EXTRACT, MPI_COMM_WORLD) != MPI_SUCCESS)
             return -EIO;
-        return diff_spill_export(sp, ri, send_piece, NULL);
+        return core_spill_export(sp, ri, send_piece, NULL);
     }
     if (MPI_Recv(&total, 1, MPI_UINT64_T, owner, TAG_EXTRACT, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return -EIO;
@@ -153,7 +153,7 @@ int tfdiff_mpi_move_extract(const tfdiff_mpi *mp, int owner, diff_spill *sp, int
             break;
         }
         if (!e)
-            e = diff_spill_import(sp, ri, buf, (size_t)n);
+            e = core_spill_import(sp, ri, buf, (size_t)n);
         got += (uint64_t)n;
     }
     return e;

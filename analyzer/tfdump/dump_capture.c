@@ -1,7 +1,7 @@
 /*
  * dump_capture.c — `tfdump --captures` (one line per captured tensor) and
  * `tfdump --tensor NAME|ID [--out FILE.npy]` (one captured tensor's
- * summary, written as .npy). The captures come from capture.h (cap_list),
+ * summary, written as .npy). The captures come from capture.h (core_capture_list),
  * which assembles the CAPTURE parts of every rank file; memory is the
  * captured tensors' bytes (--tensor) or their metadata (--captures).
  */
@@ -15,7 +15,7 @@
 
 #define LIST_IN_ERROR 20 /* captured tensors named when the one asked for is missing */
 
-static void shape_text(const cap_tensor *t, char *buf, size_t n)
+static void shape_text(const core_capture_tensor *t, char *buf, size_t n)
 {
     size_t k = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < t->ndim && k < n; i++)
@@ -25,18 +25,18 @@ static void shape_text(const cap_tensor *t, char *buf, size_t n)
 }
 
 /* --tensor: only the captures the name or id asks for keep their bytes. */
-static int want_tensor(void *ctx, const cap_tensor *t)
+static int want_tensor(void *ctx, const core_capture_tensor *t)
 {
     const dump_opts *o = ctx;
-    return (o->rank < 0 || t->rank == o->rank) && cap_find(t, 1, o->tensor) == 0;
+    return (o->rank < 0 || t->rank == o->rank) && core_capture_find(t, 1, o->tensor) == 0;
 }
 
 /* Loads the captures of the trace (of rank o->rank when given), the bytes
  * of those --tensor asks for when with_data. */
-static int load(dump_trace *d, const dump_opts *o, int with_data, cap_tensor **t, size_t *n)
+static int load(dump_trace *d, const dump_opts *o, int with_data, core_capture_tensor **t, size_t *n)
 {
     char err[512];
-    if (cap_list_want(o->path, with_data ? want_tensor : cap_want_none, (void *)o, t, n, dump_log_fn, &d->log,
+    if (core_capture_list_want(o->path, with_data ? want_tensor : core_capture_want_none, (void *)o, t, n, dump_log_fn, &d->log,
                       err, sizeof(err)) < 0) {
         dump_err("%s", err);
         return DUMP_USAGE;
@@ -54,7 +54,7 @@ static int load(dump_trace *d, const dump_opts *o, int with_data, cap_tensor **t
     return DUMP_OK;
 }
 
-static cJSON *cap_json(const cap_tensor *t)
+static cJSON *cap_json(const core_capture_tensor *t)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -63,12 +63,12 @@ static cJSON *cap_json(const cap_tensor *t)
     if (t->step == TFT_STEP_NONE)
         cJSON_AddNullToObject(o, "step");
     else
-        json_i64(o, "step", t->step);
-    json_i64(o, "seq", t->seq);
-    cJSON_AddStringToObject(o, "role", cap_role_name(t->role));
-    json_u64(o, "id", t->id);
+        dump_json_i64(o, "step", t->step);
+    dump_json_i64(o, "seq", t->seq);
+    cJSON_AddStringToObject(o, "role", core_capture_role_name(t->role));
+    dump_json_u64(o, "id", t->id);
     cJSON_AddStringToObject(o, "name", t->name);
-    json_str_or_null(o, "op", t->op_name[0] ? t->op_name : NULL);
+    dump_json_str_or_null(o, "op", t->op_name[0] ? t->op_name : NULL);
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(t->dtype));
     cJSON *shape = cJSON_AddArrayToObject(o, "shape");
     for (int i = 0; shape && i < t->ndim; i++) {
@@ -76,21 +76,21 @@ static cJSON *cap_json(const cap_tensor *t)
         snprintf(b, sizeof(b), "%" PRId64, t->shape[i]);
         cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
     }
-    json_u64(o, "bytes", t->bytes);
-    json_u64(o, "present", t->present);
-    json_u64(o, "parts", t->parts);
+    dump_json_u64(o, "bytes", t->bytes);
+    dump_json_u64(o, "present", t->present);
+    dump_json_u64(o, "parts", t->parts);
     cJSON_AddBoolToObject(o, "complete", t->complete);
     return o;
 }
 
-static void cap_line(const cap_tensor *t)
+static void cap_line(const core_capture_tensor *t)
 {
     char shape[256], step[24] = "-";
     shape_text(t, shape, sizeof(shape));
     if (t->step != TFT_STEP_NONE)
         snprintf(step, sizeof(step), "%" PRId64, t->step);
     printf("r%d s%s q%" PRId64 " %-6s %s %s%s id=%" PRIu64 " op=%s %" PRIu64 " bytes", t->rank, step, t->seq,
-           cap_role_name(t->role), t->name, tft_dtype_name(t->dtype), shape, t->id,
+           core_capture_role_name(t->role), t->name, tft_dtype_name(t->dtype), shape, t->id,
            t->op_name[0] ? t->op_name : "?", t->bytes);
     if (!t->complete)
         printf(" INCOMPLETE (%" PRIu64 " of %" PRIu64 " bytes)", t->present, t->bytes);
@@ -99,13 +99,13 @@ static void cap_line(const cap_tensor *t)
 
 int dump_captures(dump_trace *d, const dump_opts *o)
 {
-    cap_tensor *t;
+    core_capture_tensor *t;
     size_t n;
     int st = load(d, o, 0, &t, &n);
     if (st)
         return st;
     uint64_t bytes = 0, incomplete = 0;
-    for (size_t i = 0; i < n && out_ok(); i++) {
+    for (size_t i = 0; i < n && dump_out_ok(); i++) {
         bytes += t[i].bytes;
         incomplete += !t[i].complete;
         if (!o->json) {
@@ -113,7 +113,7 @@ int dump_captures(dump_trace *d, const dump_opts *o)
             continue;
         }
         cJSON *j = cap_json(&t[i]);
-        if (!j || !out_json_line(j)) {
+        if (!j || !dump_out_json_line(j)) {
             cJSON_Delete(j);
             break;
         }
@@ -122,12 +122,12 @@ int dump_captures(dump_trace *d, const dump_opts *o)
     if (!o->json)
         printf("%zu captured tensor%s, %" PRIu64 " bytes%s\n", n, n == 1 ? "" : "s", bytes,
                incomplete ? " (some incomplete: parts were dropped)" : "");
-    cap_free(t, n);
+    core_capture_free(t, n);
     return DUMP_OK;
 }
 
 /* "no captured tensor X" with what the trace does hold. */
-static void not_found(const dump_opts *o, const cap_tensor *t, size_t n)
+static void not_found(const dump_opts *o, const core_capture_tensor *t, size_t n)
 {
     if (n == 0) {
         dump_err("%s: no captured tensors%s (record with tftrace --capture SPEC)", o->path,
@@ -140,26 +140,26 @@ static void not_found(const dump_opts *o, const cap_tensor *t, size_t n)
         if (t[i].step != TFT_STEP_NONE)
             snprintf(step, sizeof(step), "@%" PRId64, t[i].step);
         fprintf(stderr, "  %s%s (id %" PRIu64 ", %s of op %" PRId64 ", rank %d)\n", t[i].name, step, t[i].id,
-                cap_role_name(t[i].role), t[i].seq, t[i].rank);
+                core_capture_role_name(t[i].role), t[i].seq, t[i].rank);
     }
 }
 
 /* Whether the captured bytes are those the recorder computed statistics
  * on: 1 same fingerprint, 0 different (the memory changed between the
  * recording and the capture, e.g. an input updated in place), -1 unknown. */
-static int data_matches(const cap_tensor *t)
+static int data_matches(const core_capture_tensor *t)
 {
     if (!t->data || t->stats_mode < TFT_STATS_HEALTH)
         return -1;
     return XXH3_64bits(t->data, (size_t)t->bytes) == t->stats.fingerprint;
 }
 
-static void tensor_text(const cap_tensor *t, int match)
+static void tensor_text(const core_capture_tensor *t, int match)
 {
     char shape[256];
     shape_text(t, shape, sizeof(shape));
     printf("tensor    %s (id %" PRIu64 ", rank %d)\n", t->name, t->id, t->rank);
-    printf("captured  %s of op %" PRId64 " '%s'%s%s", cap_role_name(t->role), t->seq,
+    printf("captured  %s of op %" PRId64 " '%s'%s%s", core_capture_role_name(t->role), t->seq,
            t->op_name[0] ? t->op_name : "?", t->op_kind >= 0 ? " " : "",
            t->op_kind >= 0 ? tft_op_kind_name(t->op_kind) : "");
     if (t->step != TFT_STEP_NONE)
@@ -197,18 +197,18 @@ static const char *npy_note(int dtype, int raw)
 
 int dump_tensor(dump_trace *d, const dump_opts *o)
 {
-    cap_tensor *t;
+    core_capture_tensor *t;
     size_t n;
     int st = load(d, o, 1, &t, &n);
     if (st)
         return st;
-    int i = cap_find(t, n, o->tensor);
+    int i = core_capture_find(t, n, o->tensor);
     if (i < 0) {
         not_found(o, t, n);
-        cap_free(t, n);
+        core_capture_free(t, n);
         return DUMP_USAGE;
     }
-    const cap_tensor *c = &t[i];
+    const core_capture_tensor *c = &t[i];
     int match = data_matches(c);
     char err[512] = "";
     int bad = 0;
@@ -219,7 +219,7 @@ int dump_tensor(dump_trace *d, const dump_opts *o)
                      "or a larger --ring-kb)", o->out, c->name, c->present, c->bytes);
             bad = 1;
         } else {
-            bad = cap_write_npy_ex(c, o->out, !o->raw, err, sizeof(err)) < 0;
+            bad = core_capture_write_npy(c, o->out, !o->raw, err, sizeof(err)) < 0;
         }
     }
     if (o->json) {
@@ -229,8 +229,8 @@ int dump_tensor(dump_trace *d, const dump_opts *o)
                 cJSON_AddNullToObject(j, "data_matches_stats");
             else
                 cJSON_AddBoolToObject(j, "data_matches_stats", match);
-            json_str_or_null(j, "npy", o->out && !bad ? o->out : NULL);
-            out_json_line(j);
+            dump_json_str_or_null(j, "npy", o->out && !bad ? o->out : NULL);
+            dump_out_json_line(j);
             cJSON_Delete(j);
         }
     } else {
@@ -240,6 +240,6 @@ int dump_tensor(dump_trace *d, const dump_opts *o)
     }
     if (bad)
         dump_err("%s", err);
-    cap_free(t, n);
+    core_capture_free(t, n);
     return bad ? DUMP_USAGE : DUMP_OK;
 }

@@ -9,6 +9,7 @@
 #include "core_common.h"
 #include "core_spill.h"
 #include "dump_internal.h"
+#include "report.h"
 #include "tft_drops.h"
 
 #include <errno.h>
@@ -25,13 +26,13 @@ typedef struct check_scan {
     dump_trace *d;
     diff_spill *sp;
     uint64_t min_bytes;
-    diff_leak **leaks;  /* per rank file: its leaks (malloc'd), NULL none */
+    leak_finding **leaks;  /* per rank file: its leaks (malloc'd), NULL none */
     int *nleaks;        /* per rank file: how many, or a negative errno */
     tft_drop_sum *drops; /* per rank file: the records it lost */
-    chk_rank **chk;     /* per rank file: the detectors' state */
-    const chk_opts *copts;
+    detect_rank **chk;     /* per rank file: the detectors' state */
+    const detect_opts *copts;
     double clip_cmd;    /* the clip threshold the recorded command line states, 0 unknown */
-    diff_stacks *stacks; /* per rank file: its STACK records */
+    desync_stacks *stacks; /* per rank file: its STACK records */
 } check_scan;
 
 static int scan_one(void *ctx, int i, int worker)
@@ -41,9 +42,9 @@ static int scan_one(void *ctx, int i, int worker)
     tft_reader *r = tft_trace_reader(c->d->t, i);
     if (!r)
         return errno ? -errno : -EIO;
-    diff_spill_extractor *x = diff_spill_extract_begin(c->sp, r, i);
-    diff_leak_scan *ls = diff_leak_scan_new();
-    chk_rank *ck = c->chk[i] = chk_rank_new(c->copts, tft_trace_rank_id(c->d->t, i), c->clip_cmd);
+    core_spill_extractor *x = core_spill_extract_begin(c->sp, r, i);
+    leak_scan *ls = leak_scan_new();
+    detect_rank *ck = c->chk[i] = detect_rank_new(c->copts, tft_trace_rank_id(c->d->t, i), c->clip_cmd);
     int e = x && ls && ck ? tft_reader_rewind(r) : -ENOMEM;
     const tft_rec *rec;
     tft_drop_sum *ds = &c->drops[i];
@@ -52,12 +53,12 @@ static int scan_one(void *ctx, int i, int worker)
         if (rec->kind == TFT_REC_DROPPED)
             tft_drop_sum_add(ds, (const tft_rec_dropped *)rec, rec->len);
         if (rec->kind == TFT_REC_STACK)
-            e = diff_stacks_add(&c->stacks[i], r, tft_trace_rank_id(c->d->t, i), rec);
-        else if ((e = diff_spill_extract_record(x, rec)) == 0 && (e = diff_leak_scan_record(ls, r, rec)) == 0)
-            e = chk_rank_record(ck, r, rec);
+            e = desync_stacks_add(&c->stacks[i], r, tft_trace_rank_id(c->d->t, i), rec);
+        else if ((e = core_spill_extract_record(x, rec)) == 0 && (e = leak_scan_record(ls, r, rec)) == 0)
+            e = detect_rank_record(ck, r, rec);
     }
     if (e == 0)
-        e = chk_rank_finish(ck);
+        e = detect_rank_finish(ck);
     if (e == 0) { /* the chunk headers' total is authoritative (FORMAT.md 5.11) */
         tft_reader_status st;
         tft_reader_get_status(r, &st);
@@ -66,8 +67,8 @@ static int scan_one(void *ctx, int i, int worker)
         ds->count = st.dropped > ds->count ? st.dropped : ds->count;
     }
     if (e == 0) {
-        diff_leak tmp[64];
-        int k = diff_leak_scan_finish(ls, r, tft_trace_rank_id(c->d->t, i), c->min_bytes, tmp, 64, NULL);
+        leak_finding tmp[64];
+        int k = leak_scan_finish(ls, r, tft_trace_rank_id(c->d->t, i), c->min_bytes, tmp, 64, NULL);
         ls = NULL;
         c->nleaks[i] = k;
         if (k > 0 && (c->leaks[i] = malloc((size_t)k * sizeof(*tmp))) != NULL)
@@ -75,8 +76,8 @@ static int scan_one(void *ctx, int i, int worker)
         else if (k > 0)
             c->nleaks[i] = -ENOMEM;
     }
-    int f = diff_spill_extract_end(x, e == 0);
-    diff_leak_scan_free(ls);
+    int f = core_spill_extract_end(x, e == 0);
+    leak_scan_free(ls);
     tft_trace_release(c->d->t, i);
     return e < 0 ? e : f;
 }
@@ -85,10 +86,10 @@ static int scan_one(void *ctx, int i, int worker)
  * (the order of a merge of the rank files, core_spill.c). */
 static void first_nonfinite(const dump_trace *d, const diff_spill *sp, nonfinite *nf)
 {
-    const diff_spill_nonfinite *best = NULL;
+    const core_spill_nonfinite *best = NULL;
     int bi = -1;
     for (int i = 0; i < tft_trace_nranks(d->t); i++) {
-        const diff_spill_nonfinite *x = diff_spill_nonfinite_of(sp, i);
+        const core_spill_nonfinite *x = core_spill_nonfinite_of(sp, i);
         if (x->found && (!best || x->kstep < best->kstep || (x->kstep == best->kstep && x->kseq < best->kseq))) {
             best = x;
             bi = i;
@@ -101,7 +102,7 @@ static void first_nonfinite(const dump_trace *d, const diff_spill *sp, nonfinite
 }
 
 /* The rank files' leaks in rank file order, at most max. */
-static int gather_leaks(const check_scan *c, int n, diff_leak *out, int max)
+static int gather_leaks(const check_scan *c, int n, leak_finding *out, int max)
 {
     int k = 0;
     for (int i = 0; i < n && k < max; i++) {
@@ -119,7 +120,7 @@ static void json_step(cJSON *o, const char *key, int64_t step)
     if (step == TFT_STEP_NONE)
         cJSON_AddNullToObject(o, key);
     else
-        json_i64(o, key, step);
+        dump_json_i64(o, key, step);
 }
 
 /* One line per rank file that lost records: the findings below cover only
@@ -141,58 +142,58 @@ static int print_drops(const dump_trace *d, const tft_drop_sum *drops, int n)
 static void print_text(const dump_check_result *res, int lossy)
 {
     const nonfinite *nf = &res->nf;
-    const diff_leak *l = res->leaks;
-    const diff_desync *ds = res->ds;
+    const leak_finding *l = res->leaks;
+    const desync_finding *ds = res->ds;
     int nl = res->nl, nd = res->nd;
     char sb[48];
     if (nf->found)
         printf("non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
-               diff_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
+               core_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
     for (int i = 0; i < nl; i++) {
         char what[400];
-        diff_leak_describe(&l[i], what, sizeof(what));
+        leak_describe(&l[i], what, sizeof(what));
         printf("leak: rank %d, %s\n", l[i].rank, what);
     }
     for (int i = 0; i < nd; i++) {
         char where[160];
-        diff_desync_where(ds, nd, i, where, sizeof(where));
+        desync_where(ds, nd, i, where, sizeof(where));
         printf("desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind),
-               diff_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
+               core_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
     }
     if (res->stacks.n) {
         printf("stacks: where each rank's main thread was when tftrace --timeout stopped the run"
                " (all threads: tfdump --events --kind stack):\n");
-        diff_stacks_print(stdout, &res->stacks, "  ");
+        desync_stacks_print(stdout, &res->stacks, "  ");
     }
     for (int i = 0; i < res->nfind; i++)
-        check_print_finding(stdout, &res->findings[i]);
+        report_check_print(stdout, &res->findings[i]);
     char v[256];
-    check_verdict(res, lossy, v, sizeof(v));
+    report_check_verdict(res, lossy, v, sizeof(v));
     printf("%s\n", v);
 }
 
 /* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
-static cJSON *json_leak(const diff_leak *l)
+static cJSON *json_leak(const leak_finding *l)
 {
     cJSON *x = cJSON_CreateObject();
     cJSON_AddNumberToObject(x, "rank", l->rank);
     cJSON_AddStringToObject(x, "site", l->site);
-    cJSON_AddStringToObject(x, "how", l->how == DIFF_LEAK_AT_EXIT ? "at-exit" : "growth");
-    json_step(x, "from_step", l->per_alloc && l->how == DIFF_LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
+    cJSON_AddStringToObject(x, "how", l->how == LEAK_AT_EXIT ? "at-exit" : "growth");
+    json_step(x, "from_step", l->per_alloc && l->how == LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
     if (l->per_alloc)
-        json_u64(x, "from_allocation", l->from_alloc);
+        dump_json_u64(x, "from_allocation", l->from_alloc);
     cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
-    json_u64(x, "iterations", l->iterations);
+    dump_json_u64(x, "iterations", l->iterations);
     cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
-    json_u64(x, "live_bytes_at_end", l->live_bytes_at_end);
-    json_u64(x, "live_allocs_at_end", l->live_allocs_at_end);
+    dump_json_u64(x, "live_bytes_at_end", l->live_bytes_at_end);
+    dump_json_u64(x, "live_allocs_at_end", l->live_allocs_at_end);
     if (l->first_known)
-        json_u64(x, "first_alloc_ns", l->first_alloc_ns);
+        dump_json_u64(x, "first_alloc_ns", l->first_alloc_ns);
     else
         cJSON_AddNullToObject(x, "first_alloc_ns");
     json_step(x, "first_alloc_step", l->first_known ? l->first_alloc_step : TFT_STEP_NONE);
-    if (l->how == DIFF_LEAK_AT_EXIT)
-        json_u64(x, "min_bytes", l->min_bytes);
+    if (l->how == LEAK_AT_EXIT)
+        dump_json_u64(x, "min_bytes", l->min_bytes);
     else
         cJSON_AddNullToObject(x, "min_bytes");
     return x;
@@ -202,8 +203,8 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
 {
     const tft_drop_sum *drops = res->drops;
     const nonfinite *nf = &res->nf;
-    const diff_leak *l = res->leaks;
-    const diff_desync *ds = res->ds;
+    const leak_finding *l = res->leaks;
+    const desync_finding *ds = res->ds;
     int nl = res->nl, nd = res->nd;
     cJSON *o = cJSON_CreateObject();
     cJSON *dr = cJSON_AddArrayToObject(o, "dropped"); /* ranks that lost records */
@@ -213,7 +214,7 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
         char what[256];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", tft_trace_rank_id(d->t, i));
-        json_u64(x, "count", drops[i].count);
+        dump_json_u64(x, "count", drops[i].count);
         json_step(x, "first_step", drops[i].first_step);
         json_step(x, "last_step", drops[i].last_step);
         cJSON_AddStringToObject(x, "what", tft_drop_describe(&drops[i], what, sizeof(what)));
@@ -223,7 +224,7 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
         cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
         cJSON_AddNumberToObject(n, "rank", nf->rank);
         json_step(n, "step", nf->step);
-        json_i64(n, "seq", nf->seq);
+        dump_json_i64(n, "seq", nf->seq);
         cJSON_AddStringToObject(n, "tensor", nf->name);
     } else {
         cJSON_AddNullToObject(o, "first_nonfinite");
@@ -234,21 +235,21 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
     cJSON *da = cJSON_AddArrayToObject(o, "desync");
     for (int i = 0; i < nd; i++) {
         cJSON *x = cJSON_CreateObject();
-        json_hex(x, "comm", ds[i].comm);
-        json_u64(x, "coll_seq", ds[i].coll_seq);
+        dump_json_hex(x, "comm", ds[i].comm);
+        dump_json_u64(x, "coll_seq", ds[i].coll_seq);
         json_step(x, "step", ds[i].step);
         cJSON_AddStringToObject(x, "kind", desync_kind_name(ds[i].kind));
         cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
         for (int k = 0; k < ds[i].nranks && k < 16; k++)
             cJSON_AddItemToArray(rk, cJSON_CreateNumber(ds[i].ranks[k]));
         cJSON_AddStringToObject(x, "detail", ds[i].detail);
-        diff_desync_json_more(x, ds, nd, i);
+        report_desync_json_more(x, ds, nd, i);
         cJSON_AddItemToArray(da, x);
     }
-    cJSON_AddItemToObject(o, "stacks", diff_stacks_json(&res->stacks));
-    check_json_findings(o, res);
+    cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&res->stacks));
+    report_check_json(o, res);
     cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */
-    out_json_line(o);
+    dump_out_json_line(o);
     cJSON_Delete(o);
 }
 
@@ -257,39 +258,39 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out
     dump_check_result *res = out;
     *res = (dump_check_result){0};
     int n = tft_trace_nranks(d->t);
-    check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = diff_spill_new(n),
+    check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = core_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
                     .drops = calloc((size_t)n + 1, sizeof(*c.drops)), .chk = calloc((size_t)n + 1, sizeof(*c.chk)),
-                    .copts = &o->chk, .clip_cmd = dump_check_clip_of(tft_trace_manifest(d->t)),
+                    .copts = &o->chk, .clip_cmd = report_check_clip_of(tft_trace_manifest(d->t)),
                     .stacks = calloc((size_t)n + 1, sizeof(*c.stacks))};
-    res->findings = calloc(CHK_FIND_MAX, sizeof(*res->findings));
+    res->findings = calloc(DETECT_FIND_MAX, sizeof(*res->findings));
     int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && c.stacks && res->findings
-                ? diff_pool_run(n, diff_pool_width(), scan_one, &c)
+                ? core_pool_run(n, core_pool_width(), scan_one, &c)
                 : -ENOMEM;
     if (!e)
-        e = diff_stacks_merge(&res->stacks, c.stacks, n);
+        e = desync_stacks_merge(&res->stacks, c.stacks, n);
     for (int i = 0; c.stacks && i < n; i++)
-        diff_stacks_free(&c.stacks[i]);
+        desync_stacks_free(&c.stacks[i]);
     free(c.stacks);
     int nl = 0, nd = 0;
     if (!e) {
         first_nonfinite(d, c.sp, &res->nf);
         nl = gather_leaks(&c, n, res->leaks, 64);
-        nd = nl < 0 ? 0 : diff_desyncs_spilled(d->t, c.sp, res->ds, 64);
-        res->nfind = chk_merge(c.chk, n, res->findings, CHK_FIND_MAX);
+        nd = nl < 0 ? 0 : desync_find_spilled(d->t, c.sp, res->ds, 64);
+        res->nfind = detect_merge(c.chk, n, res->findings, DETECT_FIND_MAX);
         for (int i = 0; i < res->nfind; i++) {
             int sev = res->findings[i].severity;
-            *(sev == CHK_ERROR ? &res->nerr : sev == CHK_WARNING ? &res->nwarn : &res->ninfo) += 1;
+            *(sev == DETECT_ERROR ? &res->nerr : sev == DETECT_WARNING ? &res->nwarn : &res->ninfo) += 1;
         }
     }
     for (int i = 0; c.chk && i < n; i++)
-        chk_rank_free(c.chk[i]);
+        detect_rank_free(c.chk[i]);
     free(c.chk);
     for (int i = 0; c.leaks && i < n; i++)
         free(c.leaks[i]);
     free(c.leaks);
     free(c.nleaks);
-    diff_spill_free(c.sp);
+    core_spill_free(c.sp);
     res->drops = c.drops;
     res->nl = nl;
     res->nd = nd;
@@ -321,7 +322,7 @@ void dump_check_result_free(dump_check_result *res)
     res->drops = NULL;
     free(res->findings);
     res->findings = NULL;
-    diff_stacks_free(&res->stacks);
+    desync_stacks_free(&res->stacks);
 }
 
 bool dump_check_found(const dump_check_result *res)

@@ -20,14 +20,14 @@ static bool fly_eq(const void *ctx, const void *val)
     return o->comm == c->comm && o->coll_seq == c->coll_seq;
 }
 
-void coll_init(coll_track *t)
+void dump_coll_init(coll_track *t)
 {
     *t = (coll_track){0};
     tft_u64map_init(&t->fly, &(tft_u64map_opts){.vsize = sizeof(coll_open), .max_n = COLL_INFLIGHT_MAX,
                                                 .hashed = true});
 }
 
-void coll_rank_begin(coll_track *t)
+void dump_coll_rank_begin(coll_track *t)
 {
     t->rank_lost = 0;
     t->serial = 0;
@@ -65,7 +65,7 @@ static bool exit_match(coll_track *t, const tft_rec_collective *c)
     return true;
 }
 
-void coll_note(coll_track *t, const tft_rec_collective *c, int idx)
+void dump_coll_note(coll_track *t, const tft_rec_collective *c, int idx)
 {
     uint16_t f = c->h.flags & (TFT_COLL_FLAG_ENTER | TFT_COLL_FLAG_EXIT);
     if (f == TFT_COLL_FLAG_ENTER) {
@@ -85,7 +85,7 @@ static int cmp_serial(const void *a, const void *b)
     return (x->serial > y->serial) - (x->serial < y->serial);
 }
 
-int coll_rank_end(coll_track *t, const tft_reader *r)
+int dump_coll_rank_end(coll_track *t, const tft_reader *r)
 {
     int e = 0;
     size_t k;
@@ -110,7 +110,7 @@ int coll_rank_end(coll_track *t, const tft_reader *r)
             t->cap = ncap;
         }
         char b[18];
-        const char *txt = rec_string(r, o->name, b);
+        const char *txt = dump_rec_string(r, o->name, b);
         o->named = txt != NULL;
         snprintf(o->name_text, sizeof(o->name_text), "%s", txt ? txt : "");
         t->open[t->n++] = *o;
@@ -121,7 +121,7 @@ int coll_rank_end(coll_track *t, const tft_reader *r)
     return e;
 }
 
-uint64_t coll_calls(const coll_track *t)
+uint64_t dump_coll_calls(const coll_track *t)
 {
     uint64_t n = t->calls + t->lost + t->unshown;
     for (size_t i = 0; i < t->n; i++)
@@ -129,9 +129,9 @@ uint64_t coll_calls(const coll_track *t)
     return n;
 }
 
-void coll_free(coll_track *t)
+void dump_coll_free(coll_track *t)
 {
     free(t->open);
     tft_u64map_free(&t->fly);
-    coll_init(t);
+    dump_coll_init(t);
 }

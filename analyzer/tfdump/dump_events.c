@@ -36,7 +36,7 @@ static bool event_selected(const dump_opts *o, const tft_rec *rec, int rank, con
         return false;
     if (o->name_glob) {
         char b[18];
-        const char *name = rec_name(rec, r, b);
+        const char *name = dump_rec_name(rec, r, b);
         if (!name || fnmatch(o->name_glob, name, 0) != 0)
             return false;
     }
@@ -54,15 +54,15 @@ static bool past_range(const dump_opts *o, const tft_rec *rec)
 static bool emit(const dump_opts *o, const tft_rec *rec, int rank, const tft_reader *r)
 {
     if (!o->json) {
-        rec_print_text(stdout, rec, rank, r);
-        return out_ok();
+        dump_rec_text(stdout, rec, rank, r);
+        return dump_out_ok();
     }
-    cJSON *j = rec_to_json(rec, rank, r);
+    cJSON *j = dump_rec_json(rec, rank, r);
     if (!j) {
         dump_err("out of memory");
         return false;
     }
-    bool ok = out_json_line(j);
+    bool ok = dump_out_json_line(j);
     cJSON_Delete(j);
     return ok;
 }

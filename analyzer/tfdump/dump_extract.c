@@ -401,7 +401,7 @@ static cJSON *extract_json(const dump_trace *d, const char *in, const ex_sel *s,
     free(abs);
     cJSON_AddStringToObject(x, "source_run_id", src_run_id);
     const tft_manifest *m = tft_trace_manifest(d->t);
-    json_str_or_null(x, "source_tool_version", m && m->tool_version[0] ? m->tool_version : NULL);
+    dump_json_str_or_null(x, "source_tool_version", m && m->tool_version[0] ? m->tool_version : NULL);
     cJSON_AddStringToObject(x, "tool_version", tft_version());
     json_step_pair(x, "steps", s->steps_given, s->lo, s->hi);
     cJSON *ranks = cJSON_AddArrayToObject(x, "ranks");
@@ -413,8 +413,8 @@ static cJSON *extract_json(const dump_trace *d, const char *in, const ex_sel *s,
     cJSON_AddNumberToObject(x, "source_ranks", d->n);
     const char *mode[] = {"shape", "health"};
     cJSON_AddItemToObject(x, "stats", s->stats < 0 ? cJSON_CreateNull() : cJSON_CreateString(mode[s->stats]));
-    json_u64(x, "records_read", read);
-    json_u64(x, "records_kept", kept);
+    dump_json_u64(x, "records_read", read);
+    dump_json_u64(x, "records_kept", kept);
     cJSON *files = cJSON_AddArrayToObject(x, "files");
     for (int i = 0; i < n; i++) {
         cJSON *f = cJSON_CreateObject();
@@ -423,10 +423,10 @@ static cJSON *extract_json(const dump_trace *d, const char *in, const ex_sel *s,
         json_step_pair(f, "kept_steps", fs[i].first != TFT_STEP_NONE, fs[i].first, fs[i].last);
         if (fs[i].lo != s->lo)
             cJSON_AddNumberToObject(f, "narrowed_to", (double)fs[i].lo);
-        json_u64(f, "records_kept", fs[i].kept);
-        cJSON_AddStringToObject(f, "source_integrity", integrity_name(fs[i].integrity));
+        dump_json_u64(f, "records_kept", fs[i].kept);
+        cJSON_AddStringToObject(f, "source_integrity", dump_integrity_name(fs[i].integrity));
         if (fs[i].refused)
-            json_u64(f, "records_refused", fs[i].refused);
+            dump_json_u64(f, "records_refused", fs[i].refused);
         cJSON_AddItemToArray(files, f);
     }
     return x;

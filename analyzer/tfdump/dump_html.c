@@ -29,10 +29,10 @@ typedef struct rank_coll {
 typedef struct dpage {
     dump_trace *d;
     const dump_check_result *res;
-    hc_bins bins;
+    html_series_bins bins;
     bool have_bins;
     double x[HC_BINS];
-    hc_run *shown[SHOWN_MAX];
+    html_series_run *shown[SHOWN_MAX];
     int ns;
     rank_coll *coll;   /* per rank file */
     int64_t mark;
@@ -46,9 +46,9 @@ static int64_t first_step(const dump_check_result *c, int *rank)
     if (c->nd)
         return *rank = c->ds[0].nranks ? c->ds[0].ranks[0] : -1, c->ds[0].step;
     if (c->nl) {
-        const diff_leak *l = &c->leaks[0];
+        const leak_finding *l = &c->leaks[0];
         *rank = l->rank;
-        return l->how == DIFF_LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step : l->first_alloc_step;
+        return l->how == LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step : l->first_alloc_step;
     }
     if (c->nerr || c->nwarn) /* the detectors' first (most severe, earliest) */
         return *rank = c->findings[0].rank, c->findings[0].step;
@@ -60,19 +60,19 @@ static void sentence(const dump_check_result *c, char *buf, size_t n)
     char sb[48], what[400];
     if (c->nf.found) {
         snprintf(buf, n, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
-                 diff_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
+                 core_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
     } else if (c->nd) {
         char where[160];
-        diff_desync_where(c->ds, c->nd, 0, where, sizeof(where));
+        desync_where(c->ds, c->nd, 0, where, sizeof(where));
         snprintf(buf, n, "desync: %s at %s (%s): %s", desync_kind_name(c->ds[0].kind),
-                 diff_step_text(c->ds[0].step, sb, sizeof(sb)), where, c->ds[0].detail);
+                 core_step_text(c->ds[0].step, sb, sizeof(sb)), where, c->ds[0].detail);
     } else if (c->nl) {
-        diff_leak_describe(&c->leaks[0], what, sizeof(what));
+        leak_describe(&c->leaks[0], what, sizeof(what));
         snprintf(buf, n, "leak: rank %d, %s", c->leaks[0].rank, what);
     } else if (c->nerr || c->nwarn) {
-        const chk_finding *x = &c->findings[0];
-        snprintf(buf, n, "%s: %s: rank %d, %s, %s: %s", chk_severity_name(x->severity), x->kind, x->rank,
-                 diff_step_text(x->step, sb, sizeof(sb)), x->tensor, x->evidence);
+        const detect_finding *x = &c->findings[0];
+        snprintf(buf, n, "%s: %s: rank %d, %s, %s: %s", detect_severity_name(x->severity), x->kind, x->rank,
+                 core_step_text(x->step, sb, sizeof(sb)), x->tensor, x->evidence);
     } else {
         snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s", c->lossy ? " in what was recorded" : "");
     }
@@ -87,7 +87,7 @@ static int collect(dpage *p, int finding_rank)
     for (int i = 0; i < n; i++) {
         tft_reader *r = tft_trace_reader(t, i);
         int64_t a, b;
-        if (r && hc_step_range(r, &a, &b)) {
+        if (r && html_series_step_range(r, &a, &b)) {
             lo = any && lo < a ? lo : a;
             hi = any && hi > b ? hi : b;
             any = true;
@@ -95,9 +95,9 @@ static int collect(dpage *p, int finding_rank)
         if (r)
             tft_trace_release(t, i);
     }
-    if (!any || DIFF_IS_STEPLESS(lo))
+    if (!any || CORE_IS_STEPLESS(lo))
         return 0;
-    hc_bins_init(&p->bins, lo, hi, p->mark);
+    html_series_bins_init(&p->bins, lo, hi, p->mark);
     p->have_bins = true;
     for (int k = 0; k < p->bins.nbins; k++)
         p->x[k] = (double)p->bins.rep[k];
@@ -108,11 +108,11 @@ static int collect(dpage *p, int finding_rank)
         tft_reader *r = tft_trace_reader(t, i);
         if (!r)
             continue;
-        hc_run *x = hc_run_new(&p->bins, rank, NULL);
-        int e = x ? hc_run_read(x, r) : -ENOMEM;
+        html_series_run *x = html_series_run_new(&p->bins, rank, NULL);
+        int e = x ? html_series_run_read(x, r) : -ENOMEM;
         tft_trace_release(t, i);
         if (e == -ENOMEM) {
-            hc_run_free(x);
+            html_series_run_free(x);
             return e;
         }
         rank_coll *c = &p->coll[i];
@@ -122,7 +122,7 @@ static int collect(dpage *p, int finding_rank)
         if (keep)
             p->shown[p->ns++] = x;
         else
-            hc_run_free(x);
+            html_series_run_free(x);
     }
     return 0;
 }
@@ -152,8 +152,8 @@ static bool any_finite(const double *v, int n)
 
 static void one_chart(FILE *f, const dpage *p, const char *title, const double *y, const char *label)
 {
-    svg_series s = {.label = label, .color = "#36c", .x = p->x, .y = y, .n = p->bins.nbins};
-    svg_line_chart(f, title, &s, 1, p->mark, 0);
+    html_svg_series s = {.label = label, .color = "#36c", .x = p->x, .y = y, .n = p->bins.nbins};
+    html_svg_line_chart(f, title, &s, 1, p->mark, 0);
 }
 
 static void curves(FILE *f, const dpage *p)
@@ -168,7 +168,7 @@ static void curves(FILE *f, const dpage *p)
           "dashed vertical line marks the first finding's step.</p>\n", f);
     downsampled_note(f, p);
     for (int i = 0; i < p->ns; i++) {
-        const hc_run *x = p->shown[i];
+        const html_series_run *x = p->shown[i];
         const double *v[3] = {x->loss, x->grad_norm, x->lr};
         const char *name[3] = {"loss", "grad_norm", "lr"};
         for (int k = 0; k < 3; k++) {
@@ -202,7 +202,7 @@ static void memory(FILE *f, const dpage *p)
     downsampled_note(f, p);
     static const char *const colors[SITES_DRAWN] = {"#c33", "#36c", "#2a6", "#e90", "#839"};
     for (int i = 0; i < p->ns; i++) {
-        const hc_run *x = p->shown[i];
+        const html_series_run *x = p->shown[i];
         double total[HC_BINS];
         carried(x->live_total, total, p->bins.nbins);
         char title[64];
@@ -217,15 +217,15 @@ static void memory(FILE *f, const dpage *p)
         }
         const int *top = order;
         double (*ys)[HC_BINS] = calloc(SITES_DRAWN, sizeof(*ys));
-        svg_series s[SITES_DRAWN];
+        html_svg_series s[SITES_DRAWN];
         for (int k = 0; ys && k < nt; k++) {
             carried(x->sites[top[k]].live, ys[k], p->bins.nbins);
-            s[k] = (svg_series){.label = x->sites[top[k]].name, .color = colors[k], .x = p->x, .y = ys[k],
+            s[k] = (html_svg_series){.label = x->sites[top[k]].name, .color = colors[k], .x = p->x, .y = ys[k],
                                 .n = p->bins.nbins};
         }
         snprintf(title, sizeof(title), "rank %d: live bytes of the largest sites", x->rank);
         if (ys && nt)
-            svg_line_chart(f, title, s, nt, p->mark, 0);
+            html_svg_line_chart(f, title, s, nt, p->mark, 0);
         if (ys && nt) {
             fputs("<table class=\"sites\"><tr><th>site</th><th>peak bytes</th></tr>", f);
             for (int k = 0; k < nt; k++) {
@@ -251,16 +251,16 @@ static void collectives(FILE *f, const dpage *p)
     section(f, "collectives", "Collectives per rank");
     downsampled_note(f, p);
     static const char *const colors[COLL_LINES] = {"#c33", "#36c", "#2a6", "#e90", "#839", "#088", "#963", "#555"};
-    svg_series s[COLL_LINES];
+    html_svg_series s[COLL_LINES];
     char labels[COLL_LINES][24];
     int ns = 0;
     for (int i = 0; i < n && ns < COLL_LINES; i++) {
         snprintf(labels[ns], sizeof(labels[ns]), "rank %d", p->coll[i].rank);
-        s[ns] = (svg_series){.label = labels[ns], .color = colors[ns], .x = p->x, .y = p->coll[i].ms,
+        s[ns] = (html_svg_series){.label = labels[ns], .color = colors[ns], .x = p->x, .y = p->coll[i].ms,
                              .n = p->bins.nbins, .dashed = ns % 2};
         ns++;
     }
-    svg_line_chart(f, "time in collectives per step (ms)", s, ns, p->mark, 0);
+    html_svg_line_chart(f, "time in collectives per step (ms)", s, ns, p->mark, 0);
     fputs("<table class=\"coll\"><tr><th>rank</th><th>calls completed</th><th>time in them (ms)</th>"
           "<th>entered, never left</th></tr>", f);
     for (int i = 0; i < n && i < TABLE_RANKS; i++) {
@@ -293,36 +293,36 @@ static void check(FILE *f, const dpage *p)
     if (c->nf.found) {
         fputs("<li class=\"nonfinite\">", f);
         html_textf(f, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
-                   diff_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
+                   core_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
         fputs("</li>", f);
     }
     for (int i = 0; i < c->nl; i++) {
         char what[400];
-        diff_leak_describe(&c->leaks[i], what, sizeof(what));
+        leak_describe(&c->leaks[i], what, sizeof(what));
         fputs("<li class=\"leak\">", f);
         html_textf(f, "leak: rank %d, %s", c->leaks[i].rank, what);
         fputs("</li>", f);
     }
     for (int i = 0; i < c->nd; i++) {
         char where[160];
-        diff_desync_where(c->ds, c->nd, i, where, sizeof(where));
+        desync_where(c->ds, c->nd, i, where, sizeof(where));
         fputs("<li class=\"desync\">", f);
         html_textf(f, "desync: %s at %s (%s): ", desync_kind_name(c->ds[i].kind),
-                   diff_step_text(c->ds[i].step, sb, sizeof(sb)), where);
+                   core_step_text(c->ds[i].step, sb, sizeof(sb)), where);
         html_text(f, c->ds[i].detail);
         fputs("</li>", f);
     }
     if (!c->nf.found && !c->nl && !c->nd)
         fprintf(f, "<li>OK: no non-finite values, leaks or desyncs%s</li>", c->lossy ? " in what was recorded" : "");
     fputs("</ul>\n", f);
-    check_html_table(f, c->findings, c->nfind); /* the detectors (docs/CHECK.md) */
+    report_check_html_table(f, c->findings, c->nfind); /* the detectors (docs/CHECK.md) */
     fputs("</section>\n", f);
 }
 
 static void free_page(dpage *p)
 {
     for (int i = 0; i < p->ns; i++)
-        hc_run_free(p->shown[i]);
+        html_series_run_free(p->shown[i]);
     free(p->coll);
 }
 
@@ -343,7 +343,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result
     int frank = -1;
     int64_t step = unrecorded ? TFT_STEP_NONE : first_step(res, &frank);
     bool found = unrecorded || dump_check_found(res);
-    if (step != TFT_STEP_NONE && !DIFF_IS_STEPLESS(step))
+    if (step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         p->mark = step;
     int e = d->t ? collect(p, frank) : 0;
     if (e) {

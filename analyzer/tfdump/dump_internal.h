@@ -47,11 +47,11 @@ typedef struct dump_opts {
     double rtol, atol;   /* --rtol, --atol for --replay-op */
     uint64_t leak_min_bytes; /* --check: a site holding this much at the end in several blocks
                           * is a leak without growth (--leak-min-bytes); 0 = off */
-    chk_opts chk;        /* --check: the detectors' thresholds (--threshold NAME=VALUE) */
+    detect_opts chk;        /* --check: the detectors' thresholds (--threshold NAME=VALUE) */
     const char *extract_out; /* --extract IN OUT: OUT (path = IN) */
     const char *ranks_list;  /* --ranks LIST (--extract; --export parses it into ranges) */
     int stats_to;        /* --stats (--extract): TFT_STATS_* to reduce to, -1 as recorded */
-    int export_format;   /* --export FORMAT OUT: enum exp_format (export_internal.h) */
+    int export_format;   /* --export FORMAT OUT: enum export_format (export_internal.h) */
     const char *export_out; /* ... OUT, "-" = stdout */
     const char *html_out;   /* --html FILE */
     int nranges;         /* --ranks LIST (--export; and --rank R): inclusive ranges */
@@ -88,15 +88,15 @@ int dump_read_error(const char *path, const char *name, int e);
 
 /* ---- stdout (dump_util.c) -------------------------------------------------- */
 
-/* Output to stdout goes through stdio; SIGPIPE is ignored at start. out_ok()
+/* Output to stdout goes through stdio; SIGPIPE is ignored at start. dump_out_ok()
  * returns false once a write failed (the reader went away: stop producing).
- * out_finish() flushes and turns the mode's status into the exit status: a
+ * dump_out_finish() flushes and turns the mode's status into the exit status: a
  * closed pipe is a quiet success, any other write error is reported. */
-void out_init(void);
-bool out_ok(void);
-int out_finish(int status);
+void dump_out_init(void);
+bool dump_out_ok(void);
+int dump_out_finish(int status);
 /* Prints a cJSON value as one line; returns false when stdout failed. */
-bool out_json_line(const cJSON *j);
+bool dump_out_json_line(const cJSON *j);
 
 /* ---- the opened trace (dump_util.c) -------------------------------------- */
 
@@ -124,26 +124,26 @@ int dump_trace_check(dump_trace *d, const char *path);
 
 /* Text of string id `id` in reader r: the text, "#<16 hex>" when the id has no
  * definition, NULL for id 0 ("none"). buf must hold 18 bytes. */
-const char *rec_string(const tft_reader *r, uint64_t id, char buf[18]);
+const char *dump_rec_string(const tft_reader *r, uint64_t id, char buf[18]);
 /* The record's name (op, tensor, collective, kernel name; alloc site;
  * checkpoint path) or NULL for kinds without one. */
-const char *rec_name(const tft_rec *rec, const tft_reader *r, char buf[18]);
+const char *dump_rec_name(const tft_rec *rec, const tft_reader *r, char buf[18]);
 /* "tensor", "op", ... or "unknown(N)"; buf must hold 24 bytes. */
-const char *rec_kind_label(uint16_t kind, char buf[24]);
-const char *proc_event_name(uint32_t event);   /* start / exit / rss / ? */
-const char *drop_reason_name(uint32_t reason); /* ring_full / too_big / other / ? */
+const char *dump_rec_kind_label(uint16_t kind, char buf[24]);
+const char *dump_proc_event_name(uint32_t event);   /* start / exit / rss / ? */
+const char *dump_drop_reason_name(uint32_t reason); /* ring_full / too_big / other / ? */
 
-void rec_print_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r);
-cJSON *rec_to_json(const tft_rec *rec, int rank, const tft_reader *r);
+void dump_rec_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r);
+cJSON *dump_rec_json(const tft_rec *rec, int rank, const tft_reader *r);
 
 /* JSON helpers: integers are written as exact decimal text (cJSON numbers
  * are doubles and would round ids and nanosecond times above 2^53). */
-void json_u64(cJSON *o, const char *key, uint64_t v);
-void json_i64(cJSON *o, const char *key, int64_t v);
-void json_hex(cJSON *o, const char *key, uint64_t v); /* "9f2c...", 16 digits */
-void json_str_or_null(cJSON *o, const char *key, const char *s);
+void dump_json_u64(cJSON *o, const char *key, uint64_t v);
+void dump_json_i64(cJSON *o, const char *key, int64_t v);
+void dump_json_hex(cJSON *o, const char *key, uint64_t v); /* "9f2c...", 16 digits */
+void dump_json_str_or_null(cJSON *o, const char *key, const char *s);
 
-const char *integrity_name(int integrity); /* complete / torn / damaged */
+const char *dump_integrity_name(int integrity); /* complete / torn / damaged */
 
 /* ---- collective calls (dump_coll.c) ---------------------------------------- */
 
@@ -151,8 +151,8 @@ const char *integrity_name(int integrity); /* complete / torn / damaged */
  * ones that were entered and never returned (an ENTER record without its
  * EXIT: the rank hung in the call, or died in it). A call is one EXIT record,
  * one record without ENTER/EXIT flags (written after the call), or one
- * unmatched ENTER. Ranks are fed one after the other: coll_rank_begin, the
- * rank's records (coll_note), coll_rank_end while its reader is still open
+ * unmatched ENTER. Ranks are fed one after the other: dump_coll_rank_begin, the
+ * rank's records (dump_coll_note), dump_coll_rank_end while its reader is still open
  * (it names the calls left open).
  *
  * Bounds (a trace is untrusted): at most COLL_INFLIGHT_MAX calls in flight
@@ -170,7 +170,7 @@ typedef struct coll_open {
     uint32_t count;      /* ENTERs of this (comm, coll_seq) in flight (1 but for repeats) */
     uint64_t serial;     /* order of its first ENTER in the rank */
     bool named;          /* name_text holds the API name (false: the record names none) */
-    char name_text[72];  /* the API name as the rank file defines it, resolved at coll_rank_end */
+    char name_text[72];  /* the API name as the rank file defines it, resolved at dump_coll_rank_end */
 } coll_open;
 
 typedef struct coll_track {
@@ -184,14 +184,14 @@ typedef struct coll_track {
     uint64_t unshown;    /* unfinished calls beyond COLL_KEEP, counted only */
 } coll_track;
 
-void coll_init(coll_track *t); /* before the first rank */
-void coll_rank_begin(coll_track *t);
-void coll_note(coll_track *t, const tft_rec_collective *c, int idx);
+void dump_coll_init(coll_track *t); /* before the first rank */
+void dump_coll_rank_begin(coll_track *t);
+void dump_coll_note(coll_track *t, const tft_rec_collective *c, int idx);
 /* Ends the rank: its calls still in flight become unfinished ones, named
  * through r (the rank's reader, still open). Returns 0 or -ENOMEM. */
-int coll_rank_end(coll_track *t, const tft_reader *r);
-uint64_t coll_calls(const coll_track *t); /* completed + unfinished */
-void coll_free(coll_track *t);
+int dump_coll_rank_end(coll_track *t, const tft_reader *r);
+uint64_t dump_coll_calls(const coll_track *t); /* completed + unfinished */
+void dump_coll_free(coll_track *t);
 
 /* ---- modes ----------------------------------------------------------------- */
 
@@ -238,16 +238,16 @@ typedef struct dump_nonfinite {
 
 typedef struct dump_check_result {
     dump_nonfinite nf;        /* the first non-finite tensor across ranks */
-    diff_leak leaks[64];
+    leak_finding leaks[64];
     int nl;
-    diff_desync ds[64];
+    desync_finding ds[64];
     int nd;
     struct tft_drop_sum *drops; /* per rank file: the records it lost (owned) */
     int lossy;                /* rank files that lost records */
-    chk_finding *findings;    /* the detectors' findings, sorted (owned; docs/CHECK.md) */
+    detect_finding *findings;    /* the detectors' findings, sorted (owned; docs/CHECK.md) */
     int nfind;
     int nerr, nwarn, ninfo;   /* findings by severity */
-    diff_stacks stacks;       /* STACK records: where each thread was at --timeout (owned) */
+    desync_stacks stacks;       /* STACK records: where each thread was at --timeout (owned) */
 } dump_check_result;
 /* Whether --check found anything that sets exit status 1: a non-finite
  * value, a leak, a desync, or a detector's error or warning (notes do not). */
@@ -255,10 +255,10 @@ bool dump_check_found(const dump_check_result *res);
 /* report_check.c: a finding as one text line; the verdict line; the JSON
  * keys findings, verdict and counts; tftrain's clip threshold from the
  * recorded command line (0 when the command is not tftrain). */
-void check_print_finding(FILE *f, const chk_finding *x);
-void check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n);
-void check_json_findings(cJSON *o, const dump_check_result *r);
-double dump_check_clip_of(const tft_manifest *m);
+void report_check_print(FILE *f, const detect_finding *x);
+void report_check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n);
+void report_check_json(cJSON *o, const dump_check_result *r);
+double report_check_clip_of(const tft_manifest *m);
 /* --check's analyses into out (messages on stderr on failure). Returns
  * DUMP_OK or DUMP_USAGE; dump_check_result_free frees out either way. */
 int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out);

@@ -39,11 +39,11 @@ typedef struct replay {
     int rank;
     tft_rec_op *op;          /* copy of the OP record of seq (malloc'd) */
     char op_name[256];
-    cap_tensor *caps;
+    core_capture_tensor *caps;
     size_t ncaps;
-    const cap_tensor *in[16];/* captured inputs, by the op's input order (NULL: not captured) */
-    const cap_tensor *out;   /* the captured output */
-    const cap_tensor *prior; /* PRIOR capture (gemm C before), or NULL */
+    const core_capture_tensor *in[16];/* captured inputs, by the op's input order (NULL: not captured) */
+    const core_capture_tensor *out;   /* the captured output */
+    const core_capture_tensor *prior; /* PRIOR capture (gemm C before), or NULL */
     void *got;               /* replayed output, out->bytes bytes */
     char note[256];          /* how the result was obtained, "" plain */
     char why[512];           /* cannot replay: the reason */
@@ -70,7 +70,7 @@ static int find_op(dump_trace *d, replay *rp)
                 break;
             memcpy(rp->op, rec, rec->len);
             char b[18];
-            const char *nm = rec_string(r, rp->op->name, b);
+            const char *nm = dump_rec_string(r, rp->op->name, b);
             snprintf(rp->op_name, sizeof(rp->op_name), "%s", nm ? nm : "?");
             break;
         }
@@ -86,11 +86,11 @@ static int pick_captures(replay *rp)
     int64_t seq = rp->o->replay_seq;
     int n_in = rp->op->n_in < 16 ? rp->op->n_in : 16;
     for (int k = 0; k < n_in; k++) {
-        int i = cap_find_op(rp->caps, rp->ncaps, rp->rank, seq, rp->op->ids[k], TFT_CAPTURE_INPUT);
+        int i = core_capture_find_op(rp->caps, rp->ncaps, rp->rank, seq, rp->op->ids[k], TFT_CAPTURE_INPUT);
         rp->in[k] = i >= 0 ? &rp->caps[i] : NULL;
     }
     for (size_t i = 0; i < rp->ncaps; i++) {
-        const cap_tensor *t = &rp->caps[i];
+        const core_capture_tensor *t = &rp->caps[i];
         if (t->rank != rp->rank || t->seq != seq)
             continue;
         if (t->role == TFT_CAPTURE_OUTPUT && !rp->out)
@@ -117,7 +117,7 @@ static int pick_captures(replay *rp)
 /* Input k, complete, of dtype and element count; else sets why. */
 static const void *input(replay *rp, int k, int dtype, uint64_t numel)
 {
-    const cap_tensor *t = k < rp->op->n_in && k < 16 ? rp->in[k] : NULL;
+    const core_capture_tensor *t = k < rp->op->n_in && k < 16 ? rp->in[k] : NULL;
     if (k >= rp->op->n_in) {
         snprintf(rp->why, sizeof(rp->why), "the op lists %d input%s, its replay needs input %d too (tftrain "
                  "does not list a bias among the inputs of every op)", rp->op->n_in, rp->op->n_in == 1 ? "" : "s",
@@ -142,7 +142,7 @@ static const void *input(replay *rp, int k, int dtype, uint64_t numel)
     return t->data;
 }
 
-static uint64_t numel(const cap_tensor *t) { return t->bytes / (tft_dtype_size(t->dtype) ?: 1); }
+static uint64_t numel(const core_capture_tensor *t) { return t->bytes / (tft_dtype_size(t->dtype) ?: 1); }
 
 /* ---- GEMM ----------------------------------------------------------------------- */
 
@@ -222,7 +222,7 @@ static int replay_gemm(replay *rp)
 
 #ifdef TFT_HAVE_OPS
 /* The runtime registry's view of a captured tensor (NULL: not captured). */
-static rt_replay_tensor view(const cap_tensor *t)
+static rt_replay_tensor view(const core_capture_tensor *t)
 {
     if (!t)
         return (rt_replay_tensor){.missing = "was not captured (it was recorded too long before the op, or its "
@@ -293,7 +293,7 @@ typedef struct verdict {
 
 static verdict compare(const replay *rp)
 {
-    const cap_tensor *o = rp->out;
+    const core_capture_tensor *o = rp->out;
     verdict v = {.identical = memcmp(rp->got, o->data, (size_t)o->bytes) == 0, .within = 1};
     if (v.identical)
         return v;
@@ -328,17 +328,17 @@ static int report(const replay *rp, const verdict *v)
         cJSON *j = cJSON_CreateObject();
         if (j) {
             cJSON_AddNumberToObject(j, "rank", rp->rank);
-            json_i64(j, "seq", rp->o->replay_seq);
+            dump_json_i64(j, "seq", rp->o->replay_seq);
             cJSON_AddStringToObject(j, "op", rp->op_name);
             cJSON_AddStringToObject(j, "op_kind", tft_op_kind_name(rp->op->op_kind));
             cJSON_AddStringToObject(j, "output", rp->out->name);
             cJSON_AddStringToObject(j, "result", v->identical ? "bit-identical" : v->within ? "within_tolerance"
                                                                                             : "different");
-            json_u64(j, "numel", numel(rp->out));
-            json_u64(j, "differing", v->differ);
+            dump_json_u64(j, "numel", numel(rp->out));
+            dump_json_u64(j, "differing", v->differ);
             cJSON_AddNumberToObject(j, "max_abs_diff", v->max_abs);
-            json_str_or_null(j, "note", rp->note[0] ? rp->note : NULL);
-            out_json_line(j);
+            dump_json_str_or_null(j, "note", rp->note[0] ? rp->note : NULL);
+            dump_out_json_line(j);
             cJSON_Delete(j);
         }
     } else {
@@ -364,7 +364,7 @@ static int report(const replay *rp, const verdict *v)
 }
 
 /* Only the captures of op SEQ keep their bytes. */
-static int want_op(void *ctx, const cap_tensor *t)
+static int want_op(void *ctx, const core_capture_tensor *t)
 {
     const dump_opts *o = ctx;
     return t->seq == o->replay_seq && (o->rank < 0 || t->rank == o->rank);
@@ -375,7 +375,7 @@ int dump_replay(dump_trace *d, const dump_opts *o)
     replay rp = {.o = o, .rank = o->rank};
     char err[512];
     int status = DUMP_USAGE;
-    if (cap_list_want(o->path, want_op, (void *)o, &rp.caps, &rp.ncaps, dump_log_fn, &d->log, err, sizeof(err)) < 0) {
+    if (core_capture_list_want(o->path, want_op, (void *)o, &rp.caps, &rp.ncaps, dump_log_fn, &d->log, err, sizeof(err)) < 0) {
         dump_err("%s", err);
         return DUMP_USAGE;
     }
@@ -407,6 +407,6 @@ int dump_replay(dump_trace *d, const dump_opts *o)
 out:
     free(rp.got);
     free(rp.op);
-    cap_free(rp.caps, rp.ncaps);
+    core_capture_free(rp.caps, rp.ncaps);
     return status;
 }

@@ -81,7 +81,7 @@ static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec
     rs->records++;
     step_range(&rs->step_first, &rs->step_last, rec->step);
     if (rec->kind == TFT_REC_COLLECTIVE)
-        coll_note(&s->coll, (const tft_rec_collective *)rec, idx);
+        dump_coll_note(&s->coll, (const tft_rec_collective *)rec, idx);
     if (rec->kind == TFT_REC_DROPPED)
         tft_drop_sum_add(&rs->drops, (const tft_rec_dropped *)rec, rec->len);
     dump_clock_note(&rs->clock, rec);
@@ -115,10 +115,10 @@ static int sum_rank(dump_trace *d, int idx, trace_sum *s)
     const tft_rec *rec;
     int e;
     tft_reader_rewind(r);
-    coll_rank_begin(&s->coll);
+    dump_coll_rank_begin(&s->coll);
     while ((e = tft_reader_next(r, &rec)) > 0)
         count_record(s, rs, idx, rec);
-    int ce = coll_rank_end(&s->coll, r);
+    int ce = dump_coll_rank_end(&s->coll, r);
     tft_reader_get_status(r, &rs->st);
     long long keep = 0;
     int64_t full_first = TFT_STEP_NONE;
@@ -173,7 +173,7 @@ static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
     }
     s->step_first = s->step_last = TFT_STEP_NONE;
     s->full_first = TFT_STEP_NONE;
-    coll_init(&s->coll);
+    dump_coll_init(&s->coll);
     for (int i = 0; i < d->n; i++) {
         int e = sum_rank(d, i, s);
         if (e < 0)
@@ -203,7 +203,7 @@ static void text_kinds(const trace_sum *s)
         if (!s->by_kind[k])
             continue;
         char kb[24];
-        printf("%s%s %" PRIu64, sep, rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
+        printf("%s%s %" PRIu64, sep, dump_rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
         sep = ", ";
     }
     printf("%s\n", s->records ? ")" : "");
@@ -325,7 +325,7 @@ static const char *name_or_dash(const char *s) { return s ? s : "-"; }
 static void text_collectives(dump_trace *d, const trace_sum *s)
 {
     const coll_track *t = &s->coll;
-    printf("collectives  %" PRIu64 " calls", coll_calls(t));
+    printf("collectives  %" PRIu64 " calls", dump_coll_calls(t));
     if (t->n)
         printf(", %" PRIu64 " entered and never returned (hang or crash):", (uint64_t)t->n + t->unshown);
     printf("\n");
@@ -374,7 +374,7 @@ static void summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
             printf("WARNING      rank %d: %s; the trace is incomplete there\n", s->ranks[i].rank,
                    tft_drop_describe(&s->ranks[i].drops, what, sizeof(what)));
     }
-    printf("integrity    %s\n", integrity_name(s->integrity));
+    printf("integrity    %s\n", dump_integrity_name(s->integrity));
     text_exits(s, d->n);
     text_memory(s, d->n);
     bool any_step = false;
@@ -436,9 +436,9 @@ static cJSON *json_manifest(const tft_manifest *m)
         cJSON_AddNumberToObject(o, "exit_status", m->exit_status);
     else
         cJSON_AddNullToObject(o, "exit_status");
-    json_str_or_null(o, "incomplete", m->incomplete);
-    json_u64(o, "dropped_stalled", m->dropped_stalled);
-    json_str_or_null(o, "collector", collector_state(m));
+    dump_json_str_or_null(o, "incomplete", m->incomplete);
+    dump_json_u64(o, "dropped_stalled", m->dropped_stalled);
+    dump_json_str_or_null(o, "collector", collector_state(m));
     const tft_manifest_collector *c = unfinished_collector(m);
     if (c)
         cJSON_AddNumberToObject(o, "collector_pid", c->pid);
@@ -454,13 +454,13 @@ static cJSON *json_unfinished(dump_trace *d, const trace_sum *s)
         const coll_open *o = &s->coll.open[i];
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "rank", tft_trace_rank_id(d->t, o->idx));
-        json_str_or_null(j, "name", o->named ? o->name_text : NULL);
-        json_hex(j, "comm", o->comm);
-        json_u64(j, "coll_seq", o->coll_seq);
+        dump_json_str_or_null(j, "name", o->named ? o->name_text : NULL);
+        dump_json_hex(j, "comm", o->comm);
+        dump_json_u64(j, "coll_seq", o->coll_seq);
         if (o->step == TFT_STEP_NONE)
             cJSON_AddNullToObject(j, "step");
         else
-            json_i64(j, "step", o->step);
+            dump_json_i64(j, "step", o->step);
         cJSON_AddItemToArray(a, j);
     }
     return a;
@@ -476,15 +476,15 @@ static cJSON *json_drops(const tft_drop_sum *ds)
     if (!ds->count)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject(), *bk = cJSON_CreateObject();
-    json_u64(o, "count", ds->count);
+    dump_json_u64(o, "count", ds->count);
     for (int k = 0; k < TFT_DROP_KINDS; k++)
         if (ds->by_kind[k])
-            json_u64(bk, k ? tft_rec_kind_name((uint16_t)k) : "other", ds->by_kind[k]);
+            dump_json_u64(bk, k ? tft_rec_kind_name((uint16_t)k) : "other", ds->by_kind[k]);
     cJSON_AddItemToObject(o, "by_kind", bk);
     uint64_t known = 0;
     for (int k = 0; k < TFT_DROP_KINDS; k++)
         known += ds->by_kind[k];
-    json_u64(o, "kind_unknown", ds->count > known ? ds->count - known : 0);
+    dump_json_u64(o, "kind_unknown", ds->count > known ? ds->count - known : 0);
     cJSON_AddItemToObject(o, "steps", json_steps(ds->first_step, ds->last_step));
     cJSON_AddBoolToObject(o, "steps_known", !ds->steps_unknown);
     char what[512];
@@ -497,22 +497,22 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "file", d->names[i]);
     cJSON_AddNumberToObject(o, "rank", rs->rank);
-    cJSON_AddStringToObject(o, "integrity", integrity_name(rs->st.integrity));
+    cJSON_AddStringToObject(o, "integrity", dump_integrity_name(rs->st.integrity));
     cJSON_AddBoolToObject(o, "closed", rs->st.closed);
-    json_u64(o, "chunks", rs->st.chunks);
-    json_u64(o, "chunks_bad", rs->st.chunks_bad);
-    json_u64(o, "records", rs->records);
-    json_u64(o, "bytes", rs->st.file_bytes);
-    json_u64(o, "raw_bytes", rs->st.raw_bytes);
-    json_u64(o, "dropped", rs->st.dropped);
+    dump_json_u64(o, "chunks", rs->st.chunks);
+    dump_json_u64(o, "chunks_bad", rs->st.chunks_bad);
+    dump_json_u64(o, "records", rs->records);
+    dump_json_u64(o, "bytes", rs->st.file_bytes);
+    dump_json_u64(o, "raw_bytes", rs->st.raw_bytes);
+    dump_json_u64(o, "dropped", rs->st.dropped);
     cJSON_AddItemToObject(o, "steps", json_steps(rs->step_first, rs->step_last));
     cJSON_AddItemToObject(o, "drops", json_drops(&rs->drops));
     cJSON_AddItemToObject(o, "clock", dump_clock_json((dump_trace *)d, i, &rs->clock));
     if (rs->rss_samples) {
         cJSON *m = cJSON_AddObjectToObject(o, "rss");
-        json_u64(m, "samples", rs->rss_samples);
-        json_u64(m, "peak", rs->rss_peak);
-        json_u64(m, "last", rs->rss_last);
+        dump_json_u64(m, "samples", rs->rss_samples);
+        dump_json_u64(m, "peak", rs->rss_peak);
+        dump_json_u64(m, "last", rs->rss_last);
     } else {
         cJSON_AddNullToObject(o, "rss");
     }
@@ -521,21 +521,21 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
 
 static void json_counts(cJSON *o, const trace_sum *s)
 {
-    json_u64(o, "records", s->records);
+    dump_json_u64(o, "records", s->records);
     cJSON *bk = cJSON_AddObjectToObject(o, "records_by_kind");
     for (int k = 0; bk && k < s->kind_hi; k++) {
         char kb[24];
         if (s->by_kind[k])
-            json_u64(bk, rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
+            dump_json_u64(bk, dump_rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
     }
-    json_u64(o, "ops", s->by_kind[TFT_REC_OP]);
-    json_u64(o, "tensors", s->by_kind[TFT_REC_TENSOR]);
-    json_u64(o, "collectives", coll_calls(&s->coll));
-    json_u64(o, "allocs", s->by_kind[TFT_REC_ALLOC]);
-    json_u64(o, "frees", s->by_kind[TFT_REC_FREE]);
-    json_u64(o, "dropped", s->dropped);
-    json_u64(o, "bytes", s->bytes);
-    json_u64(o, "raw_bytes", s->raw_bytes);
+    dump_json_u64(o, "ops", s->by_kind[TFT_REC_OP]);
+    dump_json_u64(o, "tensors", s->by_kind[TFT_REC_TENSOR]);
+    dump_json_u64(o, "collectives", dump_coll_calls(&s->coll));
+    dump_json_u64(o, "allocs", s->by_kind[TFT_REC_ALLOC]);
+    dump_json_u64(o, "frees", s->by_kind[TFT_REC_FREE]);
+    dump_json_u64(o, "dropped", s->dropped);
+    dump_json_u64(o, "bytes", s->bytes);
+    dump_json_u64(o, "raw_bytes", s->raw_bytes);
     cJSON_AddNumberToObject(o, "ratio", s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
 }
 
@@ -566,7 +566,7 @@ static void json_run(cJSON *j, const tft_manifest *m, bool recorded)
     int code, sig;
     cJSON_AddBoolToObject(j, "recorded", recorded);
     if (manifest_duration(m, &ns))
-        json_u64(j, "duration_ns", ns);
+        dump_json_u64(j, "duration_ns", ns);
     else
         cJSON_AddNullToObject(j, "duration_ns");
     if (!manifest_exit(m, &code, &sig)) {
@@ -589,8 +589,8 @@ static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s
     cJSON_AddItemToObject(j, "steps", json_steps(s->step_first, s->step_last));
     json_counts(j, s);
     cJSON_AddItemToObject(j, "collectives_unfinished", json_unfinished(d, s));
-    json_u64(j, "collectives_unfinished_not_shown", s->coll.unshown);
-    cJSON_AddStringToObject(j, "integrity", integrity_name(s->integrity));
+    dump_json_u64(j, "collectives_unfinished_not_shown", s->coll.unshown);
+    cJSON_AddStringToObject(j, "integrity", dump_integrity_name(s->integrity));
     cJSON *ex = cJSON_AddObjectToObject(j, "exit");
     for (int i = 0; ex && i < d->n; i++) {
         char key[16];
@@ -600,7 +600,7 @@ static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s
     cJSON *pr = cJSON_AddArrayToObject(j, "problems");
     for (size_t i = 0; pr && i < d->log.n; i++)
         cJSON_AddItemToArray(pr, cJSON_CreateString(d->log.msgs[i]));
-    json_u64(j, "problems_not_shown", d->log.more);
+    dump_json_u64(j, "problems_not_shown", d->log.more);
     const tft_manifest *m = d->unrecorded ? &d->manifest : tft_trace_manifest(d->t);
     cJSON_AddItemToObject(j, "manifest", json_manifest(m));
     dump_procs_json(j, o->path);
@@ -687,7 +687,7 @@ static int unrecorded_verify(dump_trace *d, const dump_opts *o)
                      "records are lost", o->path, m->ranks[k].file, m->ranks[k].rank);
             cJSON_AddItemToArray(pr, cJSON_CreateString(msg));
         }
-        json_u64(j, "problems_not_shown", m->nranks > DUMP_LOG_KEEP ? (uint64_t)(m->nranks - DUMP_LOG_KEEP) : 0);
+        dump_json_u64(j, "problems_not_shown", m->nranks > DUMP_LOG_KEEP ? (uint64_t)(m->nranks - DUMP_LOG_KEEP) : 0);
         json_run(j, m, false);
         int status = DUMP_OK;
         print_json_obj(j, &status);
@@ -721,7 +721,7 @@ static int unrecorded_check(dump_trace *d, const dump_opts *o)
     cJSON_AddArrayToObject(j, "desync");
     json_run(j, &d->manifest, false);
     cJSON_AddStringToObject(j, "unrecorded", msg);
-    bool ok = out_json_line(j);
+    bool ok = dump_out_json_line(j);
     cJSON_Delete(j);
     return ok ? DUMP_FINDINGS : DUMP_USAGE;
 }
@@ -764,6 +764,6 @@ int dump_summary(dump_trace *d, const dump_opts *o)
     }
     free(s.by_kind);
     free(s.ranks);
-    coll_free(&s.coll);
+    dump_coll_free(&s.coll);
     return status;
 }

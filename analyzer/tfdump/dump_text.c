@@ -13,7 +13,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-const char *rec_string(const tft_reader *r, uint64_t id, char buf[18])
+const char *dump_rec_string(const tft_reader *r, uint64_t id, char buf[18])
 {
     if (id == 0)
         return NULL;
@@ -24,24 +24,24 @@ const char *rec_string(const tft_reader *r, uint64_t id, char buf[18])
     return buf;
 }
 
-const char *rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
+const char *dump_rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
 {
     switch (rec->kind) {
-    case TFT_REC_OP: return rec_string(r, ((const tft_rec_op *)rec)->name, buf);
-    case TFT_REC_TENSOR: return rec_string(r, ((const tft_rec_tensor *)rec)->name, buf);
-    case TFT_REC_ALLOC: return rec_string(r, ((const tft_rec_alloc *)rec)->site, buf);
-    case TFT_REC_COLLECTIVE: return rec_string(r, ((const tft_rec_collective *)rec)->name, buf);
-    case TFT_REC_KERNEL: return rec_string(r, ((const tft_rec_kernel *)rec)->name, buf);
-    case TFT_REC_CHECKPOINT: return rec_string(r, ((const tft_rec_checkpoint *)rec)->path, buf);
-    case TFT_REC_CAPTURE: return rec_string(r, ((const tft_rec_capture *)rec)->name, buf);
-    case TFT_REC_THREAD: return rec_string(r, ((const tft_rec_thread *)rec)->name, buf);
-    case TFT_REC_COMM: return rec_string(r, ((const tft_rec_comm *)rec)->name, buf);
-    case TFT_REC_STACK: return rec_string(r, ((const tft_rec_stack *)rec)->summary, buf);
+    case TFT_REC_OP: return dump_rec_string(r, ((const tft_rec_op *)rec)->name, buf);
+    case TFT_REC_TENSOR: return dump_rec_string(r, ((const tft_rec_tensor *)rec)->name, buf);
+    case TFT_REC_ALLOC: return dump_rec_string(r, ((const tft_rec_alloc *)rec)->site, buf);
+    case TFT_REC_COLLECTIVE: return dump_rec_string(r, ((const tft_rec_collective *)rec)->name, buf);
+    case TFT_REC_KERNEL: return dump_rec_string(r, ((const tft_rec_kernel *)rec)->name, buf);
+    case TFT_REC_CHECKPOINT: return dump_rec_string(r, ((const tft_rec_checkpoint *)rec)->path, buf);
+    case TFT_REC_CAPTURE: return dump_rec_string(r, ((const tft_rec_capture *)rec)->name, buf);
+    case TFT_REC_THREAD: return dump_rec_string(r, ((const tft_rec_thread *)rec)->name, buf);
+    case TFT_REC_COMM: return dump_rec_string(r, ((const tft_rec_comm *)rec)->name, buf);
+    case TFT_REC_STACK: return dump_rec_string(r, ((const tft_rec_stack *)rec)->summary, buf);
     default: return NULL;
     }
 }
 
-const char *rec_kind_label(uint16_t kind, char buf[24])
+const char *dump_rec_kind_label(uint16_t kind, char buf[24])
 {
     if (kind != TFT_REC_STRING && tft_rec_min_size(kind) != 0)
         return tft_rec_kind_name(kind);
@@ -57,7 +57,7 @@ static const char *txt(const tft_reader *r, uint64_t id)
     static char bufs[2][512];
     static int turn;
     char hb[18];
-    const char *s = rec_string(r, id, hb);
+    const char *s = dump_rec_string(r, id, hb);
     if (!s)
         return "-";
     char *out = bufs[turn ^= 1];
@@ -211,7 +211,7 @@ static void text_kernel(FILE *f, const tft_rec_kernel *k, const tft_reader *r)
         fprintf(f, " dur=%.3fus", (double)(k->end - k->start) / 1e3);
 }
 
-const char *proc_event_name(uint32_t e)
+const char *dump_proc_event_name(uint32_t e)
 {
     static const char *const n[] = {"start", "exit", "rss"};
     return e < 3 ? n[e] : "?";
@@ -219,7 +219,7 @@ const char *proc_event_name(uint32_t e)
 
 static void text_process(FILE *f, const tft_rec_process *p)
 {
-    fprintf(f, " %s pid=%d", proc_event_name(p->event), p->pid);
+    fprintf(f, " %s pid=%d", dump_proc_event_name(p->event), p->pid);
     if (p->event == TFT_PROC_EXIT && p->signal)
         fprintf(f, " signal=%d", p->signal);
     else if (p->event == TFT_PROC_EXIT)
@@ -228,7 +228,7 @@ static void text_process(FILE *f, const tft_rec_process *p)
         fprintf(f, " rss=%" PRIu64, p->rss);
 }
 
-const char *drop_reason_name(uint32_t reason)
+const char *dump_drop_reason_name(uint32_t reason)
 {
     static const char *const n[] = {"ring_full", "too_big", "other"};
     return reason < 3 ? n[reason] : "?";
@@ -276,7 +276,7 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
     case TFT_REC_COMM: text_comm(f, (const tft_rec_comm *)rec, r); break;
     case TFT_REC_DROPPED: {
         const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
-        fprintf(f, " count=%" PRIu64 " reason=%s", d->count, drop_reason_name(d->reason));
+        fprintf(f, " count=%" PRIu64 " reason=%s", d->count, dump_drop_reason_name(d->reason));
         break;
     }
     case TFT_REC_THREAD: {
@@ -299,7 +299,7 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
     }
 }
 
-void rec_print_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r)
+void dump_rec_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r)
 {
     char kb[24];
     fprintf(f, "r%d s", rank);
@@ -312,7 +312,7 @@ void rec_print_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r)
         fputc('-', f);
     else
         fprintf(f, "%" PRId64, rec->seq);
-    fprintf(f, " %s", rec_kind_label(rec->kind, kb));
+    fprintf(f, " %s", dump_rec_kind_label(rec->kind, kb));
     text_body(f, rec, r);
     fputc('\n', f);
 }

@@ -28,7 +28,7 @@
  * itself again with OPENBLAS_NUM_THREADS=1 (no workers) before main. This
  * runs after OpenBLAS's own constructor (a library's constructors run
  * before the program's), the exec ends its workers. */
-__attribute__((constructor)) static void openblas_under_limit(int argc, char **argv, char **envp)
+__attribute__((constructor)) static void dump_openblas_under_limit(int argc, char **argv, char **envp)
 {
     (void)argc, (void)envp;
     struct rlimit rl;
@@ -121,13 +121,13 @@ void dump_log_free(dump_log *l)
 
 static int out_errno; /* errno of the first failed write, 0 while fine */
 
-void out_init(void)
+void dump_out_init(void)
 {
     /* A reader that goes away (tfdump ... | head) must not kill us. */
     signal(SIGPIPE, SIG_IGN);
 }
 
-bool out_ok(void)
+bool dump_out_ok(void)
 {
     if (out_errno)
         return false;
@@ -138,9 +138,9 @@ bool out_ok(void)
     return true;
 }
 
-int out_finish(int status)
+int dump_out_finish(int status)
 {
-    if (out_ok() && fflush(stdout) != 0 && !out_errno)
+    if (dump_out_ok() && fflush(stdout) != 0 && !out_errno)
         out_errno = errno ? errno : EIO;
     if (!out_errno)
         return status;
@@ -150,7 +150,7 @@ int out_finish(int status)
     return DUMP_USAGE;
 }
 
-bool out_json_line(const cJSON *j)
+bool dump_out_json_line(const cJSON *j)
 {
     static char buf[1 << 16];
     if (cJSON_PrintPreallocated((cJSON *)j, buf, (int)sizeof(buf) - 1, 0)) {
@@ -165,7 +165,7 @@ bool out_json_line(const cJSON *j)
         cJSON_free(s);
     }
     putchar('\n');
-    return out_ok();
+    return dump_out_ok();
 }
 
 /* ---- the trace and its rank-file names --------------------------------------- */
@@ -241,7 +241,7 @@ int dump_trace_open(dump_trace *d, const dump_opts *o)
      * it reads them one by one (summary, --verify, --chunks, leaks) */
     tft_reader_opts ro = TFT_READER_OPTS(.log = dump_log_fn, .log_ctx = &d->log);
     d->t = tft_trace_open_lazy(o->path, &ro);
-    if (!d->t && errno == EPROTO && trace_unrecorded(o->path, &d->manifest)) {
+    if (!d->t && errno == EPROTO && core_trace_unrecorded(o->path, &d->manifest)) {
         dump_log_free(&d->log); /* "no rank files": said better by dump_unrecorded */
         d->unrecorded = true;
         return DUMP_OK;
@@ -278,7 +278,7 @@ void dump_trace_close(dump_trace *d)
     *d = (dump_trace){0};
 }
 
-const char *integrity_name(int integrity)
+const char *dump_integrity_name(int integrity)
 {
     switch (integrity) {
     case TFT_INTACT: return "complete";
@@ -289,28 +289,28 @@ const char *integrity_name(int integrity)
 
 /* ---- JSON helpers ------------------------------------------------------------ */
 
-void json_u64(cJSON *o, const char *key, uint64_t v)
+void dump_json_u64(cJSON *o, const char *key, uint64_t v)
 {
     char b[24];
     snprintf(b, sizeof(b), "%" PRIu64, v);
     cJSON_AddRawToObject(o, key, b);
 }
 
-void json_i64(cJSON *o, const char *key, int64_t v)
+void dump_json_i64(cJSON *o, const char *key, int64_t v)
 {
     char b[24];
     snprintf(b, sizeof(b), "%" PRId64, v);
     cJSON_AddRawToObject(o, key, b);
 }
 
-void json_hex(cJSON *o, const char *key, uint64_t v)
+void dump_json_hex(cJSON *o, const char *key, uint64_t v)
 {
     char b[24];
     snprintf(b, sizeof(b), "%016" PRIx64, v);
     cJSON_AddStringToObject(o, key, b);
 }
 
-void json_str_or_null(cJSON *o, const char *key, const char *s)
+void dump_json_str_or_null(cJSON *o, const char *key, const char *s)
 {
     if (s)
         cJSON_AddStringToObject(o, key, s);

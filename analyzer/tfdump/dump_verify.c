@@ -18,7 +18,7 @@ static void verify_file_line(const dump_trace *d, int i, const tft_reader_status
 {
     uint64_t good = st->chunks >= st->chunks_bad ? st->chunks - st->chunks_bad : 0;
     printf("%s: %s: %" PRIu64 " of %" PRIu64 " chunks readable", d->names[i],
-           integrity_name(st->integrity), good, st->chunks);
+           dump_integrity_name(st->integrity), good, st->chunks);
     if (st->integrity == TFT_TORN && st->torn_offset < st->file_bytes)
         printf("; %" PRIu64 " bytes from byte %" PRIu64 " on are lost", st->file_bytes - st->torn_offset,
                st->torn_offset);
@@ -32,16 +32,16 @@ static cJSON *verify_file_json(const dump_trace *d, int i, const tft_reader_stat
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "file", d->names[i]);
     cJSON_AddNumberToObject(o, "rank", tft_trace_rank_id(d->t, i));
-    cJSON_AddStringToObject(o, "integrity", integrity_name(st->integrity));
+    cJSON_AddStringToObject(o, "integrity", dump_integrity_name(st->integrity));
     cJSON_AddBoolToObject(o, "closed", st->closed);
     cJSON_AddBoolToObject(o, "index_rebuilt", st->index_rebuilt);
-    json_u64(o, "chunks", st->chunks);
-    json_u64(o, "chunks_bad", st->chunks_bad);
-    json_u64(o, "bytes", st->file_bytes);
+    dump_json_u64(o, "chunks", st->chunks);
+    dump_json_u64(o, "chunks_bad", st->chunks_bad);
+    dump_json_u64(o, "bytes", st->file_bytes);
     if (st->integrity == TFT_TORN)
-        json_u64(o, "torn_offset", st->torn_offset);
+        dump_json_u64(o, "torn_offset", st->torn_offset);
     if (st->integrity == TFT_DAMAGED)
-        json_u64(o, "bad_offset", st->bad_offset);
+        dump_json_u64(o, "bad_offset", st->bad_offset);
     return o;
 }
 
@@ -49,14 +49,14 @@ static void verify_report_json(const dump_trace *d, const tft_reader_status *st,
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddBoolToObject(j, "ok", worst == TFT_INTACT);
-    cJSON_AddStringToObject(j, "integrity", integrity_name(worst));
+    cJSON_AddStringToObject(j, "integrity", dump_integrity_name(worst));
     cJSON *files = cJSON_AddArrayToObject(j, "files");
     for (int i = 0; files && i < d->n; i++)
         cJSON_AddItemToArray(files, verify_file_json(d, i, &st[i]));
     cJSON *pr = cJSON_AddArrayToObject(j, "problems");
     for (size_t i = 0; pr && i < d->log.n; i++)
         cJSON_AddItemToArray(pr, cJSON_CreateString(d->log.msgs[i]));
-    json_u64(j, "problems_not_shown", d->log.more);
+    dump_json_u64(j, "problems_not_shown", d->log.more);
     char *text = cJSON_Print(j);
     if (text)
         puts(text);
@@ -139,17 +139,17 @@ static bool chunk_json(const dump_trace *d, int i, const tft_chunk_info *c)
         return false;
     cJSON_AddStringToObject(o, "file", d->names[i]);
     cJSON_AddNumberToObject(o, "rank", tft_trace_rank_id(d->t, i));
-    json_u64(o, "chunk", c->chunk_no);
-    json_u64(o, "offset", c->offset);
-    json_u64(o, "comp_size", c->comp_size);
-    json_u64(o, "raw_size", c->raw_size);
-    json_u64(o, "records", c->records);
+    dump_json_u64(o, "chunk", c->chunk_no);
+    dump_json_u64(o, "offset", c->offset);
+    dump_json_u64(o, "comp_size", c->comp_size);
+    dump_json_u64(o, "raw_size", c->raw_size);
+    dump_json_u64(o, "records", c->records);
     cJSON_AddItemToObject(o, "steps", range_json(c->first_step, c->last_step, TFT_STEP_NONE));
     cJSON_AddItemToObject(o, "seqs", range_json(c->first_seq, c->last_seq, TFT_SEQ_NONE));
-    json_u64(o, "first_ts", c->first_ts);
-    json_u64(o, "last_ts", c->last_ts);
-    json_u64(o, "dropped", c->dropped);
-    bool ok = out_json_line(o);
+    dump_json_u64(o, "first_ts", c->first_ts);
+    dump_json_u64(o, "last_ts", c->last_ts);
+    dump_json_u64(o, "dropped", c->dropped);
+    bool ok = dump_out_json_line(o);
     cJSON_Delete(o);
     return ok;
 }
@@ -163,7 +163,7 @@ static bool chunk_text(const dump_trace *d, int i, const tft_chunk_info *c)
     if (c->first_seq != TFT_SEQ_NONE)
         printf(" seq=%" PRId64 "..%" PRId64, c->first_seq, c->last_seq);
     printf(" dropped=%" PRIu64 "\n", c->dropped);
-    return out_ok();
+    return dump_out_ok();
 }
 
 int dump_chunks(dump_trace *d, const dump_opts *o)

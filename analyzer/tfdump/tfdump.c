@@ -325,7 +325,7 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
                    ? DUMP_OK
                    : usage_error("--leak-min-bytes needs a size such as 33554432, 32M or off, not '%s'", arg);
     case OPT_THRESHOLD:
-        return chk_opts_set(&o->chk, arg) == 0
+        return detect_opts_set(&o->chk, arg) == 0
                    ? DUMP_OK
                    : usage_error("--threshold needs NAME=VALUE, VALUE a number >= 0 and NAME one of vocab, clip, "
                                  "min-steps, loss-drop, loss-rise, spike, growth, growth-steps, update-max, "
@@ -361,7 +361,7 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
 static int parse_args(int argc, char **argv, dump_opts *o)
 {
     *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7,
-                     .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES, .stats_to = -1, .chk = CHK_OPTS_DEFAULT};
+                     .leak_min_bytes = LEAK_EXIT_MIN_BYTES, .stats_to = -1, .chk = DETECT_OPTS_DEFAULT};
     bool by_rank = false, by_ranks = false, by_steps = false, filtered = false, tensor_opts = false;
     bool replay_opts = false, check_opts = false, extract_opts = false, stepped = false;
     opterr = 0;
@@ -454,7 +454,7 @@ static int run(const dump_opts *o)
     case MODE_CAPTURES: status = dump_captures(&d, o); break;
     case MODE_REPLAY: status = dump_replay(&d, o); break;
     case MODE_EXTRACT: status = dump_extract(&d, o); break;
-    case MODE_EXPORT: status = dump_export(&d, o); break;
+    case MODE_EXPORT: status = export_run(&d, o); break;
     default: status = dump_summary(&d, o); break;
     }
     dump_trace_close(&d);
@@ -464,11 +464,11 @@ static int run(const dump_opts *o)
 int main(int argc, char **argv)
 {
     dump_opts o;
-    out_init();
+    dump_out_init();
     int status = parse_args(argc, argv, &o);
     if (status < 0)
-        return out_finish(DUMP_OK);
+        return dump_out_finish(DUMP_OK);
     if (status)
         return status;
-    return out_finish(run(&o));
+    return dump_out_finish(run(&o));
 }

@@ -19,7 +19,7 @@
 
 /* Compressed bytes of the tensor's parts (records with headers), as one
  * zstd stream at level. */
-static size_t cost(const cap_tensor *t, int shuffle, int level, char *rec)
+static size_t cost(const core_capture_tensor *t, int shuffle, int level, char *rec)
 {
     size_t esz = tft_dtype_size(t->dtype);
     ZSTD_CCtx *cc = ZSTD_createCCtx();
@@ -80,10 +80,10 @@ int main(int argc, char **argv)
     }
     if (!path)
         return fprintf(stderr, "usage: bench_capture [--level N] TRACE\n"), 2;
-    cap_tensor *t;
+    core_capture_tensor *t;
     size_t n;
     char err[512];
-    if (cap_list(path, 1, &t, &n, err, sizeof(err)) < 0)
+    if (core_capture_list(path, 1, &t, &n, err, sizeof(err)) < 0)
         return fprintf(stderr, "bench_capture: %s\n", err), 2;
     char *rec = malloc(TFT_REC_MAX_BYTES);
     if (!rec)
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
         if (!t[i].complete || !t[i].bytes)
             continue;
         size_t p = cost(&t[i], 0, level, rec), s = cost(&t[i], 1, level, rec);
-        printf("%-22.22s %-6s %5s %10llu %10zu %6.3f %10zu %6.3f\n", t[i].name, cap_role_name(t[i].role),
+        printf("%-22.22s %-6s %5s %10llu %10zu %6.3f %10zu %6.3f\n", t[i].name, core_capture_role_name(t[i].role),
                tft_dtype_name(t[i].dtype), (unsigned long long)t[i].bytes, p, (double)p / (double)t[i].bytes, s,
                (double)s / (double)t[i].bytes);
         raw += t[i].bytes;
@@ -106,6 +106,6 @@ int main(int argc, char **argv)
         printf("total: %zu captures, %llu raw bytes; zstd -%d %.3f of raw, shuffled %.3f of raw\n", n,
                (unsigned long long)raw, level, (double)plain / (double)raw, (double)shuf / (double)raw);
     free(rec);
-    cap_free(t, n);
+    core_capture_free(t, n);
     return 0;
 }

@@ -11,7 +11,7 @@
  * not, missing or repeated, and OP records naming gemms or tftrain's ops
  * with any attributes. Output goes to /dev/null.
  *
- * Invariants (abort): cap_list succeeds on a trace that opens; a capture
+ * Invariants (abort): core_capture_list succeeds on a trace that opens; a capture
  * marked complete has its data and exactly its bytes; every mode returns
  * 0, 1 or 2. Memory safety and time are libFuzzer's (ASan, -timeout).
  */
@@ -40,7 +40,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_scratch_dir(dir, sizeof(dir), ".trace");
     atexit(remove_dir);
     FUZZ_CHECK(freopen("/dev/null", "w", stdout), "stdout");
-    out_init();
+    dump_out_init();
     return 0;
 }
 
@@ -72,11 +72,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     prog[0] &= (uint8_t)~FT_CFG_COPY;
     FUZZ_CHECK(ft_build(dir, prog, n) > 0, "could not write the trace");
 
-    cap_tensor *t;
+    core_capture_tensor *t;
     size_t nt;
     char err[512];
-    int e = cap_list(dir, 1, &t, &nt, err, sizeof(err));
-    FUZZ_CHECK(e == 0, "cap_list: %s", err);
+    int e = core_capture_list(dir, 1, &t, &nt, err, sizeof(err));
+    FUZZ_CHECK(e == 0, "core_capture_list: %s", err);
     int64_t seqs[8];
     int nseq = 0;
     for (size_t i = 0; i < nt; i++) {
@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(!t[i].complete || t[i].present == t[i].bytes, "complete capture %zu: %llu of %llu bytes", i,
                    (unsigned long long)t[i].present, (unsigned long long)t[i].bytes);
         if (t[i].complete) {
-            cap_write_npy_ex(&t[i], "/dev/null", 0, err, sizeof(err));
-            cap_write_npy_ex(&t[i], "/dev/null", 1, err, sizeof(err));
+            core_capture_write_npy(&t[i], "/dev/null", 0, err, sizeof(err));
+            core_capture_write_npy(&t[i], "/dev/null", 1, err, sizeof(err));
         }
         bool seen = false;
         for (int k = 0; k < nseq; k++)
@@ -96,8 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char name[300] = "0";
     if (nt)
         snprintf(name, sizeof(name), "%s", t[size % nt].name);
-    cap_find(t, nt, name);
-    cap_free(t, nt);
+    core_capture_find(t, nt, name);
+    core_capture_free(t, nt);
 
     int json = data[size - 1] & 1, raw = (data[size - 1] >> 1) & 1;
     mode(MODE_CAPTURES, NULL, 0, json, 0);

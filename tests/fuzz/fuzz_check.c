@@ -39,7 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_scratch_dir(dir, sizeof(dir), ".trace");
     atexit(remove_dir);
     FUZZ_CHECK(freopen("/dev/null", "w", stdout), "stdout");
-    out_init();
+    dump_out_init();
     return 0;
 }
 
@@ -47,7 +47,7 @@ static int run_mode(int mode, int json, const uint8_t *data, size_t size)
 {
     dump_opts o = {.path = dir, .mode = mode, .json = json, .order = TFT_ORDER_STEP_SEQ, .rank = -1,
                    .step_lo = INT64_MIN + 1, .step_hi = INT64_MAX, .rtol = 1e-5, .atol = 1e-7,
-                   .leak_min_bytes = DIFF_LEAK_EXIT_MIN_BYTES};
+                   .leak_min_bytes = LEAK_EXIT_MIN_BYTES};
     if (mode == MODE_CHECK && size > 1 && (data[size - 1] & 1))
         o.leak_min_bytes = (uint64_t)data[size - 1] << 10; /* small: the at-exit rule fires */
     if (mode == MODE_EVENTS && size > 2 && (data[size - 2] & 1)) {
@@ -74,7 +74,7 @@ static int run_mode(int mode, int json, const uint8_t *data, size_t size)
     case MODE_VERIFY: st = dump_verify(&d, &o); break;
     case MODE_EVENTS: st = dump_events(&d, &o); break;
     case MODE_CHUNKS: st = dump_chunks(&d, &o); break;
-    case MODE_EXPORT: st = dump_export(&d, &o); break;
+    case MODE_EXPORT: st = export_run(&d, &o); break;
     default: st = dump_summary(&d, &o); break;
     }
     dump_trace_close(&d);

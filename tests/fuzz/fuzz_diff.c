@@ -1,7 +1,7 @@
 /*
  * fuzz_diff.c — libFuzzer target for tfdiff's comparison of two rank
- * files: the alignment and first divergence (diff_rank), leaks of each
- * side and BAD against GOLDEN (diff_leaks_mem, diff_leaks_compare), the
+ * files: the alignment and first divergence (compare_rank), leaks of each
+ * side and BAD against GOLDEN (leak_find_mem, leak_compare), the
  * report in text, JSON, JUnit (report.c) and Markdown (report_markdown.c), and the element-wise
  * comparison of captured tensors (tfdiff --tensors, compare_tensors.c).
  *
@@ -10,7 +10,7 @@
  * directory of its own on tmpfs. The last input byte picks the options:
  * tolerances 0 (bitwise), a name glob, a step range, collectives compared.
  *
- * Invariants (abort): diff_rank returns 0 on readable files and reports a
+ * Invariants (abort): compare_rank returns 0 on readable files and reports a
  * first divergence only with a kind in range; leak counts stay within the
  * arrays given. The rest (crashes, leaks, time, memory) is libFuzzer's.
  */
@@ -79,19 +79,19 @@ static void compare(const diff_opts *o)
     diff_report *rep = report_new(gdir, bdir, o);
     FUZZ_CHECK(rep, "report_new");
     diff_rank_result res;
-    int e = diff_rank(g, b, o, &res);
-    FUZZ_CHECK(e == 0, "diff_rank: %s", strerror(-e));
+    int e = compare_rank(g, b, o, &res);
+    FUZZ_CHECK(e == 0, "compare_rank: %s", strerror(-e));
     FUZZ_CHECK(!res.first.found || (res.first.kind >= DK_VALUE && res.first.kind <= DK_EXTRA), "kind %d",
                res.first.kind);
     report_add_rank(rep, &res);
 
     enum { SITES = 64, LEAKS = 16 };
-    diff_site_mem gs[SITES], bs[SITES];
-    diff_rank_mem gm = {.sites = gs, .max_sites = SITES}, bm = {.sites = bs, .max_sites = SITES};
-    diff_leak gl[LEAKS], bl[LEAKS], out[LEAKS];
-    int ng = diff_leaks_mem(g, 0, 0, gl, LEAKS, &gm), nb = diff_leaks_mem(b, 0, 0, bl, LEAKS, &bm);
+    leak_site_mem gs[SITES], bs[SITES];
+    leak_rank_mem gm = {.sites = gs, .max_sites = SITES}, bm = {.sites = bs, .max_sites = SITES};
+    leak_finding gl[LEAKS], bl[LEAKS], out[LEAKS];
+    int ng = leak_find_mem(g, 0, 0, gl, LEAKS, &gm), nb = leak_find_mem(b, 0, 0, bl, LEAKS, &bm);
     FUZZ_CHECK(ng >= 0 && ng <= LEAKS && nb >= 0 && nb <= LEAKS, "leaks %d %d", ng, nb);
-    int n = diff_leaks_compare(&gm, gl, ng, &bm, bl, nb, 0, out, LEAKS);
+    int n = leak_compare(&gm, gl, ng, &bm, bl, nb, 0, out, LEAKS);
     FUZZ_CHECK(n >= 0 && n <= LEAKS, "leaks compared %d", n);
     for (int k = 0; k < n; k++)
         report_add_leak(rep, &out[k]);
@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     tensors_opts to = {.rtol = opt & 16 ? 1e-3 : 0, .atol = 0, .pad_id = 256, .json = opt & 32,
                        .name_glob = opt & 64 ? "L0.*" : NULL};
-    int st = tensors_compare(gdir, bdir, &to, devnull);
-    FUZZ_CHECK(st >= 0 && st <= 2, "tensors_compare %d", st);
+    int st = compare_tensors(gdir, bdir, &to, devnull);
+    FUZZ_CHECK(st >= 0 && st <= 2, "compare_tensors %d", st);
     return 0;
 }

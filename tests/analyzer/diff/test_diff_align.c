@@ -1,5 +1,5 @@
 /*
- * test_diff_align.c — diff_rank (analyzer/compare/compare_align.c) on small GOLDEN and
+ * test_diff_align.c — compare_rank (analyzer/compare/compare_align.c) on small GOLDEN and
  * BAD rank files written by hand with the public writer API.
  *
  * Every trace runs one toy program per step (values are functions of their
@@ -246,7 +246,7 @@ static const char *write_trace(const char *name, const spec *sp)
     return path;
 }
 
-/* Runs diff_rank on two specs; returns its rc. */
+/* Runs compare_rank on two specs; returns its rc. */
 static int run_diff(const char *label, const spec *g, const spec *b, const diff_opts *o,
                     diff_rank_result *out)
 {
@@ -258,10 +258,10 @@ static int run_diff(const char *label, const spec *g, const spec *b, const diff_
     CHECK(gr && br);
     int rc = -1;
     if (gr && br)
-        rc = diff_rank(gr, br, o, out);
+        rc = compare_rank(gr, br, o, out);
     tft_reader_close(gr);
     tft_reader_close(br);
-    CHECKF(rc == 0, "%s: diff_rank rc %d", label, rc);
+    CHECKF(rc == 0, "%s: compare_rank rc %d", label, rc);
     return rc;
 }
 
@@ -284,9 +284,9 @@ static void test_identical(void)
     CHECK(r.golden_first_step == 0 && r.golden_last_step == 5);
     CHECK(r.common_first_step == 0 && r.common_last_step == 5);
     CHECK(!r.bad_ended_early && !r.bad_exit_known);
-    CHECK(strcmp(diff_kind_name(DK_VALUE), "value") == 0);
-    CHECK(strcmp(diff_kind_name(DK_NONFINITE), "nonfinite") == 0);
-    CHECK(strcmp(diff_kind_name(99), "?") == 0);
+    CHECK(strcmp(compare_kind_name(DK_VALUE), "value") == 0);
+    CHECK(strcmp(compare_kind_name(DK_NONFINITE), "nonfinite") == 0);
+    CHECK(strcmp(compare_kind_name(99), "?") == 0);
 }
 
 /* B changes at step 2, its input A does not: first = origin = B. */
@@ -501,7 +501,7 @@ static void test_dropped(void)
     run_diff("lost", &g, &b, &o, &r);
     CHECK(r.bad_dropped == 2 && r.golden_dropped == 0);
     CHECKF(!r.first.found, "lost: first %s at %lld (%s)", r.first.tensor, (long long)r.first.step,
-           diff_kind_name(r.first.kind));
+           compare_kind_name(r.first.kind));
     CHECK(r.unverified == 1 && r.structure[0] == 0 && r.deleted == 0);
     CHECK(r.compared == 6 * TENSORS_PER_STEP + 1 - 1);
     /* not counted as dropped, the same gap is a missing tensor */
@@ -597,7 +597,7 @@ static void test_no_common(void)
     run_diff("nocommon", &g, &b, &o, &r);
     CHECK(r.common_first_step == TFT_STEP_NONE && !r.first.found);
     CHECKF(strstr(r.structure, "no steps in common"), "structure: %s", r.structure);
-    CHECK(diff_rank(NULL, NULL, &o, &r) < 0);
+    CHECK(compare_rank(NULL, NULL, &o, &r) < 0);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * test_diff_threads.c — diff_rank on ranks that record from several threads
+ * test_diff_threads.c — compare_rank on ranks that record from several threads
  * (format 1.2 THREAD and SYNC records; analyzer/compare/compare_threads.c).
  *
  * A toy trainer: a main thread marks steps and records "loss"; W worker
@@ -272,10 +272,10 @@ static int run_diff(const char *label, const spec *g, const spec *b, const diff_
     CHECK(gr && br);
     int rc = -1;
     if (gr && br)
-        rc = diff_rank(gr, br, o, out);
+        rc = compare_rank(gr, br, o, out);
     tft_reader_close(gr);
     tft_reader_close(br);
-    CHECKF(rc == 0, "%s: diff_rank rc %d", label, rc);
+    CHECKF(rc == 0, "%s: compare_rank rc %d", label, rc);
     return rc;
 }
 
@@ -295,7 +295,7 @@ static void test_match(spec base, const char *label)
             continue;
         int per_step = base.workers * 3 + 1;
         CHECKF(!r.first.found, "%s seed %u: false divergence at step %lld %s (%s)", label, seed,
-               (long long)r.first.step, r.first.tensor, diff_kind_name(r.first.kind));
+               (long long)r.first.step, r.first.tensor, compare_kind_name(r.first.kind));
         CHECKF(r.inserted == 0 && r.deleted == 0 && !r.structure[0], "%s seed %u: structure '%s'", label, seed,
                r.structure);
         CHECKF(r.compared == (uint64_t)(per_step * base.steps) && r.identical == r.compared,
@@ -321,7 +321,7 @@ static void test_plant(spec base, const char *label)
         CHECKF(r.first.found && !strcmp(r.first.tensor, want) && r.first.step == want_step &&
                    r.first.kind == DK_VALUE,
                "%s seed %u: first %s at %lld (%s), want %s at step 2", label, seed, r.first.tensor,
-               (long long)r.first.step, diff_kind_name(r.first.kind), want);
+               (long long)r.first.step, compare_kind_name(r.first.kind), want);
         CHECKF(r.origin.found && !strcmp(r.origin.tensor, want), "%s seed %u: origin %s", label, seed,
                r.origin.tensor);
         CHECKF(r.inserted == 0 && r.deleted == 0, "%s seed %u: %llu inserted %llu deleted", label, seed,
@@ -347,7 +347,7 @@ static void test_extra(spec base, const char *label)
         return;
     const char *want = base.same_names ? "extra" : "w2.extra";
     CHECKF(r.first.found && r.first.kind == DK_EXTRA && !strcmp(r.first.tensor, want) && r.first.step == 3,
-           "%s: first %s %s at %lld", label, r.first.tensor, diff_kind_name(r.first.kind), (long long)r.first.step);
+           "%s: first %s %s at %lld", label, r.first.tensor, compare_kind_name(r.first.kind), (long long)r.first.step);
     CHECKF(r.inserted == 1 && r.deleted == 0, "%s: %llu inserted %llu deleted", label,
            (unsigned long long)r.inserted, (unsigned long long)r.deleted);
     CHECKF(strstr(r.structure, want) != NULL, "%s: structure '%s'", label, r.structure);

@@ -182,8 +182,8 @@ static void test_leaks(void)
     CHECK(r != NULL);
     if (!r)
         return;
-    diff_leak l[8];
-    int n = diff_leaks(r, 0, l, 8);
+    leak_finding l[8];
+    int n = leak_find(r, 0, l, 8);
     CHECKF(n == 1, "%d leaks", n);
     for (int k = 0; k < n; k++)
         printf("leak: rank %d site %s from step %lld, %.0f B/step, %llu B in %llu allocs at end\n", l[k].rank,
@@ -197,22 +197,22 @@ static void test_leaks(void)
         CHECK(l[0].rank == 0);
     }
     /* a second pass over the same reader gives the same answer */
-    CHECK(diff_leaks(r, 0, l, 8) == n);
-    CHECK(diff_leaks(r, 0, l, 0) == 0);
+    CHECK(leak_find(r, 0, l, 8) == n);
+    CHECK(leak_find(r, 0, l, 0) == 0);
     tft_reader_close(r);
 
     /* no leak at all: steps before the leak starts */
     snprintf(path, sizeof(path), "%s/noleak.tft", tmpdir);
     write_leaky(path, 10, 100);
     r = tft_reader_open(path, NULL);
-    CHECK(r && diff_leaks(r, 0, l, 8) == 0);
+    CHECK(r && leak_find(r, 0, l, 8) == 0);
     tft_reader_close(r);
 
     /* a short run: two steps of growth are enough */
     snprintf(path, sizeof(path), "%s/short.tft", tmpdir);
     write_leaky(path, 4, 2);
     r = tft_reader_open(path, NULL);
-    n = r ? diff_leaks(r, 3, l, 8) : -1;
+    n = r ? leak_find(r, 3, l, 8) : -1;
     CHECKF(n == 1, "%d leaks", n);
     CHECK(n < 1 || (strcmp(l[0].site, "test:leaky") == 0 && l[0].from_step == 2 && l[0].rank == 3));
     tft_reader_close(r);
@@ -221,7 +221,7 @@ static void test_leaks(void)
     snprintf(path, sizeof(path), "%s/late.tft", tmpdir);
     write_leaky(path, 10, 9);
     r = tft_reader_open(path, NULL);
-    CHECK(r && diff_leaks(r, 0, l, 8) == 0);
+    CHECK(r && leak_find(r, 0, l, 8) == 0);
     tft_reader_close(r);
 }
 
@@ -270,11 +270,11 @@ static void write_kept(const char *path, int mode, int sig)
 
 /* Scans path once; n_leaks gets the count of leaks found (exit rule with
  * min_bytes), mem what each site holds. */
-static int scan_kept(const char *path, uint64_t min_bytes, diff_leak *l, int max, diff_rank_mem *mem)
+static int scan_kept(const char *path, uint64_t min_bytes, leak_finding *l, int max, leak_rank_mem *mem)
 {
     tft_reader *r = tft_reader_open(path, NULL);
     CHECK(r != NULL);
-    int n = r ? diff_leaks_mem(r, 0, min_bytes, l, max, mem) : -1;
+    int n = r ? leak_find_mem(r, 0, min_bytes, l, max, mem) : -1;
     tft_reader_close(r);
     return n;
 }
@@ -290,33 +290,33 @@ static void test_leaks_at_exit(void)
     write_kept(good, KEPT_NONE, 0);
     write_kept(weights, KEPT_WEIGHTS, 0);
     write_kept(killed, KEPT_ALL, 9);
-    diff_leak l[8], gl[8], bl[8];
-    diff_site_mem gs[8], bs[8];
+    leak_finding l[8], gl[8], bl[8];
+    leak_site_mem gs[8], bs[8];
 
     /* growth alone (tfdiff's and the default): a burst is no growth */
     tft_reader *r = tft_reader_open(bad, NULL);
-    CHECK(r && diff_leaks(r, 0, l, 8) == 0);
+    CHECK(r && leak_find(r, 0, l, 8) == 0);
     tft_reader_close(r);
 
     /* tfdump --check's rule: test:kept, not the arena (one block) */
-    int n = scan_kept(bad, DIFF_LEAK_EXIT_MIN_BYTES, l, 8, NULL);
+    int n = scan_kept(bad, LEAK_EXIT_MIN_BYTES, l, 8, NULL);
     CHECKF(n == 1, "%d leaks", n);
     if (n == 1) {
-        CHECK(!strcmp(l[0].site, "test:kept") && l[0].how == DIFF_LEAK_AT_EXIT && l[0].per_alloc);
+        CHECK(!strcmp(l[0].site, "test:kept") && l[0].how == LEAK_AT_EXIT && l[0].per_alloc);
         CHECK(l[0].live_bytes_at_end == 48ull * MIB && l[0].live_allocs_at_end == 12 && l[0].iterations == 12);
-        CHECK(l[0].bytes_per_step == 4.0 * MIB && l[0].from_alloc == 0 && l[0].min_bytes == DIFF_LEAK_EXIT_MIN_BYTES);
+        CHECK(l[0].bytes_per_step == 4.0 * MIB && l[0].from_alloc == 0 && l[0].min_bytes == LEAK_EXIT_MIN_BYTES);
         CHECK(l[0].first_known && l[0].first_alloc_step == TFT_STEP_NONE && l[0].from_step == TFT_STEP_NONE);
         CHECK(l[0].first_alloc_ns == 1); /* the second record; ts counts records here */
         char what[400];
-        diff_leak_describe(&l[0], what, sizeof(what));
+        leak_describe(&l[0], what, sizeof(what));
         CHECKF(strstr(what, "test:kept: 50331648 bytes in 12 blocks live at the end") != NULL, "%s", what);
     }
     CHECK(scan_kept(bad, 64 * MIB, l, 8, NULL) == 0);      /* under the threshold */
-    CHECK(scan_kept(good, DIFF_LEAK_EXIT_MIN_BYTES, l, 8, NULL) == 0);
-    CHECK(scan_kept(weights, DIFF_LEAK_EXIT_MIN_BYTES, l, 8, NULL) == 0); /* loaded at start, then work */
+    CHECK(scan_kept(good, LEAK_EXIT_MIN_BYTES, l, 8, NULL) == 0);
+    CHECK(scan_kept(weights, LEAK_EXIT_MIN_BYTES, l, 8, NULL) == 0); /* loaded at start, then work */
 
     /* what each site holds, the largest peak first */
-    diff_rank_mem bm = {.sites = bs, .max_sites = 8}, gm = {.sites = gs, .max_sites = 8};
+    leak_rank_mem bm = {.sites = bs, .max_sites = 8}, gm = {.sites = gs, .max_sites = 8};
     CHECK(scan_kept(bad, 0, bl, 8, &bm) == 0);
     CHECK(bm.nsites == 2 && bm.exit_known && bm.exit_code == 0 && !bm.exit_signal);
     CHECK(bm.nsites < 1 || (!strcmp(bs[0].site, "test:arena") && bs[0].peak_bytes == 64ull * MIB));
@@ -326,26 +326,26 @@ static void test_leaks_at_exit(void)
     CHECK(gm.nsites == 2 && gs[1].live_bytes == 0 && gs[1].peak_bytes == 4 * MIB);
 
     /* tfdiff: BAD holds 48 MiB more at the end than GOLDEN, which holds none */
-    n = diff_leaks_compare(&gm, gl, 0, &bm, bl, 0, 5, l, 8);
+    n = leak_compare(&gm, gl, 0, &bm, bl, 0, 5, l, 8);
     CHECKF(n == 1, "%d leaks", n);
     if (n == 1) {
-        CHECK(!strcmp(l[0].site, "test:kept") && l[0].rank == 5 && l[0].how == DIFF_LEAK_AT_EXIT);
+        CHECK(!strcmp(l[0].site, "test:kept") && l[0].rank == 5 && l[0].how == LEAK_AT_EXIT);
         CHECK(l[0].golden_known && l[0].golden_live_bytes_at_end == 0 && l[0].golden_peak_live_bytes == 4 * MIB);
         CHECK(!l[0].vs_golden_peak && l[0].live_bytes_at_end == 48ull * MIB);
     }
     /* the other way round, and BAD against itself: nothing */
-    CHECK(diff_leaks_compare(&bm, bl, 0, &gm, gl, 0, 0, l, 8) == 0);
-    CHECK(diff_leaks_compare(&bm, bl, 0, &bm, bl, 0, 0, l, 8) == 0);
+    CHECK(leak_compare(&bm, bl, 0, &gm, gl, 0, 0, l, 8) == 0);
+    CHECK(leak_compare(&bm, bl, 0, &bm, bl, 0, 0, l, 8) == 0);
 
     /* BAD killed: its end against GOLDEN's peak (4 MiB): still a leak;
      * against a GOLDEN that held all 48 MiB at its peak: none */
-    diff_site_mem ks[8];
-    diff_rank_mem km = {.sites = ks, .max_sites = 8};
+    leak_site_mem ks[8];
+    leak_rank_mem km = {.sites = ks, .max_sites = 8};
     CHECK(scan_kept(killed, 0, bl, 8, &km) == 0 && km.exit_signal == 9);
-    n = diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
+    n = leak_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
     CHECK(n == 1 && l[0].vs_golden_peak && l[0].golden_peak_live_bytes == 4 * MIB);
     CHECK(scan_kept(bad, 0, gl, 8, &gm) == 0);
-    CHECK(diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
+    CHECK(leak_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
 
     /* kept during the run, freed at teardown: the peak rule (13 blocks
      * against GOLDEN's 1); bigger blocks freed at once are no leak */
@@ -357,28 +357,28 @@ static void test_leaks_at_exit(void)
     CHECK(scan_kept(good, 0, gl, 8, &gm) == 0);
     CHECK(scan_kept(td, 0, bl, 8, &km) == 0 && km.sites[1].live_bytes == 0 && km.sites[1].peak_allocs == 12);
     CHECK(km.sites[1].one_thread); /* no THREAD records: one thread */
-    n = diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
+    n = leak_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8);
     CHECKF(n == 1, "%d leaks", n);
     if (n == 1) {
-        CHECK(!strcmp(l[0].site, "test:kept") && l[0].how == DIFF_LEAK_PEAK && l[0].vs_golden_peak);
+        CHECK(!strcmp(l[0].site, "test:kept") && l[0].how == LEAK_PEAK && l[0].vs_golden_peak);
         CHECK(l[0].peak_live_bytes == 48ull * MIB && l[0].peak_live_allocs == 12 && l[0].live_bytes_at_end == 0);
         CHECK(l[0].golden_peak_live_bytes == 4 * MIB && l[0].golden_peak_live_allocs == 1 && !l[0].first_known);
         char what[400];
-        diff_leak_describe(&l[0], what, sizeof(what));
+        leak_describe(&l[0], what, sizeof(what));
         CHECKF(strstr(what, "test:kept: held up to 50331648 bytes in 12 blocks at once") != NULL, "%s", what);
     }
     CHECK(scan_kept(big, 0, bl, 8, &km) == 0 && km.sites[1].peak_bytes == 8 * MIB);
-    CHECK(diff_leaks_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
+    CHECK(leak_compare(&gm, gl, 0, &km, bl, 0, 0, l, 8) == 0);
 
     /* a short caller array: the largest peaks are kept, nsites counts all */
-    diff_site_mem one[1];
-    diff_rank_mem om = {.sites = one, .max_sites = 1};
+    leak_site_mem one[1];
+    leak_rank_mem om = {.sites = one, .max_sites = 1};
     CHECK(scan_kept(bad, 0, bl, 8, &om) == 0 && om.nsites == 2 && !strcmp(one[0].site, "test:arena"));
 
     char sb[48];
-    CHECK(!strcmp(diff_step_text(TFT_STEP_NONE, sb, sizeof(sb)), "no step"));
-    CHECK(!strcmp(diff_step_text(DIFF_STEPLESS_STEP(4096 * 3 + 5), sb, sizeof(sb)), "no step (window 3)"));
-    CHECK(!strcmp(diff_step_text(7, sb, sizeof(sb)), "step 7"));
+    CHECK(!strcmp(core_step_text(TFT_STEP_NONE, sb, sizeof(sb)), "no step"));
+    CHECK(!strcmp(core_step_text(CORE_STEPLESS_STEP(4096 * 3 + 5), sb, sizeof(sb)), "no step (window 3)"));
+    CHECK(!strcmp(core_step_text(7, sb, sizeof(sb)), "step 7"));
 }
 
 /* ---- desyncs ------------------------------------------------------------ */
@@ -448,7 +448,7 @@ static void write_rank(const char *dir, int rank, int world, int sc, int bad)
     CHECK(tft_writer_close(w) == 0);
 }
 
-static int run_desync(const char *name, int world, int sc, int bad, diff_desync *d, int max)
+static int run_desync(const char *name, int world, int sc, int bad, desync_finding *d, int max)
 {
     char dir[512];
     make_dir(dir, sizeof(dir), name, world);
@@ -459,7 +459,7 @@ static int run_desync(const char *name, int world, int sc, int bad, diff_desync 
     if (!t)
         return -1;
     CHECK(tft_trace_nranks(t) == world);
-    int n = diff_desyncs(t, d, max);
+    int n = desync_find(t, d, max);
     for (int k = 0; k < n; k++) {
         printf("%s: %s comm %llx coll_seq %llu step %lld ranks", name, desync_kind_name(d[k].kind),
                (unsigned long long)d[k].comm, (unsigned long long)d[k].coll_seq, (long long)d[k].step);
@@ -473,7 +473,7 @@ static int run_desync(const char *name, int world, int sc, int bad, diff_desync 
 
 static void test_desyncs(void)
 {
-    diff_desync d[8];
+    desync_finding d[8];
     int n = run_desync("consistent.trace", 2, SC_CONSISTENT, -1, d, 8);
     CHECKF(n == 0, "%d findings", n);
     n = run_desync("consistent3.trace", 3, SC_CONSISTENT, -1, d, 8);

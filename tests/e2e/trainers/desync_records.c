@@ -103,13 +103,13 @@ static void make_dir(char *dir, size_t n, const char *name)
     CHECK(mkdir(dir, 0755) == 0);
 }
 
-static int analyse(const char *dir, diff_desync *d, int max)
+static int analyse(const char *dir, desync_finding *d, int max)
 {
     tft_trace *t = tft_trace_open(dir, NULL);
     CHECK(t != NULL);
     if (!t)
         return -1;
-    int n = diff_desyncs(t, d, max);
+    int n = desync_find(t, d, max);
     for (int k = 0; k < n; k++)
         printf("%s: [%d] %s %s ranks %d cause %u: %s\n", strrchr(dir, '/') + 1, k, desync_kind_name(d[k].kind),
                d[k].comm_name, d[k].nranks ? d[k].ranks[0] : -1, d[k].cause, d[k].detail);
@@ -121,7 +121,7 @@ static uint64_t sid(const char *s) { return tft_string_id(s, strlen(s)); }
 
 /* 1.1 records: 104 bytes, no COMM records. MPI_COMM_WORLD is named from
  * its collectives; another communicator by its id in hex. */
-static void test_old_format(diff_desync *d)
+static void test_old_format(desync_finding *d)
 {
     char dir[512];
     make_dir(dir, sizeof(dir), "old.trace");
@@ -156,7 +156,7 @@ static void test_old_format(diff_desync *d)
  * from all four rank files. The two ranks of {1,3} disagree at collective
  * #2: rank 1 changed its count, so rank 1 is named although rank 3 is
  * the higher index. */
-static void test_assembled(diff_desync *d)
+static void test_assembled(desync_finding *d)
 {
     char dir[512];
     make_dir(dir, sizeof(dir), "assembled.trace");
@@ -185,7 +185,7 @@ static void test_assembled(diff_desync *d)
 
 /* An intercommunicator {0,1|2,3}: the groups' counts differ (legitimate),
  * the type does not... until collective #1, where rank 2 broadcasts. */
-static void test_inter(diff_desync *d)
+static void test_inter(desync_finding *d)
 {
     char dir[512];
     make_dir(dir, sizeof(dir), "inter.trace");
@@ -215,7 +215,7 @@ static void test_inter(diff_desync *d)
 /* Point-to-point at the end of a trace: ranks 0 and 1 each wait for the
  * other (tag 5): two findings, the later one caused by the earlier; ranks
  * 2 and 3 have a send and its receive still in flight: nothing. */
-static void test_p2p(diff_desync *d)
+static void test_p2p(desync_finding *d)
 {
     char dir[512];
     make_dir(dir, sizeof(dir), "p2p.trace");
@@ -248,7 +248,7 @@ static void test_p2p(diff_desync *d)
     CHECK(strstr(d[0].detail, "rank 0 never completed MPI_Recv from rank 1 (tag 5, 16 x f32)") != NULL);
     CHECK(strstr(d[0].detail, "rank 1 sent it nothing; rank 1 is itself blocked in MPI_Recv from rank 0") != NULL);
     char where[160];
-    diff_desync_where(d, n, 1, where, sizeof(where));
+    desync_where(d, n, 1, where, sizeof(where));
     CHECKF(!strcmp(where, "communicator {0-3}, message #0, caused by the p2p above"), "%s", where);
 }
 
@@ -256,7 +256,7 @@ static void test_p2p(diff_desync *d)
  * receive. Rank 1 waits in a barrier rank 0 never reaches: the send is the
  * cause. When rank 1 is stuck nowhere (it may have taken the message with
  * MPI_Mrecv, which is not recorded) there is no finding. */
-static void test_send(diff_desync *d, bool peer_stuck)
+static void test_send(desync_finding *d, bool peer_stuck)
 {
     char dir[512];
     make_dir(dir, sizeof(dir), peer_stuck ? "send.trace" : "send-free.trace");
@@ -298,7 +298,7 @@ int main(void)
         perror("mkdtemp");
         return 2;
     }
-    diff_desync *d = calloc(8, sizeof(*d));
+    desync_finding *d = calloc(8, sizeof(*d));
     CHECK(d != NULL);
     if (d) {
         test_old_format(d);

@@ -42,7 +42,7 @@ endif()
 # a 1.1 trace, NCCL-style COMM records without members, a tie between two
 # ranks, an intercommunicator, ranks blocked on each other in receives.
 add_executable(test_desync_records ${TRAINERS_DIR}/desync_records.c)
-target_link_libraries(test_desync_records PRIVATE tftdiff)
+target_link_libraries(test_desync_records PRIVATE tfta_desync tfta_leak)
 tft_warnings(test_desync_records)
 add_test(NAME trainers.desync-records COMMAND test_desync_records)
 set_tests_properties(trainers.desync-records PROPERTIES LABELS "trainers;diff;asan" TIMEOUT 120)

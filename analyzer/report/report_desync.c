@@ -1,0 +1,39 @@
+/*
+ * report_desync.c — the JSON keys of a desync finding beyond the common
+ * ones, shared by tfdiff's report (report.c) and tfdump --check
+ * (tfdump/dump_check.c).
+ */
+#include "report.h"
+
+#include <stdbool.h>
+
+static void null_or_number(cJSON *x, const char *key, bool has, double v)
+{
+    if (has)
+        cJSON_AddNumberToObject(x, key, v);
+    else
+        cJSON_AddNullToObject(x, key);
+}
+
+void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i)
+{
+    const desync_finding *d = &ds[i];
+    null_or_number(x, "seq", d->seq != TFT_SEQ_NONE, (double)d->seq);
+    if (d->kind == DS_STRAGGLER) /* across hosts: the clocks' error bound; 0 one host (docs/MULTINODE.md) */
+        cJSON_AddNumberToObject(x, "clock_error_ns", (double)d->clock_error_ns);
+    if (d->comm_name[0])
+        cJSON_AddStringToObject(x, "comm_name", d->comm_name);
+    else
+        cJSON_AddNullToObject(x, "comm_name");
+    if (d->nmembers > 0 && d->nmembers <= DESYNC_MEMBERS) {
+        cJSON *m = cJSON_AddArrayToObject(x, "members");
+        for (int k = 0; m && k < d->nmembers; k++)
+            cJSON_AddItemToArray(m, cJSON_CreateNumber(d->members[k]));
+    } else {
+        cJSON_AddNullToObject(x, "members");
+    }
+    int c = desync_index(ds, nd, d->cause);
+    null_or_number(x, "caused_by", c >= 0, c);
+    null_or_number(x, "peer", d->kind == DS_P2P && d->peer >= 0, d->peer);
+    null_or_number(x, "tag", d->kind == DS_P2P, d->tag);
+}
