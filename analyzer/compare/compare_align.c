@@ -38,6 +38,7 @@
  * is a gradient but its origin may be `targets`.
  */
 #include "core.h"
+#include "compare.h"
 #include "compare_internal.h"
 #include "core_drops.h"
 
@@ -58,8 +59,8 @@
 enum pair_class { PC_UNCHECKED = 0, PC_IDENTICAL, PC_WITHIN, PC_DIVERGED };
 
 typedef struct align_ctx {
-    const diff_opts *o;
-    diff_rank_result *out;
+    const compare_opts *o;
+    compare_result *out;
     align_side g, b;
     align_edit *edits;
     size_t n_edits, cap_edits;
@@ -67,7 +68,7 @@ typedef struct align_ctx {
     size_t cap_lcs;
     int32_t *gi, *bi; /* indices of the non-skipped tensors of the step */
     size_t cap_gi, cap_bi;
-    diff_tensor ring_g[4], ring_b[4]; /* the last aligned pairs, for context */
+    compare_tensor_side ring_g[4], ring_b[4]; /* the last aligned pairs, for context */
     int ring_n, ring_pos;
     int64_t structure_step;
     bool models_flagged;
@@ -193,7 +194,7 @@ static int side_take_op(align_side *s, const tft_rec *rec, uint32_t key)
     return 0;
 }
 
-static int side_take_tensor(align_side *s, const diff_opts *o, const tft_rec *rec, uint32_t key)
+static int side_take_tensor(align_side *s, const compare_opts *o, const tft_rec *rec, uint32_t key)
 {
     const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
     if (rec->len < sizeof *t)
@@ -243,7 +244,7 @@ static void side_take_process(align_side *s, const tft_rec *rec)
     s->exit_signal = p->signal;
 }
 
-static int side_take(align_side *s, const diff_opts *o, const tft_rec *rec, uint32_t key)
+static int side_take(align_side *s, const compare_opts *o, const tft_rec *rec, uint32_t key)
 {
     switch (rec->kind) {
     case TFT_REC_OP: return side_take_op(s, rec, key);
@@ -339,7 +340,7 @@ static const tft_rec *side_window(align_side *s, const tft_rec *rec, uint32_t ke
 
 typedef struct take_ctx {
     align_side *s;
-    const diff_opts *o;
+    const compare_opts *o;
 } take_ctx;
 
 static int take_stashed(void *ctx, const tft_rec *rec, uint32_t key)
@@ -352,7 +353,7 @@ static int take_stashed(void *ctx, const tft_rec *rec, uint32_t key)
 
 /* Threaded mode: stashes records until the smallest pending step (or the
  * loaded one) is complete, then takes its records. Returns like side_load. */
-static int side_load_threaded(align_side *s, const diff_opts *o)
+static int side_load_threaded(align_side *s, const compare_opts *o)
 {
     if (s->has_pend) { /* held by the single-threaded reading before the switch */
         s->has_pend = false;
@@ -406,7 +407,7 @@ static int side_load_threaded(align_side *s, const diff_opts *o)
  * contiguous in the file and are read straight through; at the first
  * THREAD record (or a second thread) the side switches to threaded mode
  * for good (side_load_threaded). */
-static int side_load(align_side *s, const diff_opts *o)
+static int side_load(align_side *s, const compare_opts *o)
 {
     tft_u64map t = s->prev;
     s->prev = s->cur;
@@ -579,7 +580,7 @@ static uint64_t nonfinite_count(const align_tensor *t)
 /* How far b's value v is outside the tolerance around golden's g: <= 1
  * within, > 1 outside (the ratio to the tolerance).  With rtol = atol = 0
  * every difference is outside. */
-static double excess(const diff_opts *o, double g, double b, double scale)
+static double excess(const compare_opts *o, double g, double b, double scale)
 {
     if (isnan(g) && isnan(b))
         return 0;
@@ -597,7 +598,7 @@ static double excess(const diff_opts *o, double g, double b, double scale)
 
 /* Compares an aligned pair: returns its class; for PC_DIVERGED sets *kind
  * and, for DK_VALUE, the worst statistic's name in stat. */
-static int compare_pair(const diff_opts *o, const align_tensor *g, const align_tensor *b,
+static int compare_pair(const compare_opts *o, const align_tensor *g, const align_tensor *b,
                         int *kind, char stat[32])
 {
     stat[0] = 0;
@@ -855,7 +856,7 @@ static int align_step(align_ctx *c)
 
 /* ---- results -------------------------------------------------------------- */
 
-static void fill_tensor(diff_tensor *d, const align_side *s, const align_tensor *t)
+static void fill_tensor(compare_tensor_side *d, const align_side *s, const align_tensor *t)
 {
     memset(d, 0, sizeof *d);
     if (!t)
@@ -872,7 +873,7 @@ static void fill_tensor(diff_tensor *d, const align_side *s, const align_tensor 
     d->stats = t->stats;
 }
 
-static void fill_point(align_ctx *c, diff_point *p, const align_tensor *gt,
+static void fill_point(align_ctx *c, compare_point *p, const align_tensor *gt,
                        const align_tensor *bt, int kind, const char *stat)
 {
     memset(p, 0, sizeof *p);
@@ -904,7 +905,7 @@ static void ring_push(align_ctx *c, const align_tensor *gt, const align_tensor *
 static void set_first(align_ctx *c, const align_tensor *gt, const align_tensor *bt, int kind,
                       const char *stat)
 {
-    diff_rank_result *out = c->out;
+    compare_result *out = c->out;
     fill_point(c, &out->first, gt, bt, kind, stat);
     out->n_context = c->ring_n;
     for (int k = 0; k < c->ring_n; k++) {
@@ -916,7 +917,7 @@ static void set_first(align_ctx *c, const align_tensor *gt, const align_tensor *
 
 static void note_nonfinite(align_ctx *c, const align_tensor *gt, const align_tensor *bt)
 {
-    diff_nonfinite *nf = &c->out->nonfinite;
+    compare_nonfinite *nf = &c->out->nonfinite;
     if (nf->found || !bt || !nonfinite_count(bt))
         return;
     nf->found = true;
@@ -969,7 +970,7 @@ static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *b
                      step_tally *tally, const char *prev_g, const char *prev_b,
                      bool trailing, size_t n_trailing)
 {
-    diff_rank_result *out = c->out;
+    compare_result *out = c->out;
     int kind = DK_VALUE, cls;
     char stat[32] = "";
     if (gt && bt) {
@@ -1111,7 +1112,7 @@ static int one_sided_step(align_ctx *c, bool bad_side, bool gap)
 
 /* ---- the rank ------------------------------------------------------------- */
 
-static bool in_range(const diff_opts *o, int64_t step)
+static bool in_range(const compare_opts *o, int64_t step)
 {
     return step >= o->step_lo && step <= o->step_hi;
 }
@@ -1153,7 +1154,7 @@ static const char *range_text(int64_t a, int64_t b, char *buf, size_t n)
 
 static void finish(align_ctx *c)
 {
-    diff_rank_result *out = c->out;
+    compare_result *out = c->out;
     out->golden_first_step = c->g.first_step;
     out->golden_last_step = c->g.last_step;
     out->bad_first_step = c->b.first_step;
@@ -1194,7 +1195,7 @@ static void finish(align_ctx *c)
 
 static int run(align_ctx *c)
 {
-    const diff_opts *o = c->o;
+    const compare_opts *o = c->o;
     int rc = side_load(&c->g, o);
     if (rc >= 0)
         rc = side_load(&c->b, o);
@@ -1240,7 +1241,7 @@ static uint64_t reader_dropped(const tft_reader *r)
 
 /* The steps each side lost records in: a pass over a side's DROPPED
  * records, only for a side whose chunks count drops. */
-static int drops_steps(tft_reader *g, tft_reader *b, diff_rank_result *out)
+static int drops_steps(tft_reader *g, tft_reader *b, compare_result *out)
 {
     tft_reader *side[2] = {g, b};
     uint64_t lost[2] = {out->golden_dropped, out->bad_dropped};
@@ -1253,9 +1254,9 @@ static int drops_steps(tft_reader *g, tft_reader *b, diff_rank_result *out)
     return 0;
 }
 
-int compare_rank(tft_reader *g, tft_reader *b, const diff_opts *o, diff_rank_result *out)
+int compare_rank(tft_reader *g, tft_reader *b, const compare_opts *o, compare_result *out)
 {
-    static const diff_opts defaults = DIFF_OPTS_DEFAULT;
+    static const compare_opts defaults = COMPARE_OPTS_DEFAULT;
     if (!g || !b || !out)
         return -EINVAL;
     memset(out, 0, sizeof *out);

@@ -12,6 +12,7 @@
 #define TFT_DIFF_ALIGN_INTERNAL_H
 
 #include "core.h"
+#include "compare.h"
 #include "tft_u64map.h"
 
 #include <stdbool.h>
@@ -102,7 +103,7 @@ typedef struct align_side {
     size_t stash_len, stash_cap;
     uint64_t late;         /* records that arrived after their step was closed */
     uint64_t records;      /* records of substance read (not process, thread, sync, dropped) */
-    int (*tap)(void *ctx, int side, const tft_rec *rec); /* diff_opts.tap, NULL none */
+    int (*tap)(void *ctx, int side, const tft_rec *rec); /* compare_opts.tap, NULL none */
     void *tap_ctx;
     int tap_side;          /* 0 GOLDEN, 1 BAD */
     _Alignas(8) unsigned char stepless[TFT_REC_MAX_BYTES]; /* a step-less record given a window step */

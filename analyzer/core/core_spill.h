@@ -95,11 +95,6 @@ core_spill_merge *core_spill_merge_open(diff_spill *sp);
 int core_spill_merge_next(core_spill_merge *m, const spill_ent **e, int *ri);
 void core_spill_merge_close(core_spill_merge *m); /* NULL-safe */
 
-/* desync_find on the extracts of every rank file of t (each extracted
- * before): the same findings, one rank file's read buffer in memory per
- * rank instead of its reader. */
-int desync_find_spilled(tft_trace *t, diff_spill *sp, desync_finding *out, int max);
-
 /* Runs fn(ctx, i, worker) for i in [0, n) on `width` threads (worker in
  * [0, width): per-thread scratch), each taking the next i when done; width
  * <= 1 or a failed thread start runs them inline. Returns the first

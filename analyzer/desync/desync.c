@@ -71,6 +71,7 @@
  * and are used only when all ranks ran on one host.
  */
 #include "core.h"
+#include "desync.h"
 #include "core_clock.h"
 #include "core_spill.h"
 #include "tft_u64map.h"

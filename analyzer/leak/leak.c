@@ -67,6 +67,7 @@
  * live one (that earlier block's FREE, older still, follows it).
  */
 #include "core.h"
+#include "leak.h"
 #include "tft_u64map.h"
 
 #include <errno.h>

@@ -20,8 +20,8 @@
 
 struct diff_report {
     const char *golden, *bad;
-    diff_opts o;
-    diff_rank_result *ranks;
+    compare_opts o;
+    compare_result *ranks;
     int nranks;
     leak_finding leaks[MAX_ITEMS];
     int nleaks;
@@ -54,7 +54,7 @@ const detect_finding *report_checks(const diff_report *r, int *n)
     return r->checks;
 }
 
-diff_report *report_new(const char *golden, const char *bad, const diff_opts *o)
+diff_report *report_new(const char *golden, const char *bad, const compare_opts *o)
 {
     diff_report *r = calloc(1, sizeof(*r));
     if (!r)
@@ -106,7 +106,7 @@ void report_incomplete(diff_report *r, const char *fmt, ...)
     va_end(ap);
 }
 
-void report_add_rank(diff_report *r, const diff_rank_result *res)
+void report_add_rank(diff_report *r, const compare_result *res)
 {
     if (r->nranks < MAX_RANKS)
         r->ranks[r->nranks++] = *res;
@@ -120,7 +120,7 @@ void report_add_leak(diff_report *r, const leak_finding *l)
 
 void report_add_desync(diff_report *r, const desync_finding *d)
 {
-    int lost = core_drops_explain(r->ranks, r->nranks, d);
+    int lost = report_drops_explain(r->ranks, r->nranks, d);
     if (lost >= 0) { /* a dropped record can fake it: not judged */
         char sb[48];
         report_incomplete(r, "rank %d: BAD dropped records there, so a desync (%s) at %s (%s) was not judged", lost,
@@ -140,11 +140,11 @@ void report_bad_unrecorded(diff_report *r, const char *what, int exit_status)
 }
 
 /* The earliest (step, seq, rank) among the ranks' points; NULL if none. */
-static const diff_rank_result *first_rank(const diff_report *r)
+static const compare_result *first_rank(const diff_report *r)
 {
-    const diff_rank_result *best = NULL;
+    const compare_result *best = NULL;
     for (int i = 0; i < r->nranks; i++) {
-        const diff_point *p = &r->ranks[i].first;
+        const compare_point *p = &r->ranks[i].first;
         if (!p->found)
             continue;
         if (!best || p->step < best->first.step || (p->step == best->first.step && p->seq < best->first.seq))
@@ -153,11 +153,11 @@ static const diff_rank_result *first_rank(const diff_report *r)
     return best;
 }
 
-static const diff_nonfinite *first_nonfinite(const diff_report *r)
+static const compare_nonfinite *first_nonfinite(const diff_report *r)
 {
-    const diff_nonfinite *best = NULL;
+    const compare_nonfinite *best = NULL;
     for (int i = 0; i < r->nranks; i++) {
-        const diff_nonfinite *p = &r->ranks[i].nonfinite;
+        const compare_nonfinite *p = &r->ranks[i].nonfinite;
         if (p->found && (!best || p->step < best->step || (p->step == best->step && p->seq < best->seq)))
             best = p;
     }
@@ -174,7 +174,7 @@ static bool incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
     }
     k -= r->nincomplete;
     for (int i = 0; i < r->nranks; i++) {
-        const diff_rank_result *x = &r->ranks[i];
+        const compare_result *x = &r->ranks[i];
         const char *side[4] = {"GOLDEN", "BAD", "GOLDEN", "BAD"};
         bool on[4] = {x->golden_records == 0, x->bad_records == 0, x->golden_dropped > 0, x->bad_dropped > 0};
         uint64_t lost[4] = {0, 0, x->golden_dropped, x->bad_dropped};
@@ -186,7 +186,7 @@ static bool incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
                 snprintf(buf, n, "rank %d: %s recorded nothing (its rank file holds no records)", x->rank, side[w]);
             else
                 snprintf(buf, n, "rank %d: %s lost %" PRIu64 " records (dropped by the recorder)%s%s", x->rank,
-                         side[w], lost[w], core_drops_span(x, w - 2, span, sizeof(span)),
+                         side[w], lost[w], report_drops_span(x, w - 2, span, sizeof(span)),
                          x->unverified ? "; differences where a lost record may be the cause were not judged" : "");
             return true;
         }
@@ -213,7 +213,7 @@ bool report_diverged(const diff_report *r)
 {
     if (first_rank(r) || r->nleaks || r->ndesyncs || r->bad_unrecorded)
         return true;
-    const diff_nonfinite *nf = first_nonfinite(r);
+    const compare_nonfinite *nf = first_nonfinite(r);
     if (nf && !nf->in_golden)
         return true;
     for (int i = 0; i < r->nranks; i++)
@@ -232,7 +232,7 @@ static void json_fp(cJSON *o, const char *key, uint64_t v)
     cJSON_AddStringToObject(o, key, b);
 }
 
-static cJSON *json_stats(const diff_tensor *t)
+static cJSON *json_stats(const compare_tensor_side *t)
 {
     if (!t->present)
         return cJSON_CreateNull();
@@ -291,7 +291,7 @@ static const char *range_text(int64_t a, int64_t b, char *buf, size_t n)
 }
 
 
-static cJSON *json_point(const diff_point *p)
+static cJSON *json_point(const compare_point *p)
 {
     if (!p->found)
         return cJSON_CreateNull();
@@ -367,7 +367,7 @@ static cJSON *json_leak(const leak_finding *l)
     return x;
 }
 
-static cJSON *json_rank(const diff_rank_result *x)
+static cJSON *json_rank(const compare_result *x)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "rank", x->rank);
@@ -445,12 +445,12 @@ static cJSON *json_findings(const diff_report *r)
     for (int k = 0; incomplete_reason(r, k, why, sizeof(why)); k++)
         cJSON_AddItemToArray(inc, cJSON_CreateString(why));
     char where[1024];
-    core_drops_where(r->ranks, r->nranks, where, sizeof(where));
+    report_drops_where(r->ranks, r->nranks, where, sizeof(where));
     cJSON_AddItemToObject(o, "incomplete_drops", where[0] ? cJSON_CreateString(where) : cJSON_CreateNull());
-    const diff_rank_result *fr = first_rank(r);
+    const compare_result *fr = first_rank(r);
     cJSON_AddItemToObject(o, "first_divergence", fr ? json_point(&fr->first) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "origin", fr && fr->origin.found ? json_point(&fr->origin) : cJSON_CreateNull());
-    const diff_nonfinite *nf = first_nonfinite(r);
+    const compare_nonfinite *nf = first_nonfinite(r);
     if (nf) {
         cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
         cJSON_AddNumberToObject(n, "rank", nf->rank);
@@ -530,7 +530,7 @@ void report_json(const diff_report *r, FILE *f)
 
 /* ---- text ------------------------------------------------------------------ */
 
-static void shape_str(const diff_tensor *t, char *b, size_t n)
+static void shape_str(const compare_tensor_side *t, char *b, size_t n)
 {
     size_t k = (size_t)snprintf(b, n, "%s[", tft_dtype_name(t->dtype));
     for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM && k < n; i++)
@@ -539,7 +539,7 @@ static void shape_str(const diff_tensor *t, char *b, size_t n)
         snprintf(b + k, n - k, "]");
 }
 
-static void side_by_side(FILE *f, const diff_point *p)
+static void side_by_side(FILE *f, const compare_point *p)
 {
     char gs[64], bs[64];
     shape_str(&p->golden, gs, sizeof(gs));
@@ -563,7 +563,7 @@ static void text_ranks(const diff_report *r, FILE *f)
 {
     char a[64], b[64];
     for (int i = 0; i < r->nranks; i++) {
-        const diff_rank_result *x = &r->ranks[i];
+        const compare_result *x = &r->ranks[i];
         if (x->structure[0])
             fprintf(f, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)\n", x->rank,
                     x->structure, x->inserted, x->deleted);
@@ -596,7 +596,7 @@ static void text_ranks(const diff_report *r, FILE *f)
 
 void report_text(const diff_report *r, FILE *f)
 {
-    const diff_rank_result *fr = first_rank(r);
+    const compare_result *fr = first_rank(r);
     char sb[48];
     fprintf(f, "tfdiff: %s\n", verdict_name(report_verdict(r), true));
     char why[320];
@@ -604,12 +604,12 @@ void report_text(const diff_report *r, FILE *f)
         fprintf(f, "incomplete: %s\n", why);
     char lost_where[1024];
     if (report_verdict(r) == VERDICT_INCOMPLETE &&
-        core_drops_where(r->ranks, r->nranks, lost_where, sizeof(lost_where))[0])
+        report_drops_where(r->ranks, r->nranks, lost_where, sizeof(lost_where))[0])
         fprintf(f, "no divergence found, but the comparison is incomplete: %s\n", lost_where);
     if (r->bad_unrecorded)
         fprintf(f, "BAD recorded nothing: %s\n", r->bad_unrecorded_what);
     if (fr) {
-        const diff_point *p = &fr->first;
+        const compare_point *p = &fr->first;
         char th[32] = "", op[128] = "";
         if (fr->threads > 1 && p->thread >= 0)
             snprintf(th, sizeof(th), ", thread %d", p->thread);
@@ -635,7 +635,7 @@ void report_text(const diff_report *r, FILE *f)
         else if (fr->origin.found)
             fprintf(f, "origin: the same op — its inputs match GOLDEN, its output does not\n");
     }
-    const diff_nonfinite *nf = first_nonfinite(r);
+    const compare_nonfinite *nf = first_nonfinite(r);
     if (nf)
         fprintf(f, "first non-finite in BAD: rank %d, %s, %s (%s)\n", nf->rank, core_step_text(nf->step, sb, sizeof(sb)),
                 nf->tensor, nf->in_golden ? "GOLDEN has it too" : "GOLDEN has none");
@@ -728,15 +728,15 @@ static void junit_case(FILE *f, const char *name, const char *failure, const cha
 
 /* A rank's divergence sentence: its first divergence and origin, else a
  * structural difference or an early or different end; NULL when none. */
-static const char *rank_sentence(const diff_rank_result *x, char *buf, size_t n)
+static const char *rank_sentence(const compare_result *x, char *buf, size_t n)
 {
     char sb[48], ob[48], gb[48];
-    const diff_point *p = &x->first;
+    const compare_point *p = &x->first;
     if (p->found) {
         int w = snprintf(buf, n, "first divergence: rank %d, %s, seq %lld: %s (%s%s%s)", p->rank,
                          core_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, p->tensor,
                          compare_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
-        const diff_point *o = &x->origin;
+        const compare_point *o = &x->origin;
         if (w > 0 && (size_t)w < n && o->found && (o->step != p->step || o->seq != p->seq))
             snprintf(buf + w, n - (size_t)w, "; origin: %s, seq %lld: %s (its inputs match GOLDEN, its output does not)",
                      core_step_text(o->step, ob, sizeof(ob)), (long long)o->seq, o->tensor);
@@ -755,7 +755,7 @@ static const char *rank_sentence(const diff_rank_result *x, char *buf, size_t n)
     return buf;
 }
 
-static const char *nonfinite_sentence(const diff_nonfinite *nf, char *buf, size_t n)
+static const char *nonfinite_sentence(const compare_nonfinite *nf, char *buf, size_t n)
 {
     char sb[48];
     snprintf(buf, n, "first non-finite in BAD: rank %d, %s, %s (GOLDEN has none)", nf->rank,
@@ -795,7 +795,7 @@ int report_junit(const diff_report *r, const char *path)
     failures += r->bad_unrecorded + incomplete;
     failures += r->nleaks > 0;
     failures += r->ndesyncs > 0;
-    const diff_nonfinite *nf = first_nonfinite(r);
+    const compare_nonfinite *nf = first_nonfinite(r);
     failures += nf && !nf->in_golden;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"tfdiff\" tests=\"%d\" "
                "failures=\"%d\">\n", cases, failures);
@@ -836,8 +836,8 @@ void report_set_outputs(diff_report *r, const char *html, const char *markdown, 
 bool report_first_finding(const diff_report *r, char *buf, size_t n)
 {
     buf[0] = '\0';
-    const diff_rank_result *fr = first_rank(r);
-    const diff_nonfinite *nf = first_nonfinite(r);
+    const compare_result *fr = first_rank(r);
+    const compare_nonfinite *nf = first_nonfinite(r);
     if (r->bad_unrecorded)
         snprintf(buf, n, "BAD recorded nothing: %s", r->bad_unrecorded_what);
     else if (fr)
@@ -861,7 +861,7 @@ void report_count(const diff_report *r, report_counts *c)
     *c = (report_counts){.leaks = r->nleaks, .desyncs = r->ndesyncs, .unrecorded = r->bad_unrecorded,
                          .ranks = r->nranks};
     for (int i = 0; i < r->nranks; i++) {
-        const diff_rank_result *x = &r->ranks[i];
+        const compare_result *x = &r->ranks[i];
         c->divergence += x->first.found;
         c->nonfinite += x->nonfinite.found && !x->nonfinite.in_golden;
         c->structure += x->structure[0] != '\0';
@@ -878,7 +878,7 @@ void report_count(const diff_report *r, report_counts *c)
 const char *report_verdict_name(int verdict) { return verdict_name(verdict, false); }
 const char *report_golden(const diff_report *r) { return r->golden; }
 const char *report_bad(const diff_report *r) { return r->bad; }
-const diff_opts *report_opts(const diff_report *r) { return &r->o; }
+const compare_opts *report_opts(const diff_report *r) { return &r->o; }
 const char *report_html(const diff_report *r) { return r->html; }
 
 int report_argv(const diff_report *r, char ***argv)
@@ -887,10 +887,10 @@ int report_argv(const diff_report *r, char ***argv)
     return r->argc;
 }
 
-const diff_rank_result *report_first_rank(const diff_report *r) { return first_rank(r); }
-const diff_nonfinite *report_first_nonfinite(const diff_report *r) { return first_nonfinite(r); }
+const compare_result *report_first_rank(const diff_report *r) { return first_rank(r); }
+const compare_nonfinite *report_first_nonfinite(const diff_report *r) { return first_nonfinite(r); }
 
-const diff_rank_result *report_ranks(const diff_report *r, int *n)
+const compare_result *report_ranks(const diff_report *r, int *n)
 {
     *n = r->nranks;
     return r->ranks;
@@ -911,8 +911,8 @@ const desync_finding *report_desyncs(const diff_report *r, int *n)
 /* The order of report_first_finding. */
 int64_t report_first_step(const diff_report *r)
 {
-    const diff_rank_result *fr = first_rank(r);
-    const diff_nonfinite *nf = first_nonfinite(r);
+    const compare_result *fr = first_rank(r);
+    const compare_nonfinite *nf = first_nonfinite(r);
     if (r->bad_unrecorded)
         return TFT_STEP_NONE;
     if (fr)
@@ -927,7 +927,7 @@ int64_t report_first_step(const diff_report *r)
                : l->how == LEAK_PEAK ? l->peak_step : l->first_alloc_step;
     }
     for (int i = 0; i < r->nranks; i++) {
-        const diff_rank_result *x = &r->ranks[i];
+        const compare_result *x = &r->ranks[i];
         if (x->bad_ended_early && !x->lost_tail)
             return x->bad_last_step;
     }

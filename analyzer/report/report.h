@@ -8,6 +8,9 @@
 
 #include "detect.h"
 #include "core.h"
+#include "desync.h"
+#include "leak.h"
+#include "compare.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -15,10 +18,10 @@
 
 typedef struct diff_report diff_report;
 
-diff_report *report_new(const char *golden, const char *bad, const diff_opts *o);
+diff_report *report_new(const char *golden, const char *bad, const compare_opts *o);
 void report_free(diff_report *r);
 void report_note(diff_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void report_add_rank(diff_report *r, const diff_rank_result *res);
+void report_add_rank(diff_report *r, const compare_result *res);
 void report_add_leak(diff_report *r, const leak_finding *l);
 void report_add_desync(diff_report *r, const desync_finding *d);
 /* A detector finding (docs/CHECK.md) BAD has and GOLDEN lacks: shown in
@@ -84,7 +87,7 @@ const char *report_verdict_name(int verdict); /* "match", "diverged", "incomplet
 /* Paths as given, and the options' tolerances. */
 const char *report_golden(const diff_report *r);
 const char *report_bad(const diff_report *r);
-const diff_opts *report_opts(const diff_report *r);
+const compare_opts *report_opts(const diff_report *r);
 /* The outputs of report_set_outputs (NULL / 0 when not set). */
 const char *report_html(const diff_report *r);
 int report_argv(const diff_report *r, char ***argv);
@@ -97,9 +100,9 @@ int report_markdown(const diff_report *r, const char *path);
  * of BAD (NULL none), the ranks' results, leaks and desyncs (n of each),
  * and the step of the finding report_first_finding names (TFT_STEP_NONE
  * when it has none). */
-const diff_rank_result *report_first_rank(const diff_report *r);
-const diff_nonfinite *report_first_nonfinite(const diff_report *r);
-const diff_rank_result *report_ranks(const diff_report *r, int *n);
+const compare_result *report_first_rank(const diff_report *r);
+const compare_nonfinite *report_first_nonfinite(const diff_report *r);
+const compare_result *report_ranks(const diff_report *r, int *n);
 const leak_finding *report_leaks(const diff_report *r, int *n);
 const desync_finding *report_desyncs(const diff_report *r, int *n);
 int64_t report_first_step(const diff_report *r);
@@ -108,5 +111,20 @@ int64_t report_first_step(const diff_report *r);
  * ranks and detail (docs/TFDIFF.md): seq, comm_name, members, caused_by
  * (the cause's index in ds[0..nd)), peer, tag. */
 void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i);
+
+/* ---- records lost (report_drops.c) ---- */
+/* " in steps A..B" / " in step A" / " outside steps" / "" (unknown) for
+ * side (0 GOLDEN, 1 BAD) of x, into buf. Returns buf. */
+const char *report_drops_span(const compare_result *x, int side, char *buf, size_t n);
+/* "steps A..B of rank N (BAD) dropped records[; ...]" ("rank N (BAD)
+ * dropped records outside steps") for every rank a side of which dropped
+ * records, into buf ("" when none). Returns buf. */
+const char *report_drops_where(const compare_result *ranks, int nranks, char *buf, size_t n);
+
+/* The world rank whose BAD records were dropped in d's step (or in steps
+ * unknown) among the ranks d blames (and d's peer), for a finding a lost
+ * record can fake: a collective a rank "never entered" (DS_MISSING), a
+ * point-to-point call "never completed" (DS_P2P). -1 when none. */
+int report_drops_explain(const compare_result *ranks, int nranks, const desync_finding *d);
 
 #endif

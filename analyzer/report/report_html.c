@@ -60,8 +60,8 @@ static void add_rank(page *p, int rank)
  * the first non-finite's and the first leak's. */
 static void pick_ranks(page *p)
 {
-    const diff_rank_result *fr = report_first_rank(p->r);
-    const diff_nonfinite *nf = report_first_nonfinite(p->r);
+    const compare_result *fr = report_first_rank(p->r);
+    const compare_nonfinite *nf = report_first_nonfinite(p->r);
     int nl;
     const leak_finding *l = report_leaks(p->r, &nl);
     if (fr)
@@ -83,7 +83,7 @@ static int read_side(page *p, tft_trace *t, int rank, html_series_run **out)
     tft_reader *rd = tft_trace_reader(t, i);
     if (!rd)
         return 0; /* an unreadable file: drawn without it */
-    const diff_rank_result *fr = report_first_rank(p->r);
+    const compare_result *fr = report_first_rank(p->r);
     *out = html_series_run_new(&p->bins, rank, fr ? fr->first.tensor : NULL);
     int e = *out ? html_series_run_read(*out, rd) : -ENOMEM;
     tft_trace_release(t, i);
@@ -196,7 +196,7 @@ static void verdict(FILE *f, const page *p)
     fputs("</p>\n", f);
     report_counts c;
     report_count(p->r, &c);
-    const diff_opts *o = report_opts(p->r);
+    const compare_opts *o = report_opts(p->r);
     fputs("<p class=\"meta\">GOLDEN <code>", f);
     html_text(f, report_golden(p->r));
     fputs("</code>, BAD <code>", f);
@@ -216,7 +216,7 @@ static void verdict(FILE *f, const page *p)
 
 /* ---- first divergence ------------------------------------------------------- */
 
-static void shape_text(const diff_tensor *t, char *b, size_t n)
+static void shape_text(const compare_tensor_side *t, char *b, size_t n)
 {
     size_t k = (size_t)snprintf(b, n, "%s[", tft_dtype_name(t->dtype));
     for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM && k < n; i++)
@@ -233,10 +233,10 @@ static void stat_row(FILE *f, const char *name, double g, double b, const char *
 
 static void first_divergence(FILE *f, const page *p)
 {
-    const diff_rank_result *fr = report_first_rank(p->r);
+    const compare_result *fr = report_first_rank(p->r);
     if (!fr)
         return;
-    const diff_point *d = &fr->first;
+    const compare_point *d = &fr->first;
     char sb[48], gs[96], bs[96];
     section(f, "first-divergence", "First divergence");
     fprintf(f, "<p>Rank %d, %s, seq %lld: <code>", d->rank, core_step_text(d->step, sb, sizeof(sb)),
@@ -286,7 +286,7 @@ static void first_divergence(FILE *f, const page *p)
         }
         fputs("</table>\n", f);
     }
-    const diff_point *o = &fr->origin;
+    const compare_point *o = &fr->origin;
     fputs("<h3>Origin</h3>\n<p class=\"origin\">", f);
     if (o->found && (o->step != d->step || o->seq != d->seq)) {
         fprintf(f, "%s, seq %lld: <code>", core_step_text(o->step, sb, sizeof(sb)), (long long)o->seq);
@@ -398,7 +398,7 @@ static void heatmap(FILE *f, const page *p)
     if (!p->have_bins || !p->ns || !p->s[0].g || !p->s[0].b)
         return;
     const shown *s = &p->s[0];
-    const diff_rank_result *fr = report_first_rank(p->r);
+    const compare_result *fr = report_first_rank(p->r);
     const char *mark_name = fr ? fr->first.tensor : NULL;
     const html_series_name *rows[HEAT_ROWS];
     int nr = 0, mark_row = -1;
@@ -458,7 +458,7 @@ static void heatmap(FILE *f, const page *p)
 
 static void nonfinite(FILE *f, const page *p)
 {
-    const diff_nonfinite *nf = report_first_nonfinite(p->r);
+    const compare_nonfinite *nf = report_first_nonfinite(p->r);
     if (!nf)
         return;
     char sb[48];

@@ -150,7 +150,7 @@ static void write_md(const diff_report *r, FILE *f)
     if (c.unrecorded)
         row(f, "BAD recorded nothing", 1, NULL);
     row(f, "incomplete (reasons)", c.incomplete, NULL);
-    const diff_opts *o = report_opts(r);
+    const compare_opts *o = report_opts(r);
     fprintf(f, "\nCompared %" PRIu64 " tensors on %d rank%s: %" PRIu64 " bit-identical, %" PRIu64
                " within tolerance (rtol %g, atol %g).\n\n",
             c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, o->rtol, o->atol);

@@ -10,6 +10,9 @@
  * GOLDEN (2).
  */
 #include "core.h"
+#include "desync.h"
+#include "leak.h"
+#include "compare.h"
 #include "core_common.h"
 #include "report.h"
 #include "desync_stacks.h"
@@ -73,7 +76,7 @@ static void usage(FILE *f)
 }
 
 typedef struct opts {
-    diff_opts d;
+    compare_opts d;
     int json, quiet, tensors, tol_given;
     int mpi;               /* --mpi: split the rank files over the processes of an MPI job */
     double pad_id;
@@ -86,7 +89,7 @@ typedef struct opts {
     const char *golden, *bad;
 } opts;
 
-static int parse_steps(const char *s, diff_opts *d)
+static int parse_steps(const char *s, compare_opts *d)
 {
     char *end;
     const char *colon = strchr(s, ':');
@@ -143,7 +146,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {"mpi", 0, 0, O_MPI}, {"markdown", 1, 0, O_MARKDOWN}, {"html", 1, 0, O_HTML},
         {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
         {0, 0, 0, 0}};
-    diff_opts dflt = DIFF_OPTS_DEFAULT;
+    compare_opts dflt = COMPARE_OPTS_DEFAULT;
     o->d = dflt;
     o->pad_id = 256;
     int c;
@@ -265,7 +268,7 @@ typedef struct rank_job {
     bool compare;            /* compare gi with bi (compare_rank) */
     bool leaks;              /* leaks of bi (against gi when gi >= 0) */
     bool extract_g, extract_b; /* extracts of gi, bi */
-    diff_rank_result res;
+    compare_result res;
     int err;
     leak_finding *found;        /* leaks to report (malloc'd), nfound of them */
     int nfound;
@@ -374,7 +377,7 @@ static int job_leaks(rank_work *w, rank_job *j, job_tap *t, leak_scratch *sc)
 /* A rank file written with --keep-steps has full records for its last
  * steps only (FORMAT.md §3.6): the comparison starts at the first step both
  * sides have in full, and says so once. */
-static void keep_limit(tft_reader *g, tft_reader *b, diff_opts *o)
+static void keep_limit(tft_reader *g, tft_reader *b, compare_opts *o)
 {
     static atomic_bool noted;
     int64_t fg = TFT_STEP_NONE, fb = TFT_STEP_NONE;
@@ -406,7 +409,7 @@ static int job_pass(rank_work *w, rank_job *j, job_tap *t)
         int e = t->r[0] ? tap_drain(t, 0) : 0;
         return e ? e : t->r[1] ? tap_drain(t, 1) : 0;
     }
-    diff_opts o = w->o->d;
+    compare_opts o = w->o->d;
     o.tap = tap_record;
     o.tap_ctx = t;
     keep_limit(t->r[0], t->r[1], &o);

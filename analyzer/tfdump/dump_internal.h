@@ -12,6 +12,8 @@
 
 #include "detect.h"
 #include "core.h"
+#include "desync.h"
+#include "leak.h"
 #include "desync_stacks.h"
 #include "tft_format.h"
 #include "tft_u64map.h"

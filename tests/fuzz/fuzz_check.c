@@ -15,6 +15,8 @@
  * memory (-rss_limit_mb, -malloc_limit_mb) are libFuzzer's to catch.
  */
 #include "core.h"
+#include "desync.h"
+#include "leak.h"
 #include "dump_internal.h"
 #include "export_internal.h"
 #include "fuzz_trace.h"

@@ -15,6 +15,9 @@
  * arrays given. The rest (crashes, leaks, time, memory) is libFuzzer's.
  */
 #include "core.h"
+#include "desync.h"
+#include "leak.h"
+#include "compare.h"
 #include "report.h"
 #include "compare_tensors.h"
 #include "fuzz_trace.h"
@@ -68,7 +71,7 @@ static void take_file(int i, const char *side)
     FUZZ_CHECK(rename(from, to) == 0, "rename %s", from);
 }
 
-static void compare(const diff_opts *o)
+static void compare(const compare_opts *o)
 {
     tft_reader_opts ro = TFT_READER_OPTS(.log = quiet_log);
     char gp[4096], bp[4096];
@@ -78,7 +81,7 @@ static void compare(const diff_opts *o)
     FUZZ_CHECK(g && b, "a rank file written by tft_writer does not open: %s", strerror(errno));
     diff_report *rep = report_new(gdir, bdir, o);
     FUZZ_CHECK(rep, "report_new");
-    diff_rank_result res;
+    compare_result res;
     int e = compare_rank(g, b, o, &res);
     FUZZ_CHECK(e == 0, "compare_rank: %s", strerror(-e));
     FUZZ_CHECK(!res.first.found || (res.first.kind >= DK_VALUE && res.first.kind <= DK_EXTRA), "kind %d",
@@ -122,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     take_file(1, bdir);
 
     uint8_t opt = data[size - 1];
-    diff_opts o = DIFF_OPTS_DEFAULT;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
     if (opt & 1)
         o.rtol = o.atol = 0;
     if (opt & 2)

@@ -16,6 +16,7 @@
  * tensor, starts late (resume), stops early (with an exit record), etc.
  */
 #include "core.h"
+#include "compare.h"
 #include "tft_format.h"
 #include "tft_test.h"
 
@@ -247,8 +248,8 @@ static const char *write_trace(const char *name, const spec *sp)
 }
 
 /* Runs compare_rank on two specs; returns its rc. */
-static int run_diff(const char *label, const spec *g, const spec *b, const diff_opts *o,
-                    diff_rank_result *out)
+static int run_diff(const char *label, const spec *g, const spec *b, const compare_opts *o,
+                    compare_result *out)
 {
     char gn[96], bn[96];
     snprintf(gn, sizeof gn, "%s-golden", label);
@@ -271,8 +272,8 @@ static int run_diff(const char *label, const spec *g, const spec *b, const diff_
 static void test_identical(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC();
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("identical", &g, &b, &o, &r);
     CHECK(!r.first.found);
     CHECK(!r.origin.found);
@@ -293,8 +294,8 @@ static void test_identical(void)
 static void test_value_at_b(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.mod_name = "B", .mod_step = 2, .mod_kind = MOD_FACTOR, .factor = 1.5);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("value-b", &g, &b, &o, &r);
     CHECK(r.first.found && r.first.step == 2 && strcmp(r.first.tensor, "B") == 0);
     CHECK(r.first.kind == DK_VALUE);
@@ -317,8 +318,8 @@ static void test_value_at_b(void)
 static void test_value_at_a(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.mod_name = "A", .mod_step = 2, .mod_kind = MOD_FACTOR, .factor = 3);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("value-a", &g, &b, &o, &r);
     CHECK(r.first.found && r.first.step == 2 && strcmp(r.first.tensor, "A") == 0);
     CHECK(r.origin.found && r.origin.step == 2 && strcmp(r.origin.tensor, "A") == 0);
@@ -331,9 +332,9 @@ static void test_value_at_a(void)
 static void test_inherited(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.mod_name = "A", .mod_step = 2, .mod_kind = MOD_FACTOR, .factor = 3);
-    diff_opts o = DIFF_OPTS_DEFAULT;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
     o.name_glob = "B";
-    diff_rank_result r;
+    compare_result r;
     run_diff("inherited", &g, &b, &o, &r);
     CHECK(r.first.found && r.first.step == 2 && strcmp(r.first.tensor, "B") == 0);
     CHECK(r.origin.found && r.origin.step == 2 && strcmp(r.origin.tensor, "A") == 0);
@@ -346,8 +347,8 @@ static void test_tolerance(void)
 {
     spec g = STD_SPEC(),
          b = STD_SPEC(.mod_name = "A", .mod_step = 1, .mod_kind = MOD_FACTOR, .factor = 1 + 1e-7);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("tol", &g, &b, &o, &r);
     CHECK(!r.first.found && !r.origin.found);
     CHECKF(r.within_tolerance == 4, "within %llu", (unsigned long long)r.within_tolerance);
@@ -373,8 +374,8 @@ static void test_tolerance(void)
 static void test_shape(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.mod_name = "B", .mod_step = 3, .mod_kind = MOD_SHAPE);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("shape", &g, &b, &o, &r);
     CHECK(r.first.found && r.first.step == 3 && strcmp(r.first.tensor, "B") == 0);
     CHECK(r.first.kind == DK_SHAPE);
@@ -385,8 +386,8 @@ static void test_shape(void)
 static void test_nan(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.mod_name = "C", .mod_step = 1, .mod_kind = MOD_NAN);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("nan", &g, &b, &o, &r);
     CHECK(r.first.found && r.first.step == 1 && strcmp(r.first.tensor, "C") == 0);
     CHECK(r.first.kind == DK_NONFINITE);
@@ -404,8 +405,8 @@ static void test_nan(void)
 static void test_extra(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.extra_after = "A", .extra_step = 1);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("extra", &g, &b, &o, &r);
     CHECK(r.inserted == 1 && r.deleted == 0);
     CHECKF(strstr(r.structure, "step 1") && strstr(r.structure, "extra tensor A.extra after A"),
@@ -440,8 +441,8 @@ static void test_extra(void)
 static void test_resumed(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.first_step = 3);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("resumed", &g, &b, &o, &r);
     CHECK(r.golden_first_step == 0 && r.bad_first_step == 3);
     CHECK(r.common_first_step == 3 && r.common_last_step == 5);
@@ -451,7 +452,7 @@ static void test_resumed(void)
     CHECK(!r.bad_ended_early);
 
     /* without the parameter record: nothing differs */
-    diff_opts o2 = DIFF_OPTS_DEFAULT;
+    compare_opts o2 = COMPARE_OPTS_DEFAULT;
     o2.name_glob = "[!w]*";
     run_diff("resumed2", &g, &b, &o2, &r);
     CHECK(!r.first.found && r.structure[0] == 0 && r.compared == 3 * TENSORS_PER_STEP);
@@ -461,8 +462,8 @@ static void test_resumed(void)
 static void test_ended_early(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.last_step = 3, .exit_rec = true, .exit_code = 3);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("early", &g, &b, &o, &r);
     CHECK(r.bad_ended_early && r.bad_last_step == 3 && r.golden_last_step == 5);
     CHECK(r.common_first_step == 0 && r.common_last_step == 3);
@@ -495,8 +496,8 @@ static void test_ended_early(void)
  * loss happened is not a divergence; a value difference elsewhere still is. */
 static void test_dropped(void)
 {
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     spec g = STD_SPEC(), b = STD_SPEC(.lose_name = "B", .lose_step = 3);
     run_diff("lost", &g, &b, &o, &r);
     CHECK(r.bad_dropped == 2 && r.golden_dropped == 0);
@@ -519,8 +520,8 @@ static void test_filters(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.mod_name = "A", .mod_step = 1, .mod_kind = MOD_FACTOR, .factor = 2,
                                       .mod2_name = "A", .mod2_step = 4);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("range-all", &g, &b, &o, &r);
     CHECK(r.first.found && r.first.step == 1);
     o.step_lo = 3;
@@ -532,7 +533,7 @@ static void test_filters(void)
     run_diff("range-0", &g, &b, &o, &r);
     CHECK(!r.first.found && r.compared == TENSORS_PER_STEP + 1);
 
-    diff_opts o2 = DIFF_OPTS_DEFAULT;
+    compare_opts o2 = COMPARE_OPTS_DEFAULT;
     o2.name_glob = "lo*";
     run_diff("glob", &g, &b, &o2, &r);
     CHECK(r.first.found && r.first.step == 1 && strcmp(r.first.tensor, "loss") == 0);
@@ -547,8 +548,8 @@ static void test_filters(void)
 static void test_collectives(void)
 {
     spec g = STD_SPEC(.coll = true, .coll_value = 1), b = STD_SPEC(.coll = true, .coll_value = 2);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("coll", &g, &b, &o, &r);
     CHECK(!r.first.found && r.compared == 6 * TENSORS_PER_STEP + 1);
     o.collectives = true;
@@ -560,8 +561,8 @@ static void test_collectives(void)
 static void test_models(void)
 {
     spec g = STD_SPEC(), b = STD_SPEC(.wide = true);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("models", &g, &b, &o, &r);
     CHECK(r.first.found && r.first.kind == DK_SHAPE && r.first.step == 0);
     CHECK(strcmp(r.first.tensor, "wte") == 0);
@@ -573,8 +574,8 @@ static void test_odd(void)
 {
     spec g = STD_SPEC(.odd = true), b = STD_SPEC(.odd = true, .mod_name = "C", .mod_step = 2,
                                                  .mod_kind = MOD_FACTOR, .factor = 2);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("odd", &g, &b, &o, &r);
     CHECK(r.first.found && strcmp(r.first.tensor, "C") == 0 && r.first.step == 2);
     CHECK(r.compared == 6 * TENSORS_PER_STEP + 1 + 6);
@@ -592,8 +593,8 @@ static void test_odd(void)
 static void test_no_common(void)
 {
     spec g = STD_SPEC(.last_step = 2), b = STD_SPEC(.first_step = 4, .last_step = 5);
-    diff_opts o = DIFF_OPTS_DEFAULT;
-    diff_rank_result r;
+    compare_opts o = COMPARE_OPTS_DEFAULT;
+    compare_result r;
     run_diff("nocommon", &g, &b, &o, &r);
     CHECK(r.common_first_step == TFT_STEP_NONE && !r.first.found);
     CHECKF(strstr(r.structure, "no steps in common"), "structure: %s", r.structure);

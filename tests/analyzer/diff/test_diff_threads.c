@@ -15,6 +15,7 @@
  * worker is one insertion. Everything is deterministic (seeded).
  */
 #include "core.h"
+#include "compare.h"
 #include "tft_format.h"
 #include "tft_test.h"
 
@@ -262,7 +263,7 @@ static const char *write_trace(const char *label, const spec *sp)
     return path;
 }
 
-static int run_diff(const char *label, const spec *g, const spec *b, const diff_opts *o, diff_rank_result *out)
+static int run_diff(const char *label, const spec *g, const spec *b, const compare_opts *o, compare_result *out)
 {
     char gn[96], bn[96];
     snprintf(gn, sizeof gn, "%s-golden", label);
@@ -281,7 +282,7 @@ static int run_diff(const char *label, const spec *g, const spec *b, const diff_
 
 #define SPEC(...) ((spec){.workers = 4, .steps = 6, .plant_w = -1, .plant_s = -1, .extra_w = -1, .extra_s = -1, __VA_ARGS__})
 
-static const diff_opts defaults = DIFF_OPTS_DEFAULT;
+static const compare_opts defaults = COMPARE_OPTS_DEFAULT;
 
 /* Golden vs golden with other interleavings: no divergence, nothing extra. */
 static void test_match(spec base, const char *label)
@@ -290,7 +291,7 @@ static void test_match(spec base, const char *label)
         spec g = base, b = base;
         g.seed = 1;
         b.seed = seed;
-        diff_rank_result r;
+        compare_result r;
         if (run_diff(label, &g, &b, &defaults, &r))
             continue;
         int per_step = base.workers * 3 + 1;
@@ -313,7 +314,7 @@ static void test_plant(spec base, const char *label)
         b.seed = seed;
         b.plant_w = 3;
         b.plant_s = 2;
-        diff_rank_result r;
+        compare_result r;
         if (run_diff(label, &g, &b, &defaults, &r))
             continue;
         const char *want = base.same_names ? "x" : "w3.x";
@@ -342,7 +343,7 @@ static void test_extra(spec base, const char *label)
     b.seed = 5;
     b.extra_w = 2;
     b.extra_s = 3;
-    diff_rank_result r;
+    compare_result r;
     if (run_diff(label, &g, &b, &defaults, &r))
         return;
     const char *want = base.same_names ? "extra" : "w2.extra";

@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include "core.h"
+#include "desync.h"
+#include "leak.h"
 #include "tft_test.h"
 
 #include <stdbool.h>

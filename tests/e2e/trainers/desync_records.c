@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "core.h"
+#include "desync.h"
 #include "tft_test.h"
 
 #include <stdbool.h>

@@ -1,0 +1,103 @@
+/*
+ * compare.h — GOLDEN vs BAD, one rank at a time: alignment of the two op
+ * and tensor streams by (step, name, occurrence), the first divergence,
+ * its origin and the first non-finite (compare_align.c, compare_threads.c).
+ * Nothing here prints.
+ */
+#ifndef TFT_COMPARE_H
+#define TFT_COMPARE_H
+
+#include "core.h"
+
+/* Kinds of a divergence ("kind" in the JSON schema). */
+enum compare_kind { DK_VALUE = 0, DK_SHAPE, DK_DTYPE, DK_NONFINITE, DK_MISSING, DK_EXTRA };
+const char *compare_kind_name(int kind);
+
+typedef struct compare_opts {
+    double rtol, atol;        /* statistics tolerance: |g-b| <= atol + rtol*max(|g|,|b|,scale) */
+    int64_t step_lo, step_hi; /* inclusive step range compared (INT64_MIN/INT64_MAX = all) */
+    const char *name_glob;    /* only tensors whose name matches (fnmatch), NULL = all */
+    bool collectives;         /* also compare collective result tensors (default: skip, names MPI_* / nccl*) */
+    /* called after each step of a rank (from the thread comparing it), NULL = none */
+    void (*progress)(void *ctx, int rank, int64_t step);
+    void *progress_ctx;
+    /* called with every record compare_rank reads, side 0 GOLDEN and 1 BAD, in
+     * file order from the readers' positions to their ends (so that other
+     * analyses share the one pass); a negative result ends compare_rank with
+     * it. NULL = none */
+    int (*tap)(void *ctx, int side, const tft_rec *rec);
+    void *tap_ctx;
+} compare_opts;
+#define COMPARE_OPTS_DEFAULT { .rtol = 1e-4, .atol = 1e-6, .step_lo = INT64_MIN, .step_hi = INT64_MAX }
+
+/* One side of a tensor comparison. */
+typedef struct compare_tensor_side {
+    bool present;
+    int64_t step, seq;
+    char name[96];
+    char op[96];              /* the op that produced it */
+    int dtype, ndim;
+    int64_t shape[TFT_MAX_NDIM];
+    int mode;
+    tft_stats stats;
+} compare_tensor_side;
+
+typedef struct compare_point {
+    bool found;
+    int rank;
+    int64_t step, seq;        /* BAD's step and seq */
+    char tensor[96], op[96];
+    int kind;                 /* enum compare_kind */
+    int thread;               /* BAD's recording thread (its number in the process), -1 unknown */
+    bool leaf;                /* its op records no inputs (data, parameters, a GEMM's operands) */
+    compare_tensor_side golden, bad;
+    char stat[32];            /* for DK_VALUE: the statistic most out of tolerance ("mean") */
+} compare_point;
+
+typedef struct compare_nonfinite {
+    bool found;
+    int rank;
+    int64_t step, seq;
+    char tensor[96], op[96];
+    bool in_golden;           /* GOLDEN has a non-finite at the same aligned tensor */
+} compare_nonfinite;
+
+/* Result of comparing one rank. */
+typedef struct compare_result {
+    int rank;
+    compare_point first;         /* first divergence in program order */
+    compare_point origin;        /* first op whose recorded inputs match but outputs do not */
+    compare_nonfinite nonfinite; /* first non-finite (NaN or +-Inf count > 0) tensor in BAD */
+    compare_tensor_side context_g[4], context_b[4]; /* the aligned tensors just before first (oldest first) */
+    int n_context;
+    uint64_t compared;        /* tensor pairs compared */
+    uint64_t identical;       /* equal fingerprints */
+    uint64_t within_tolerance;/* bitwise different but within tolerance */
+    int64_t golden_first_step, golden_last_step, bad_first_step, bad_last_step;
+    int64_t common_first_step, common_last_step; /* the steps both have */
+    bool bad_ended_early;     /* BAD's last step < GOLDEN's */
+    bool lost_tail;           /* ... but BAD dropped records and exited as GOLDEN did: its last
+                               * steps were lost, not skipped (not a finding) */
+    bool bad_exit_known;
+    int bad_exit_code, bad_exit_signal;
+    bool golden_exit_known;
+    int golden_exit_code, golden_exit_signal;
+    bool exit_differs;        /* BAD ended otherwise than GOLDEN (a signal, another code; or a
+                               * non-zero one where GOLDEN's is unknown): a finding */
+    uint64_t inserted, deleted; /* structural: tensors only in BAD / only in GOLDEN, reported once each run */
+    int threads;              /* threads that recorded ops or tensors in BAD (0: a file naming none) */
+    uint64_t golden_dropped, bad_dropped; /* records the recorder lost (chunk headers' counts) */
+    int64_t drop_steps[2][2]; /* [GOLDEN, BAD]: first and last step of those (core_drops.c), TFT_STEP_NONE none */
+    bool drop_steps_known[2]; /* false: a side's DROPPED records name no steps (a trace before 1.4) */
+    uint64_t unverified;      /* differences not judged: a side dropped records and the step's
+                               * tensors of that name differ in number (which is which is unknown) */
+    uint64_t golden_records, bad_records; /* records of substance read (no process/thread/sync/dropped) */
+    char structure[256];      /* first structural difference, "" when none */
+} compare_result;
+
+/* Compares rank reader g (GOLDEN) with b (BAD). Returns 0 or a negative
+ * errno (I/O); damaged chunks are skipped by the reader (callers check its
+ * status). */
+int compare_rank(tft_reader *g, tft_reader *b, const compare_opts *o, compare_result *out);
+
+#endif
