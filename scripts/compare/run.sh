@@ -4,6 +4,10 @@
 # collect.sh) and writes, per command, its exit status and the sha256 of its
 # stdout, its stderr and any file it wrote, one line each, into OUT/results
 # (OUT/outputs keeps the outputs themselves for reading a difference).
+# CMP_ONLY="check diff-json ..." runs only the commands it names (the last
+# word of a results line: dump dump-json events events-json verify check
+# check-json html chrome perfetto captures extract self-diff self-diff-json
+# python; pairs: diff diff-json diff-md diff-html diff-junit).
 # Two runs compare with `diff OUT1/results OUT2/results`.
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: run.sh SRC BUILD TRACES OUT" >&2; exit 2; }
@@ -17,9 +21,11 @@ py=${TFT_TORCH_PYTHON:-$HOME/.cache/tftrace/venv-torch/bin/python}
 export CMP_PY=$py
 [ -x "$TFDUMP" ] && [ -x "$TFDIFF" ] && [ -f "$TFT_LIB" ] || { echo "run.sh: tools not found in $build" >&2; exit 2; }
 
-# one(ID, FILE-OR-EMPTY, CMD...): runs CMD in a fresh work dir, records rc and hashes
+# one(ID, FILE-OR-EMPTY, CMD...): runs CMD in a fresh work dir, records rc and hashes;
+# with CMP_ONLY set (e.g. "check check-json diff"), only the commands it names
 one() {
   local id=$1 file=$2; shift 2
+  if [ -n "${CMP_ONLY:-}" ]; then case " $CMP_ONLY " in *" ${id##* } "*) ;; *) return 0 ;; esac; fi
   local w; w=$(mktemp -d /tmp/cmp-work.XXXXXX)
   local rc=0
   # the work dir's name differs from run to run: commands see it as ./
@@ -29,7 +35,7 @@ one() {
     if [ -e "$w/$file" ]; then line+=" file=$(find "$w/$file" -type f -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-16)"
     else line+=" file=none"; fi
   fi
-  local keep="$out/outputs/$(printf '%s' "$id" | tr '/ ' '__')"
+  local keep="$CMP_OUT/outputs/$(printf '%s' "$id" | tr '/ ' '__')"
   mkdir -p "$keep"; head -c 4000000 "$w/stdout" >"$keep/stdout"; head -c 1000000 "$w/stderr" >"$keep/stderr"
   [ -n "$file" ] && [ -f "$w/$file" ] && head -c 4000000 "$w/$file" >"$keep/file"
   /bin/rm -rf "$w"
