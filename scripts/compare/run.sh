@@ -4,7 +4,7 @@
 # collect.sh) and writes, per command, its exit status and the sha256 of its
 # stdout, its stderr and any file it wrote, one line each, into OUT/results
 # (OUT/outputs keeps the outputs themselves for reading a difference).
-# CMP_ONLY="check diff-json ..." runs only the commands it names (the last
+# CMP_ONLY="check diff-json ..." runs only the commands it names (the second
 # word of a results line: dump dump-json events events-json verify check
 # check-json html chrome perfetto captures extract self-diff self-diff-json
 # python; pairs: diff diff-json diff-md diff-html diff-junit).
