@@ -137,34 +137,6 @@ static bool rank_selected(const ex_sel *s, int rank)
     return !s->ranks || bsearch(&rank, s->ranks, (size_t)s->nranks, sizeof(int), cmp_int);
 }
 
-/* The string ids a record names (FORMAT.md §5), at most 4. */
-static int string_refs(const tft_rec *rec, uint64_t ids[4])
-{
-    switch (rec->kind) {
-    case TFT_REC_OP:
-        ids[0] = ((const tft_rec_op *)rec)->name;
-        ids[1] = ((const tft_rec_op *)rec)->scope;
-        return 2;
-    case TFT_REC_CHECKPOINT:
-        ids[0] = ((const tft_rec_checkpoint *)rec)->path;
-        ids[1] = ((const tft_rec_checkpoint *)rec)->recipe;
-        return 2;
-    case TFT_REC_TENSOR: ids[0] = ((const tft_rec_tensor *)rec)->name; return 1;
-    case TFT_REC_CAPTURE: ids[0] = ((const tft_rec_capture *)rec)->name; return 1;
-    case TFT_REC_ALLOC: ids[0] = ((const tft_rec_alloc *)rec)->site; return 1;
-    case TFT_REC_COLLECTIVE: ids[0] = ((const tft_rec_collective *)rec)->name; return 1;
-    case TFT_REC_KERNEL: ids[0] = ((const tft_rec_kernel *)rec)->name; return 1;
-    case TFT_REC_THREAD: ids[0] = ((const tft_rec_thread *)rec)->name; return 1;
-    case TFT_REC_COMM: ids[0] = ((const tft_rec_comm *)rec)->name; return 1;
-    case TFT_REC_STACK: {
-        const tft_rec_stack *s = (const tft_rec_stack *)rec;
-        ids[0] = s->comm, ids[1] = s->summary, ids[2] = s->frames, ids[3] = s->note;
-        return 4;
-    }
-    default: return 0;
-    }
-}
-
 /* Whether a DROPPED record speaks of the window: its lost records' steps
  * meet lo..hi, lie outside steps, or are unknown (a record before 1.4). */
 static bool dropped_kept(const tft_rec *rec, int64_t lo, int64_t hi)
@@ -181,7 +153,8 @@ static bool rec_kept(const tft_rec *rec, int64_t lo, int64_t hi)
 {
     if (rec->kind == TFT_REC_DROPPED)
         return dropped_kept(rec, lo, hi);
-    if (rec->kind == TFT_REC_COMM || rec->step == TFT_STEP_NONE)
+    const tft_rec_kind_info *k = tft_rec_kind(rec->kind);
+    if ((k && (k->flags & TFT_KIND_RUN_LONG)) || rec->step == TFT_STEP_NONE)
         return true;
     if (rec->kind == TFT_REC_PROCESS && rec->len >= sizeof(tft_rec_process) &&
         ((const tft_rec_process *)rec)->event != TFT_PROC_RSS)
@@ -224,7 +197,7 @@ static void log_stderr(void *ctx, int level, const char *msg)
 static int copy_strings(tft_writer *w, const tft_reader *r, const tft_rec *rec)
 {
     uint64_t ids[4];
-    int n = string_refs(rec, ids);
+    int n = tft_rec_string_ids(rec, ids);
     for (int k = 0; k < n; k++) {
         const char *s = ids[k] ? tft_reader_string(r, ids[k]) : NULL;
         if (s && !tft_writer_string(w, s, strlen(s)) && strlen(s) <= TFT_STRING_MAX)

@@ -26,24 +26,17 @@ const char *dump_rec_string(const tft_reader *r, uint64_t id, char buf[18])
 
 const char *dump_rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
 {
-    switch (rec->kind) {
-    case TFT_REC_OP: return dump_rec_string(r, ((const tft_rec_op *)rec)->name, buf);
-    case TFT_REC_TENSOR: return dump_rec_string(r, ((const tft_rec_tensor *)rec)->name, buf);
-    case TFT_REC_ALLOC: return dump_rec_string(r, ((const tft_rec_alloc *)rec)->site, buf);
-    case TFT_REC_COLLECTIVE: return dump_rec_string(r, ((const tft_rec_collective *)rec)->name, buf);
-    case TFT_REC_KERNEL: return dump_rec_string(r, ((const tft_rec_kernel *)rec)->name, buf);
-    case TFT_REC_CHECKPOINT: return dump_rec_string(r, ((const tft_rec_checkpoint *)rec)->path, buf);
-    case TFT_REC_CAPTURE: return dump_rec_string(r, ((const tft_rec_capture *)rec)->name, buf);
-    case TFT_REC_THREAD: return dump_rec_string(r, ((const tft_rec_thread *)rec)->name, buf);
-    case TFT_REC_COMM: return dump_rec_string(r, ((const tft_rec_comm *)rec)->name, buf);
-    case TFT_REC_STACK: return dump_rec_string(r, ((const tft_rec_stack *)rec)->summary, buf);
-    default: return NULL;
-    }
+    const tft_rec_kind_info *k = tft_rec_kind(rec->kind);
+    if (!k || k->label < 0)
+        return NULL;
+    uint64_t ids[TFT_REC_STRINGS];
+    tft_rec_string_ids(rec, ids);
+    return dump_rec_string(r, ids[k->label], buf);
 }
 
 const char *dump_rec_kind_label(uint16_t kind, char buf[24])
 {
-    if (kind != TFT_REC_STRING && tft_rec_min_size(kind) != 0)
+    if (kind != TFT_REC_STRING && tft_rec_kind(kind))
         return tft_rec_kind_name(kind);
     snprintf(buf, 24, "unknown(%u)", (unsigned)kind);
     return buf;

@@ -377,6 +377,47 @@ static inline int32_t tft_rec_coll_tag(const tft_rec_collective *c)
     return c->h.len >= sizeof(tft_rec_collective) ? c->tag : TFT_TAG_NONE;
 }
 
+/* What a record kind is to the tools: one row per kind in the format
+ * library (formats/src/record.c), read by the reader, the writer, the
+ * analyzers and the Python package, so that a new kind is described in one
+ * place (docs/CONTRIBUTING.md, "a new record kind").
+ *
+ * flags:
+ *   TFT_KIND_SUBSTANCE  what the program did (an op, a tensor, an
+ *                       allocation, a collective, ...), as opposed to the
+ *                       recorder's bookkeeping (threads, watermarks, drops,
+ *                       process events, stacks, clocks): tfdiff counts
+ *                       records of substance to tell a side that recorded
+ *                       nothing.
+ *   TFT_KIND_RUN_LONG   describes the run rather than a step (a
+ *                       communicator): an extract keeps it whatever its
+ *                       window of steps.
+ * strings: the record's string ids (uint64 fields naming interned strings,
+ * 0 = none), at most TFT_REC_STRINGS, by offset from the record's start and
+ * field name; label is the index of the one that names the record in a
+ * listing (tfdump --events), -1 when none does.
+ *
+ * The struct only grows at the end; the library owns the rows. */
+#define TFT_KIND_SUBSTANCE 0x1u
+#define TFT_KIND_RUN_LONG 0x2u
+#define TFT_REC_STRINGS 4
+typedef struct tft_rec_kind_info {
+    const char *name;          /* "tensor" */
+    uint32_t min_size;         /* fixed part in bytes: a shorter record is damaged */
+    uint32_t flags;            /* TFT_KIND_* */
+    int32_t n_strings;         /* string id fields, 0..TFT_REC_STRINGS */
+    int32_t label;             /* the string naming the record, -1 none */
+    uint32_t string_offset[TFT_REC_STRINGS];
+    const char *string_field[TFT_REC_STRINGS];
+} tft_rec_kind_info;
+
+/* The row of kind, NULL for a kind this library does not know (a newer
+ * minor version's: skipped by length). */
+TFT_API const tft_rec_kind_info *tft_rec_kind(uint16_t kind);
+/* The string ids rec names (its kind's strings, read at their offsets),
+ * into ids; returns how many (0 for an unknown kind). rec must be at least
+ * its kind's min_size long (tft_rec_check). */
+TFT_API int tft_rec_string_ids(const tft_rec *rec, uint64_t ids[TFT_REC_STRINGS]);
 /* Fixed size of a record kind (without variable tail), 0 if unknown. */
 TFT_API size_t tft_rec_min_size(uint16_t kind);
 /* Structural check of one record: length, alignment, counts vs length.

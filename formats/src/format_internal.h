@@ -124,8 +124,6 @@ _Static_assert(sizeof(tft_rec_collective) % 8 == 0, "collective record aligned")
 _Static_assert(sizeof(tft_rec_kernel) % 8 == 0, "kernel record aligned");
 
 uint32_t fmt_checksum32(const void *p, size_t n);
-/* Collects the string ids a record refers to; returns how many (<= 4). */
-int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4]);
 /* Reads exactly n bytes at off; returns 0, -EIO or -ENODATA at end of file. */
 int fmt_pread_full(int fd, void *buf, size_t n, uint64_t off);
 /* Writes all bytes; returns 0 or negative errno. */

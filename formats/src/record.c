@@ -1,47 +1,77 @@
 /*
- * record.c — record kinds: sizes, structural checks, names, string refs;
+ * record.c — record kinds: the table of what each kind is (tft_rec_kind),
+ * structural checks, names;
  * plus the small I/O and string-map helpers of the format library.
  */
 #include "format_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-static const struct {
-    const char *name;
-    size_t size; /* fixed part */
-} kinds[TFT_REC_KIND_MAX] = {
-    [TFT_REC_STRING] = {"string", sizeof(tft_rec_string)},
-    [TFT_REC_STEP] = {"step", sizeof(tft_rec_step)},
-    [TFT_REC_OP] = {"op", sizeof(tft_rec_op)},
-    [TFT_REC_TENSOR] = {"tensor", sizeof(tft_rec_tensor)},
-    [TFT_REC_ALLOC] = {"alloc", sizeof(tft_rec_alloc)},
-    [TFT_REC_FREE] = {"free", sizeof(tft_rec_free)},
-    [TFT_REC_COLLECTIVE] = {"collective", TFT_REC_COLLECTIVE_MIN_BYTES}, /* 1.0/1.1 length; tag since 1.2 */
-    [TFT_REC_KERNEL] = {"kernel", sizeof(tft_rec_kernel)},
-    [TFT_REC_CHECKPOINT] = {"checkpoint", sizeof(tft_rec_checkpoint)},
-    [TFT_REC_PROCESS] = {"process", sizeof(tft_rec_process)},
-    [TFT_REC_DROPPED] = {"dropped", TFT_REC_DROPPED_MIN_BYTES}, /* 1.0-1.3 length; kinds, steps since 1.4 */
-    [TFT_REC_CAPTURE] = {"capture", sizeof(tft_rec_capture)},
-    [TFT_REC_THREAD] = {"thread", sizeof(tft_rec_thread)},
-    [TFT_REC_SYNC] = {"sync", sizeof(tft_rec_sync)},
-    [TFT_REC_COMM] = {"comm", sizeof(tft_rec_comm)},
-    [TFT_REC_STACK] = {"stack", sizeof(tft_rec_stack)},
-    [TFT_REC_CLOCK] = {"clock", sizeof(tft_rec_clock)},
+/* One row per record kind (tft_format.h, tft_rec_kind_info). A new kind
+ * is a struct in tft_format.h and a row here; docs/CONTRIBUTING.md lists
+ * the few other places that show it. */
+#define STR(type, field) {offsetof(type, field)}, {#field}
+#define STR2(type, a, b) {offsetof(type, a), offsetof(type, b)}, {#a, #b}
+#define STR4(type, a, b, c, d) \
+    {offsetof(type, a), offsetof(type, b), offsetof(type, c), offsetof(type, d)}, {#a, #b, #c, #d}
+#define SUB TFT_KIND_SUBSTANCE
+static const tft_rec_kind_info kinds[TFT_REC_KIND_MAX] = {
+    [TFT_REC_STRING] = {"string", sizeof(tft_rec_string), 0, 0, -1, {0}, {0}},
+    [TFT_REC_STEP] = {"step", sizeof(tft_rec_step), SUB, 0, -1, {0}, {0}},
+    [TFT_REC_OP] = {"op", sizeof(tft_rec_op), SUB, 2, 0, STR2(tft_rec_op, name, scope)},
+    [TFT_REC_TENSOR] = {"tensor", sizeof(tft_rec_tensor), SUB, 1, 0, STR(tft_rec_tensor, name)},
+    [TFT_REC_ALLOC] = {"alloc", sizeof(tft_rec_alloc), SUB, 1, 0, STR(tft_rec_alloc, site)},
+    [TFT_REC_FREE] = {"free", sizeof(tft_rec_free), SUB, 0, -1, {0}, {0}},
+    /* the 1.0/1.1 length; the tag since 1.2 */
+    [TFT_REC_COLLECTIVE] = {"collective", TFT_REC_COLLECTIVE_MIN_BYTES, SUB, 1, 0, STR(tft_rec_collective, name)},
+    [TFT_REC_KERNEL] = {"kernel", sizeof(tft_rec_kernel), SUB, 1, 0, STR(tft_rec_kernel, name)},
+    [TFT_REC_CHECKPOINT] = {"checkpoint", sizeof(tft_rec_checkpoint), SUB, 2, 0,
+                            STR2(tft_rec_checkpoint, path, recipe)},
+    [TFT_REC_PROCESS] = {"process", sizeof(tft_rec_process), 0, 0, -1, {0}, {0}},
+    /* the 1.0-1.3 length; kinds and steps since 1.4 */
+    [TFT_REC_DROPPED] = {"dropped", TFT_REC_DROPPED_MIN_BYTES, 0, 0, -1, {0}, {0}},
+    [TFT_REC_CAPTURE] = {"capture", sizeof(tft_rec_capture), SUB, 1, 0, STR(tft_rec_capture, name)},
+    [TFT_REC_THREAD] = {"thread", sizeof(tft_rec_thread), 0, 1, 0, STR(tft_rec_thread, name)},
+    [TFT_REC_SYNC] = {"sync", sizeof(tft_rec_sync), 0, 0, -1, {0}, {0}},
+    [TFT_REC_COMM] = {"comm", sizeof(tft_rec_comm), SUB | TFT_KIND_RUN_LONG, 1, 0, STR(tft_rec_comm, name)},
+    [TFT_REC_STACK] = {"stack", sizeof(tft_rec_stack), 0, 4, 1, STR4(tft_rec_stack, comm, summary, frames, note)},
+    [TFT_REC_CLOCK] = {"clock", sizeof(tft_rec_clock), 0, 0, -1, {0}, {0}},
 };
+#undef STR
+#undef STR2
+#undef STR4
+#undef SUB
+
+const tft_rec_kind_info *tft_rec_kind(uint16_t kind)
+{
+    return kind < TFT_REC_KIND_MAX && kinds[kind].name ? &kinds[kind] : NULL;
+}
+
+int tft_rec_string_ids(const tft_rec *rec, uint64_t ids[TFT_REC_STRINGS])
+{
+    const tft_rec_kind_info *k = tft_rec_kind(rec->kind);
+    int n = k ? k->n_strings : 0;
+    for (int i = 0; i < n; i++)
+        memcpy(&ids[i], (const char *)rec + k->string_offset[i], sizeof(ids[i]));
+    return n;
+}
 
 size_t tft_rec_min_size(uint16_t kind)
 {
-    return kind < TFT_REC_KIND_MAX ? kinds[kind].size : 0;
+    const tft_rec_kind_info *k = tft_rec_kind(kind);
+    return k ? k->min_size : 0;
 }
 
 const char *tft_rec_kind_name(uint16_t kind)
 {
-    return (kind < TFT_REC_KIND_MAX && kinds[kind].name) ? kinds[kind].name : "?";
+    const tft_rec_kind_info *k = tft_rec_kind(kind);
+    return k ? k->name : "?";
 }
 
 /* Checks one record's framing and its kind's counts against its length.
@@ -87,36 +117,6 @@ int tft_rec_check(const tft_rec *rec, size_t avail)
     default:
         return 0;
     }
-}
-
-int fmt_rec_string_refs(const tft_rec *rec, uint64_t ids[4])
-{
-    int n = 0;
-    switch (rec->kind) {
-    case TFT_REC_OP:
-        ids[n++] = ((const tft_rec_op *)rec)->name;
-        ids[n++] = ((const tft_rec_op *)rec)->scope;
-        break;
-    case TFT_REC_TENSOR: ids[n++] = ((const tft_rec_tensor *)rec)->name; break;
-    case TFT_REC_CAPTURE: ids[n++] = ((const tft_rec_capture *)rec)->name; break;
-    case TFT_REC_ALLOC: ids[n++] = ((const tft_rec_alloc *)rec)->site; break;
-    case TFT_REC_COLLECTIVE: ids[n++] = ((const tft_rec_collective *)rec)->name; break;
-    case TFT_REC_KERNEL: ids[n++] = ((const tft_rec_kernel *)rec)->name; break;
-    case TFT_REC_THREAD: ids[n++] = ((const tft_rec_thread *)rec)->name; break;
-    case TFT_REC_COMM: ids[n++] = ((const tft_rec_comm *)rec)->name; break;
-    case TFT_REC_STACK:
-        ids[n++] = ((const tft_rec_stack *)rec)->comm;
-        ids[n++] = ((const tft_rec_stack *)rec)->summary;
-        ids[n++] = ((const tft_rec_stack *)rec)->frames;
-        ids[n++] = ((const tft_rec_stack *)rec)->note;
-        break;
-    case TFT_REC_CHECKPOINT:
-        ids[n++] = ((const tft_rec_checkpoint *)rec)->path;
-        ids[n++] = ((const tft_rec_checkpoint *)rec)->recipe;
-        break;
-    default: break;
-    }
-    return n;
 }
 
 const char *tft_op_kind_name(int kind)

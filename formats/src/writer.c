@@ -702,7 +702,7 @@ int tft_writer_append(tft_writer *w, const tft_rec *rec)
 static int append_one(tft_writer *w, const tft_rec *rec)
 {
     uint64_t ids[4];
-    int n = fmt_rec_string_refs(rec, ids);
+    int n = tft_rec_string_ids(rec, ids);
     for (int i = 0; i < n; i++)
         if (need_string(w, ids[i]) < 0)
             return -ENOMEM;

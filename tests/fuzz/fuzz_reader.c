@@ -504,7 +504,7 @@ static void check_record(tft_reader *r, const tft_rec *rec)
                rec->kind, rec->len);
     FUZZ_CHECK(rec->kind != TFT_REC_STRING, "STRING record returned");
     uint64_t ids[4];
-    int n = fmt_rec_string_refs(rec, ids);
+    int n = tft_rec_string_ids(rec, ids);
     for (int i = 0; i < n; i++) {
         const char *s = tft_reader_string(r, ids[i]);
         if (s)
@@ -755,7 +755,7 @@ static unsigned rt_record(rt_input *in, char *buf, const rt_string *str, int nst
 static void rt_check_strings(tft_reader *r, const tft_rec *rec, const rt_string *str, int nstr)
 {
     uint64_t ids[4];
-    int n = fmt_rec_string_refs(rec, ids);
+    int n = tft_rec_string_ids(rec, ids);
     for (int i = 0; i < n; i++)
         for (int k = 0; k < nstr; k++) {
             if (str[k].id != ids[i])
