@@ -146,7 +146,7 @@ static float h16_value(const void *raw, int h16, size_t i)
 {
     uint16_t h;
     memcpy(&h, (const unsigned char *)raw + 2 * i, 2);
-    return h16 == TFT_BF16 ? tft_bf16_to_f32(h) : tft_f16_to_f32(h);
+    return h16 == TFT_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
 /* The fast FULL path for float data (f32, i32/i64 converted, or raw f16/bf16
@@ -323,10 +323,10 @@ static const void *block_elements(const struct stats_kernels *kk, int dtype,
         kk->dec_bf16(b, n, buf->f);
         return buf->f;
     case TFT_F8E4M3:
-        tft_f8e4m3_to_f32_n(b, buf->f, n);
+        f8e4m3_to_f32_n(b, buf->f, n);
         return buf->f;
     case TFT_F8E5M2:
-        tft_f8e5m2_to_f32_n(b, buf->f, n);
+        f8e5m2_to_f32_n(b, buf->f, n);
         return buf->f;
     default:
         block_dec_int(dtype, b, n, buf->d);

@@ -8,66 +8,15 @@
 #include <string.h>
 
 #include "stats_internal.h"
+#include "stats_scalar_internal.h"
 
-static inline uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+float tft_f16_to_f32(uint16_t h) { return f16_to_f32(h); }
 
-static inline float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+uint16_t tft_f32_to_f16(float f) { return f32_to_f16(f); }
 
-/* Integer-only except for the subnormal case, which converts an integer
- * below 1024 exactly; so DAZ/FTZ never matter. NaNs come out quiet (as
- * F16C's vcvtph2ps makes them), keeping sign and payload. */
-float tft_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t em = h & 0x7fffu;
-    if (em >= 0x7c00u) {
-        uint32_t m = (em & 0x3ffu) << 13;
-        return f32_from_bits(sign | 0x7f800000u | m | (m ? 0x00400000u : 0));
-    }
-    if (em >= 0x0400u)
-        return f32_from_bits(sign | ((em << 13) + 0x38000000u));
-    return f32_from_bits(sign | f32_bits((float)em * 0x1p-24f));
-}
+float tft_bf16_to_f32(uint16_t h) { return bf16_to_f32(h); }
 
-/* Round to nearest even on the bit pattern; the same results as F16C's
- * vcvtps2ph with rounding immediate 0. */
-uint16_t tft_f32_to_f16(float f)
-{
-    uint32_t x = f32_bits(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u)                    /* NaN: quiet, top payload bits */
-        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    if (ax >= 0x477ff000u)                   /* >= 65520 rounds to Inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (ax >= 0x38800000u) {                 /* normal fp16 */
-        uint32_t h = (ax - 0x38000000u) >> 13, r = ax & 0x1fffu;
-        h += (r > 0x1000u) || (r == 0x1000u && (h & 1u));
-        return (uint16_t)(sign | h);
-    }
-    if (ax <= 0x33000000u)                   /* <= 2^-25 rounds to 0 */
-        return sign;
-    uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
-    unsigned s = 126u - (ax >> 23);          /* 14..24 */
-    uint32_t h = mant >> s, r = mant & ((1u << s) - 1u), half = 1u << (s - 1u);
-    h += (r > half) || (r == half && (h & 1u));
-    return (uint16_t)(sign | h);
-}
-
-float tft_bf16_to_f32(uint16_t h)
-{
-    return f32_from_bits((uint32_t)h << 16);
-}
+uint16_t tft_f32_to_bf16(float f) { return f32_to_bf16(f); }
 
 /* The 256 values of each 8-bit float format, as constant expressions from
  * the bit fields (so built at compile time, shared by every thread):
@@ -90,34 +39,16 @@ float tft_bf16_to_f32(uint16_t h)
                           : (float)((b) & 3) * 0x1p-16f)
 #define E4M3_VAL(b) F8_SIGNED(b, E4M3_MAG(b))
 #define E5M2_VAL(b) F8_SIGNED(b, E5M2_MAG(b))
-static const float f8e4m3_values[256] = { F8_R256(E4M3_VAL) };
-static const float f8e5m2_values[256] = { F8_R256(E5M2_VAL) };
+const float stats_f8e4m3_values[256] = { F8_R256(E4M3_VAL) };
+const float stats_f8e5m2_values[256] = { F8_R256(E5M2_VAL) };
 
-float tft_f8e4m3_to_f32(uint8_t b) { return f8e4m3_values[b]; }
+float tft_f8e4m3_to_f32(uint8_t b) { return stats_f8e4m3_values[b]; }
 
-float tft_f8e5m2_to_f32(uint8_t b) { return f8e5m2_values[b]; }
+float tft_f8e5m2_to_f32(uint8_t b) { return stats_f8e5m2_values[b]; }
 
-void tft_f8e4m3_to_f32_n(const uint8_t *in, float *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = f8e4m3_values[in[i]];
-}
+void tft_f8e4m3_to_f32_n(const uint8_t *in, float *out, size_t n) { f8e4m3_to_f32_n(in, out, n); }
 
-void tft_f8e5m2_to_f32_n(const uint8_t *in, float *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = f8e5m2_values[in[i]];
-}
-
-/* Adding 0x7fff plus the lowest kept bit rounds to nearest even and carries
- * into the exponent (up to Inf) by itself. */
-uint16_t tft_f32_to_bf16(float f)
-{
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x0040u);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
+void tft_f8e5m2_to_f32_n(const uint8_t *in, float *out, size_t n) { f8e5m2_to_f32_n(in, out, n); }
 
 void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n)
 {

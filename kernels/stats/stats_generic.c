@@ -122,7 +122,7 @@ static void gen_dec_f16(const unsigned char *raw, size_t n, float *out)
     for (size_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, raw + 2 * i, 2);
-        out[i] = tft_f16_to_f32(h);
+        out[i] = f16_to_f32(h);
     }
 }
 
@@ -131,20 +131,20 @@ static void gen_dec_bf16(const unsigned char *raw, size_t n, float *out)
     for (size_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, raw + 2 * i, 2);
-        out[i] = tft_bf16_to_f32(h);
+        out[i] = bf16_to_f32(h);
     }
 }
 
 static void gen_enc_f16(const float *in, size_t n, uint16_t *out)
 {
     for (size_t i = 0; i < n; i++)
-        out[i] = tft_f32_to_f16(in[i]);
+        out[i] = f32_to_f16(in[i]);
 }
 
 static void gen_enc_bf16(const float *in, size_t n, uint16_t *out)
 {
     for (size_t i = 0; i < n; i++)
-        out[i] = tft_f32_to_bf16(in[i]);
+        out[i] = f32_to_bf16(in[i]);
 }
 
 const struct stats_kernels stats_kernels_generic = {
