@@ -32,7 +32,7 @@
  * whose squares overflow, get a second, scaled pass for the moments.
  *
  * Streaming (tft_stats_stream_*): the same blocks through the same code
- * (pass_block, u8_block) as the caller's pieces arrive, a block that
+ * (block_pass, block_u8) as the caller's pieces arrive, a block that
  * straddles two pieces assembled in the stream's buffer, the XXH3 state
  * carried along; tensors of at most one block are buffered whole and given
  * to tft_stats_compute at finish. So the results are bit-identical.
@@ -55,6 +55,7 @@
 #include <xmmintrin.h>
 #define HAVE_MXCSR 1
 #endif
+
 #include "stats_block_internal.h"
 #include "stats_internal.h"
 #include "stats_scalar_internal.h"
@@ -91,14 +92,9 @@ static void fpenv_leave(unsigned saved)
 #endif
 }
 
-static uint64_t fp_oneshot(const void *p, size_t n)
-{
-#ifdef TFT_XXH_DISPATCH
-    return XXH3_64bits_dispatch(p, n);
-#else
-    return XXH3_64bits(p, n);
-#endif
-}
+/* ------------------------------------------------------------------------ */
+/* Tiny tensors                                                              */
+/* ------------------------------------------------------------------------ */
 
 /* Tensors of fewer than TINY_MAX f32, f64, i32 or i64 elements (an MPI
  * call's result, a loss, a learning rate): what block_stats computes for
@@ -180,6 +176,10 @@ int tft_stats_set_tiny(int on)
     tiny_enabled = on != 0;
     return was;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Whole tensors: the block pass, the totals, bytes                          */
+/* ------------------------------------------------------------------------ */
 
 /* Runs the whole tensor through block_stats and (st not NULL) the hash, a
  * block at a time, hashing each block's bytes right after its statistics.
@@ -290,6 +290,19 @@ static void u8_pass(const struct stats_kernels *kk, const unsigned char *raw, si
     u8_finish(&T, numel, full, out);
 }
 
+/* ------------------------------------------------------------------------ */
+/* One-shot entry point                                                      */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t fp_oneshot(const void *p, size_t n)
+{
+#ifdef TFT_XXH_DISPATCH
+    return XXH3_64bits_dispatch(p, n);
+#else
+    return XXH3_64bits(p, n);
+#endif
+}
+
 int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
                       tft_stats *out)
 {
@@ -344,7 +357,7 @@ int tft_stats_compute(int dtype, const void *data, size_t numel, int mode,
 /* ------------------------------------------------------------------------ */
 
 /* The stream's state in the caller's tft_stats_stream. Blocks go through
- * pass_block / u8_block exactly as tensor_pass / u8_pass send them; a block
+ * block_pass / block_u8 exactly as tensor_pass / u8_pass send them; a block
  * that straddles pieces is assembled in buf first. */
 struct stream {
     XXH3_state_t st;          /* first: 64-byte aligned */

@@ -1,9 +1,9 @@
 /*
  * stats_avx2.c — the AVX2/FMA/F16C statistics kernels (stats_internal.h).
  *
- * Built with -mavx2 -mfma -mf16c -ffp-contract=off on x86-64 only; stats.c
+ * Built with -mavx2 -mfma -mf16c -ffp-contract=off on x86-64 only; stats_isa.c
  * calls them only on CPUs that have all three. They compute exactly what the
- * generic kernels in stats.c compute, bit for bit (tests check it).
+ * generic kernels in stats_generic.c compute, bit for bit (tests check it).
  *
  * Speed notes (Zen 4, one core): a block is swept once for counts, min and
  * max in float lanes (~2.4 cycles per 32 bytes) and once more for the double

@@ -152,7 +152,7 @@ static float h16_value(const void *raw, int h16, size_t i)
 /* The fast FULL path for float data (f32, i32/i64 converted, or raw f16/bf16
  * when h16 names the dtype and the kernel set reads them): one fused
  * sweep with float accumulators (stats_internal.h), about a float shift.
- * Results s[0..2] as acc_merge wants them, p's counts, min and max. Returns
+ * Results s[0..2] as block_merge wants them, p's counts, min and max. Returns
  * 0, or -1 when this block must take the double path instead: a NaN or an
  * Inf (the sums are then not finite), |x| above 65504 (over_fp16 must be
  * counted, and squares could overflow), or squares that may have lost

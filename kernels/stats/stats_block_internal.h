@@ -17,7 +17,7 @@
 
 #include "stats_internal.h"
 
-#define ILL_CONDITIONED 1024.0        /* see the file comment */
+#define ILL_CONDITIONED 1024.0        /* see stats.c's file comment */
 
 /* Running totals over the blocks merged so far. */
 struct acc {
@@ -62,14 +62,23 @@ struct u8_tot {
     unsigned mn, mx;
 };
 
-/* stats_block.c */
+/* The decisions of a pass over numel elements of dtype with kernel set kk
+ * (full: FULL statistics; F64 elements multiplied by scale first). */
 void block_pass_init(struct pass *P, const struct stats_kernels *kk, int dtype, size_t numel, int full,
                      double scale);
+/* One block b of n elements (P->per_block but for the tensor's last
+ * block) through the statistics into A, then (st not NULL) the hash;
+ * buf is scratch. */
 void block_pass(const struct pass *P, const unsigned char *b, size_t n, union stage *buf, struct acc *A,
                 XXH3_state_t *st);
+/* One block of n <= STATS_BLOCK_BYTES bytes (U8, BOOL) into T, then (st
+ * not NULL) the hash. */
 void block_u8(const struct stats_kernels *kk, const unsigned char *b, size_t n, int full, struct u8_tot *T,
               XXH3_state_t *st);
+/* Merges one block's counts p and (full) sums s into A; s as stats_block.c
+ * says. */
 void block_merge(struct acc *A, const struct part *p, const double s[4], int full);
+/* n integer elements of dtype at raw (any alignment) to double. */
 void block_dec_int(int dtype, const unsigned char *raw, size_t n, double *out);
 
 #endif /* TFT_STATS_BLOCK_INTERNAL_H */
