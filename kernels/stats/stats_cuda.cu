@@ -256,14 +256,18 @@ static HD void dp_finish(const dpart *p, double k, size_t numel, int mode, uint6
 /* Kernels                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Stage 1: block b handles tile b: its partial statistics and its XXH3. */
-__global__ void __launch_bounds__(THREADS)
-stats_tiles(int dtype, const uint8_t *data, size_t numel, int full, dpart *parts,
-            uint64_t *hashes)
+/* Stage 1's work for block b, which handles tile b - first_tile of a
+ * tensor (numel elements of dtype at data), by every thread of the block
+ * (it syncs): the tile's partial statistics into parts[b] and its XXH3
+ * into hashes[b] (thread 0 writes both). sh and lanes are the block's shared memory; inlined, so
+ * they stay shared-memory accesses. stats_tiles and stats_tiles_many run
+ * it. */
+static __device__ __forceinline__ void tile_stats(int dtype, const uint8_t *data, size_t numel, unsigned first_tile,
+                                                  int full, dpart *sh, uint64_t *lanes, dpart *parts,
+                                                  uint64_t *hashes)
 {
-    __shared__ dpart sh[THREADS];
-    __shared__ uint64_t lanes[8];
-    size_t esz = dtype_bytes(dtype), per = TILE_BYTES / esz, tile = blockIdx.x;
+    unsigned b = blockIdx.x;
+    size_t esz = dtype_bytes(dtype), per = TILE_BYTES / esz, tile = b - first_tile;
     size_t first = tile * per, n = numel - first < per ? numel - first : per;
     const uint8_t *tp = data + first * esz;
     int t = (int)threadIdx.x;
@@ -274,27 +278,27 @@ stats_tiles(int dtype, const uint8_t *data, size_t numel, int full, dpart *parts
         __syncthreads();
     }
     if (t == 0)
-        parts[tile] = sh[0];
+        parts[b] = sh[0];
     size_t bytes = n * esz;
     if (bytes > 240) {
         if (t < 8)
             lanes[t] = xxh3_long_lane(tp, bytes, t);
         __syncthreads();
         if (t == 0)
-            hashes[tile] = xxh3_long_merge(lanes, bytes);
+            hashes[b] = xxh3_long_merge(lanes, bytes);
     } else if (t == 0) {
-        hashes[tile] = xxh3_short(tp, bytes);
+        hashes[b] = xxh3_short(tp, bytes);
     }
 }
 
-/* Stage 2, one block: fold the tiles in order and a fixed tree, hash the
- * tile hashes (little-endian, as the device stores them), write *out. */
-__global__ void __launch_bounds__(THREADS)
-stats_final(int dtype, const uint8_t *data, size_t numel, int mode, size_t ntiles,
-            const dpart *parts, const uint64_t *hashes, tft_stats *out)
+/* Stage 2's fold, by every thread of the block (it syncs): the ntiles
+ * partials in tile order and a fixed tree into sh[0]; returns the
+ * fingerprint, the one tile's hash or the XXH3 of the tile hashes
+ * (little-endian, as the device stores them). stats_final and
+ * stats_final_many run it. */
+static __device__ __forceinline__ uint64_t tiles_fold(const dpart *parts, const uint64_t *hashes, size_t ntiles,
+                                                      dpart *sh, uint64_t *lanes)
 {
-    __shared__ dpart sh[THREADS];
-    __shared__ uint64_t lanes[8];
     int t = (int)threadIdx.x;
     dp_init(&sh[t]);
     for (size_t i = (size_t)t; i < ntiles; i += THREADS)
@@ -317,7 +321,29 @@ stats_final(int dtype, const uint8_t *data, size_t numel, int mode, size_t ntile
     } else {
         fp = xxh3_short(hb, hbytes);
     }
-    if (t == 0)
+    return fp;
+}
+
+/* Stage 1: block b handles tile b: its partial statistics and its XXH3. */
+__global__ void __launch_bounds__(THREADS)
+stats_tiles(int dtype, const uint8_t *data, size_t numel, int full, dpart *parts,
+            uint64_t *hashes)
+{
+    __shared__ dpart sh[THREADS];
+    __shared__ uint64_t lanes[8];
+    tile_stats(dtype, data, numel, 0, full, sh, lanes, parts, hashes);
+}
+
+/* Stage 2, one block: fold the tiles in order and a fixed tree, hash the
+ * tile hashes, write *out. */
+__global__ void __launch_bounds__(THREADS)
+stats_final(int dtype, const uint8_t *data, size_t numel, int mode, size_t ntiles,
+            const dpart *parts, const uint64_t *hashes, tft_stats *out)
+{
+    __shared__ dpart sh[THREADS];
+    __shared__ uint64_t lanes[8];
+    uint64_t fp = tiles_fold(parts, hashes, ntiles, sh, lanes);
+    if (threadIdx.x == 0)
         dp_finish(&sh[0], frame_shift(dtype, data, numel), numel, mode, fp, out);
 }
 
@@ -556,32 +582,8 @@ stats_tiles_many(const many_table t, dpart *parts, uint64_t *hashes)
 {
     __shared__ dpart sh[THREADS];
     __shared__ uint64_t lanes[8];
-    unsigned b = blockIdx.x;
-    int k = many_item_of(t, b), dtype = t.it[k].dtype;
-    const uint8_t *data = t.it[k].data;
-    size_t numel = t.it[k].numel, tile = b - t.it[k].first_tile;
-    size_t esz = dtype_bytes(dtype), per = TILE_BYTES / esz;
-    size_t first = tile * per, n = numel - first < per ? numel - first : per;
-    const uint8_t *tp = data + first * esz;
-    int th = (int)threadIdx.x;
-    thread_partial(dtype, tp, n, th, frame_shift(dtype, data, numel), t.mode == TFT_STATS_FULL, &sh[th]);
-    __syncthreads();
-    for (int half = THREADS / 2; half > 0; half /= 2) {
-        tree_level(sh, th, half);
-        __syncthreads();
-    }
-    if (th == 0)
-        parts[b] = sh[0];
-    size_t bytes = n * esz;
-    if (bytes > 240) {
-        if (th < 8)
-            lanes[th] = xxh3_long_lane(tp, bytes, th);
-        __syncthreads();
-        if (th == 0)
-            hashes[b] = xxh3_long_merge(lanes, bytes);
-    } else if (th == 0) {
-        hashes[b] = xxh3_short(tp, bytes);
-    }
+    const many_item *it = &t.it[many_item_of(t, blockIdx.x)];
+    tile_stats(it->dtype, it->data, it->numel, it->first_tile, t.mode == TFT_STATS_FULL, sh, lanes, parts, hashes);
 }
 
 __global__ void __launch_bounds__(THREADS)
@@ -594,29 +596,7 @@ stats_final_many(const many_table t, const dpart *parts_all, const uint64_t *has
     size_t numel = t.it[k].numel;
     unsigned first = t.it[k].first_tile, end = k + 1 < t.n ? t.it[k + 1].first_tile : t.total_tiles;
     size_t ntiles = end - first;
-    const dpart *parts = parts_all + first;
-    const uint64_t *hashes = hashes_all + first;
-    dp_init(&sh[th]);
-    for (size_t i = (size_t)th; i < ntiles; i += THREADS)
-        dp_merge(&sh[th], &parts[i]);
-    __syncthreads();
-    for (int half = THREADS / 2; half > 0; half /= 2) {
-        tree_level(sh, th, half);
-        __syncthreads();
-    }
-    const uint8_t *hb = (const uint8_t *)hashes;
-    size_t hbytes = 8 * ntiles;
-    uint64_t fp = 0;
-    if (ntiles == 1) {
-        fp = hashes[0];
-    } else if (hbytes > 240) {
-        if (th < 8)
-            lanes[th] = xxh3_long_lane(hb, hbytes, th);
-        __syncthreads();
-        fp = xxh3_long_merge(lanes, hbytes);
-    } else {
-        fp = xxh3_short(hb, hbytes);
-    }
+    uint64_t fp = tiles_fold(parts_all + first, hashes_all + first, ntiles, sh, lanes);
     if (th == 0) {
         tft_stats r;
         /* no tiles (an empty tensor, or shape mode): what launch gives */
