@@ -41,6 +41,23 @@ static __attribute__((noinline)) void fast_flush(double *lane, __m256 s1, __m256
     }
 }
 
+/* One group of 16 elements into the fused pass's float sums and squares
+ * (stats_internal.h): v0 holds elements 0-7, v1 8-15; d = x - k, where
+ * shifted (k == 0 needs no subtraction). Both fused kernels add through
+ * here, so they round alike; each adds |x| to la itself. */
+static inline __attribute__((always_inline)) void fast_add(__m256 v0, __m256 v1, __m256 kv, int shifted,
+                                                           __m256 *s1, __m256 *q0, __m256 *q1)
+{
+    __m256 d0 = v0, d1 = v1;
+    if (shifted) {
+        d0 = _mm256_sub_ps(v0, kv);
+        d1 = _mm256_sub_ps(v1, kv);
+    }
+    *s1 = _mm256_add_ps(*s1, _mm256_add_ps(d0, d1));
+    *q0 = _mm256_fmadd_ps(d0, d0, *q0);
+    *q1 = _mm256_fmadd_ps(d1, d1, *q1);
+}
+
 static inline __attribute__((always_inline)) void
 fast_f32_body(const float *x, size_t n, float k, int shifted, struct fast_out *o)
 {
@@ -63,14 +80,7 @@ fast_f32_body(const float *x, size_t n, float k, int shifted, struct fast_out *o
             cnt = _mm256_sub_epi16(cnt, _mm256_add_epi16(c0, c1));
             mn = _mm256_min_ps(_mm256_min_ps(v0, v1), mn);
             mx = _mm256_max_ps(_mm256_max_ps(v0, v1), mx);
-            __m256 d0 = v0, d1 = v1;
-            if (shifted) {
-                d0 = _mm256_sub_ps(v0, kv);
-                d1 = _mm256_sub_ps(v1, kv);
-            }
-            s1 = _mm256_add_ps(s1, _mm256_add_ps(d0, d1));
-            q0 = _mm256_fmadd_ps(d0, d0, q0);
-            q1 = _mm256_fmadd_ps(d1, d1, q1);
+            fast_add(v0, v1, kv, shifted, &s1, &q0, &q1);
             __m256 f0 = _mm256_castsi256_ps(a0), f1 = _mm256_castsi256_ps(a1);
             la = _mm256_add_ps(la, _mm256_add_ps(f0, f1));
         }
@@ -144,14 +154,7 @@ fast_h16_body(const unsigned char *raw, size_t n, int bf16, float k, int shifted
                 v0 = _mm256_cvtph_ps(_mm256_castsi256_si128(r));
                 v1 = _mm256_cvtph_ps(_mm256_extracti128_si256(r, 1));
             }
-            __m256 d0 = v0, d1 = v1;
-            if (shifted) {
-                d0 = _mm256_sub_ps(v0, kv);
-                d1 = _mm256_sub_ps(v1, kv);
-            }
-            s1 = _mm256_add_ps(s1, _mm256_add_ps(d0, d1));
-            q0 = _mm256_fmadd_ps(d0, d0, q0);
-            q1 = _mm256_fmadd_ps(d1, d1, q1);
+            fast_add(v0, v1, kv, shifted, &s1, &q0, &q1);
             la = _mm256_add_ps(la, _mm256_add_ps(_mm256_and_ps(v0, absm), _mm256_and_ps(v1, absm)));
         }
         fast_flush(&o->lane[0][0], s1, _mm256_add_ps(q0, q1), la);
