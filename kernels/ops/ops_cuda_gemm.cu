@@ -205,11 +205,7 @@ __global__ void k_softmax_fwd(float *probs, const float *scores, int rows, int n
         return;
     const float *s = scores + (size_t)row * n;
     float *p = probs + (size_t)row * n;
-    float maxv = -INFINITY;
-    for (int j = lane; j < n; j += 32)
-        if (s[j] > maxv)
-            maxv = s[j];
-    maxv = warp_max(maxv);
+    float maxv = row_max(s, n, lane);
     double sum = 0.0;
     for (int j = lane; j < n; j += 32) {
         p[j] = expf(s[j] - maxv);

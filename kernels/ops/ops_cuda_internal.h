@@ -10,6 +10,7 @@
 #define TFT_OPS_CUDA_INTERNAL_H
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -84,6 +85,18 @@ __device__ static inline float warp_max(float v)
         v = u > v ? u : v;
     }
     return __shfl_sync(0xffffffffu, v, 0);
+}
+
+/* The maximum of row s (n elements) as the CPU's loop finds it (s > max
+ * replaces; NaN never does): lane `lane` takes every 32nd element, then
+ * warp_max; the same value in every lane. Softmax and cross-entropy rows. */
+__device__ static inline float row_max(const float *s, int n, int lane)
+{
+    float maxv = -INFINITY;
+    for (int j = lane; j < n; j += 32)
+        if (s[j] > maxv)
+            maxv = s[j];
+    return warp_max(maxv);
 }
 
 /* ops_cuda.cu: the column sums of LayerNorm's backward (k_colsum) over N

@@ -34,11 +34,7 @@ __global__ void k_crossentropy_fwd(float *losses, float *probs, const float *log
         return;
     const float *l = logits + (size_t)row * V;
     float *p = probs + (size_t)row * V;
-    float maxv = -INFINITY;
-    for (int j = lane; j < V; j += 32)
-        if (l[j] > maxv)
-            maxv = l[j];
-    maxv = warp_max(maxv);
+    float maxv = row_max(l, V, lane);
     double sum = 0.0;
     for (int j = lane; j < V; j += 32)
         sum += exp((double)l[j] - maxv);
@@ -164,14 +160,12 @@ extern "C" int opd_sgd_momentum(tft_cuda_ops *x, float *param, const float *grad
     return launched(x, "sgd_momentum");
 }
 
-/* Block s: sum of squares of its segment, strided per thread in index
- * order, then a fixed shared-memory tree. */
-__global__ void k_sumsq_segments(const float *base, const uint64_t *off, const uint64_t *cnt, double *out)
+/* The sum of squares of x[0, n), by every thread of the block (it
+ * syncs): strided per thread in index order, then a fixed shared-memory
+ * tree in sh; the sum is sh[0] when it returns. */
+__device__ static __forceinline__ void block_sumsq(const float *x, size_t n, double *sh)
 {
-    __shared__ double sh[TPB];
     int t = (int)threadIdx.x;
-    const float *x = base + off[blockIdx.x];
-    size_t n = cnt[blockIdx.x];
     double s = 0.0;
     for (size_t i = (size_t)t; i < n; i += TPB)
         s += (double)x[i] * x[i];
@@ -182,7 +176,14 @@ __global__ void k_sumsq_segments(const float *base, const uint64_t *off, const u
             sh[t] += sh[t + half];
         __syncthreads();
     }
-    if (t == 0)
+}
+
+/* Block s: the sum of squares of its segment. */
+__global__ void k_sumsq_segments(const float *base, const uint64_t *off, const uint64_t *cnt, double *out)
+{
+    __shared__ double sh[TPB];
+    block_sumsq(base + off[blockIdx.x], cnt[blockIdx.x], sh);
+    if (threadIdx.x == 0)
         out[blockIdx.x] = sh[0];
 }
 
@@ -190,18 +191,8 @@ __global__ void k_sumsq_segments(const float *base, const uint64_t *off, const u
 __global__ void k_sumsq(const float *x, size_t n, double *out)
 {
     __shared__ double sh[TPB];
-    int t = (int)threadIdx.x;
-    double s = 0.0;
-    for (size_t i = (size_t)t; i < n; i += TPB)
-        s += (double)x[i] * x[i];
-    sh[t] = s;
-    __syncthreads();
-    for (int half = TPB / 2; half > 0; half /= 2) {
-        if (t < half)
-            sh[t] += sh[t + half];
-        __syncthreads();
-    }
-    if (t == 0)
+    block_sumsq(x, n, sh);
+    if (threadIdx.x == 0)
         *out = sh[0];
 }
 
