@@ -10,8 +10,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>

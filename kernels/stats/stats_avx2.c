@@ -24,7 +24,6 @@
 
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
 
 /* ------------------------------------------------------------------------ */
 /* Horizontal helpers                                                        */

@@ -5,7 +5,6 @@
  * kernel set's vector loops (stats_isa.c) with the same results.
  */
 #include <math.h>
-#include <string.h>
 
 #include "stats_internal.h"
 #include "stats_scalar_internal.h"
