@@ -1,8 +1,8 @@
 /*
  * gemm_map.h — a row-major GEMM expressed as a column-major BLAS call
- * (cuBLAS), for ops_cuda.cu. Host-only arithmetic on ints, no CUDA types,
- * so tests/runtime/cuda_backend checks it on the CPU against a column-major
- * reference.
+ * (cuBLAS), for ops_cuda_gemm.cu. Host-only arithmetic on ints, no CUDA
+ * types, so tests/runtime/cuda_backend checks it on the CPU against a
+ * column-major reference.
  *
  * The runtime's matrices are row-major (tft_ops.h); cuBLAS is column-major.
  * A row-major r x c matrix with leading dimension ld is, read column-major,

@@ -1,6 +1,6 @@
 /*
  * tft_cuda_err.h — a CUDA runtime error as a message in the caller's
- * buffer (tft_msg.h's convention), for the device ops (ops_cuda.cu) and
+ * buffer (tft_msg.h's convention), for the device ops (ops_cuda*.cu) and
  * tftrain's CUDA backend (model_cuda.c, train_cuda.c). Internal.
  */
 #ifndef TFT_CUDA_ERR_H

@@ -209,22 +209,6 @@ static int order_after_last(tft_dring *r, cudaStream_t s)
     return 0;
 }
 
-/* Grows the scratch for need bytes: everything queued is emitted first
- * (their kernels are then done) and cudaFree waits for the device. */
-static int grow_scratch(tft_dring *r, size_t need)
-{
-    tft_dring_drain(r);
-    cudaFree(r->scratch);
-    r->scratch = NULL;
-    size_t sz = need > 2 * r->scratch_bytes ? need : 2 * r->scratch_bytes;
-    if (cudaMalloc(&r->scratch, sz) != cudaSuccess) {
-        r->scratch_bytes = 0;
-        return (cuda_err(), -ENOMEM);
-    }
-    r->scratch_bytes = sz;
-    return 0;
-}
-
 /* Replaces the scratch by one of need bytes. cudaFree waits for the
  * device, so no launch still uses the old one; nothing queued is touched. */
 static int replace_scratch(tft_dring *r, size_t need)
@@ -238,6 +222,14 @@ static int replace_scratch(tft_dring *r, size_t need)
     }
     r->scratch_bytes = sz;
     return 0;
+}
+
+/* Grows the scratch for need bytes: everything queued is emitted first
+ * (their kernels are then done), then replace_scratch. */
+static int grow_scratch(tft_dring *r, size_t need)
+{
+    tft_dring_drain(r);
+    return replace_scratch(r, need);
 }
 
 int tft_dring_flush(tft_dring *r)

@@ -1,7 +1,8 @@
 /*
- * stats_internal.h — what the statistics driver (stats.c) shares with its
- * ISA-specific kernels (stats_avx2.c), plus hooks for tests and the
- * benchmark. Not installed; not part of any ABI.
+ * stats_internal.h — what the statistics driver (stats.c, stats_block.c)
+ * shares with its kernel sets (stats_generic.c, stats_avx2.c) and their
+ * selection (stats_isa.c), plus hooks for tests and the benchmark. Not
+ * installed; not part of any ABI.
  *
  * A kernel works on one block (at most STATS_BLOCK_F32 floats or
  * STATS_BLOCK_F64 doubles, aligned to the element size) and a length that is
@@ -123,12 +124,19 @@ struct stats_kernels {
     void (*enc_bf16)(const float *in, size_t n, uint16_t *out);
 };
 
+/* The portable C kernels (stats_generic.c), in every build. */
+extern const struct stats_kernels stats_kernels_generic;
+
 /* The AVX2+FMA+F16C kernels (stats_avx2.c, built on x86-64 only). Only
- * for CPUs that have all three: stats.c checks before using them. */
+ * for CPUs that have all three: stats_isa.c checks before using them. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define STATS_HAVE_AVX2 1
 extern const struct stats_kernels stats_kernels_avx2;
 #endif
+
+/* The kernel set to use now (stats_isa.c): AVX2 where the build and the
+ * CPU have it and no test forced the generic set, else the generic one. */
+const struct stats_kernels *stats_isa_kernels(void);
 
 /* Kernel selection, for tests and the benchmark (not thread-safe: call
  * before computing statistics). */

@@ -41,6 +41,30 @@ static float from_bits(uint32_t u)
     return f;
 }
 
+/* With hostile set, a hostile MXCSR (DAZ, FTZ, round up), which the bulk
+ * conversions must ignore; returns the caller's state for mxcsr_restore. */
+static unsigned mxcsr_hostile(int hostile)
+{
+#if defined(__x86_64__)
+    unsigned saved = _mm_getcsr();
+    if (hostile)
+        _mm_setcsr(saved | 0x8040u | _MM_ROUND_UP);
+    return saved;
+#else
+    (void)hostile;
+    return 0;
+#endif
+}
+
+static void mxcsr_restore(unsigned saved)
+{
+#if defined(__x86_64__)
+    _mm_setcsr(saved);
+#else
+    (void)saved;
+#endif
+}
+
 /* A binary format with e exponent bits and m mantissa bits (fp16: 5, 10;
  * bf16: 8, 7). */
 struct fmt {
@@ -114,17 +138,11 @@ static void test_decode(const struct fmt *f)
         if (tft_stats_set_isa(isa) != 0)
             continue;
         for (int hostile = 0; hostile < 2; hostile++) {
-#if defined(__x86_64__)
-            unsigned saved = _mm_getcsr();
-            if (hostile)
-                _mm_setcsr(saved | 0x8040u | _MM_ROUND_UP);
-#endif
+            unsigned saved = mxcsr_hostile(hostile);
             memset(out, 0, sizeof out);
             f->dec_n(all + 3, out + 3, 65536 - 3); /* unaligned start, odd length */
             f->dec_n(all, out, 3);
-#if defined(__x86_64__)
-            _mm_setcsr(saved);
-#endif
+            mxcsr_restore(saved);
             for (uint32_t h = 0; h < 65536; h++)
                 CHECKF(bits(out[h]) == bits(f->dec((uint16_t)h)), "%s bulk decode %s %#x",
                       f->name, tft_stats_isa_name(), h);
@@ -195,16 +213,10 @@ static void test_encode_bulk(const struct fmt *f)
         if (tft_stats_set_isa(isa) != 0)
             continue;
         for (int hostile = 0; hostile < 2; hostile++) {
-#if defined(__x86_64__)
-            unsigned saved = _mm_getcsr();
-            if (hostile)
-                _mm_setcsr(saved | 0x8040u | _MM_ROUND_UP);
-#endif
+            unsigned saved = mxcsr_hostile(hostile);
             f->enc_n(in + 1, out + 1, N - 1);
             f->enc_n(in, out, 1);
-#if defined(__x86_64__)
-            _mm_setcsr(saved);
-#endif
+            mxcsr_restore(saved);
             for (int i = 0; i < N; i++)
                 CHECKF(out[i] == f->enc(in[i]), "%s bulk encode %s %#x -> %#x want %#x", f->name,
                       tft_stats_isa_name(), bits(in[i]), out[i], f->enc(in[i]));
