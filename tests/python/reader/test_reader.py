@@ -950,7 +950,7 @@ def main():
         print("SKIP: no tftrain in this build")
         return 0
     import tftrace
-    from tftrace import _reader
+    from tftrace import _tables
     if A.frame == "pandas":
         try:
             import pandas
@@ -959,7 +959,7 @@ def main():
             return 1
         PD = pandas
     else:
-        _reader._pandas = False  # the dict-of-arrays path, whatever is installed
+        _tables._pandas = False  # the dict-of-arrays path, whatever is installed
     TMP = tempfile.mkdtemp(prefix="tft-pyreader.")
     try:
         CASES[A.case](tftrace)
