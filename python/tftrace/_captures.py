@@ -1,12 +1,22 @@
-"""Captured tensors: assembling a capture from its parts, and numpy dtypes."""
+"""Captured tensors (``tftrace --capture``, docs/CAPTURE.md): ``Trace.captures()``
+and ``Trace.captured()`` read the CAPTURE records of a trace here; a
+tensor arrives as parts (``Capture`` puts them together), and its bytes
+become a numpy array of its dtype (bf16 and fp8, which numpy lacks, as
+float32 or raw)."""
 
 import ctypes as c
+import numbers
 
 import numpy as np
 
-from ._layouts import (STEP_NONE, SEQ_NONE, _BF16, _F8E4M3, _F8E5M2, _CAPTURE_SHUFFLED, _ROLE_NAMES,
-                       _RecCapture)
+from ._layouts import (STEP_NONE, SEQ_NONE, REC_OP, CAPTURE_SHUFFLED, ROLE_NAMES, OP_CAPTURE_KINDS,
+                       RecCapture, RecOp)
 from ._reader import TraceError
+from ._tables import Steps
+
+_BF16 = 3                   # tft_dtype codes (tft_types.h)
+_F8E4M3, _F8E5M2 = 13, 14
+_LIST_IN_ERROR = 100        # captures a KeyError names
 
 # numpy dtype of each tft_dtype (little-endian, as captured bytes are); bf16
 # has none: its bits are widened to float32 (exact) or returned as uint16;
@@ -47,7 +57,7 @@ def _fp8_decode(dtype, a):
     return t[a]
 
 
-class _Capture:
+class Capture:
     """One captured tensor being assembled from its CAPTURE parts, which
     arrive in offset order; a missing or repeated part leaves a gap (the
     capture is then incomplete). Only the capture asked for keeps bytes
@@ -98,8 +108,8 @@ class _Capture:
         self.present += n
         if self.data is None or self.gap or not n:
             return
-        src = addr + c.sizeof(_RecCapture)
-        if h.flags & _CAPTURE_SHUFFLED:
+        src = addr + c.sizeof(RecCapture)
+        if h.flags & CAPTURE_SHUFFLED:
             buf = (c.c_char * n)()
             self.lib.tft_capture_shuffle(buf, src, n, self.esz, 1)
             self.data += buf.raw
@@ -111,13 +121,13 @@ class _Capture:
         return self.consistent and not self.gap and self.present == self.bytes
 
     def row(self):
-        return (self.rank, self.step, self.seq, _ROLE_NAMES[self.role] if self.role < 3 else "?",
+        return (self.rank, self.step, self.seq, ROLE_NAMES[self.role] if self.role < 3 else "?",
                 self.id, self.name, self.op, self.dtype_name, self.shape, self.bytes, self.present,
                 self.parts, self.complete)
 
     def array(self, trace, raw_bf16, raw_fp8):
         where = "%s: captured tensor %s (%s of op %s, rank %d)" % (
-            trace.path, self.name, _ROLE_NAMES[self.role], self.seq, self.rank)
+            trace.path, self.name, ROLE_NAMES[self.role], self.seq, self.rank)
         if not self.consistent:
             raise TraceError("%s: its parts disagree on dtype, shape or size, or dtype %s has no "
                              "numpy equivalent" % (where, self.dtype_name), path=trace.path)
@@ -135,3 +145,80 @@ class _Capture:
         elif self.dtype in (_F8E4M3, _F8E5M2) and not raw_fp8:
             a = _fp8_decode(self.dtype, a)
         return a
+
+
+def scan(trace, ranks, step, want):
+    """Reads the CAPTURE records of ``trace`` (a Trace, its lock held);
+    returns (the captures seen, the first one ``want`` accepts, with its
+    bytes, or None). With want, stops as soon as that capture is complete
+    or has a gap."""
+    sel = Steps(step) if step is not None else None
+    caps, hit = [], None
+    for i, rank in trace._each_rank(ranks):
+        with trace._opened(i, sel) as (r, strings):
+            ops = {}
+            cur = {}  # (seq, tensor id, role) -> the capture its parts continue
+            for kind, h, addr in trace._walk(i, r, OP_CAPTURE_KINDS, sel):
+                if kind == REC_OP:
+                    ops[h.seq] = RecOp.from_address(addr).name
+                    continue
+                p = RecCapture.from_address(addr)
+                key = (h.seq, p.tensor, p.role)
+                cp = cur.get(key)
+                if cp is None or (cp.next == cp.bytes and p.offset == 0 and cp.bytes):
+                    # a new capture (or the same key again after a complete one)
+                    cp = cur[key] = Capture(trace._l, rank, h, p, strings, ops.get(h.seq))
+                    caps.append(cp)
+                    if hit is None and want is not None and want(cp):
+                        hit = cp
+                        cp.data = bytearray()
+                cp.add(h, p, addr)
+                if hit is not None and (hit.gap or not hit.consistent or hit.next == hit.bytes):
+                    return caps, hit
+    return caps, hit
+
+
+def captured(trace, name, step, rank, role, bf16, fp8):
+    """Trace.captured(): the arguments checked, the capture found and assembled."""
+    if role is not None and role not in ROLE_NAMES:
+        raise ValueError("tftrace: role= is 'output', 'input', 'prior' or None, not %r" % (role,))
+    if bf16 not in ("float32", "raw"):
+        raise ValueError("tftrace: bf16= is 'float32' or 'raw', not %r" % (bf16,))
+    if fp8 not in ("float32", "raw"):
+        raise ValueError("tftrace: fp8= is 'float32' or 'raw', not %r" % (fp8,))
+    if step is not None and (isinstance(step, bool) or not isinstance(step, numbers.Integral)):
+        raise TypeError("tftrace: step= is an int or None")
+    by_id = isinstance(name, numbers.Integral) and not isinstance(name, bool)
+    if not by_id and not isinstance(name, str):
+        raise TypeError("tftrace: name is a tensor name (str) or a tensor id (int)")
+
+    def want(cp):
+        if (cp.id != name) if by_id else (cp.name != name):
+            return False
+        if role is None:
+            if cp.role == 2:
+                return False
+        elif cp.role >= 3 or ROLE_NAMES[cp.role] != role:
+            return False
+        return step is None or cp.step == step
+
+    with trace._lock:
+        caps, hit = scan(trace, rank, step, want)
+        if hit is None and (rank is not None or step is not None):
+            caps, _ = scan(trace, None, None, None)  # to say what the trace holds
+    if hit is None:
+        what = "%r%s%s%s" % (name, "" if role is None else " (%s)" % role,
+                             "" if step is None else " at step %d" % step,
+                             "" if rank is None else " on rank %s" % (rank,))
+        if not caps:
+            raise KeyError("%s: no captured tensor %s: the trace has no captures (record with "
+                           "tftrace --capture SPEC)" % (trace.path, what))
+        listed = sorted({"%s@%s (%s)" % (cp.name, "-" if cp.step is None else cp.step,
+                                         ROLE_NAMES[cp.role] if cp.role < 3 else "?")
+                         for cp in caps})
+        more = ""
+        if len(listed) > _LIST_IN_ERROR:
+            more = ", ... (%d more; Trace.captures() lists them all)" % (len(listed) - _LIST_IN_ERROR)
+        raise KeyError("%s: no captured tensor %s; captured: %s%s"
+                       % (trace.path, what, ", ".join(listed[:_LIST_IN_ERROR]), more))
+    return hit.array(trace, bf16 == "raw", fp8 == "raw")

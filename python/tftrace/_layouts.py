@@ -1,7 +1,21 @@
-"""The record layouts of tft_format.h as ctypes Structures (FORMAT.md section 5),
-and what knows each record kind."""
+"""The records of a trace as Python sees them: each record kind of
+tft_format.h (FORMAT.md section 5), its ctypes Structure, and how it
+becomes a table row or an ``events()`` dict.
 
-import ctypes
+This module is the one place that knows record kinds: ``KINDS`` gives each
+kind number its name, its Structure (the record's fixed part) and which of
+its fields are string ids (text through the reader's string table, as the
+C library's ``fmt_rec_string_refs`` lists them); the decoders below read
+those fields. ``check_layouts`` compares the Structures' sizes with the
+loaded library's (``tft_rec_min_size``) before the first trace is read.
+
+A record is decoded in place, from the reader's buffer at the address
+``tft_reader_next`` hands out; the reader has checked its structure
+(length, counts) first, so decoding reads only inside the record.
+"""
+
+import ctypes as c
+from typing import NamedTuple, Tuple
 
 from . import _lib
 from ._reader import TraceError
@@ -18,41 +32,32 @@ REC_CAPTURE, REC_THREAD, REC_SYNC, REC_COMM = 12, 13, 14, 15
 REC_STACK = 16
 REC_CLOCK = 17
 
-_KIND_NAMES = {REC_STEP: "step", REC_OP: "op", REC_TENSOR: "tensor", REC_ALLOC: "alloc",
-               REC_FREE: "free", REC_COLLECTIVE: "collective", REC_KERNEL: "kernel",
-               REC_CHECKPOINT: "checkpoint", REC_PROCESS: "process", REC_DROPPED: "dropped",
-               REC_CAPTURE: "capture", REC_THREAD: "thread", REC_SYNC: "sync", REC_COMM: "comm",
-               REC_STACK: "stack", REC_CLOCK: "clock"}
-_KIND_BY_NAME = {v: k for k, v in _KIND_NAMES.items()}
-
 _TENSOR_HAS_DATA = 0x1
 _COLL_FLAG_ENTER, _COLL_FLAG_EXIT = 0x1, 0x2
-_CAPTURE_SHUFFLED = 0x1
+CAPTURE_SHUFFLED = 0x1
 _COMM_FLAG_INTER = 0x1
 _COLL_SEND, _COLL_RECV = 7, 8
 _STACK_FLAG_MAIN = 0x1
 _STACK_SOURCES = {1: "on-cpu", 2: "off-cpu"}  # else "running" (FORMAT.md §5.16)
 _TAG_NONE = -1
-_BF16 = 3
-_F8E4M3, _F8E5M2 = 13, 14
 _MODE_NAMES = ("shape", "health", "full")
-_ROLE_NAMES = ("output", "input", "prior")
+ROLE_NAMES = ("output", "input", "prior")
 _PROC_EVENTS = ("start", "exit", "rss")
 _DROP_REASONS = ("ring_full", "too_big", "other")
+_NTP_STATES = ("unknown", "synced", "unsynced")
 
 # ---- record layouts (tft_format.h, FORMAT.md section 5) ----------------------
 
-c = ctypes
 _u8, _u16, _u32, _u64 = c.c_uint8, c.c_uint16, c.c_uint32, c.c_uint64
 _i16, _i32, _i64 = c.c_int16, c.c_int32, c.c_int64
 
 
-class _Rec(c.Structure):
+class Rec(c.Structure):
     _fields_ = [("kind", _u16), ("flags", _u16), ("len", _u32), ("ts", _u64), ("step", _i64),
                 ("seq", _i64)]
 
 
-class _Stats(c.Structure):
+class Stats(c.Structure):
     _fields_ = [("numel", _u64), ("nan", _u64), ("pinf", _u64), ("ninf", _u64), ("zero", _u64),
                 ("over_fp16", _u64), ("over_bf16", _u64), ("under_fp16", _u64),
                 ("fingerprint", _u64), ("min", c.c_double), ("max", c.c_double),
@@ -60,122 +65,149 @@ class _Stats(c.Structure):
                 ("absmax", c.c_double)]
 
 
-class _RecString(c.Structure):
-    _fields_ = [("h", _Rec), ("id", _u64), ("n", _u32), ("pad", _u32)]
+class RecString(c.Structure):
+    _fields_ = [("h", Rec), ("id", _u64), ("n", _u32), ("pad", _u32)]
 
 
-class _RecStep(c.Structure):
-    _fields_ = [("h", _Rec), ("phase", _u32), ("pad", _u32)]
+class RecStep(c.Structure):
+    _fields_ = [("h", Rec), ("phase", _u32), ("pad", _u32)]
 
 
-class _RecOp(c.Structure):
-    _fields_ = [("h", _Rec), ("name", _u64), ("scope", _u64), ("op_kind", _u16), ("n_in", _u8),
+class RecOp(c.Structure):
+    _fields_ = [("h", Rec), ("name", _u64), ("scope", _u64), ("op_kind", _u16), ("n_in", _u8),
                 ("n_out", _u8), ("n_attr", _u8), ("pad", _u8 * 3)]  # then u64 ids[]
 
 
-class _RecTensor(c.Structure):
-    _fields_ = [("h", _Rec), ("id", _u64), ("name", _u64), ("dtype", _u8), ("device_kind", _u8),
+class RecTensor(c.Structure):
+    _fields_ = [("h", Rec), ("id", _u64), ("name", _u64), ("dtype", _u8), ("device_kind", _u8),
                 ("device", _i16), ("mode", _u8), ("ndim", _u8), ("pad", _u8 * 2),
-                ("shape", _i64 * MAX_NDIM), ("stats", _Stats)]
+                ("shape", _i64 * MAX_NDIM), ("stats", Stats)]
 
 
-class _RecAlloc(c.Structure):
-    _fields_ = [("h", _Rec), ("ptr", _u64), ("bytes", _u64), ("site", _u64), ("device_kind", _u8),
+class RecAlloc(c.Structure):
+    _fields_ = [("h", Rec), ("ptr", _u64), ("bytes", _u64), ("site", _u64), ("device_kind", _u8),
                 ("pad", _u8), ("device", _i16), ("pad2", _u32), ("stream", _u64)]
 
 
-class _RecFree(c.Structure):
-    _fields_ = [("h", _Rec), ("ptr", _u64), ("bytes", _u64), ("device_kind", _u8), ("pad", _u8),
+class RecFree(c.Structure):
+    _fields_ = [("h", Rec), ("ptr", _u64), ("bytes", _u64), ("device_kind", _u8), ("pad", _u8),
                 ("device", _i16), ("pad2", _u32)]
 
 
-class _RecCollective(c.Structure):
+class RecCollective(c.Structure):
     # tag and pad3 since format 1.2: read only when h.len covers them
-    _fields_ = [("h", _Rec), ("comm", _u64), ("coll_seq", _u64), ("count", _u64),
+    _fields_ = [("h", Rec), ("comm", _u64), ("coll_seq", _u64), ("count", _u64),
                 ("t_enter", _u64), ("t_exit", _u64), ("result", _u64), ("name", _u64),
                 ("type", _u16), ("dtype", _u8), ("redop", _u8), ("root", _i32), ("rank", _i32),
                 ("nranks", _i32), ("tag", _i32), ("pad3", _u32)]
 
 
-_COLLECTIVE_MIN_BYTES = 104  # TFT_REC_COLLECTIVE_MIN_BYTES: a 1.0/1.1 record ends before tag
-
-
-class _RecKernel(c.Structure):
-    _fields_ = [("h", _Rec), ("name", _u64), ("start", _u64), ("end", _u64), ("stream", _u64),
+class RecKernel(c.Structure):
+    _fields_ = [("h", Rec), ("name", _u64), ("start", _u64), ("end", _u64), ("stream", _u64),
                 ("corr", _u64), ("grid", _u32 * 3), ("block", _u32 * 3), ("device", _i32),
                 ("kind", _u32)]
 
 
-class _RecCheckpoint(c.Structure):
-    _fields_ = [("h", _Rec), ("path", _u64), ("recipe", _u64), ("action", _u32), ("pad", _u32)]
+class RecCheckpoint(c.Structure):
+    _fields_ = [("h", Rec), ("path", _u64), ("recipe", _u64), ("action", _u32), ("pad", _u32)]
 
 
-class _RecProcess(c.Structure):
-    _fields_ = [("h", _Rec), ("event", _u32), ("pid", _i32), ("exit_code", _i32), ("signal", _i32),
+class RecProcess(c.Structure):
+    _fields_ = [("h", Rec), ("event", _u32), ("pid", _i32), ("exit_code", _i32), ("signal", _i32),
                 ("rss", _u64)]
 
 
-class _RecDropped(c.Structure):
-    _fields_ = [("h", _Rec), ("count", _u64), ("reason", _u32), ("pad", _u32)]
+class RecDropped(c.Structure):
+    _fields_ = [("h", Rec), ("count", _u64), ("reason", _u32), ("pad", _u32)]
 
 
-class _RecThread(c.Structure):
-    _fields_ = [("h", _Rec), ("event", _u32), ("tid", _i32), ("index", _u32), ("pad", _u32),
+class RecThread(c.Structure):
+    _fields_ = [("h", Rec), ("event", _u32), ("tid", _i32), ("index", _u32), ("pad", _u32),
                 ("name", _u64)]
 
 
-class _RecClock(c.Structure):  # format 1.6 (FORMAT.md 5.17)
-    _fields_ = [("h", _Rec), ("realtime_ns", _u64), ("window_ns", _u32), ("ntp", _u32),
+class RecClock(c.Structure):  # format 1.6 (FORMAT.md 5.17)
+    _fields_ = [("h", Rec), ("realtime_ns", _u64), ("window_ns", _u32), ("ntp", _u32),
                 ("maxerror_ns", _u64), ("esterror_ns", _u64)]
 
 
-_NTP_STATES = ("unknown", "synced", "unsynced")
+class RecSync(c.Structure):
+    _fields_ = [("h", Rec), ("reserved", _u64)]
 
 
-class _RecSync(c.Structure):
-    _fields_ = [("h", _Rec), ("reserved", _u64)]
-
-
-class _RecComm(c.Structure):
-    _fields_ = [("h", _Rec), ("comm", _u64), ("name", _u64), ("parent", _u64), ("rank", _i32),
+class RecComm(c.Structure):
+    _fields_ = [("h", Rec), ("comm", _u64), ("name", _u64), ("parent", _u64), ("rank", _i32),
                 ("size", _i32), ("order", _u32), ("n_members", _u32)]  # then i32 members[]
 
 
-class _RecStack(c.Structure):  # FORMAT.md §5.16 (since 1.5)
-    _fields_ = [("h", _Rec), ("pid", _i32), ("tid", _i32), ("source", _u32), ("nframes", _u32),
+class RecStack(c.Structure):  # FORMAT.md §5.16 (since 1.5)
+    _fields_ = [("h", Rec), ("pid", _i32), ("tid", _i32), ("source", _u32), ("nframes", _u32),
                 ("comm", _u64), ("summary", _u64), ("frames", _u64), ("note", _u64)]
 
 
-class _RecCapture(c.Structure):
-    _fields_ = [("h", _Rec), ("tensor", _u64), ("total", _u64), ("offset", _u64), ("n", _u32),
+class RecCapture(c.Structure):
+    _fields_ = [("h", Rec), ("tensor", _u64), ("total", _u64), ("offset", _u64), ("n", _u32),
                 ("role", _u32), ("name", _u64), ("dtype", _u8), ("ndim", _u8), ("pad", _u16),
                 ("pad2", _u32), ("shape", _i64 * MAX_NDIM)]  # then u8 data[]
 
 
-# the fixed size of each kind as tft_rec_min_size() gives it
-_LAYOUTS = {REC_STRING: _RecString, REC_STEP: _RecStep, REC_OP: _RecOp, REC_TENSOR: _RecTensor,
-            REC_ALLOC: _RecAlloc, REC_FREE: _RecFree, REC_KERNEL: _RecKernel,
-            REC_CHECKPOINT: _RecCheckpoint, REC_PROCESS: _RecProcess, REC_DROPPED: _RecDropped,
-            REC_CAPTURE: _RecCapture, REC_THREAD: _RecThread, REC_SYNC: _RecSync,
-            REC_COMM: _RecComm, REC_STACK: _RecStack, REC_CLOCK: _RecClock}
+# ---- the record kinds --------------------------------------------------------------
+
+
+class Kind(NamedTuple):
+    name: str                 # as tft_rec_kind_name() says it (events()' "kind", tfdump's)
+    layout: type              # the Structure of its fixed part
+    strings: Tuple[str, ...]  # its fields that are string ids
+
+
+KINDS = {
+    REC_STRING: Kind("string", RecString, ()),
+    REC_STEP: Kind("step", RecStep, ()),
+    REC_OP: Kind("op", RecOp, ("name", "scope")),
+    REC_TENSOR: Kind("tensor", RecTensor, ("name",)),
+    REC_ALLOC: Kind("alloc", RecAlloc, ("site",)),
+    REC_FREE: Kind("free", RecFree, ()),
+    REC_COLLECTIVE: Kind("collective", RecCollective, ("name",)),
+    REC_KERNEL: Kind("kernel", RecKernel, ("name",)),
+    REC_CHECKPOINT: Kind("checkpoint", RecCheckpoint, ("path", "recipe")),
+    REC_PROCESS: Kind("process", RecProcess, ()),
+    REC_DROPPED: Kind("dropped", RecDropped, ()),
+    REC_CAPTURE: Kind("capture", RecCapture, ("name",)),
+    REC_THREAD: Kind("thread", RecThread, ("name",)),
+    REC_SYNC: Kind("sync", RecSync, ()),
+    REC_COMM: Kind("comm", RecComm, ("name",)),
+    REC_STACK: Kind("stack", RecStack, ("comm", "summary", "frames", "note")),
+    REC_CLOCK: Kind("clock", RecClock, ()),
+}
+
+# the kinds a reader hands out (STRING records are its own), by number and by name
+KIND_NAMES = {kind: k.name for kind, k in KINDS.items() if kind != REC_STRING}
+KIND_BY_NAME = {v: k for k, v in KIND_NAMES.items()}
+
+# tft_rec_min_size(COLLECTIVE): a format 1.0/1.1 record ends before tag, which
+# RecCollective (112 bytes) has
+_COLLECTIVE_MIN_BYTES = 104  # TFT_REC_COLLECTIVE_MIN_BYTES
+_COLLECTIVE_BYTES = 112
 
 _checked = False
 
 
-def _check_layouts(lib):
+def check_layouts(lib):
     """Raises TraceError when a Structure here disagrees with the loaded library's record sizes."""
     global _checked
     if _checked:
         return
     bad = []
-    if c.sizeof(_Rec) != 32 or c.sizeof(_Stats) != 128:
+    if c.sizeof(Rec) != 32 or c.sizeof(Stats) != 128:
         bad.append("tft_rec/tft_stats")
-    for kind, layout in _LAYOUTS.items():
-        if c.sizeof(layout) != lib.tft_rec_min_size(kind):
-            bad.append("%s: %d here, %d in the library" % (_KIND_NAMES.get(kind, "string"),
-                                                            c.sizeof(layout),
+    for kind, k in KINDS.items():
+        if kind == REC_COLLECTIVE:
+            continue  # below
+        if c.sizeof(k.layout) != lib.tft_rec_min_size(kind):
+            bad.append("%s: %d here, %d in the library" % (k.name, c.sizeof(k.layout),
                                                             lib.tft_rec_min_size(kind)))
-    if lib.tft_rec_min_size(REC_COLLECTIVE) != _COLLECTIVE_MIN_BYTES or c.sizeof(_RecCollective) != 112:
+    if (lib.tft_rec_min_size(REC_COLLECTIVE) != _COLLECTIVE_MIN_BYTES
+            or c.sizeof(RecCollective) != _COLLECTIVE_BYTES):
         bad.append("collective")
     if bad:
         raise TraceError("tftrace: this Python package and %s disagree on record layouts (%s); "
@@ -183,9 +215,27 @@ def _check_layouts(lib):
     _checked = True
 
 
+# the kinds each table method reads
+OP_TENSOR_KINDS = frozenset((REC_OP, REC_TENSOR))
+COLLECTIVE_KINDS = frozenset((REC_COLLECTIVE,))
+ALLOC_FREE_KINDS = frozenset((REC_ALLOC, REC_FREE))
+STEP_KINDS = frozenset((REC_STEP,))
+OP_CAPTURE_KINDS = frozenset((REC_OP, REC_CAPTURE))
+
+
+class _AllKinds:
+    """Every record kind (the reader never hands out STRING records)."""
+
+    def __contains__(self, kind):
+        return True
+
+
+ALL_KINDS = _AllKinds()
+
+
 # ---- names of enumerations, cached ---------------------------------------------
 
-class _Names:
+class Names:
     """Text of the C library's enumeration names (tft_dtype_name, ...), cached per value."""
 
     def __init__(self, lib):
@@ -226,48 +276,31 @@ def _mode_name(mode):
     return _MODE_NAMES[mode] if mode < 3 else "?"
 
 
-# ---- tables ------------------------------------------------------------------------
+# ---- records as table rows and events() dicts ----------------------------------------
 
 # column kinds: i = int64, u = uint64, f = float64, o = object (str/None/tuple),
 # I / U = int64 / uint64 that may be missing (None)
-_TENSOR_COLS = (("step", "I"), ("rank", "i"), ("seq", "I"), ("ts", "u"), ("id", "u"),
-                ("name", "o"), ("op", "o"), ("scope", "o"), ("dtype", "o"), ("device", "o"),
-                ("shape", "o"), ("mode", "o"), ("numel", "u"), ("nan", "U"), ("pinf", "U"),
-                ("ninf", "U"), ("zero", "U"), ("over_fp16", "U"), ("over_bf16", "U"),
-                ("under_fp16", "U"), ("fingerprint", "U"), ("min", "f"), ("max", "f"),
-                ("mean", "f"), ("std", "f"), ("l1", "f"), ("l2", "f"), ("absmax", "f"))
-_COLL_COLS = (("step", "I"), ("rank", "i"), ("seq", "I"), ("comm", "u"), ("coll_seq", "u"),
-              ("type", "o"), ("name", "o"), ("dtype", "o"), ("count", "u"), ("redop", "o"),
-              ("root", "i"), ("tag", "i"), ("rank_in_comm", "i"), ("nranks", "i"),
-              ("t_enter", "u"), ("t_exit", "u"), ("phase", "o"), ("result", "U"))
-_ALLOC_COLS = (("step", "I"), ("rank", "i"), ("ts", "u"), ("event", "o"), ("ptr", "u"),
-               ("bytes", "u"), ("site", "o"), ("device", "o"))
-_STEP_COLS = (("rank", "i"), ("step", "i"), ("t_begin", "U"), ("t_end", "U"), ("duration", "U"))
-_CAPTURE_COLS = (("rank", "i"), ("step", "I"), ("seq", "I"), ("role", "o"), ("id", "u"),
-                 ("name", "o"), ("op", "o"), ("dtype", "o"), ("shape", "o"), ("bytes", "u"),
-                 ("present", "u"), ("parts", "u"), ("complete", "b"))
-
-
-_OP_TENSOR = frozenset((REC_OP, REC_TENSOR))
-_COLLECTIVE = frozenset((REC_COLLECTIVE,))
-_ALLOC_FREE = frozenset((REC_ALLOC, REC_FREE))
-_STEP = frozenset((REC_STEP,))
-_OP_CAPTURE = frozenset((REC_OP, REC_CAPTURE))
-
-
-class _AllKinds:
-    """Every record kind (the reader never hands out STRING records)."""
-
-    def __contains__(self, kind):
-        return True
-
-
-_ALL_KINDS = _AllKinds()
+TENSOR_COLS = (("step", "I"), ("rank", "i"), ("seq", "I"), ("ts", "u"), ("id", "u"),
+               ("name", "o"), ("op", "o"), ("scope", "o"), ("dtype", "o"), ("device", "o"),
+               ("shape", "o"), ("mode", "o"), ("numel", "u"), ("nan", "U"), ("pinf", "U"),
+               ("ninf", "U"), ("zero", "U"), ("over_fp16", "U"), ("over_bf16", "U"),
+               ("under_fp16", "U"), ("fingerprint", "U"), ("min", "f"), ("max", "f"),
+               ("mean", "f"), ("std", "f"), ("l1", "f"), ("l2", "f"), ("absmax", "f"))
+COLL_COLS = (("step", "I"), ("rank", "i"), ("seq", "I"), ("comm", "u"), ("coll_seq", "u"),
+             ("type", "o"), ("name", "o"), ("dtype", "o"), ("count", "u"), ("redop", "o"),
+             ("root", "i"), ("tag", "i"), ("rank_in_comm", "i"), ("nranks", "i"),
+             ("t_enter", "u"), ("t_exit", "u"), ("phase", "o"), ("result", "U"))
+ALLOC_COLS = (("step", "I"), ("rank", "i"), ("ts", "u"), ("event", "o"), ("ptr", "u"),
+              ("bytes", "u"), ("site", "o"), ("device", "o"))
+STEP_COLS = (("rank", "i"), ("step", "i"), ("t_begin", "U"), ("t_end", "U"), ("duration", "U"))
+CAPTURE_COLS = (("rank", "i"), ("step", "I"), ("seq", "I"), ("role", "o"), ("id", "u"),
+                ("name", "o"), ("op", "o"), ("dtype", "o"), ("shape", "o"), ("bytes", "u"),
+                ("present", "u"), ("parts", "u"), ("complete", "b"))
 
 _NAN = float("nan")
 
 
-def _tensor_row(names, h, tr, rank, name, op):
+def tensor_row(names, h, tr, rank, name, op):
     s = tr.stats
     mode = tr.mode
     step, seq = h.step, h.seq
@@ -285,11 +318,11 @@ def _tensor_row(names, h, tr, rank, name, op):
                   _NAN, _NAN)
 
 
-def _coll_row(names, h, cr, rank, strings):
+def coll_row(names, h, cr, rank, strings):
     step, seq = h.step, h.seq
     typ = cr.type
     tag = _TAG_NONE
-    if typ in (_COLL_SEND, _COLL_RECV) and h.len >= c.sizeof(_RecCollective):
+    if typ in (_COLL_SEND, _COLL_RECV) and h.len >= c.sizeof(RecCollective):
         tag = cr.tag
     phase = "enter" if (h.flags & (_COLL_FLAG_ENTER | _COLL_FLAG_EXIT)) == _COLL_FLAG_ENTER else "exit"
     return (None if step == STEP_NONE else step, rank, None if seq == SEQ_NONE else seq, cr.comm,
@@ -298,12 +331,12 @@ def _coll_row(names, h, cr, rank, strings):
             cr.t_exit, phase, cr.result or None)
 
 
-def _alloc_row(h, addr, rank, strings):
+def alloc_row(h, addr, rank, strings):
     step = None if h.step == STEP_NONE else h.step
     if h.kind == REC_ALLOC:
-        a = _RecAlloc.from_address(addr)
+        a = RecAlloc.from_address(addr)
         return (step, rank, h.ts, "alloc", a.ptr, a.bytes, strings(a.site), _device(a.device_kind, a.device))
-    f = _RecFree.from_address(addr)
+    f = RecFree.from_address(addr)
     return (step, rank, h.ts, "free", f.ptr, f.bytes, None, _device(f.device_kind, f.device))
 
 
@@ -311,81 +344,81 @@ def _row_dict(spec, row):
     return {k: v for (k, _), v in zip(spec, row)}
 
 
-def _event(names, h, addr, rank, strings, ops):
+def event_dict(names, h, addr, rank, strings, ops):
     """One record as a dict (Trace.events)."""
     kind = h.kind
     if kind == REC_TENSOR:
-        tr = _RecTensor.from_address(addr)
-        d = _row_dict(_TENSOR_COLS, _tensor_row(names, h, tr, rank, strings(tr.name), ops.get(h.seq)))
+        tr = RecTensor.from_address(addr)
+        d = _row_dict(TENSOR_COLS, tensor_row(names, h, tr, rank, strings(tr.name), ops.get(h.seq)))
         d["kind"] = "tensor"
         d["has_data"] = bool(h.flags & _TENSOR_HAS_DATA)
         return d
     if kind == REC_COLLECTIVE:
-        cr = _RecCollective.from_address(addr)
-        d = _row_dict(_COLL_COLS, _coll_row(names, h, cr, rank, strings))
+        cr = RecCollective.from_address(addr)
+        d = _row_dict(COLL_COLS, coll_row(names, h, cr, rank, strings))
         d["kind"], d["ts"] = "collective", h.ts
         return d
     if kind in (REC_ALLOC, REC_FREE):
-        d = _row_dict(_ALLOC_COLS, _alloc_row(h, addr, rank, strings))
-        d["kind"], d["seq"] = _KIND_NAMES[kind], None if h.seq == SEQ_NONE else h.seq
+        d = _row_dict(ALLOC_COLS, alloc_row(h, addr, rank, strings))
+        d["kind"], d["seq"] = KIND_NAMES[kind], None if h.seq == SEQ_NONE else h.seq
         d["name"] = d["site"]
         if kind == REC_ALLOC:
-            d["stream"] = _RecAlloc.from_address(addr).stream
+            d["stream"] = RecAlloc.from_address(addr).stream
         return d
     d = {"rank": rank, "step": None if h.step == STEP_NONE else h.step,
          "seq": None if h.seq == SEQ_NONE else h.seq,
-         "kind": _KIND_NAMES.get(kind, "unknown(%d)" % kind), "ts": h.ts, "name": None}
+         "kind": KIND_NAMES.get(kind, "unknown(%d)" % kind), "ts": h.ts, "name": None}
     if kind == REC_STEP:
-        d["phase"] = "end" if _RecStep.from_address(addr).phase == 1 else "begin"
+        d["phase"] = "end" if RecStep.from_address(addr).phase == 1 else "begin"
     elif kind == REC_OP:
-        o = _RecOp.from_address(addr)
+        o = RecOp.from_address(addr)
         n_in, n_out, n_attr = o.n_in, o.n_out, o.n_attr
-        ids = (_u64 * (n_in + n_out + n_attr)).from_address(addr + c.sizeof(_RecOp))
-        attrs = (_i64 * n_attr).from_address(addr + c.sizeof(_RecOp) + 8 * (n_in + n_out))
+        ids = (_u64 * (n_in + n_out + n_attr)).from_address(addr + c.sizeof(RecOp))
+        attrs = (_i64 * n_attr).from_address(addr + c.sizeof(RecOp) + 8 * (n_in + n_out))
         d.update(name=strings(o.name), op_kind=names.op_kind_name(o.op_kind), scope=strings(o.scope),
                  inputs=list(ids[:n_in]), outputs=list(ids[n_in:n_in + n_out]), attrs=list(attrs))
     elif kind == REC_KERNEL:
-        k = _RecKernel.from_address(addr)
+        k = RecKernel.from_address(addr)
         d.update(name=strings(k.name), op_kind=names.op_kind_name(k.kind), start=k.start, end=k.end,
                  stream=k.stream, corr=k.corr, grid=tuple(k.grid), block=tuple(k.block),
                  device="cuda:%d" % k.device)
     elif kind == REC_CHECKPOINT:
-        k = _RecCheckpoint.from_address(addr)
+        k = RecCheckpoint.from_address(addr)
         d.update(name=strings(k.path), action="resume" if k.action == 1 else "save",
                  path=strings(k.path), recipe=strings(k.recipe))
     elif kind == REC_PROCESS:
-        p = _RecProcess.from_address(addr)
+        p = RecProcess.from_address(addr)
         is_exit = p.event == 1
         d.update(event=_PROC_EVENTS[p.event] if p.event < 3 else "?", pid=p.pid,
                  code=p.exit_code if is_exit and not p.signal else None,
                  signal=p.signal if is_exit and p.signal else None, rss=p.rss)
     elif kind == REC_DROPPED:
-        p = _RecDropped.from_address(addr)
+        p = RecDropped.from_address(addr)
         d.update(count=p.count, reason=_DROP_REASONS[p.reason] if p.reason < 3 else "?")
     elif kind == REC_CAPTURE:
-        p = _RecCapture.from_address(addr)
+        p = RecCapture.from_address(addr)
         d.update(name=strings(p.name), id=p.tensor,
-                 role=_ROLE_NAMES[p.role] if p.role < 3 else "?", dtype=names.dtype_name(p.dtype),
+                 role=ROLE_NAMES[p.role] if p.role < 3 else "?", dtype=names.dtype_name(p.dtype),
                  shape=tuple(p.shape[:p.ndim]), total=p.total, offset=p.offset, n=p.n,
-                 shuffled=bool(h.flags & _CAPTURE_SHUFFLED))
+                 shuffled=bool(h.flags & CAPTURE_SHUFFLED))
     elif kind == REC_THREAD:
-        p = _RecThread.from_address(addr)
+        p = RecThread.from_address(addr)
         d.update(name=strings(p.name), event="end" if p.event == 1 else "switch", index=p.index,
                  tid=p.tid)
     elif kind == REC_COMM:
-        p = _RecComm.from_address(addr)
+        p = RecComm.from_address(addr)
         members = None
         if p.n_members:
-            members = list((_i32 * p.n_members).from_address(addr + c.sizeof(_RecComm)))
+            members = list((_i32 * p.n_members).from_address(addr + c.sizeof(RecComm)))
         d.update(name=strings(p.name), comm=p.comm, parent=p.parent or None, comm_rank=p.rank,
                  size=p.size, order=p.order, inter=bool(h.flags & _COMM_FLAG_INTER), members=members)
     elif kind == REC_STACK:
-        d.update(_stack_fields(h, _RecStack.from_address(addr), strings))
-    elif kind == REC_CLOCK and h.len >= c.sizeof(_RecClock):
-        p = _RecClock.from_address(addr)
+        d.update(_stack_fields(h, RecStack.from_address(addr), strings))
+    elif kind == REC_CLOCK and h.len >= c.sizeof(RecClock):
+        p = RecClock.from_address(addr)
         d.update(realtime_ns=p.realtime_ns, ntp=_NTP_STATES[p.ntp] if p.ntp < 3 else "unknown",
                  maxerror_ns=p.maxerror_ns, esterror_ns=p.esterror_ns)
-    elif kind not in _KIND_NAMES:
+    elif kind not in KIND_NAMES:
         d["len"] = h.len
     return d
 

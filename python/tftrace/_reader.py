@@ -2,14 +2,21 @@
 allocations, captured tensors as numpy arrays, and the C tools' summary
 and diff as dicts (docs/PYTHON.md is the reference).
 
-Everything here reads through libtftrace.so's reader (tft_format.h) with
-ctypes: ``tft_trace_open_lazy`` opens a trace directory or one rank file,
+Everything reads through libtftrace.so's reader (tft_format.h) with ctypes:
+``tft_trace_open_lazy`` opens a trace directory or one rank file,
 ``tft_trace_reader(i)`` / ``tft_trace_release(i)`` open and close one rank
 file at a time, and each record ``tft_reader_next`` hands out is decoded in
-place from the ctypes.Structure below that mirrors its C struct (sizes are
-checked against ``tft_rec_min_size`` when the module first reads). The
-reader has checked every record's structure (length, counts) before it
-hands it out, so decoding reads only inside the record.
+place. The reader API is ``tftrace.open``, ``Trace``, ``tftrace.diff`` and
+the exceptions; it lives in:
+
+- ``_trace.py``: ``open()`` and ``Trace``, reading rank files record by record;
+- ``_layouts.py``: the record kinds, their ctypes Structures (checked
+  against the library's sizes) and each record as a table row or a dict;
+- ``_tables.py``: the ``steps=`` / ``ranks=`` / ``name=`` filters, and rows
+  as a pandas DataFrame or a dict of numpy arrays;
+- ``_captures.py``: captured tensors as numpy arrays;
+- ``_tools.py``: finding and running tfdump and tfdiff;
+- here: the exceptions, the tools' JSON answers, and ``diff()``.
 
 Contracts:
 
@@ -63,10 +70,9 @@ class TraceWarning(UserWarning):
     """A problem the reader reported while reading (damaged chunk, torn tail, odd manifest)."""
 
 
-
 # ---- the C tools ------------------------------------------------------------------------
 
-def _tool_json(tool, args, path, ok_status):
+def tool_json(tool, args, path, ok_status):
     """Runs tool, parses its stdout as one JSON value; raises TraceError on an
     exit status not in ok_status (with the tool's stderr) or unparsable output."""
     p = _tools.run(tool, args)
@@ -83,8 +89,6 @@ def _tool_json(tool, args, path, ok_status):
         raise TraceError("%s printed no JSON (status %d): %s" % (tool, p.returncode, p.stderr.strip()),
                          path=path, stderr=p.stderr, status=p.returncode)
     return result
-
-
 
 
 def _trace_path(x):
@@ -119,11 +123,12 @@ def diff(golden, bad, **options):
         args += [flag, str(val)]
     g, b = _trace_path(golden), _trace_path(bad)
     args += ["--", g, b]
-    return _tool_json("tfdiff", args, b, (0, 1))
+    return tool_json("tfdiff", args, b, (0, 1))
 
 
 def __getattr__(name):
-    # open and Trace moved to _trace.py (which imports this module's errors)
+    """open and Trace, which _trace.py defines: imported on first use, as
+    _trace imports the errors defined here."""
     if name in ("open", "Trace"):
         from . import _trace
         return getattr(_trace, name)

@@ -1,4 +1,7 @@
-"""Tables (rows -> pandas DataFrame or dict of numpy arrays) and the filters of the table methods."""
+"""What the table methods of Trace share: their filters (``steps=``,
+``ranks=``, ``name=``) and the making of a table from rows (tuples in the
+order of a column spec of _layouts.py): a pandas DataFrame when pandas
+imports, else a dict of numpy arrays (docs/PYTHON.md, "Tables")."""
 
 import fnmatch
 import numbers
@@ -10,7 +13,7 @@ from ._layouts import STEP_NONE
 
 # ---- filters ---------------------------------------------------------------------
 
-class _Steps:
+class Steps:
     """The steps= filter: None (all records), an int, an inclusive (a, b)
     pair (either end None = open), a range, or any iterable of ints.
     With a filter, records outside any step are left out."""
@@ -52,7 +55,7 @@ class _Steps:
         return (self.lo is None or step >= self.lo) and (self.hi is None or step <= self.hi)
 
 
-def _ranks_filter(ranks):
+def ranks_filter(ranks):
     if ranks is None:
         return None
     if isinstance(ranks, bool):
@@ -78,7 +81,7 @@ def _ints(values, what):
         raise bad from None
 
 
-def _name_matcher(name):
+def name_matcher(name):
     """name= filter: None, a glob (fnmatch, case-sensitive as fnmatch(3)) or a compiled regex (search)."""
     if name is None:
         return None
@@ -137,7 +140,7 @@ def _column(values, kind, pd):
     return _objects(values)
 
 
-def _table(rows, spec):
+def table(rows, spec):
     """Rows (tuples in spec order) -> DataFrame (pandas) or dict of numpy arrays."""
     pd = _pd()
     cols = list(zip(*rows)) if rows else [()] * len(spec)

@@ -1,26 +1,30 @@
-"""tftrace.open and Trace: a trace opened through libtftrace.so's reader."""
+"""``tftrace.open`` and ``Trace``: a trace opened through libtftrace.so's
+reader (``tft_trace_open_lazy``), its rank files opened one at a time
+(``tft_trace_reader`` / ``tft_trace_release``) and walked record by record
+(``tft_reader_next``); the methods turn the records of the kinds they read
+into rows (``_layouts.py``) and tables (``_tables.py``). The reader's log
+(damaged chunks, torn tails) becomes ``TraceWarning``s and
+``Trace.problems``. The contracts are in ``_reader.py``'s docstring."""
 
 import builtins
 import contextlib
 import ctypes as c
 import json
-import numbers
 import os
 import stat
 import threading
 import warnings
 
 from . import _lib
-from ._captures import _Capture
-from ._layouts import (SEQ_NONE, REC_OP, REC_SYNC, _KIND_BY_NAME, _ROLE_NAMES, _Rec, _RecOp, _RecTensor,
-                       _RecCollective, _RecStep, _RecCapture, _check_layouts, _Names, _tensor_row,
-                       _coll_row, _alloc_row, _event, _TENSOR_COLS, _COLL_COLS, _ALLOC_COLS, _STEP_COLS,
-                       _CAPTURE_COLS, _OP_TENSOR, _COLLECTIVE, _ALLOC_FREE, _STEP, _OP_CAPTURE, _ALL_KINDS)
-from ._reader import TraceError, TraceWarning, _tool_json
-from ._tables import _Steps, _ranks_filter, _name_matcher, _table
+from . import _captures
+from ._layouts import (SEQ_NONE, REC_OP, REC_SYNC, KIND_BY_NAME, Rec, RecOp, RecTensor, RecCollective,
+                       RecStep, check_layouts, Names, tensor_row, coll_row, alloc_row, event_dict,
+                       TENSOR_COLS, COLL_COLS, ALLOC_COLS, STEP_COLS, CAPTURE_COLS, OP_TENSOR_KINDS,
+                       COLLECTIVE_KINDS, ALLOC_FREE_KINDS, STEP_KINDS, ALL_KINDS)
+from ._reader import TraceError, TraceWarning, tool_json
+from ._tables import Steps, ranks_filter, name_matcher, table
 
 _LOG_WARN = 1
-_LIST_IN_ERROR = 100  # captures a KeyError names
 _MANIFEST_MAX_BYTES = 64 << 20  # the C library's limit (formats/src/manifest.c)
 
 _LOGFN = c.CFUNCTYPE(None, c.c_void_p, c.c_int, c.c_char_p)
@@ -97,12 +101,12 @@ class Trace:
         self._warned = set()
         self.problems = []
         lib = _lib.lib()
-        _check_layouts(lib)
+        check_layouts(lib)
         msg = _lib.check_version()
         if msg:
             warnings.warn(msg, RuntimeWarning, stacklevel=3)
         self._l = lib
-        self._names = _Names(lib)
+        self._names = Names(lib)
         _check_regular(self.path)
 
         sink = self._log  # (not self: no reference cycle through the callback)
@@ -195,7 +199,7 @@ class Trace:
     def _each_rank(self, ranks):
         """(index, rank id) of the rank files ranks= selects, in file order."""
         self._handle()
-        want = _ranks_filter(ranks)
+        want = ranks_filter(ranks)
         return [(i, rank) for i, rank in enumerate(self.ranks) if want is None or rank in want]
 
     @contextlib.contextmanager
@@ -227,7 +231,7 @@ class Trace:
         nxt = self._l.tft_reader_next
         ptr = c.c_void_p()
         ref = c.byref(ptr)
-        hdr = _Rec.from_address
+        hdr = Rec.from_address
         hi = None if steps is None or steps.any else steps.hi
         keep = None if steps is None or steps.any else steps.keep
         while True:
@@ -255,7 +259,7 @@ class Trace:
         the keys are tfdump's). Raises TraceError with tfdump's message when
         it fails, ToolNotFoundError when tfdump cannot be found."""
         self._handle()
-        return _tool_json("tfdump", ["--json", "--", self.path], self.path, (0,))
+        return tool_json("tfdump", ["--json", "--", self.path], self.path, (0,))
 
     # -- tables --
 
@@ -269,8 +273,8 @@ class Trace:
         zero, over_fp16, over_bf16, under_fp16, fingerprint, min, max, mean,
         std, l1, l2, absmax (docs/PYTHON.md says which mode makes which valid).
         """
-        sel = _Steps(steps)
-        match = _name_matcher(name)
+        sel = Steps(steps)
+        match = name_matcher(name)
         rows = []
         names = self._names
         with self._lock:
@@ -279,12 +283,12 @@ class Trace:
                     ops = {}
                     pending = []  # rows whose OP record had not been seen yet
                     matched = {}
-                    for kind, h, addr in self._walk(i, r, _OP_TENSOR, sel):
+                    for kind, h, addr in self._walk(i, r, OP_TENSOR_KINDS, sel):
                         if kind == REC_OP:
-                            o = _RecOp.from_address(addr)
+                            o = RecOp.from_address(addr)
                             ops[h.seq] = (strings(o.name), strings(o.scope))
                             continue
-                        tr = _RecTensor.from_address(addr)
+                        tr = RecTensor.from_address(addr)
                         nid = tr.name
                         if match is not None:
                             ok = matched.get(nid)
@@ -295,41 +299,41 @@ class Trace:
                         op = ops.get(h.seq)
                         if op is None and h.seq != SEQ_NONE:
                             pending.append(len(rows))
-                        rows.append(_tensor_row(names, h, tr, rank, strings(nid), op))
+                        rows.append(tensor_row(names, h, tr, rank, strings(nid), op))
                     for k in pending:
                         row = rows[k]
                         op = ops.get(row[2])
                         if op is not None:
                             rows[k] = row[:6] + op + row[8:]
-        return _table(rows, _TENSOR_COLS)
+        return table(rows, TENSOR_COLS)
 
     def collectives(self, steps=None, ranks=None):
         """COLLECTIVE records (collectives and point-to-point calls, entered
         and finished) as a table. Columns: step, rank, seq, comm, coll_seq,
         type, name, dtype, count, redop, root, tag, rank_in_comm, nranks,
         t_enter, t_exit, phase, result."""
-        sel = _Steps(steps)
+        sel = Steps(steps)
         rows = []
         with self._lock:
             for i, rank in ([] if sel.empty else self._each_rank(ranks)):
                 with self._opened(i, sel) as (r, strings):
-                    for kind, h, addr in self._walk(i, r, _COLLECTIVE, sel):
-                        rows.append(_coll_row(self._names, h, _RecCollective.from_address(addr),
+                    for kind, h, addr in self._walk(i, r, COLLECTIVE_KINDS, sel):
+                        rows.append(coll_row(self._names, h, RecCollective.from_address(addr),
                                               rank, strings))
-        return _table(rows, _COLL_COLS)
+        return table(rows, COLL_COLS)
 
     def allocations(self, steps=None, ranks=None):
         """ALLOC and FREE records as a table. Columns: step, rank, ts, event
         ("alloc"/"free"), ptr, bytes (0 for a free of unknown size), site
         (None for frees), device."""
-        sel = _Steps(steps)
+        sel = Steps(steps)
         rows = []
         with self._lock:
             for i, rank in ([] if sel.empty else self._each_rank(ranks)):
                 with self._opened(i, sel) as (r, strings):
-                    for kind, h, addr in self._walk(i, r, _ALLOC_FREE, sel):
-                        rows.append(_alloc_row(h, addr, rank, strings))
-        return _table(rows, _ALLOC_COLS)
+                    for kind, h, addr in self._walk(i, r, ALLOC_FREE_KINDS, sel):
+                        rows.append(alloc_row(h, addr, rank, strings))
+        return table(rows, ALLOC_COLS)
 
     def steps(self, ranks=None):
         """STEP records folded into one row per (rank, step). Columns: rank,
@@ -340,8 +344,8 @@ class Trace:
             for i, rank in self._each_rank(ranks):
                 with self._opened(i, None) as (r, strings):
                     seen = {}
-                    for kind, h, addr in self._walk(i, r, _STEP, None):
-                        end = _RecStep.from_address(addr).phase == 1
+                    for kind, h, addr in self._walk(i, r, STEP_KINDS, None):
+                        end = RecStep.from_address(addr).phase == 1
                         row = seen.get(h.step)
                         if row is None:
                             row = seen[h.step] = [None, None]
@@ -352,7 +356,7 @@ class Trace:
                             row[0] = h.ts
         out = [(rank, step, b, e, e - b if b is not None and e is not None and e >= b else None)
                for rank, step, (b, e) in rows]
-        return _table(out, _STEP_COLS)
+        return table(out, STEP_COLS)
 
     def events(self, kinds=None, steps=None, ranks=None):
         """Generator of one dict per record (STRING records aside), rank file
@@ -363,21 +367,21 @@ class Trace:
         docs/PYTHON.md lists. Reads through its own handle on the trace, so
         it may be interleaved with other calls."""
         if kinds is None:
-            want = _ALL_KINDS
+            want = ALL_KINDS
         else:
             if isinstance(kinds, str):
                 kinds = [kinds]
             want = set()
             for k in kinds:
-                if k not in _KIND_BY_NAME:
+                if k not in KIND_BY_NAME:
                     raise ValueError("tftrace: unknown record kind %r (one of %s)"
-                                     % (k, ", ".join(sorted(_KIND_BY_NAME))))
-                want.add(_KIND_BY_NAME[k])
-        sel = _Steps(steps)
+                                     % (k, ", ".join(sorted(KIND_BY_NAME))))
+                want.add(KIND_BY_NAME[k])
+        sel = Steps(steps)
         selected = self._each_rank(ranks)
         if sel.empty:
             return
-        scan = want if want is _ALL_KINDS else frozenset(want | {REC_OP})
+        scan = want if want is ALL_KINDS else frozenset(want | {REC_OP})
         other = Trace(self.path)
         other._warned, other.problems = self._warned, self.problems  # one record of problems
         try:
@@ -386,23 +390,23 @@ class Trace:
                     ops = {}
                     for kind, h, addr in other._walk(i, r, scan, sel):
                         if kind == REC_OP:
-                            o = _RecOp.from_address(addr)
+                            o = RecOp.from_address(addr)
                             ops[h.seq] = (strings(o.name), strings(o.scope))
                             if REC_OP not in want:
                                 continue
-                        yield _event(self._names, h, addr, rank, strings, ops)
+                        yield event_dict(self._names, h, addr, rank, strings, ops)
         finally:
             other.close()
 
-    # -- captured tensors --
+    # -- captured tensors (_captures.py) --
 
     def captures(self, ranks=None):
         """The captured tensors (tftrace --capture) as a table, in the order
         ``tfdump --captures --json`` lists them. Columns: rank, step, seq,
         role, id, name, op, dtype, shape, bytes, present, parts, complete."""
         with self._lock:
-            caps, _ = self._scan_captures(ranks, None, None)
-        return _table([cp.row() for cp in caps], _CAPTURE_COLS)
+            caps, _ = _captures.scan(self, ranks, None, None)
+        return table([cp.row() for cp in caps], CAPTURE_COLS)
 
     def captured(self, name, step=None, rank=None, role="output", bf16="float32", fp8="float32"):
         """The whole captured tensor ``name`` as a numpy array of its exact
@@ -421,77 +425,7 @@ class Trace:
         file order is returned. Raises KeyError naming what the trace holds
         when nothing matches, TraceError when the match is incomplete (parts
         dropped or lost to damage) or inconsistent."""
-        if role is not None and role not in _ROLE_NAMES:
-            raise ValueError("tftrace: role= is 'output', 'input', 'prior' or None, not %r" % (role,))
-        if bf16 not in ("float32", "raw"):
-            raise ValueError("tftrace: bf16= is 'float32' or 'raw', not %r" % (bf16,))
-        if fp8 not in ("float32", "raw"):
-            raise ValueError("tftrace: fp8= is 'float32' or 'raw', not %r" % (fp8,))
-        if step is not None and (isinstance(step, bool) or not isinstance(step, numbers.Integral)):
-            raise TypeError("tftrace: step= is an int or None")
-        by_id = isinstance(name, numbers.Integral) and not isinstance(name, bool)
-        if not by_id and not isinstance(name, str):
-            raise TypeError("tftrace: name is a tensor name (str) or a tensor id (int)")
-
-        def want(cp):
-            if (cp.id != name) if by_id else (cp.name != name):
-                return False
-            if role is None:
-                if cp.role == 2:
-                    return False
-            elif cp.role >= 3 or _ROLE_NAMES[cp.role] != role:
-                return False
-            return step is None or cp.step == step
-
-        with self._lock:
-            caps, hit = self._scan_captures(rank, step, want)
-            if hit is None and (rank is not None or step is not None):
-                caps, _ = self._scan_captures(None, None, None)  # to say what the trace holds
-        if hit is None:
-            what = "%r%s%s%s" % (name, "" if role is None else " (%s)" % role,
-                                 "" if step is None else " at step %d" % step,
-                                 "" if rank is None else " on rank %s" % (rank,))
-            if not caps:
-                raise KeyError("%s: no captured tensor %s: the trace has no captures (record with "
-                               "tftrace --capture SPEC)" % (self.path, what))
-            listed = sorted({"%s@%s (%s)" % (cp.name, "-" if cp.step is None else cp.step,
-                                             _ROLE_NAMES[cp.role] if cp.role < 3 else "?")
-                             for cp in caps})
-            more = ""
-            if len(listed) > _LIST_IN_ERROR:
-                more = ", ... (%d more; Trace.captures() lists them all)" % (len(listed) - _LIST_IN_ERROR)
-            raise KeyError("%s: no captured tensor %s; captured: %s%s"
-                           % (self.path, what, ", ".join(listed[:_LIST_IN_ERROR]), more))
-        return hit.array(self, bf16 == "raw", fp8 == "raw")
-
-    def _scan_captures(self, ranks, step, want):
-        """Reads CAPTURE records; returns (the captures seen, the first one
-        ``want`` accepts, with its bytes, or None). With want, stops as soon
-        as that capture is complete or has a gap."""
-        sel = _Steps(step) if step is not None else None
-        caps, hit = [], None
-        for i, rank in self._each_rank(ranks):
-            with self._opened(i, sel) as (r, strings):
-                ops = {}
-                cur = {}  # (seq, tensor id, role) -> the capture its parts continue
-                for kind, h, addr in self._walk(i, r, _OP_CAPTURE, sel):
-                    if kind == REC_OP:
-                        ops[h.seq] = _RecOp.from_address(addr).name
-                        continue
-                    p = _RecCapture.from_address(addr)
-                    key = (h.seq, p.tensor, p.role)
-                    cp = cur.get(key)
-                    if cp is None or (cp.next == cp.bytes and p.offset == 0 and cp.bytes):
-                        # a new capture (or the same key again after a complete one)
-                        cp = cur[key] = _Capture(self._l, rank, h, p, strings, ops.get(h.seq))
-                        caps.append(cp)
-                        if hit is None and want is not None and want(cp):
-                            hit = cp
-                            cp.data = bytearray()
-                    cp.add(h, p, addr)
-                    if hit is not None and (hit.gap or not hit.consistent or hit.next == hit.bytes):
-                        return caps, hit
-        return caps, hit
+        return _captures.captured(self, name, step, rank, role, bf16, fp8)
 
 
 class _Strings:
