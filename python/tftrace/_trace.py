@@ -122,12 +122,7 @@ class Trace:
         t = _errno_fn(lib, "tft_trace_open_lazy", c.c_void_p, [c.c_char_p, c.c_void_p])(
             os.fsencode(self.path), c.byref(self._opts))
         if not t:
-            err = c.get_errno()
-            msgs = [m for lvl, m in self._log if lvl <= _LOG_WARN and m]
-            del self._log[:]
-            text = "; ".join(msgs) if msgs else "%s: cannot open the trace: %s" % (
-                self.path, os.strerror(err) if err else "unknown error")
-            raise TraceError(text, path=self.path, errno=err or None)
+            raise self._open_error("%s: cannot open the trace" % self.path)
         self._t = t
         n = lib.tft_trace_nranks(t)
         self.ranks = [lib.tft_trace_rank_id(t, i) for i in range(n)]
@@ -165,6 +160,16 @@ class Trace:
             self._warned.add(text)
             self.problems.append(text)
             warnings.warn(TraceWarning(text), stacklevel=3)
+
+    def _open_error(self, what):
+        """The TraceError for an open that just failed (the library's errno
+        set): the reader's messages since (ERROR, WARN), said by the
+        exception and not warned about too, else what and the errno."""
+        err = c.get_errno()
+        msgs = [m for lvl, m in self._log if lvl <= _LOG_WARN and m]
+        del self._log[:]
+        return TraceError("; ".join(msgs) or "%s: %s" % (what, os.strerror(err) if err else "unknown error"),
+                          path=self.path, errno=err or None)
 
     def close(self):
         """Frees the trace (idempotent). Methods called afterwards raise TraceError."""
@@ -210,12 +215,7 @@ class Trace:
         lib = self._l
         r = _errno_fn(lib, "tft_trace_reader", c.c_void_p, [c.c_void_p, c.c_int])(t, i)
         if not r:
-            err = c.get_errno()
-            msgs = [m for lvl, m in self._log if lvl <= _LOG_WARN and m]
-            del self._log[:]  # said by the exception, not warned about too
-            raise TraceError("; ".join(msgs) or "%s: cannot open: %s" % (
-                self._files[i], os.strerror(err) if err else "unknown error"), path=self.path,
-                errno=err or None)
+            raise self._open_error("%s: cannot open" % self._files[i])
         try:
             if steps is not None and steps.lo is not None:
                 lib.tft_reader_seek_step(r, steps.lo)
