@@ -6,6 +6,7 @@ float32 or raw)."""
 
 import ctypes as c
 import numbers
+from typing import Dict
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def _fp8_table(mbits, bias, ieee):
     return bits.view(np.float32)
 
 
-_FP8_TABLES = {}  # tft dtype -> its _fp8_table, made on first use
+_FP8_TABLES: Dict[int, np.ndarray] = {}  # tft dtype -> its _fp8_table, made on first use
 
 
 def _fp8_decode(dtype, a):

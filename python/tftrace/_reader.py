@@ -39,10 +39,16 @@ Contracts:
   serialised by a lock); ``close()`` (or the ``with`` block) frees it.
 """
 
+from __future__ import annotations
+
 import json
 import os
+from typing import TYPE_CHECKING, Any, Dict, Union
 
 from . import _tools
+
+if TYPE_CHECKING:
+    from ._trace import Trace, open  # noqa: F401 (given by __getattr__ below)
 
 __all__ = ["open", "diff", "Trace", "TraceError", "TraceWarning", "ToolNotFoundError"]
 
@@ -57,7 +63,14 @@ class TraceError(Exception):
     (its exit status), ``result`` (what it printed as JSON anyway, else None).
     """
 
-    def __init__(self, message, path=None, errno=None, stderr=None, status=None, result=None):
+    path: str | None
+    errno: int | None
+    stderr: str | None
+    status: int | None
+    result: Any
+
+    def __init__(self, message: str, path: str | None = None, errno: int | None = None,
+                 stderr: str | None = None, status: int | None = None, result: Any = None) -> None:
         super().__init__(message)
         self.path = path
         self.errno = errno
@@ -96,7 +109,8 @@ def _trace_path(x):
     return x.path if isinstance(x, Trace) else os.fspath(x)
 
 
-def diff(golden, bad, **options):
+def diff(golden: Union[str, os.PathLike[str], Trace], bad: Union[str, os.PathLike[str], Trace],
+         **options: Any) -> Dict[str, Any]:
     """What ``tfdiff --json GOLDEN BAD`` prints, as a dict (schema:
     docs/TFDIFF.md). golden, bad: trace paths or Trace objects.
 
@@ -126,7 +140,7 @@ def diff(golden, bad, **options):
     return tool_json("tfdiff", args, b, (0, 1))
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     """open and Trace, which _trace.py defines: imported on first use, as
     _trace imports the errors defined here."""
     if name in ("open", "Trace"):

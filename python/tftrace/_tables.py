@@ -3,13 +3,25 @@
 order of a column spec of _layouts.py): a pandas DataFrame when pandas
 imports, else a dict of numpy arrays (docs/PYTHON.md, "Tables")."""
 
+from __future__ import annotations
+
 import fnmatch
 import numbers
 import re
+from typing import TYPE_CHECKING, Dict, Iterable, Optional, Tuple, Union
 
 import numpy as np
 
 from ._layouts import STEP_NONE
+
+if TYPE_CHECKING:
+    import pandas
+
+# the filters' arguments and the tables, as Trace's methods take and return them
+StepsArg = Union[int, Tuple[Optional[int], Optional[int]], range, Iterable[int], None]
+RanksArg = Union[int, Iterable[int], None]
+NameArg = Union[str, "re.Pattern[str]", None]
+Table = Union["pandas.DataFrame", Dict[str, np.ndarray]]
 
 # ---- filters ---------------------------------------------------------------------
 

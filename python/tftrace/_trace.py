@@ -6,6 +6,8 @@ into rows (``_layouts.py``) and tables (``_tables.py``). The reader's log
 (damaged chunks, torn tails) becomes ``TraceWarning``s and
 ``Trace.problems``. The contracts are in ``_reader.py``'s docstring."""
 
+from __future__ import annotations
+
 import builtins
 import contextlib
 import ctypes as c
@@ -14,6 +16,9 @@ import os
 import stat
 import threading
 import warnings
+from typing import Any, Dict, Iterable, Iterator, List, Literal, Optional, Set, Tuple, Union
+
+import numpy as np
 
 from . import _lib
 from . import _captures
@@ -22,7 +27,9 @@ from ._layouts import (SEQ_NONE, REC_OP, REC_SYNC, KIND_BY_NAME, Rec, RecOp, Rec
                        TENSOR_COLS, COLL_COLS, ALLOC_COLS, STEP_COLS, CAPTURE_COLS, OP_TENSOR_KINDS,
                        COLLECTIVE_KINDS, ALLOC_FREE_KINDS, STEP_KINDS, ALL_KINDS)
 from ._reader import TraceError, TraceWarning, tool_json
-from ._tables import Steps, ranks_filter, name_matcher, table
+from ._tables import NameArg, RanksArg, StepsArg, Steps, Table, name_matcher, ranks_filter, table
+
+StrPath = Union[str, "os.PathLike[str]"]
 
 _LOG_WARN = 1
 _MANIFEST_MAX_BYTES = 64 << 20  # the C library's limit (formats/src/manifest.c)
@@ -35,7 +42,7 @@ class _ReaderOpts(c.Structure):
                 ("display_name", c.c_char_p)]
 
 
-_errno_fns = {}
+_errno_fns: Dict[str, Any] = {}
 
 
 def _errno_fn(lib, name, restype, argtypes):
@@ -74,7 +81,7 @@ def _check_regular(path):
                          % path, path=path)
 
 
-def open(path):  # noqa: A001 (the package's API: tftrace.open)
+def open(path: StrPath) -> Trace:  # noqa: A001 (the package's API: tftrace.open)
     """Opens the trace at ``path`` (a trace directory, or one rank-NNNNN.tft
     file) for reading and returns a Trace. Raises TraceError with the C
     library's message when it cannot be opened. Warns (RuntimeWarning) when
@@ -93,12 +100,17 @@ class Trace:
     reader's warnings and errors so far, as text).
     """
 
-    def __init__(self, path):
+    path: str
+    ranks: List[int]
+    manifest: Optional[Dict[str, Any]]
+    problems: List[str]
+
+    def __init__(self, path: StrPath) -> None:
         self.path = os.fspath(path)
-        self._t = None
+        self._t: Optional[int] = None
         self._lock = threading.Lock()
-        self._log = []
-        self._warned = set()
+        self._log: List[Tuple[int, str]] = []
+        self._warned: Set[str] = set()
         self.problems = []
         lib = _lib.lib()
         check_layouts(lib)
@@ -171,26 +183,26 @@ class Trace:
         return TraceError("; ".join(msgs) or "%s: %s" % (what, os.strerror(err) if err else "unknown error"),
                           path=self.path, errno=err or None)
 
-    def close(self):
+    def close(self) -> None:
         """Frees the trace (idempotent). Methods called afterwards raise TraceError."""
         with self._lock:
             if self._t:
                 self._l.tft_trace_close(self._t)
                 self._t = None
 
-    def __enter__(self):
+    def __enter__(self) -> Trace:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<tftrace.Trace %r ranks=%r%s>" % (self.path, getattr(self, "ranks", None),
                                                  "" if self._t else " closed")
 
@@ -253,7 +265,7 @@ class Trace:
                 continue
             yield kind, h, addr
 
-    def summary(self):
+    def summary(self) -> Dict[str, Any]:
         """What ``tfdump --json TRACE`` prints, as a dict (ranks, steps,
         records by kind, bytes, integrity, exits, manifest, per-file details;
         the keys are tfdump's). Raises TraceError with tfdump's message when
@@ -263,7 +275,7 @@ class Trace:
 
     # -- tables --
 
-    def tensors(self, steps=None, ranks=None, name=None):
+    def tensors(self, steps: StepsArg = None, ranks: RanksArg = None, name: NameArg = None) -> Table:
         """TENSOR records as a table (DataFrame, or dict of numpy arrays).
 
         steps: int, (a, b) inclusive, range or iterable; ranks: int or
@@ -275,14 +287,14 @@ class Trace:
         """
         sel = Steps(steps)
         match = name_matcher(name)
-        rows = []
+        rows: List[Tuple[Any, ...]] = []
         names = self._names
         with self._lock:
             for i, rank in ([] if sel.empty else self._each_rank(ranks)):
                 with self._opened(i, sel) as (r, strings):
                     ops = {}
                     pending = []  # rows whose OP record had not been seen yet
-                    matched = {}
+                    matched: Dict[int, bool] = {}
                     for kind, h, addr in self._walk(i, r, OP_TENSOR_KINDS, sel):
                         if kind == REC_OP:
                             o = RecOp.from_address(addr)
@@ -307,7 +319,7 @@ class Trace:
                             rows[k] = row[:6] + op + row[8:]
         return table(rows, TENSOR_COLS)
 
-    def collectives(self, steps=None, ranks=None):
+    def collectives(self, steps: StepsArg = None, ranks: RanksArg = None) -> Table:
         """COLLECTIVE records (collectives and point-to-point calls, entered
         and finished) as a table. Columns: step, rank, seq, comm, coll_seq,
         type, name, dtype, count, redop, root, tag, rank_in_comm, nranks,
@@ -322,7 +334,7 @@ class Trace:
                                               rank, strings))
         return table(rows, COLL_COLS)
 
-    def allocations(self, steps=None, ranks=None):
+    def allocations(self, steps: StepsArg = None, ranks: RanksArg = None) -> Table:
         """ALLOC and FREE records as a table. Columns: step, rank, ts, event
         ("alloc"/"free"), ptr, bytes (0 for a free of unknown size), site
         (None for frees), device."""
@@ -335,7 +347,7 @@ class Trace:
                         rows.append(alloc_row(h, addr, rank, strings))
         return table(rows, ALLOC_COLS)
 
-    def steps(self, ranks=None):
+    def steps(self, ranks: RanksArg = None) -> Table:
         """STEP records folded into one row per (rank, step). Columns: rank,
         step, t_begin (ts of its first BEGIN), t_end (ts of its last END),
         duration (t_end - t_begin); None where a record is missing."""
@@ -343,7 +355,7 @@ class Trace:
         with self._lock:
             for i, rank in self._each_rank(ranks):
                 with self._opened(i, None) as (r, strings):
-                    seen = {}
+                    seen: Dict[int, List[Optional[int]]] = {}
                     for kind, h, addr in self._walk(i, r, STEP_KINDS, None):
                         end = RecStep.from_address(addr).phase == 1
                         row = seen.get(h.step)
@@ -358,7 +370,8 @@ class Trace:
                for rank, step, (b, e) in rows]
         return table(out, STEP_COLS)
 
-    def events(self, kinds=None, steps=None, ranks=None):
+    def events(self, kinds: Union[str, Iterable[str], None] = None, steps: StepsArg = None,
+               ranks: RanksArg = None) -> Iterator[Dict[str, Any]]:
         """Generator of one dict per record (STRING records aside), rank file
         by rank file in file order. kinds: None (all) or names ("tensor",
         "op", "collective", ...). Every dict has rank, step, seq (None when
@@ -366,6 +379,7 @@ class Trace:
         free dicts have the columns of the tables, the other kinds the keys
         docs/PYTHON.md lists. Reads through its own handle on the trace, so
         it may be interleaved with other calls."""
+        want: Any  # ALL_KINDS, or a set of kind numbers
         if kinds is None:
             want = ALL_KINDS
         else:
@@ -400,7 +414,7 @@ class Trace:
 
     # -- captured tensors (_captures.py) --
 
-    def captures(self, ranks=None):
+    def captures(self, ranks: RanksArg = None) -> Table:
         """The captured tensors (tftrace --capture) as a table, in the order
         ``tfdump --captures --json`` lists them. Columns: rank, step, seq,
         role, id, name, op, dtype, shape, bytes, present, parts, complete."""
@@ -408,7 +422,10 @@ class Trace:
             caps, _ = _captures.scan(self, ranks, None, None)
         return table([cp.row() for cp in caps], CAPTURE_COLS)
 
-    def captured(self, name, step=None, rank=None, role="output", bf16="float32", fp8="float32"):
+    def captured(self, name: Union[str, int], step: Optional[int] = None, rank: Optional[int] = None,
+                 role: Optional[Literal["output", "input", "prior"]] = "output",
+                 bf16: Literal["float32", "raw"] = "float32",
+                 fp8: Literal["float32", "raw"] = "float32") -> np.ndarray:
         """The whole captured tensor ``name`` as a numpy array of its exact
         shape and dtype (tft dtype -> numpy: f32 float32, f64 float64, f16
         float16, i32 int32, i64 int64, u8 uint8, i8 int8, i16 int16, u16
