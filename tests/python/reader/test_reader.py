@@ -652,6 +652,17 @@ def npy_of(trace, *args):
     return np.load(out)
 
 
+def same_captures(t, trace, what):
+    """t.captures() (t: trace, opened) against tfdump --captures --json; its rows."""
+    caps = rows_of(t.captures(), CAPTURE_COLS)
+    want = [{"rank": c["rank"], "step": c["step"], "seq": c["seq"], "role": c["role"], "id": c["id"],
+             "name": c["name"], "op": c["op"], "dtype": c["dtype"], "shape": tuple(c["shape"]),
+             "bytes": c["bytes"], "present": c["present"], "parts": c["parts"],
+             "complete": c["complete"]} for c in tfdump_lines("--captures", "--json", trace)]
+    same_rows(caps, want, what)
+    return caps
+
+
 def same_array(got, want, what):
     check(isinstance(got, np.ndarray), "%s: not an ndarray: %r" % (what, type(got)))
     check(got.dtype == want.dtype and got.shape == want.shape,
@@ -670,12 +681,7 @@ def test_capture():
                                               and p["dtype"] not in ("u8", "i8", "bool", "f8e4m3", "f8e5m2"))
                             for p in parts), "parts shuffled=%s" % shuffled)
         with tftrace.open(tr) as t:
-            caps = rows_of(t.captures(), CAPTURE_COLS)
-            want = [{"rank": c["rank"], "step": c["step"], "seq": c["seq"], "role": c["role"], "id": c["id"],
-                     "name": c["name"], "op": c["op"], "dtype": c["dtype"], "shape": tuple(c["shape"]),
-                     "bytes": c["bytes"], "present": c["present"], "parts": c["parts"],
-                     "complete": c["complete"]} for c in tfdump_lines("--captures", "--json", tr)]
-            same_rows(caps, want, "captures()")
+            caps = same_captures(t, tr, "captures()")
             check(max(c["parts"] for c in caps) >= 3, "no capture of several parts")
             for step in (0, 1):
                 for name in dtdata.arrays(step):
@@ -935,12 +941,7 @@ def test_crafted():
         o = [e for e in t.events(kinds="op")]
         check(o[0]["inputs"] == [1] and o[0]["outputs"] == [1, 2] and o[0]["attrs"] == [-7, 8], "op: %s" % o)
         check(t.manifest is None and t.ranks == [0], "a trace without manifest")
-        caps = rows_of(t.captures(), CAPTURE_COLS)
-        want = [{"rank": c["rank"], "step": c["step"], "seq": c["seq"], "role": c["role"], "id": c["id"],
-                 "name": c["name"], "op": c["op"], "dtype": c["dtype"], "shape": tuple(c["shape"]),
-                 "bytes": c["bytes"], "present": c["present"], "parts": c["parts"],
-                 "complete": c["complete"]} for c in tfdump_lines("--captures", "--json", d)]
-        same_rows(caps, want, "crafted captures()")
+        caps = same_captures(t, d, "crafted captures()")
         check([(c["name"], c["complete"], c["present"]) for c in caps] == [("whole", True, 24), ("holed", False, 8)],
               "crafted captures: %s" % caps)
         same_array(t.captured("whole"), whole.reshape(2, 3), "whole (a shuffled second part)")
