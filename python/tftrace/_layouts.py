@@ -160,6 +160,10 @@ class Kind(NamedTuple):
     strings: Tuple[str, ...]  # its fields that are string ids
 
 
+# Every record kind, number -> Kind: the one table of them in the package. The C
+# side says the same in formats/src/record.c (kinds[]: names and sizes;
+# fmt_rec_string_refs: the string ids); tests/python's test_version compares
+# the names and the string fields' type, check_layouts the sizes.
 KINDS = {
     REC_STRING: Kind("string", RecString, ()),
     REC_STEP: Kind("step", RecStep, ()),
