@@ -23,8 +23,17 @@ from ._record import enabled, step, end_step, scope, flush
 # the reader (tftrace/_reader.py), imported on first use
 _READER = ("open", "diff", "Trace", "TraceError", "TraceWarning", "ToolNotFoundError")
 
+# For type checkers only (typing is not imported at run time, and the annotations
+# below are strings): the types of the annotations, and what __getattr__ gives.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, List, Literal
+    from ._reader import ToolNotFoundError, TraceError, TraceWarning, diff
+    from ._trace import Trace, open
+del TYPE_CHECKING
 
-def install_torch(mode="modules"):
+
+def install_torch(mode: 'Literal["modules", "ops"]' = "modules") -> bool:
     """Installs the PyTorch recording hooks in this process (what
     ``tftrace --torch`` does when torch is imported); mode "modules" or "ops".
     Returns True when installed, False when not traced."""
@@ -32,12 +41,12 @@ def install_torch(mode="modules"):
     return install(mode)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> "Any":
     if name in _READER:
         from . import _reader
         return getattr(_reader, name)
     raise AttributeError("module 'tftrace' has no attribute %r" % name)
 
 
-def __dir__():
+def __dir__() -> "List[str]":
     return sorted(list(globals()) + list(_READER))

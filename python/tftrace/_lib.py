@@ -15,6 +15,8 @@ Loading happens once, on first use; a failure raises ``TftLibraryError``
 naming every place that was tried.
 """
 
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import os
@@ -110,7 +112,7 @@ def _declare(lib):
         "tft_op_kind_name": (CS, [I]),
         "tft_coll_type_name": (CS, [I]),
         "tft_redop_name": (CS, [I]),
-        # reading, used by the reader API (_reader.py)
+        # reading, used by the reader API (_trace.py, _layouts.py, _captures.py)
         "tft_rec_min_size": (SZ, [c.c_uint16]),
         "tft_dtype_size": (SZ, [I]),
         "tft_capture_shuffle": (None, [P, P, SZ, SZ, I]),
@@ -121,7 +123,7 @@ def _declare(lib):
         f.argtypes = args
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded libtftrace.so (a ctypes.CDLL), loading it on first use."""
     global _lib, _path
     if _lib is not None:
@@ -150,18 +152,18 @@ def lib():
             + "\n  ".join(tried or ["nothing (no candidate)"]))
 
 
-def library_path():
+def library_path() -> str:
     """Path of the loaded libtftrace.so (loading it if needed)."""
     lib()
-    return _path
+    return _path  # type: ignore[return-value]  # a str once lib() returned
 
 
-def library_version():
+def library_version() -> str:
     """The loaded library's tft_version(), e.g. "0.2.0"."""
     return lib().tft_version().decode()
 
 
-def check_version():
+def check_version() -> str | None:
     """Returns a warning text when the library's version differs from the package's, else None."""
     v = library_version()
     if v != __version__:

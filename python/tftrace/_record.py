@@ -10,8 +10,14 @@ before); it overrides the optimizer-step numbering of ``tftrace --torch``
 from its first call on (docs/PYTORCH.md).
 """
 
+from __future__ import annotations
+
 import ctypes
 import threading
+
+TYPE_CHECKING = False  # (typing is not imported at run time)
+if TYPE_CHECKING:
+    from typing import Literal
 
 from . import _lib
 
@@ -46,7 +52,7 @@ _on = None
 _state = threading.local()
 
 
-def enabled():
+def enabled() -> bool:
     """True when this process records (the C recorder is on)."""
     global _on
     if _on is None:
@@ -121,7 +127,7 @@ class _Steps:
 steps = _Steps()
 
 
-def step(n):
+def step(n: int) -> None:
     """Marks the start of training step n (and the end of the step before).
 
     From the first call on, steps are numbered by these calls alone (not by
@@ -131,7 +137,7 @@ def step(n):
         steps.explicit(n)
 
 
-def end_step():
+def end_step() -> None:
     """Ends the step in progress (also done at the next step() and at exit)."""
     if enabled():
         steps.close()
@@ -140,15 +146,15 @@ def end_step():
 class scope:
     """Context manager: records inside it carry NAME in their scope path."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name.encode()
 
-    def __enter__(self):
+    def __enter__(self) -> scope:
         if enabled():
             _lib.lib().tft_scope_push(self.name)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         if enabled():
             _lib.lib().tft_scope_pop()
         return False
@@ -159,13 +165,13 @@ def shape_array(shape):
     return (ctypes.c_int64 * max(1, len(shape)))(*shape)
 
 
-def flush():
+def flush() -> None:
     """Pushes this process's records towards the trace (best effort)."""
     if enabled():
         _lib.lib().tft_flush()
 
 
-_broken = set()
+_broken: set[str] = set()
 
 
 def guarded(what):

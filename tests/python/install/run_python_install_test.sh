@@ -5,7 +5,8 @@
 #     PREFIX/lib/libtftrace.so; the installed tftrace finds it for --torch;
 #   - pip install ./python (with VENV_PYTHON, whose setuptools builds it
 #     offline), the library then found through TFT_LIB.
-# Both report the C library's version.
+# Both report the C library's version and ship the package's py.typed (PEP
+# 561); pip's also its license file.
 set -u
 build=$1 src=$2 py=$3 venv_py=${4:-}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -15,6 +16,7 @@ cmake --install "$build" --prefix "$tmp/p" >/dev/null || fail "cmake --install"
 pkg=$(find "$tmp/p" -path '*/tftrace/python/tftrace/__init__.py' | head -1)
 [ -n "$pkg" ] || fail "no tftrace/python/tftrace in the installed tree"
 pydir=$(dirname "$(dirname "$pkg")")
+[ -f "$pydir/tftrace/py.typed" ] || fail "no tftrace/py.typed in the installed tree"
 want=$(sed -n 's/^#define TFT_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)/\2/p' "$src/tracer/include/tft.h" | paste -sd.)
 out=$(env -u TFT_LIB -u LD_PRELOAD PYTHONPATH="$pydir" "$py" -c \
       "import tftrace; print(tftrace.__version__, tftrace.library_version(), tftrace.library_path())" 2>&1) ||
@@ -40,5 +42,8 @@ if [ -n "$venv_py" ]; then
     set -- $out
     [ "$1" = "$want" ] && [ "$2" = "$want" ] || fail "pip-installed versions '$1' '$2', want $want"
     case "$3" in "$tmp/site/"*) ;; *) fail "imported $3, not the pip-installed package";; esac
+    [ -f "$tmp/site/tftrace/py.typed" ] || fail "pip install ./python: no tftrace/py.typed"
+    ls "$tmp/site"/tftrace-*.dist-info/licenses/LICENSE >/dev/null 2>&1 ||
+        fail "pip install ./python: no LICENSE in its dist-info"
 fi
 echo PASS
