@@ -2,12 +2,13 @@
 tft_format.h (FORMAT.md section 5), its ctypes Structure, and how it
 becomes a table row or an ``events()`` dict.
 
-This module is the one place that knows record kinds: ``KINDS`` gives each
-kind number its name, its Structure (the record's fixed part) and which of
-its fields are string ids (text through the reader's string table, as the
-C library's ``fmt_rec_string_refs`` lists them); the decoders below read
-those fields. ``check_layouts`` compares the Structures' sizes with the
-loaded library's (``tft_rec_min_size``) before the first trace is read.
+The library's table of record kinds (``tft_rec_kind``, formats/src/record.c)
+says what each kind is called, its size and which of its fields are string
+ids; this module adds the ctypes Structure of each kind it decodes
+(``LAYOUTS``) and the decoders below. ``check_layouts`` compares the two
+when the first trace opens and fills ``KINDS`` (number -> name, Structure,
+string fields) from the library, so a kind the library knows and this
+package does not decode still reads, by name, with its header fields.
 
 A record is decoded in place, from the reader's buffer at the address
 ``tft_reader_next`` hands out; the reader has checked its structure
@@ -15,7 +16,7 @@ A record is decoded in place, from the reader's buffer at the address
 """
 
 import ctypes as c
-from typing import NamedTuple, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import _lib
 from ._reader import TraceError
@@ -154,39 +155,38 @@ class RecCapture(c.Structure):
 # ---- the record kinds --------------------------------------------------------------
 
 
+class RecKindInfo(c.Structure):  # tft_rec_kind_info (tft_format.h): the library's row of a kind
+    _fields_ = [("name", c.c_char_p), ("min_size", _u32), ("flags", _u32), ("n_strings", _i32),
+                ("label", _i32), ("string_offset", _u32 * 4), ("string_field", c.c_char_p * 4)]
+
+
 class Kind(NamedTuple):
-    name: str                 # as tft_rec_kind_name() says it (events()' "kind", tfdump's)
-    layout: type              # the Structure of its fixed part
-    strings: Tuple[str, ...]  # its fields that are string ids
+    name: str                 # the library's name of it (events()' "kind", tfdump's)
+    layout: Optional[type]    # the Structure of its fixed part here; None: a kind the
+                              # library knows and this package does not decode
+    strings: Tuple[str, ...]  # its fields that are string ids, as the library lists them
 
 
-# Every record kind, number -> Kind: the one table of them in the package. The C
-# side says the same in formats/src/record.c (kinds[]: names and sizes;
-# fmt_rec_string_refs: the string ids); tests/python's test_version compares
-# the names and the string fields' type, check_layouts the sizes.
-KINDS = {
-    REC_STRING: Kind("string", RecString, ()),
-    REC_STEP: Kind("step", RecStep, ()),
-    REC_OP: Kind("op", RecOp, ("name", "scope")),
-    REC_TENSOR: Kind("tensor", RecTensor, ("name",)),
-    REC_ALLOC: Kind("alloc", RecAlloc, ("site",)),
-    REC_FREE: Kind("free", RecFree, ()),
-    REC_COLLECTIVE: Kind("collective", RecCollective, ("name",)),
-    REC_KERNEL: Kind("kernel", RecKernel, ("name",)),
-    REC_CHECKPOINT: Kind("checkpoint", RecCheckpoint, ("path", "recipe")),
-    REC_PROCESS: Kind("process", RecProcess, ()),
-    REC_DROPPED: Kind("dropped", RecDropped, ()),
-    REC_CAPTURE: Kind("capture", RecCapture, ("name",)),
-    REC_THREAD: Kind("thread", RecThread, ("name",)),
-    REC_SYNC: Kind("sync", RecSync, ()),
-    REC_COMM: Kind("comm", RecComm, ("name",)),
-    REC_STACK: Kind("stack", RecStack, ("comm", "summary", "frames", "note")),
-    REC_CLOCK: Kind("clock", RecClock, ()),
+# The Structure of each kind this package decodes. Everything else about a
+# kind — its name, its size, which fields are string ids — is the library's
+# table of kinds (tft_rec_kind, formats/src/record.c), read by load_kinds
+# when the first trace opens; check_layouts compares the two.
+LAYOUTS = {
+    REC_STRING: RecString, REC_STEP: RecStep, REC_OP: RecOp, REC_TENSOR: RecTensor,
+    REC_ALLOC: RecAlloc, REC_FREE: RecFree, REC_COLLECTIVE: RecCollective, REC_KERNEL: RecKernel,
+    REC_CHECKPOINT: RecCheckpoint, REC_PROCESS: RecProcess, REC_DROPPED: RecDropped,
+    REC_CAPTURE: RecCapture, REC_THREAD: RecThread, REC_SYNC: RecSync, REC_COMM: RecComm,
+    REC_STACK: RecStack, REC_CLOCK: RecClock,
 }
 
-# the kinds a reader hands out (STRING records are its own), by number and by name
-KIND_NAMES = {kind: k.name for kind, k in KINDS.items() if kind != REC_STRING}
-KIND_BY_NAME = {v: k for k, v in KIND_NAMES.items()}
+# Every kind the loaded library knows, number -> Kind; and the kinds a reader
+# hands out (STRING records are its own) by number and by name. Filled by
+# load_kinds (empty until a trace is opened).
+KINDS: Dict[int, Kind] = {}
+KIND_NAMES: Dict[int, str] = {}
+KIND_BY_NAME: Dict[str, int] = {}
+
+_KIND_SCAN = 256  # kind numbers asked of the library (u16 in the format; the table is far smaller)
 
 # tft_rec_min_size(COLLECTIVE): a format 1.0/1.1 record ends before tag, which
 # RecCollective (112 bytes) has
@@ -196,26 +196,54 @@ _COLLECTIVE_BYTES = 112
 _checked = False
 
 
-def check_layouts(lib):
-    """Raises TraceError when a Structure here disagrees with the loaded library's record sizes."""
+def load_kinds(lib) -> None:
+    """Fills KINDS, KIND_NAMES and KIND_BY_NAME from the library's table of kinds."""
+    if KINDS:
+        return
+    for kind in range(1, _KIND_SCAN):
+        p = lib.tft_rec_kind(kind)
+        if not p:
+            continue
+        row = RecKindInfo.from_address(p)
+        strings = tuple(row.string_field[i].decode() for i in range(max(0, min(row.n_strings, 4))))
+        KINDS[kind] = Kind(row.name.decode(), LAYOUTS.get(kind), strings)
+    KIND_NAMES.update({kind: k.name for kind, k in KINDS.items() if kind != REC_STRING})
+    KIND_BY_NAME.update({v: k for k, v in KIND_NAMES.items()})
+
+
+def _layout_problems(lib, kind, layout) -> List[str]:
+    """What the Structure of kind gets wrong against the library's row (its size, its string fields)."""
+    p = lib.tft_rec_kind(kind)
+    if not p:
+        return ["%s: unknown to the library" % layout.__name__]
+    row = RecKindInfo.from_address(p)
+    name, bad = row.name.decode(), []
+    size = _COLLECTIVE_BYTES if kind == REC_COLLECTIVE else row.min_size
+    if c.sizeof(layout) != size or (kind == REC_COLLECTIVE and row.min_size != _COLLECTIVE_MIN_BYTES):
+        bad.append("%s: %d here, %d in the library" % (name, c.sizeof(layout), row.min_size))
+    fields = dict(layout._fields_)
+    for i in range(max(0, min(row.n_strings, 4))):
+        f = row.string_field[i].decode()
+        if fields.get(f) is not _u64 or getattr(layout, f).offset != row.string_offset[i]:
+            bad.append("%s: string field %s" % (name, f))
+    return bad
+
+
+def check_layouts(lib) -> None:
+    """Raises TraceError when a Structure here disagrees with the loaded library's
+    table of kinds (sizes, string fields); fills KINDS."""
     global _checked
     if _checked:
         return
     bad = []
     if c.sizeof(Rec) != 32 or c.sizeof(Stats) != 128:
         bad.append("tft_rec/tft_stats")
-    for kind, k in KINDS.items():
-        if kind == REC_COLLECTIVE:
-            continue  # below
-        if c.sizeof(k.layout) != lib.tft_rec_min_size(kind):
-            bad.append("%s: %d here, %d in the library" % (k.name, c.sizeof(k.layout),
-                                                            lib.tft_rec_min_size(kind)))
-    if (lib.tft_rec_min_size(REC_COLLECTIVE) != _COLLECTIVE_MIN_BYTES
-            or c.sizeof(RecCollective) != _COLLECTIVE_BYTES):
-        bad.append("collective")
+    for kind, layout in LAYOUTS.items():
+        bad += _layout_problems(lib, kind, layout)
     if bad:
         raise TraceError("tftrace: this Python package and %s disagree on record layouts (%s); "
                          "install both from one tftrace release" % (_lib.library_path(), ", ".join(bad)))
+    load_kinds(lib)
     _checked = True
 
 

@@ -113,7 +113,7 @@ def _declare(lib):
         "tft_coll_type_name": (CS, [I]),
         "tft_redop_name": (CS, [I]),
         # reading, used by the reader API (_trace.py, _layouts.py, _captures.py)
-        "tft_rec_min_size": (SZ, [c.c_uint16]),
+        "tft_rec_kind": (P, [c.c_uint16]),
         "tft_dtype_size": (SZ, [I]),
         "tft_capture_shuffle": (None, [P, P, SZ, SZ, I]),
     }

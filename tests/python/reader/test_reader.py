@@ -306,15 +306,27 @@ def test_version():
     check((" %s " % got) in dump, "tfdump --version says %r, the package %s" % (dump, got))
     from tftrace import _lib, _layouts
     check(_lib.library_version() == got and _lib.check_version() is None, "library_version/check_version")
-    # the package's table of record kinds: the library's names (tft_rec_kind_name), and
-    # string ids in u64 fields (record.c: fmt_rec_string_refs; sizes: _layouts.check_layouts)
+    # the package's record kinds come from the library's table (tft_rec_kind): every kind it
+    # knows, by its name; string ids in u64 fields at the library's offsets (check_layouts)
     import ctypes
+    _layouts.check_layouts(_lib.lib())
     for kind, k in _layouts.KINDS.items():
         check(_lib.lib().tft_rec_kind_name(kind).decode() == k.name, "kind %d is %s here, %s in the library"
               % (kind, k.name, _lib.lib().tft_rec_kind_name(kind).decode()))
-        fields = dict(k.layout._fields_)
+        check(k.layout is not None, "kind %s has no Structure in _layouts.LAYOUTS" % k.name)
+        fields = dict(k.layout._fields_) if k.layout else {}
         check(all(fields.get(f) is ctypes.c_uint64 for f in k.strings), "%s: string id fields %s, not u64 "
-              "fields of %s" % (k.name, k.strings, k.layout.__name__))
+              "fields of %s" % (k.name, k.strings, k.layout))
+    check(_layouts.KINDS[_layouts.REC_STACK].strings == ("comm", "summary", "frames", "note"),
+          "STACK's strings: %s" % (_layouts.KINDS[_layouts.REC_STACK].strings,))
+    check(_layouts.KIND_BY_NAME.get("tensor") == _layouts.REC_TENSOR and "string" not in _layouts.KIND_BY_NAME,
+          "KIND_BY_NAME: %s" % _layouts.KIND_BY_NAME)
+    # a Structure whose string field sits elsewhere than the library's is refused
+    class BadOp(ctypes.Structure):
+        _fields_ = [("h", _layouts.Rec), ("scope", ctypes.c_uint64), ("name", ctypes.c_uint64),
+                    ("rest", ctypes.c_uint64)]
+    check(any("string field" in x for x in _layouts._layout_problems(_lib.lib(), _layouts.REC_OP, BadOp)),
+          "a swapped string field passed the layout check")
     g = tftrain("v.trace", "--steps", "1")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no version warning, no problem on an intact trace
