@@ -1,14 +1,16 @@
 /*
  * detect.c — the scan side of tfdump --check's detectors
- * (detect.h): one series per tensor name with a downsampled history,
- * and the rules that are judged record by record (shapes and dtypes,
- * token ids, labels, masks, gradient-norm spikes and growth, update
- * ratios). The rules judged once the rank is read are detect_rules.c's.
+ * (detect.h): one series per tensor name with a downsampled history, the
+ * rules that are judged record by record (shapes and dtypes, token ids,
+ * labels, masks, gradient-norm spikes and growth, update ratios), and the
+ * table of every rule (detect_rules_internal.h) that the dispatcher walks
+ * for each record, at finish and at merge. The rules judged once the rank
+ * is read are detect_rules.c's.
  *
  * Input is untrusted: names are cut to the series' buffer, ndim is checked,
  * statistics may be anything (NaN, negative counts are impossible: u64).
  */
-#include "detect_internal.h"
+#include "detect_rules_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -133,7 +135,9 @@ static int parse_layer(const char *name)
     return detect_layer_span(name, &pos, &len);
 }
 
-bool detect_is_activation(const detect_series *s)
+/* An activation: not a parameter, gradient, optimizer state, scalar, data
+ * or mask tensor (absmax-growth, layer-growth judge these). */
+static bool is_activation(const detect_series *s)
 {
     static const char *const skip[] = {"param.", "adam.", "grad.", "grad_norm", "lr", "sgd.", "loss"};
     for (size_t k = 0; k < sizeof(skip) / sizeof(skip[0]); k++)
@@ -246,12 +250,83 @@ static detect_series *series_get(detect_rank *c, const tft_reader *r, uint64_t i
     const char *txt = tft_reader_string(r, id);
     snprintf(s->name, sizeof(s->name), "%s", txt ? txt : "?");
     s->layer = parse_layer(s->name);
-    s->cls = (detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids") ? DETECT_C_TOKENS : 0) |
-             (detect_ends(s->name, "loss_mask") || detect_ends(s->name, "attention_mask") ? DETECT_C_PADMASK : 0) |
-             (detect_ends(s->name, "attn.scores") ? DETECT_C_SCORES : 0) |
-             (!strncmp(s->name, "grad.", 5) && s->name[5] ? DETECT_C_GRAD : 0);
     *(uint32_t *)v = (uint32_t)++c->ns;
     return s;
+}
+
+/* The classes of s (DETECT_C_*), from its name and its first record. */
+static uint32_t classify(const detect_series *s)
+{
+    const char *n = s->name;
+    return (detect_ends(n, "tokens") || detect_ends(n, "input_ids") ? DETECT_C_TOKENS : 0) |
+           (detect_ends(n, "targets") || detect_ends(n, "labels") ? DETECT_C_TARGETS : 0) |
+           (detect_ends(n, "loss_mask") ? DETECT_C_LOSS_MASK : 0) |
+           (detect_ends(n, "attention_mask") ? DETECT_C_ATTENTION_MASK : 0) |
+           (detect_ends(n, "attn.mask") ? DETECT_C_CAUSAL_MASK : 0) |
+           (detect_ends(n, "attn.probs") ? DETECT_C_PROBS : 0) | (detect_ends(n, "attn.scores") ? DETECT_C_SCORES : 0) |
+           (detect_ends(n, "loss") ? DETECT_C_LOSS : 0) | (detect_ends(n, "grad_norm") ? DETECT_C_GRAD_NORM : 0) |
+           (!strncmp(n, "param.", 6) ? DETECT_C_PARAM : 0) | (!strncmp(n, "grad.", 5) && n[5] ? DETECT_C_GRAD : 0) |
+           (!strncmp(n, "adam.m.", 7) ? DETECT_C_ADAM_M : 0) | (is_activation(s) ? DETECT_C_ACTIVATION : 0);
+}
+
+/* Keeps a point every stride records; a full history drops every other
+ * point and doubles the stride, so it spans the whole run. */
+static void hist_push(detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (!s->hist || (s->nrec - 1) % s->stride)
+        return;
+    if (s->nh == DETECT_HIST) {
+        for (int i = 0; i < DETECT_HIST / 2; i++)
+            s->hist[i] = s->hist[2 * i];
+        s->nh = DETECT_HIST / 2;
+        s->stride *= 2;
+        if ((s->nrec - 1) % s->stride)
+            return;
+    }
+    const tft_stats *st = &t->stats;
+    s->hist[s->nh++] = (detect_point){.step = step, .v = st->mean, .l2 = st->l2, .absmax = st->absmax,
+                                   .risk = st->over_fp16 + st->under_fp16, .finite = finite};
+}
+
+/* Counts record t (the first of s in this step) before the rules read it:
+ * the first record's statistics and classes, the step, the first non-finite
+ * value, the history, the scalar summary, this step's absmax. */
+static void series_count(detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (s->nrec++ == 0) {
+        s->first_dtype = t->dtype;
+        s->first_ndim = t->ndim;
+        s->mode = t->mode;
+        memcpy(s->first_shape, t->shape, sizeof(s->first_shape));
+        s->first_step = step;
+        s->first = t->stats;
+        s->vmax = -INFINITY;
+        s->vmin = INFINITY;
+        s->cls = classify(s);
+    }
+    s->last_step = step;
+    if (!finite && !s->nonfinite_seen) {
+        s->nonfinite_seen = true;
+        s->nonfinite_step = step;
+    }
+    hist_push(s, t, step, finite);
+    if (finite && t->mode >= TFT_STATS_FULL && t->stats.numel == 1) {
+        double v = t->stats.mean;
+        s->vmax = v > s->vmax ? v : s->vmax;
+        s->vmin = v < s->vmin ? v : s->vmin;
+        s->nvals++;
+    }
+    s->step_absmax = finite && t->mode >= TFT_STATS_FULL ? t->stats.absmax : 0;
+}
+
+/* After the rules: the values the next record is compared with. */
+static void series_keep(detect_series *s, const tft_rec_tensor *t, bool finite)
+{
+    if (finite && t->mode >= TFT_STATS_FULL) {
+        s->prev_l2 = t->stats.l2;
+        s->prev_v = t->stats.mean;
+        s->have_prev = true;
+    }
 }
 
 /* ---- the rules judged record by record ------------------------------------ */
@@ -270,32 +345,34 @@ static const char CAUSE_GROWTH[] =
 static const char CAUSE_UPDATE[] =
     "a learning rate too high for this parameter (no warm-up, wrong scale), or clipping missing";
 
-/* Shape and dtype against the series' current ones. */
-static void rule_shape(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
+/* Shape and dtype against the series' current ones (its first record's at
+ * the first). */
+void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    bool same = s->dtype == t->dtype && s->ndim == t->ndim &&
-                !memcmp(s->shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
-    if (same)
-        return;
-    if (!s->shape_fired) {
+    bool changed = s->nrec > 1 && (s->dtype != t->dtype || s->ndim != t->ndim ||
+                                   memcmp(s->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
+    if (changed && !s->shape_fired) {
         char a[96], b[96];
         detect_shape_text(s->shape, s->ndim, a, sizeof(a));
         detect_shape_text(t->shape, t->ndim, b, sizeof(b));
         bool dt = s->dtype != t->dtype;
         detect_add(c, dt ? "dtype-change" : "shape-change", DETECT_ERROR, step, s, NULL, 0, 0, CAUSE_SHAPE,
                 "%s was %s %s for steps %lld..%lld and %s %s at step %lld", s->name, a, tft_dtype_name(s->dtype),
-                (long long)s->since, (long long)s->last_step, b, tft_dtype_name(t->dtype), (long long)step);
+                (long long)s->since, (long long)s->until, b, tft_dtype_name(t->dtype), (long long)step);
         s->shape_fired = true;
     }
-    s->dtype = t->dtype;
-    s->ndim = t->ndim;
-    memcpy(s->shape, t->shape, sizeof(s->shape));
-    s->since = step;
+    if (changed || s->nrec == 1) {
+        s->dtype = t->dtype;
+        s->ndim = t->ndim;
+        memcpy(s->shape, t->shape, sizeof(s->shape));
+        s->since = step;
+    }
+    s->until = step;
 }
 
 /* Token ids: each new running maximum (the vocabulary is known only at
- * the end: detect_rules.c compares), and the first negative id. */
-static void rule_tokens(detect_series *s, const tft_rec_tensor *t, int64_t step)
+ * the end: detect_tokens_finish compares), and the first negative id. */
+void detect_tokens_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     if (t->mode < TFT_STATS_HEALTH || t->stats.numel == t->stats.nan + t->stats.pinf + t->stats.ninf)
         return;
@@ -315,10 +392,54 @@ static void rule_tokens(detect_series *s, const tft_rec_tensor *t, int64_t step)
     }
 }
 
+void detect_shift_step(detect_rank *c)
+{
+    c->have_tokens = false;
+}
+
+/* This step's tokens (kept for targets) and targets equal to them (labels
+ * not shifted). */
+void detect_shift_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (t->mode < TFT_STATS_HEALTH)
+        return;
+    if (s->cls & DETECT_C_TOKENS) {
+        c->have_tokens = true;
+        c->tokens_fp = t->stats.fingerprint;
+        c->tokens_numel = t->stats.numel;
+    } else if (c->have_tokens) {
+        c->data_steps++;
+        if (t->stats.fingerprint == c->tokens_fp && t->stats.numel == c->tokens_numel && t->stats.numel > 1) {
+            if (!c->shift_steps++)
+                c->shift_step = c->step;
+        }
+    }
+}
+
+void detect_lossmask_step(detect_rank *c)
+{
+    c->have_lm = c->lm_zero = false;
+}
+
+/* This step's loss_mask: whether the batch has padding (mask-padding reads
+ * it), and the steps with no zero. */
+void detect_lossmask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (t->mode < TFT_STATS_HEALTH)
+        return;
+    c->have_lm = true;
+    c->lm_zero = t->stats.zero > 0;
+    c->lm_zeros = t->stats.zero;
+    c->lm_steps++;
+    c->lm_full += !c->lm_zero && t->stats.numel > 0;
+    if (c->lm_first == TFT_STEP_NONE)
+        c->lm_first = c->step;
+}
+
 /* The attention mask (a 0/1 tensor [..., T, T]): a causal mask allows at
  * most T(T+1)/2 pairs per matrix; exactly that many while the batch has
  * padding (a loss_mask zero this step) means padding is not masked. */
-static void rule_mask(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_mask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     if (t->ndim < 2 || t->mode < TFT_STATS_HEALTH || t->shape[t->ndim - 1] != t->shape[t->ndim - 2] ||
         t->stats.min < 0 || t->stats.max > 1 || t->shape[t->ndim - 1] <= 1)
@@ -351,7 +472,7 @@ static void rule_mask(detect_rank *c, detect_series *s, const tft_rec_tensor *t,
 /* Attention probabilities under a causal mask: the first query position
  * sees one key only, so some probability is exactly 1; none is when that
  * position sees a later one too. */
-static void rule_probs(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_probs_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     if (!c->causal_seen || c->probs_done || t->mode < TFT_STATS_HEALTH || t->stats.nan || t->stats.pinf ||
         !(t->stats.max > 0) || t->stats.max >= 0.999)
@@ -376,16 +497,20 @@ static double median16(const double *v, int n)
     return n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
 }
 
-/* grad_norm: a value spike times the median of the last 16; and a run of
- * growth_steps rises in a row that multiplies it by growth. */
-static void rule_grad_norm(detect_rank *c, detect_series *s, double v, int64_t step)
+/* grad_norm (a finite scalar in full mode): a value spike times the median
+ * of the last 16; and a run of growth_steps rises in a row that multiplies
+ * it by growth. */
+void detect_gradnorm_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
+    if (!finite || t->mode < TFT_STATS_FULL || t->stats.numel != 1)
+        return;
+    double v = t->stats.mean;
     double thr = c->o.clip > 0 ? c->o.clip : c->clip_cmd;
     s->over_clip += thr > 0 && v > thr;
     if (s->nring >= 8) {
         double med = median16(s->ring, s->nring);
         if (med > 0 && v > c->o.spike * med && c->spikes++ == 0) {
-            c->spike_fi = c->nf; /* a note unless it repeats (detect_rank_finish) */
+            c->spike_fi = c->nf; /* a note unless it repeats (detect_gradnorm_finish) */
             detect_add(c, "grad-spike", DETECT_INFO, step, s, NULL, v / med, c->o.spike, CAUSE_SPIKE,
                     "%s is %.4g at step %lld, %.1f times the median %.4g of the %d steps before", s->name, v,
                     (long long)step, v / med, med, s->nring);
@@ -411,11 +536,29 @@ static void rule_grad_norm(detect_rank *c, detect_series *s, double v, int64_t s
     }
 }
 
-/* param.*: |L2(t) - L2(t-1)| / L2(t-1), a lower bound of the update's
- * norm over the parameter's; the first parameter past update_max. */
-static void rule_update(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
+/* One spike is a note, three a warning. */
+void detect_gradnorm_finish(detect_rank *c)
 {
-    if (t->ndim < 2 || t->mode < TFT_STATS_FULL || !s->have_prev || !(s->prev_l2 > 0) || s->init_flat)
+    if (c->spike_fi >= 0 && c->spike_fi < c->nf && c->spikes >= 3) {
+        detect_finding *f = &c->f[c->spike_fi];
+        size_t k = strlen(f->evidence);
+        f->severity = DETECT_WARNING;
+        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu spikes in all", (unsigned long long)c->spikes);
+    }
+}
+
+/* param.*: |L2(t) - L2(t-1)| / L2(t-1), a lower bound of the update's
+ * norm over the parameter's; the first parameter past update_max. A
+ * parameter whose initial record was all zero or constant is left to
+ * init-* (judged at its first record). */
+void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (s->nrec == 1) {
+        const detect_series *x = detect_find(c, s->name + 6);
+        s->init_flat = x && x->mode >= TFT_STATS_HEALTH &&
+                       (x->first.zero == x->first.numel || x->first.min == x->first.max);
+    }
+    if (!finite || t->ndim < 2 || t->mode < TFT_STATS_FULL || !s->have_prev || !(s->prev_l2 > 0) || s->init_flat)
         return;
     double r = fabs(t->stats.l2 - s->prev_l2) / s->prev_l2;
     if (!(r > c->o.update_max) || s->fired)
@@ -434,56 +577,93 @@ static void rule_update(detect_rank *c, detect_series *s, const tft_rec_tensor *
     }
 }
 
-/* ---- records ------------------------------------------------------------------- */
-
-/* Keeps a point every stride records; a full history drops every other
- * point and doubles the stride, so it spans the whole run. */
-static void hist_push(detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+/* The count of the other parameters past the ratio. */
+void detect_update_finish(detect_rank *c)
 {
-    if (!s->hist || (s->nrec - 1) % s->stride)
-        return;
-    if (s->nh == DETECT_HIST) {
-        for (int i = 0; i < DETECT_HIST / 2; i++)
-            s->hist[i] = s->hist[2 * i];
-        s->nh = DETECT_HIST / 2;
-        s->stride *= 2;
-        if ((s->nrec - 1) % s->stride)
-            return;
-    }
-    const tft_stats *st = &t->stats;
-    s->hist[s->nh++] = (detect_point){.step = step, .v = st->mean, .l2 = st->l2, .absmax = st->absmax,
-                                   .risk = st->over_fp16 + st->under_fp16, .finite = finite};
-}
-
-/* The data tensors of a step: tokens (kept for targets), targets equal to
- * tokens (labels not shifted), loss_mask (whether the batch has padding). */
-static void rule_data(detect_rank *c, const detect_series *s, const tft_rec_tensor *t)
-{
-    if (t->mode < TFT_STATS_HEALTH)
-        return;
-    if (detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids")) {
-        c->have_tokens = true;
-        c->tokens_fp = t->stats.fingerprint;
-        c->tokens_numel = t->stats.numel;
-    } else if ((detect_ends(s->name, "targets") || detect_ends(s->name, "labels")) && c->have_tokens) {
-        c->data_steps++;
-        if (t->stats.fingerprint == c->tokens_fp && t->stats.numel == c->tokens_numel && t->stats.numel > 1) {
-            if (!c->shift_steps++)
-                c->shift_step = c->step;
-        }
-    } else if (detect_ends(s->name, "loss_mask")) {
-        c->have_lm = true;
-        c->lm_zero = t->stats.zero > 0;
-        c->lm_zeros = t->stats.zero;
-        c->lm_steps++;
-        c->lm_full += !c->lm_zero && t->stats.numel > 0;
-        if (c->lm_first == TFT_STEP_NONE)
-            c->lm_first = c->step;
+    if (c->update_fi >= 0 && c->update_fi < c->nf && c->update_more) {
+        detect_finding *f = &c->f[c->update_fi];
+        size_t k = strlen(f->evidence);
+        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu other parameter(s) later",
+                 (unsigned long long)c->update_more);
     }
 }
 
-/* The rules of one tensor record: the step's data and masks (every
- * record), then the series' rules (its first record in the step). */
+/* absmax-growth, online (downsampling would lose the steps before an
+ * overflow): an activation's first finite record past both thresholds,
+ * before any non-finite value of its own. */
+void detect_absmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (finite && t->mode >= TFT_STATS_FULL && !s->nonfinite_seen && s->grow_step == TFT_STEP_NONE &&
+        s->first.absmax > 0 && t->stats.absmax > c->o.absmax_growth * s->first.absmax &&
+        t->stats.absmax >= c->o.absmax_min) {
+        s->grow_step = step;
+        s->grow_val = t->stats.absmax;
+    }
+}
+
+/* ---- the table and the dispatcher ------------------------------------------ */
+
+/* Every rule, in the order the dispatcher calls them. That order is the
+ * order findings are added (record by record, then at finish, then at
+ * merge), which the output keeps where the sort (severity, step, rank,
+ * layer) ties; a new rule goes where its findings should come. */
+static const detect_rule rules[] = {
+    /* shape-change, dtype-change */
+    {.match = DETECT_ANY, .record = detect_shape_record},
+    /* shape-ranks, data-shard */
+    {.merge = detect_ranks_merge},
+    /* token-range */
+    {.match = DETECT_C_TOKENS, .record = detect_tokens_record, .finish = detect_tokens_finish},
+    /* label-shift */
+    {.match = DETECT_C_TOKENS | DETECT_C_TARGETS, .step = detect_shift_step, .record = detect_shift_record,
+     .finish = detect_shift_finish},
+    /* loss-mask-full (and this step's padding, for mask-padding) */
+    {.match = DETECT_C_LOSS_MASK, .step = detect_lossmask_step, .record = detect_lossmask_record,
+     .finish = detect_lossmask_finish},
+    /* pad-rows */
+    {.match = DETECT_C_TOKENS | DETECT_C_PAD_MASK, .record = detect_padrows_record, .finish = detect_padrows_finish},
+    /* data-repeat, ckpt-data */
+    {.match = DETECT_C_TOKENS, .record = detect_repeat_record, .merge = detect_repeat_merge},
+    /* mask-future, mask-padding */
+    {.match = DETECT_C_CAUSAL_MASK, .record = detect_mask_record},
+    /* mask-future, from the probabilities */
+    {.match = DETECT_C_PROBS, .record = detect_probs_record},
+    /* init-zero, init-constant, init-scale */
+    {.finish = detect_init_finish},
+    /* loss-flat, loss-rise */
+    {.finish = detect_loss_finish},
+    /* no-warmup */
+    {.finish = detect_warmup_finish},
+    /* grad-spike, grad-growth */
+    {.match = DETECT_C_GRAD_NORM, .record = detect_gradnorm_record, .finish = detect_gradnorm_finish},
+    /* clip-always, clip-never, clip-unknown */
+    {.finish = detect_clip_finish},
+    /* update-ratio */
+    {.match = DETECT_C_PARAM, .record = detect_update_record, .finish = detect_update_finish},
+    /* absmax-growth */
+    {.match = DETECT_C_ACTIVATION, .record = detect_absmax_record, .finish = detect_absmax_finish},
+    /* attn-collapse */
+    {.finish = detect_collapse_finish},
+    /* attn-scale */
+    {.finish = detect_attnscale_finish},
+    /* ckpt-optim */
+    {.finish = detect_ckpt_finish},
+    /* precision-risk */
+    {.match = DETECT_ANY, .record = detect_risk_record, .finish = detect_risk_finish},
+    /* softmax-overflow */
+    {.match = DETECT_C_SCORES, .record = detect_softmax_record, .finish = detect_softmax_finish},
+    /* layer-growth */
+    {.match = DETECT_C_ACTIVATION, .record = detect_layer_record, .finish = detect_layer_finish},
+    /* attn-uniform */
+    {.finish = detect_uniform_finish},
+    /* grad-accum */
+    {.match = DETECT_C_GRAD, .record = detect_accum_record, .finish = detect_accum_finish},
+};
+#define NRULES (sizeof(rules) / sizeof(rules[0]))
+
+/* One tensor record: a new step first (the rules' step hooks), then, for
+ * the first record of its name in the step, the series store counts it and
+ * the rules that match the name judge it. */
 static int on_tensor(detect_rank *c, const tft_reader *r, const tft_rec_tensor *t)
 {
     int64_t step = t->h.step;
@@ -491,71 +671,21 @@ static int on_tensor(detect_rank *c, const tft_reader *r, const tft_rec_tensor *
         return 0;
     if (step != c->step) {
         c->step = step;
-        c->have_tokens = c->have_lm = c->lm_zero = false;
+        for (size_t i = 0; i < NRULES; i++)
+            if (rules[i].step)
+                rules[i].step(c);
     }
     int e = 0;
     detect_series *s = series_get(c, r, t->name, &e);
-    if (!s)
+    if (!s || s->last_step == step)
         return e;
-    if (s->last_step == step)
-        return 0;
     bool finite = !t->stats.nan && !t->stats.pinf && !t->stats.ninf;
-    if (s->nrec++ == 0) {
-        s->dtype = s->first_dtype = t->dtype;
-        s->ndim = s->first_ndim = t->ndim;
-        s->mode = t->mode;
-        memcpy(s->shape, t->shape, sizeof(s->shape));
-        memcpy(s->first_shape, t->shape, sizeof(s->shape));
-        s->first_step = s->since = step;
-        s->first = t->stats;
-        s->vmax = -INFINITY;
-        s->vmin = INFINITY;
-        if (!strncmp(s->name, "param.", 6)) { /* its initial record was all zero or constant: init-* says so */
-            const detect_series *x = detect_find(c, s->name + 6);
-            s->init_flat = x && x->mode >= TFT_STATS_HEALTH &&
-                           (x->first.zero == x->first.numel || x->first.min == x->first.max);
-        }
-    } else {
-        rule_shape(c, s, t, step);
-    }
-    s->last_step = step;
-    rule_data(c, s, t);
-    detect_data_record(c, s, t, step);
-    detect_accum_record(s, t, finite);
-    if (!finite && !s->nonfinite_seen) {
-        s->nonfinite_seen = true;
-        s->nonfinite_step = step;
-    }
-    hist_push(s, t, step, finite);
-    if (detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids"))
-        rule_tokens(s, t, step);
-    else if (detect_ends(s->name, "attn.mask"))
-        rule_mask(c, s, t, step);
-    else if (detect_ends(s->name, "attn.probs"))
-        rule_probs(c, s, t, step);
-    if (finite && t->mode >= TFT_STATS_FULL && t->stats.numel == 1) {
-        double v = t->stats.mean;
-        s->vmax = v > s->vmax ? v : s->vmax;
-        s->vmin = v < s->vmin ? v : s->vmin;
-        s->nvals++;
-        if (detect_ends(s->name, "grad_norm"))
-            rule_grad_norm(c, s, v, step);
-    }
-    if (finite && !strncmp(s->name, "param.", 6))
-        rule_update(c, s, t, step);
-    if (finite && t->mode >= TFT_STATS_FULL && !s->nonfinite_seen && s->grow_step == TFT_STEP_NONE &&
-        s->first.absmax > 0 && t->stats.absmax > c->o.absmax_growth * s->first.absmax &&
-        t->stats.absmax >= c->o.absmax_min) { /* online: downsampling would lose the steps before an overflow */
-        s->grow_step = step;
-        s->grow_val = t->stats.absmax;
-    }
-    detect_numerics_record(c, s, t, step, finite);
+    series_count(s, t, step, finite);
+    for (size_t i = 0; i < NRULES; i++)
+        if (rules[i].record && (rules[i].match == DETECT_ANY || (s->cls & rules[i].match)))
+            rules[i].record(c, s, t, step, finite);
     c->nonfinite_any |= !finite;
-    if (finite && t->mode >= TFT_STATS_FULL) {
-        s->prev_l2 = t->stats.l2;
-        s->prev_v = t->stats.mean;
-        s->have_prev = true;
-    }
+    series_keep(s, t, finite);
     return 0;
 }
 
@@ -571,25 +701,38 @@ int detect_rank_record(detect_rank *c, const tft_reader *r, const tft_rec *rec)
 
 int detect_rank_finish(detect_rank *c)
 {
-    detect_rules_finish(c);
-    detect_numerics_finish(c);
-    detect_data_finish(c);
-    detect_accum_finish(c);
-    if (c->spike_fi >= 0 && c->spike_fi < c->nf && c->spikes >= 3) {
-        detect_finding *f = &c->f[c->spike_fi];
-        size_t k = strlen(f->evidence);
-        f->severity = DETECT_WARNING;
-        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu spikes in all", (unsigned long long)c->spikes);
-    }
-    if (c->update_fi >= 0 && c->update_fi < c->nf && c->update_more) {
-        detect_finding *f = &c->f[c->update_fi];
-        size_t k = strlen(f->evidence);
-        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu other parameter(s) later",
-                 (unsigned long long)c->update_more);
-    }
+    for (size_t i = 0; i < NRULES; i++)
+        if (rules[i].finish)
+            rules[i].finish(c);
     for (int i = 0; i < c->ns; i++) {
         free(c->s[i].hist);
         c->s[i].hist = NULL;
     }
     return 0;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    const detect_finding *x = a, *y = b;
+    if (x->severity != y->severity)
+        return x->severity - y->severity;
+    int64_t sx = x->step == TFT_STEP_NONE ? INT64_MAX : x->step, sy = y->step == TFT_STEP_NONE ? INT64_MAX : y->step;
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    return (x->layer < 0 ? 1 << 30 : x->layer) - (y->layer < 0 ? 1 << 30 : y->layer);
+}
+
+int detect_merge(detect_rank *const *ranks, int n, detect_finding *out, int max)
+{
+    for (size_t i = 0; i < NRULES; i++)
+        if (rules[i].merge)
+            rules[i].merge(ranks, n);
+    int k = 0;
+    for (int r = 0; r < n; r++)
+        for (int i = 0; ranks[r] && i < ranks[r]->nf && k < max; i++)
+            out[k++] = ranks[r]->f[i];
+    qsort(out, (size_t)k, sizeof(*out), cmp_finding);
+    return k;
 }

@@ -8,7 +8,7 @@
  *
  * State: four numbers per `grad.*` series, updated record by record.
  */
-#include "detect_internal.h"
+#include "detect_rules_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +17,9 @@ static const char CAUSE_ACCUM[] =
     "gradients are not zeroed between optimizer steps (a missing optimizer.zero_grad() or model.zero_grad()): "
     "each step applies the sum of every gradient so far";
 
-void detect_accum_record(detect_series *s, const tft_rec_tensor *t, bool finite)
+void detect_accum_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (!(s->cls & DETECT_C_GRAD) || t->mode < TFT_STATS_HEALTH || !finite)
+    if (t->mode < TFT_STATS_HEALTH || !finite)
         return;
     uint64_t z = t->stats.zero;
     if (s->nrec == 1) {

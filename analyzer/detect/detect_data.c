@@ -12,7 +12,7 @@
  * detect_merge can look for a resumed process's batch in the rank files of
  * the processes before it (a job restarted under one recording).
  */
-#include "detect_internal.h"
+#include "detect_rules_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -39,7 +39,7 @@ static uint64_t pad_rows(const detect_rank *c, const detect_series *s, const tft
     if (n % T || !n)
         return 0;
     *rows = n / T;
-    if (s->cls & DETECT_C_PADMASK) {
+    if (s->cls & DETECT_C_PAD_MASK) {
         uint64_t ones = n - t->stats.zero;
         return t->stats.min >= 0 && t->stats.max <= 1 && ones < *rows ? *rows - ones : 0;
     }
@@ -53,7 +53,7 @@ static uint64_t pad_rows(const detect_rank *c, const detect_series *s, const tft
     return 0;
 }
 
-static void padrows_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_padrows_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     uint64_t rows = 0, k = pad_rows(c, s, t, &rows);
     if (!k)
@@ -101,7 +101,7 @@ static void add_ckpt_data(detect_rank *c, const detect_series *s, int64_t step, 
 
 /* tokens: a batch seen at an earlier step. After a resume record, its first
  * batch repeating one is ckpt-data; otherwise the first repeat is a note. */
-static void repeat_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_repeat_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     if (t->mode < TFT_STATS_HEALTH || t->stats.numel < 2)
         return;
@@ -127,15 +127,8 @@ static void repeat_record(detect_rank *c, const detect_series *s, const tft_rec_
             s->name, (long long)step, (long long)earlier, (long long)(step - earlier));
 }
 
-void detect_data_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step)
-{
-    if (s->cls & (DETECT_C_TOKENS | DETECT_C_PADMASK))
-        padrows_record(c, s, t, step);
-    if (s->cls & DETECT_C_TOKENS)
-        repeat_record(c, s, t, step);
-}
-
-void detect_data_finish(detect_rank *c)
+/* The count of the steps with such rows. */
+void detect_padrows_finish(detect_rank *c)
 {
     if (c->padrows_fi >= 0 && c->padrows_fi < c->nf && c->pad_steps > 1) {
         detect_finding *f = &c->f[c->padrows_fi];
@@ -148,7 +141,7 @@ void detect_data_finish(detect_rank *c)
 /* A resumed process's first batch in the rank files before it (a job
  * restarted under one recording): at an earlier step there, the cursor
  * restarted. */
-void detect_data_merge(detect_rank *const *ranks, int n)
+void detect_repeat_merge(detect_rank *const *ranks, int n)
 {
     for (int i = 0; i < n; i++) {
         detect_rank *c = ranks[i];

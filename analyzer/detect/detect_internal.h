@@ -18,13 +18,28 @@ typedef struct detect_point {
     bool finite;     /* no NaN or Inf */
 } detect_point;
 
-/* What a name is, for the rules run on every record (detect_series.cls). */
+/* What a name is (detect_series.cls), decided at the series' first record:
+ * from the name (a suffix matches the whole name or its last dotted
+ * components, detect_ends; a prefix its start) and, for an activation, from
+ * that record too. The rule table (detect.c) passes a record to the rules
+ * that match one of its classes. */
 enum {
-    DETECT_C_TOKENS = 1,  /* tokens, input_ids */
-    DETECT_C_PADMASK = 2, /* loss_mask, attention_mask */
-    DETECT_C_SCORES = 4,  /* *.attn.scores */
-    DETECT_C_GRAD = 8,    /* grad.* */
+    DETECT_C_TOKENS = 1 << 0,         /* tokens, input_ids */
+    DETECT_C_TARGETS = 1 << 1,        /* targets, labels */
+    DETECT_C_LOSS_MASK = 1 << 2,      /* loss_mask */
+    DETECT_C_ATTENTION_MASK = 1 << 3, /* attention_mask (a padding mask [..., T]) */
+    DETECT_C_CAUSAL_MASK = 1 << 4,    /* attn.mask (a 0/1 mask [..., T, T]) */
+    DETECT_C_PROBS = 1 << 5,          /* attn.probs */
+    DETECT_C_SCORES = 1 << 6,         /* attn.scores */
+    DETECT_C_LOSS = 1 << 7,           /* loss */
+    DETECT_C_GRAD_NORM = 1 << 8,      /* grad_norm */
+    DETECT_C_PARAM = 1 << 9,          /* param.* */
+    DETECT_C_GRAD = 1 << 10,          /* grad.* */
+    DETECT_C_ADAM_M = 1 << 11,        /* adam.m.* */
+    DETECT_C_ACTIVATION = 1 << 12,    /* not a parameter, gradient, optimizer state, scalar, data or mask
+                                         tensor, recorded in full mode (absmax-growth, layer-growth) */
 };
+#define DETECT_C_PAD_MASK (DETECT_C_LOSS_MASK | DETECT_C_ATTENTION_MASK)
 
 /* One tensor name of one rank. Only the first record of the name in each
  * step counts (an op called twice in a step yields two records). */
@@ -32,11 +47,12 @@ typedef struct detect_series {
     uint64_t id;         /* string id of the name (equal across ranks) */
     char name[96];
     int layer;           /* from the name, -1 none */
-    uint8_t cls;         /* DETECT_C_* of the name, set once (the rules of every record test these) */
+    uint32_t cls;        /* DETECT_C_* of the name, set at its first record */
     uint8_t dtype, ndim, mode;
     int64_t shape[TFT_MAX_NDIM]; /* the current shape and dtype */
     int64_t last_step;   /* step of the last counted record, TFT_STEP_NONE before */
     int64_t since;       /* first step of the current shape and dtype */
+    int64_t until;       /* ... and the last step of them so far */
     uint64_t nrec;       /* counted records */
     /* the first record (initialisation, cross-rank comparisons) */
     int64_t first_step;
@@ -143,30 +159,8 @@ bool detect_ends(const char *name, const char *suffix);
 
 /* The layer index of name, -1 none; *pos and *len: where its digits are. */
 int detect_layer_span(const char *name, size_t *pos, size_t *len);
-/* An activation: not a parameter, gradient, optimizer state, scalar, data
- * or mask tensor (absmax-growth, layer-growth judge these). */
-bool detect_is_activation(const detect_series *s);
 
-/* detect_rules.c: the rules judged when the rank is read. */
-void detect_rules_finish(detect_rank *c);
-
-/* detect_numerics.c: precision risk, softmax inputs near overflow, growth
- * across layers at one step (record by record: detect_numerics_record, after
- * the series' own rules) and uniform attention (detect_numerics_finish). */
-void detect_numerics_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_numerics_finish(detect_rank *c);
-
-/* detect_data.c: all-padding rows and repeated batches (record by record),
- * the note on pad-rows (finish) and ckpt-data across the rank files of a
- * restarted job (merge). */
+/* detect_data.c */
 #define DETECT_FP_MAX 16384 /* batches remembered per rank */
-void detect_data_record(detect_rank *c, const detect_series *s, const tft_rec_tensor *t, int64_t step);
-void detect_data_finish(detect_rank *c);
-void detect_data_merge(detect_rank *const *ranks, int n);
-
-/* detect_accum.c: gradients not zeroed, from a sparse gradient's zero count
- * (record by record; the finding when the rank is read). */
-void detect_accum_record(detect_series *s, const tft_rec_tensor *t, bool finite);
-void detect_accum_finish(detect_rank *c);
 
 #endif

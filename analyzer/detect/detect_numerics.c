@@ -11,7 +11,7 @@
  * sibling) or once per rank (the evidence of a finding). detect_numerics_finish
  * reads the downsampled histories, before detect_rank_finish frees them.
  */
-#include "detect_internal.h"
+#include "detect_rules_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -45,12 +45,19 @@ static const char *layer_name(const detect_series *s, int layer, char *buf, size
     return buf;
 }
 
+/* The record rules below judge finite records in full mode before the
+ * rank's first non-finite value. */
+static bool judged(const detect_rank *c, const tft_rec_tensor *t, bool finite)
+{
+    return finite && t->mode >= TFT_STATS_FULL && !c->nonfinite_any;
+}
+
 /* Values past fp16's largest finite value in an f32/f64 tensor, judged
  * before the rank's first non-finite value: the first step of each series
  * and the largest count (f16 tensors cannot hold them: they are Inf). */
-static void risk_record(detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_risk_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (t->dtype != TFT_F32 && t->dtype != TFT_F64)
+    if (!judged(c, t, finite) || (t->dtype != TFT_F32 && t->dtype != TFT_F64))
         return;
     uint64_t n = t->stats.over_fp16;
     if (!n)
@@ -66,9 +73,9 @@ static void risk_record(detect_series *s, const tft_rec_tensor *t, int64_t step)
 }
 
 /* Attention scores past softmax_max (ln of f32's largest value). */
-static void softmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_softmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (c->softmax_fi >= 0 || !(c->o.softmax_max > 0) || !(s->cls & DETECT_C_SCORES) ||
+    if (!judged(c, t, finite) || c->softmax_fi >= 0 || !(c->o.softmax_max > 0) ||
         !(t->stats.absmax > c->o.softmax_max))
         return;
     c->softmax_fi = c->nf;
@@ -89,13 +96,13 @@ static const detect_series *base_of(detect_rank *c, detect_series *s)
     return s->base > 0 ? &c->s[s->base - 1] : NULL;
 }
 
-/* At one step, the absmax of s (layer L) is layer_growth times layer 0's
- * and at least absmax_min: the finding names the layer with the largest
- * jump over the one below, with the chain 0..L as evidence. */
-static void layer_record(detect_rank *c, detect_series *s, int64_t step)
+/* At one step, the absmax of activation s (layer L) is layer_growth times
+ * layer 0's and at least absmax_min: the finding names the layer with the
+ * largest jump over the one below, with the chain 0..L as evidence. */
+void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (c->layer_fi >= 0 || s->layer < 1 || !(c->o.layer_growth > 0) || s->step_absmax < c->o.absmax_min ||
-        !detect_is_activation(s))
+    if (!judged(c, t, finite) || c->layer_fi >= 0 || s->layer < 1 || !(c->o.layer_growth > 0) ||
+        s->step_absmax < c->o.absmax_min)
         return;
     const detect_series *b = base_of(c, s);
     if (!b || b->last_step != step || !(b->step_absmax > 0) || s->step_absmax < c->o.layer_growth * b->step_absmax)
@@ -125,17 +132,6 @@ static void layer_record(detect_rank *c, detect_series *s, int64_t step)
             (long long)step, s->name, ev, r, jump, start->layer);
 }
 
-void detect_numerics_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
-{
-    bool full = t->mode >= TFT_STATS_FULL;
-    s->step_absmax = finite && full ? t->stats.absmax : 0;
-    if (!finite || !full || c->nonfinite_any) /* judged before the rank's first non-finite value */
-        return;
-    risk_record(s, t, step);
-    softmax_record(c, s, t, step);
-    layer_record(c, s, step);
-}
-
 /* ---- when the rank is read ------------------------------------------------- */
 
 /* The rank's first non-finite value: its series, NULL none. */
@@ -163,8 +159,9 @@ static void escalate(detect_rank *c, int fi, const detect_series *nf)
 
 /* The earliest series with values past fp16's range (then the first
  * created: forward order), with how many others have some. */
-static void rules_risk(detect_rank *c, const detect_series *nf)
+void detect_risk_finish(detect_rank *c)
 {
+    const detect_series *nf = first_nonfinite(c);
     const detect_series *best = NULL;
     int others = 0;
     for (int i = 0; i < c->ns; i++) {
@@ -206,7 +203,7 @@ static double uniform_causal(int64_t T)
 /* Every attention layer within (1 + uniform) of uniform over the last half
  * of a run of at least uniform_steps steps: attention never learned to
  * select. At initialisation it is uniform by design, so only late. */
-static void rules_uniform(detect_rank *c)
+void detect_uniform_finish(detect_rank *c)
 {
     const detect_series *first = NULL;
     int n = 0;
@@ -214,7 +211,7 @@ static void rules_uniform(detect_rank *c)
     int64_t from = 0, to = 0;
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
-        if (!detect_ends(s->name, "attn.probs") || s->mode < TFT_STATS_FULL || s->first_ndim < 2 || s->nh < 4)
+        if (!(s->cls & DETECT_C_PROBS) || s->mode < TFT_STATS_FULL || s->first_ndim < 2 || s->nh < 4)
             continue;
         int64_t T = s->first_shape[s->first_ndim - 1];
         if (T < 2 || T > (1 << 24) || s->first.numel % (uint64_t)T || (double)s->nrec < c->o.uniform_steps)
@@ -244,11 +241,14 @@ static void rules_uniform(detect_rank *c)
             n, (long long)from, (long long)to, worst, c->causal_seen ? "causal" : "full");
 }
 
-void detect_numerics_finish(detect_rank *c)
+/* softmax-overflow and layer-growth are errors when a non-finite value
+ * follows. */
+void detect_softmax_finish(detect_rank *c)
 {
-    const detect_series *nf = first_nonfinite(c);
-    rules_risk(c, nf);
-    escalate(c, c->softmax_fi, nf);
-    escalate(c, c->layer_fi, nf);
-    rules_uniform(c);
+    escalate(c, c->softmax_fi, first_nonfinite(c));
+}
+
+void detect_layer_finish(detect_rank *c)
+{
+    escalate(c, c->layer_fi, first_nonfinite(c));
 }

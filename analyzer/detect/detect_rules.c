@@ -5,7 +5,7 @@
  * the ranks' findings (detect.h). Thresholds: detect_opts; their
  * defaults and rationale: docs/CHECK.md.
  */
-#include "detect_internal.h"
+#include "detect_rules_internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -63,12 +63,13 @@ static double vocab_of(detect_rank *c)
     return 0;
 }
 
-static void rules_data(detect_rank *c)
+/* The first step with a token id past the vocabulary, and a negative id. */
+void detect_tokens_finish(detect_rank *c)
 {
     double V = vocab_of(c);
     for (int i = 0; i < c->ns; i++) {
         detect_series *s = &c->s[i];
-        if (!(detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids")))
+        if (!(s->cls & DETECT_C_TOKENS))
             continue;
         for (int k = 0; V > 0 && k < s->nmax; k++)
             if (s->max_val[k] >= V) {
@@ -81,11 +82,21 @@ static void rules_data(detect_rank *c)
             detect_add(c, "token-range", DETECT_ERROR, s->neg_step, s, NULL, s->neg_val, 0, CAUSE_TOKENS,
                     "%s holds a negative id (%.0f) at step %lld", s->name, s->neg_val, (long long)s->neg_step);
     }
+}
+
+/* Targets equal to tokens in at least half of the steps with both. */
+void detect_shift_finish(detect_rank *c)
+{
     if (c->shift_steps && 2 * c->shift_steps >= c->data_steps)
         detect_add(c, "label-shift", DETECT_ERROR, c->shift_step, detect_find(c, "targets"), "tokens",
                 (double)c->shift_steps, (double)c->data_steps, CAUSE_SHIFT,
                 "targets are bit-identical to tokens (same fingerprint) at %llu of %llu steps, from step %lld",
                 (unsigned long long)c->shift_steps, (unsigned long long)c->data_steps, (long long)c->shift_step);
+}
+
+/* A loss_mask with no zero at any of at least min_steps steps. */
+void detect_lossmask_finish(detect_rank *c)
+{
     if (c->lm_steps >= c->o.min_steps && c->lm_full == c->lm_steps)
         detect_add(c, "loss-mask-full", DETECT_WARNING, c->lm_first, detect_find(c, "loss_mask"), NULL, 0,
                 (double)c->lm_steps, CAUSE_LM, "loss_mask has no zero at any of its %llu steps: no target is ever "
@@ -106,13 +117,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void rules_init(detect_rank *c)
+void detect_init_finish(detect_rank *c)
 {
     double *stds = malloc((size_t)(c->ns + 1) * sizeof(double));
     int n = 0;
     for (int i = 0; i < c->ns; i++) {
         const detect_series *p = &c->s[i], *x;
-        if (strncmp(p->name, "param.", 6) || !(x = initial_of(c, p)) || x->first_ndim < 2 ||
+        if (!(p->cls & DETECT_C_PARAM) || !(x = initial_of(c, p)) || x->first_ndim < 2 ||
             x->first.numel < 2 || x->mode < TFT_STATS_HEALTH)
             continue;
         const tft_stats *st = &x->first;
@@ -132,7 +143,7 @@ static void rules_init(detect_rank *c)
         double med = stds[n / 2], k = c->o.init_std;
         for (int i = 0; k > 0 && i < c->ns; i++) {
             const detect_series *p = &c->s[i], *x;
-            if (strncmp(p->name, "param.", 6) || !(x = initial_of(c, p)) || x->first_ndim < 2 ||
+            if (!(p->cls & DETECT_C_PARAM) || !(x = initial_of(c, p)) || x->first_ndim < 2 ||
                 x->mode < TFT_STATS_FULL || !(x->first.std > 0))
                 continue;
             double r = x->first.std / med;
@@ -158,7 +169,7 @@ static double hist_mean(const detect_series *s, int a, int b)
     return k ? sum / k : NAN;
 }
 
-static void rules_loss(detect_rank *c, detect_series *s)
+static void loss_judge(detect_rank *c, detect_series *s)
 {
     if (s->nrec < c->o.min_steps || s->nh < 10 || s->first.numel != 1)
         return;
@@ -198,7 +209,16 @@ static void rules_loss(detect_rank *c, detect_series *s)
     }
 }
 
-static void rules_lr_clip(detect_rank *c)
+/* Every series named loss (the whole name or its last component). */
+void detect_loss_finish(detect_rank *c)
+{
+    for (int i = 0; i < c->ns; i++)
+        if (c->s[i].cls & DETECT_C_LOSS)
+            loss_judge(c, &c->s[i]);
+}
+
+/* lr at its peak at step 0 (or before). */
+void detect_warmup_finish(detect_rank *c)
 {
     detect_series *lr = detect_find(c, "lr");
     if (lr && lr->nvals >= 2 && lr->vmax > 0 && lr->first.mean >= 0.999 * lr->vmax && lr->first_step <= 0) {
@@ -207,6 +227,11 @@ static void rules_lr_clip(detect_rank *c)
                 lr->vmax, CAUSE_WARMUP, "lr is %.4g at step %lld, its peak over the run%s", lr->first.mean,
                 (long long)lr->first_step, constant ? " (constant)" : ", and only decays after it");
     }
+}
+
+/* grad_norm against the clip threshold over at least min_steps values. */
+void detect_clip_finish(detect_rank *c)
+{
     detect_series *g = detect_find(c, "grad_norm");
     if (!g || g->nvals < c->o.min_steps)
         return;
@@ -230,7 +255,7 @@ static void rules_lr_clip(detect_rank *c)
 /* Activations whose absmax grows absmax_growth times over their first
  * value, before any non-finite value of theirs: the earliest (then the
  * lowest layer) is reported, with how many others do. */
-static void rules_absmax(detect_rank *c)
+void detect_absmax_finish(detect_rank *c)
 {
     const detect_series *best = NULL, *nf = NULL;
     int others = 0;
@@ -238,7 +263,7 @@ static void rules_absmax(detect_rank *c)
         const detect_series *s = &c->s[i];
         if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf->nonfinite_step))
             nf = s;
-        if (!detect_is_activation(s) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
+        if (!(s->cls & DETECT_C_ACTIVATION) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
             continue;
         if (best && (s->grow_step > best->grow_step ||
                      (s->grow_step == best->grow_step && (s->layer < 0 ? INT32_MAX : s->layer) >=
@@ -267,11 +292,11 @@ static void rules_absmax(detect_rank *c)
 
 /* Attention probabilities: the sum of squares per query row is 1 for a
  * one-hot row and 1/n for a uniform one over n keys. */
-static void rules_collapse(detect_rank *c)
+void detect_collapse_finish(detect_rank *c)
 {
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
-        if (!detect_ends(s->name, "attn.probs") || s->mode < TFT_STATS_FULL || s->first_ndim < 2)
+        if (!(s->cls & DETECT_C_PROBS) || s->mode < TFT_STATS_FULL || s->first_ndim < 2)
             continue;
         int64_t T = s->first_shape[s->first_ndim - 1];
         if (T < 2 || s->first.numel % (uint64_t)T)
@@ -294,12 +319,12 @@ static void rules_collapse(detect_rank *c)
 /* At initialisation q and k are independent: a score q.k/sqrt(hs) has
  * std about std(qkv)^2, sqrt(hs) times that without the scale. The
  * ratio is judged against hs^(1/4), halfway between on a log scale. */
-static void rules_attn_scale(detect_rank *c)
+void detect_attnscale_finish(detect_rank *c)
 {
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
         size_t n = strlen(s->name);
-        if (!detect_ends(s->name, "attn.scores") || s->first_step != 0 || s->mode < TFT_STATS_FULL ||
+        if (!(s->cls & DETECT_C_SCORES) || s->first_step != 0 || s->mode < TFT_STATS_FULL ||
             s->first_ndim != 4 || n >= 96)
             continue;
         char qn[104];
@@ -324,7 +349,7 @@ static void rules_attn_scale(detect_rank *c)
 /* After a resume: Adam's first moment after one step from zero is
  * (1 - beta1) x the (clipped) gradient, the same ratio of norms for every
  * parameter; restored moments give ratios that differ. */
-static void rules_ckpt(detect_rank *c)
+void detect_ckpt_finish(detect_rank *c)
 {
     if (c->resume_step == TFT_STEP_NONE)
         return;
@@ -333,7 +358,7 @@ static void rules_ckpt(detect_rank *c)
     const detect_series *first = NULL;
     for (int i = 0; i < c->ns; i++) {
         const detect_series *m = &c->s[i];
-        if (strncmp(m->name, "adam.m.", 7) || m->mode < TFT_STATS_FULL || m->first_step < c->resume_step)
+        if (!(m->cls & DETECT_C_ADAM_M) || m->mode < TFT_STATS_FULL || m->first_step < c->resume_step)
             continue;
         char gname[104];
         snprintf(gname, sizeof(gname), "grad.%s", m->name + 7);
@@ -353,20 +378,6 @@ static void rules_ckpt(detect_rank *c)
                 (long long)first->first_step, lo, n);
 }
 
-void detect_rules_finish(detect_rank *c)
-{
-    rules_data(c);
-    rules_init(c);
-    for (int i = 0; i < c->ns; i++)
-        if (!strcmp(c->s[i].name, "loss") || detect_ends(c->s[i].name, "loss"))
-            rules_loss(c, &c->s[i]);
-    rules_lr_clip(c);
-    rules_absmax(c);
-    rules_collapse(c);
-    rules_attn_scale(c);
-    rules_ckpt(c);
-}
-
 /* ---- across ranks ----------------------------------------------------------- */
 
 static bool replicated(const char *name)
@@ -375,8 +386,13 @@ static bool replicated(const char *name)
            !strcmp(name, "lr") || !strcmp(name, "grad_norm");
 }
 
-static void cross_rank(detect_rank *const *ranks, int n)
+/* Replicated tensors that start with another shape or dtype than on rank
+ * 0 (shape-ranks), tokens bit-identical to rank 0's at the same first step
+ * (data-shard): at most one of each per rank. */
+void detect_ranks_merge(detect_rank *const *ranks, int n)
 {
+    if (n < 2 || !ranks[0])
+        return;
     detect_rank *c0 = ranks[0];
     for (int r = 1; r < n; r++) {
         detect_rank *c = ranks[r];
@@ -399,7 +415,7 @@ static void cross_rank(detect_rank *const *ranks, int n)
                         tft_dtype_name(s->first_dtype), c->rank);
                 shape_done = true;
             }
-            if ((detect_ends(s->name, "tokens") || detect_ends(s->name, "input_ids")) && !shard_done &&
+            if ((s->cls & DETECT_C_TOKENS) && !shard_done &&
                 s->mode >= TFT_STATS_HEALTH && z->first_step == s->first_step &&
                 z->first.fingerprint == s->first.fingerprint && s->first.numel > 1) {
                 detect_add(c, "data-shard", DETECT_WARNING, s->first_step, s, NULL, 0, 0,
@@ -411,30 +427,4 @@ static void cross_rank(detect_rank *const *ranks, int n)
             }
         }
     }
-}
-
-static int cmp_finding(const void *a, const void *b)
-{
-    const detect_finding *x = a, *y = b;
-    if (x->severity != y->severity)
-        return x->severity - y->severity;
-    int64_t sx = x->step == TFT_STEP_NONE ? INT64_MAX : x->step, sy = y->step == TFT_STEP_NONE ? INT64_MAX : y->step;
-    if (sx != sy)
-        return sx < sy ? -1 : 1;
-    if (x->rank != y->rank)
-        return x->rank - y->rank;
-    return (x->layer < 0 ? 1 << 30 : x->layer) - (y->layer < 0 ? 1 << 30 : y->layer);
-}
-
-int detect_merge(detect_rank *const *ranks, int n, detect_finding *out, int max)
-{
-    if (n > 1 && ranks[0])
-        cross_rank(ranks, n);
-    detect_data_merge(ranks, n);
-    int k = 0;
-    for (int r = 0; r < n; r++)
-        for (int i = 0; ranks[r] && i < ranks[r]->nf && k < max; i++)
-            out[k++] = ranks[r]->f[i];
-    qsort(out, (size_t)k, sizeof(*out), cmp_finding);
-    return k;
 }
