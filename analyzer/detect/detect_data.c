@@ -1,6 +1,9 @@
 /*
- * detect_data.c — the data detectors of tfdump --check that need more than
- * one step's record: all-padding rows (proved from counts: the statistics
+ * detect_data.c — the data detectors of tfdump --check: token ids past the
+ * vocabulary or negative (token-range), targets equal to the same step's
+ * tokens (label-shift), a loss_mask that never leaves a target out
+ * (loss-mask-full; its per-step padding is what mask-padding reads), and,
+ * over more than one step's record: all-padding rows (proved from counts: the statistics
  * hold no per-row numbers) and batches repeated from an earlier step (the
  * XXH3 fingerprint of `tokens`), which after a checkpoint RESUME record is
  * a data cursor that restarted (`ckpt-data`) and otherwise an epoch
@@ -18,12 +21,145 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char CAUSE_TOKENS[] =
+    "the tokenizer and the model disagree on the vocabulary (added special tokens, a wrong vocab size), or ids "
+    "were corrupted before the embedding";
+
+static const char CAUSE_SHIFT[] =
+    "the labels are not shifted by one position (targets = inputs): the model learns to copy, the loss falls far "
+    "below what the data allows";
+
+static const char CAUSE_LM[] =
+    "the loss mask covers padding (PAD targets count in the loss), unless these batches really have no padding";
+
 static const char CAUSE_PADROWS[] =
     "rows with no real token reach the model: padding to a fixed batch shape without dropping empty documents, a "
     "collate function padding short batches, or a truncation that left nothing";
+
 static const char CAUSE_CKPT_DATA[] =
     "the resume did not restore the data cursor (sampler or dataloader state): the run trains again on batches it "
     "has seen, from the first one";
+
+/* Token ids: each new running maximum (the vocabulary is known only at
+ * the end: detect_tokens_finish compares), and the first negative id. */
+void detect_tokens_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (t->mode < TFT_STATS_HEALTH || t->stats.numel == t->stats.nan + t->stats.pinf + t->stats.ninf)
+        return;
+    if (t->stats.max > s->run_max) {
+        s->run_max = t->stats.max;
+        if (s->nmax < (int)(sizeof(s->max_step) / sizeof(s->max_step[0]))) {
+            s->max_step[s->nmax] = step;
+            s->max_val[s->nmax++] = t->stats.max;
+        } else { /* keep the last slot at the latest maximum */
+            s->max_step[s->nmax - 1] = step;
+            s->max_val[s->nmax - 1] = t->stats.max;
+        }
+    }
+    if (t->stats.min < 0 && s->neg_step == TFT_STEP_NONE) {
+        s->neg_step = step;
+        s->neg_val = t->stats.min;
+    }
+}
+
+/* The vocabulary size: the option, else the first dimension of the token
+ * embedding (tftrain's wte, a PyTorch embedding's weight). */
+static double vocab_of(detect_rank *c)
+{
+    if (c->o.vocab > 0)
+        return c->o.vocab;
+    static const char *const names[] = {"wte", "wte.weight", "embed_tokens.weight", "tok_embeddings.weight",
+                                        "word_embeddings.weight", "tok_emb.weight"};
+    for (int i = 0; i < c->ns; i++)
+        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+            if (detect_ends(c->s[i].name, names[k]) && c->s[i].first_ndim == 2 && c->s[i].first_shape[0] > 0)
+                return (double)c->s[i].first_shape[0];
+    return 0;
+}
+
+/* The first step with a token id past the vocabulary, and a negative id. */
+void detect_tokens_finish(detect_rank *c)
+{
+    double V = vocab_of(c);
+    for (int i = 0; i < c->ns; i++) {
+        detect_series *s = &c->s[i];
+        if (!(s->cls & DETECT_C_TOKENS))
+            continue;
+        for (int k = 0; V > 0 && k < s->nmax; k++)
+            if (s->max_val[k] >= V) {
+                detect_add(c, "token-range", DETECT_ERROR, s->max_step[k], s, NULL, s->max_val[k], V, CAUSE_TOKENS,
+                        "%s holds id %.0f at step %lld, past the vocabulary of %.0f ids (0..%.0f)", s->name,
+                        s->max_val[k], (long long)s->max_step[k], V, V - 1);
+                break;
+            }
+        if (s->neg_step != TFT_STEP_NONE)
+            detect_add(c, "token-range", DETECT_ERROR, s->neg_step, s, NULL, s->neg_val, 0, CAUSE_TOKENS,
+                    "%s holds a negative id (%.0f) at step %lld", s->name, s->neg_val, (long long)s->neg_step);
+    }
+}
+
+void detect_shift_step(detect_rank *c)
+{
+    c->have_tokens = false;
+}
+
+/* This step's tokens (kept for targets) and targets equal to them (labels
+ * not shifted). */
+void detect_shift_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (t->mode < TFT_STATS_HEALTH)
+        return;
+    if (s->cls & DETECT_C_TOKENS) {
+        c->have_tokens = true;
+        c->tokens_fp = t->stats.fingerprint;
+        c->tokens_numel = t->stats.numel;
+    } else if (c->have_tokens) {
+        c->data_steps++;
+        if (t->stats.fingerprint == c->tokens_fp && t->stats.numel == c->tokens_numel && t->stats.numel > 1) {
+            if (!c->shift_steps++)
+                c->shift_step = c->step;
+        }
+    }
+}
+
+/* Targets equal to tokens in at least half of the steps with both. */
+void detect_shift_finish(detect_rank *c)
+{
+    if (c->shift_steps && 2 * c->shift_steps >= c->data_steps)
+        detect_add(c, "label-shift", DETECT_ERROR, c->shift_step, detect_find(c, "targets"), "tokens",
+                (double)c->shift_steps, (double)c->data_steps, CAUSE_SHIFT,
+                "targets are bit-identical to tokens (same fingerprint) at %llu of %llu steps, from step %lld",
+                (unsigned long long)c->shift_steps, (unsigned long long)c->data_steps, (long long)c->shift_step);
+}
+
+void detect_lossmask_step(detect_rank *c)
+{
+    c->have_lm = c->lm_zero = false;
+}
+
+/* This step's loss_mask: whether the batch has padding (mask-padding reads
+ * it), and the steps with no zero. */
+void detect_lossmask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (t->mode < TFT_STATS_HEALTH)
+        return;
+    c->have_lm = true;
+    c->lm_zero = t->stats.zero > 0;
+    c->lm_zeros = t->stats.zero;
+    c->lm_steps++;
+    c->lm_full += !c->lm_zero && t->stats.numel > 0;
+    if (c->lm_first == TFT_STEP_NONE)
+        c->lm_first = c->step;
+}
+
+/* A loss_mask with no zero at any of at least min_steps steps. */
+void detect_lossmask_finish(detect_rank *c)
+{
+    if (c->lm_steps >= c->o.min_steps && c->lm_full == c->lm_steps)
+        detect_add(c, "loss-mask-full", DETECT_WARNING, c->lm_first, detect_find(c, "loss_mask"), NULL, 0,
+                (double)c->lm_steps, CAUSE_LM, "loss_mask has no zero at any of its %llu steps: no target is ever "
+                "left out of the loss", (unsigned long long)c->lm_steps);
+}
 
 /* Rows a step's data tensor proves all padding (the statistics hold counts,
  * not rows): a 0/1 mask with fewer ones than rows has at least rows - ones
@@ -76,6 +212,17 @@ void detect_padrows_record(detect_rank *c, detect_series *s, const tft_rec_tenso
                 (unsigned long long)rows, T, (unsigned long long)k);
 }
 
+/* The count of the steps with such rows. */
+void detect_padrows_finish(detect_rank *c)
+{
+    if (c->padrows_fi >= 0 && c->padrows_fi < c->nf && c->pad_steps > 1) {
+        detect_finding *f = &c->f[c->padrows_fi];
+        size_t k = strlen(f->evidence);
+        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu steps have such rows",
+                 (unsigned long long)c->pad_steps);
+    }
+}
+
 /* The earlier step with this batch, TFT_STEP_NONE none; remembers it. */
 static int64_t fp_seen(detect_rank *c, uint64_t fp, int64_t step)
 {
@@ -125,17 +272,6 @@ void detect_repeat_record(detect_rank *c, detect_series *s, const tft_rec_tensor
             "%s at step %lld is bit-identical to step %lld's: an epoch boundary (%lld steps per epoch) or a data "
             "cursor that restarted",
             s->name, (long long)step, (long long)earlier, (long long)(step - earlier));
-}
-
-/* The count of the steps with such rows. */
-void detect_padrows_finish(detect_rank *c)
-{
-    if (c->padrows_fi >= 0 && c->padrows_fi < c->nf && c->pad_steps > 1) {
-        detect_finding *f = &c->f[c->padrows_fi];
-        size_t k = strlen(f->evidence);
-        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu steps have such rows",
-                 (unsigned long long)c->pad_steps);
-    }
 }
 
 /* A resumed process's first batch in the rank files before it (a job

@@ -1,7 +1,10 @@
 /*
- * detect_internal.h — what detect.c (the scan: series and the
- * rules judged record by record) and detect_rules.c (the rules judged once
- * the rank is read, and the merge across ranks) share. Not installed.
+ * detect_internal.h — the detectors' model of a rank (detect_rank): its
+ * series, one per tensor name (detect_series), each rule's state, and its
+ * findings; and the two stores the rules call, the series store
+ * (detect_series.c) and the finding store (detect_finding.c). The stores
+ * call nothing above them; the rules (detect_rules_internal.h) call only
+ * the stores. Not installed.
  */
 #ifndef TFT_CHECK_DETECT_INTERNAL_H
 #define TFT_CHECK_DETECT_INTERNAL_H
@@ -159,6 +162,22 @@ bool detect_ends(const char *name, const char *suffix);
 
 /* The layer index of name, -1 none; *pos and *len: where its digits are. */
 int detect_layer_span(const char *name, size_t *pos, size_t *len);
+
+/* The series of name id (created at its first record), NULL past the
+ * bound or without memory (*e set to -ENOMEM then). */
+detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t id, int *e);
+/* Counts record t (the first of s in this step) before the rules read it:
+ * the first record's statistics and classes, the step, the first non-finite
+ * value, the history, the scalar summary, this step's absmax. */
+void detect_series_count(detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
+/* After the rules: the values the next record is compared with. */
+void detect_series_keep(detect_series *s, const tft_rec_tensor *t, bool finite);
+/* Frees every series' history (the rules have read them). */
+void detect_series_free_hist(detect_rank *c);
+
+/* Every rank's findings (at most max) into out, sorted most severe first,
+ * then by step, rank, layer. Returns how many. */
+int detect_findings_gather(detect_rank *const *ranks, int n, detect_finding *out, int max);
 
 /* detect_data.c */
 #define DETECT_FP_MAX 16384 /* batches remembered per rank */

@@ -1,35 +1,39 @@
 /*
- * detect_numerics.c — the numerics detectors of tfdump --check that
- * docs/CHECK.md lists after absmax-growth: precision risk (values past
- * fp16's range appearing before the first non-finite value), softmax
- * inputs near the overflow point, growth across layers at one step, and
- * attention that stays uniform in every layer late in a run.
+ * detect_numerics.c — the numerics detectors of tfdump --check
+ * (docs/CHECK.md): activations whose absmax grows far past their first
+ * value (absmax-growth), precision risk (values past fp16's range
+ * appearing before the first non-finite value), softmax inputs near the
+ * overflow point (softmax-overflow) and growth across layers at one step
+ * (layer-growth).
  *
- * Workload: detect_numerics_record runs for every counted tensor record (its
- * first record in a step), after the series' own rules; it keeps O(1)
- * state per series and looks names up only once per series (the layer-0
- * sibling) or once per rank (the evidence of a finding). detect_numerics_finish
- * reads the downsampled histories, before detect_rank_finish frees them.
+ * Workload: the record hooks run for every counted tensor record (its
+ * first record in a step); they keep O(1) state per series and look names
+ * up only once per series (the layer-0 sibling) or once per rank (the
+ * evidence of a finding). A warning of theirs becomes an error at finish
+ * when a non-finite value follows it.
  */
 #include "detect_rules_internal.h"
 
-#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+static const char CAUSE_GROWTH_ABS[] =
+    "values grow until they overflow: a learning rate too high, a missing normalisation or 1/sqrt(d) scale, or a "
+    "low-precision dtype without loss scaling";
 
 static const char CAUSE_RISK[] =
     "values grow past what fp16 can hold: a learning rate too high, a missing normalisation or 1/sqrt(d) scale, "
     "or no loss scaling; in fp16 or under autocast these overflow to Inf";
+
 static const char CAUSE_SOFTMAX[] =
     "attention scores too large for the softmax: a missing or wrong 1/sqrt(d) scale, query/key weights growing "
     "(learning rate too high, no weight decay); exp() of them overflows unless the row maximum is subtracted, and "
     "the probabilities are one-hot";
+
 static const char CAUSE_LAYER[] =
     "one block amplifies the residual stream: a missing or misplaced normalisation, a residual branch not scaled, "
     "or a learning rate too high for the deeper layers";
-static const char CAUSE_UNIFORM[] =
-    "attention never learned to select keys: query/key weights frozen or zero, scores scaled down too much (by 1/d "
-    "instead of 1/sqrt(d)), or a learning rate far too low";
 
 /* The name of s with its layer number replaced by layer, into buf ("" when
  * it does not fit). */
@@ -50,6 +54,19 @@ static const char *layer_name(const detect_series *s, int layer, char *buf, size
 static bool judged(const detect_rank *c, const tft_rec_tensor *t, bool finite)
 {
     return finite && t->mode >= TFT_STATS_FULL && !c->nonfinite_any;
+}
+
+/* absmax-growth, online (downsampling would lose the steps before an
+ * overflow): an activation's first finite record past both thresholds,
+ * before any non-finite value of its own. */
+void detect_absmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (finite && t->mode >= TFT_STATS_FULL && !s->nonfinite_seen && s->grow_step == TFT_STEP_NONE &&
+        s->first.absmax > 0 && t->stats.absmax > c->o.absmax_growth * s->first.absmax &&
+        t->stats.absmax >= c->o.absmax_min) {
+        s->grow_step = step;
+        s->grow_val = t->stats.absmax;
+    }
 }
 
 /* Values past fp16's largest finite value in an f32/f64 tensor, judged
@@ -157,6 +174,44 @@ static void escalate(detect_rank *c, int fi, const detect_series *nf)
              (long long)nf->nonfinite_step, nf->name);
 }
 
+/* Activations whose absmax grows absmax_growth times over their first
+ * value, before any non-finite value of theirs: the earliest (then the
+ * lowest layer) is reported, with how many others do. */
+void detect_absmax_finish(detect_rank *c)
+{
+    const detect_series *best = NULL, *nf = NULL;
+    int others = 0;
+    for (int i = 0; i < c->ns; i++) {
+        const detect_series *s = &c->s[i];
+        if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf->nonfinite_step))
+            nf = s;
+        if (!(s->cls & DETECT_C_ACTIVATION) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
+            continue;
+        if (best && (s->grow_step > best->grow_step ||
+                     (s->grow_step == best->grow_step && (s->layer < 0 ? INT32_MAX : s->layer) >=
+                                                             (best->layer < 0 ? INT32_MAX : best->layer)))) {
+            others++;
+        } else {
+            others += best != NULL;
+            best = s;
+        }
+    }
+    if (!best)
+        return;
+    char tail[160] = "", lay[40] = "";
+    if (nf)
+        snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s",
+                 (long long)nf->nonfinite_step, nf->name);
+    if (best->layer >= 0)
+        snprintf(lay, sizeof(lay), " (layer %d is where it starts)", best->layer);
+    double r = best->grow_val / best->first.absmax;
+    detect_add(c, "absmax-growth", nf ? DETECT_ERROR : DETECT_WARNING, best->grow_step, best, NULL, r, c->o.absmax_growth,
+            CAUSE_GROWTH_ABS, "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d "
+            "other tensor(s) grew as much later or in a higher layer",
+            best->name, best->first.absmax, (long long)best->first_step, best->grow_val, (long long)best->grow_step,
+            r, lay, tail, others);
+}
+
 /* The earliest series with values past fp16's range (then the first
  * created: forward order), with how many others have some. */
 void detect_risk_finish(detect_rank *c)
@@ -188,57 +243,6 @@ void detect_risk_finish(detect_rank *c)
             (unsigned long long)best->risk_first, best->name, (long long)best->risk_step,
             (unsigned long long)best->risk_max, (long long)best->risk_max_step, tail, others,
             nf ? "" : " (fine in f32; not castable to fp16)");
-}
-
-/* Sum of 1/(i+1) over i < T, over T: the mean per-row sum of squares of
- * uniform causal attention (row i sees i+1 keys). */
-static double uniform_causal(int64_t T)
-{
-    double h = 0;
-    for (int64_t i = 1; i <= T; i++)
-        h += 1.0 / (double)i;
-    return h / (double)T;
-}
-
-/* Every attention layer within (1 + uniform) of uniform over the last half
- * of a run of at least uniform_steps steps: attention never learned to
- * select. At initialisation it is uniform by design, so only late. */
-void detect_uniform_finish(detect_rank *c)
-{
-    const detect_series *first = NULL;
-    int n = 0;
-    double worst = 0;
-    int64_t from = 0, to = 0;
-    for (int i = 0; i < c->ns; i++) {
-        const detect_series *s = &c->s[i];
-        if (!(s->cls & DETECT_C_PROBS) || s->mode < TFT_STATS_FULL || s->first_ndim < 2 || s->nh < 4)
-            continue;
-        int64_t T = s->first_shape[s->first_ndim - 1];
-        if (T < 2 || T > (1 << 24) || s->first.numel % (uint64_t)T || (double)s->nrec < c->o.uniform_steps)
-            return; /* a layer too short to judge: no verdict on the others */
-        double rows = (double)(s->first.numel / (uint64_t)T), qu = c->causal_seen ? uniform_causal(T) : 1.0 / T;
-        int64_t half = s->first_step + (s->hist[s->nh - 1].step - s->first_step) / 2;
-        for (int k = 0; k < s->nh; k++) {
-            double q = s->hist[k].l2 * s->hist[k].l2 / rows / qu;
-            if (s->hist[k].step < half || !s->hist[k].finite)
-                continue;
-            if (!(q <= 1 + c->o.uniform))
-                return;
-            worst = q > worst ? q : worst;
-        }
-        if (!first || (s->layer >= 0 && s->layer < first->layer)) {
-            first = s;
-            from = half;
-            to = s->hist[s->nh - 1].step;
-        }
-        n++;
-    }
-    if (!first || !n)
-        return;
-    detect_add(c, "attn-uniform", DETECT_WARNING, from, first, NULL, worst, 1 + c->o.uniform, CAUSE_UNIFORM,
-            "the attention probabilities of all %d layer(s) stay uniform over steps %lld..%lld: the sum of squared "
-            "probabilities per query is at most %.3f x that of uniform %s attention",
-            n, (long long)from, (long long)to, worst, c->causal_seen ? "causal" : "full");
 }
 
 /* softmax-overflow and layer-growth are errors when a non-finite value

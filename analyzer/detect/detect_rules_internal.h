@@ -2,7 +2,8 @@
  * detect_rules_internal.h — the rules of tfdump --check as the dispatcher
  * (detect.c) sees them: one detect_rule per detector (or per few detectors
  * that share their state), each a set of hooks the dispatcher calls, and
- * the hooks of every rule, grouped by family. Not installed.
+ * the hooks of every rule, grouped by the file of their family. Not
+ * installed.
  *
  * Contract of the hooks (all optional):
  *   step    a tensor record of a new step arrived (before its series is
@@ -33,11 +34,11 @@ typedef struct detect_rule {
     void (*merge)(detect_rank *const *ranks, int n);
 } detect_rule;
 
-/* shapes: shape-change / dtype-change; shape-ranks and data-shard across ranks */
+/* detect_shape.c: shape-change / dtype-change; shape-ranks and data-shard across ranks */
 void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_ranks_merge(detect_rank *const *ranks, int n);
 
-/* data: token-range, label-shift, loss-mask-full, pad-rows, data-repeat and ckpt-data */
+/* detect_data.c: token-range, label-shift, loss-mask-full, pad-rows, data-repeat, ckpt-data */
 void detect_tokens_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_tokens_finish(detect_rank *c);
 void detect_shift_step(detect_rank *c);
@@ -51,30 +52,30 @@ void detect_padrows_finish(detect_rank *c);
 void detect_repeat_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_repeat_merge(detect_rank *const *ranks, int n);
 
-/* masks: mask-future and mask-padding */
+/* detect_mask.c: mask-future and mask-padding */
 void detect_mask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_probs_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 
-/* initialisation: init-zero, init-constant, init-scale */
+/* detect_init.c: init-zero, init-constant, init-scale */
 void detect_init_finish(detect_rank *c);
 
-/* the loss curve: loss-flat and loss-rise */
+/* detect_loss.c: loss-flat and loss-rise */
 void detect_loss_finish(detect_rank *c);
 
-/* the optimiser: no-warmup, update-ratio, ckpt-optim */
+/* detect_optim.c: no-warmup, update-ratio, ckpt-optim */
 void detect_warmup_finish(detect_rank *c);
 void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_update_finish(detect_rank *c);
 void detect_ckpt_finish(detect_rank *c);
 
-/* gradients: grad-spike, grad-growth, clip-*, grad-accum */
+/* detect_grad.c: grad-spike, grad-growth, clip-*, grad-accum */
 void detect_gradnorm_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_gradnorm_finish(detect_rank *c);
 void detect_clip_finish(detect_rank *c);
 void detect_accum_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_accum_finish(detect_rank *c);
 
-/* numerics: absmax-growth, precision-risk, softmax-overflow, layer-growth */
+/* detect_numerics.c: absmax-growth, precision-risk, softmax-overflow, layer-growth */
 void detect_absmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_absmax_finish(detect_rank *c);
 void detect_risk_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
@@ -84,7 +85,7 @@ void detect_softmax_finish(detect_rank *c);
 void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
 void detect_layer_finish(detect_rank *c);
 
-/* attention: attn-collapse, attn-scale, attn-uniform */
+/* detect_attn.c: attn-collapse, attn-scale, attn-uniform */
 void detect_collapse_finish(detect_rank *c);
 void detect_attnscale_finish(detect_rank *c);
 void detect_uniform_finish(detect_rank *c);
