@@ -25,11 +25,11 @@ detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cm
     c->rank = rank;
     c->clip_cmd = clip_from_cmd;
     c->step = TFT_STEP_NONE;
-    c->update_fi = c->spike_fi = c->softmax_fi = c->layer_fi = c->padrows_fi = -1;
-    c->resume_tok_step = c->pad_last_step = TFT_STEP_NONE;
-    tft_u64map_init(&c->fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = DETECT_FP_MAX});
+    c->update_ratio.fi = c->grad_spike.fi = c->softmax.fi = c->layer_growth.fi = c->pad_rows.fi = -1;
+    c->repeat.resume_tok_step = c->pad_rows.last_step = TFT_STEP_NONE;
+    tft_u64map_init(&c->repeat.fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = DETECT_FP_MAX});
     c->resume_step = TFT_STEP_NONE;
-    c->shift_step = c->lm_first = TFT_STEP_NONE;
+    c->label_shift.first = c->loss_mask.first = TFT_STEP_NONE;
     tft_u64map_init(&c->idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .max_n = DETECT_MAX_SERIES});
     return c;
 }
@@ -43,7 +43,7 @@ void detect_rank_free(detect_rank *c)
     free(c->s);
     free(c->f);
     tft_u64map_free(&c->idx);
-    tft_u64map_free(&c->fps);
+    tft_u64map_free(&c->repeat.fps);
     free(c);
 }
 

@@ -80,8 +80,6 @@ typedef struct detect_opts {
 /* Sets the threshold NAME (a field above) from "NAME=VALUE". Returns 0,
  * -EINVAL for an unknown name or a value that is not a number >= 0. */
 int detect_opts_set(detect_opts *o, const char *arg);
-/* The names detect_opts_set knows, comma-separated (static). */
-const char *detect_opts_names(void);
 
 typedef struct detect_rank detect_rank;
 

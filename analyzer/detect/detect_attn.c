@@ -36,11 +36,12 @@ void detect_collapse_finish(detect_rank *c)
         for (int k = 1; k < s->nh; k++) {
             double q = s->hist[k].l2 * s->hist[k].l2 / rows;
             if (s->hist[k].finite && q > c->o.collapse) {
-                detect_add(c, "attn-collapse", DETECT_WARNING, s->hist[k].step, s, NULL, q, c->o.collapse, CAUSE_COLLAPSE,
-                        "%s: the mean sum of squared probabilities per query is %.3f at step %lld (1 = one key "
-                        "only; %.3f at step %lld)",
-                        s->name, q, (long long)s->hist[k].step, s->hist[0].l2 * s->hist[0].l2 / rows,
-                        (long long)s->hist[0].step);
+                detect_add(c, "attn-collapse", DETECT_WARNING, s->hist[k].step, s, NULL, q, c->o.collapse,
+                           CAUSE_COLLAPSE,
+                           "%s: the mean sum of squared probabilities per query is %.3f at step %lld (1 = one key "
+                           "only; %.3f at step %lld)",
+                           s->name, q, (long long)s->hist[k].step, s->hist[0].l2 * s->hist[0].l2 / rows,
+                           (long long)s->hist[0].step);
                 break;
             }
         }
@@ -103,7 +104,7 @@ void detect_uniform_finish(detect_rank *c)
         int64_t T = s->first_shape[s->first_ndim - 1];
         if (T < 2 || T > (1 << 24) || s->first.numel % (uint64_t)T || (double)s->nrec < c->o.uniform_steps)
             return; /* a layer too short to judge: no verdict on the others */
-        double rows = (double)(s->first.numel / (uint64_t)T), qu = c->causal_seen ? uniform_causal(T) : 1.0 / T;
+        double rows = (double)(s->first.numel / (uint64_t)T), qu = c->mask.causal_seen ? uniform_causal(T) : 1.0 / T;
         int64_t half = s->first_step + (s->hist[s->nh - 1].step - s->first_step) / 2;
         for (int k = 0; k < s->nh; k++) {
             double q = s->hist[k].l2 * s->hist[k].l2 / rows / qu;
@@ -125,5 +126,5 @@ void detect_uniform_finish(detect_rank *c)
     detect_add(c, "attn-uniform", DETECT_WARNING, from, first, NULL, worst, 1 + c->o.uniform, CAUSE_UNIFORM,
             "the attention probabilities of all %d layer(s) stay uniform over steps %lld..%lld: the sum of squared "
             "probabilities per query is at most %.3f x that of uniform %s attention",
-            n, (long long)from, (long long)to, worst, c->causal_seen ? "causal" : "full");
+            n, (long long)from, (long long)to, worst, c->mask.causal_seen ? "causal" : "full");
 }

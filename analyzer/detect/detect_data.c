@@ -46,19 +46,19 @@ void detect_tokens_record(detect_rank *c, detect_series *s, const tft_rec_tensor
 {
     if (t->mode < TFT_STATS_HEALTH || t->stats.numel == t->stats.nan + t->stats.pinf + t->stats.ninf)
         return;
-    if (t->stats.max > s->run_max) {
-        s->run_max = t->stats.max;
-        if (s->nmax < (int)(sizeof(s->max_step) / sizeof(s->max_step[0]))) {
-            s->max_step[s->nmax] = step;
-            s->max_val[s->nmax++] = t->stats.max;
+    if (t->stats.max > s->token_range.run_max) {
+        s->token_range.run_max = t->stats.max;
+        if (s->token_range.nmax < (int)(sizeof(s->token_range.max_step) / sizeof(s->token_range.max_step[0]))) {
+            s->token_range.max_step[s->token_range.nmax] = step;
+            s->token_range.max_val[s->token_range.nmax++] = t->stats.max;
         } else { /* keep the last slot at the latest maximum */
-            s->max_step[s->nmax - 1] = step;
-            s->max_val[s->nmax - 1] = t->stats.max;
+            s->token_range.max_step[s->token_range.nmax - 1] = step;
+            s->token_range.max_val[s->token_range.nmax - 1] = t->stats.max;
         }
     }
-    if (t->stats.min < 0 && s->neg_step == TFT_STEP_NONE) {
-        s->neg_step = step;
-        s->neg_val = t->stats.min;
+    if (t->stats.min < 0 && s->token_range.neg_step == TFT_STEP_NONE) {
+        s->token_range.neg_step = step;
+        s->token_range.neg_val = t->stats.min;
     }
 }
 
@@ -85,22 +85,24 @@ void detect_tokens_finish(detect_rank *c)
         detect_series *s = &c->s[i];
         if (!(s->cls & DETECT_C_TOKENS))
             continue;
-        for (int k = 0; V > 0 && k < s->nmax; k++)
-            if (s->max_val[k] >= V) {
-                detect_add(c, "token-range", DETECT_ERROR, s->max_step[k], s, NULL, s->max_val[k], V, CAUSE_TOKENS,
-                        "%s holds id %.0f at step %lld, past the vocabulary of %.0f ids (0..%.0f)", s->name,
-                        s->max_val[k], (long long)s->max_step[k], V, V - 1);
+        for (int k = 0; V > 0 && k < s->token_range.nmax; k++)
+            if (s->token_range.max_val[k] >= V) {
+                detect_add(c, "token-range", DETECT_ERROR, s->token_range.max_step[k], s, NULL,
+                           s->token_range.max_val[k], V, CAUSE_TOKENS,
+                           "%s holds id %.0f at step %lld, past the vocabulary of %.0f ids (0..%.0f)", s->name,
+                           s->token_range.max_val[k], (long long)s->token_range.max_step[k], V, V - 1);
                 break;
             }
-        if (s->neg_step != TFT_STEP_NONE)
-            detect_add(c, "token-range", DETECT_ERROR, s->neg_step, s, NULL, s->neg_val, 0, CAUSE_TOKENS,
-                    "%s holds a negative id (%.0f) at step %lld", s->name, s->neg_val, (long long)s->neg_step);
+        if (s->token_range.neg_step != TFT_STEP_NONE)
+            detect_add(c, "token-range", DETECT_ERROR, s->token_range.neg_step, s, NULL, s->token_range.neg_val, 0,
+                       CAUSE_TOKENS, "%s holds a negative id (%.0f) at step %lld", s->name, s->token_range.neg_val,
+                       (long long)s->token_range.neg_step);
     }
 }
 
 void detect_shift_step(detect_rank *c)
 {
-    c->have_tokens = false;
+    c->label_shift.have_tokens = false;
 }
 
 /* This step's tokens (kept for targets) and targets equal to them (labels
@@ -110,14 +112,15 @@ void detect_shift_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
     if (t->mode < TFT_STATS_HEALTH)
         return;
     if (s->cls & DETECT_C_TOKENS) {
-        c->have_tokens = true;
-        c->tokens_fp = t->stats.fingerprint;
-        c->tokens_numel = t->stats.numel;
-    } else if (c->have_tokens) {
-        c->data_steps++;
-        if (t->stats.fingerprint == c->tokens_fp && t->stats.numel == c->tokens_numel && t->stats.numel > 1) {
-            if (!c->shift_steps++)
-                c->shift_step = c->step;
+        c->label_shift.have_tokens = true;
+        c->label_shift.tokens_fp = t->stats.fingerprint;
+        c->label_shift.tokens_numel = t->stats.numel;
+    } else if (c->label_shift.have_tokens) {
+        c->label_shift.data_steps++;
+        if (t->stats.fingerprint == c->label_shift.tokens_fp && t->stats.numel == c->label_shift.tokens_numel &&
+            t->stats.numel > 1) {
+            if (!c->label_shift.steps++)
+                c->label_shift.first = c->step;
         }
     }
 }
@@ -125,16 +128,17 @@ void detect_shift_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
 /* Targets equal to tokens in at least half of the steps with both. */
 void detect_shift_finish(detect_rank *c)
 {
-    if (c->shift_steps && 2 * c->shift_steps >= c->data_steps)
-        detect_add(c, "label-shift", DETECT_ERROR, c->shift_step, detect_find(c, "targets"), "tokens",
-                (double)c->shift_steps, (double)c->data_steps, CAUSE_SHIFT,
-                "targets are bit-identical to tokens (same fingerprint) at %llu of %llu steps, from step %lld",
-                (unsigned long long)c->shift_steps, (unsigned long long)c->data_steps, (long long)c->shift_step);
+    if (c->label_shift.steps && 2 * c->label_shift.steps >= c->label_shift.data_steps)
+        detect_add(c, "label-shift", DETECT_ERROR, c->label_shift.first, detect_find(c, "targets"), "tokens",
+                   (double)c->label_shift.steps, (double)c->label_shift.data_steps, CAUSE_SHIFT,
+                   "targets are bit-identical to tokens (same fingerprint) at %llu of %llu steps, from step %lld",
+                   (unsigned long long)c->label_shift.steps, (unsigned long long)c->label_shift.data_steps,
+                   (long long)c->label_shift.first);
 }
 
 void detect_lossmask_step(detect_rank *c)
 {
-    c->have_lm = c->lm_zero = false;
+    c->loss_mask.have = false;
 }
 
 /* This step's loss_mask: whether the batch has padding (mask-padding reads
@@ -143,22 +147,23 @@ void detect_lossmask_record(detect_rank *c, detect_series *s, const tft_rec_tens
 {
     if (t->mode < TFT_STATS_HEALTH)
         return;
-    c->have_lm = true;
-    c->lm_zero = t->stats.zero > 0;
-    c->lm_zeros = t->stats.zero;
-    c->lm_steps++;
-    c->lm_full += !c->lm_zero && t->stats.numel > 0;
-    if (c->lm_first == TFT_STEP_NONE)
-        c->lm_first = c->step;
+    c->loss_mask.have = true;
+    c->loss_mask.zeros = t->stats.zero;
+    c->loss_mask.steps++;
+    c->loss_mask.full += t->stats.zero == 0 && t->stats.numel > 0;
+    if (c->loss_mask.first == TFT_STEP_NONE)
+        c->loss_mask.first = c->step;
 }
 
 /* A loss_mask with no zero at any of at least min_steps steps. */
 void detect_lossmask_finish(detect_rank *c)
 {
-    if (c->lm_steps >= c->o.min_steps && c->lm_full == c->lm_steps)
-        detect_add(c, "loss-mask-full", DETECT_WARNING, c->lm_first, detect_find(c, "loss_mask"), NULL, 0,
-                (double)c->lm_steps, CAUSE_LM, "loss_mask has no zero at any of its %llu steps: no target is ever "
-                "left out of the loss", (unsigned long long)c->lm_steps);
+    if (c->loss_mask.steps >= c->o.min_steps && c->loss_mask.full == c->loss_mask.steps)
+        detect_add(c, "loss-mask-full", DETECT_WARNING, c->loss_mask.first, detect_find(c, "loss_mask"), NULL, 0,
+                   (double)c->loss_mask.steps, CAUSE_LM,
+                   "loss_mask has no zero at any of its %llu steps: no target is ever "
+                   "left out of the loss",
+                   (unsigned long long)c->loss_mask.steps);
 }
 
 /* Rows a step's data tensor proves all padding (the statistics hold counts,
@@ -194,11 +199,11 @@ void detect_padrows_record(detect_rank *c, detect_series *s, const tft_rec_tenso
     uint64_t rows = 0, k = pad_rows(c, s, t, &rows);
     if (!k)
         return;
-    c->pad_steps += step != c->pad_last_step;
-    c->pad_last_step = step;
-    if (c->padrows_fi >= 0)
+    c->pad_rows.steps += step != c->pad_rows.last_step;
+    c->pad_rows.last_step = step;
+    if (c->pad_rows.fi >= 0)
         return;
-    c->padrows_fi = c->nf;
+    c->pad_rows.fi = c->nf;
     long long T = (long long)t->shape[t->ndim - 1];
     if (s->cls & DETECT_C_TOKENS)
         detect_add(c, "pad-rows", DETECT_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
@@ -215,11 +220,11 @@ void detect_padrows_record(detect_rank *c, detect_series *s, const tft_rec_tenso
 /* The count of the steps with such rows. */
 void detect_padrows_finish(detect_rank *c)
 {
-    if (c->padrows_fi >= 0 && c->padrows_fi < c->nf && c->pad_steps > 1) {
-        detect_finding *f = &c->f[c->padrows_fi];
+    if (c->pad_rows.fi >= 0 && c->pad_rows.fi < c->nf && c->pad_rows.steps > 1) {
+        detect_finding *f = &c->f[c->pad_rows.fi];
         size_t k = strlen(f->evidence);
         snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu steps have such rows",
-                 (unsigned long long)c->pad_steps);
+                 (unsigned long long)c->pad_rows.steps);
     }
 }
 
@@ -227,7 +232,7 @@ void detect_padrows_finish(detect_rank *c)
 static int64_t fp_seen(detect_rank *c, uint64_t fp, int64_t step)
 {
     void *v;
-    int k = tft_u64map_insert(&c->fps, fp, NULL, NULL, &v);
+    int k = tft_u64map_insert(&c->repeat.fps, fp, NULL, NULL, &v);
     if (k == 1) {
         *(int64_t *)v = step;
         return TFT_STEP_NONE;
@@ -240,7 +245,7 @@ static void add_ckpt_data(detect_rank *c, const detect_series *s, int64_t step, 
     char where[48] = "";
     if (other_rank >= 0)
         snprintf(where, sizeof(where), " (rank %d's file before the restart)", other_rank);
-    c->ckpt_data_done = true;
+    c->repeat.ckpt_done = true;
     detect_add(c, "ckpt-data", DETECT_ERROR, step, s, NULL, (double)earlier, (double)c->resume_step, CAUSE_CKPT_DATA,
             "%s at step %lld, the first after the resume at step %lld, is bit-identical to step %lld's%s", s->name,
             (long long)step, (long long)c->resume_step, (long long)earlier, where);
@@ -253,11 +258,12 @@ void detect_repeat_record(detect_rank *c, detect_series *s, const tft_rec_tensor
     if (t->mode < TFT_STATS_HEALTH || t->stats.numel < 2)
         return;
     uint64_t fp = t->stats.fingerprint ^ t->stats.numel * 0x9E3779B97F4A7C15ull;
-    bool after_resume = c->resume_step != TFT_STEP_NONE && step >= c->resume_step && c->resume_tok_step == TFT_STEP_NONE;
+    bool after_resume =
+        c->resume_step != TFT_STEP_NONE && step >= c->resume_step && c->repeat.resume_tok_step == TFT_STEP_NONE;
     if (after_resume) {
-        c->resume_tok_step = step;
-        c->resume_fp = fp;
-        c->tok_si = (int)(s - c->s);
+        c->repeat.resume_tok_step = step;
+        c->repeat.resume_fp = fp;
+        c->repeat.tok_si = (int)(s - c->s);
     }
     int64_t earlier = fp_seen(c, fp, step);
     if (earlier == TFT_STEP_NONE)
@@ -266,7 +272,7 @@ void detect_repeat_record(detect_rank *c, detect_series *s, const tft_rec_tensor
         add_ckpt_data(c, s, step, earlier, -1);
         return;
     }
-    if (c->repeats++ || c->ckpt_data_done)
+    if (c->repeat.n++ || c->repeat.ckpt_done)
         return;
     detect_add(c, "data-repeat", DETECT_INFO, step, s, NULL, (double)earlier, 0, "",
             "%s at step %lld is bit-identical to step %lld's: an epoch boundary (%lld steps per epoch) or a data "
@@ -281,12 +287,13 @@ void detect_repeat_merge(detect_rank *const *ranks, int n)
 {
     for (int i = 0; i < n; i++) {
         detect_rank *c = ranks[i];
-        if (!c || c->resume_tok_step == TFT_STEP_NONE || c->ckpt_data_done)
+        if (!c || c->repeat.resume_tok_step == TFT_STEP_NONE || c->repeat.ckpt_done)
             continue;
-        for (int j = 0; j < n && !c->ckpt_data_done; j++) {
-            const int64_t *v = j != i && ranks[j] ? tft_u64map_find(&ranks[j]->fps, c->resume_fp, NULL, NULL) : NULL;
-            if (v && *v < c->resume_tok_step)
-                add_ckpt_data(c, &c->s[c->tok_si], c->resume_tok_step, *v, ranks[j]->rank);
+        for (int j = 0; j < n && !c->repeat.ckpt_done; j++) {
+            const int64_t *v =
+                j != i && ranks[j] ? tft_u64map_find(&ranks[j]->repeat.fps, c->repeat.resume_fp, NULL, NULL) : NULL;
+            if (v && *v < c->repeat.resume_tok_step)
+                add_ckpt_data(c, &c->s[c->repeat.tok_si], c->repeat.resume_tok_step, *v, ranks[j]->rank);
         }
     }
 }

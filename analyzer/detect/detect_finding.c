@@ -22,10 +22,8 @@ const char *detect_severity_name(int severity)
 void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const detect_series *s, const char *tensor2,
              double value, double threshold, const char *causes, const char *fmt, ...)
 {
-    if (c->nf >= DETECT_FIND_MAX) {
-        c->more++;
+    if (c->nf >= DETECT_FIND_MAX)
         return;
-    }
     detect_finding *f = &c->f[c->nf++];
     *f = (detect_finding){.severity = sev, .rank = c->rank, .step = step, .layer = s ? s->layer : -1,
                        .value = value, .threshold = threshold, .causes = causes};

@@ -55,44 +55,46 @@ void detect_gradnorm_record(detect_rank *c, detect_series *s, const tft_rec_tens
         return;
     double v = t->stats.mean;
     double thr = c->o.clip > 0 ? c->o.clip : c->clip_cmd;
-    s->over_clip += thr > 0 && v > thr;
-    if (s->nring >= 8) {
-        double med = median16(s->ring, s->nring);
-        if (med > 0 && v > c->o.spike * med && c->spikes++ == 0) {
-            c->spike_fi = c->nf; /* a note unless it repeats (detect_gradnorm_finish) */
+    s->grad_norm.over_clip += thr > 0 && v > thr;
+    if (s->grad_norm.nring >= 8) {
+        double med = median16(s->grad_norm.ring, s->grad_norm.nring);
+        if (med > 0 && v > c->o.spike * med && c->grad_spike.n++ == 0) {
+            c->grad_spike.fi = c->nf; /* a note unless it repeats (detect_gradnorm_finish) */
             detect_add(c, "grad-spike", DETECT_INFO, step, s, NULL, v / med, c->o.spike, CAUSE_SPIKE,
                     "%s is %.4g at step %lld, %.1f times the median %.4g of the %d steps before", s->name, v,
-                    (long long)step, v / med, med, s->nring);
+                    (long long)step, v / med, med, s->grad_norm.nring);
         }
     }
-    s->ring[s->ringpos] = v;
-    s->ringpos = (s->ringpos + 1) % 16;
-    s->nring += s->nring < 16;
+    s->grad_norm.ring[s->grad_norm.ringpos] = v;
+    s->grad_norm.ringpos = (s->grad_norm.ringpos + 1) % 16;
+    s->grad_norm.nring += s->grad_norm.nring < 16;
     if (s->have_prev && v > s->prev_v) {
-        if (!s->rises++) {
-            s->rise_from = s->prev_v;
-            s->rise_step = step;
+        if (!s->grad_norm.rises++) {
+            s->grad_norm.rise_from = s->prev_v;
+            s->grad_norm.rise_step = step;
         }
-        if (s->rises >= (int)c->o.growth_steps && s->rise_from > 0 && v >= c->o.growth * s->rise_from &&
-            !s->growth_fired) {
-            detect_add(c, "grad-growth", DETECT_WARNING, s->rise_step, s, NULL, v / s->rise_from, c->o.growth,
-                    CAUSE_GROWTH, "%s rose at each of %d steps from step %lld, from %.4g to %.4g (x%.1f)", s->name,
-                    s->rises, (long long)s->rise_step, s->rise_from, v, v / s->rise_from);
-            s->growth_fired = true;
+        if (s->grad_norm.rises >= (int)c->o.growth_steps && s->grad_norm.rise_from > 0 &&
+            v >= c->o.growth * s->grad_norm.rise_from && !s->grad_norm.growth_fired) {
+            detect_add(c, "grad-growth", DETECT_WARNING, s->grad_norm.rise_step, s, NULL, v / s->grad_norm.rise_from,
+                       c->o.growth, CAUSE_GROWTH,
+                       "%s rose at each of %d steps from step %lld, from %.4g to %.4g (x%.1f)", s->name,
+                       s->grad_norm.rises, (long long)s->grad_norm.rise_step, s->grad_norm.rise_from, v,
+                       v / s->grad_norm.rise_from);
+            s->grad_norm.growth_fired = true;
         }
     } else {
-        s->rises = 0;
+        s->grad_norm.rises = 0;
     }
 }
 
 /* One spike is a note, three a warning. */
 void detect_gradnorm_finish(detect_rank *c)
 {
-    if (c->spike_fi >= 0 && c->spike_fi < c->nf && c->spikes >= 3) {
-        detect_finding *f = &c->f[c->spike_fi];
+    if (c->grad_spike.fi >= 0 && c->grad_spike.fi < c->nf && c->grad_spike.n >= 3) {
+        detect_finding *f = &c->f[c->grad_spike.fi];
         size_t k = strlen(f->evidence);
         f->severity = DETECT_WARNING;
-        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu spikes in all", (unsigned long long)c->spikes);
+        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu spikes in all", (unsigned long long)c->grad_spike.n);
     }
 }
 
@@ -109,11 +111,11 @@ void detect_clip_finish(detect_rank *c)
     else if (!(thr > 0))
         detect_add(c, "clip-unknown", DETECT_INFO, TFT_STEP_NONE, g, NULL, 0, 0, "",
                 "the clipping threshold is not recorded: give --threshold clip=X to judge clipping");
-    else if (g->over_clip == g->nvals)
+    else if (g->grad_norm.over_clip == g->nvals)
         detect_add(c, "clip-always", DETECT_INFO, g->first_step, g, NULL, g->vmin, thr, CAUSE_CLIP,
                 "%s is above the clip threshold %.4g at every one of its %llu steps (smallest %.4g)", g->name, thr,
                 (unsigned long long)g->nvals, g->vmin);
-    else if (g->over_clip == 0)
+    else if (g->grad_norm.over_clip == 0)
         detect_add(c, "clip-never", DETECT_INFO, g->first_step, g, NULL, g->vmax, thr, "",
                 "%s never reaches the clip threshold %.4g in %llu steps (largest %.4g): clipping never acts",
                 g->name, thr, (unsigned long long)g->nvals, g->vmax);
@@ -125,14 +127,14 @@ void detect_accum_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         return;
     uint64_t z = t->stats.zero;
     if (s->nrec == 1) {
-        s->z_first = s->z_prev = z;
+        s->grad_accum.first = s->grad_accum.prev = z;
         return;
     }
-    if (z > s->z_prev)
-        s->z_rose = true;
-    else if (z < s->z_prev && !s->z_falls++)
-        s->z_fall_step = s->last_step;
-    s->z_prev = z;
+    if (z > s->grad_accum.prev)
+        s->grad_accum.rose = true;
+    else if (z < s->grad_accum.prev && !s->grad_accum.falls++)
+        s->grad_accum.fall_step = s->last_step;
+    s->grad_accum.prev = z;
 }
 
 /* The first gradient with zeros at its first step whose zero count never
@@ -143,8 +145,9 @@ void detect_accum_finish(detect_rank *c)
     int others = 0;
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
-        if (!(s->cls & DETECT_C_GRAD) || s->mode < TFT_STATS_HEALTH || !s->z_first ||
-            s->z_first >= s->first.numel || s->z_rose || s->z_falls < 2 || (double)s->nrec < c->o.min_steps)
+        if (!(s->cls & DETECT_C_GRAD) || s->mode < TFT_STATS_HEALTH || !s->grad_accum.first ||
+            s->grad_accum.first >= s->first.numel || s->grad_accum.rose || s->grad_accum.falls < 2 ||
+            (double)s->nrec < c->o.min_steps)
             continue;
         if (best)
             others++;
@@ -153,11 +156,12 @@ void detect_accum_finish(detect_rank *c)
     }
     if (!best)
         return;
-    detect_add(c, "grad-accum", DETECT_WARNING, best->z_fall_step, best, NULL, (double)best->z_falls, c->o.min_steps,
-            CAUSE_ACCUM,
-            "the zero count of %s (a sparse gradient: rows the batch does not use) never rises over its %llu steps "
-            "and falls at %llu of them, %llu at step %lld to %llu: rows once touched keep a gradient; %d other "
-            "gradient(s) likewise",
-            best->name, (unsigned long long)best->nrec, (unsigned long long)best->z_falls,
-            (unsigned long long)best->z_first, (long long)best->first_step, (unsigned long long)best->z_prev, others);
+    detect_add(c, "grad-accum", DETECT_WARNING, best->grad_accum.fall_step, best, NULL, (double)best->grad_accum.falls,
+               c->o.min_steps, CAUSE_ACCUM,
+               "the zero count of %s (a sparse gradient: rows the batch does not use) never rises over its %llu steps "
+               "and falls at %llu of them, %llu at step %lld to %llu: rows once touched keep a gradient; %d other "
+               "gradient(s) likewise",
+               best->name, (unsigned long long)best->nrec, (unsigned long long)best->grad_accum.falls,
+               (unsigned long long)best->grad_accum.first, (long long)best->first_step,
+               (unsigned long long)best->grad_accum.prev, others);
 }

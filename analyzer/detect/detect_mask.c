@@ -25,25 +25,25 @@ void detect_mask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *
     uint64_t T = (uint64_t)t->shape[t->ndim - 1];
     if (T > (1u << 20) || t->stats.numel % (T * T))
         return;
-    c->causal_seen = true;
+    c->mask.causal_seen = true;
     uint64_t lead = t->stats.numel / (T * T), ones = t->stats.numel - t->stats.zero;
     uint64_t bound = lead * (T * (T + 1) / 2);
-    if (ones > bound && !c->mask_done) {
+    if (ones > bound && !c->mask.future_done) {
         detect_add(c, "mask-future", DETECT_ERROR, step, s, NULL, (double)ones, (double)bound, CAUSE_MASK_FUTURE,
                 "%s allows %llu query-key pairs, more than a causal mask can (%llu = %llu x %llu*%llu/2): some "
                 "position sees a later one",
                 s->name, (unsigned long long)ones, (unsigned long long)bound, (unsigned long long)lead,
                 (unsigned long long)T, (unsigned long long)(T + 1));
-        c->mask_done = true;
+        c->mask.future_done = true;
     }
     /* a row whose T tokens are all real still has a PAD target when its
      * document ends at T: more zeros than rows means padded tokens */
-    if (ones == bound && c->have_lm && c->lm_zeros > lead && !c->pad_done) {
+    if (ones == bound && c->loss_mask.have && c->loss_mask.zeros > lead && !c->mask.pad_done) {
         detect_add(c, "mask-padding", DETECT_ERROR, step, s, "loss_mask", (double)ones, (double)bound, CAUSE_MASK_PAD,
                 "%s allows exactly the %llu pairs of a plain causal mask while this step's batch has padding "
                 "(loss_mask has more zeros than rows)",
                 s->name, (unsigned long long)ones);
-        c->pad_done = true;
+        c->mask.pad_done = true;
     }
 }
 
@@ -52,12 +52,12 @@ void detect_mask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *
  * position sees a later one too. */
 void detect_probs_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (!c->causal_seen || c->probs_done || t->mode < TFT_STATS_HEALTH || t->stats.nan || t->stats.pinf ||
+    if (!c->mask.causal_seen || c->mask.probs_done || t->mode < TFT_STATS_HEALTH || t->stats.nan || t->stats.pinf ||
         !(t->stats.max > 0) || t->stats.max >= 0.999)
         return;
     detect_add(c, "mask-future", DETECT_ERROR, step, s, NULL, t->stats.max, 1.0, CAUSE_MASK_FUTURE,
             "the largest attention probability in %s is %.4g, below 1: under a causal mask the first position "
             "attends to itself only (probability 1), so it sees a later position too",
             s->name, t->stats.max);
-    c->probs_done = true;
+    c->mask.probs_done = true;
 }

@@ -61,11 +61,11 @@ static bool judged(const detect_rank *c, const tft_rec_tensor *t, bool finite)
  * before any non-finite value of its own. */
 void detect_absmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (finite && t->mode >= TFT_STATS_FULL && !s->nonfinite_seen && s->grow_step == TFT_STEP_NONE &&
+    if (finite && t->mode >= TFT_STATS_FULL && !s->nonfinite_seen && s->absmax_growth.step == TFT_STEP_NONE &&
         s->first.absmax > 0 && t->stats.absmax > c->o.absmax_growth * s->first.absmax &&
         t->stats.absmax >= c->o.absmax_min) {
-        s->grow_step = step;
-        s->grow_val = t->stats.absmax;
+        s->absmax_growth.step = step;
+        s->absmax_growth.val = t->stats.absmax;
     }
 }
 
@@ -79,23 +79,23 @@ void detect_risk_record(detect_rank *c, detect_series *s, const tft_rec_tensor *
     uint64_t n = t->stats.over_fp16;
     if (!n)
         return;
-    if (s->risk_step == TFT_STEP_NONE) {
-        s->risk_step = step;
-        s->risk_first = n;
+    if (s->precision_risk.step == TFT_STEP_NONE) {
+        s->precision_risk.step = step;
+        s->precision_risk.first = n;
     }
-    if (n > s->risk_max) {
-        s->risk_max = n;
-        s->risk_max_step = step;
+    if (n > s->precision_risk.max) {
+        s->precision_risk.max = n;
+        s->precision_risk.max_step = step;
     }
 }
 
 /* Attention scores past softmax_max (ln of f32's largest value). */
 void detect_softmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (!judged(c, t, finite) || c->softmax_fi >= 0 || !(c->o.softmax_max > 0) ||
+    if (!judged(c, t, finite) || c->softmax.fi >= 0 || !(c->o.softmax_max > 0) ||
         !(t->stats.absmax > c->o.softmax_max))
         return;
-    c->softmax_fi = c->nf;
+    c->softmax.fi = c->nf;
     detect_add(c, "softmax-overflow", DETECT_WARNING, step, s, NULL, t->stats.absmax, c->o.softmax_max, CAUSE_SOFTMAX,
             "the absmax of %s is %.4g at step %lld (%.4g at step %lld), past %.4g: exp() of it overflows f32 "
             "(fp16 already past 11.09) unless the row maximum is subtracted",
@@ -105,12 +105,12 @@ void detect_softmax_record(detect_rank *c, detect_series *s, const tft_rec_tenso
 /* The layer-0 series of s's name, NULL none (looked up once per series). */
 static const detect_series *base_of(detect_rank *c, detect_series *s)
 {
-    if (!s->base) {
+    if (!s->layer_growth.base) {
         char nm[104];
         const detect_series *b = layer_name(s, 0, nm, sizeof(nm))[0] ? detect_find(c, nm) : NULL;
-        s->base = b ? (int)(b - c->s) + 1 : -1;
+        s->layer_growth.base = b ? (int)(b - c->s) + 1 : -1;
     }
-    return s->base > 0 ? &c->s[s->base - 1] : NULL;
+    return s->layer_growth.base > 0 ? &c->s[s->layer_growth.base - 1] : NULL;
 }
 
 /* At one step, the absmax of activation s (layer L) is layer_growth times
@@ -118,7 +118,7 @@ static const detect_series *base_of(detect_rank *c, detect_series *s)
  * largest jump over the one below, with the chain 0..L as evidence. */
 void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (!judged(c, t, finite) || c->layer_fi >= 0 || s->layer < 1 || !(c->o.layer_growth > 0) ||
+    if (!judged(c, t, finite) || c->layer_growth.fi >= 0 || s->layer < 1 || !(c->o.layer_growth > 0) ||
         s->step_absmax < c->o.absmax_min)
         return;
     const detect_series *b = base_of(c, s);
@@ -141,8 +141,7 @@ void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
             k += (size_t)snprintf(ev + k, sizeof(ev) - k, "%s%d: %.4g", k ? ", " : "", l, x->step_absmax);
     }
     double r = s->step_absmax / b->step_absmax;
-    c->layer_fi = c->nf;
-    c->layer_step = step;
+    c->layer_growth.fi = c->nf;
     detect_add(c, "layer-growth", DETECT_WARNING, step, start, s->name, r, c->o.layer_growth, CAUSE_LAYER,
             "at step %lld the absmax of %s grows across layers (%s), x%.3g from layer 0; the largest jump (x%.3g) "
             "is into layer %d",
@@ -185,10 +184,10 @@ void detect_absmax_finish(detect_rank *c)
         const detect_series *s = &c->s[i];
         if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf->nonfinite_step))
             nf = s;
-        if (!(s->cls & DETECT_C_ACTIVATION) || s->grow_step == TFT_STEP_NONE || !s->first.absmax)
+        if (!(s->cls & DETECT_C_ACTIVATION) || s->absmax_growth.step == TFT_STEP_NONE || !s->first.absmax)
             continue;
-        if (best && (s->grow_step > best->grow_step ||
-                     (s->grow_step == best->grow_step && (s->layer < 0 ? INT32_MAX : s->layer) >=
+        if (best && (s->absmax_growth.step > best->absmax_growth.step ||
+                     (s->absmax_growth.step == best->absmax_growth.step && (s->layer < 0 ? INT32_MAX : s->layer) >=
                                                              (best->layer < 0 ? INT32_MAX : best->layer)))) {
             others++;
         } else {
@@ -204,12 +203,13 @@ void detect_absmax_finish(detect_rank *c)
                  (long long)nf->nonfinite_step, nf->name);
     if (best->layer >= 0)
         snprintf(lay, sizeof(lay), " (layer %d is where it starts)", best->layer);
-    double r = best->grow_val / best->first.absmax;
-    detect_add(c, "absmax-growth", nf ? DETECT_ERROR : DETECT_WARNING, best->grow_step, best, NULL, r, c->o.absmax_growth,
-            CAUSE_GROWTH_ABS, "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d "
-            "other tensor(s) grew as much later or in a higher layer",
-            best->name, best->first.absmax, (long long)best->first_step, best->grow_val, (long long)best->grow_step,
-            r, lay, tail, others);
+    double r = best->absmax_growth.val / best->first.absmax;
+    detect_add(c, "absmax-growth", nf ? DETECT_ERROR : DETECT_WARNING, best->absmax_growth.step, best, NULL, r,
+               c->o.absmax_growth, CAUSE_GROWTH_ABS,
+               "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d "
+               "other tensor(s) grew as much later or in a higher layer",
+               best->name, best->first.absmax, (long long)best->first_step, best->absmax_growth.val,
+               (long long)best->absmax_growth.step, r, lay, tail, others);
 }
 
 /* The earliest series with values past fp16's range (then the first
@@ -221,9 +221,9 @@ void detect_risk_finish(detect_rank *c)
     int others = 0;
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
-        if (s->risk_step == TFT_STEP_NONE)
+        if (s->precision_risk.step == TFT_STEP_NONE)
             continue;
-        if (best && s->risk_step >= best->risk_step) {
+        if (best && s->precision_risk.step >= best->precision_risk.step) {
             others++;
         } else {
             others += best != NULL;
@@ -236,23 +236,23 @@ void detect_risk_finish(detect_rank *c)
     if (nf)
         snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s",
                  (long long)nf->nonfinite_step, nf->name);
-    detect_add(c, "precision-risk", nf ? DETECT_ERROR : DETECT_INFO, best->risk_step, best, NULL, (double)best->risk_first,
-            65504, nf ? CAUSE_RISK : "",
-            "%llu value(s) of %s are past fp16's largest value 65504 at step %lld, %llu at step %lld%s; %d other "
-            "tensor(s) have such values from that step or later%s",
-            (unsigned long long)best->risk_first, best->name, (long long)best->risk_step,
-            (unsigned long long)best->risk_max, (long long)best->risk_max_step, tail, others,
-            nf ? "" : " (fine in f32; not castable to fp16)");
+    detect_add(c, "precision-risk", nf ? DETECT_ERROR : DETECT_INFO, best->precision_risk.step, best, NULL,
+               (double)best->precision_risk.first, 65504, nf ? CAUSE_RISK : "",
+               "%llu value(s) of %s are past fp16's largest value 65504 at step %lld, %llu at step %lld%s; %d other "
+               "tensor(s) have such values from that step or later%s",
+               (unsigned long long)best->precision_risk.first, best->name, (long long)best->precision_risk.step,
+               (unsigned long long)best->precision_risk.max, (long long)best->precision_risk.max_step, tail, others,
+               nf ? "" : " (fine in f32; not castable to fp16)");
 }
 
 /* softmax-overflow and layer-growth are errors when a non-finite value
  * follows. */
 void detect_softmax_finish(detect_rank *c)
 {
-    escalate(c, c->softmax_fi, first_nonfinite(c));
+    escalate(c, c->softmax.fi, first_nonfinite(c));
 }
 
 void detect_layer_finish(detect_rank *c)
 {
-    escalate(c, c->layer_fi, first_nonfinite(c));
+    escalate(c, c->layer_growth.fi, first_nonfinite(c));
 }

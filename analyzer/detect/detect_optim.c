@@ -42,20 +42,21 @@ void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor
 {
     if (s->nrec == 1) {
         const detect_series *x = detect_find(c, s->name + 6);
-        s->init_flat = x && x->mode >= TFT_STATS_HEALTH &&
+        s->update_ratio.init_flat = x && x->mode >= TFT_STATS_HEALTH &&
                        (x->first.zero == x->first.numel || x->first.min == x->first.max);
     }
-    if (!finite || t->ndim < 2 || t->mode < TFT_STATS_FULL || !s->have_prev || !(s->prev_l2 > 0) || s->init_flat)
+    if (!finite || t->ndim < 2 || t->mode < TFT_STATS_FULL || !s->have_prev || !(s->prev_l2 > 0) ||
+        s->update_ratio.init_flat)
         return;
     double r = fabs(t->stats.l2 - s->prev_l2) / s->prev_l2;
-    if (!(r > c->o.update_max) || s->fired)
+    if (!(r > c->o.update_max) || s->update_ratio.fired)
         return;
-    s->fired = true;
-    if (c->update_fi >= 0) { /* one finding per rank: the first parameter; the others counted */
-        c->update_more++;
+    s->update_ratio.fired = true;
+    if (c->update_ratio.fi >= 0) { /* one finding per rank: the first parameter; the others counted */
+        c->update_ratio.more++;
         return;
     }
-    c->update_fi = c->nf;
+    c->update_ratio.fi = c->nf;
     {
         detect_add(c, "update-ratio", DETECT_WARNING, step, s, NULL, r, c->o.update_max, CAUSE_UPDATE,
                 "the L2 norm of %s moved from %.4g to %.4g at step %lld: the update is at least %.3g of the "
@@ -67,11 +68,11 @@ void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor
 /* The count of the other parameters past the ratio. */
 void detect_update_finish(detect_rank *c)
 {
-    if (c->update_fi >= 0 && c->update_fi < c->nf && c->update_more) {
-        detect_finding *f = &c->f[c->update_fi];
+    if (c->update_ratio.fi >= 0 && c->update_ratio.fi < c->nf && c->update_ratio.more) {
+        detect_finding *f = &c->f[c->update_ratio.fi];
         size_t k = strlen(f->evidence);
         snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu other parameter(s) later",
-                 (unsigned long long)c->update_more);
+                 (unsigned long long)c->update_ratio.more);
     }
 }
 

@@ -53,12 +53,6 @@ int detect_opts_set(detect_opts *o, const char *arg)
     return -EINVAL;
 }
 
-const char *detect_opts_names(void)
-{
-    return "vocab, clip, min-steps, loss-drop, loss-rise, spike, growth, growth-steps, update-max, init-std, "
-           "absmax-growth, absmax-min, collapse, softmax-max, uniform, uniform-steps, layer-growth, pad-id";
-}
-
 double detect_clip_of(const tft_manifest *m)
 {
     if (!m || !m->argv)

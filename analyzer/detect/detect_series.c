@@ -87,8 +87,8 @@ static bool is_activation(const detect_series *s)
         if (!strncmp(s->name, skip[k], strlen(skip[k])))
             return false;
     return s->first.numel > 1 && s->mode >= TFT_STATS_FULL && !detect_ends(s->name, "tokens") &&
-           !detect_ends(s->name, "targets") && !detect_ends(s->name, "loss_mask") && !detect_ends(s->name, "attn.mask") &&
-           !detect_ends(s->name, "attn.probs");
+           !detect_ends(s->name, "targets") && !detect_ends(s->name, "loss_mask") &&
+           !detect_ends(s->name, "attn.mask") && !detect_ends(s->name, "attn.probs");
 }
 
 detect_series *detect_find(detect_rank *c, const char *name)
@@ -103,10 +103,8 @@ detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t i
 {
     void *v;
     int k = tft_u64map_insert(&c->idx, id, NULL, NULL, &v);
-    if (k == -ENOSPC) {
-        c->unfollowed++;
+    if (k == -ENOSPC) /* past DETECT_MAX_SERIES: not followed */
         return NULL;
-    }
     if (k < 0) {
         *e = k;
         return NULL;
@@ -126,8 +124,10 @@ detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t i
     }
     detect_series *s = &c->s[c->ns];
     *s = (detect_series){.id = id, .last_step = TFT_STEP_NONE, .first_step = TFT_STEP_NONE, .stride = 1,
-                      .neg_step = TFT_STEP_NONE, .nonfinite_step = TFT_STEP_NONE, .grow_step = TFT_STEP_NONE, .run_max = -INFINITY,
-                      .risk_step = TFT_STEP_NONE, .risk_max_step = TFT_STEP_NONE};
+                         .nonfinite_step = TFT_STEP_NONE,
+                         .token_range = {.run_max = -INFINITY, .neg_step = TFT_STEP_NONE},
+                         .absmax_growth = {.step = TFT_STEP_NONE},
+                         .precision_risk = {.step = TFT_STEP_NONE, .max_step = TFT_STEP_NONE}};
     if (!(s->hist = malloc(DETECT_HIST * sizeof(*s->hist)))) {
         tft_u64map_remove(&c->idx, v);
         *e = -ENOMEM;
@@ -170,8 +170,7 @@ static void hist_push(detect_series *s, const tft_rec_tensor *t, int64_t step, b
             return;
     }
     const tft_stats *st = &t->stats;
-    s->hist[s->nh++] = (detect_point){.step = step, .v = st->mean, .l2 = st->l2, .absmax = st->absmax,
-                                   .risk = st->over_fp16 + st->under_fp16, .finite = finite};
+    s->hist[s->nh++] = (detect_point){.step = step, .v = st->mean, .l2 = st->l2, .finite = finite};
 }
 
 void detect_series_count(detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)

@@ -17,25 +17,26 @@ static const char CAUSE_SHAPE[] =
  * the first). */
 void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    bool changed = s->nrec > 1 && (s->dtype != t->dtype || s->ndim != t->ndim ||
-                                   memcmp(s->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
-    if (changed && !s->shape_fired) {
+    bool changed = s->nrec > 1 && (s->shape_change.dtype != t->dtype || s->shape_change.ndim != t->ndim ||
+                                   memcmp(s->shape_change.shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
+    if (changed && !s->shape_change.fired) {
         char a[96], b[96];
-        detect_shape_text(s->shape, s->ndim, a, sizeof(a));
+        detect_shape_text(s->shape_change.shape, s->shape_change.ndim, a, sizeof(a));
         detect_shape_text(t->shape, t->ndim, b, sizeof(b));
-        bool dt = s->dtype != t->dtype;
+        bool dt = s->shape_change.dtype != t->dtype;
         detect_add(c, dt ? "dtype-change" : "shape-change", DETECT_ERROR, step, s, NULL, 0, 0, CAUSE_SHAPE,
-                "%s was %s %s for steps %lld..%lld and %s %s at step %lld", s->name, a, tft_dtype_name(s->dtype),
-                (long long)s->since, (long long)s->until, b, tft_dtype_name(t->dtype), (long long)step);
-        s->shape_fired = true;
+                   "%s was %s %s for steps %lld..%lld and %s %s at step %lld", s->name, a,
+                   tft_dtype_name(s->shape_change.dtype), (long long)s->shape_change.since,
+                   (long long)s->shape_change.until, b, tft_dtype_name(t->dtype), (long long)step);
+        s->shape_change.fired = true;
     }
     if (changed || s->nrec == 1) {
-        s->dtype = t->dtype;
-        s->ndim = t->ndim;
-        memcpy(s->shape, t->shape, sizeof(s->shape));
-        s->since = step;
+        s->shape_change.dtype = t->dtype;
+        s->shape_change.ndim = t->ndim;
+        memcpy(s->shape_change.shape, t->shape, sizeof(s->shape_change.shape));
+        s->shape_change.since = step;
     }
-    s->until = step;
+    s->shape_change.until = step;
 }
 
 static bool replicated(const char *name)
