@@ -220,12 +220,8 @@ void detect_padrows_record(detect_rank *c, detect_series *s, const tft_rec_tenso
 /* The count of the steps with such rows. */
 void detect_padrows_finish(detect_rank *c)
 {
-    if (c->pad_rows.fi >= 0 && c->pad_rows.fi < c->nf && c->pad_rows.steps > 1) {
-        detect_finding *f = &c->f[c->pad_rows.fi];
-        size_t k = strlen(f->evidence);
-        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu steps have such rows",
-                 (unsigned long long)c->pad_rows.steps);
-    }
+    if (c->pad_rows.steps > 1)
+        detect_note(c, c->pad_rows.fi, "; %llu steps have such rows", (unsigned long long)c->pad_rows.steps);
 }
 
 /* The earlier step with this batch, TFT_STEP_NONE none; remembers it. */

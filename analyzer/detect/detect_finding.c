@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *detect_severity_name(int severity)
 {
@@ -47,6 +48,19 @@ static int cmp_finding(const void *a, const void *b)
     if (x->rank != y->rank)
         return x->rank - y->rank;
     return (x->layer < 0 ? 1 << 30 : x->layer) - (y->layer < 0 ? 1 << 30 : y->layer);
+}
+
+detect_finding *detect_note(detect_rank *c, int fi, const char *fmt, ...)
+{
+    if (fi < 0 || fi >= c->nf)
+        return NULL;
+    detect_finding *f = &c->f[fi];
+    size_t k = strlen(f->evidence);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->evidence + k, sizeof(f->evidence) - k, fmt, ap);
+    va_end(ap);
+    return f;
 }
 
 int detect_findings_gather(detect_rank *const *ranks, int n, detect_finding *out, int max)

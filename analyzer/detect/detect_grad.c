@@ -90,12 +90,11 @@ void detect_gradnorm_record(detect_rank *c, detect_series *s, const tft_rec_tens
 /* One spike is a note, three a warning. */
 void detect_gradnorm_finish(detect_rank *c)
 {
-    if (c->grad_spike.fi >= 0 && c->grad_spike.fi < c->nf && c->grad_spike.n >= 3) {
-        detect_finding *f = &c->f[c->grad_spike.fi];
-        size_t k = strlen(f->evidence);
+    if (c->grad_spike.n < 3)
+        return;
+    detect_finding *f = detect_note(c, c->grad_spike.fi, "; %llu spikes in all", (unsigned long long)c->grad_spike.n);
+    if (f)
         f->severity = DETECT_WARNING;
-        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu spikes in all", (unsigned long long)c->grad_spike.n);
-    }
 }
 
 /* grad_norm against the clip threshold over at least min_steps values. */
@@ -141,19 +140,16 @@ void detect_accum_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
  * rose over at least min_steps steps and fell at two or more. */
 void detect_accum_finish(detect_rank *c)
 {
-    const detect_series *best = NULL;
-    int others = 0;
+    detect_pick p = {0};
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
         if (!(s->cls & DETECT_C_GRAD) || s->mode < TFT_STATS_HEALTH || !s->grad_accum.first ||
             s->grad_accum.first >= s->first.numel || s->grad_accum.rose || s->grad_accum.falls < 2 ||
             (double)s->nrec < c->o.min_steps)
             continue;
-        if (best)
-            others++;
-        else
-            best = s;
+        detect_pick_offer(&p, s, NULL);
     }
+    const detect_series *best = p.s;
     if (!best)
         return;
     detect_add(c, "grad-accum", DETECT_WARNING, best->grad_accum.fall_step, best, NULL, (double)best->grad_accum.falls,
@@ -163,5 +159,5 @@ void detect_accum_finish(detect_rank *c)
                "gradient(s) likewise",
                best->name, (unsigned long long)best->nrec, (unsigned long long)best->grad_accum.falls,
                (unsigned long long)best->grad_accum.first, (long long)best->first_step,
-               (unsigned long long)best->grad_accum.prev, others);
+               (unsigned long long)best->grad_accum.prev, p.others);
 }

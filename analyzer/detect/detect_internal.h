@@ -189,6 +189,10 @@ struct detect_rank {
 void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const detect_series *s, const char *tensor2,
              double value, double threshold, const char *causes, const char *fmt, ...)
     __attribute__((format(printf, 10, 11)));
+/* Appends to the evidence of finding fi of rank c (printf-style, cut to
+ * its buffer). Returns the finding, NULL when fi is not one (-1: the rule
+ * added none; DETECT_FIND_MAX reached). */
+detect_finding *detect_note(detect_rank *c, int fi, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "[16,32]" into buf. */
 const char *detect_shape_text(const int64_t *shape, int ndim, char *buf, size_t n);
 /* The series named exactly name, NULL none. */
@@ -210,6 +214,21 @@ void detect_series_count(detect_series *s, const tft_rec_tensor *t, int64_t step
 void detect_series_keep(detect_series *s, const tft_rec_tensor *t, bool finite);
 /* Frees every series' history (the rules have read them). */
 void detect_series_free_hist(detect_rank *c);
+/* The series with the rank's first non-finite value (the earliest step,
+ * then the first created), NULL none. */
+const detect_series *detect_first_nonfinite(const detect_rank *c);
+
+/* The one series a rule reports among several that qualify (the finding
+ * names it and counts the others): offer each in creation order. */
+typedef struct detect_pick {
+    const detect_series *s; /* the pick so far, NULL none */
+    int others;             /* the candidates not picked */
+} detect_pick;
+/* Offers s: it becomes the pick when there is none yet or when before(s,
+ * pick) holds (NULL: the first offered stays); the one not kept is counted
+ * in others. */
+void detect_pick_offer(detect_pick *p, const detect_series *s,
+                       bool (*before)(const detect_series *a, const detect_series *b));
 
 /* Every rank's findings (at most max) into out, sorted most severe first,
  * then by step, rank, layer. Returns how many. */

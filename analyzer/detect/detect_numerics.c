@@ -150,27 +150,34 @@ void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
 
 /* ---- when the rank is read ------------------------------------------------- */
 
-/* The rank's first non-finite value: its series, NULL none. */
-static const detect_series *first_nonfinite(const detect_rank *c)
+/* "; the first non-finite value follows at step S in NAME" into buf (at
+ * least 160 bytes), "" when nf is NULL. */
+static const char *nonfinite_tail(const detect_series *nf, char *buf, size_t n)
 {
-    const detect_series *nf = NULL;
-    for (int i = 0; i < c->ns; i++)
-        if (c->s[i].nonfinite_seen && (!nf || c->s[i].nonfinite_step < nf->nonfinite_step))
-            nf = &c->s[i];
-    return nf;
+    buf[0] = 0;
+    if (nf)
+        snprintf(buf, n, "; the first non-finite value follows at step %lld in %s", (long long)nf->nonfinite_step,
+                 nf->name);
+    return buf;
 }
 
 /* A warning of the record rules becomes an error when a non-finite value
  * follows it, which the evidence then names. */
 static void escalate(detect_rank *c, int fi, const detect_series *nf)
 {
-    if (fi < 0 || fi >= c->nf || !nf)
-        return;
-    detect_finding *f = &c->f[fi];
-    size_t k = strlen(f->evidence);
-    f->severity = DETECT_ERROR;
-    snprintf(f->evidence + k, sizeof(f->evidence) - k, "; the first non-finite value follows at step %lld in %s",
-             (long long)nf->nonfinite_step, nf->name);
+    char tail[160];
+    detect_finding *f = nf ? detect_note(c, fi, "%s", nonfinite_tail(nf, tail, sizeof(tail))) : NULL;
+    if (f)
+        f->severity = DETECT_ERROR;
+}
+
+/* absmax-growth: a grew earlier than b, or at the same step in a lower
+ * layer (no layer counts as the highest). */
+static bool grew_before(const detect_series *a, const detect_series *b)
+{
+    int la = a->layer < 0 ? INT32_MAX : a->layer, lb = b->layer < 0 ? INT32_MAX : b->layer;
+    return a->absmax_growth.step < b->absmax_growth.step ||
+           (a->absmax_growth.step == b->absmax_growth.step && la < lb);
 }
 
 /* Activations whose absmax grows absmax_growth times over their first
@@ -178,29 +185,17 @@ static void escalate(detect_rank *c, int fi, const detect_series *nf)
  * lowest layer) is reported, with how many others do. */
 void detect_absmax_finish(detect_rank *c)
 {
-    const detect_series *best = NULL, *nf = NULL;
-    int others = 0;
+    detect_pick p = {0};
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
-        if (s->nonfinite_seen && (!nf || s->nonfinite_step < nf->nonfinite_step))
-            nf = s;
-        if (!(s->cls & DETECT_C_ACTIVATION) || s->absmax_growth.step == TFT_STEP_NONE || !s->first.absmax)
-            continue;
-        if (best && (s->absmax_growth.step > best->absmax_growth.step ||
-                     (s->absmax_growth.step == best->absmax_growth.step && (s->layer < 0 ? INT32_MAX : s->layer) >=
-                                                             (best->layer < 0 ? INT32_MAX : best->layer)))) {
-            others++;
-        } else {
-            others += best != NULL;
-            best = s;
-        }
+        if ((s->cls & DETECT_C_ACTIVATION) && s->absmax_growth.step != TFT_STEP_NONE && s->first.absmax)
+            detect_pick_offer(&p, s, grew_before);
     }
+    const detect_series *best = p.s, *nf = detect_first_nonfinite(c);
     if (!best)
         return;
-    char tail[160] = "", lay[40] = "";
-    if (nf)
-        snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s",
-                 (long long)nf->nonfinite_step, nf->name);
+    char tail[160], lay[40] = "";
+    nonfinite_tail(nf, tail, sizeof(tail));
     if (best->layer >= 0)
         snprintf(lay, sizeof(lay), " (layer %d is where it starts)", best->layer);
     double r = best->absmax_growth.val / best->first.absmax;
@@ -209,39 +204,33 @@ void detect_absmax_finish(detect_rank *c)
                "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d "
                "other tensor(s) grew as much later or in a higher layer",
                best->name, best->first.absmax, (long long)best->first_step, best->absmax_growth.val,
-               (long long)best->absmax_growth.step, r, lay, tail, others);
+               (long long)best->absmax_growth.step, r, lay, tail, p.others);
+}
+
+static bool risk_before(const detect_series *a, const detect_series *b)
+{
+    return a->precision_risk.step < b->precision_risk.step;
 }
 
 /* The earliest series with values past fp16's range (then the first
  * created: forward order), with how many others have some. */
 void detect_risk_finish(detect_rank *c)
 {
-    const detect_series *nf = first_nonfinite(c);
-    const detect_series *best = NULL;
-    int others = 0;
-    for (int i = 0; i < c->ns; i++) {
-        const detect_series *s = &c->s[i];
-        if (s->precision_risk.step == TFT_STEP_NONE)
-            continue;
-        if (best && s->precision_risk.step >= best->precision_risk.step) {
-            others++;
-        } else {
-            others += best != NULL;
-            best = s;
-        }
-    }
+    detect_pick p = {0};
+    for (int i = 0; i < c->ns; i++)
+        if (c->s[i].precision_risk.step != TFT_STEP_NONE)
+            detect_pick_offer(&p, &c->s[i], risk_before);
+    const detect_series *best = p.s, *nf = detect_first_nonfinite(c);
     if (!best)
         return;
-    char tail[160] = "";
-    if (nf)
-        snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s",
-                 (long long)nf->nonfinite_step, nf->name);
+    char tail[160];
+    nonfinite_tail(nf, tail, sizeof(tail));
     detect_add(c, "precision-risk", nf ? DETECT_ERROR : DETECT_INFO, best->precision_risk.step, best, NULL,
                (double)best->precision_risk.first, 65504, nf ? CAUSE_RISK : "",
                "%llu value(s) of %s are past fp16's largest value 65504 at step %lld, %llu at step %lld%s; %d other "
                "tensor(s) have such values from that step or later%s",
                (unsigned long long)best->precision_risk.first, best->name, (long long)best->precision_risk.step,
-               (unsigned long long)best->precision_risk.max, (long long)best->precision_risk.max_step, tail, others,
+               (unsigned long long)best->precision_risk.max, (long long)best->precision_risk.max_step, tail, p.others,
                nf ? "" : " (fine in f32; not castable to fp16)");
 }
 
@@ -249,10 +238,10 @@ void detect_risk_finish(detect_rank *c)
  * follows. */
 void detect_softmax_finish(detect_rank *c)
 {
-    escalate(c, c->softmax.fi, first_nonfinite(c));
+    escalate(c, c->softmax.fi, detect_first_nonfinite(c));
 }
 
 void detect_layer_finish(detect_rank *c)
 {
-    escalate(c, c->layer_growth.fi, first_nonfinite(c));
+    escalate(c, c->layer_growth.fi, detect_first_nonfinite(c));
 }

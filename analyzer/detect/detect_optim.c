@@ -68,12 +68,8 @@ void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor
 /* The count of the other parameters past the ratio. */
 void detect_update_finish(detect_rank *c)
 {
-    if (c->update_ratio.fi >= 0 && c->update_ratio.fi < c->nf && c->update_ratio.more) {
-        detect_finding *f = &c->f[c->update_ratio.fi];
-        size_t k = strlen(f->evidence);
-        snprintf(f->evidence + k, sizeof(f->evidence) - k, "; %llu other parameter(s) later",
-                 (unsigned long long)c->update_ratio.more);
-    }
+    if (c->update_ratio.more)
+        detect_note(c, c->update_ratio.fi, "; %llu other parameter(s) later", (unsigned long long)c->update_ratio.more);
 }
 
 /* After a resume: Adam's first moment after one step from zero is

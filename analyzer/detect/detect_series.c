@@ -210,6 +210,26 @@ void detect_series_keep(detect_series *s, const tft_rec_tensor *t, bool finite)
     }
 }
 
+const detect_series *detect_first_nonfinite(const detect_rank *c)
+{
+    const detect_series *nf = NULL;
+    for (int i = 0; i < c->ns; i++)
+        if (c->s[i].nonfinite_seen && (!nf || c->s[i].nonfinite_step < nf->nonfinite_step))
+            nf = &c->s[i];
+    return nf;
+}
+
+void detect_pick_offer(detect_pick *p, const detect_series *s,
+                       bool (*before)(const detect_series *a, const detect_series *b))
+{
+    if (p->s && !(before && before(s, p->s))) {
+        p->others++;
+        return;
+    }
+    p->others += p->s != NULL;
+    p->s = s;
+}
+
 void detect_series_free_hist(detect_rank *c)
 {
     for (int i = 0; i < c->ns; i++) {
