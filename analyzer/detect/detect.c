@@ -24,13 +24,15 @@ detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cm
     c->o = *o;
     c->rank = rank;
     c->clip_cmd = clip_from_cmd;
-    c->step = TFT_STEP_NONE;
-    c->update_ratio.fi = c->grad_spike.fi = c->softmax.fi = c->layer_growth.fi = c->pad_rows.fi = -1;
-    c->repeat.resume_tok_step = c->pad_rows.last_step = TFT_STEP_NONE;
-    tft_u64map_init(&c->repeat.fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = DETECT_FP_MAX});
-    c->resume_step = TFT_STEP_NONE;
-    c->label_shift.first = c->loss_mask.first = TFT_STEP_NONE;
+    c->step = c->resume_step = TFT_STEP_NONE;
     tft_u64map_init(&c->idx, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .max_n = DETECT_MAX_SERIES});
+    /* the rules' state that does not start at zero */
+    c->label_shift.first = c->loss_mask.first = TFT_STEP_NONE;
+    c->pad_rows.fi = -1;
+    c->pad_rows.last_step = TFT_STEP_NONE;
+    tft_u64map_init(&c->repeat.fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = DETECT_FP_MAX});
+    c->repeat.resume_tok_step = TFT_STEP_NONE;
+    c->grad_spike.fi = c->update_ratio.fi = c->softmax.fi = c->layer_growth.fi = -1;
     return c;
 }
 
@@ -52,57 +54,60 @@ void detect_rank_free(detect_rank *c)
 /* Every rule, in the order the dispatcher calls them. That order is the
  * order findings are added (record by record, then at finish, then at
  * merge), which the output keeps where the sort (severity, step, rank,
- * layer) ties; a new rule goes where its findings should come. */
+ * layer) ties and which decides what is dropped past DETECT_FIND_MAX: a
+ * new rule goes where its findings should come (usually last). Each row:
+ * the kinds it reports (docs/CHECK.md), its file, its state (members of
+ * detect_series s and detect_rank c, detect_internal.h). */
 static const detect_rule rules[] = {
-    /* shape-change, dtype-change */
+    /* shape-change, dtype-change: detect_shape.c, s->shape_change */
     {.match = DETECT_ANY, .record = detect_shape_record},
-    /* shape-ranks, data-shard */
+    /* shape-ranks, data-shard: detect_shape.c, the series' first records */
     {.merge = detect_ranks_merge},
-    /* token-range */
+    /* token-range: detect_data.c, s->token_range */
     {.match = DETECT_C_TOKENS, .record = detect_tokens_record, .finish = detect_tokens_finish},
-    /* label-shift */
+    /* label-shift: detect_data.c, c->label_shift */
     {.match = DETECT_C_TOKENS | DETECT_C_TARGETS, .step = detect_shift_step, .record = detect_shift_record,
      .finish = detect_shift_finish},
-    /* loss-mask-full (and this step's padding, for mask-padding) */
+    /* loss-mask-full: detect_data.c, c->loss_mask (this step's padding, for mask-padding) */
     {.match = DETECT_C_LOSS_MASK, .step = detect_lossmask_step, .record = detect_lossmask_record,
      .finish = detect_lossmask_finish},
-    /* pad-rows */
+    /* pad-rows: detect_data.c, c->pad_rows */
     {.match = DETECT_C_TOKENS | DETECT_C_PAD_MASK, .record = detect_padrows_record, .finish = detect_padrows_finish},
-    /* data-repeat, ckpt-data */
+    /* data-repeat, ckpt-data: detect_data.c, c->repeat */
     {.match = DETECT_C_TOKENS, .record = detect_repeat_record, .merge = detect_repeat_merge},
-    /* mask-future, mask-padding */
+    /* mask-future, mask-padding: detect_mask.c, c->mask */
     {.match = DETECT_C_CAUSAL_MASK, .record = detect_mask_record},
-    /* mask-future, from the probabilities */
+    /* mask-future from the probabilities: detect_mask.c, c->mask */
     {.match = DETECT_C_PROBS, .record = detect_probs_record},
-    /* init-zero, init-constant, init-scale */
+    /* init-zero, init-constant, init-scale: detect_init.c, the first records */
     {.finish = detect_init_finish},
-    /* loss-flat, loss-rise */
+    /* loss-flat, loss-rise: detect_loss.c, the histories */
     {.finish = detect_loss_finish},
-    /* no-warmup */
+    /* no-warmup: detect_optim.c, lr's scalar summary */
     {.finish = detect_warmup_finish},
-    /* grad-spike, grad-growth */
+    /* grad-spike, grad-growth: detect_grad.c, s->grad_norm, c->grad_spike */
     {.match = DETECT_C_GRAD_NORM, .record = detect_gradnorm_record, .finish = detect_gradnorm_finish},
-    /* clip-always, clip-never, clip-unknown */
+    /* clip-always, clip-never, clip-unknown: detect_grad.c, grad_norm's summary and s->grad_norm.over_clip */
     {.finish = detect_clip_finish},
-    /* update-ratio */
+    /* update-ratio: detect_optim.c, s->update_ratio, c->update_ratio */
     {.match = DETECT_C_PARAM, .record = detect_update_record, .finish = detect_update_finish},
-    /* absmax-growth */
+    /* absmax-growth: detect_numerics.c, s->absmax_growth */
     {.match = DETECT_C_ACTIVATION, .record = detect_absmax_record, .finish = detect_absmax_finish},
-    /* attn-collapse */
+    /* attn-collapse: detect_attn.c, the histories */
     {.finish = detect_collapse_finish},
-    /* attn-scale */
+    /* attn-scale: detect_attn.c, the first records */
     {.finish = detect_attnscale_finish},
-    /* ckpt-optim */
+    /* ckpt-optim: detect_optim.c, the first records after c->resume_step */
     {.finish = detect_ckpt_finish},
-    /* precision-risk */
+    /* precision-risk: detect_numerics.c, s->precision_risk */
     {.match = DETECT_ANY, .record = detect_risk_record, .finish = detect_risk_finish},
-    /* softmax-overflow */
+    /* softmax-overflow: detect_numerics.c, c->softmax */
     {.match = DETECT_C_SCORES, .record = detect_softmax_record, .finish = detect_softmax_finish},
-    /* layer-growth */
+    /* layer-growth: detect_numerics.c, s->layer_growth, c->layer_growth */
     {.match = DETECT_C_ACTIVATION, .record = detect_layer_record, .finish = detect_layer_finish},
-    /* attn-uniform */
+    /* attn-uniform: detect_attn.c, the histories, c->mask.causal_seen */
     {.finish = detect_uniform_finish},
-    /* grad-accum */
+    /* grad-accum: detect_grad.c, s->grad_accum */
     {.match = DETECT_C_GRAD, .record = detect_accum_record, .finish = detect_accum_finish},
 };
 

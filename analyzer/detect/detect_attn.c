@@ -16,7 +16,6 @@
 static const char CAUSE_COLLAPSE[] =
     "attention collapsed to one key per query: scores too large (missing 1/sqrt(d) scale, a learning rate too "
     "high)";
-
 static const char CAUSE_UNIFORM[] =
     "attention never learned to select keys: query/key weights frozen or zero, scores scaled down too much (by 1/d "
     "instead of 1/sqrt(d)), or a learning rate far too low";
@@ -70,11 +69,11 @@ void detect_attnscale_finish(detect_rank *c)
         double hs = (double)(C3 / (3 * H)), r = s->first.std / (q->first.std * q->first.std);
         if (hs >= 4 && r > pow(hs, 0.25))
             detect_add(c, "attn-scale", DETECT_ERROR, 0, s, q->name, r, pow(hs, 0.25),
-                    "the attention scores are not scaled by 1/sqrt(head size): softmax saturates early, training is "
-                    "unstable",
-                    "at step 0 the std of %s is %.3g x the square of %s's (%.3g): about 1 when scaled by "
-                    "1/sqrt(%g), sqrt(%g) = %.3g without",
-                    s->name, r, q->name, q->first.std, hs, hs, sqrt(hs));
+                       "the attention scores are not scaled by 1/sqrt(head size): softmax saturates early, training is "
+                       "unstable",
+                       "at step 0 the std of %s is %.3g x the square of %s's (%.3g): about 1 when scaled by "
+                       "1/sqrt(%g), sqrt(%g) = %.3g without",
+                       s->name, r, q->name, q->first.std, hs, hs, sqrt(hs));
     }
 }
 
@@ -124,7 +123,7 @@ void detect_uniform_finish(detect_rank *c)
     if (!first || !n)
         return;
     detect_add(c, "attn-uniform", DETECT_WARNING, from, first, NULL, worst, 1 + c->o.uniform, CAUSE_UNIFORM,
-            "the attention probabilities of all %d layer(s) stay uniform over steps %lld..%lld: the sum of squared "
-            "probabilities per query is at most %.3f x that of uniform %s attention",
-            n, (long long)from, (long long)to, worst, c->mask.causal_seen ? "causal" : "full");
+               "the attention probabilities of all %d layer(s) stay uniform over steps %lld..%lld: the sum of squared "
+               "probabilities per query is at most %.3f x that of uniform %s attention",
+               n, (long long)from, (long long)to, worst, c->mask.causal_seen ? "causal" : "full");
 }

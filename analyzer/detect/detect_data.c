@@ -3,11 +3,11 @@
  * vocabulary or negative (token-range), targets equal to the same step's
  * tokens (label-shift), a loss_mask that never leaves a target out
  * (loss-mask-full; its per-step padding is what mask-padding reads), and,
- * over more than one step's record: all-padding rows (proved from counts: the statistics
- * hold no per-row numbers) and batches repeated from an earlier step (the
- * XXH3 fingerprint of `tokens`), which after a checkpoint RESUME record is
- * a data cursor that restarted (`ckpt-data`) and otherwise an epoch
- * boundary (a note).
+ * over more than one step's record: all-padding rows (pad-rows, proved
+ * from counts: the statistics hold no per-row numbers) and batches
+ * repeated from an earlier step (the XXH3 fingerprint of `tokens`), which
+ * after a checkpoint RESUME record is a data cursor that restarted
+ * (`ckpt-data`) and otherwise an epoch boundary (`data-repeat`, a note).
  *
  * Memory: each rank keeps at most DETECT_FP_MAX fingerprints (the first
  * DETECT_FP_MAX distinct batches: 16 bytes and a flag each); a repeat of a
@@ -24,18 +24,14 @@
 static const char CAUSE_TOKENS[] =
     "the tokenizer and the model disagree on the vocabulary (added special tokens, a wrong vocab size), or ids "
     "were corrupted before the embedding";
-
 static const char CAUSE_SHIFT[] =
     "the labels are not shifted by one position (targets = inputs): the model learns to copy, the loss falls far "
     "below what the data allows";
-
 static const char CAUSE_LM[] =
     "the loss mask covers padding (PAD targets count in the loss), unless these batches really have no padding";
-
 static const char CAUSE_PADROWS[] =
     "rows with no real token reach the model: padding to a fixed batch shape without dropping empty documents, a "
     "collate function padding short batches, or a truncation that left nothing";
-
 static const char CAUSE_CKPT_DATA[] =
     "the resume did not restore the data cursor (sampler or dataloader state): the run trains again on batches it "
     "has seen, from the first one";
@@ -207,14 +203,14 @@ void detect_padrows_record(detect_rank *c, detect_series *s, const tft_rec_tenso
     long long T = (long long)t->shape[t->ndim - 1];
     if (s->cls & DETECT_C_TOKENS)
         detect_add(c, "pad-rows", DETECT_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
-                "%s at step %lld (%llu rows of %lld): its pad ids (%.0f) prove at least %llu row(s) all padding",
-                s->name, (long long)step, (unsigned long long)rows, T, c->o.pad_id, (unsigned long long)k);
+                   "%s at step %lld (%llu rows of %lld): its pad ids (%.0f) prove at least %llu row(s) all padding",
+                   s->name, (long long)step, (unsigned long long)rows, T, c->o.pad_id, (unsigned long long)k);
     else
         detect_add(c, "pad-rows", DETECT_WARNING, step, s, NULL, (double)k, (double)rows, CAUSE_PADROWS,
-                "%s at step %lld has %llu one(s) for %llu rows of %lld: at least %llu row(s) have no target in the "
-                "loss (all padding)",
-                s->name, (long long)step, (unsigned long long)(t->stats.numel - t->stats.zero),
-                (unsigned long long)rows, T, (unsigned long long)k);
+                   "%s at step %lld has %llu one(s) for %llu rows of %lld: at least %llu row(s) have no target in the "
+                   "loss (all padding)",
+                   s->name, (long long)step, (unsigned long long)(t->stats.numel - t->stats.zero),
+                   (unsigned long long)rows, T, (unsigned long long)k);
 }
 
 /* The count of the steps with such rows. */
@@ -243,8 +239,8 @@ static void add_ckpt_data(detect_rank *c, const detect_series *s, int64_t step, 
         snprintf(where, sizeof(where), " (rank %d's file before the restart)", other_rank);
     c->repeat.ckpt_done = true;
     detect_add(c, "ckpt-data", DETECT_ERROR, step, s, NULL, (double)earlier, (double)c->resume_step, CAUSE_CKPT_DATA,
-            "%s at step %lld, the first after the resume at step %lld, is bit-identical to step %lld's%s", s->name,
-            (long long)step, (long long)c->resume_step, (long long)earlier, where);
+               "%s at step %lld, the first after the resume at step %lld, is bit-identical to step %lld's%s", s->name,
+               (long long)step, (long long)c->resume_step, (long long)earlier, where);
 }
 
 /* tokens: a batch seen at an earlier step. After a resume record, its first
@@ -271,9 +267,9 @@ void detect_repeat_record(detect_rank *c, detect_series *s, const tft_rec_tensor
     if (c->repeat.n++ || c->repeat.ckpt_done)
         return;
     detect_add(c, "data-repeat", DETECT_INFO, step, s, NULL, (double)earlier, 0, "",
-            "%s at step %lld is bit-identical to step %lld's: an epoch boundary (%lld steps per epoch) or a data "
-            "cursor that restarted",
-            s->name, (long long)step, (long long)earlier, (long long)(step - earlier));
+               "%s at step %lld is bit-identical to step %lld's: an epoch boundary (%lld steps per epoch) or a data "
+               "cursor that restarted",
+               s->name, (long long)step, (long long)earlier, (long long)(step - earlier));
 }
 
 /* A resumed process's first batch in the rank files before it (a job

@@ -1,8 +1,9 @@
 /*
  * detect_finding.c — the finding store of a rank (detect_internal.h): a
- * rule adds a finding with detect_add; detect_findings_gather copies every
- * rank's and sorts them (most severe first, then by step, rank, layer);
- * a finding as text (its severity's name) and as JSON (detect.h).
+ * rule adds a finding with detect_add and appends to one it added with
+ * detect_note; detect_findings_gather copies every rank's and sorts them
+ * (most severe first, then by step, rank, layer); a finding as text (its
+ * severity's name) and as JSON (detect.h).
  *
  * A rank keeps at most DETECT_FIND_MAX findings; later ones are dropped.
  * The store calls nothing of the rules or the dispatcher.
@@ -21,7 +22,7 @@ const char *detect_severity_name(int severity)
 }
 
 void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const detect_series *s, const char *tensor2,
-             double value, double threshold, const char *causes, const char *fmt, ...)
+                double value, double threshold, const char *causes, const char *fmt, ...)
 {
     if (c->nf >= DETECT_FIND_MAX)
         return;

@@ -20,15 +20,12 @@
 
 static const char CAUSE_SPIKE[] =
     "a bad batch (outliers, corrupt data), a learning rate too high for this phase, or loss scaling going wrong";
-
 static const char CAUSE_GROWTH[] =
     "gradients not zeroed between steps (accumulating), or an optimiser diverging (learning rate too high, no "
     "clipping)";
-
 static const char CAUSE_CLIP[] =
     "with clipping always active the step size is set by the clip threshold, not the learning rate: the "
     "threshold is low or the gradients large";
-
 static const char CAUSE_ACCUM[] =
     "gradients are not zeroed between optimizer steps (a missing optimizer.zero_grad() or model.zero_grad()): "
     "each step applies the sum of every gradient so far";
@@ -61,8 +58,8 @@ void detect_gradnorm_record(detect_rank *c, detect_series *s, const tft_rec_tens
         if (med > 0 && v > c->o.spike * med && c->grad_spike.n++ == 0) {
             c->grad_spike.fi = c->nf; /* a note unless it repeats (detect_gradnorm_finish) */
             detect_add(c, "grad-spike", DETECT_INFO, step, s, NULL, v / med, c->o.spike, CAUSE_SPIKE,
-                    "%s is %.4g at step %lld, %.1f times the median %.4g of the %d steps before", s->name, v,
-                    (long long)step, v / med, med, s->grad_norm.nring);
+                       "%s is %.4g at step %lld, %.1f times the median %.4g of the %d steps before", s->name, v,
+                       (long long)step, v / med, med, s->grad_norm.nring);
         }
     }
     s->grad_norm.ring[s->grad_norm.ringpos] = v;
@@ -106,18 +103,18 @@ void detect_clip_finish(detect_rank *c)
     double thr = c->o.clip > 0 ? c->o.clip : c->clip_cmd;
     if (thr < 0)
         detect_add(c, "clip-never", DETECT_INFO, g->first_step, g, NULL, g->vmax, 0, "",
-                "clipping is off in the recorded command (--clip 0); %s reaches %.4g", g->name, g->vmax);
+                   "clipping is off in the recorded command (--clip 0); %s reaches %.4g", g->name, g->vmax);
     else if (!(thr > 0))
         detect_add(c, "clip-unknown", DETECT_INFO, TFT_STEP_NONE, g, NULL, 0, 0, "",
-                "the clipping threshold is not recorded: give --threshold clip=X to judge clipping");
+                   "the clipping threshold is not recorded: give --threshold clip=X to judge clipping");
     else if (g->grad_norm.over_clip == g->nvals)
         detect_add(c, "clip-always", DETECT_INFO, g->first_step, g, NULL, g->vmin, thr, CAUSE_CLIP,
-                "%s is above the clip threshold %.4g at every one of its %llu steps (smallest %.4g)", g->name, thr,
-                (unsigned long long)g->nvals, g->vmin);
+                   "%s is above the clip threshold %.4g at every one of its %llu steps (smallest %.4g)", g->name, thr,
+                   (unsigned long long)g->nvals, g->vmin);
     else if (g->grad_norm.over_clip == 0)
         detect_add(c, "clip-never", DETECT_INFO, g->first_step, g, NULL, g->vmax, thr, "",
-                "%s never reaches the clip threshold %.4g in %llu steps (largest %.4g): clipping never acts",
-                g->name, thr, (unsigned long long)g->nvals, g->vmax);
+                   "%s never reaches the clip threshold %.4g in %llu steps (largest %.4g): clipping never acts",
+                   g->name, thr, (unsigned long long)g->nvals, g->vmax);
 }
 
 void detect_accum_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)

@@ -12,7 +12,6 @@
 static const char CAUSE_ZERO[] =
     "the parameter was initialised to zeros or a constant (a missing init call, e.g. position embeddings): its "
     "units stay symmetric";
-
 static const char CAUSE_SCALE[] =
     "a wrong init scale for this parameter (a missing 1/sqrt(fan_in), a std meant for another layer)";
 
@@ -42,11 +41,11 @@ void detect_init_finish(detect_rank *c)
         const tft_stats *st = &x->first;
         if (st->zero == st->numel) {
             detect_add(c, "init-zero", DETECT_ERROR, x->first_step, x, NULL, 0, 0, CAUSE_ZERO,
-                    "%s is all zeros at step %lld (%llu elements)", x->name, (long long)x->first_step,
-                    (unsigned long long)st->numel);
+                       "%s is all zeros at step %lld (%llu elements)", x->name, (long long)x->first_step,
+                       (unsigned long long)st->numel);
         } else if (st->min == st->max && !st->nan && !st->pinf && !st->ninf) {
             detect_add(c, "init-constant", DETECT_ERROR, x->first_step, x, NULL, st->min, 0, CAUSE_ZERO,
-                    "every element of %s is %.6g at step %lld", x->name, st->min, (long long)x->first_step);
+                       "every element of %s is %.6g at step %lld", x->name, st->min, (long long)x->first_step);
         } else if (x->mode >= TFT_STATS_FULL && st->std > 0 && stds) {
             stds[n++] = st->std;
         }
@@ -62,8 +61,8 @@ void detect_init_finish(detect_rank *c)
             double r = x->first.std / med;
             if (r > k || r < 1 / k)
                 detect_add(c, "init-scale", DETECT_WARNING, x->first_step, x, NULL, r, k, CAUSE_SCALE,
-                        "%s starts with std %.4g, %.3g times the median %.4g of the %d other matrices' stds",
-                        x->name, x->first.std, r, med, n);
+                           "%s starts with std %.4g, %.3g times the median %.4g of the %d other matrices' stds",
+                           x->name, x->first.std, r, med, n);
         }
     }
     free(stds);

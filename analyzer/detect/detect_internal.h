@@ -187,7 +187,7 @@ struct detect_rank {
 
 /* A finding of rank c (evidence printf-style). Drops it past DETECT_FIND_MAX. */
 void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const detect_series *s, const char *tensor2,
-             double value, double threshold, const char *causes, const char *fmt, ...)
+                double value, double threshold, const char *causes, const char *fmt, ...)
     __attribute__((format(printf, 10, 11)));
 /* Appends to the evidence of finding fi of rank c (printf-style, cut to
  * its buffer). Returns the finding, NULL when fi is not one (-1: the rule

@@ -11,7 +11,6 @@
 static const char CAUSE_FLAT[] =
     "the model is not learning: learning rate far too low or zero, frozen parameters, gradients cut, or labels "
     "unrelated to the inputs";
-
 static const char CAUSE_RISE[] =
     "divergence: a learning rate too high for this phase, no warm-up or clipping, or numerics (overflow, loss "
     "scaling) going wrong";
@@ -37,9 +36,9 @@ static void loss_judge(detect_rank *c, detect_series *s)
     double a = hist_mean(s, 0, w), b = hist_mean(s, s->nh - w, s->nh);
     if (a > 0 && b >= a * (1 - c->o.loss_drop))
         detect_add(c, "loss-flat", DETECT_WARNING, s->hist[0].step, s, NULL, b / a, 1 - c->o.loss_drop, CAUSE_FLAT,
-                "%s averages %.4g over steps %lld..%lld and still %.4g over steps %lld..%lld: it does not fall",
-                s->name, a, (long long)s->hist[0].step, (long long)s->hist[w - 1].step, b,
-                (long long)s->hist[s->nh - w].step, (long long)s->hist[s->nh - 1].step);
+                   "%s averages %.4g over steps %lld..%lld and still %.4g over steps %lld..%lld: it does not fall",
+                   s->name, a, (long long)s->hist[0].step, (long long)s->hist[w - 1].step, b,
+                   (long long)s->hist[s->nh - w].step, (long long)s->hist[s->nh - 1].step);
     /* divergence: the smoothed curve (means of w points) against its best
      * so far; a run that recovers later still diverged */
     double best = INFINITY;
@@ -59,12 +58,12 @@ static void loss_judge(detect_rank *c, detect_series *s)
                 break;
             }
         detect_add(c, "loss-rise", DETECT_ERROR, s->hist[on + w - 1].step, s, NULL, m / best, 1 + c->o.loss_rise,
-                CAUSE_RISE,
-                "%s fell to %.4g (mean of steps %lld..%lld), then rose from about step %lld to %.4g (mean of steps "
-                "%lld..%lld, x%.2f)",
-                s->name, best, (long long)s->hist[ib].step, (long long)s->hist[ib + w - 1].step,
-                (long long)s->hist[on + w - 1].step, m, (long long)s->hist[i].step, (long long)s->hist[i + w - 1].step,
-                m / best);
+                   CAUSE_RISE,
+                   "%s fell to %.4g (mean of steps %lld..%lld), then rose from about step %lld to %.4g (mean of steps "
+                   "%lld..%lld, x%.2f)",
+                   s->name, best, (long long)s->hist[ib].step, (long long)s->hist[ib + w - 1].step,
+                   (long long)s->hist[on + w - 1].step, m, (long long)s->hist[i].step,
+                   (long long)s->hist[i + w - 1].step, m / best);
         return;
     }
 }

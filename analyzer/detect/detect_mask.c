@@ -10,7 +10,6 @@
 
 static const char CAUSE_MASK_FUTURE[] =
     "the causal mask is off by one (j <= i + 1) or missing: each position sees the token it must predict";
-
 static const char CAUSE_MASK_PAD[] =
     "the padding mask is not combined with the causal mask: real tokens attend to padding";
 
@@ -30,19 +29,19 @@ void detect_mask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *
     uint64_t bound = lead * (T * (T + 1) / 2);
     if (ones > bound && !c->mask.future_done) {
         detect_add(c, "mask-future", DETECT_ERROR, step, s, NULL, (double)ones, (double)bound, CAUSE_MASK_FUTURE,
-                "%s allows %llu query-key pairs, more than a causal mask can (%llu = %llu x %llu*%llu/2): some "
-                "position sees a later one",
-                s->name, (unsigned long long)ones, (unsigned long long)bound, (unsigned long long)lead,
-                (unsigned long long)T, (unsigned long long)(T + 1));
+                   "%s allows %llu query-key pairs, more than a causal mask can (%llu = %llu x %llu*%llu/2): some "
+                   "position sees a later one",
+                   s->name, (unsigned long long)ones, (unsigned long long)bound, (unsigned long long)lead,
+                   (unsigned long long)T, (unsigned long long)(T + 1));
         c->mask.future_done = true;
     }
     /* a row whose T tokens are all real still has a PAD target when its
      * document ends at T: more zeros than rows means padded tokens */
     if (ones == bound && c->loss_mask.have && c->loss_mask.zeros > lead && !c->mask.pad_done) {
         detect_add(c, "mask-padding", DETECT_ERROR, step, s, "loss_mask", (double)ones, (double)bound, CAUSE_MASK_PAD,
-                "%s allows exactly the %llu pairs of a plain causal mask while this step's batch has padding "
-                "(loss_mask has more zeros than rows)",
-                s->name, (unsigned long long)ones);
+                   "%s allows exactly the %llu pairs of a plain causal mask while this step's batch has padding "
+                   "(loss_mask has more zeros than rows)",
+                   s->name, (unsigned long long)ones);
         c->mask.pad_done = true;
     }
 }
@@ -56,8 +55,8 @@ void detect_probs_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         !(t->stats.max > 0) || t->stats.max >= 0.999)
         return;
     detect_add(c, "mask-future", DETECT_ERROR, step, s, NULL, t->stats.max, 1.0, CAUSE_MASK_FUTURE,
-            "the largest attention probability in %s is %.4g, below 1: under a causal mask the first position "
-            "attends to itself only (probability 1), so it sees a later position too",
-            s->name, t->stats.max);
+               "the largest attention probability in %s is %.4g, below 1: under a causal mask the first position "
+               "attends to itself only (probability 1), so it sees a later position too",
+               s->name, t->stats.max);
     c->mask.probs_done = true;
 }

@@ -21,16 +21,13 @@
 static const char CAUSE_GROWTH_ABS[] =
     "values grow until they overflow: a learning rate too high, a missing normalisation or 1/sqrt(d) scale, or a "
     "low-precision dtype without loss scaling";
-
 static const char CAUSE_RISK[] =
     "values grow past what fp16 can hold: a learning rate too high, a missing normalisation or 1/sqrt(d) scale, "
     "or no loss scaling; in fp16 or under autocast these overflow to Inf";
-
 static const char CAUSE_SOFTMAX[] =
     "attention scores too large for the softmax: a missing or wrong 1/sqrt(d) scale, query/key weights growing "
     "(learning rate too high, no weight decay); exp() of them overflows unless the row maximum is subtracted, and "
     "the probabilities are one-hot";
-
 static const char CAUSE_LAYER[] =
     "one block amplifies the residual stream: a missing or misplaced normalisation, a residual branch not scaled, "
     "or a learning rate too high for the deeper layers";
@@ -97,9 +94,9 @@ void detect_softmax_record(detect_rank *c, detect_series *s, const tft_rec_tenso
         return;
     c->softmax.fi = c->nf;
     detect_add(c, "softmax-overflow", DETECT_WARNING, step, s, NULL, t->stats.absmax, c->o.softmax_max, CAUSE_SOFTMAX,
-            "the absmax of %s is %.4g at step %lld (%.4g at step %lld), past %.4g: exp() of it overflows f32 "
-            "(fp16 already past 11.09) unless the row maximum is subtracted",
-            s->name, t->stats.absmax, (long long)step, s->first.absmax, (long long)s->first_step, c->o.softmax_max);
+               "the absmax of %s is %.4g at step %lld (%.4g at step %lld), past %.4g: exp() of it overflows f32 "
+               "(fp16 already past 11.09) unless the row maximum is subtracted",
+               s->name, t->stats.absmax, (long long)step, s->first.absmax, (long long)s->first_step, c->o.softmax_max);
 }
 
 /* The layer-0 series of s's name, NULL none (looked up once per series). */
@@ -143,9 +140,9 @@ void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
     double r = s->step_absmax / b->step_absmax;
     c->layer_growth.fi = c->nf;
     detect_add(c, "layer-growth", DETECT_WARNING, step, start, s->name, r, c->o.layer_growth, CAUSE_LAYER,
-            "at step %lld the absmax of %s grows across layers (%s), x%.3g from layer 0; the largest jump (x%.3g) "
-            "is into layer %d",
-            (long long)step, s->name, ev, r, jump, start->layer);
+               "at step %lld the absmax of %s grows across layers (%s), x%.3g from layer 0; the largest jump (x%.3g) "
+               "is into layer %d",
+               (long long)step, s->name, ev, r, jump, start->layer);
 }
 
 /* ---- when the rank is read ------------------------------------------------- */

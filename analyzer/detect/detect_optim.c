@@ -14,10 +14,8 @@
 static const char CAUSE_WARMUP[] =
     "the learning-rate schedule starts at its peak: no warm-up, which Adam-style optimisers need while their "
     "moments are still empty";
-
 static const char CAUSE_UPDATE[] =
     "a learning rate too high for this parameter (no warm-up, wrong scale), or clipping missing";
-
 static const char CAUSE_CKPT[] =
     "the resume did not restore the optimizer state (Adam moments start from zero), so the first steps after it "
     "are too large";
@@ -29,8 +27,8 @@ void detect_warmup_finish(detect_rank *c)
     if (lr && lr->nvals >= 2 && lr->vmax > 0 && lr->first.mean >= 0.999 * lr->vmax && lr->first_step <= 0) {
         bool constant = lr->vmin >= 0.999 * lr->vmax;
         detect_add(c, "no-warmup", constant ? DETECT_INFO : DETECT_WARNING, lr->first_step, lr, NULL, lr->first.mean,
-                lr->vmax, CAUSE_WARMUP, "lr is %.4g at step %lld, its peak over the run%s", lr->first.mean,
-                (long long)lr->first_step, constant ? " (constant)" : ", and only decays after it");
+                   lr->vmax, CAUSE_WARMUP, "lr is %.4g at step %lld, its peak over the run%s", lr->first.mean,
+                   (long long)lr->first_step, constant ? " (constant)" : ", and only decays after it");
     }
 }
 
@@ -59,9 +57,9 @@ void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor
     c->update_ratio.fi = c->nf;
     {
         detect_add(c, "update-ratio", DETECT_WARNING, step, s, NULL, r, c->o.update_max, CAUSE_UPDATE,
-                "the L2 norm of %s moved from %.4g to %.4g at step %lld: the update is at least %.3g of the "
-                "parameter's norm (usual: about 1e-3)",
-                s->name, s->prev_l2, t->stats.l2, (long long)step, r);
+                   "the L2 norm of %s moved from %.4g to %.4g at step %lld: the update is at least %.3g of the "
+                   "parameter's norm (usual: about 1e-3)",
+                   s->name, s->prev_l2, t->stats.l2, (long long)step, r);
     }
 }
 
@@ -99,7 +97,7 @@ void detect_ckpt_finish(detect_rank *c)
     }
     if (n >= 2 && lo > 0 && hi <= lo * 1.001 && hi < 0.5)
         detect_add(c, "ckpt-optim", DETECT_ERROR, first->first_step, first, NULL, lo, 0, CAUSE_CKPT,
-                "at step %lld, the first after the resume, the norm of every adam.m.* is %.4f x its gradient's (%d "
-                "parameters, within 0.1%%): the moments started from zero",
-                (long long)first->first_step, lo, n);
+                   "at step %lld, the first after the resume, the norm of every adam.m.* is %.4f x its gradient's (%d "
+                   "parameters, within 0.1%%): the moments started from zero",
+                   (long long)first->first_step, lo, n);
 }

@@ -67,21 +67,22 @@ void detect_ranks_merge(detect_rank *const *ranks, int n)
             if (!same && !shape_done) {
                 char a[96], b[96];
                 detect_add(c, "shape-ranks", DETECT_ERROR, s->first_step, s, NULL, 0, 0,
-                        "ranks run different configurations or data pipelines (a rank-dependent shape or dtype)",
-                        "%s is %s %s on rank %d and %s %s on rank %d", s->name,
-                        detect_shape_text(z->first_shape, z->first_ndim, a, sizeof(a)), tft_dtype_name(z->first_dtype),
-                        c0->rank, detect_shape_text(s->first_shape, s->first_ndim, b, sizeof(b)),
-                        tft_dtype_name(s->first_dtype), c->rank);
+                           "ranks run different configurations or data pipelines (a rank-dependent shape or dtype)",
+                           "%s is %s %s on rank %d and %s %s on rank %d", s->name,
+                           detect_shape_text(z->first_shape, z->first_ndim, a, sizeof(a)),
+                           tft_dtype_name(z->first_dtype), c0->rank,
+                           detect_shape_text(s->first_shape, s->first_ndim, b, sizeof(b)),
+                           tft_dtype_name(s->first_dtype), c->rank);
                 shape_done = true;
             }
             if ((s->cls & DETECT_C_TOKENS) && !shard_done &&
                 s->mode >= TFT_STATS_HEALTH && z->first_step == s->first_step &&
                 z->first.fingerprint == s->first.fingerprint && s->first.numel > 1) {
                 detect_add(c, "data-shard", DETECT_WARNING, s->first_step, s, NULL, 0, 0,
-                        "every rank reads the same shard: the sampler is not split by rank (rank or world size "
-                        "not passed)",
-                        "%s at step %lld is bit-identical on rank %d and rank %d", s->name, (long long)s->first_step,
-                        c0->rank, c->rank);
+                           "every rank reads the same shard: the sampler is not split by rank (rank or world size "
+                           "not passed)",
+                           "%s at step %lld is bit-identical on rank %d and rank %d", s->name, (long long)s->first_step,
+                           c0->rank, c->rank);
                 shard_done = true;
             }
         }
