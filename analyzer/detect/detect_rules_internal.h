@@ -26,68 +26,75 @@
 
 #define DETECT_ANY 0u /* detect_rule.match: every series */
 
+/* The hooks' types (the contract above). record: t is the record, step
+ * its step, finite whether it holds no NaN or Inf. */
+typedef void detect_step_fn(detect_rank *c);
+typedef void detect_record_fn(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
+typedef void detect_finish_fn(detect_rank *c);
+typedef void detect_merge_fn(detect_rank *const *ranks, int n);
+
 typedef struct detect_rule {
-    uint32_t match; /* DETECT_C_* whose records it reads (any of them), DETECT_ANY */
-    void (*step)(detect_rank *c);
-    void (*record)(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-    void (*finish)(detect_rank *c);
-    void (*merge)(detect_rank *const *ranks, int n);
+    uint32_t match;           /* DETECT_C_* whose records it reads (any of them), DETECT_ANY */
+    detect_step_fn *step;     /* NULL: none (likewise below) */
+    detect_record_fn *record;
+    detect_finish_fn *finish;
+    detect_merge_fn *merge;
 } detect_rule;
 
 /* detect_shape.c: shape-change / dtype-change; shape-ranks and data-shard across ranks */
-void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_ranks_merge(detect_rank *const *ranks, int n);
+detect_record_fn detect_shape_record;
+detect_merge_fn detect_ranks_merge;
 
 /* detect_data.c: token-range, label-shift, loss-mask-full, pad-rows, data-repeat, ckpt-data */
-void detect_tokens_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_tokens_finish(detect_rank *c);
-void detect_shift_step(detect_rank *c);
-void detect_shift_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_shift_finish(detect_rank *c);
-void detect_lossmask_step(detect_rank *c);
-void detect_lossmask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_lossmask_finish(detect_rank *c);
-void detect_padrows_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_padrows_finish(detect_rank *c);
-void detect_repeat_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_repeat_merge(detect_rank *const *ranks, int n);
+detect_record_fn detect_tokens_record;
+detect_finish_fn detect_tokens_finish;
+detect_step_fn detect_shift_step;
+detect_record_fn detect_shift_record;
+detect_finish_fn detect_shift_finish;
+detect_step_fn detect_lossmask_step;
+detect_record_fn detect_lossmask_record;
+detect_finish_fn detect_lossmask_finish;
+detect_record_fn detect_padrows_record;
+detect_finish_fn detect_padrows_finish;
+detect_record_fn detect_repeat_record;
+detect_merge_fn detect_repeat_merge;
 
 /* detect_mask.c: mask-future and mask-padding */
-void detect_mask_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_probs_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
+detect_record_fn detect_mask_record;
+detect_record_fn detect_probs_record;
 
 /* detect_init.c: init-zero, init-constant, init-scale */
-void detect_init_finish(detect_rank *c);
+detect_finish_fn detect_init_finish;
 
 /* detect_loss.c: loss-flat and loss-rise */
-void detect_loss_finish(detect_rank *c);
+detect_finish_fn detect_loss_finish;
 
 /* detect_optim.c: no-warmup, update-ratio, ckpt-optim */
-void detect_warmup_finish(detect_rank *c);
-void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_update_finish(detect_rank *c);
-void detect_ckpt_finish(detect_rank *c);
+detect_finish_fn detect_warmup_finish;
+detect_record_fn detect_update_record;
+detect_finish_fn detect_update_finish;
+detect_finish_fn detect_ckpt_finish;
 
 /* detect_grad.c: grad-spike, grad-growth, clip-*, grad-accum */
-void detect_gradnorm_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_gradnorm_finish(detect_rank *c);
-void detect_clip_finish(detect_rank *c);
-void detect_accum_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_accum_finish(detect_rank *c);
+detect_record_fn detect_gradnorm_record;
+detect_finish_fn detect_gradnorm_finish;
+detect_finish_fn detect_clip_finish;
+detect_record_fn detect_accum_record;
+detect_finish_fn detect_accum_finish;
 
 /* detect_numerics.c: absmax-growth, precision-risk, softmax-overflow, layer-growth */
-void detect_absmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_absmax_finish(detect_rank *c);
-void detect_risk_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_risk_finish(detect_rank *c);
-void detect_softmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_softmax_finish(detect_rank *c);
-void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite);
-void detect_layer_finish(detect_rank *c);
+detect_record_fn detect_absmax_record;
+detect_finish_fn detect_absmax_finish;
+detect_record_fn detect_risk_record;
+detect_finish_fn detect_risk_finish;
+detect_record_fn detect_softmax_record;
+detect_finish_fn detect_softmax_finish;
+detect_record_fn detect_layer_record;
+detect_finish_fn detect_layer_finish;
 
 /* detect_attn.c: attn-collapse, attn-scale, attn-uniform */
-void detect_collapse_finish(detect_rank *c);
-void detect_attnscale_finish(detect_rank *c);
-void detect_uniform_finish(detect_rank *c);
+detect_finish_fn detect_collapse_finish;
+detect_finish_fn detect_attnscale_finish;
+detect_finish_fn detect_uniform_finish;
 
 #endif
