@@ -122,6 +122,8 @@ typedef struct detect_series {
     } grad_accum;
 } detect_series;
 
+#define DETECT_FP_MAX 16384 /* batches a rank remembers (data-repeat, ckpt-data) */
+
 /* A rank's detectors. The dispatcher and the stores keep the fields up to
  * the rules' state; each rule keeps its own in a member named after it,
  * zero at detect_rank_new unless it says otherwise. */
@@ -185,6 +187,8 @@ struct detect_rank {
     } layer_growth;
 };
 
+/* ---- the finding store (detect_finding.c) ---- */
+
 /* A finding of rank c (evidence printf-style). Drops it past DETECT_FIND_MAX. */
 void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const detect_series *s, const char *tensor2,
                 double value, double threshold, const char *causes, const char *fmt, ...)
@@ -193,15 +197,11 @@ void detect_add(detect_rank *c, const char *kind, int sev, int64_t step, const d
  * its buffer). Returns the finding, NULL when fi is not one (-1: the rule
  * added none; DETECT_FIND_MAX reached). */
 detect_finding *detect_note(detect_rank *c, int fi, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* "[16,32]" into buf. */
-const char *detect_shape_text(const int64_t *shape, int ndim, char *buf, size_t n);
-/* The series named exactly name, NULL none. */
-detect_series *detect_find(detect_rank *c, const char *name);
-/* Whether name ends with suffix (a whole dotted component or the name). */
-bool detect_ends(const char *name, const char *suffix);
+/* Every rank's findings (at most max) into out, sorted most severe first,
+ * then by step, rank, layer. Returns how many. */
+int detect_findings_gather(detect_rank *const *ranks, int n, detect_finding *out, int max);
 
-/* The layer index of name, -1 none; *pos and *len: where its digits are. */
-int detect_layer_span(const char *name, size_t *pos, size_t *len);
+/* ---- the series store (detect_series.c) ---- */
 
 /* The series of name id (created at its first record), NULL past the
  * bound or without memory (*e set to -ENOMEM then). */
@@ -214,6 +214,9 @@ void detect_series_count(detect_series *s, const tft_rec_tensor *t, int64_t step
 void detect_series_keep(detect_series *s, const tft_rec_tensor *t, bool finite);
 /* Frees every series' history (the rules have read them). */
 void detect_series_free_hist(detect_rank *c);
+
+/* The series named exactly name, NULL none. */
+detect_series *detect_find(detect_rank *c, const char *name);
 /* The series with the rank's first non-finite value (the earliest step,
  * then the first created), NULL none. */
 const detect_series *detect_first_nonfinite(const detect_rank *c);
@@ -230,11 +233,11 @@ typedef struct detect_pick {
 void detect_pick_offer(detect_pick *p, const detect_series *s,
                        bool (*before)(const detect_series *a, const detect_series *b));
 
-/* Every rank's findings (at most max) into out, sorted most severe first,
- * then by step, rank, layer. Returns how many. */
-int detect_findings_gather(detect_rank *const *ranks, int n, detect_finding *out, int max);
-
-/* detect_data.c */
-#define DETECT_FP_MAX 16384 /* batches remembered per rank */
+/* Whether name ends with suffix (a whole dotted component or the name). */
+bool detect_ends(const char *name, const char *suffix);
+/* The layer index of name, -1 none; *pos and *len: where its digits are. */
+int detect_layer_span(const char *name, size_t *pos, size_t *len);
+/* "[16,32]" into buf. */
+const char *detect_shape_text(const int64_t *shape, int ndim, char *buf, size_t n);
 
 #endif
