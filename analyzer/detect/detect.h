@@ -2,7 +2,7 @@
  * detect.h — the detectors of `tfdump --check` that read one trace's
  * tensor statistics over time (docs/CHECK.md): shapes and dtypes, data,
  * initialisation, optimisation, numerics, masks and checkpoints. Private
- * to the analyzer (tftdiff); nothing here is installed.
+ * to the analyzer (tfdump, tfdiff); nothing here is installed.
  *
  * Workload: one detect_rank per rank file, fed every record of that file once
  * in file order (dump_check.c's scan pool: one thread per open rank file,
@@ -12,6 +12,7 @@
  * stride doubles when it fills), so a trace of 100k steps costs what one
  * of a few hundred does. After the scan, detect_rank_finish runs the per-rank
  * rules and drops the histories; detect_merge compares ranks and sorts.
+ * The rules themselves: detect_rules_internal.h and the table in detect.c.
  *
  * Conventions: 0 / -errno returns; constructors return NULL (errno set);
  * nothing prints.
@@ -80,8 +81,6 @@ typedef struct detect_opts {
 /* Sets the threshold NAME (a field above) from "NAME=VALUE". Returns 0,
  * -EINVAL for an unknown name or a value that is not a number >= 0. */
 int detect_opts_set(detect_opts *o, const char *arg);
-/* The names detect_opts_set knows, comma-separated (static). */
-const char *detect_opts_names(void);
 
 typedef struct detect_rank detect_rank;
 
@@ -101,18 +100,20 @@ int detect_merge(detect_rank *const *ranks, int n, detect_finding *out, int max)
 
 const char *detect_severity_name(int severity); /* "error", "warning", "info" */
 
-/* check_trace.c. The detectors over every rank file of t in a pass of
+/* detect_trace.c. The detectors over every rank file of t in a pass of
  * their own (a pool of threads, one rank file open each): the merged
  * findings into out (at most max). Returns how many, or a negative errno. */
 int detect_trace(tft_trace *t, const detect_opts *o, double clip_cmd, detect_finding *out, int max);
-/* tftrain's clip threshold from a recorded command line: its --clip
- * (default 1.0), -1 for --clip 0 (off), 0 when the command is not tftrain. */
+/* detect_opts.c. tftrain's clip threshold from a recorded command line:
+ * its --clip (default 1.0), -1 for --clip 0 (off), 0 when the command is
+ * not tftrain. */
 double detect_clip_of(const tft_manifest *m);
 /* report_check_html.c (built into tfdump and tfdiff, with the HTML pieces):
  * the findings as a table, class "checks", one row per finding with
  * data-kind and data-step; nothing for n <= 0. */
 void report_check_html_table(FILE *f, const detect_finding *x, int n);
-/* A finding as the JSON object of docs/CHECK.md (the caller owns it). */
+/* detect_finding.c. A finding as the JSON object of docs/CHECK.md (the
+ * caller owns it). */
 cJSON *detect_finding_json(const detect_finding *x);
 
 #endif

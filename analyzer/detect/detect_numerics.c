@@ -1,22 +1,26 @@
 /*
- * detect_numerics.c — the numerics detectors of tfdump --check that
- * docs/CHECK.md lists after absmax-growth: precision risk (values past
- * fp16's range appearing before the first non-finite value), softmax
- * inputs near the overflow point, growth across layers at one step, and
- * attention that stays uniform in every layer late in a run.
+ * detect_numerics.c — the numerics detectors of tfdump --check
+ * (docs/CHECK.md): activations whose absmax grows far past their first
+ * value (absmax-growth), precision risk (values past fp16's range
+ * appearing before the first non-finite value), softmax inputs near the
+ * overflow point (softmax-overflow) and growth across layers at one step
+ * (layer-growth).
  *
- * Workload: detect_numerics_record runs for every counted tensor record (its
- * first record in a step), after the series' own rules; it keeps O(1)
- * state per series and looks names up only once per series (the layer-0
- * sibling) or once per rank (the evidence of a finding). detect_numerics_finish
- * reads the downsampled histories, before detect_rank_finish frees them.
+ * Workload: the record hooks run for every counted tensor record (its
+ * first record in a step); they keep O(1) state per series and look names
+ * up only once per series (the layer-0 sibling) or once per rank (the
+ * evidence of a finding). A warning of theirs becomes an error at finish
+ * when a non-finite value follows it.
  */
-#include "detect_internal.h"
+#include "detect_rules_internal.h"
 
-#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+static const char CAUSE_GROWTH_ABS[] =
+    "values grow until they overflow: a learning rate too high, a missing normalisation or 1/sqrt(d) scale, or a "
+    "low-precision dtype without loss scaling";
 static const char CAUSE_RISK[] =
     "values grow past what fp16 can hold: a learning rate too high, a missing normalisation or 1/sqrt(d) scale, "
     "or no loss scaling; in fp16 or under autocast these overflow to Inf";
@@ -27,9 +31,6 @@ static const char CAUSE_SOFTMAX[] =
 static const char CAUSE_LAYER[] =
     "one block amplifies the residual stream: a missing or misplaced normalisation, a residual branch not scaled, "
     "or a learning rate too high for the deeper layers";
-static const char CAUSE_UNIFORM[] =
-    "attention never learned to select keys: query/key weights frozen or zero, scores scaled down too much (by 1/d "
-    "instead of 1/sqrt(d)), or a learning rate far too low";
 
 /* The name of s with its layer number replaced by layer, into buf ("" when
  * it does not fit). */
@@ -45,57 +46,77 @@ static const char *layer_name(const detect_series *s, int layer, char *buf, size
     return buf;
 }
 
+/* The record rules below judge finite records in full mode before the
+ * rank's first non-finite value. */
+static bool judged(const detect_rank *c, const tft_rec_tensor *t, bool finite)
+{
+    return finite && t->mode >= TFT_STATS_FULL && !c->nonfinite_any;
+}
+
+/* absmax-growth, online (downsampling would lose the steps before an
+ * overflow): an activation's first finite record past both thresholds,
+ * before any non-finite value of its own. */
+void detect_absmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    if (finite && t->mode >= TFT_STATS_FULL && !s->nonfinite_seen && s->absmax_growth.step == TFT_STEP_NONE &&
+        s->first.absmax > 0 && t->stats.absmax > c->o.absmax_growth * s->first.absmax &&
+        t->stats.absmax >= c->o.absmax_min) {
+        s->absmax_growth.step = step;
+        s->absmax_growth.val = t->stats.absmax;
+    }
+}
+
 /* Values past fp16's largest finite value in an f32/f64 tensor, judged
  * before the rank's first non-finite value: the first step of each series
  * and the largest count (f16 tensors cannot hold them: they are Inf). */
-static void risk_record(detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_risk_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (t->dtype != TFT_F32 && t->dtype != TFT_F64)
+    if (!judged(c, t, finite) || (t->dtype != TFT_F32 && t->dtype != TFT_F64))
         return;
     uint64_t n = t->stats.over_fp16;
     if (!n)
         return;
-    if (s->risk_step == TFT_STEP_NONE) {
-        s->risk_step = step;
-        s->risk_first = n;
+    if (s->precision_risk.step == TFT_STEP_NONE) {
+        s->precision_risk.step = step;
+        s->precision_risk.first = n;
     }
-    if (n > s->risk_max) {
-        s->risk_max = n;
-        s->risk_max_step = step;
+    if (n > s->precision_risk.max) {
+        s->precision_risk.max = n;
+        s->precision_risk.max_step = step;
     }
 }
 
 /* Attention scores past softmax_max (ln of f32's largest value). */
-static void softmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
+void detect_softmax_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (c->softmax_fi >= 0 || !(c->o.softmax_max > 0) || !(s->cls & DETECT_C_SCORES) ||
+    if (!judged(c, t, finite) || c->softmax.fi >= 0 || !(c->o.softmax_max > 0) ||
         !(t->stats.absmax > c->o.softmax_max))
         return;
-    c->softmax_fi = c->nf;
+    c->softmax.fi = c->nf;
     detect_add(c, "softmax-overflow", DETECT_WARNING, step, s, NULL, t->stats.absmax, c->o.softmax_max, CAUSE_SOFTMAX,
-            "the absmax of %s is %.4g at step %lld (%.4g at step %lld), past %.4g: exp() of it overflows f32 "
-            "(fp16 already past 11.09) unless the row maximum is subtracted",
-            s->name, t->stats.absmax, (long long)step, s->first.absmax, (long long)s->first_step, c->o.softmax_max);
+               "the absmax of %s is %.4g at step %lld (%.4g at step %lld), past %.4g: exp() of it overflows f32 "
+               "(fp16 already past 11.09) unless the row maximum is subtracted",
+               s->name, t->stats.absmax, (long long)step, s->first.absmax, (long long)s->first_step, c->o.softmax_max);
 }
 
 /* The layer-0 series of s's name, NULL none (looked up once per series). */
 static const detect_series *base_of(detect_rank *c, detect_series *s)
 {
-    if (!s->base) {
+    if (!s->layer_growth.base) {
         char nm[104];
         const detect_series *b = layer_name(s, 0, nm, sizeof(nm))[0] ? detect_find(c, nm) : NULL;
-        s->base = b ? (int)(b - c->s) + 1 : -1;
+        s->layer_growth.base = b ? (int)(b - c->s) + 1 : -1;
     }
-    return s->base > 0 ? &c->s[s->base - 1] : NULL;
+    return s->layer_growth.base > 0 ? &c->s[s->layer_growth.base - 1] : NULL;
 }
 
-/* At one step, the absmax of s (layer L) is layer_growth times layer 0's
- * and at least absmax_min: the finding names the layer with the largest
- * jump over the one below, with the chain 0..L as evidence. */
-static void layer_record(detect_rank *c, detect_series *s, int64_t step)
+/* At one step, the absmax of activation s (layer L) is layer_growth times
+ * layer 0's and at least absmax_min: the finding names the layer with the
+ * largest jump over the one below, with the chain 0..L as evidence. */
+void detect_layer_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
-    if (c->layer_fi >= 0 || s->layer < 1 || !(c->o.layer_growth > 0) || s->step_absmax < c->o.absmax_min ||
-        !detect_is_activation(s))
+    if (!judged(c, t, finite) || c->layer_growth.fi >= 0 || s->layer < 1 || !(c->o.layer_growth > 0) ||
+        s->step_absmax < c->o.absmax_min)
         return;
     const detect_series *b = base_of(c, s);
     if (!b || b->last_step != step || !(b->step_absmax > 0) || s->step_absmax < c->o.layer_growth * b->step_absmax)
@@ -117,138 +138,107 @@ static void layer_record(detect_rank *c, detect_series *s, int64_t step)
             k += (size_t)snprintf(ev + k, sizeof(ev) - k, "%s%d: %.4g", k ? ", " : "", l, x->step_absmax);
     }
     double r = s->step_absmax / b->step_absmax;
-    c->layer_fi = c->nf;
-    c->layer_step = step;
+    c->layer_growth.fi = c->nf;
     detect_add(c, "layer-growth", DETECT_WARNING, step, start, s->name, r, c->o.layer_growth, CAUSE_LAYER,
-            "at step %lld the absmax of %s grows across layers (%s), x%.3g from layer 0; the largest jump (x%.3g) "
-            "is into layer %d",
-            (long long)step, s->name, ev, r, jump, start->layer);
-}
-
-void detect_numerics_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
-{
-    bool full = t->mode >= TFT_STATS_FULL;
-    s->step_absmax = finite && full ? t->stats.absmax : 0;
-    if (!finite || !full || c->nonfinite_any) /* judged before the rank's first non-finite value */
-        return;
-    risk_record(s, t, step);
-    softmax_record(c, s, t, step);
-    layer_record(c, s, step);
+               "at step %lld the absmax of %s grows across layers (%s), x%.3g from layer 0; the largest jump (x%.3g) "
+               "is into layer %d",
+               (long long)step, s->name, ev, r, jump, start->layer);
 }
 
 /* ---- when the rank is read ------------------------------------------------- */
 
-/* The rank's first non-finite value: its series, NULL none. */
-static const detect_series *first_nonfinite(const detect_rank *c)
+/* "; the first non-finite value follows at step S in NAME" into buf (at
+ * least 160 bytes), "" when nf is NULL. */
+static const char *nonfinite_tail(const detect_series *nf, char *buf, size_t n)
 {
-    const detect_series *nf = NULL;
-    for (int i = 0; i < c->ns; i++)
-        if (c->s[i].nonfinite_seen && (!nf || c->s[i].nonfinite_step < nf->nonfinite_step))
-            nf = &c->s[i];
-    return nf;
+    buf[0] = 0;
+    if (nf)
+        snprintf(buf, n, "; the first non-finite value follows at step %lld in %s", (long long)nf->nonfinite_step,
+                 nf->name);
+    return buf;
 }
 
 /* A warning of the record rules becomes an error when a non-finite value
  * follows it, which the evidence then names. */
 static void escalate(detect_rank *c, int fi, const detect_series *nf)
 {
-    if (fi < 0 || fi >= c->nf || !nf)
+    char tail[160];
+    detect_finding *f = nf ? detect_note(c, fi, "%s", nonfinite_tail(nf, tail, sizeof(tail))) : NULL;
+    if (f)
+        f->severity = DETECT_ERROR;
+}
+
+/* absmax-growth: a grew earlier than b, or at the same step in a lower
+ * layer (no layer counts as the highest). */
+static bool grew_before(const detect_series *a, const detect_series *b)
+{
+    int la = a->layer < 0 ? INT32_MAX : a->layer, lb = b->layer < 0 ? INT32_MAX : b->layer;
+    return a->absmax_growth.step < b->absmax_growth.step ||
+           (a->absmax_growth.step == b->absmax_growth.step && la < lb);
+}
+
+/* Activations whose absmax grows absmax_growth times over their first
+ * value, before any non-finite value of theirs: the earliest (then the
+ * lowest layer) is reported, with how many others do. */
+void detect_absmax_finish(detect_rank *c)
+{
+    detect_pick p = {0};
+    for (int i = 0; i < c->ns; i++) {
+        const detect_series *s = &c->s[i];
+        if ((s->cls & DETECT_C_ACTIVATION) && s->absmax_growth.step != TFT_STEP_NONE && s->first.absmax)
+            detect_pick_offer(&p, s, grew_before);
+    }
+    const detect_series *best = p.s, *nf = detect_first_nonfinite(c);
+    if (!best)
         return;
-    detect_finding *f = &c->f[fi];
-    size_t k = strlen(f->evidence);
-    f->severity = DETECT_ERROR;
-    snprintf(f->evidence + k, sizeof(f->evidence) - k, "; the first non-finite value follows at step %lld in %s",
-             (long long)nf->nonfinite_step, nf->name);
+    char tail[160], lay[40] = "";
+    nonfinite_tail(nf, tail, sizeof(tail));
+    if (best->layer >= 0)
+        snprintf(lay, sizeof(lay), " (layer %d is where it starts)", best->layer);
+    double r = best->absmax_growth.val / best->first.absmax;
+    detect_add(c, "absmax-growth", nf ? DETECT_ERROR : DETECT_WARNING, best->absmax_growth.step, best, NULL, r,
+               c->o.absmax_growth, CAUSE_GROWTH_ABS,
+               "the absmax of %s grew from %.4g at step %lld to %.4g at step %lld (x%.3g)%s%s; %d "
+               "other tensor(s) grew as much later or in a higher layer",
+               best->name, best->first.absmax, (long long)best->first_step, best->absmax_growth.val,
+               (long long)best->absmax_growth.step, r, lay, tail, p.others);
+}
+
+static bool risk_before(const detect_series *a, const detect_series *b)
+{
+    return a->precision_risk.step < b->precision_risk.step;
 }
 
 /* The earliest series with values past fp16's range (then the first
  * created: forward order), with how many others have some. */
-static void rules_risk(detect_rank *c, const detect_series *nf)
+void detect_risk_finish(detect_rank *c)
 {
-    const detect_series *best = NULL;
-    int others = 0;
-    for (int i = 0; i < c->ns; i++) {
-        const detect_series *s = &c->s[i];
-        if (s->risk_step == TFT_STEP_NONE)
-            continue;
-        if (best && s->risk_step >= best->risk_step) {
-            others++;
-        } else {
-            others += best != NULL;
-            best = s;
-        }
-    }
+    detect_pick p = {0};
+    for (int i = 0; i < c->ns; i++)
+        if (c->s[i].precision_risk.step != TFT_STEP_NONE)
+            detect_pick_offer(&p, &c->s[i], risk_before);
+    const detect_series *best = p.s, *nf = detect_first_nonfinite(c);
     if (!best)
         return;
-    char tail[160] = "";
-    if (nf)
-        snprintf(tail, sizeof(tail), "; the first non-finite value follows at step %lld in %s",
-                 (long long)nf->nonfinite_step, nf->name);
-    detect_add(c, "precision-risk", nf ? DETECT_ERROR : DETECT_INFO, best->risk_step, best, NULL, (double)best->risk_first,
-            65504, nf ? CAUSE_RISK : "",
-            "%llu value(s) of %s are past fp16's largest value 65504 at step %lld, %llu at step %lld%s; %d other "
-            "tensor(s) have such values from that step or later%s",
-            (unsigned long long)best->risk_first, best->name, (long long)best->risk_step,
-            (unsigned long long)best->risk_max, (long long)best->risk_max_step, tail, others,
-            nf ? "" : " (fine in f32; not castable to fp16)");
+    char tail[160];
+    nonfinite_tail(nf, tail, sizeof(tail));
+    detect_add(c, "precision-risk", nf ? DETECT_ERROR : DETECT_INFO, best->precision_risk.step, best, NULL,
+               (double)best->precision_risk.first, 65504, nf ? CAUSE_RISK : "",
+               "%llu value(s) of %s are past fp16's largest value 65504 at step %lld, %llu at step %lld%s; %d other "
+               "tensor(s) have such values from that step or later%s",
+               (unsigned long long)best->precision_risk.first, best->name, (long long)best->precision_risk.step,
+               (unsigned long long)best->precision_risk.max, (long long)best->precision_risk.max_step, tail, p.others,
+               nf ? "" : " (fine in f32; not castable to fp16)");
 }
 
-/* Sum of 1/(i+1) over i < T, over T: the mean per-row sum of squares of
- * uniform causal attention (row i sees i+1 keys). */
-static double uniform_causal(int64_t T)
+/* softmax-overflow and layer-growth are errors when a non-finite value
+ * follows. */
+void detect_softmax_finish(detect_rank *c)
 {
-    double h = 0;
-    for (int64_t i = 1; i <= T; i++)
-        h += 1.0 / (double)i;
-    return h / (double)T;
+    escalate(c, c->softmax.fi, detect_first_nonfinite(c));
 }
 
-/* Every attention layer within (1 + uniform) of uniform over the last half
- * of a run of at least uniform_steps steps: attention never learned to
- * select. At initialisation it is uniform by design, so only late. */
-static void rules_uniform(detect_rank *c)
+void detect_layer_finish(detect_rank *c)
 {
-    const detect_series *first = NULL;
-    int n = 0;
-    double worst = 0;
-    int64_t from = 0, to = 0;
-    for (int i = 0; i < c->ns; i++) {
-        const detect_series *s = &c->s[i];
-        if (!detect_ends(s->name, "attn.probs") || s->mode < TFT_STATS_FULL || s->first_ndim < 2 || s->nh < 4)
-            continue;
-        int64_t T = s->first_shape[s->first_ndim - 1];
-        if (T < 2 || T > (1 << 24) || s->first.numel % (uint64_t)T || (double)s->nrec < c->o.uniform_steps)
-            return; /* a layer too short to judge: no verdict on the others */
-        double rows = (double)(s->first.numel / (uint64_t)T), qu = c->causal_seen ? uniform_causal(T) : 1.0 / T;
-        int64_t half = s->first_step + (s->hist[s->nh - 1].step - s->first_step) / 2;
-        for (int k = 0; k < s->nh; k++) {
-            double q = s->hist[k].l2 * s->hist[k].l2 / rows / qu;
-            if (s->hist[k].step < half || !s->hist[k].finite)
-                continue;
-            if (!(q <= 1 + c->o.uniform))
-                return;
-            worst = q > worst ? q : worst;
-        }
-        if (!first || (s->layer >= 0 && s->layer < first->layer)) {
-            first = s;
-            from = half;
-            to = s->hist[s->nh - 1].step;
-        }
-        n++;
-    }
-    if (!first || !n)
-        return;
-    detect_add(c, "attn-uniform", DETECT_WARNING, from, first, NULL, worst, 1 + c->o.uniform, CAUSE_UNIFORM,
-            "the attention probabilities of all %d layer(s) stay uniform over steps %lld..%lld: the sum of squared "
-            "probabilities per query is at most %.3f x that of uniform %s attention",
-            n, (long long)from, (long long)to, worst, c->causal_seen ? "causal" : "full");
-}
-
-void detect_numerics_finish(detect_rank *c)
-{
-    const detect_series *nf = first_nonfinite(c);
-    rules_risk(c, nf);
-    escalate(c, c->softmax_fi, nf);
-    escalate(c, c->layer_fi, nf);
-    rules_uniform(c);
+    escalate(c, c->layer_growth.fi, detect_first_nonfinite(c));
 }

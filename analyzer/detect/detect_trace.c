@@ -1,16 +1,14 @@
 /*
  * detect_trace.c — the detectors (detect.h) over a whole trace in a
  * pass of their own, for tfdiff (tfdump --check feeds them in its shared
- * pass, dump_check.c); and a finding as JSON, shared by both programs.
+ * pass, dump_check.c).
  */
 #include "detect.h"
 #include "core.h"
 #include "core_spill.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct trace_scan {
     tft_trace *t;
@@ -47,55 +45,4 @@ int detect_trace(tft_trace *t, const detect_opts *o, double clip_cmd, detect_fin
         detect_rank_free(s.ranks[i]);
     free(s.ranks);
     return k;
-}
-
-double detect_clip_of(const tft_manifest *m)
-{
-    if (!m || !m->argv)
-        return 0;
-    for (int i = 0; i < m->argc; i++) {
-        const char *a = m->argv[i], *base = a ? strrchr(a, '/') : NULL;
-        if (!a || strcmp(base ? base + 1 : a, "tftrain"))
-            continue;
-        double clip = 1.0;
-        for (int k = i + 1; k < m->argc; k++) {
-            const char *v = NULL;
-            if (m->argv[k] && !strcmp(m->argv[k], "--clip") && k + 1 < m->argc)
-                v = m->argv[k + 1];
-            else if (m->argv[k] && !strncmp(m->argv[k], "--clip=", 7))
-                v = m->argv[k] + 7;
-            char *end;
-            double x = v ? strtod(v, &end) : 0;
-            if (v && end != v && x >= 0)
-                clip = x;
-        }
-        return clip > 0 ? clip : -1;
-    }
-    return 0;
-}
-
-cJSON *detect_finding_json(const detect_finding *x)
-{
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "kind", x->kind);
-    cJSON_AddStringToObject(j, "severity", detect_severity_name(x->severity));
-    cJSON_AddNumberToObject(j, "rank", x->rank);
-    if (x->step == TFT_STEP_NONE)
-        cJSON_AddNullToObject(j, "step");
-    else
-        cJSON_AddNumberToObject(j, "step", (double)x->step);
-    cJSON_AddStringToObject(j, "tensor", x->tensor);
-    if (x->tensor2[0])
-        cJSON_AddStringToObject(j, "other_tensor", x->tensor2);
-    else
-        cJSON_AddNullToObject(j, "other_tensor");
-    if (x->layer >= 0)
-        cJSON_AddNumberToObject(j, "layer", x->layer);
-    else
-        cJSON_AddNullToObject(j, "layer");
-    cJSON_AddNumberToObject(j, "value", isfinite(x->value) ? x->value : 0);
-    cJSON_AddNumberToObject(j, "threshold", isfinite(x->threshold) ? x->threshold : 0);
-    cJSON_AddStringToObject(j, "evidence", x->evidence);
-    cJSON_AddStringToObject(j, "causes", x->causes ? x->causes : "");
-    return j;
 }
