@@ -231,7 +231,7 @@ typedef struct p2p_open {
 typedef struct p2p_rank {
     p2p_open *v;              /* in call order, left calls marked gone until compacted */
     size_t n, cap, ngone;
-    tft_u64map ix;            /* (space, q) -> index in v of its newest open call (ix_init) */
+    tft_u64map ix;            /* (space, q) -> index in v of its newest open call (desync_ix_init) */
     bool overflow;            /* more than DESYNC_MAX_OPEN: not judged */
 } p2p_rank;
 
@@ -274,7 +274,7 @@ typedef struct desync_state {
     tft_trace *t;
     int nranks;
     size_t slot_bytes;     /* window slots allocated, all communicators (<= DESYNC_SLOT_BUDGET) */
-    struct dense_view *dense; /* scratch: one entry's slots by rank file (entry_dense) */
+    struct dense_view *dense; /* scratch: one entry's slots by rank file (desync_entry_dense) */
     bool one_host;
     bool aligned;          /* several hosts, clocks aligned (core_clock.h): adj holds the shifts */
     int64_t *adj;          /* nranks: added to a rank file's times for rank 0's realtime */
@@ -294,12 +294,12 @@ typedef struct desync_state {
     size_t nparams, params_cap;
     param_fp *fps;         /* one per parameter record of the step (<= DESYNC_MAX_PARAM_FPS) */
     size_t nfps, fps_cap;
-    tft_u64map param_ix;   /* (name, occurrence) -> params index (ix_init) */
-    tft_u64map occ_ix;     /* (name, rank file) -> index in fps of its latest record (ix_init) */
+    tft_u64map param_ix;   /* (name, occurrence) -> params index (desync_ix_init) */
+    tft_u64map occ_ix;     /* (name, rank file) -> index in fps of its latest record (desync_ix_init) */
     /* point-to-point */
     p2p_rank *open;        /* nranks */
     tft_u64map pairs;      /* pair_hash -> pair_ent, at most DESYNC_MAX_PAIRS */
-    struct pair_key *pair_order; /* p2p_judge: the counters, sorted (pairs_sort) */
+    struct pair_key *pair_order; /* desync_p2p_judge: the counters, sorted (desync_pairs_sort) */
     bool pairs_overflow;
     found *p2p;            /* findings, one per blocked rank at most */
     int np2p;
@@ -317,27 +317,27 @@ typedef struct desync_state {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int rank_id(const desync_state *s, int i) { return tft_trace_rank_id(s->t, i); }
+static int desync_rank_id(const desync_state *s, int i) { return tft_trace_rank_id(s->t, i); }
 
 /* Index of the rank file of world rank w, -1 none. */
-static int rank_index(const desync_state *s, int w)
+static int desync_rank_index(const desync_state *s, int w)
 {
     for (int i = 0; i < s->nranks; i++)
-        if (rank_id(s, i) == w)
+        if (desync_rank_id(s, i) == w)
             return i;
     return -1;
 }
 
 /* The text of string id (the extracts bring every string an entry names;
  * ids are hashes of the text, so one table serves all ranks). */
-static const char *str_of(const desync_state *s, int i, uint64_t id)
+static const char *desync_str_of(const desync_state *s, int i, uint64_t id)
 {
     (void)i;
     const uint64_t *off = tft_u64map_find(&s->strs, id, NULL, NULL);
     return off ? s->pool + *off : "?";
 }
 
-static int str_add(desync_state *s, uint64_t id, const char *txt, size_t n)
+static int desync_str_add(desync_state *s, uint64_t id, const char *txt, size_t n)
 {
     if (tft_u64map_find(&s->strs, id, NULL, NULL))
         return 0;
@@ -363,7 +363,7 @@ static int str_add(desync_state *s, uint64_t id, const char *txt, size_t n)
 }
 
 /* "step N", or "no step" for records outside any step. */
-static const char *step_text(int64_t step, char *buf, size_t len)
+static const char *desync_step_text(int64_t step, char *buf, size_t len)
 {
     if (step == TFT_STEP_NONE)
         snprintf(buf, len, "no step");
@@ -373,7 +373,7 @@ static const char *step_text(int64_t step, char *buf, size_t len)
 }
 
 /* Appends s to the NUL-terminated buf of len bytes, cut to fit. */
-static void str_append(char *buf, size_t len, const char *s)
+static void desync_str_append(char *buf, size_t len, const char *s)
 {
     size_t o = strlen(buf), n = strlen(s);
     if (o + 1 >= len)
@@ -384,7 +384,7 @@ static void str_append(char *buf, size_t len, const char *s)
     buf[o + n] = '\0';
 }
 
-static void add_rank(desync_finding *d, int rank)
+static void desync_add_rank(desync_finding *d, int rank)
 {
     if (d->nranks < (int)(sizeof(d->ranks) / sizeof(d->ranks[0])))
         d->ranks[d->nranks++] = rank;
@@ -395,7 +395,7 @@ static void ranks_text(const desync_state *s, const int *idx, int n, char *buf, 
     size_t o = 0;
     buf[0] = '\0';
     for (int k = 0; k < n && o < len; k++) {
-        int w = snprintf(buf + o, len - o, "%s%d", k ? "," : "", rank_id(s, idx[k]));
+        int w = snprintf(buf + o, len - o, "%s%d", k ? "," : "", desync_rank_id(s, idx[k]));
         if (w < 0)
             break;
         o += (size_t)w;
@@ -446,14 +446,14 @@ static int minority(const uint64_t *val, const int *idx, int n, bool has_prev, u
 
 /* An index map: tft_u64map_hash2 of a longer key -> a u32 index into the array
  * that holds the longer key (eq compares it), at most half full. */
-static void ix_init(tft_u64map *m)
+static void desync_ix_init(tft_u64map *m)
 {
     tft_u64map_init(m, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .min_cap = 256, .hashed = true});
 }
 
 /* ---- communicator definitions (COMM records) ---------------------------- */
 
-static comm_def *def_find(const desync_state *s, uint64_t id)
+static comm_def *desync_def_find(const desync_state *s, uint64_t id)
 {
     for (int k = 0; k < s->ndefs; k++)
         if (s->defs[k].id == id)
@@ -462,7 +462,7 @@ static comm_def *def_find(const desync_state *s, uint64_t id)
 }
 
 /* The definition whose point-to-point space is space, NULL none. */
-static comm_def *def_of_p2p(const desync_state *s, uint64_t space)
+static comm_def *desync_def_of_p2p(const desync_state *s, uint64_t space)
 {
     for (int k = 0; k < s->ndefs; k++)
         if (s->defs[k].p2p == space || (s->defs[k].p2p_old && s->defs[k].p2p_old == space))
@@ -470,9 +470,9 @@ static comm_def *def_of_p2p(const desync_state *s, uint64_t space)
     return NULL;
 }
 
-static comm_def *def_get(desync_state *s, uint64_t id)
+static comm_def *desync_def_get(desync_state *s, uint64_t id)
 {
-    comm_def *d = def_find(s, id);
+    comm_def *d = desync_def_find(s, id);
     if (d || s->ndefs == DESYNC_MAX_DEFS)
         return d;
     if (s->ndefs == s->defs_cap) {
@@ -515,13 +515,13 @@ static bool def_size(const desync_state *s, comm_def *d, int n)
 }
 
 /* Rank file i's member k of d is its own rank (assembling unlisted members). */
-static void def_assemble(const desync_state *s, comm_def *d, int i, int k, int n)
+static void desync_def_assemble(const desync_state *s, comm_def *d, int i, int k, int n)
 {
     if (!d->listed && k >= 0 && k < n && def_size(s, d, n))
-        d->mem[k] = rank_id(s, i);
+        d->mem[k] = desync_rank_id(s, i);
 }
 
-static comm_state *comm_find(const desync_state *s, uint64_t comm)
+static comm_state *desync_comm_find(const desync_state *s, uint64_t comm)
 {
     for (int k = 0; k < s->ncomms; k++)
         if (s->comms[k].comm == comm)
@@ -530,9 +530,9 @@ static comm_state *comm_find(const desync_state *s, uint64_t comm)
 }
 
 /* A COMM record of rank file i. */
-static void on_comm(desync_state *s, int i, const tft_rec_comm *cr)
+static void desync_on_comm(desync_state *s, int i, const tft_rec_comm *cr)
 {
-    comm_def *d = def_get(s, cr->comm);
+    comm_def *d = desync_def_get(s, cr->comm);
     if (!d)
         return;
     bool inter = (cr->h.flags & TFT_COMM_FLAG_INTER) != 0;
@@ -552,9 +552,9 @@ static void on_comm(desync_state *s, int i, const tft_rec_comm *cr)
             d->size = 0;
         }
     } else if (!inter && cr->n_members == 0) {
-        def_assemble(s, d, i, cr->rank, cr->size);
+        desync_def_assemble(s, d, i, cr->rank, cr->size);
     }
-    comm_state *c = comm_find(s, cr->comm);
+    comm_state *c = desync_comm_find(s, cr->comm);
     if (c && d->inter) {
         c->inter = true;
         c->size = d->size > c->size ? d->size : c->size;
@@ -596,9 +596,9 @@ static void def_name(const comm_def *d, uint64_t id, char *buf, size_t len)
 
 /* ---- communicators ------------------------------------------------------ */
 
-static comm_state *comm_get(desync_state *s, uint64_t comm)
+static comm_state *desync_comm_get(desync_state *s, uint64_t comm)
 {
-    comm_state *c = comm_find(s, comm);
+    comm_state *c = desync_comm_find(s, comm);
     if (c)
         return c;
     if (s->ncomms == DESYNC_MAX_COMMS)
@@ -623,7 +623,7 @@ static comm_state *comm_get(desync_state *s, uint64_t comm)
     }
     for (int i = 0; i < s->nranks; i++)
         c->local[i] = -1;
-    const comm_def *d = def_find(s, comm);
+    const comm_def *d = desync_def_find(s, comm);
     if (d && d->inter) {
         c->inter = true;
         c->size = d->size;
@@ -632,10 +632,10 @@ static comm_state *comm_get(desync_state *s, uint64_t comm)
     return c;
 }
 
-static coll_entry *entry_at(comm_state *c, uint64_t q) { return &c->win[q & (c->cap - 1)]; }
+static coll_entry *desync_entry_at(comm_state *c, uint64_t q) { return &c->win[q & (c->cap - 1)]; }
 
 /* Entry q's slots, one per rank file with records on c (c->local). */
-static coll_slot *slots_at(const desync_state *s, comm_state *c, uint64_t q)
+static coll_slot *desync_slots_at(const desync_state *s, comm_state *c, uint64_t q)
 {
     (void)s;
     return &c->slots[(size_t)(q & (c->cap - 1)) * (size_t)c->wcap];
@@ -643,7 +643,7 @@ static coll_slot *slots_at(const desync_state *s, comm_state *c, uint64_t q)
 
 /* Entry q's slots by rank file index (rank files without records on c:
  * empty), for the checks: s->dense, valid until the next call. */
-static const coll_slot *entry_dense(const desync_state *s, comm_state *c, uint64_t q)
+static const coll_slot *desync_entry_dense(const desync_state *s, comm_state *c, uint64_t q)
 {
     dense_view *dv = s->dense;
     if (dv->owner >= 0) { /* O(members), not O(rank files) */
@@ -651,7 +651,7 @@ static const coll_slot *entry_dense(const desync_state *s, comm_state *c, uint64
         for (int k = 0; k < o->width; k++)
             memset(&dv->v[o->global[k]], 0, sizeof(coll_slot));
     }
-    const coll_slot *sl = slots_at(s, c, q);
+    const coll_slot *sl = desync_slots_at(s, c, q);
     for (int k = 0; k < c->width; k++)
         dv->v[c->global[k]] = sl[k];
     dv->owner = (int)(c - s->comms);
@@ -660,7 +660,7 @@ static const coll_slot *entry_dense(const desync_state *s, comm_state *c, uint64
 
 /* Doubles c's window. -ENOSPC when the slots of all windows would pass
  * DESYNC_SLOT_BUDGET (the caller judges old entries instead). */
-static int window_grow(desync_state *s, comm_state *c)
+static int desync_window_grow(desync_state *s, comm_state *c)
 {
     size_t ncap = c->cap ? c->cap * 2 : 16;
     size_t grow_by = (ncap - c->cap) * (size_t)c->wcap * sizeof(coll_slot);
@@ -674,8 +674,8 @@ static int window_grow(desync_state *s, comm_state *c)
         return -ENOMEM;
     }
     for (uint64_t q = c->base; q < c->top; q++) {
-        nw[q & (ncap - 1)] = *entry_at(c, q);
-        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)c->wcap], slots_at(s, c, q),
+        nw[q & (ncap - 1)] = *desync_entry_at(c, q);
+        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)c->wcap], desync_slots_at(s, c, q),
                (size_t)c->wcap * sizeof(*ns));
     }
     free(c->win);
@@ -689,7 +689,7 @@ static int window_grow(desync_state *s, comm_state *c)
 
 /* The slot of rank file i in c's entries, added (widening every entry)
  * when i records on c for the first time. -ENOSPC past DESYNC_SLOT_BUDGET. */
-static int comm_slot(desync_state *s, comm_state *c, int i)
+static int desync_comm_slot(desync_state *s, comm_state *c, int i)
 {
     if (c->local[i] >= 0)
         return c->local[i];
@@ -734,7 +734,7 @@ static int comm_slot(desync_state *s, comm_state *c, int i)
 /* Stores d into f with the evidence in s->inv_tmp / s->miss_tmp (then:
  * the hang's "ranks ... waited in ..." or NULL). Allocation failures leave
  * the finding without evidence (it is then never linked). */
-static void found_set(const desync_state *s, found *f, const desync_finding *d, const char *then)
+static void desync_found_set(const desync_state *s, found *f, const desync_finding *d, const char *then)
 {
     size_t n = (size_t)s->nranks;
     if (!f->inv)
@@ -758,11 +758,11 @@ static void comm_report(const desync_state *s, comm_state *c, const desync_findi
     found *f = echo ? &c->echo : &c->fin;
     if (f->valid && f->d.coll_seq <= d->coll_seq)
         return;
-    found_set(s, f, d, then);
+    desync_found_set(s, f, d, then);
     f->echo = echo;
 }
 
-static void desync_init(desync_finding *d, const comm_state *c, uint64_t q, int64_t step, int64_t seq, int kind)
+static void desync_finding_init(desync_finding *d, const comm_state *c, uint64_t q, int64_t step, int64_t seq, int kind)
 {
     memset(d, 0, sizeof(*d));
     d->comm = c->comm;
@@ -841,16 +841,16 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
     int64_t step, seq;
     entry_key(sl, idx, n, &step, &seq);
     desync_finding d;
-    desync_init(&d, c, q, step, seq, kind == FIELD_NAME ? DS_TYPE : kind);
+    desync_finding_init(&d, c, q, step, seq, kind == FIELD_NAME ? DS_TYPE : kind);
     for (int k = 0; k < nf; k++)
-        add_rank(&d, rank_id(s, fault[k]));
+        desync_add_rank(&d, desync_rank_id(s, fault[k]));
     const char *what = kind == DS_TYPE ? "type" : kind == DS_COUNT ? "count" : kind == DS_DTYPE ? "dtype"
                      : kind == DS_OP ? "reduce op" : kind == FIELD_NAME ? "calls" : "root";
     char va[48], vb[48], st[32];
     switch (kind) {
     case FIELD_NAME:
-        snprintf(va, sizeof(va), "%s", str_of(s, ref, a->name));
-        snprintf(vb, sizeof(vb), "%s", str_of(s, fault[0], b->name));
+        snprintf(va, sizeof(va), "%s", desync_str_of(s, ref, a->name));
+        snprintf(vb, sizeof(vb), "%s", desync_str_of(s, fault[0], b->name));
         break;
     case DS_TYPE:
         snprintf(va, sizeof(va), "%s", tft_coll_type_name(a->type));
@@ -873,8 +873,9 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
         snprintf(vb, sizeof(vb), "%" PRIu64, b->count);
     }
     snprintf(d.detail, sizeof(d.detail), "%s differs on communicator " PH "%016" PRIx64 ", collective #%" PRIu64
-             " (%s): rank %d %s %s, rank %d %s %s", str_of(s, ref, a->name), c->comm, q,
-             step_text(step, st, sizeof(st)), rank_id(s, ref), what, va, rank_id(s, fault[0]), what, vb);
+             " (%s): rank %d %s %s, rank %d %s %s", desync_str_of(s, ref, a->name), c->comm, q,
+             desync_step_text(step, st, sizeof(st)), desync_rank_id(s, ref), what, va,
+             desync_rank_id(s, fault[0]), what, vb);
     evidence(s, idx, n, fault, nf);
     comm_report(s, c, &d, NULL, false);
     return false;
@@ -902,13 +903,13 @@ static bool check_values(const desync_state *s, comm_state *c, uint64_t q, const
     entry_key(sl, idx, n, &step, &seq);
     desync_finding d;
     char st[32];
-    desync_init(&d, c, q, step, seq, DS_VALUES);
+    desync_finding_init(&d, c, q, step, seq, DS_VALUES);
     for (int k = 0; k < nf; k++)
-        add_rank(&d, rank_id(s, fault[k]));
+        desync_add_rank(&d, desync_rank_id(s, fault[k]));
     snprintf(d.detail, sizeof(d.detail), "%s results differ across ranks on communicator " PH "%016" PRIx64
              ", collective #%" PRIu64 " (%s): rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
-             str_of(s, ref, a->name), c->comm, q, step_text(step, st, sizeof(st)), rank_id(s, ref), a->fp,
-             rank_id(s, fault[0]), sl[fault[0]].fp);
+             desync_str_of(s, ref, a->name), c->comm, q, desync_step_text(step, st, sizeof(st)),
+             desync_rank_id(s, ref), a->fp, desync_rank_id(s, fault[0]), sl[fault[0]].fp);
     evidence(s, idx, n, fault, nf);
     comm_report(s, c, &d, NULL, false);
     return false;
@@ -920,7 +921,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The clock entry times of a collective compare on, for check_straggler:
+/* The clock entry times of a collective compare on, for desync_check_straggler:
  * one host's monotonic; across hosts rank 0's realtime through the MPI
  * estimate, else each host's realtime when every host involved was
  * NTP-synchronised then. t[k]: the time of idx[k]; *late its latest rank;
@@ -959,7 +960,7 @@ static bool entry_times(const desync_state *s, const coll_slot *sl, const int *i
 
 /* The last rank to enter, when it came far later than usual on this comm.
  * Across hosts only with their clocks comparable (entry_times). */
-static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
+static void desync_check_straggler(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                             const int *idx, int n)
 {
     if (n < 2)
@@ -977,8 +978,8 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
         qsort(hist, (size_t)m, sizeof(hist[0]), cmp_u64);
         if (spread > STRAGGLER_FACTOR * hist[m / 2]) {
             desync_finding *d = &c->straggler;
-            desync_init(d, c, q, sl[late].step, sl[late].seq, DS_STRAGGLER);
-            add_rank(d, rank_id(s, late));
+            desync_finding_init(d, c, q, sl[late].step, sl[late].seq, DS_STRAGGLER);
+            desync_add_rank(d, desync_rank_id(s, late));
             char st[32], al[128] = "";
             if (s->aligned)
                 snprintf(al, sizeof(al), "; hosts' clocks aligned through MPI, error within %.1f us", err / 1e3);
@@ -987,8 +988,8 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
             d->clock_error_ns = s->one_host ? 0 : err;
             snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (communicator " PH "%016" PRIx64
                      ", collective #%" PRIu64 ", %s) %.3f s after the median rank (usually %.3f ms%s)",
-                     rank_id(s, late), str_of(s, late, sl[late].name), c->comm, q,
-                     step_text(sl[late].step, st, sizeof(st)), spread / 1e9, hist[m / 2] / 1e6, al);
+                     desync_rank_id(s, late), desync_str_of(s, late, sl[late].name), c->comm, q,
+                     desync_step_text(sl[late].step, st, sizeof(st)), spread / 1e9, hist[m / 2] / 1e6, al);
             c->straggled = true;
         }
     }
@@ -999,7 +1000,7 @@ static void check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
  * then by op sequence number (ranks of one SPMD program number their ops
  * alike, and unlike times this holds across hosts and under load), then,
  * without sequence numbers, by enter time on one host. */
-static bool stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t t_enter, bool one_host)
+static bool desync_stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t t_enter, bool one_host)
 {
     if (!st->valid)
         return false;
@@ -1042,20 +1043,20 @@ static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, cons
     int echoes = 0;
     for (int k = 0; stuck && k < nm; k++)
         echoes += stuck[missing[k]].comm != c->comm &&
-                  stuck_before(&stuck[missing[k]], step, seq0, t0, s->one_host);
+                  desync_stuck_before(&stuck[missing[k]], step, seq0, t0, s->one_host);
     bool echo = stuck && echoes == nm;
     desync_finding d;
-    desync_init(&d, c, q, step, seq0, DS_MISSING);
+    desync_finding_init(&d, c, q, step, seq0, DS_MISSING);
     for (int k = 0; k < nm; k++)
-        add_rank(&d, rank_id(s, missing[k]));
+        desync_add_rank(&d, desync_rank_id(s, missing[k]));
     char in_txt[64], miss_txt[48], st[32], then[112]; /* the ranks field holds every rank */
     ranks_text(s, missing, nm, miss_txt, sizeof(miss_txt));
     ranks_text(s, ni ? inside : present, ni ? ni : np, in_txt, sizeof(in_txt));
-    const char *name = str_of(s, present[0], a->name);
+    const char *name = desync_str_of(s, present[0], a->name);
     snprintf(d.detail, sizeof(d.detail), "rank%s %s %s %s (%s %" PRIu64 " x %s) on communicator " PH "%016" PRIx64
              ", collective #%" PRIu64 " (%s)%s; rank%s %s never entered it", (ni ? ni : np) > 1 ? "s" : "", in_txt,
              ni ? "entered" : "completed", name, tft_coll_type_name(a->type), a->count, tft_dtype_name(a->dtype),
-             c->comm, q, step_text(step, st, sizeof(st)), ni ? " and never left it" : "", nm > 1 ? "s" : "",
+             c->comm, q, desync_step_text(step, st, sizeof(st)), ni ? " and never left it" : "", nm > 1 ? "s" : "",
              miss_txt);
     snprintf(then, sizeof(then), "rank%s %s waited in %s", ni > 1 ? "s" : "", in_txt, name);
     evidence(s, present, np, missing, nm);
@@ -1067,11 +1068,11 @@ static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, cons
 
 /* Judges entry q of c: complete (all left it) or final (the trace ended or
  * the window overflowed). */
-static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool final, const stuck_at *stuck)
+static void desync_entry_check(const desync_state *s, comm_state *c, uint64_t q, bool final, const stuck_at *stuck)
 {
     if (c->fin.valid && c->fin.d.coll_seq <= q)
         return;
-    const coll_slot *sl = entry_dense(s, c, q);
+    const coll_slot *sl = desync_entry_dense(s, c, q);
     int np = 0;
     int *idx = s->ibuf;
     for (int k = 0; k < c->width; k++)
@@ -1098,25 +1099,25 @@ static void entry_check(const desync_state *s, comm_state *c, uint64_t q, bool f
     c->last = sl[idx[0]];
     c->has_last = true;
     if (!final)
-        check_straggler(s, c, q, sl, idx, np);
+        desync_check_straggler(s, c, q, sl, idx, np);
 }
 
 /* Frees entry q and drops judged entries from the bottom of the window
  * (an entry's slots are cleared when it is used again). */
-static void entry_close(const desync_state *s, comm_state *c, uint64_t q)
+static void desync_entry_close(const desync_state *s, comm_state *c, uint64_t q)
 {
     (void)s;
-    entry_at(c, q)->used = false;
-    while (c->base < c->top && !entry_at(c, c->base)->used)
+    desync_entry_at(c, q)->used = false;
+    while (c->base < c->top && !desync_entry_at(c, c->base)->used)
         c->base++;
 }
 
 /* Judges the oldest entry of c as if the trace ended, and drops it. */
 static void entry_evict(const desync_state *s, comm_state *c, uint64_t q)
 {
-    if (entry_at(c, c->base)->used)
-        entry_check(s, c, c->base, true, NULL);
-    entry_close(s, c, c->base);
+    if (desync_entry_at(c, c->base)->used)
+        desync_entry_check(s, c, c->base, true, NULL);
+    desync_entry_close(s, c, c->base);
     if (c->base == c->top)
         c->base = c->top = q;
 }
@@ -1166,20 +1167,20 @@ static void world_member(desync_state *s, int i, const tft_rec_collective *cr)
 {
     if (cr->comm != s->world || cr->nranks <= 0 || cr->nranks > s->nranks)
         return;
-    comm_def *d = def_get(s, cr->comm);
+    comm_def *d = desync_def_get(s, cr->comm);
     if (d)
-        def_assemble(s, d, i, cr->rank, cr->nranks);
+        desync_def_assemble(s, d, i, cr->rank, cr->nranks);
 }
 
-static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
+static int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
 {
     if (!(cr->h.flags & (TFT_COLL_FLAG_ENTER | TFT_COLL_FLAG_EXIT)))
         return 0;
-    comm_state *c = comm_get(s, cr->comm);
+    comm_state *c = desync_comm_get(s, cr->comm);
     if (!c)
         return s->ncomms == DESYNC_MAX_COMMS ? 0 : -ENOMEM;
     world_member(s, i, cr);
-    int li = comm_slot(s, c, i);
+    int li = desync_comm_slot(s, c, i);
     if (li == -ENOSPC)
         return 0; /* the windows hold DESYNC_SLOT_BUDGET: this rank is not judged here */
     if (li < 0)
@@ -1199,7 +1200,7 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
     while (q >= c->base + DESYNC_WINDOW_MAX) /* judge the oldest as if the trace ended */
         entry_evict(s, c, q);
     while (q >= c->base + c->cap) {
-        int e = window_grow(s, c);
+        int e = desync_window_grow(s, c);
         if (e == -ENOSPC && !c->cap)
             return 0; /* no window left for another communicator: not judged */
         if (e == -ENOSPC) { /* the windows hold DESYNC_SLOT_BUDGET: this one stops growing */
@@ -1212,14 +1213,14 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
     }
     if (q >= c->top) {
         for (uint64_t k = c->top; k <= q; k++) /* coll_seq numbers skipped so far stay unused */
-            entry_at(c, k)->used = false;
+            desync_entry_at(c, k)->used = false;
         c->top = q + 1;
     }
-    coll_entry *e = entry_at(c, q);
-    coll_slot *x = &slots_at(s, c, q)[li];
+    coll_entry *e = desync_entry_at(c, q);
+    coll_slot *x = &desync_slots_at(s, c, q)[li];
     if (!e->used) {
         *e = (coll_entry){.used = true, .coll_seq = q};
-        memset(slots_at(s, c, q), 0, (size_t)c->wcap * sizeof(coll_slot));
+        memset(desync_slots_at(s, c, q), 0, (size_t)c->wcap * sizeof(coll_slot));
     }
     bool was_out = x->exited;
     slot_fill(s, i, x, cr, step);
@@ -1227,8 +1228,8 @@ static int on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
         e->nexit++;
     int expect = c->size > 0 && c->size < s->nranks ? c->size : s->nranks;
     if (e->nexit >= expect) {
-        entry_check(s, c, q, false, NULL);
-        entry_close(s, c, q);
+        desync_entry_check(s, c, q, false, NULL);
+        desync_entry_close(s, c, q);
     }
     return 0;
 }
@@ -1249,7 +1250,7 @@ static bool pair_eq(const void *ctx, const void *val)
     return a->space == b->space && a->src == b->src && a->dst == b->dst && a->tag == b->tag;
 }
 
-static const pair_ent *pair_find(const desync_state *s, uint64_t space, int32_t src, int32_t dst, int32_t tag)
+static const pair_ent *desync_pair_find(const desync_state *s, uint64_t space, int32_t src, int32_t dst, int32_t tag)
 {
     pair_ent want = {.space = space, .src = src, .dst = dst, .tag = tag};
     return tft_u64map_find(&s->pairs, pair_hash(space, src, dst, tag), pair_eq, &want);
@@ -1287,7 +1288,7 @@ static bool open_eq(const void *ctx, const void *val)
 }
 
 /* Drops the calls marked gone and rebuilds the index: O(open calls). */
-static int open_compact(p2p_rank *o)
+static int desync_open_compact(p2p_rank *o)
 {
     size_t k = 0;
     for (size_t j = 0; j < o->n; j++)
@@ -1350,12 +1351,12 @@ static void open_remove(p2p_rank *o, const tft_rec_collective *cr)
         *ix = (uint32_t)x->prev_same;
     else
         tft_u64map_remove(&o->ix, ix);
-    if (o->ngone > 64 && o->ngone * 2 > o->n && open_compact(o) < 0)
+    if (o->ngone > 64 && o->ngone * 2 > o->n && desync_open_compact(o) < 0)
         o->overflow = true;
 }
 
 /* A send or receive record of rank file i: counters, open calls. */
-static void on_p2p(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
+static void desync_on_p2p(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
 {
     int32_t tag = tft_rec_coll_tag(cr);
     bool send = cr->type == TFT_COLL_SEND, enter = cr->h.flags & TFT_COLL_FLAG_ENTER,
@@ -1403,7 +1404,7 @@ typedef struct p2p_query {
 typedef struct p2p_sums {
     p2p_query *q;
     size_t n, cap;
-    tft_u64map ix;            /* query_hash -> index in q (ix_init) */
+    tft_u64map ix;            /* query_hash -> index in q (desync_ix_init) */
 } p2p_sums;
 
 typedef struct query_key {
@@ -1517,7 +1518,7 @@ static bool p2p_satisfied(const desync_state *s, p2p_sums *ps, const p2p_open *o
             const p2p_query *x = query_get(ps, &w, false);
             have += x ? x->sum : 0;
         }
-    const pair_ent *p = pair_find(s, o->space, o->me, o->peer, o->tag);
+    const pair_ent *p = desync_pair_find(s, o->space, o->me, o->peer, o->tag);
     if (p)
         have -= p->sends;
     return have >= 0;
@@ -1539,7 +1540,7 @@ static int p2p_blocked(const desync_state *s, p2p_sums *ps, int i)
 /* World rank of communicator rank k of the communicator owning space. */
 static int p2p_world(const desync_state *s, uint64_t space, int k)
 {
-    const comm_def *d = def_of_p2p(s, space);
+    const comm_def *d = desync_def_of_p2p(s, space);
     if (!d || !d->mem || k < 0 || k >= (d->inter ? d->local : d->size))
         return -1;
     return d->mem[k];
@@ -1549,12 +1550,12 @@ static int p2p_world(const desync_state *s, uint64_t space, int k)
  * stuck too (in a collective, or blocked in point-to-point): a peer that
  * went on may have taken the message with a call we do not see (a matched
  * probe, MPI_Mrecv, as mpi4py's comm.recv does). */
-static bool send_peer_stuck(const desync_state *s, int i, int k, const int *blocked)
+static bool desync_send_peer_stuck(const desync_state *s, int i, int k, const int *blocked)
 {
     const p2p_open *o = &s->open[i].v[k];
     if (o->type != TFT_COLL_SEND)
         return true;
-    int pw = p2p_world(s, o->space, o->peer), pi = pw >= 0 ? rank_index(s, pw) : -1;
+    int pw = p2p_world(s, o->space, o->peer), pi = pw >= 0 ? desync_rank_index(s, pw) : -1;
     return pi >= 0 && (s->last_stuck[pi].valid || blocked[pi] >= 0);
 }
 
@@ -1566,11 +1567,11 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
     const stuck_at *c = &s->last_stuck[pi];
     const p2p_open *p = blocked[pi] >= 0 ? &s->open[pi].v[blocked[pi]] : NULL;
     bool coll = c->valid;
-    if (coll && p && stuck_before(c, p->step, p->seq, 0, false))
+    if (coll && p && desync_stuck_before(c, p->step, p->seq, 0, false))
         coll = false;
     if (coll) {
         snprintf(buf, len, "; rank %d is itself waiting in %s (communicator " PH "%016" PRIx64
-                 ", collective #%" PRIu64 ")", rank_id(s, pi), str_of(s, pi, c->name), c->comm, c->q);
+                 ", collective #%" PRIu64 ")", desync_rank_id(s, pi), desync_str_of(s, pi, c->name), c->comm, c->q);
     } else if (p) {
         int w = p2p_world(s, p->space, p->peer);
         char who[32];
@@ -1578,8 +1579,8 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
             snprintf(who, sizeof(who), "rank %d", w);
         else
             snprintf(who, sizeof(who), p->peer < 0 ? "any rank" : "communicator rank %d", (int)p->peer);
-        snprintf(buf, len, "; rank %d is itself blocked in %s %s %s", rank_id(s, pi), str_of(s, pi, p->name),
-                 p->type == TFT_COLL_SEND ? "to" : "from", who);
+        snprintf(buf, len, "; rank %d is itself blocked in %s %s %s", desync_rank_id(s, pi),
+                 desync_str_of(s, pi, p->name), p->type == TFT_COLL_SEND ? "to" : "from", who);
     }
 }
 
@@ -1596,7 +1597,7 @@ static int cmp_pair_key(const void *a, const void *b)
     return (x->nth > y->nth) - (x->nth < y->nth);
 }
 
-static int pairs_sort(desync_state *s)
+static int desync_pairs_sort(desync_state *s)
 {
     free(s->pair_order);
     s->pair_order = malloc((tft_u64map_count(&s->pairs) + 1) * sizeof(*s->pair_order));
@@ -1675,11 +1676,11 @@ static void send_instead(const desync_state *s, int pi, const p2p_open *o, int m
 }
 
 /* The DS_P2P finding of rank index i, blocked in open call o. */
-static void p2p_report(desync_state *s, int i, const p2p_open *o, const int *blocked, found *f)
+static void desync_p2p_report(desync_state *s, int i, const p2p_open *o, const int *blocked, found *f)
 {
-    int me_w = rank_id(s, i), pw = o->peer >= 0 ? p2p_world(s, o->space, o->peer) : -1;
-    int pi = pw >= 0 ? rank_index(s, pw) : -1;
-    const comm_def *def = def_of_p2p(s, o->space);
+    int me_w = desync_rank_id(s, i), pw = o->peer >= 0 ? p2p_world(s, o->space, o->peer) : -1;
+    int pi = pw >= 0 ? desync_rank_index(s, pw) : -1;
+    const comm_def *def = desync_def_of_p2p(s, o->space);
     desync_finding d;
     memset(&d, 0, sizeof(d));
     d.comm = def ? def->id : o->space;
@@ -1689,7 +1690,7 @@ static void p2p_report(desync_state *s, int i, const p2p_open *o, const int *blo
     d.kind = DS_P2P;
     d.peer = pw;
     d.tag = o->tag;
-    add_rank(&d, me_w);
+    desync_add_rank(&d, me_w);
     char who[40], tag[24], instead[200], state[200] = "", st[32];
     bool recv = o->type == TFT_COLL_RECV;
     if (pw >= 0)
@@ -1710,21 +1711,21 @@ static void p2p_report(desync_state *s, int i, const p2p_open *o, const int *blo
     if (pi >= 0)
         peer_state(s, pi, blocked, state, sizeof(state));
     snprintf(d.detail, sizeof(d.detail), "rank %d never completed %s %s %s (%s, %" PRIu64 " x %s) on communicator "
-             PH "%016" PRIx64 " (%s): ", me_w, str_of(s, i, o->name), recv ? "from" : "to", who, tag, o->count,
-             tft_dtype_name(o->dtype), d.comm, step_text(o->step, st, sizeof(st)));
-    str_append(d.detail, sizeof(d.detail), instead);
-    str_append(d.detail, sizeof(d.detail), state);
+             PH "%016" PRIx64 " (%s): ", me_w, desync_str_of(s, i, o->name), recv ? "from" : "to", who, tag, o->count,
+             tft_dtype_name(o->dtype), d.comm, desync_step_text(o->step, st, sizeof(st)));
+    desync_str_append(d.detail, sizeof(d.detail), instead);
+    desync_str_append(d.detail, sizeof(d.detail), state);
     memset(s->inv_tmp, 0, (size_t)s->nranks);
     memset(s->miss_tmp, 0, (size_t)s->nranks);
     s->inv_tmp[i] = s->miss_tmp[i] = 1;
     if (pi >= 0)
         s->inv_tmp[pi] = 1;
-    found_set(s, f, &d, NULL);
+    desync_found_set(s, f, &d, NULL);
     f->peer_idx = pi;
 }
 
 /* The end of the trace: every rank blocked in point-to-point. */
-static int p2p_judge(desync_state *s)
+static int desync_p2p_judge(desync_state *s)
 {
     int n = s->nranks;
     int *blocked = malloc((size_t)n * sizeof(*blocked));
@@ -1734,27 +1735,27 @@ static int p2p_judge(desync_state *s)
         return -ENOMEM;
     }
     p2p_sums ps = {0};
-    ix_init(&ps.ix);
+    desync_ix_init(&ps.ix);
     int e = 0;
     for (int i = 0; !e && i < n; i++) { /* the calls judged, and the sums they need */
         p2p_rank *r = &s->open[i];
-        if (r->ngone && open_compact(r) < 0)
+        if (r->ngone && desync_open_compact(r) < 0)
             r->overflow = true;
         for (size_t k = 0; !e && !r->overflow && !s->pairs_overflow && k < r->n && k < DESYNC_OPEN_JUDGED; k++)
             e = p2p_ask(&ps, &r->v[k]);
     }
     if (!e) {
         p2p_fill(s, &ps);
-        e = pairs_sort(s);
+        e = desync_pairs_sort(s);
     }
     for (int i = 0; !e && i < n; i++)
         blocked[i] = p2p_blocked(s, &ps, i);
     for (int i = 0; !e && i < n; i++)
-        if (blocked[i] >= 0 && !send_peer_stuck(s, i, blocked[i], blocked))
+        if (blocked[i] >= 0 && !desync_send_peer_stuck(s, i, blocked[i], blocked))
             blocked[i] = -1;
     for (int i = 0; !e && i < n; i++)
         if (blocked[i] >= 0)
-            p2p_report(s, i, &s->open[i].v[blocked[i]], blocked, &s->p2p[s->np2p++]);
+            desync_p2p_report(s, i, &s->open[i].v[blocked[i]], blocked, &s->p2p[s->np2p++]);
     free(blocked);
     free(ps.q);
     tft_u64map_free(&ps.ix);
@@ -1774,7 +1775,7 @@ static int cmp_param_fp(const void *a, const void *b)
 /* The step's parameters in the order they first appeared, each over its
  * ranks in rank file order: the first whose fingerprints differ is the
  * finding (the first rank holding it is the reference). */
-static void params_judge(desync_state *s)
+static void desync_params_judge(desync_state *s)
 {
     if (s->nfps > 1)
         qsort(s->fps, s->nfps, sizeof(*s->fps), cmp_param_fp);
@@ -1797,11 +1798,11 @@ static void params_judge(desync_state *s)
                 d->tag = TFT_TAG_NONE;
                 snprintf(d->detail, sizeof(d->detail), "%.96s differs across ranks at step %" PRId64
                          ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
-                         str_of(s, ref->rank, s->params[ref->param].name), s->param_step, rank_id(s, ref->rank),
-                         ref->fp, rank_id(s, x->rank), x->fp);
+                         desync_str_of(s, ref->rank, s->params[ref->param].name), s->param_step,
+                         desync_rank_id(s, ref->rank), ref->fp, desync_rank_id(s, x->rank), x->fp);
                 s->param_done = true;
             }
-            add_rank(d, rank_id(s, x->rank));
+            desync_add_rank(d, desync_rank_id(s, x->rank));
         }
         a = b;
     }
@@ -1878,12 +1879,12 @@ static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
 }
 
 /* A "param.*" tensor of a step with statistics (the extract keeps only those). */
-static int on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp)
+static int desync_on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp)
 {
     if (s->param_done)
         return 0;
     if (step != s->param_step) {
-        params_judge(s);
+        desync_params_judge(s);
         s->param_step = step;
         if (s->param_done)
             return 0;
@@ -1905,18 +1906,18 @@ static int final_sweep(desync_state *s)
     for (int k = 0; k < s->ncomms; k++) {
         comm_state *c = &s->comms[k];
         for (uint64_t q = c->base; q < c->top; q++) {
-            if (!entry_at(c, q)->used)
+            if (!desync_entry_at(c, q)->used)
                 continue;
-            const coll_slot *sl = entry_dense(s, c, q);
+            const coll_slot *sl = desync_entry_dense(s, c, q);
             for (int m = 0; m < c->width; m++) {
                 int i = c->order[m];
                 if (!sl[i].entered || sl[i].exited)
                     continue;
                 stuck_at cand = {true, sl[i].step, sl[i].seq, sl[i].t_enter, c->comm, q, sl[i].name};
                 stuck_at *f = &s->first_stuck[i], *l = &s->last_stuck[i];
-                if (!f->valid || stuck_before(&cand, f->step, f->seq, f->t_enter, true))
+                if (!f->valid || desync_stuck_before(&cand, f->step, f->seq, f->t_enter, true))
                     *f = cand;
-                if (!l->valid || stuck_before(l, cand.step, cand.seq, cand.t_enter, true))
+                if (!l->valid || desync_stuck_before(l, cand.step, cand.seq, cand.t_enter, true))
                     *l = cand;
             }
         }
@@ -1924,11 +1925,11 @@ static int final_sweep(desync_state *s)
     for (int k = 0; k < s->ncomms; k++) {
         comm_state *c = &s->comms[k];
         for (uint64_t q = c->base; q < c->top; q++)
-            if (entry_at(c, q)->used)
-                entry_check(s, c, q, true, s->first_stuck);
+            if (desync_entry_at(c, q)->used)
+                desync_entry_check(s, c, q, true, s->first_stuck);
     }
-    params_judge(s);
-    return p2p_judge(s);
+    desync_params_judge(s);
+    return desync_p2p_judge(s);
 }
 
 static int hexval(char c)
@@ -1938,7 +1939,7 @@ static int hexval(char c)
 
 /* Replaces every PH<16 hex digits> in d->detail by that communicator's
  * name; fills d->comm_name and d->members. */
-static void names_fill(const desync_state *s, desync_finding *d)
+static void desync_names_fill(const desync_state *s, desync_finding *d)
 {
     char out[sizeof(d->detail)];
     size_t o = 0;
@@ -1952,14 +1953,14 @@ static void names_fill(const desync_state *s, desync_finding *d)
             continue;
         }
         char nm[64];
-        def_name(def_find(s, id), id, nm, sizeof(nm));
+        def_name(desync_def_find(s, id), id, nm, sizeof(nm));
         int w = snprintf(out + o, sizeof(out) - o, "%s", nm);
         o = w < 0 ? o : o + (size_t)w < sizeof(out) ? o + (size_t)w : sizeof(out) - 1;
         p += 17;
     }
     out[o] = '\0';
     memcpy(d->detail, out, o + 1);
-    const comm_def *def = d->comm ? def_find(s, d->comm) : NULL;
+    const comm_def *def = d->comm ? desync_def_find(s, d->comm) : NULL;
     d->comm_name[0] = '\0';
     if (d->comm)
         def_name(def, d->comm, d->comm_name, sizeof(d->comm_name));
@@ -2079,8 +2080,8 @@ static void then_append(found **list, int n)
         if (!f->cause || f->d.kind != DS_MISSING || !f->then[0] || strstr(f->cause->d.detail, "; then "))
             continue;
         desync_finding *d = &f->cause->d;
-        str_append(d->detail, sizeof(d->detail), "; then ");
-        str_append(d->detail, sizeof(d->detail), f->then);
+        desync_str_append(d->detail, sizeof(d->detail), "; then ");
+        desync_str_append(d->detail, sizeof(d->detail), f->then);
     }
 }
 
@@ -2112,7 +2113,7 @@ static int collect(desync_state *s, desync_finding *out, int max)
     for (int k = 0; k < s->np2p; k++)
         all[n++] = &s->p2p[k];
     for (size_t k = 0; k < n; k++)
-        names_fill(s, &all[k]->d);
+        desync_names_fill(s, &all[k]->d);
     causes_link(s, all, (int)n);
     size_t m = 0; /* an echo is kept only as the effect of a mismatch or a blocked call */
     for (size_t k = 0; k < n; k++)
@@ -2227,21 +2228,21 @@ static int on_entry(desync_state *s, int ri, const spill_ent *x)
     const void *body = x + 1;
     switch (x->kind) {
     case SPILL_STR:
-        return str_add(s, x->name, body, x->fp < x->len - sizeof(*x) ? (size_t)x->fp : 0);
+        return desync_str_add(s, x->name, body, x->fp < x->len - sizeof(*x) ? (size_t)x->fp : 0);
     case SPILL_PARAM:
-        return on_param(s, ri, x->step, x->name, x->fp);
+        return desync_on_param(s, ri, x->step, x->name, x->fp);
     case SPILL_COMM:
-        on_comm(s, ri, body);
+        desync_on_comm(s, ri, body);
         return 0;
     case SPILL_COLL: {
         const tft_rec_collective *cr = body;
         if (cr->type == TFT_COLL_SEND || cr->type == TFT_COLL_RECV) {
-            on_p2p(s, ri, cr, x->step);
+            desync_on_p2p(s, ri, cr, x->step);
             return 0;
         }
         s->cur_has_fp = x->has_fp;
         s->cur_fp = x->fp;
-        return on_collective(s, ri, cr, x->step);
+        return desync_on_collective(s, ri, cr, x->step);
     }
     case SPILL_CLOCK:
         if (s->clk && x->len >= sizeof(*x) + sizeof(core_clock_pair))
@@ -2276,9 +2277,9 @@ int desync_find_spilled(tft_trace *t, diff_spill *sp, desync_finding *out, int m
     }
     s.open = calloc((size_t)n, sizeof(*s.open));
     for (int i = 0; s.open && i < n; i++)
-        ix_init(&s.open[i].ix);
-    ix_init(&s.param_ix);
-    ix_init(&s.occ_ix);
+        desync_ix_init(&s.open[i].ix);
+    desync_ix_init(&s.param_ix);
+    desync_ix_init(&s.occ_ix);
     tft_u64map_init(&s.strs, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = 1 << 20});
     tft_u64map_init(&s.pairs, &(tft_u64map_opts){.vsize = sizeof(pair_ent), .max_n = DESYNC_MAX_PAIRS, .min_cap = 256,
                                                  .hashed = true});
