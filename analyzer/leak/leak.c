@@ -121,7 +121,7 @@ typedef struct leak_site {
     bool thread_known;     /* the thread of an ALLOC of it was recorded ... */
     uint32_t thread;       /* ... its index */
     bool threads_many;     /* another recorded thread allocated here too */
-    /* at the end (site_ends): its blocks still live */
+    /* at the end (leak_site_ends): its blocks still live */
     uint64_t end_max_block;
     uint64_t end_first_ts, end_first_alloc;
     int64_t end_first_step;
@@ -202,7 +202,7 @@ static int site_index(leak_state *s, uint64_t id, uint32_t *out)
     return 0;
 }
 
-static void site_name(leak_site *st, const tft_reader *r)
+static void leak_site_name(leak_site *st, const tft_reader *r)
 {
     if (st->named)
         return;
@@ -275,9 +275,9 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
     int e = site_index(s, a->site, &si);
     if (e)
         return e;
-    site_name(&s->sites[si], r);
+    leak_site_name(&s->sites[si], r);
     /* room first, as the table has always grown: the slot order, which
-     * site_ends visits, stays what it was */
+     * leak_site_ends visits, stays what it was */
     if ((e = tft_u64map_reserve(&s->live)))
         return e;
     live_alloc want = {.ptr = a->ptr, .dev = dev_key(a->device_kind, a->device)};
@@ -396,7 +396,7 @@ static bool leaks_per_alloc(const leak_site *st, uint64_t end_pos)
 }
 
 /* Sums up every site's blocks still live at the end (the end_* fields). */
-static void site_ends(leak_state *s)
+static void leak_site_ends(leak_state *s)
 {
     for (size_t k = 0; k < s->nsites; k++) {
         leak_site *st = &s->sites[k];
@@ -425,7 +425,7 @@ static void site_ends(leak_state *s)
 
 /* The rank's start: its earliest record, or the file header's clock when
  * that is earlier (ns, CLOCK_MONOTONIC like the records). */
-static uint64_t rank_start(const leak_state *s, const tft_reader *r)
+static uint64_t leak_rank_start(const leak_state *s, const tft_reader *r)
 {
     uint64_t t = s->ts_min;
     const tft_file_info *fi = tft_reader_info(r);
@@ -460,7 +460,7 @@ static void fill_common(leak_finding *l, int rank, const leak_site *st, uint64_t
 }
 
 /* The rate and start of an at-exit leak: what the site's live blocks are. */
-static void fill_at_exit(leak_finding *l)
+static void leak_fill_at_exit(leak_finding *l)
 {
     l->how = LEAK_AT_EXIT;
     l->per_alloc = true;
@@ -473,7 +473,7 @@ static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_byt
 {
     uint32_t need = s->steps_seen <= LEAK_FEW_STEPS ? LEAK_MIN_GROWTH_FEW : LEAK_MIN_GROWTH;
     bool stepless = s->steps_seen == 0;
-    uint64_t start = rank_start(s, r);
+    uint64_t start = leak_rank_start(s, r);
     int n = 0;
     for (size_t k = 0; k < s->nsites && n < max; k++) {
         leak_site *st = &s->sites[k];
@@ -481,11 +481,11 @@ static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_byt
                                : st->st.on && st->st.steps - st->st.flat >= need && st->live_bytes > st->st.base;
         if (!growth && !leaks_at_exit(st, exit_min_bytes, s->pos))
             continue;
-        site_name(st, r);
+        leak_site_name(st, r);
         leak_finding *l = &out[n++];
         fill_common(l, rank, st, start);
         if (!growth) {
-            fill_at_exit(l);
+            leak_fill_at_exit(l);
             l->from_alloc = st->end_first_alloc;
             l->min_bytes = exit_min_bytes;
             continue;
@@ -518,11 +518,11 @@ static int cmp_site_peak(const void *a, const void *b)
 
 /* Fills mem from the sites; reorders s->sites (their index is not needed
  * any more). */
-static void fill_mem(leak_state *s, tft_reader *r, leak_rank_mem *mem)
+static void leak_fill_mem(leak_state *s, tft_reader *r, leak_rank_mem *mem)
 {
-    uint64_t start = rank_start(s, r);
+    uint64_t start = leak_rank_start(s, r);
     for (size_t k = 0; k < s->nsites; k++)
-        site_name(&s->sites[k], r);
+        leak_site_name(&s->sites[k], r);
     if (s->nsites > 1)
         qsort(s->sites, s->nsites, sizeof(*s->sites), cmp_site_peak);
     mem->nsites = 0;
@@ -690,7 +690,7 @@ int leak_compare(leak_rank_mem *g, const leak_finding *gl, int ng, const leak_ra
                 continue;
             leak_finding *l = &out[n++];
             fill_from_site(l, rank, bs);
-            fill_at_exit(l);
+            leak_fill_at_exit(l);
             attach_golden(l, gs);
             if (pass == 0) {
                 l->vs_golden_peak = !at_end;
@@ -818,11 +818,11 @@ int leak_scan_finish(leak_scan *x, tft_reader *r, int rank, uint64_t exit_min_by
         e = -EINVAL;
     /* A step cut short (crash, hang) is not counted: its growth is partial. */
     if (e == 0) {
-        site_ends(s);
+        leak_site_ends(s);
         e = collect(s, r, rank, exit_min_bytes, out, max > 0 ? max : 0);
     }
     if (e >= 0 && mem)
-        fill_mem(s, r, mem);
+        leak_fill_mem(s, r, mem);
     leak_scan_free(x);
     return e;
 }
