@@ -2085,7 +2085,7 @@ static void then_append(found **list, int n)
     }
 }
 
-static int collect(desync_state *s, desync_finding *out, int max)
+static int desync_collect(desync_state *s, desync_finding *out, int max)
 {
     size_t cap = (size_t)s->ncomms * 3 + (size_t)s->np2p + 1, n = 0, nw = 0;
     found **all = malloc(cap * sizeof(*all));
@@ -2300,7 +2300,7 @@ int desync_find_spilled(tft_trace *t, diff_spill *sp, desync_finding *out, int m
     if (e == 0)
         e = final_sweep(&s);
     if (e == 0)
-        e = collect(&s, out, max > 0 ? max : 0);
+        e = desync_collect(&s, out, max > 0 ? max : 0);
     core_spill_merge_close(m);
     state_free(&s);
     return e;
