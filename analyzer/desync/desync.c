@@ -52,7 +52,7 @@
  * Memory: per communicator a window of the entries not yet complete on all
  * ranks (bounded by DESYNC_WINDOW_MAX; beyond it the oldest entry is
  * judged as if the trace ended), per rank its extract's read buffer (the
- * last DESYNC_RECENT_TENSORS tensor fingerprints are kept while extracting)
+ * last 16 tensor fingerprints are kept while extracting, core_spill.c)
  * and its open point-to-point calls, the point-to-point counters (bounded
  * by DESYNC_MAX_PAIRS: beyond, point-to-point is not judged), and one
  * step's parameter fingerprints.

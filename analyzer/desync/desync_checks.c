@@ -148,8 +148,8 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
     char va[48], vb[48], st[32];
     switch (kind) {
     case FIELD_NAME:
-        snprintf(va, sizeof(va), "%s", desync_str_of(s, ref, a->name));
-        snprintf(vb, sizeof(vb), "%s", desync_str_of(s, fault[0], b->name));
+        snprintf(va, sizeof(va), "%s", desync_str_of(s, a->name));
+        snprintf(vb, sizeof(vb), "%s", desync_str_of(s, b->name));
         break;
     case DS_TYPE:
         snprintf(va, sizeof(va), "%s", tft_coll_type_name(a->type));
@@ -172,7 +172,7 @@ static bool check_field(const desync_state *s, comm_state *c, uint64_t q, const 
         snprintf(vb, sizeof(vb), "%" PRIu64, b->count);
     }
     snprintf(d.detail, sizeof(d.detail), "%s differs on communicator " PH "%016" PRIx64 ", collective #%" PRIu64
-             " (%s): rank %d %s %s, rank %d %s %s", desync_str_of(s, ref, a->name), c->comm, q,
+             " (%s): rank %d %s %s, rank %d %s %s", desync_str_of(s, a->name), c->comm, q,
              desync_step_text(step, st, sizeof(st)), desync_rank_id(s, ref), what, va,
              desync_rank_id(s, fault[0]), what, vb);
     evidence(s, idx, n, fault, nf);
@@ -207,7 +207,7 @@ static bool check_values(const desync_state *s, comm_state *c, uint64_t q, const
         desync_add_rank(&d, desync_rank_id(s, fault[k]));
     snprintf(d.detail, sizeof(d.detail), "%s results differ across ranks on communicator " PH "%016" PRIx64
              ", collective #%" PRIu64 " (%s): rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
-             desync_str_of(s, ref, a->name), c->comm, q, desync_step_text(step, st, sizeof(st)),
+             desync_str_of(s, a->name), c->comm, q, desync_step_text(step, st, sizeof(st)),
              desync_rank_id(s, ref), a->fp, desync_rank_id(s, fault[0]), sl[fault[0]].fp);
     evidence(s, idx, n, fault, nf);
     comm_report(s, c, &d, NULL, false);
@@ -255,7 +255,7 @@ static bool check_missing(const desync_state *s, comm_state *c, uint64_t q, cons
     char in_txt[64], miss_txt[48], st[32], then[112]; /* the ranks field holds every rank */
     ranks_text(s, missing, nm, miss_txt, sizeof(miss_txt));
     ranks_text(s, ni ? inside : present, ni ? ni : np, in_txt, sizeof(in_txt));
-    const char *name = desync_str_of(s, present[0], a->name);
+    const char *name = desync_str_of(s, a->name);
     snprintf(d.detail, sizeof(d.detail), "rank%s %s %s %s (%s %" PRIu64 " x %s) on communicator " PH "%016" PRIx64
              ", collective #%" PRIu64 " (%s)%s; rank%s %s never entered it", (ni ? ni : np) > 1 ? "s" : "", in_txt,
              ni ? "entered" : "completed", name, tft_coll_type_name(a->type), a->count, tft_dtype_name(a->dtype),

@@ -50,19 +50,9 @@ static void entry_evict(const desync_state *s, comm_state *c, uint64_t q)
 {
     if (desync_entry_at(c, c->base)->used)
         desync_entry_check(s, c, c->base, true, NULL);
-    desync_entry_close(s, c, c->base);
+    desync_entry_close(c, c->base);
     if (c->base == c->top)
         c->base = c->top = q;
-}
-
-/* The result of the collective being read: its rank's extract resolved it
- * among the rank's last DESYNC_RECENT_TENSORS tensors (core_spill.c). */
-static bool result_fp(const desync_state *s, int i, uint64_t id, uint64_t *fp)
-{
-    (void)i;
-    (void)id;
-    *fp = s->cur_fp;
-    return s->cur_has_fp;
 }
 
 static void slot_fill(const desync_state *s, int i, coll_slot *x, const tft_rec_collective *cr, int64_t step)
@@ -87,8 +77,13 @@ static void slot_fill(const desync_state *s, int i, coll_slot *x, const tft_rec_
         x->entered = 1;
     if (cr->h.flags & TFT_COLL_FLAG_EXIT) {
         x->exited = 1;
-        if (cr->result && result_fp(s, i, cr->result, &x->fp))
-            x->has_fp = 1;
+        /* its result: its rank's extract resolved it among the rank's last
+         * tensors (core_spill.c) */
+        if (cr->result) {
+            x->fp = s->cur_fp;
+            if (s->cur_has_fp)
+                x->has_fp = 1;
+        }
     }
 }
 
@@ -148,10 +143,10 @@ int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
         c->top = q + 1;
     }
     coll_entry *e = desync_entry_at(c, q);
-    coll_slot *x = &desync_slots_at(s, c, q)[li];
+    coll_slot *x = &desync_slots_at(c, q)[li];
     if (!e->used) {
         *e = (coll_entry){.used = true, .coll_seq = q};
-        memset(desync_slots_at(s, c, q), 0, (size_t)c->wcap * sizeof(coll_slot));
+        memset(desync_slots_at(c, q), 0, (size_t)c->wcap * sizeof(coll_slot));
     }
     bool was_out = x->exited;
     slot_fill(s, i, x, cr, step);
@@ -160,7 +155,7 @@ int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
     int expect = c->size > 0 && c->size < s->nranks ? c->size : s->nranks;
     if (e->nexit >= expect) {
         desync_entry_check(s, c, q, false, NULL);
-        desync_entry_close(s, c, q);
+        desync_entry_close(c, q);
     }
     return 0;
 }

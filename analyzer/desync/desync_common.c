@@ -26,9 +26,8 @@ int desync_rank_index(const desync_state *s, int w)
 
 /* The text of string id (the extracts bring every string an entry names;
  * ids are hashes of the text, so one table serves all ranks). */
-const char *desync_str_of(const desync_state *s, int i, uint64_t id)
+const char *desync_str_of(const desync_state *s, uint64_t id)
 {
-    (void)i;
     const uint64_t *off = tft_u64map_find(&s->strs, id, NULL, NULL);
     return off ? s->pool + *off : "?";
 }

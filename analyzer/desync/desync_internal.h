@@ -22,7 +22,6 @@
 enum {
     DESYNC_WINDOW_MAX = 4096,  /* open entries per communicator */
     DESYNC_SLOT_BUDGET = 256 << 20, /* bytes of window slots, all communicators together */
-    DESYNC_RECENT_TENSORS = 16,/* per rank: fingerprints kept for EXIT results */
     DESYNC_SPREADS = 32,       /* per communicator: enter spreads kept */
     DESYNC_SPREADS_MIN = 8,    /* spreads needed before judging a straggler */
     DESYNC_MAX_COMMS = 4096,
@@ -213,7 +212,7 @@ typedef struct desync_state {
 
 int desync_rank_id(const desync_state *s, int i);
 int desync_rank_index(const desync_state *s, int w);
-const char *desync_str_of(const desync_state *s, int i, uint64_t id);
+const char *desync_str_of(const desync_state *s, uint64_t id);
 int desync_str_add(desync_state *s, uint64_t id, const char *txt, size_t n);
 const char *desync_step_text(int64_t step, char *buf, size_t len);
 void desync_str_append(char *buf, size_t len, const char *s);
@@ -236,11 +235,11 @@ void desync_names_fill(const desync_state *s, desync_finding *d);
 comm_state *desync_comm_find(const desync_state *s, uint64_t comm);
 comm_state *desync_comm_get(desync_state *s, uint64_t comm);
 coll_entry *desync_entry_at(comm_state *c, uint64_t q);
-coll_slot *desync_slots_at(const desync_state *s, comm_state *c, uint64_t q);
+coll_slot *desync_slots_at(comm_state *c, uint64_t q);
 const coll_slot *desync_entry_dense(const desync_state *s, comm_state *c, uint64_t q);
 int desync_window_grow(desync_state *s, comm_state *c);
 int desync_comm_slot(desync_state *s, comm_state *c, int i);
-void desync_entry_close(const desync_state *s, comm_state *c, uint64_t q);
+void desync_entry_close(comm_state *c, uint64_t q);
 
 /* ---- desync_straggler.c ---- */
 

@@ -48,7 +48,7 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
         coll = false;
     if (coll) {
         snprintf(buf, len, "; rank %d is itself waiting in %s (communicator " PH "%016" PRIx64
-                 ", collective #%" PRIu64 ")", desync_rank_id(s, pi), desync_str_of(s, pi, c->name), c->comm, c->q);
+                 ", collective #%" PRIu64 ")", desync_rank_id(s, pi), desync_str_of(s, c->name), c->comm, c->q);
     } else if (p) {
         int w = p2p_world(s, p->space, p->peer);
         char who[32];
@@ -57,7 +57,7 @@ static void peer_state(const desync_state *s, int pi, const int *blocked, char *
         else
             snprintf(who, sizeof(who), p->peer < 0 ? "any rank" : "communicator rank %d", (int)p->peer);
         snprintf(buf, len, "; rank %d is itself blocked in %s %s %s", desync_rank_id(s, pi),
-                 desync_str_of(s, pi, p->name), p->type == TFT_COLL_SEND ? "to" : "from", who);
+                 desync_str_of(s, p->name), p->type == TFT_COLL_SEND ? "to" : "from", who);
     }
 }
 
@@ -196,7 +196,7 @@ void desync_p2p_report(desync_state *s, int i, const p2p_open *o, const int *blo
     if (pi >= 0)
         peer_state(s, pi, blocked, state, sizeof(state));
     snprintf(d.detail, sizeof(d.detail), "rank %d never completed %s %s %s (%s, %" PRIu64 " x %s) on communicator "
-             PH "%016" PRIx64 " (%s): ", me_w, desync_str_of(s, i, o->name), recv ? "from" : "to", who, tag, o->count,
+             PH "%016" PRIx64 " (%s): ", me_w, desync_str_of(s, o->name), recv ? "from" : "to", who, tag, o->count,
              tft_dtype_name(o->dtype), d.comm, desync_step_text(o->step, st, sizeof(st)));
     desync_str_append(d.detail, sizeof(d.detail), instead);
     desync_str_append(d.detail, sizeof(d.detail), state);

@@ -48,7 +48,7 @@ void desync_params_judge(desync_state *s)
                 d->tag = TFT_TAG_NONE;
                 snprintf(d->detail, sizeof(d->detail), "%.96s differs across ranks at step %" PRId64
                          ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
-                         desync_str_of(s, ref->rank, s->params[ref->param].name), s->param_step,
+                         desync_str_of(s, s->params[ref->param].name), s->param_step,
                          desync_rank_id(s, ref->rank), ref->fp, desync_rank_id(s, x->rank), x->fp);
                 s->param_done = true;
             }

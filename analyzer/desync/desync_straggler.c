@@ -90,7 +90,7 @@ void desync_check_straggler(const desync_state *s, comm_state *c, uint64_t q, co
             d->clock_error_ns = s->one_host ? 0 : err;
             snprintf(d->detail, sizeof(d->detail), "rank %d entered %s (communicator " PH "%016" PRIx64
                      ", collective #%" PRIu64 ", %s) %.3f s after the median rank (usually %.3f ms%s)",
-                     desync_rank_id(s, late), desync_str_of(s, late, sl[late].name), c->comm, q,
+                     desync_rank_id(s, late), desync_str_of(s, sl[late].name), c->comm, q,
                      desync_step_text(sl[late].step, st, sizeof(st)), spread / 1e9, hist[m / 2] / 1e6, al);
             c->straggled = true;
         }

@@ -59,9 +59,8 @@ comm_state *desync_comm_get(desync_state *s, uint64_t comm)
 coll_entry *desync_entry_at(comm_state *c, uint64_t q) { return &c->win[q & (c->cap - 1)]; }
 
 /* Entry q's slots, one per rank file with records on c (c->local). */
-coll_slot *desync_slots_at(const desync_state *s, comm_state *c, uint64_t q)
+coll_slot *desync_slots_at(comm_state *c, uint64_t q)
 {
-    (void)s;
     return &c->slots[(size_t)(q & (c->cap - 1)) * (size_t)c->wcap];
 }
 
@@ -75,7 +74,7 @@ const coll_slot *desync_entry_dense(const desync_state *s, comm_state *c, uint64
         for (int k = 0; k < o->width; k++)
             memset(&dv->v[o->global[k]], 0, sizeof(coll_slot));
     }
-    const coll_slot *sl = desync_slots_at(s, c, q);
+    const coll_slot *sl = desync_slots_at(c, q);
     for (int k = 0; k < c->width; k++)
         dv->v[c->global[k]] = sl[k];
     dv->owner = (int)(c - s->comms);
@@ -99,7 +98,7 @@ int desync_window_grow(desync_state *s, comm_state *c)
     }
     for (uint64_t q = c->base; q < c->top; q++) {
         nw[q & (ncap - 1)] = *desync_entry_at(c, q);
-        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)c->wcap], desync_slots_at(s, c, q),
+        memcpy(&ns[(size_t)(q & (ncap - 1)) * (size_t)c->wcap], desync_slots_at(c, q),
                (size_t)c->wcap * sizeof(*ns));
     }
     free(c->win);
@@ -157,9 +156,8 @@ int desync_comm_slot(desync_state *s, comm_state *c, int i)
 
 /* Frees entry q and drops judged entries from the bottom of the window
  * (an entry's slots are cleared when it is used again). */
-void desync_entry_close(const desync_state *s, comm_state *c, uint64_t q)
+void desync_entry_close(comm_state *c, uint64_t q)
 {
-    (void)s;
     desync_entry_at(c, q)->used = false;
     while (c->base < c->top && !desync_entry_at(c, c->base)->used)
         c->base++;
