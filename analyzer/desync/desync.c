@@ -69,6 +69,27 @@
  * and roots legitimately differ between its two groups). Straggler
  * detection and the hang-echo filter compare CLOCK_MONOTONIC enter times
  * and are used only when all ranks ran on one host.
+ *
+ * Files, lowest first: each calls only files above it in this list
+ * (desync_internal.h holds what they share).
+ *   desync_common.c       rank ids, the extracts' strings, text helpers, a
+ *                         finding's fields and evidence
+ *   desync_comm_names.c   COMM records: members, point-to-point spaces,
+ *                         names ("{1,3}")
+ *   desync_window.c       each communicator's window of open entries
+ *   desync_straggler.c    DS_STRAGGLER
+ *   desync_checks.c       one entry's checks: DS_MISSING, DS_TYPE ...
+ *                         DS_ROOT, DS_VALUES (results)
+ *   desync_collectives.c  COMM and COLLECTIVE records into the windows
+ *   desync_p2p.c          point-to-point counters and open calls
+ *   desync_p2p_peer.c     a blocked call's peer; the DS_P2P finding
+ *   desync_p2p_judge.c    the calls still blocked at the end
+ *   desync_params.c       "param.*" replication (DS_VALUES, comm 0)
+ *   desync_causes.c       the findings gathered, linked to their causes,
+ *                         ordered
+ *   desync.c              desync_find: extracts, merge, final sweep
+ *   desync_stacks.c       STACK records (desync_stacks.h), apart from the
+ *                         rest
  */
 #include "desync_internal.h"
 #include "core_clock.h"
@@ -112,44 +133,6 @@ void desync_where(const desync_finding *list, int n, int k, char *buf, size_t le
         snprintf(buf + w, len - (size_t)w, ", caused by the %s above", desync_kind_name(list[c].kind));
 }
 
-/* Judges what is still open at the end: hangs (echoes kept apart), then
- * the parameters, then point-to-point. */
-static int final_sweep(desync_state *s)
-{
-    int n = s->nranks;
-    s->first_stuck = calloc((size_t)n, sizeof(*s->first_stuck));
-    s->last_stuck = calloc((size_t)n, sizeof(*s->last_stuck));
-    if (!s->first_stuck || !s->last_stuck)
-        return -ENOMEM;
-    for (int k = 0; k < s->ncomms; k++) {
-        comm_state *c = &s->comms[k];
-        for (uint64_t q = c->base; q < c->top; q++) {
-            if (!desync_entry_at(c, q)->used)
-                continue;
-            const coll_slot *sl = desync_entry_dense(s, c, q);
-            for (int m = 0; m < c->width; m++) {
-                int i = c->order[m];
-                if (!sl[i].entered || sl[i].exited)
-                    continue;
-                stuck_at cand = {true, sl[i].step, sl[i].seq, sl[i].t_enter, c->comm, q, sl[i].name};
-                stuck_at *f = &s->first_stuck[i], *l = &s->last_stuck[i];
-                if (!f->valid || desync_stuck_before(&cand, f->step, f->seq, f->t_enter, true))
-                    *f = cand;
-                if (!l->valid || desync_stuck_before(l, cand.step, cand.seq, cand.t_enter, true))
-                    *l = cand;
-            }
-        }
-    }
-    for (int k = 0; k < s->ncomms; k++) {
-        comm_state *c = &s->comms[k];
-        for (uint64_t q = c->base; q < c->top; q++)
-            if (desync_entry_at(c, q)->used)
-                desync_entry_check(s, c, q, true, s->first_stuck);
-    }
-    desync_params_judge(s);
-    return desync_p2p_judge(s);
-}
-
 static bool same_host(tft_trace *t, int n)
 {
     const tft_file_info *a = tft_trace_file_info(t, 0);
@@ -185,6 +168,52 @@ static int *hosts_of(tft_trace *t, int n)
         return NULL;
     }
     return h;
+}
+
+/* How the ranks' enter times compare (desync_straggler.c): one host, hosts
+ * aligned through MPI (adj), or each rank's clock pair (clk, host_of). */
+static void clocks_init(desync_state *s)
+{
+    tft_trace *t = s->t;
+    int n = s->nranks;
+    s->adj = calloc((size_t)n, sizeof(*s->adj));
+    s->aligned = !s->one_host && s->adj && core_clock_align(t, n, s->adj, &s->clock_err);
+    s->clk = s->one_host || s->aligned ? NULL : calloc((size_t)n, sizeof(*s->clk));
+    s->host_of = s->clk ? hosts_of(t, n) : NULL;
+    for (int i = 0; s->clk && i < n; i++) {
+        const tft_file_info *fi = tft_trace_file_info(t, i);
+        if (fi)
+            core_clock_pair_start(&s->clk[i], fi);
+        else
+            s->clk[i].ntp = TFT_NTP_UNKNOWN;
+    }
+}
+
+/* s for the n rank files of t: its scratch, clocks and maps. false when
+ * out of memory; state_free frees it either way. */
+static bool state_init(desync_state *s, tft_trace *t, int n)
+{
+    *s = (desync_state){.t = t, .nranks = n, .one_host = same_host(t, n), .param_step = TFT_STEP_NONE,
+                        .world = tft_string_id("MPI_COMM_WORLD", 14)};
+    s->ibuf = calloc((size_t)n * 5, sizeof(*s->ibuf));
+    s->ubuf = calloc((size_t)n, sizeof(*s->ubuf));
+    clocks_init(s);
+    s->open = calloc((size_t)n, sizeof(*s->open));
+    for (int i = 0; s->open && i < n; i++)
+        desync_ix_init(&s->open[i].ix);
+    desync_ix_init(&s->param_ix);
+    desync_ix_init(&s->occ_ix);
+    tft_u64map_init(&s->strs, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = 1 << 20});
+    tft_u64map_init(&s->pairs, &(tft_u64map_opts){.vsize = sizeof(pair_ent), .max_n = DESYNC_MAX_PAIRS,
+                                                  .min_cap = 256, .hashed = true});
+    s->inv_tmp = calloc((size_t)n, 1);
+    s->miss_tmp = calloc((size_t)n, 1);
+    s->dense = calloc(1, sizeof(*s->dense));
+    if (s->dense) {
+        s->dense->owner = -1;
+        s->dense->v = calloc((size_t)n, sizeof(*s->dense->v));
+    }
+    return s->ibuf && s->ubuf && s->open && s->inv_tmp && s->miss_tmp && s->dense && s->dense->v;
 }
 
 static void found_free(found *f)
@@ -270,6 +299,44 @@ static int on_entry(desync_state *s, int ri, const spill_ent *x)
     }
 }
 
+/* Judges what is still open at the end: hangs (echoes kept apart), then
+ * the parameters, then point-to-point. */
+static int final_sweep(desync_state *s)
+{
+    int n = s->nranks;
+    s->first_stuck = calloc((size_t)n, sizeof(*s->first_stuck));
+    s->last_stuck = calloc((size_t)n, sizeof(*s->last_stuck));
+    if (!s->first_stuck || !s->last_stuck)
+        return -ENOMEM;
+    for (int k = 0; k < s->ncomms; k++) {
+        comm_state *c = &s->comms[k];
+        for (uint64_t q = c->base; q < c->top; q++) {
+            if (!desync_entry_at(c, q)->used)
+                continue;
+            const coll_slot *sl = desync_entry_dense(s, c, q);
+            for (int m = 0; m < c->width; m++) {
+                int i = c->order[m];
+                if (!sl[i].entered || sl[i].exited)
+                    continue;
+                stuck_at cand = {true, sl[i].step, sl[i].seq, sl[i].t_enter, c->comm, q, sl[i].name};
+                stuck_at *f = &s->first_stuck[i], *l = &s->last_stuck[i];
+                if (!f->valid || desync_stuck_before(&cand, f->step, f->seq, f->t_enter, true))
+                    *f = cand;
+                if (!l->valid || desync_stuck_before(l, cand.step, cand.seq, cand.t_enter, true))
+                    *l = cand;
+            }
+        }
+    }
+    for (int k = 0; k < s->ncomms; k++) {
+        comm_state *c = &s->comms[k];
+        for (uint64_t q = c->base; q < c->top; q++)
+            if (desync_entry_at(c, q)->used)
+                desync_entry_check(s, c, q, true, s->first_stuck);
+    }
+    desync_params_judge(s);
+    return desync_p2p_judge(s);
+}
+
 int desync_find_spilled(tft_trace *t, diff_spill *sp, desync_finding *out, int max)
 {
     if (!t || !sp || (max > 0 && !out))
@@ -277,37 +344,8 @@ int desync_find_spilled(tft_trace *t, diff_spill *sp, desync_finding *out, int m
     int n = tft_trace_nranks(t);
     if (n < 2)
         return 0;
-    desync_state s = {.t = t, .nranks = n, .one_host = same_host(t, n), .param_step = TFT_STEP_NONE,
-                      .world = tft_string_id("MPI_COMM_WORLD", 14)};
-    s.ibuf = calloc((size_t)n * 5, sizeof(*s.ibuf));
-    s.ubuf = calloc((size_t)n, sizeof(*s.ubuf));
-    s.adj = calloc((size_t)n, sizeof(*s.adj));
-    s.aligned = !s.one_host && s.adj && core_clock_align(t, n, s.adj, &s.clock_err);
-    s.clk = s.one_host || s.aligned ? NULL : calloc((size_t)n, sizeof(*s.clk));
-    s.host_of = s.clk ? hosts_of(t, n) : NULL;
-    for (int i = 0; s.clk && i < n; i++) {
-        const tft_file_info *fi = tft_trace_file_info(t, i);
-        if (fi)
-            core_clock_pair_start(&s.clk[i], fi);
-        else
-            s.clk[i].ntp = TFT_NTP_UNKNOWN;
-    }
-    s.open = calloc((size_t)n, sizeof(*s.open));
-    for (int i = 0; s.open && i < n; i++)
-        desync_ix_init(&s.open[i].ix);
-    desync_ix_init(&s.param_ix);
-    desync_ix_init(&s.occ_ix);
-    tft_u64map_init(&s.strs, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = 1 << 20});
-    tft_u64map_init(&s.pairs, &(tft_u64map_opts){.vsize = sizeof(pair_ent), .max_n = DESYNC_MAX_PAIRS, .min_cap = 256,
-                                                 .hashed = true});
-    s.inv_tmp = calloc((size_t)n, 1);
-    s.miss_tmp = calloc((size_t)n, 1);
-    s.dense = calloc(1, sizeof(*s.dense));
-    if (s.dense) {
-        s.dense->owner = -1;
-        s.dense->v = calloc((size_t)n, sizeof(*s.dense->v));
-    }
-    bool ok = s.ibuf && s.ubuf && s.open && s.inv_tmp && s.miss_tmp && s.dense && s.dense->v;
+    desync_state s;
+    bool ok = state_init(&s, t, n);
     core_spill_merge *m = ok ? core_spill_merge_open(sp) : NULL;
     int e = m ? 0 : (ok ? -errno : -ENOMEM);
     const spill_ent *x;
