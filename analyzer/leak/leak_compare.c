@@ -63,7 +63,7 @@ static bool beyond(uint64_t have, uint64_t want, uint64_t extra)
     return have >= want && have - want >= extra && have / LEAK_MARGIN_RATIO >= want;
 }
 
-/* The peak rule for one site (see core.h). */
+/* The peak rule for one site (leak.h, leak_compare). */
 static bool peak_leak(const leak_site_mem *bs, const leak_site_mem *gs)
 {
     if (!bs->one_thread || (gs && !gs->one_thread))
