@@ -98,23 +98,13 @@ static void world_member(desync_state *s, int i, const tft_rec_collective *cr)
         desync_def_assemble(s, d, i, cr->rank, cr->nranks);
 }
 
-int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
+/* Makes room for entry q in c's window: judges the oldest entries when the
+ * window would pass DESYNC_WINDOW_MAX entries or the slot budget, and
+ * marks the coll_seq numbers skipped up to q unused. 1 when q has its
+ * place, 0 when it is left out (damaged, already judged, an implausible
+ * jump, no room), or a negative errno. */
+static int window_reach(desync_state *s, comm_state *c, uint64_t q)
 {
-    if (!(cr->h.flags & (TFT_COLL_FLAG_ENTER | TFT_COLL_FLAG_EXIT)))
-        return 0;
-    comm_state *c = desync_comm_get(s, cr->comm);
-    if (!c)
-        return s->ncomms == DESYNC_MAX_COMMS ? 0 : -ENOMEM;
-    world_member(s, i, cr);
-    int li = desync_comm_slot(s, c, i);
-    if (li == -ENOSPC)
-        return 0; /* the windows hold DESYNC_SLOT_BUDGET: this rank is not judged here */
-    if (li < 0)
-        return li;
-    c->member[i] = 1;
-    if (cr->nranks > c->size && !c->inter)
-        c->size = cr->nranks;
-    uint64_t q = cr->coll_seq;
     /* The recorder's sequence numbers are int64 tokens >= 0: anything above
      * is damage, and would overflow the window arithmetic below. */
     if (q > (uint64_t)INT64_MAX || q < c->base || (c->fin.valid && q > c->fin.d.coll_seq))
@@ -142,6 +132,29 @@ int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, i
             desync_entry_at(c, k)->used = false;
         c->top = q + 1;
     }
+    return 1;
+}
+
+int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
+{
+    if (!(cr->h.flags & (TFT_COLL_FLAG_ENTER | TFT_COLL_FLAG_EXIT)))
+        return 0;
+    comm_state *c = desync_comm_get(s, cr->comm);
+    if (!c)
+        return s->ncomms == DESYNC_MAX_COMMS ? 0 : -ENOMEM;
+    world_member(s, i, cr);
+    int li = desync_comm_slot(s, c, i);
+    if (li == -ENOSPC)
+        return 0; /* the windows hold DESYNC_SLOT_BUDGET: this rank is not judged here */
+    if (li < 0)
+        return li;
+    c->member[i] = 1;
+    if (cr->nranks > c->size && !c->inter)
+        c->size = cr->nranks;
+    uint64_t q = cr->coll_seq;
+    int room = window_reach(s, c, q);
+    if (room <= 0)
+        return room;
     coll_entry *e = desync_entry_at(c, q);
     coll_slot *x = &desync_slots_at(c, q)[li];
     if (!e->used) {
