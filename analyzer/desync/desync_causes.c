@@ -124,6 +124,11 @@ static void then_append(found **list, int n)
     }
 }
 
+/* Every finding of s (communicators' first problems, kept echoes,
+ * stragglers, the parameters', blocked point-to-point calls), named,
+ * linked and ordered (see the top of the file), numbered from 1 with
+ * their .cause ids, into out[0, max). Returns how many were copied, or
+ * -ENOMEM. */
 int desync_collect(desync_state *s, desync_finding *out, int max)
 {
     size_t cap = (size_t)s->ncomms * 3 + (size_t)s->np2p + 1, n = 0, nw = 0;

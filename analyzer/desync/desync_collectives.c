@@ -135,6 +135,9 @@ static int window_reach(desync_state *s, comm_state *c, uint64_t q)
     return 1;
 }
 
+/* A COLLECTIVE ENTER or EXIT of rank file i (step: its step) into its
+ * entry; the entry is judged and closed once every member left it. 0, or
+ * -ENOMEM (past the limits the record is left out, not an error). */
 int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, int64_t step)
 {
     if (!(cr->h.flags & (TFT_COLL_FLAG_ENTER | TFT_COLL_FLAG_EXIT)))

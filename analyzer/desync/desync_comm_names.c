@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The definition of communicator id, NULL none. */
 comm_def *desync_def_find(const desync_state *s, uint64_t id)
 {
     for (int k = 0; k < s->ndefs; k++)
@@ -30,6 +31,8 @@ comm_def *desync_def_of_p2p(const desync_state *s, uint64_t space)
     return NULL;
 }
 
+/* The definition of communicator id, added (no members known) when new;
+ * NULL past DESYNC_MAX_DEFS or out of memory. */
 comm_def *desync_def_get(desync_state *s, uint64_t id)
 {
     comm_def *d = desync_def_find(s, id);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The world rank of rank file i. */
 int desync_rank_id(const desync_state *s, int i) { return tft_trace_rank_id(s->t, i); }
 
 /* Index of the rank file of world rank w, -1 none. */
@@ -32,6 +33,8 @@ const char *desync_str_of(const desync_state *s, uint64_t id)
     return off ? s->pool + *off : "?";
 }
 
+/* Keeps txt[0, n) as the text of string id (a SPILL_STR entry), once.
+ * 0, or -ENOMEM; past the table's limit the text is dropped (shown "?"). */
 int desync_str_add(desync_state *s, uint64_t id, const char *txt, size_t n)
 {
     if (tft_u64map_find(&s->strs, id, NULL, NULL))
@@ -79,6 +82,7 @@ void desync_str_append(char *buf, size_t len, const char *s)
     buf[o + n] = '\0';
 }
 
+/* Adds world rank `rank` to d's ranks at fault (the first 16 are kept). */
 void desync_add_rank(desync_finding *d, int rank)
 {
     if (d->nranks < (int)(sizeof(d->ranks) / sizeof(d->ranks[0])))
@@ -107,6 +111,7 @@ bool desync_stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t
     return one_host && st->t_enter < t_enter;
 }
 
+/* d, zeroed, as a finding of `kind` on entry q of c at (step, seq). */
 void desync_finding_init(desync_finding *d, const comm_state *c, uint64_t q, int64_t step, int64_t seq, int kind)
 {
     memset(d, 0, sizeof(*d));

@@ -59,7 +59,7 @@ typedef struct coll_entry {
     int nexit;          /* ranks that left it */
 } coll_entry;
 
-/* A finding with what the cause analysis needs (collect). */
+/* A finding with what the cause analysis needs (desync_causes.c). */
 typedef struct found {
     bool valid;
     bool echo;          /* DS_MISSING whose missing ranks were all stuck earlier elsewhere */
@@ -68,7 +68,7 @@ typedef struct found {
     uint8_t *miss;      /* nranks: missing (DS_MISSING) or blocked (DS_P2P); NULL none */
     int peer_idx;       /* DS_P2P: rank index of the peer, -1 unknown */
     char then[112];     /* DS_MISSING: "ranks 0,2,3 waited in MPI_Allgather", "" none */
-    struct found *cause;/* collect: the first cause */
+    struct found *cause;/* desync_collect: the first cause */
 } found;
 
 typedef struct comm_state {
@@ -208,7 +208,8 @@ typedef struct desync_state {
     size_t pool_len, pool_cap;
 } desync_state;
 
-/* ---- desync_common.c ---- */
+/* ---- desync_common.c: rank ids, the extracts' strings, text, index maps,
+ * program order, a finding's fields and evidence ---- */
 
 int desync_rank_id(const desync_state *s, int i);
 int desync_rank_index(const desync_state *s, int w);
@@ -222,7 +223,8 @@ bool desync_stuck_before(const stuck_at *st, int64_t step, int64_t seq, uint64_t
 void desync_finding_init(desync_finding *d, const comm_state *c, uint64_t q, int64_t step, int64_t seq, int kind);
 void desync_found_set(const desync_state *s, found *f, const desync_finding *d, const char *then);
 
-/* ---- desync_comm_names.c ---- */
+/* ---- desync_comm_names.c: communicator definitions (COMM records) and
+ * the names in a finding's text ---- */
 
 comm_def *desync_def_find(const desync_state *s, uint64_t id);
 comm_def *desync_def_of_p2p(const desync_state *s, uint64_t space);
@@ -230,7 +232,7 @@ comm_def *desync_def_get(desync_state *s, uint64_t id);
 void desync_def_assemble(const desync_state *s, comm_def *d, int i, int k, int n);
 void desync_names_fill(const desync_state *s, desync_finding *d);
 
-/* ---- desync_window.c ---- */
+/* ---- desync_window.c: communicators and their windows of entries ---- */
 
 comm_state *desync_comm_find(const desync_state *s, uint64_t comm);
 comm_state *desync_comm_get(desync_state *s, uint64_t comm);
@@ -241,42 +243,43 @@ int desync_window_grow(desync_state *s, comm_state *c);
 int desync_comm_slot(desync_state *s, comm_state *c, int i);
 void desync_entry_close(comm_state *c, uint64_t q);
 
-/* ---- desync_straggler.c ---- */
+/* ---- desync_straggler.c: DS_STRAGGLER of a complete entry ---- */
 
 void desync_check_straggler(const desync_state *s, comm_state *c, uint64_t q, const coll_slot *sl,
                             const int *idx, int n);
 
-/* ---- desync_checks.c ---- */
+/* ---- desync_checks.c: an entry judged, complete or final ---- */
 
 void desync_entry_check(const desync_state *s, comm_state *c, uint64_t q, bool final, const stuck_at *stuck);
 
-/* ---- desync_collectives.c ---- */
+/* ---- desync_collectives.c: COMM and COLLECTIVE records ---- */
 
 void desync_on_comm(desync_state *s, int i, const tft_rec_comm *cr);
 int desync_on_collective(desync_state *s, int i, const tft_rec_collective *cr, int64_t step);
 
-/* ---- desync_p2p.c ---- */
+/* ---- desync_p2p.c: point-to-point records, counters, open calls ---- */
 
 const pair_ent *desync_pair_find(const desync_state *s, uint64_t space, int32_t src, int32_t dst, int32_t tag);
 int desync_open_compact(p2p_rank *o);
 void desync_on_p2p(desync_state *s, int i, const tft_rec_collective *cr, int64_t step);
 
-/* ---- desync_p2p_peer.c ---- */
+/* ---- desync_p2p_peer.c: a blocked call's peer, the DS_P2P finding ---- */
 
 bool desync_send_peer_stuck(const desync_state *s, int i, int k, const int *blocked);
 int desync_pairs_sort(desync_state *s);
 void desync_p2p_report(desync_state *s, int i, const p2p_open *o, const int *blocked, found *f);
 
-/* ---- desync_p2p_judge.c ---- */
+/* ---- desync_p2p_judge.c: the calls blocked at the end (s->p2p) ---- */
 
 int desync_p2p_judge(desync_state *s);
 
-/* ---- desync_params.c ---- */
+/* ---- desync_params.c: "param.*" replication ---- */
 
 void desync_params_judge(desync_state *s);
 int desync_on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp);
 
-/* ---- desync_causes.c ---- */
+/* ---- desync_causes.c: every finding gathered, causes linked, ordered;
+ * returns how many (<= max) were copied to out, or -ENOMEM ---- */
 
 int desync_collect(desync_state *s, desync_finding *out, int max);
 

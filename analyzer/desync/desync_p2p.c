@@ -23,6 +23,7 @@ static bool pair_eq(const void *ctx, const void *val)
     return a->space == b->space && a->src == b->src && a->dst == b->dst && a->tag == b->tag;
 }
 
+/* The counters of (space, src, dst, tag), NULL none. */
 const pair_ent *desync_pair_find(const desync_state *s, uint64_t space, int32_t src, int32_t dst, int32_t tag)
 {
     pair_ent want = {.space = space, .src = src, .dst = dst, .tag = tag};

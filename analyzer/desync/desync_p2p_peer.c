@@ -82,6 +82,7 @@ static int cmp_pair_key(const void *a, const void *b)
     return (x->nth > y->nth) - (x->nth < y->nth);
 }
 
+/* Sorts the counters into s->pair_order (for recv_instead). 0 or -ENOMEM. */
 int desync_pairs_sort(desync_state *s)
 {
     free(s->pair_order);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The state of communicator comm, NULL none yet. */
 comm_state *desync_comm_find(const desync_state *s, uint64_t comm)
 {
     for (int k = 0; k < s->ncomms; k++)
@@ -20,6 +21,8 @@ comm_state *desync_comm_find(const desync_state *s, uint64_t comm)
     return NULL;
 }
 
+/* The state of communicator comm, added (empty window) when new; NULL
+ * past DESYNC_MAX_COMMS or out of memory. */
 comm_state *desync_comm_get(desync_state *s, uint64_t comm)
 {
     comm_state *c = desync_comm_find(s, comm);
@@ -56,6 +59,7 @@ comm_state *desync_comm_get(desync_state *s, uint64_t comm)
     return c;
 }
 
+/* Entry q of c's window (q in [base, top)). */
 coll_entry *desync_entry_at(comm_state *c, uint64_t q) { return &c->win[q & (c->cap - 1)]; }
 
 /* Entry q's slots, one per rank file with records on c (c->local). */

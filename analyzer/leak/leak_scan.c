@@ -77,6 +77,7 @@ static int site_index(leak_state *s, uint64_t id, uint32_t *out)
     return 0;
 }
 
+/* st->name from r's strings once they hold it ("site:<hex id>" until). */
 void leak_site_name(leak_site *st, const tft_reader *r)
 {
     if (st->named)
