@@ -2,7 +2,7 @@
  * desync.h — the collectives of every rank of a trace aligned by
  * (communicator, sequence number): missing calls (hangs), mismatches,
  * values that differ across ranks, stragglers, point-to-point calls never
- * completed (desync.c). Nothing here prints.
+ * completed (desync.c and the files it lists). Nothing here prints.
  */
 #ifndef TFT_DESYNC_H
 #define TFT_DESYNC_H

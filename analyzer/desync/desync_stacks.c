@@ -22,13 +22,13 @@ int desync_stacks_add(desync_stacks *s, const tft_reader *r, int rank, const tft
     const tft_rec_stack *k = (const tft_rec_stack *)rec;
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 16;
-        diff_stack *v = realloc(s->v, (size_t)cap * sizeof(*v));
+        desync_stack *v = realloc(s->v, (size_t)cap * sizeof(*v));
         if (!v)
             return -ENOMEM;
         s->v = v;
         s->cap = cap;
     }
-    diff_stack *d = &s->v[s->n];
+    desync_stack *d = &s->v[s->n];
     memset(d, 0, sizeof(*d));
     d->rank = rank;
     d->pid = k->pid;
@@ -45,7 +45,7 @@ int desync_stacks_add(desync_stacks *s, const tft_reader *r, int rank, const tft
 
 static int cmp_stack(const void *a, const void *b)
 {
-    const diff_stack *x = a, *y = b;
+    const desync_stack *x = a, *y = b;
     if (x->main != y->main)
         return x->main ? -1 : 1;
     if (x->rank != y->rank)
@@ -59,7 +59,7 @@ int desync_stacks_merge(desync_stacks *to, desync_stacks *from, int n)
     for (int i = 0; i < n; i++)
         total += from[i].n;
     if (total > to->cap) {
-        diff_stack *v = realloc(to->v, (size_t)total * sizeof(*v));
+        desync_stack *v = realloc(to->v, (size_t)total * sizeof(*v));
         if (!v)
             return -ENOMEM;
         to->v = v;
@@ -135,7 +135,7 @@ cJSON *desync_stacks_json(const desync_stacks *s)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < s->n; i++) {
-        const diff_stack *d = &s->v[i];
+        const desync_stack *d = &s->v[i];
         cJSON *o = cJSON_CreateObject(), *fa = cJSON_CreateArray();
         cJSON_AddNumberToObject(o, "rank", d->rank);
         cJSON_AddNumberToObject(o, "pid", d->pid);

@@ -3,8 +3,8 @@
  * thread was when `tftrace --timeout` stopped a hung run, for `tfdump
  * --check` and `tfdiff` (shown with the `missing` desync they explain).
  */
-#ifndef TFT_DIFF_STACKS_H
-#define TFT_DIFF_STACKS_H
+#ifndef TFT_DESYNC_STACKS_H
+#define TFT_DESYNC_STACKS_H
 
 #include "tft_format.h"
 
@@ -12,17 +12,17 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-typedef struct diff_stack {
+typedef struct desync_stack {
     int rank;             /* of the rank file */
     int32_t pid, tid;
     bool main;            /* the process's main thread */
     char comm[16];
     char summary[512];    /* "MPI_Allreduce ← step ← main" */
     char *frames;         /* one per line, owned */
-} diff_stack;
+} desync_stack;
 
 typedef struct desync_stacks {
-    diff_stack *v;
+    desync_stack *v;
     int n, cap;
 } desync_stacks;
 

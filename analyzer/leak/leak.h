@@ -1,7 +1,7 @@
 /*
  * leak.h — leaks from a rank's ALLOC/FREE records: growth step after step
  * (or allocation after allocation), what a site holds at the end, and
- * GOLDEN vs BAD (leak.c). Nothing here prints.
+ * GOLDEN vs BAD (leak_*.c, listed in leak_internal.h). Nothing here prints.
  */
 #ifndef TFT_LEAK_H
 #define TFT_LEAK_H
@@ -51,7 +51,7 @@ typedef struct leak_finding {
 /* Finds allocation sites whose live bytes grow step after step in one rank
  * (live allocations at the end grouped by site); in a trace without steps,
  * allocation after allocation of the site until late in the run (see
- * leak.c). Fills up to max leaks; returns how many, or a negative
+ * leak_rules.c). Fills up to max leaks; returns how many, or a negative
  * errno. Same as leak_find_mem(r, rank, 0, out, max, NULL). */
 int leak_find(tft_reader *r, int rank, leak_finding *out, int max);
 
@@ -95,7 +95,7 @@ typedef struct leak_rank_mem {
 
 /* Single-trace at-exit rule (tfdump --check): a site holding at least
  * LEAK_EXIT_MIN_BYTES live at the end, in several blocks, is a leak
- * even without growth (leak.c says what "several" means). */
+ * even without growth (leak_rules.c says what "several" means). */
 #define LEAK_EXIT_MIN_BYTES ((uint64_t)32 << 20)
 
 /* leak_find, plus: exit_min_bytes > 0 turns on the single-trace at-exit
