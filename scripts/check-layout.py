@@ -28,6 +28,7 @@ ROOMS = {
     "capture": "tracer/capture",
     "cli": "tracer/cli",
     "cuda-plugin": "tracer/cuda",
+    "bpf": "tracer/bpf",
     "analyzer": "analyzer",
     "runtime": "runtime",
 }
@@ -46,7 +47,8 @@ ALLOWED = {
     "capture": PUBLIC | {"util", "stats"},
     "lib": PUBLIC | {"util", "stats", "collect", "capture", "cuda-plugin"},
     "cuda-plugin": PUBLIC | {"util", "stats"},
-    "cli": PUBLIC | {"util", "format", "collect", "capture"},
+    "bpf": PUBLIC | {"util"},
+    "cli": PUBLIC | {"util", "format", "collect", "capture", "bpf"},
     "analyzer": PUBLIC | {"util", "format", "stats", "runtime", "ops"},
     "runtime": PUBLIC | {"util", "ops", "stats"},
 }
