@@ -18,7 +18,7 @@
 #include "cli_internal.h"
 #include "collector.h"
 #include "stacks_report.h"
-#include "shm_internal.h"
+#include "tft_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -172,7 +172,7 @@ static int open_trace(const char *out, int *dfd, const uint8_t run_id[16])
             fi.flags |= TFT_FILE_RANK_IS_INDEX;
         struct timespec rt;
         clock_gettime(CLOCK_REALTIME, &rt);
-        fi.start_monotonic_ns = shm_now_ns();
+        fi.start_monotonic_ns = tft_clock_mono_ns();
         fi.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
         gethostname(fi.host, sizeof(fi.host) - 1);
         tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = 1);
@@ -296,10 +296,10 @@ static int finish_trace(int dfd, const char *out, const uint8_t run_id[16])
  * it goes, flushing every rank file and reading the losses once a second. */
 static void record(tft_attach *a, double duration)
 {
-    double start = (double)shm_now_ns() / 1e9, last = start;
+    double start = (double)tft_clock_mono_ns() / 1e9, last = start;
     while (!stop_signal) {
         tft_attach_poll(a, 100, att_stream_call, NULL);
-        double now = (double)shm_now_ns() / 1e9;
+        double now = (double)tft_clock_mono_ns() / 1e9;
         if (duration > 0 && now - start >= duration)
             break;
         if (now - last >= 1.0) {
@@ -318,7 +318,7 @@ static void record(tft_attach *a, double duration)
     tft_attach_poll(a, 0, att_stream_call, NULL);
     note_losses(a);
     att_stream_finish();
-    end_ns = shm_now_ns();
+    end_ns = tft_clock_mono_ns();
     tft_attach_open_calls(a, on_open_call, NULL);
 }
 

@@ -609,7 +609,7 @@ typedef struct run_state {
     int stopped;         /* by --until-step: its exit is ours, not a failure */
 } run_state;
 
-static double now_s(void) { return (double)shm_now_ns() / 1e9; }
+static double now_s(void) { return (double)tft_clock_mono_ns() / 1e9; }
 
 /* Drains until the command and every traced descendant are gone. */
 static void supervise(collector *col, const opts *o, run_state *rs)
@@ -1208,7 +1208,7 @@ int main(int argc, char **argv)
     if (getrandom(run_id, sizeof(run_id), 0) != sizeof(run_id)) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x[2] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, (uint64_t)getpid() << 32 ^ shm_now_ns()};
+        uint64_t x[2] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, (uint64_t)getpid() << 32 ^ tft_clock_mono_ns()};
         memcpy(run_id, x, sizeof(run_id));
     }
     if (capture_golden[0] && build_capture_ref(&o) < 0)

@@ -235,7 +235,7 @@ static int proc_open(collector *c, uint32_t idx)
     fi.pid = sp->pid;
     if (!(sp->rank >= 0 && sp->rank < 10000000))
         fi.flags |= TFT_FILE_RANK_IS_INDEX;
-    fi.start_monotonic_ns = shm_now_ns();
+    fi.start_monotonic_ns = tft_clock_mono_ns();
     fi.start_realtime_ns = clock_realtime_ns();
     gethostname(fi.host, sizeof(fi.host) - 1);
     tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = c->o.zstd_level, .chunk_bytes = c->o.chunk_bytes,
@@ -289,7 +289,7 @@ static void thread_record(collector *c, cproc *p, const shm_ring *r, uint32_t ev
     memcpy(name, r->thread_name, sizeof(r->thread_name));
     name[sizeof(r->thread_name)] = '\0';
     size_t n = strnlen(name, sizeof(r->thread_name));
-    tft_rec_thread t = {.h = {.kind = TFT_REC_THREAD, .len = sizeof(t), .ts = shm_now_ns(),
+    tft_rec_thread t = {.h = {.kind = TFT_REC_THREAD, .len = sizeof(t), .ts = tft_clock_mono_ns(),
                               .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                         .event = ev, .tid = r->tid, .index = r->thread_index,
                         .name = n ? tft_writer_string(p->w, name, n) : 0};
@@ -369,7 +369,7 @@ static void append_dropped(collector *c, cproc *p, uint64_t n, uint32_t reason, 
 {
     if (!n)
         return;
-    tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = shm_now_ns(),
+    tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = tft_clock_mono_ns(),
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .count = n, .reason = reason, .first_step = sp->first_step,
                           .last_step = sp->last_step};
@@ -487,7 +487,7 @@ static void pass_sync(collector *c, int only_proc)
         p->pass_step = p->step_begun;
         if (!p->opened || p->closed || !p->w || !p->has_thread || w == TFT_STEP_NONE || w == p->synced)
             continue;
-        tft_rec_sync sy = {.h = {.kind = TFT_REC_SYNC, .len = sizeof(sy), .ts = shm_now_ns(), .step = w,
+        tft_rec_sync sy = {.h = {.kind = TFT_REC_SYNC, .len = sizeof(sy), .ts = tft_clock_mono_ns(), .step = w,
                                  .seq = TFT_SEQ_NONE}};
         if (proc_append(c, p, &sy.h) == 0) {
             p->records++;
@@ -565,7 +565,7 @@ static void append_exit(collector *c, cproc *p)
 {
     if (!p->w || p->closed || p->failed)
         return;
-    tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = shm_now_ns(),
+    tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = tft_clock_mono_ns(),
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .event = TFT_PROC_EXIT, .pid = p->pid, .exit_code = p->exit_code,
                           .signal = p->signal};
@@ -607,7 +607,7 @@ void collector_child_exit(collector *c, pid_t pid, int status)
 
 static void check_liveness(collector *c)
 {
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     if (now - c->last_liveness_ns < 20000000u)
         return;
     c->last_liveness_ns = now;
@@ -629,7 +629,7 @@ static void refine_clock(collector *c, uint64_t now_ns)
         return;
     c->last_refine_ns = now_ns;
     uint64_t t = __rdtsc();
-    uint64_t n = shm_now_ns();
+    uint64_t n = tft_clock_mono_ns();
     if (t > c->h->tsc0 && n > c->h->ns0 + 500000000u)
         c->h->ns_per_tick = (double)(n - c->h->ns0) / (double)(t - c->h->tsc0);
 #else
@@ -685,7 +685,7 @@ static void rss_samples(collector *c, uint64_t now_ns)
             continue;
         if (p->st_records == p->rss_records && rss == p->rss_last)
             continue;
-        tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = shm_now_ns(),
+        tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = tft_clock_mono_ns(),
                                     .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                               .event = TFT_PROC_RSS, .pid = p->pid, .rss = rss};
         if (proc_append(c, p, &pr.h) == 0)
@@ -697,7 +697,7 @@ static void rss_samples(collector *c, uint64_t now_ns)
 
 size_t collector_poll(collector *c)
 {
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     atomic_store_explicit(&c->h->heartbeat_ns, now, memory_order_relaxed);
     refine_clock(c, now);
     size_t n = drain_rings(c, -1);

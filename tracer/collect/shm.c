@@ -15,13 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t shm_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void shm_setup_clock(shm_hdr *h)
 {
 #if defined(__x86_64__)
@@ -34,9 +27,9 @@ void shm_setup_clock(shm_hdr *h)
     }
     if (strncmp(cs, "tsc", 3) != 0 || getenv("TFT_NO_TSC"))
         return;
-    uint64_t n0 = shm_now_ns(), t0 = __rdtsc(), n1, t1;
+    uint64_t n0 = tft_clock_mono_ns(), t0 = __rdtsc(), n1, t1;
     do {
-        n1 = shm_now_ns();
+        n1 = tft_clock_mono_ns();
         t1 = __rdtsc();
     } while (n1 - n0 < 2000000u);
     if (t1 <= t0)
@@ -70,7 +63,7 @@ void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_byt
     h->nodrop_timeout_ns = SHM_NODROP_TIMEOUT_DEFAULT_NS;
     h->drop_wait_ns = SHM_DROP_WAIT_DEFAULT_NS;
     h->collector_pid = (int32_t)getpid();
-    atomic_store(&h->heartbeat_ns, shm_now_ns());
+    atomic_store(&h->heartbeat_ns, tft_clock_mono_ns());
     atomic_store_explicit((_Atomic uint64_t *)&h->magic, SHM_MAGIC, memory_order_release);
 }
 
@@ -173,7 +166,7 @@ static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
 {
     if (atomic_load_explicit(&h->collector_done, memory_order_acquire))
         return WAIT_DONE;
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     uint64_t hb = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
     uint64_t age = now > hb ? now - hb : 0;
     uint64_t limit = h->nodrop_timeout_ns;
@@ -197,7 +190,7 @@ static int bounded_wait(shm_hdr *h, shm_ring *r, uint64_t tail, uint64_t *since,
     if (!h->drop_wait_ns || atomic_load_explicit(&h->collector_done, memory_order_acquire) ||
         r->gave_up_tail == tail)
         return WAIT_DONE;
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     if (!*since || tail != *seen) {
         *since = now;
         *seen = tail;

@@ -99,7 +99,7 @@ static struct {
     _Atomic uint64_t next[COMM_SLOTS];
 } comms;
 
-uint64_t tft_now_ns(void) { return shm_now_ns(); }
+uint64_t tft_now_ns(void) { return tft_clock_mono_ns(); }
 
 static inline int on(void)
 {

@@ -1,0 +1,20 @@
+/*
+ * tft_clock.h — CLOCK_MONOTONIC in nanoseconds, the clock of record
+ * timestamps (tft.h's tft_now_ns): the one reading that the rings, the
+ * collector, the CLI and the CUDA plugin share. Internal, header-only;
+ * every room may include it.
+ */
+#ifndef TFT_CLOCK_H
+#define TFT_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t tft_clock_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif
