@@ -479,7 +479,7 @@ int attach_main(int argc, char **argv)
             return 2;
     char buf[4096];
     if (!out) {
-        fresh_name(buf, sizeof buf, "attach", ".trace");
+        cli_fresh_name(buf, sizeof buf, "attach", ".trace");
         out = buf;
     }
     return run_attach(out, duration, children, want);

@@ -832,16 +832,17 @@ static int rp_parse(int argc, char **argv, rp_opts *o)
     return 0;
 }
 
-int replay_main(int argc, char **argv, const char *self_dir)
+int replay_main(int argc, char **argv)
 {
-    snprintf(tool_dir, sizeof(tool_dir), "%s", self_dir);
+    if (cli_exe_dir(tool_dir, sizeof(tool_dir)) < 0)
+        snprintf(tool_dir, sizeof(tool_dir), ".");
     rp_opts o = {0};
     int e = rp_parse(argc, argv, &o);
     if (e)
         return e;
     char outbuf[4096];
     if (!o.out) {
-        fresh_name(outbuf, sizeof(outbuf), "replay", "");
+        cli_fresh_name(outbuf, sizeof(outbuf), "replay", "");
         o.out = outbuf;
     }
     rp_point p = {.step = TFT_STEP_NONE, .seq = -1};

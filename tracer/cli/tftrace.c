@@ -396,31 +396,6 @@ static int parse_args(int argc, char **argv, opts *o)
     return 0;
 }
 
-void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    char stamp[32];
-    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-    snprintf(buf, n, "%s-%s%s", prefix, stamp, suffix);
-    for (int k = 2; access(buf, F_OK) == 0 && k < 1000; k++)
-        snprintf(buf, n, "%s-%s-%d%s", prefix, stamp, k, suffix);
-}
-
-/* The folder of this program (/proc/self/exe without its last part). */
-static int exe_dir(char *exe, size_t n)
-{
-    ssize_t len = readlink("/proc/self/exe", exe, n - 1);
-    if (len <= 0)
-        return -1;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    return 0;
-}
-
 /* libtftrace.so next to this program (build tree) or in ../lib (install). */
 static int find_library(char *out, size_t n)
 {
@@ -428,7 +403,7 @@ static int find_library(char *out, size_t n)
     if (env && access(env, R_OK) == 0)
         return snprintf(out, n, "%s", env), 0;
     char exe[PATH_MAX];
-    if (exe_dir(exe, sizeof(exe)) < 0)
+    if (cli_exe_dir(exe, sizeof(exe)) < 0)
         return -1;
     static const char *const rel[] = {"/libtftrace.so", "/../lib/libtftrace.so",
                                       "/../lib64/libtftrace.so", "/../lib/x86_64-linux-gnu/libtftrace.so"};
@@ -459,7 +434,7 @@ static int find_python_dir(char *out, size_t n)
         return -1;
     }
     char exe[PATH_MAX];
-    if (exe_dir(exe, sizeof(exe)) < 0)
+    if (cli_exe_dir(exe, sizeof(exe)) < 0)
         return -1;
     static const char *const rel[] = {"/python", "/../lib/tftrace/python", "/../lib64/tftrace/python",
                                       "/../lib/x86_64-linux-gnu/tftrace/python"};
@@ -1162,29 +1137,12 @@ static int build_capture_ref(const opts *o)
     return 0;
 }
 
-/* Directory of this executable ("." when unknown). */
-static void self_dir(char *buf, size_t n)
-{
-    ssize_t len = readlink("/proc/self/exe", buf, n - 1);
-    if (len <= 0) {
-        snprintf(buf, n, ".");
-        return;
-    }
-    buf[len] = '\0';
-    char *slash = strrchr(buf, '/');
-    if (slash)
-        *slash = '\0';
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "gather"))
         return gather_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "replay")) {
-        char dir[PATH_MAX];
-        self_dir(dir, sizeof(dir));
-        return replay_main(argc - 1, argv + 1, dir);
-    }
+    if (argc > 1 && !strcmp(argv[1], "replay"))
+        return replay_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "stacks"))
         return stacks_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "attach"))
@@ -1197,7 +1155,7 @@ int main(int argc, char **argv)
         return 2;
     char outbuf[4096], lib[PATH_MAX];
     if (!o.out) {
-        fresh_name(outbuf, sizeof(outbuf), "tftrace", ".trace");
+        cli_fresh_name(outbuf, sizeof(outbuf), "tftrace", ".trace");
         o.out = outbuf;
     }
     if (find_library(lib, sizeof(lib)) < 0) {
