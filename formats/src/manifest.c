@@ -4,6 +4,7 @@
  * JSON numbers lose integers above 2^53.
  */
 #include "format_internal.h"
+#include "tft_procstat.h"
 #include "tft_writer_internal.h" /* tft_manifest_write_textat */
 
 #include <cjson/cJSON.h>
@@ -304,16 +305,21 @@ static int parse_root(const cJSON *root, tft_manifest *m, char *err, size_t errl
     return parse_ranks(ranks, m, err, errlen);
 }
 
+void fmt_manifest_start(tft_manifest *m, char **err, size_t *errlen, char *scratch, size_t n)
+{
+    if (!*err || !*errlen) {
+        *err = scratch;
+        *errlen = n;
+    }
+    (*err)[0] = '\0';
+    memset(m, 0, sizeof(*m));
+    m->exit_status = -1;
+}
+
 int tft_manifest_parse(const char *text, size_t len, tft_manifest *m, char *err, size_t errlen)
 {
     char dummy[8];
-    if (!err || !errlen) {
-        err = dummy;
-        errlen = sizeof(dummy);
-    }
-    err[0] = '\0';
-    memset(m, 0, sizeof(*m));
-    m->exit_status = -1;
+    fmt_manifest_start(m, &err, &errlen, dummy, sizeof(dummy));
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root || !cJSON_IsObject(root)) {
@@ -491,18 +497,10 @@ char *tft_manifest_to_json(const tft_manifest *m)
  * (0 when unreadable). The name field may hold spaces and ')'. */
 static uint64_t proc_start_ticks(int pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
+    char buf[1024];
+    const char *p = tft_procstat_fields(pid, buf, sizeof(buf));
     if (!p)
         return 0;
-    p++;
     for (int field = 3; field < 22 && p; field++) /* p: the space before field `field` */
         p = strchr(p + 1, ' ');
     return p ? parse_u64_prefix(p + 1) : 0;

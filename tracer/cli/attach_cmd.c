@@ -19,6 +19,7 @@
 #include "collector.h"
 #include "stacks_report.h"
 #include "tft_clock.h"
+#include "tft_procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,23 +117,14 @@ static void add_children(void)
         DIR *d = opendir("/proc");
         struct dirent *e;
         while (d && (e = readdir(d)) != NULL && att_NT < ATT_MAX_TARGETS) {
-            char path[300], buf[512];
+            char buf[512];
             pid_t p = (pid_t)atoi(e->d_name);
             if (p <= 0)
                 continue;
-            snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
-            int fd = open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0)
-                continue;
-            ssize_t n = read(fd, buf, sizeof buf - 1);
-            close(fd);
-            if (n <= 0)
-                continue;
-            buf[n] = 0;
-            char *rp = strrchr(buf, ')');
+            const char *fields = tft_procstat_fields(p, buf, sizeof buf);
             int ppid = 0;
             char st;
-            if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2)
+            if (!fields || sscanf(fields, " %c %d", &st, &ppid) != 2)
                 continue;
             int known = 0, parent = 0;
             for (int i = 0; i < att_NT; i++)
@@ -186,16 +178,9 @@ static int open_trace(const char *out, int *dfd, const uint8_t run_id[16])
 
 static int alive(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+    char buf[512];
+    const char *fields = tft_procstat_fields(pid, buf, sizeof buf);
+    return fields && fields[0] == ' ' && !tft_procstat_zombie(fields);
 }
 
 /* Probes every target's libraries (those in the mask want); the number of

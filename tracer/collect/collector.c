@@ -7,6 +7,7 @@
  */
 #include "collector.h"
 #include "tft_msg.h"
+#include "tft_procstat.h"
 #include "tft_writer_internal.h" /* tft_writer_abandon */
 
 #include <errno.h>
@@ -526,20 +527,7 @@ static size_t drain_rings(collector *c, int only_proc)
 /* A process is gone when its pid no longer exists or is a zombie. */
 static int pid_gone(pid_t pid)
 {
-    if (pid <= 0)
-        return 1;
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return 1;
-    char path[64], buf[256];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+    return pid <= 0 || tft_procstat_gone(pid);
 }
 
 /* Drains a finished process, records its exit and closes its file. */

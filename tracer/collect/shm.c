@@ -3,6 +3,7 @@
  * write (hot path: no locks, no allocation, no I/O) and the collector's drain.
  */
 #include "shm_internal.h"
+#include "tft_procstat.h" /* the collector gone: no allocation on the program's thread */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -132,27 +133,6 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, con
 
 enum { WAIT_ON = 0, WAIT_DONE = 1, WAIT_STALLED = 2 };
 
-/* The collector's process is gone: no such pid, or a zombie (killed, its
- * parent has not reaped it yet). Plain syscalls on a stack buffer: this
- * runs on the program's thread, where an allocation would be recorded. */
-static bool pid_gone(pid_t pid)
-{
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return true;
-    char path[48], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
-}
-
 /* Whether a --no-drop producer facing a full ring keeps waiting. The
  * collector polls (and beats) every millisecond or so while it lives; it
  * can stall for longer than a program should wait — a slow disk under a
@@ -174,7 +154,7 @@ static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
         return WAIT_STALLED;
     if (age > 200000000u && h->collector_pid > 0 && now - *pid_checked_ns > 10000000u) {
         *pid_checked_ns = now;
-        if (pid_gone((pid_t)h->collector_pid))
+        if (tft_procstat_gone((pid_t)h->collector_pid))
             return WAIT_STALLED;
     }
     return WAIT_ON;
