@@ -18,14 +18,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-char shm_name[64]; /* the region as traced processes open it: /proc/PID/fd/N of our memfd */
+static char shm_name[64]; /* the region as traced processes open it: /proc/PID/fd/N of our memfd */
 
 /* The reference file of --capture first-divergence-of (capture_ref.h),
  * removed when the run ends. */
 static char capture_ref_path[4200];
 
 /* libtftrace.so next to this program (build tree) or in ../lib (install). */
-int find_library(char *out, size_t n)
+int launch_child_library(char *out, size_t n)
 {
     const char *env = getenv("TFT_LIB");
     if (env && access(env, R_OK) == 0)
@@ -83,7 +83,7 @@ static int find_python_dir(char *out, size_t n)
 
 /* --torch: TFT_TORCH for the sitecustomize, whose folder goes first on
  * PYTHONPATH and the package's after it (a user's PYTHONPATH follows). */
-int set_torch_env(const opts *o)
+int launch_child_torch(const launch_opts *o)
 {
     char dir[PATH_MAX];
     if (find_python_dir(dir, sizeof(dir)) < 0) {
@@ -109,7 +109,7 @@ int set_torch_env(const opts *o)
  * (/proc/PID/fd/N, TFT_SHM): that needs this process alive, which is when
  * there is someone to drain them; the fd itself is not inherited (CLOEXEC),
  * so programs that close or count their descriptors see nothing of ours. */
-shm_hdr *create_region(const opts *o, size_t *bytes)
+shm_hdr *launch_child_region(const launch_opts *o, size_t *bytes)
 {
     size_t ring = (size_t)o->ring_kb * 1024u;
     ring = (ring + 4095) / 4096 * 4096;
@@ -150,7 +150,7 @@ static int find_sanitizer(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* Sets the command's environment; returns 0, or -1 when out of memory. */
-int set_child_env(const opts *o, const char *lib)
+int launch_child_env(const launch_opts *o, const char *lib)
 {
     const char *pre = getenv("LD_PRELOAD");
     char buf[64], san[PATH_MAX] = "";
@@ -195,7 +195,7 @@ int set_child_env(const opts *o, const char *lib)
     return 0;
 }
 
-pid_t spawn(char **cmd)
+pid_t launch_child_spawn(char **cmd)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -213,7 +213,7 @@ pid_t spawn(char **cmd)
  * recorder to compare each tensor with as it is recorded (TFT_CAPTURE_REF). */
 static void remove_capture_ref(void) { unlink(capture_ref_path); }
 
-int build_capture_ref(const opts *o)
+int launch_child_capture_ref(const launch_opts *o)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(capture_ref_path, sizeof(capture_ref_path), "%s/tftrace-ref-XXXXXX", tmp && *tmp ? tmp : "/tmp");

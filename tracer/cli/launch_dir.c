@@ -193,10 +193,10 @@ static int manifest_run_id(int dfd, uint8_t run_id[16])
     return ok ? 0 : -1;
 }
 
-static int prepare_manifest(const trace_dir *td, const char *dir, const opts *o, const uint8_t run_id[16])
+static int prepare_manifest(const trace_dir *td, const char *dir, const launch_opts *o, const uint8_t run_id[16])
 {
     char oj[4608]; /* options with a capture spec of up to 4 KiB */
-    options_json(o, oj, sizeof(oj));
+    launch_opts_json(o, oj, sizeof(oj));
     manifest_run run = {.run_id = run_id, .options_json = oj, .no_redact = o->no_redact, .file_mode = o->mode,
                         .collector = 1};
     int e = td->job_rank >= 0 ? manifest_launcher_fragment(td->fd, dir, &run, td->job_rank, NULL, 0, td->start_ns, -1)
@@ -211,7 +211,7 @@ static int prepare_manifest(const trace_dir *td, const char *dir, const opts *o,
 /* Opens (creating it when new) the trace directory. Refused, with a message
  * that says why and what to do: a symbolic link (unless --force), a
  * directory of another user, one that is not empty (unless --force). */
-static int open_dir(const char *dir, const opts *o, trace_dir *td)
+static int open_dir(const char *dir, const launch_opts *o, trace_dir *td)
 {
     unsigned dmode = o->mode | ((o->mode & 0444) >> 2); /* x where r: 0600 -> 0700 */
     int created = mkdir(dir, dmode) == 0;
@@ -249,7 +249,7 @@ static int open_dir(const char *dir, const opts *o, trace_dir *td)
  * the instances of one job then share the lock and the run id. Another run
  * already recording there, or a refused directory: exit status 2, before
  * the command starts. */
-int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace_dir *td)
+int launch_dir_prepare(const char *dir, const launch_opts *o, uint8_t run_id[16], trace_dir *td)
 {
     td->fd = td->run_lock = td->job_rank = -1;
     struct timespec now;

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-typedef struct opts {
+typedef struct launch_opts {
     const char *out;
     int force;           /* --force: a non-empty or symlinked output directory */
     unsigned mode;       /* permission bits of the trace files (--mode), default 0600 */
@@ -38,7 +38,7 @@ typedef struct opts {
     long keep_steps;     /* --keep-steps: full records of the last N steps only, 0 = all */
     char capture_golden[4096]; /* GOLDEN of a first-divergence-of capture term, "" none */
     char **cmd;
-} opts;
+} launch_opts;
 
 /* The trace directory of this run, opened once: every file in it is reached
  * through fd (openat), so nothing can swap the path under us. */
@@ -52,20 +52,42 @@ typedef struct trace_dir {
     uint8_t run_id[16];  /* the run's id (the final fragment repeats it) */
 } trace_dir;
 
-/* ---- launch_opts.c ---- */
-int parse_args(int argc, char **argv, opts *o);
-void options_json(const opts *o, char *buf, size_t n);
+/* ---- launch_opts.c: the options ------------------------------------------ */
 
-/* ---- launch_dir.c ---- */
-int prepare_dir(const char *dir, const opts *o, uint8_t run_id[16], trace_dir *td);
+/* Fills o from the TFT_* environment, then from argv (tftrace [options] --
+ * CMD ...); o->cmd points into argv. 0, or the exit status 2 with a
+ * message on stderr; --help and --version print and exit(0). */
+int launch_opts_parse(int argc, char **argv, launch_opts *o);
+/* The recording options as the manifest's "options" object, JSON text in
+ * buf (n bytes; an option that does not fit is left out). */
+void launch_opts_json(const launch_opts *o, char *buf, size_t n);
 
-/* ---- launch_child.c ---- */
-extern char shm_name[64];
-int find_library(char *out, size_t n);
-int set_torch_env(const opts *o);
-shm_hdr *create_region(const opts *o, size_t *bytes);
-int set_child_env(const opts *o, const char *lib);
-pid_t spawn(char **cmd);
-int build_capture_ref(const opts *o);
+/* ---- launch_dir.c: the trace directory ------------------------------------ */
+
+/* Opens (creating it when new) and locks the trace directory dir for this
+ * run, checks it may record there, adopts the job's run id when it joins
+ * another instance of its job, and writes the start manifest. 0, or -1
+ * with a message on stderr (exit status 2, before the command starts). */
+int launch_dir_prepare(const char *dir, const launch_opts *o, uint8_t run_id[16], trace_dir *td);
+
+/* ---- launch_child.c: what the command gets --------------------------------- */
+
+/* The path of libtftrace.so (TFT_LIB, next to tftrace, or ../lib). 0 or -1. */
+int launch_child_library(char *out, size_t n);
+/* --torch: PYTHONPATH and TFT_TORCH for the Python package's
+ * sitecustomize. 0, or -1 with a message on stderr. */
+int launch_child_torch(const launch_opts *o);
+/* The rings: a shared memfd region of *bytes, set up from o. NULL with
+ * errno set (*bytes still says the size asked for). */
+shm_hdr *launch_child_region(const launch_opts *o, size_t *bytes);
+/* The command's environment: LD_PRELOAD of lib, TFT_SHM, the recording
+ * options, the NVTX/CUDA injection paths. 0, or -1 when out of memory. */
+int launch_child_env(const launch_opts *o, const char *lib);
+/* Runs cmd in a process group of its own. Its pid, or -1 with errno set. */
+pid_t launch_child_spawn(char **cmd);
+/* --capture first-divergence-of: the golden trace's reference file for
+ * the recorder (TFT_CAPTURE_REF), removed at exit. 0, or -1 with a
+ * message on stderr. */
+int launch_child_capture_ref(const launch_opts *o);
 
 #endif

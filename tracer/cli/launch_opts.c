@@ -126,7 +126,7 @@ static int env_flag(const char *name)
     return v && *v && strcmp(v, "0");
 }
 
-static void env_defaults(opts *o)
+static void env_defaults(launch_opts *o)
 {
     const char *v;
     o->mode = 0600;
@@ -183,7 +183,7 @@ static const char *torch_mode(const char *s)
 
 /* Checks the capture spec before the command runs (the recorder cannot say
  * what is wrong with one). Returns 0 or the exit status 2. */
-static int check_capture(const char *spec, opts *o)
+static int check_capture(const char *spec, launch_opts *o)
 {
     capspec *cs = malloc(sizeof(*cs));
     char err[512];
@@ -216,7 +216,102 @@ static int valid_size(const char *v)
     return !*end || !strcasecmp(end, "b");
 }
 
-int parse_args(int argc, char **argv, opts *o)
+/* Options that take a number, checked: applies option c (its argument in
+ * optarg) to o. 0; the exit status 2 with a message on stderr; -1 when c
+ * is not one of them. */
+static int parse_number_opt(int c, launch_opts *o)
+{
+    long v;
+    switch (c) {
+    case 'e':
+        if (parse_long(optarg, &o->every, 1) < 0)
+            return fprintf(stderr, "tftrace: --every needs a positive integer, got '%s'\n", optarg), 2;
+        return 0;
+    case 't':
+        if (parse_double(optarg, &o->timeout) < 0)
+            return fprintf(stderr, "tftrace: --timeout needs seconds >= 0, got '%s'\n", optarg), 2;
+        return 0;
+    case 'g':
+        if (parse_double(optarg, &o->grace) < 0)
+            return fprintf(stderr, "tftrace: --grace needs seconds >= 0, got '%s'\n", optarg), 2;
+        return 0;
+    case 'r':
+        if (parse_long(optarg, &o->ring_kb, 64) < 0)
+            return fprintf(stderr, "tftrace: --ring-kb needs an integer >= 64, got '%s'\n", optarg), 2;
+        return 0;
+    case 'K':
+        if (parse_long(optarg, &o->keep_steps, 0) < 0)
+            return fprintf(stderr, "tftrace: --keep-steps needs a step count >= 0, got '%s'\n", optarg), 2;
+        return 0;
+    case 'u':
+        if (parse_long(optarg, &v, 0) < 0)
+            return fprintf(stderr, "tftrace: --until-step needs a step number >= 0, got '%s'\n", optarg), 2;
+        o->until_step = v;
+        return 0;
+    case 'M':
+        if (parse_mode(optarg, &o->mode) < 0)
+            return fprintf(stderr, "tftrace: --mode needs octal permission bits that include owner read "
+                                   "and write, like 0600 or 0640; got '%s'\n", optarg), 2;
+        return 0;
+    case 'T':
+        if (parse_double(optarg, &o->nodrop_timeout) < 0)
+            return fprintf(stderr, "tftrace: --no-drop-timeout needs seconds >= 0 (0 = no limit), got '%s'\n",
+                           optarg), 2;
+        return 0;
+    case 'I':
+        if (parse_long(optarg, &v, 0) < 0 || v > 255)
+            return fprintf(stderr, "tftrace: --incomplete-status needs an exit status 0..255, got '%s'\n",
+                           optarg), 2;
+        o->incomplete_status = v;
+        return 0;
+    }
+    return -1;
+}
+
+/* Applies option c of getopt_long (its argument in optarg; --torch may
+ * take the next word, moving optind) to o. 0, or the exit status 2 with a
+ * message on stderr; --help and --version print and exit. */
+static int parse_opt(int c, int argc, char **argv, launch_opts *o)
+{
+    int e = parse_number_opt(c, o);
+    if (e >= 0)
+        return e;
+    switch (c) {
+    case 'o': o->out = optarg; break;
+    case 's': o->stats = optarg; break;
+    case 'n': o->no_drop = 1; break;
+    case 'q': o->quiet = 1; break;
+    case 'C': o->capture = optarg; break;
+    case 'P':
+        /* --torch, --torch=MODE or --torch MODE (MODE: modules | ops) */
+        if (!optarg && optind < argc && torch_mode(argv[optind]))
+            optarg = argv[optind++];
+        if (!optarg)
+            o->torch = "modules";
+        else if (!(o->torch = torch_mode(optarg)))
+            return fprintf(stderr, "tftrace: --torch takes modules or ops, got '%s'\n", optarg), 2;
+        break;
+    case 'F': o->force = 1; break;
+    case 'N': o->no_redact = 1; break;
+    case 'A':
+        if (!valid_size(optarg))
+            return fprintf(stderr, "tftrace: --alloc-min needs a size like 1048576, 4M or off, got '%s'\n",
+                           optarg), 2;
+        o->alloc_min = optarg;
+        break;
+    case 'R':
+        if (!*optarg)
+            return fprintf(stderr, "tftrace: --step-range needs a range name\n"), 2;
+        o->step_range = optarg;
+        break;
+    case 'h': usage(stdout); exit(0);
+    case 'V': printf("tftrace %s (trace format %s)\n", tft_version(), tft_format_version()); exit(0);
+    default: fprintf(stderr, "Try 'tftrace --help'.\n"); return 2;
+    }
+    return 0;
+}
+
+int launch_opts_parse(int argc, char **argv, launch_opts *o)
 {
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'}, {"stats", required_argument, 0, 's'},
@@ -232,86 +327,10 @@ int parse_args(int argc, char **argv, opts *o)
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
-    int c;
-    while ((c = getopt_long(argc, argv, "+o:qhV", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o': o->out = optarg; break;
-        case 's': o->stats = optarg; break;
-        case 'n': o->no_drop = 1; break;
-        case 'q': o->quiet = 1; break;
-        case 'e':
-            if (parse_long(optarg, &o->every, 1) < 0)
-                return fprintf(stderr, "tftrace: --every needs a positive integer, got '%s'\n", optarg), 2;
-            break;
-        case 't':
-            if (parse_double(optarg, &o->timeout) < 0)
-                return fprintf(stderr, "tftrace: --timeout needs seconds >= 0, got '%s'\n", optarg), 2;
-            break;
-        case 'g':
-            if (parse_double(optarg, &o->grace) < 0)
-                return fprintf(stderr, "tftrace: --grace needs seconds >= 0, got '%s'\n", optarg), 2;
-            break;
-        case 'r':
-            if (parse_long(optarg, &o->ring_kb, 64) < 0)
-                return fprintf(stderr, "tftrace: --ring-kb needs an integer >= 64, got '%s'\n", optarg), 2;
-            break;
-        case 'K':
-            if (parse_long(optarg, &o->keep_steps, 0) < 0)
-                return fprintf(stderr, "tftrace: --keep-steps needs a step count >= 0, got '%s'\n", optarg), 2;
-            break;
-        case 'u': {
-            long us;
-            if (parse_long(optarg, &us, 0) < 0)
-                return fprintf(stderr, "tftrace: --until-step needs a step number >= 0, got '%s'\n", optarg), 2;
-            o->until_step = us;
-            break;
-        }
-        case 'C': o->capture = optarg; break;
-        case 'P':
-            /* --torch, --torch=MODE or --torch MODE (MODE: modules | ops) */
-            if (!optarg && optind < argc && torch_mode(argv[optind]))
-                optarg = argv[optind++];
-            if (!optarg)
-                o->torch = "modules";
-            else if (!(o->torch = torch_mode(optarg)))
-                return fprintf(stderr, "tftrace: --torch takes modules or ops, got '%s'\n", optarg), 2;
-            break;
-        case 'F': o->force = 1; break;
-        case 'N': o->no_redact = 1; break;
-        case 'M':
-            if (parse_mode(optarg, &o->mode) < 0)
-                return fprintf(stderr, "tftrace: --mode needs octal permission bits that include owner read "
-                                       "and write, like 0600 or 0640; got '%s'\n", optarg), 2;
-            break;
-        case 'T':
-            if (parse_double(optarg, &o->nodrop_timeout) < 0)
-                return fprintf(stderr, "tftrace: --no-drop-timeout needs seconds >= 0 (0 = no limit), got '%s'\n",
-                               optarg), 2;
-            break;
-        case 'I': {
-            long st;
-            if (parse_long(optarg, &st, 0) < 0 || st > 255)
-                return fprintf(stderr, "tftrace: --incomplete-status needs an exit status 0..255, got '%s'\n",
-                               optarg), 2;
-            o->incomplete_status = st;
-            break;
-        }
-        case 'A':
-            if (!valid_size(optarg))
-                return fprintf(stderr, "tftrace: --alloc-min needs a size like 1048576, 4M or off, got '%s'\n",
-                               optarg), 2;
-            o->alloc_min = optarg;
-            break;
-        case 'R':
-            if (!*optarg)
-                return fprintf(stderr, "tftrace: --step-range needs a range name\n"), 2;
-            o->step_range = optarg;
-            break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': printf("tftrace %s (trace format %s)\n", tft_version(), tft_format_version()); exit(0);
-        default: fprintf(stderr, "Try 'tftrace --help'.\n"); return 2;
-        }
-    }
+    int c, e;
+    while ((c = getopt_long(argc, argv, "+o:qhV", lo, NULL)) != -1)
+        if ((e = parse_opt(c, argc, argv, o)))
+            return e;
     if (o->stats && strcmp(o->stats, "shape") && strcmp(o->stats, "health") && strcmp(o->stats, "full"))
         return fprintf(stderr, "tftrace: --stats must be shape, health or full, got '%s'\n", o->stats), 2;
     if (o->capture && check_capture(o->capture, o))
@@ -336,7 +355,7 @@ static int json_text_opt(char *buf, size_t n, int k, const char *key, const char
     return k + snprintf(buf + k, n - (size_t)k, "\"");
 }
 
-void options_json(const opts *o, char *buf, size_t n)
+void launch_opts_json(const launch_opts *o, char *buf, size_t n)
 {
     int k = snprintf(buf, n,
                      "{\"stats\":\"%s\",\"every\":%ld,\"timeout\":%g,\"no_drop\":%s,\"no_drop_timeout\":%g,"

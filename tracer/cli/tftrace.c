@@ -15,6 +15,12 @@
  * O_CREAT|O_EXCL|O_NOFOLLOW relative to the directory's fd. The rings live
  * in a memfd: nothing is left in /dev/shm whatever happens to this process.
  *
+ * This file wires the launcher's parts (launch_internal.h: its options, its
+ * trace directory, what the command gets) and holds the run itself: the
+ * collector, the supervision loop (timeout, signals, --until-step) and the
+ * end (final manifest, summary, warnings, exit status). The subcommands
+ * live in their own files (cli_internal.h).
+ *
  * Exit status: the command's (128+signal when it was killed); 2 for usage
  * errors of tftrace itself (and a trace directory it refuses); 127 when the
  * command cannot be run; 86 (--incomplete-status) when the command
@@ -57,7 +63,7 @@ typedef struct run_state {
 static double now_s(void) { return (double)tft_clock_mono_ns() / 1e9; }
 
 /* Drains until the command and every traced descendant are gone. */
-static void supervise(collector *col, const opts *o, run_state *rs)
+static void supervise(collector *col, const launch_opts *o, run_state *rs)
 {
     double start = now_s(), last_flush = start, child_gone_at = 0;
     for (;;) {
@@ -194,7 +200,7 @@ static void warn_dropped(const collector_summary *s)
     }
 }
 
-static int finish(collector *col, const trace_dir *td, const char *dir, const opts *o, const run_state *rs)
+static int finish(collector *col, const trace_dir *td, const char *dir, const launch_opts *o, const run_state *rs)
 {
     collector_summary s;
     collector_finish(col, &s);
@@ -212,7 +218,7 @@ static int finish(collector *col, const trace_dir *td, const char *dir, const op
                         .incomplete = why[0] ? why : NULL, .dropped_stalled = s.dropped_stalled};
     char oj[4608];
     if (td->job_rank >= 0) { /* the fragment replaces the start's: all it said again */
-        options_json(o, oj, sizeof(oj));
+        launch_opts_json(o, oj, sizeof(oj));
         run.run_id = td->run_id;
         run.options_json = oj;
     }
@@ -245,53 +251,59 @@ static int finish(collector *col, const trace_dir *td, const char *dir, const op
 
 /* ---- the trace directory ------------------------------------------------------ */
 
-int main(int argc, char **argv)
+/* A fresh run id: every run its own (a joining instance of a job adopts
+ * the job's, launch_dir_prepare); the clocks and the pid when the kernel
+ * has no random bytes to give. */
+static void run_id_new(uint8_t run_id[16])
 {
-    if (argc > 1 && !strcmp(argv[1], "gather"))
-        return gather_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "replay"))
-        return replay_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "stacks"))
-        return stacks_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "attach"))
-        return attach_main(argc - 1, argv + 1);
-    opts o = {0};
-    int e = parse_args(argc, argv, &o);
-    if (e)
-        return e;
-    if (o.torch && set_torch_env(&o) < 0)
-        return 2;
-    char outbuf[4096], lib[PATH_MAX];
-    if (!o.out) {
-        cli_fresh_name(outbuf, sizeof(outbuf), "tftrace", ".trace");
-        o.out = outbuf;
+    if (getrandom(run_id, 16, 0) == 16)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x[2] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+                     (uint64_t)getpid() << 32 ^ tft_clock_mono_ns()};
+    memcpy(run_id, x, 16);
+}
+
+/* Everything before the rings, in the order whose first failure the user
+ * hears of: --torch's Python package, the trace directory's name (out,
+ * when -o gave none), libtftrace.so (lib), the run id, the golden
+ * reference of --capture first-divergence-of, the trace directory itself.
+ * 0, or -1 with a message on stderr (exit status 2). */
+static int run_prepare(launch_opts *o, char *out, size_t out_n, char *lib, size_t lib_n, uint8_t run_id[16],
+                       trace_dir *td)
+{
+    if (o->torch && launch_child_torch(o) < 0)
+        return -1;
+    if (!o->out) {
+        cli_fresh_name(out, out_n, "tftrace", ".trace");
+        o->out = out;
     }
-    if (find_library(lib, sizeof(lib)) < 0) {
+    if (launch_child_library(lib, lib_n) < 0) {
         fprintf(stderr, "tftrace: libtftrace.so not found next to tftrace or in ../lib; set TFT_LIB\n");
-        return 2;
+        return -1;
     }
-    uint8_t run_id[16]; /* every run its own (a joining instance of a job adopts the job's) */
-    if (getrandom(run_id, sizeof(run_id), 0) != sizeof(run_id)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x[2] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, (uint64_t)getpid() << 32 ^ tft_clock_mono_ns()};
-        memcpy(run_id, x, sizeof(run_id));
-    }
-    if (o.capture_golden[0] && build_capture_ref(&o) < 0)
-        return 2;
-    trace_dir td;
-    if (prepare_dir(o.out, &o, run_id, &td) < 0)
-        return 2;
+    run_id_new(run_id);
+    if (o->capture_golden[0] && launch_child_capture_ref(o) < 0)
+        return -1;
+    return launch_dir_prepare(o->out, o, run_id, td) < 0 ? -1 : 0;
+}
+
+/* The run: the rings, the collector, the signals passed on to the
+ * command, the command itself, supervised until it and its descendants
+ * are gone, then the manifest and the summary. Returns the exit status. */
+static int run_record(const launch_opts *o, const trace_dir *td, const char *lib, const uint8_t run_id[16])
+{
     size_t bytes;
-    shm_hdr *h = create_region(&o, &bytes);
+    shm_hdr *h = launch_child_region(o, &bytes);
     if (!h) {
         fprintf(stderr, "tftrace: cannot create the shared memory for the rings (memfd, %zu bytes): %s\n",
                 bytes, strerror(errno));
         return 2;
     }
-    collector_opts co = {.sz = sizeof(co), .log = log_stderr, .file_mode = o.mode,
-                         .keep_steps = o.keep_steps};
-    collector *col = collector_new(h, o.out, td.fd, run_id, &co);
+    collector_opts co = {.sz = sizeof(co), .log = log_stderr, .file_mode = o->mode,
+                         .keep_steps = o->keep_steps};
+    collector *col = collector_new(h, o->out, td->fd, run_id, &co);
     if (!col)
         return 2;
     struct sigaction sa = {.sa_handler = on_signal};
@@ -300,22 +312,47 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (set_child_env(&o, lib) < 0) {
+    if (launch_child_env(o, lib) < 0) {
         fprintf(stderr, "tftrace: out of memory\n");
-        shm_unlink(shm_name);
         return 2;
     }
     run_state rs = {0};
     proc_events_start();   /* before the fork: the command is tracked from its first instruction */
-    rs.child = spawn(o.cmd);
+    rs.child = launch_child_spawn(o->cmd);
     if (rs.child < 0) {
         fprintf(stderr, "tftrace: fork: %s\n", strerror(errno));
         return 2;
     }
     collector_set_child(col, rs.child);
-    supervise(col, &o, &rs);
-    int code = finish(col, &td, o.out, &o, &rs);
+    supervise(col, o, &rs);
+    int code = finish(col, td, o->out, o, &rs);
     collector_free(col);
     munmap(h, bytes);
     return code;
+}
+
+/* tftrace's subcommands: `tftrace NAME ...` runs NAME's main with argv
+ * from NAME on. */
+static const struct subcommand {
+    const char *name;
+    int (*main)(int argc, char **argv);
+} subcommands[] = {
+    {"gather", gather_main}, {"replay", replay_main}, {"stacks", stacks_main}, {"attach", attach_main},
+};
+
+int main(int argc, char **argv)
+{
+    for (size_t i = 0; argc > 1 && i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+        if (!strcmp(argv[1], subcommands[i].name))
+            return subcommands[i].main(argc - 1, argv + 1);
+    launch_opts o = {0};
+    int e = launch_opts_parse(argc, argv, &o);
+    if (e)
+        return e;
+    char out[4096], lib[PATH_MAX];
+    uint8_t run_id[16];
+    trace_dir td;
+    if (run_prepare(&o, out, sizeof(out), lib, sizeof(lib), run_id, &td) < 0)
+        return 2;
+    return run_record(&o, &td, lib, run_id);
 }
