@@ -137,10 +137,10 @@ static int parse_at(const char *spec, rp_point *p)
 static int find_point(const rp_opts *o, rp_point *p)
 {
     char tfdiff[PATH_MAX + 16];
-    tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
+    rp_tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
     char *argv[] = {tfdiff, "--json", (char *)o->golden, (char *)o->bad, NULL};
     char *out = NULL;
-    int st = run_cmd(argv, NULL, &out, NULL);
+    int st = rp_run_cmd(argv, NULL, &out, NULL);
     if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) > 1 || !out) {
         fprintf(stderr, "tftrace replay: tfdiff could not compare %s and %s (see its message above)\n",
                 o->golden, o->bad);
@@ -162,16 +162,16 @@ static int find_point(const rp_opts *o, rp_point *p)
     }
     if (cJSON_IsObject(d)) {
         found = 1;
-        p->step = json_step(d);
+        p->step = rp_json_step(d);
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(d, "seq");
         p->seq = cJSON_IsNumber(q) ? (int64_t)q->valuedouble : -1;
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(d, "rank");
         p->rank = cJSON_IsNumber(r) ? (int)r->valuedouble : 0;
-        json_str(d, "tensor", p->tensor, sizeof(p->tensor));
+        rp_json_str(d, "tensor", p->tensor, sizeof(p->tensor));
         snprintf(p->kind, sizeof(p->kind), "%s", kind);
         const cJSON *org = cJSON_GetObjectItemCaseSensitive(j, "origin");
-        if (cJSON_IsObject(org) && json_step(org) == p->step)
-            json_str(org, "tensor", p->origin, sizeof(p->origin));
+        if (cJSON_IsObject(org) && rp_json_step(org) == p->step)
+            rp_json_str(org, "tensor", p->origin, sizeof(p->origin));
     }
     cJSON_Delete(j);
     return found;
@@ -237,10 +237,143 @@ static int rp_parse(int argc, char **argv, rp_opts *o)
     return 0;
 }
 
+/* The point to replay to: --at, else the first divergence tfdiff finds.
+ * 1 found; 0 the traces do not diverge (said on stdout); -1 an error
+ * (message printed). */
+static int replay_point(const rp_opts *o, rp_point *p)
+{
+    if (o->at) {
+        if (parse_at(o->at, p) < 0) {
+            fprintf(stderr, "tftrace replay: --at needs step=S[,seq=Q][,name=TENSOR][,rank=R], got '%s'\n", o->at);
+            return -1;
+        }
+        return 1;
+    }
+    int f = find_point(o, p);
+    if (f == 0)
+        printf("tftrace replay: %s and %s do not diverge: nothing to replay\n", o->golden, o->bad);
+    return f;
+}
+
+/* Both sides up to their confirmed commands: the manifests, the
+ * checkpoints before the point, the output directory, the capture spec
+ * (into spec, n bytes), the commands shown and confirmed. 0, or the exit
+ * status 2 (a message printed). */
+static int replay_setup(const rp_opts *o, const rp_point *p, rp_side side[2], char *spec, size_t n)
+{
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        if (rp_side_manifest(&side[i]) < 0 || rp_side_checkpoints(&side[i], p->rank, p->step) < 0)
+            rc = 2;
+        if (o->from_start)
+            side[i].have_ckpt = 0;
+    }
+    if (rc || rp_out_dir(o->out) < 0)
+        return 2;
+    capture_spec(p, spec, n);
+    if (p->step != TFT_STEP_NONE)
+        say(o, "the runs part at step %lld (rank %d, %s%s%s); capturing %s", (long long)p->step, p->rank, p->kind,
+            p->tensor[0] ? ", " : "", p->tensor, spec);
+    else
+        say(o, "the runs part at op seq %lld (rank %d, %s %s); capturing %s", (long long)p->seq, p->rank, p->kind,
+            p->tensor, spec);
+    for (int i = 0; i < 2; i++)
+        if (rp_side_prepare(o, &side[i]) < 0)
+            return 2;
+    return rp_confirm(o, side) < 0 ? 2 : 0;
+}
+
+/* `tfdiff --tensors --json` of the two replays, saved as tensors_json:
+ * its report parsed (NULL when none) and its exit status in *status (-1
+ * unknown). */
+static cJSON *replay_tensors(const rp_side side[2], const char *tensors_json, int *status)
+{
+    char tfdiff[PATH_MAX + 16];
+    rp_tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
+    char *jargv[] = {tfdiff, "--tensors", "--json", (char *)side[0].out_trace, (char *)side[1].out_trace, NULL};
+    char *out = NULL;
+    int st = rp_run_cmd(jargv, NULL, &out, NULL);
+    *status = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    cJSON *tj = NULL;
+    if (out) {
+        FILE *f = rp_fopen_out(tensors_json, "w");
+        if (f) {
+            fputs(out, f);
+            fclose(f);
+        }
+        tj = cJSON_Parse(out);
+    }
+    free(out);
+    return tj;
+}
+
+/* replay.json at path: the point, the capture spec, each side, and the
+ * tensors' comparison tj (NULL: none), which the report takes over. */
+static void replay_report(const rp_point *p, const char *spec, const rp_side side[2], cJSON *tj, const char *path)
+{
+    cJSON *rep = cJSON_CreateObject();
+    cJSON *pt = cJSON_AddObjectToObject(rep, "point");
+    if (p->step == TFT_STEP_NONE)
+        cJSON_AddNullToObject(pt, "step");
+    else
+        cJSON_AddNumberToObject(pt, "step", (double)p->step);
+    if (p->seq >= 0)
+        cJSON_AddNumberToObject(pt, "seq", (double)p->seq);
+    cJSON_AddNumberToObject(pt, "rank", p->rank);
+    cJSON_AddStringToObject(pt, "tensor", p->tensor);
+    cJSON_AddStringToObject(pt, "found_by", p->kind);
+    cJSON_AddStringToObject(rep, "capture", spec);
+    cJSON_AddItemToObject(rep, "golden", rp_side_json(&side[0]));
+    cJSON_AddItemToObject(rep, "bad", rp_side_json(&side[1]));
+    cJSON_AddItemToObject(rep, "tensors", tj ? tj : cJSON_CreateNull());
+    char *txt = cJSON_Print(rep);
+    FILE *f = rp_fopen_out(path, "w");
+    if (f && txt) {
+        fputs(txt, f);
+        fputc('\n', f);
+    }
+    if (f)
+        fclose(f);
+    free(txt);
+    cJSON_Delete(rep);
+}
+
+/* What the replays found, on stdout, then tfdiff --tensors' own table.
+ * Returns the exit status (replay_tensors' status in tensors_rc). */
+static int replay_outcome(const rp_side side[2], const char *tensors_json, const char *report, int tensors_rc)
+{
+    for (int i = 0; i < 2; i++) {
+        const rp_side *s = &side[i];
+        if (s->rep_first != TFT_STEP_NONE)
+            printf("%-6s replayed %lld step%s (%lld..%lld)", s->label, (long long)rp_steps_run(s),
+                   rp_steps_run(s) == 1 ? "" : "s", (long long)s->rep_first, (long long)s->rep_last);
+        else
+            printf("%-6s replayed the whole run (no steps)", s->label);
+        if (s->have_ckpt)
+            printf(" from checkpoint %s", s->ckpt_path);
+        else
+            printf(" from the start");
+        if (s->rec_first != TFT_STEP_NONE)
+            printf(" of %lld recorded", (long long)(s->rec_last - s->rec_first + 1));
+        printf("; %s\n", s->repro_detail);
+    }
+    printf("captured tensors compared in %s (tfdiff --tensors %s %s)\n", tensors_json, side[0].out_trace,
+           side[1].out_trace);
+    fflush(stdout);
+    char tfdiff[PATH_MAX + 16];
+    rp_tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
+    char *targv[] = {tfdiff, "--tensors", (char *)side[0].out_trace, (char *)side[1].out_trace, NULL};
+    rp_run_cmd(targv, NULL, NULL, NULL);
+    printf("report: %s\n", report);
+    if (side[0].reproduced == 0 || side[1].reproduced == 0)
+        return 3;
+    if (tensors_rc == 1)
+        return 1;
+    return tensors_rc != 0 ? 4 : 0;
+}
+
 int replay_main(int argc, char **argv)
 {
-    if (cli_exe_dir(tool_dir, sizeof(tool_dir)) < 0)
-        snprintf(tool_dir, sizeof(tool_dir), ".");
     rp_opts o = {0};
     int e = rp_parse(argc, argv, &o);
     if (e)
@@ -251,142 +384,30 @@ int replay_main(int argc, char **argv)
         o.out = outbuf;
     }
     rp_point p = {.step = TFT_STEP_NONE, .seq = -1};
-    if (o.at) {
-        if (parse_at(o.at, &p) < 0) {
-            fprintf(stderr, "tftrace replay: --at needs step=S[,seq=Q][,name=TENSOR][,rank=R], got '%s'\n", o.at);
-            return 2;
-        }
-    } else {
-        int f = find_point(&o, &p);
-        if (f < 0)
-            return 2;
-        if (f == 0) {
-            printf("tftrace replay: %s and %s do not diverge: nothing to replay\n", o.golden, o.bad);
-            return 0;
-        }
-    }
+    int f = replay_point(&o, &p);
+    if (f <= 0)
+        return f < 0 ? 2 : 0;
     rp_side side[2] = {{.label = "golden", .trace = o.golden}, {.label = "bad", .trace = o.bad}};
-    int rc = 0;
-    for (int i = 0; i < 2 && !rc; i++) {
-        if (side_manifest(&side[i]) < 0 || side_checkpoints(&side[i], p.rank, p.step) < 0)
-            rc = 2;
-        if (o.from_start)
-            side[i].have_ckpt = 0;
-    }
-    if (!rc && out_dir(o.out) < 0)
-        rc = 2;
-    if (rc) {
-        side_free(&side[0]);
-        side_free(&side[1]);
-        return rc;
-    }
     char spec[1200];
-    capture_spec(&p, spec, sizeof(spec));
-    if (p.step != TFT_STEP_NONE)
-        say(&o, "the runs part at step %lld (rank %d, %s%s%s); capturing %s", (long long)p.step, p.rank, p.kind,
-            p.tensor[0] ? ", " : "", p.tensor, spec);
-    else
-        say(&o, "the runs part at op seq %lld (rank %d, %s %s); capturing %s", (long long)p.seq, p.rank, p.kind,
-            p.tensor, spec);
-    for (int i = 0; i < 2 && !rc; i++)
-        if (side_prepare(&o, &side[i]) < 0)
-            rc = 2;
-    if (!rc && confirm(&o, side) < 0)
-        rc = 2;
-    if (rc) {
-        side_free(&side[0]);
-        side_free(&side[1]);
-        return rc;
-    }
+    int rc = replay_setup(&o, &p, side, spec, sizeof(spec));
+    if (rc)
+        goto out;
     for (int i = 0; i < 2 && !rc; i++) {
-        if (run_side(&o, &side[i], &p, spec) < 0)
+        if (rp_run_side(&o, &side[i], &p, spec) < 0)
             rc = 4;
         else
-            check_reproduced(&o, &side[i], &p);
+            rp_check_reproduced(&side[i]);
     }
-    /* the tensors */
-    char tensors_json[4300];
+    char tensors_json[4300], report[4300];
     snprintf(tensors_json, sizeof(tensors_json), "%s/tensors.json", o.out);
+    snprintf(report, sizeof(report), "%s/replay.json", o.out);
     int tensors_rc = -1;
-    cJSON *tj = NULL;
-    if (!rc) {
-        char tfdiff[PATH_MAX + 16];
-        tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
-        char *jargv[] = {tfdiff, "--tensors", "--json", side[0].out_trace, side[1].out_trace, NULL};
-        char *out = NULL;
-        int st = run_cmd(jargv, NULL, &out, NULL);
-        tensors_rc = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        if (out) {
-            FILE *f = fopen_out(tensors_json, "w");
-            if (f) {
-                fputs(out, f);
-                fclose(f);
-            }
-            tj = cJSON_Parse(out);
-        }
-        free(out);
-    }
-    /* the report */
-    cJSON *rep = cJSON_CreateObject();
-    cJSON *pt = cJSON_AddObjectToObject(rep, "point");
-    if (p.step == TFT_STEP_NONE)
-        cJSON_AddNullToObject(pt, "step");
-    else
-        cJSON_AddNumberToObject(pt, "step", (double)p.step);
-    if (p.seq >= 0)
-        cJSON_AddNumberToObject(pt, "seq", (double)p.seq);
-    cJSON_AddNumberToObject(pt, "rank", p.rank);
-    cJSON_AddStringToObject(pt, "tensor", p.tensor);
-    cJSON_AddStringToObject(pt, "found_by", p.kind);
-    cJSON_AddStringToObject(rep, "capture", spec);
-    cJSON_AddItemToObject(rep, "golden", side_json(&side[0]));
-    cJSON_AddItemToObject(rep, "bad", side_json(&side[1]));
-    cJSON_AddItemToObject(rep, "tensors", tj ? tj : cJSON_CreateNull());
-    char *txt = cJSON_Print(rep);
-    char path[4300];
-    snprintf(path, sizeof(path), "%s/replay.json", o.out);
-    FILE *f = fopen_out(path, "w");
-    if (f && txt) {
-        fputs(txt, f);
-        fputc('\n', f);
-    }
-    if (f)
-        fclose(f);
-    free(txt);
-    cJSON_Delete(rep);
-
-    if (!rc) {
-        for (int i = 0; i < 2; i++) {
-            const rp_side *s = &side[i];
-            if (s->rep_first != TFT_STEP_NONE)
-                printf("%-6s replayed %lld step%s (%lld..%lld)", s->label, (long long)steps_run(s),
-                       steps_run(s) == 1 ? "" : "s", (long long)s->rep_first, (long long)s->rep_last);
-            else
-                printf("%-6s replayed the whole run (no steps)", s->label);
-            if (s->have_ckpt)
-                printf(" from checkpoint %s", s->ckpt_path);
-            else
-                printf(" from the start");
-            if (s->rec_first != TFT_STEP_NONE)
-                printf(" of %lld recorded", (long long)(s->rec_last - s->rec_first + 1));
-            printf("; %s\n", s->repro_detail);
-        }
-        printf("captured tensors compared in %s (tfdiff --tensors %s %s)\n", tensors_json, side[0].out_trace,
-               side[1].out_trace);
-        fflush(stdout);
-        char tfdiff[PATH_MAX + 16];
-        tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
-        char *targv[] = {tfdiff, "--tensors", side[0].out_trace, side[1].out_trace, NULL};
-        run_cmd(targv, NULL, NULL, NULL);
-        printf("report: %s\n", path);
-        if (side[0].reproduced == 0 || side[1].reproduced == 0)
-            rc = 3;
-        else if (tensors_rc == 1)
-            rc = 1;
-        else if (tensors_rc != 0)
-            rc = 4;
-    }
-    side_free(&side[0]);
-    side_free(&side[1]);
+    cJSON *tj = rc ? NULL : replay_tensors(side, tensors_json, &tensors_rc);
+    replay_report(&p, spec, side, tj, report);
+    if (!rc)
+        rc = replay_outcome(side, tensors_json, report, tensors_rc);
+out:
+    rp_side_free(&side[0]);
+    rp_side_free(&side[1]);
     return rc;
 }

@@ -17,12 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-char tool_dir[PATH_MAX]; /* where tftrace lives: tfdiff is next to it */
 
 /* Runs argv in cwd (NULL = ours); stdout to *out (malloc'd, NUL-terminated)
  * when out != NULL, else inherited; stderr to errfile when given (else
  * inherited). Returns the wait status, or -1 when it could not be started. */
-int run_cmd(char *const argv[], const char *cwd, char **out, const char *errfile)
+int rp_run_cmd(char *const argv[], const char *cwd, char **out, const char *errfile)
 {
     int pfd[2] = {-1, -1};
     if (out && pipe(pfd) < 0)
@@ -90,8 +89,11 @@ int run_cmd(char *const argv[], const char *cwd, char **out, const char *errfile
 
 /* A tool next to tftrace (installed), in ../analyzer (the build tree), or
  * on the PATH. A path that does not fit in buf is not a candidate. */
-void tool_path(char *buf, size_t n, const char *tool)
+void rp_tool_path(char *buf, size_t n, const char *tool)
 {
+    char tool_dir[PATH_MAX]; /* where tftrace lives: tfdiff is next to it */
+    if (cli_exe_dir(tool_dir, sizeof(tool_dir)) < 0)
+        snprintf(tool_dir, sizeof(tool_dir), ".");
     int k = snprintf(buf, n, "%s/%s", tool_dir, tool);
     if (k >= 0 && (size_t)k < n && access(buf, X_OK) == 0)
         return;
@@ -102,7 +104,7 @@ void tool_path(char *buf, size_t n, const char *tool)
 
 /* The output directory: created 0700, or an existing one of ours that is
  * not a symbolic link (the reports are written into it by name). */
-int out_dir(const char *dir)
+int rp_out_dir(const char *dir)
 {
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         fprintf(stderr, "tftrace replay: %s: cannot create: %s\n", dir, strerror(errno));
@@ -118,7 +120,7 @@ int out_dir(const char *dir)
 }
 
 /* A report file: never written through a link planted at its name. */
-FILE *fopen_out(const char *path, const char *how)
+FILE *rp_fopen_out(const char *path, const char *how)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (how[0] == 'a' ? O_APPEND : O_TRUNC), 0600);
     FILE *f = fd >= 0 ? fdopen(fd, how) : NULL;
@@ -172,7 +174,7 @@ static void print_word(FILE *f, const char *w)
 
 /* Shows what will run and asks: --yes, or "y" on a terminal. Returns 0 to
  * go on. */
-int confirm(const rp_opts *o, const rp_side side[2])
+int rp_confirm(const rp_opts *o, const rp_side side[2])
 {
     fprintf(stderr, "tftrace replay: these commands come from the traces (manifest.json%s) and will run as "
                     "uid %d:\n", side[0].have_ckpt || side[1].have_ckpt ? " and a checkpoint's resume recipe" : "",
@@ -203,16 +205,16 @@ int confirm(const rp_opts *o, const rp_side side[2])
     return 0;
 }
 
-int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec)
+/* The tftrace command line that replays side s into argv (RP_MAX_ARGS +
+ * 32 entries), whose words point into self (tftrace's path), num (three
+ * numbers' text, filled here), s and spec. */
+static void side_argv(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec, char *self,
+                      char num[3][32], char **argv)
 {
-    char self[PATH_MAX + 16], errlog[4300];
-    snprintf(errlog, sizeof(errlog), "%s/%s.log", o->out, s->label);
-    tool_path(self, sizeof(self), "tftrace");
-    char until[32], timeout[32], every[32];
-    snprintf(until, sizeof(until), "%lld", (long long)p->step);
-    snprintf(timeout, sizeof(timeout), "%g", o->timeout);
-    snprintf(every, sizeof(every), "%ld", s->every);
-    char *argv[RP_MAX_ARGS + 32];
+    char *until = num[0], *timeout = num[1], *every = num[2];
+    snprintf(until, 32, "%lld", (long long)p->step);
+    snprintf(timeout, 32, "%g", o->timeout);
+    snprintf(every, 32, "%ld", s->every);
     int n = 0;
     argv[n++] = self;
     argv[n++] = "-q";
@@ -246,6 +248,15 @@ int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec)
     for (int i = 0; i < s->argc; i++)
         argv[n++] = s->argv[i];
     argv[n] = NULL;
+}
+
+int rp_run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec)
+{
+    char self[PATH_MAX + 16], errlog[4300], num[3][32];
+    snprintf(errlog, sizeof(errlog), "%s/%s.log", o->out, s->label);
+    rp_tool_path(self, sizeof(self), "tftrace");
+    char *argv[RP_MAX_ARGS + 32];
+    side_argv(o, s, p, spec, self, num, argv);
     if (!o->quiet) {
         fprintf(stderr, "tftrace replay: %s: ", s->label);
         if (s->have_ckpt)
@@ -259,9 +270,9 @@ int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec)
     }
     /* the program's stdout would mix with our report: it goes to the log */
     char *junk = NULL;
-    s->run_status = run_cmd(argv, s->cwd, &junk, errlog);
+    s->run_status = rp_run_cmd(argv, s->cwd, &junk, errlog);
     if (junk) {
-        FILE *f = fopen_out(errlog, "a");
+        FILE *f = rp_fopen_out(errlog, "a");
         if (f) {
             fputs(junk, f);
             fclose(f);
@@ -287,10 +298,10 @@ int run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spec)
 }
 
 /* Recorded vs replayed, bit for bit, over the steps the replay ran. */
-void check_reproduced(const rp_opts *o, rp_side *s, const rp_point *p)
+void rp_check_reproduced(rp_side *s)
 {
     char tfdiff[PATH_MAX + 16], steps[64];
-    tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
+    rp_tool_path(tfdiff, sizeof(tfdiff), "tfdiff");
     char *argv[16];
     int n = 0;
     argv[n++] = tfdiff;
@@ -308,7 +319,7 @@ void check_reproduced(const rp_opts *o, rp_side *s, const rp_point *p)
     argv[n++] = s->out_trace;
     argv[n] = NULL;
     char *out = NULL;
-    int st = run_cmd(argv, NULL, &out, "/dev/null");
+    int st = rp_run_cmd(argv, NULL, &out, "/dev/null");
     s->reproduced = -1;
     cJSON *j = out ? cJSON_Parse(out) : NULL;
     free(out);
@@ -329,8 +340,8 @@ void check_reproduced(const rp_opts *o, rp_side *s, const rp_point *p)
     }
     if (cJSON_IsObject(d)) {
         char t[256] = "?";
-        json_str(d, "tensor", t, sizeof(t));
-        int64_t ds = json_step(d);
+        rp_json_str(d, "tensor", t, sizeof(t));
+        int64_t ds = rp_json_step(d);
         s->reproduced = 0;
         snprintf(s->repro_detail, sizeof(s->repro_detail),
                  "NOT reproduced: the replay differs from the recording at step %lld, tensor %s "
@@ -343,7 +354,5 @@ void check_reproduced(const rp_opts *o, rp_side *s, const rp_point *p)
         snprintf(s->repro_detail, sizeof(s->repro_detail),
                  "reproduced: %.0f tensors bit-identical to the recording", compared);
     }
-    (void)o;
-    (void)p;
     cJSON_Delete(j);
 }

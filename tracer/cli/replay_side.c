@@ -13,20 +13,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int64_t json_step(const cJSON *o)
+int64_t rp_json_step(const cJSON *o)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "step");
     return cJSON_IsNumber(s) ? (int64_t)s->valuedouble : TFT_STEP_NONE;
 }
 
-void json_str(const cJSON *o, const char *key, char *out, size_t n)
+void rp_json_str(const cJSON *o, const char *key, char *out, size_t n)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, key);
     if (cJSON_IsString(s))
         snprintf(out, n, "%s", s->valuestring);
 }
 
-void side_free(rp_side *s)
+void rp_side_free(rp_side *s)
 {
     for (int i = 0; i < s->argc; i++)
         free(s->argv[i]);
@@ -44,7 +44,7 @@ static int side_add(rp_side *s, const char *word)
 
 /* Reads the manifest: the command after tftrace's "--" (the whole argv for
  * a trace written in-process, without the launcher), cwd, options. */
-int side_manifest(rp_side *s)
+int rp_side_manifest(rp_side *s)
 {
     char path[4200], err[256] = "";
     snprintf(path, sizeof(path), "%s/manifest.json", s->trace);
@@ -78,9 +78,9 @@ int side_manifest(rp_side *s)
     s->every = 1;
     if (m.options_json) {
         cJSON *oj = cJSON_Parse(m.options_json);
-        json_str(oj, "stats", s->stats, sizeof(s->stats));
-        json_str(oj, "alloc_min", s->alloc_min, sizeof(s->alloc_min));
-        json_str(oj, "step_range", s->step_range, sizeof(s->step_range));
+        rp_json_str(oj, "stats", s->stats, sizeof(s->stats));
+        rp_json_str(oj, "alloc_min", s->alloc_min, sizeof(s->alloc_min));
+        rp_json_str(oj, "step_range", s->step_range, sizeof(s->step_range));
         const cJSON *ev = cJSON_GetObjectItemCaseSensitive(oj, "every");
         if (cJSON_IsNumber(ev) && ev->valuedouble >= 1)
             s->every = (long)ev->valuedouble;
@@ -108,7 +108,7 @@ static int ckpt_exists(const rp_side *s, const char *path)
 
 /* Scans rank `rank` of the recording: its step range and the latest usable
  * checkpoint saved at or before `step`. */
-int side_checkpoints(rp_side *s, int rank, int64_t step)
+int rp_side_checkpoints(rp_side *s, int rank, int64_t step)
 {
     tft_trace *t = tft_trace_open(s->trace, NULL);
     if (!t) {
@@ -178,7 +178,7 @@ static int apply_recipe(rp_side *s, const char *scratch)
 }
 
 /* The command a side will run: the recorded one with the recipe's words. */
-int side_prepare(const rp_opts *o, rp_side *s)
+int rp_side_prepare(const rp_opts *o, rp_side *s)
 {
     char scratch[4200];
     snprintf(scratch, sizeof(scratch), "%s/%s.scratch", o->out, s->label);
@@ -195,12 +195,12 @@ int side_prepare(const rp_opts *o, rp_side *s)
     return 0;
 }
 
-int64_t steps_run(const rp_side *s)
+int64_t rp_steps_run(const rp_side *s)
 {
     return s->rep_first == TFT_STEP_NONE ? 0 : s->rep_last - s->rep_first + 1;
 }
 
-cJSON *side_json(const rp_side *s)
+cJSON *rp_side_json(const rp_side *s)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "recorded", s->trace);
@@ -222,7 +222,7 @@ cJSON *side_json(const rp_side *s)
     } else {
         cJSON_AddNullToObject(o, "steps_replayed");
     }
-    cJSON_AddNumberToObject(o, "steps_executed", (double)steps_run(s));
+    cJSON_AddNumberToObject(o, "steps_executed", (double)rp_steps_run(s));
     if (s->rec_first != TFT_STEP_NONE)
         cJSON_AddNumberToObject(o, "steps_recorded", (double)(s->rec_last - s->rec_first + 1));
     if (s->reproduced < 0)
