@@ -26,6 +26,56 @@
 #define RKEY(r) ((uintptr_t)(intptr_t)(r))
 #endif
 
+/* ---- MPI's predefined handles (interpose_mpi_comm.c) ---------------------- */
+
+/* MPI datatypes with a tft_dtype (C name suffix, MPI name, ours, the most
+ * statistics their buffers get); LP64. Numbers get the recording mode's
+ * statistics; bytes (MPI_BYTE, MPI_CHAR: text, MPI_UNSIGNED_CHAR,
+ * MPI_PACKED) are u8 with at most HEALTH ones: the count, zero bytes,
+ * the smallest and largest byte and the fingerprint, no moments (a mean
+ * of packed bytes means nothing, and they cost most). The most used come
+ * first: map_dtype scans in this order. */
+#define MPI_DTYPES(X)                                                                                   \
+    X(float, MPI_FLOAT, TFT_F32, FULL) X(double, MPI_DOUBLE, TFT_F64, FULL)                            \
+    X(byte, MPI_BYTE, TFT_U8, HEALTH) X(int, MPI_INT, TFT_I32, FULL)                                   \
+    X(char, MPI_CHAR, TFT_U8, HEALTH) X(unsigned_char, MPI_UNSIGNED_CHAR, TFT_U8, HEALTH)              \
+    X(packed, MPI_PACKED, TFT_U8, HEALTH) X(long, MPI_LONG, TFT_I64, FULL)                             \
+    X(int32_t, MPI_INT32_T, TFT_I32, FULL) X(long_long_int, MPI_LONG_LONG_INT, TFT_I64, FULL)          \
+    X(int64_t, MPI_INT64_T, TFT_I64, FULL) X(unsigned, MPI_UNSIGNED, TFT_U32, FULL)                    \
+    X(uint32_t, MPI_UINT32_T, TFT_U32, FULL) X(unsigned_long, MPI_UNSIGNED_LONG, TFT_U64, FULL)        \
+    X(unsigned_long_long, MPI_UNSIGNED_LONG_LONG, TFT_U64, FULL) X(uint64_t, MPI_UINT64_T, TFT_U64, FULL)\
+    X(short, MPI_SHORT, TFT_I16, FULL) X(int16_t, MPI_INT16_T, TFT_I16, FULL)                          \
+    X(unsigned_short, MPI_UNSIGNED_SHORT, TFT_U16, FULL) X(uint16_t, MPI_UINT16_T, TFT_U16, FULL)      \
+    X(uint8_t, MPI_UINT8_T, TFT_U8, FULL) X(signed_char, MPI_SIGNED_CHAR, TFT_I8, FULL)                \
+    X(int8_t, MPI_INT8_T, TFT_I8, FULL) X(c_bool, MPI_C_BOOL, TFT_BOOL, FULL)
+#define MPI_OPS(X) X(sum, MPI_SUM, TFT_REDOP_SUM, 0) X(prod, MPI_PROD, TFT_REDOP_PROD, 0) \
+    X(min, MPI_MIN, TFT_REDOP_MIN, 0) X(max, MPI_MAX, TFT_REDOP_MAX, 0)
+
+#define COUNT_ONE(a, b, c, d) +1
+#define DT_INDEX(a, b, c, d) DTI_##a,
+enum { MPI_DTYPES(DT_INDEX) N_DTYPES };
+enum { N_OPS = 0 MPI_OPS(COUNT_ONE) };
+
+/* Handles as void * so one comparison serves both ABIs: Open MPI's are
+ * addresses of objects in libmpi, looked up at run time so that libtftrace
+ * has no undefined data symbols; MPICH's are integer constants. */
+struct mpi_handles {
+    void *world, *self, *comm_null, *req_null;
+    void *dt[N_DTYPES];
+    void *op[N_OPS];
+};
+extern struct mpi_handles mh __attribute__((visibility("hidden")));
+extern pthread_once_t mh_once __attribute__((visibility("hidden")));
+/* Loads mh (interpose_mpi_comm.c); run once, through mh_once. */
+void handles_load(void);
+
+/* The process's rank and size in comm (-1 when MPI cannot tell); errno kept. */
+int comm_rank(MPI_Comm comm);
+int comm_size(MPI_Comm comm);
+/* After a communicator creator made out from parent: numbers it now, in
+ * the order its members make it, and remembers what made it. Guard held. */
+void mpi_comm_made(MPI_Comm out, const char *made_by, MPI_Comm parent);
+
 /* One recorded call. */
 typedef struct mpi_call {
     tft_coll_info ci;
