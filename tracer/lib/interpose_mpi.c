@@ -33,8 +33,11 @@
  * receive carries the actual source, tag and count received, from the
  * status, which we supply when the caller passes MPI_STATUS(ES)_IGNORE).
  *
- * The non-blocking calls and their completion are in interpose_mpi_nb.c;
- * what the two files share is interpose_mpi_internal.h.
+ * The predefined handles, datatypes and communicators the calls are on
+ * (and mpi_call_fill, which puts them together) are in
+ * interpose_mpi_comm.c; the non-blocking calls and their completion in
+ * interpose_mpi_nb.c; what the three files share is
+ * interpose_mpi_internal.h.
  */
 #include "interpose_mpi_internal.h"
 
@@ -55,7 +58,7 @@
 
 /* ---- one recorded call ---------------------------------------------------- */
 
-static void mpi_handles(void) { pthread_once(&mh_once, handles_load); }
+static void mpi_handles(void) { pthread_once(&mpi_mh_once, mpi_handles_load); }
 
 #define OP_TFT(a, b, c, d) c,
 static const int op_tft[N_OPS] = {MPI_OPS(OP_TFT)};
@@ -63,7 +66,7 @@ static const int op_tft[N_OPS] = {MPI_OPS(OP_TFT)};
 int mpi_map_redop(MPI_Op op)
 {
     for (int i = 0; i < N_OPS; i++)
-        if (mh.op[i] && H(op) == mh.op[i])
+        if (mpi_mh.op[i] && H(op) == mpi_mh.op[i])
             return op_tft[i];
     return TFT_REDOP_OTHER;
 }
@@ -274,7 +277,7 @@ TFT_INTERPOSE int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const i
     if (!mpi_rec_begin())
         return fn(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     mpi_call mc;
-    int size = comm_size(comm);
+    int size = mpi_comm_size(comm);
     uint64_t total = 0;
     for (int i = 0; recvcounts && i < size; i++)
         total += mpi_count(recvcounts[i]);
@@ -308,7 +311,7 @@ TFT_INTERPOSE int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype se
     if (!mpi_rec_begin())
         return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     mpi_call mc;
-    int in_place = sendbuf == MPI_IN_PLACE && comm_rank(comm) == root;
+    int in_place = sendbuf == MPI_IN_PLACE && mpi_comm_rank(comm) == root;
     mpi_call_fill(&mc, "MPI_Gather", TFT_COLL_GATHER, comm, in_place ? recvtype : sendtype,
                   mpi_count(in_place ? recvcount : sendcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
     call_enter(&mc);
@@ -326,7 +329,7 @@ TFT_INTERPOSE int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype s
     if (!mpi_rec_begin())
         return fn(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     mpi_call mc;
-    int in_place = recvbuf == MPI_IN_PLACE && comm_rank(comm) == root;
+    int in_place = recvbuf == MPI_IN_PLACE && mpi_comm_rank(comm) == root;
     mpi_call_fill(&mc, "MPI_Scatter", TFT_COLL_SCATTER, comm, in_place ? sendtype : recvtype,
                   mpi_count(in_place ? sendcount : recvcount), TFT_REDOP_NONE, root, 0, TFT_TAG_NONE);
     call_enter(&mc);
@@ -487,7 +490,7 @@ typedef int (*intercomm_merge_fn)(MPI_Comm, int, MPI_Comm *);
  * and remembers what made it. MPI_COMM_NULL (a rank left out) is not one. */
 static void created(int rc, const MPI_Comm *out, const char *made_by, MPI_Comm parent)
 {
-    if (rc != MPI_SUCCESS || !out || H(*out) == mh.comm_null || !mpi_rec_begin())
+    if (rc != MPI_SUCCESS || !out || H(*out) == mpi_mh.comm_null || !mpi_rec_begin())
         return;
     mpi_comm_made(*out, made_by, parent);
     mpi_rec_end();

@@ -24,8 +24,8 @@
 
 /* ---- predefined handles --------------------------------------------------- */
 
-struct mpi_handles mh;
-pthread_once_t mh_once = PTHREAD_ONCE_INIT;
+struct mpi_handles mpi_mh;
+pthread_once_t mpi_mh_once = PTHREAD_ONCE_INIT;
 
 #define DT_TFT(a, b, c, d) c,
 #define DT_SMAX(a, b, c, d) TFT_STATS_##d,
@@ -42,7 +42,7 @@ static void *handle_sym(const char *name)
     return p ? p : ip_real(name);
 }
 
-void handles_load(void)
+void mpi_handles_load(void)
 {
     static const char *const dt_names[N_DTYPES] = {
 #define DT_NAME(a, b, c, d) "ompi_mpi_" #a,
@@ -50,39 +50,39 @@ void handles_load(void)
     static const char *const op_names[N_OPS] = {
 #define OP_NAME(a, b, c, d) "ompi_mpi_op_" #a,
         MPI_OPS(OP_NAME)};
-    mh.world = handle_sym("ompi_mpi_comm_world");
-    mh.self = handle_sym("ompi_mpi_comm_self");
-    mh.comm_null = handle_sym("ompi_mpi_comm_null");
-    mh.req_null = handle_sym("ompi_request_null");
+    mpi_mh.world = handle_sym("ompi_mpi_comm_world");
+    mpi_mh.self = handle_sym("ompi_mpi_comm_self");
+    mpi_mh.comm_null = handle_sym("ompi_mpi_comm_null");
+    mpi_mh.req_null = handle_sym("ompi_request_null");
     for (int i = 0; i < N_DTYPES; i++)
-        mh.dt[i] = handle_sym(dt_names[i]);
+        mpi_mh.dt[i] = handle_sym(dt_names[i]);
     for (int i = 0; i < N_OPS; i++)
-        mh.op[i] = handle_sym(op_names[i]);
+        mpi_mh.op[i] = handle_sym(op_names[i]);
 }
 #else
-void handles_load(void)
+void mpi_handles_load(void)
 {
 #define DT_VAL(a, b, c, d) H(b),
 #define OP_VAL(a, b, c, d) H(b),
     void *dts[N_DTYPES] = {MPI_DTYPES(DT_VAL)};
     void *ops[N_OPS] = {MPI_OPS(OP_VAL)};
-    memcpy(mh.dt, dts, sizeof(dts));
-    memcpy(mh.op, ops, sizeof(ops));
-    mh.world = H(MPI_COMM_WORLD);
-    mh.self = H(MPI_COMM_SELF);
-    mh.comm_null = H(MPI_COMM_NULL);
-    mh.req_null = H(MPI_REQUEST_NULL);
+    memcpy(mpi_mh.dt, dts, sizeof(dts));
+    memcpy(mpi_mh.op, ops, sizeof(ops));
+    mpi_mh.world = H(MPI_COMM_WORLD);
+    mpi_mh.self = H(MPI_COMM_SELF);
+    mpi_mh.comm_null = H(MPI_COMM_NULL);
+    mpi_mh.req_null = H(MPI_REQUEST_NULL);
 }
 #endif
 
-uintptr_t mpi_req_null(void) { return RKEY(mh.req_null); }
+uintptr_t mpi_req_null(void) { return RKEY(mpi_mh.req_null); }
 
 /* The tft_dtype of a predefined dt, *smax the most statistics its buffers
  * get; -1 for any other type (derived, complex, long double, ...). */
 static int map_dtype(MPI_Datatype dt, int *smax)
 {
     for (int i = 0; i < N_DTYPES; i++)
-        if (H(dt) == mh.dt[i] && mh.dt[i]) {
+        if (H(dt) == mpi_mh.dt[i] && mpi_mh.dt[i]) {
             *smax = dt_smax[i];
             return dt_tft[i];
         }
@@ -91,7 +91,6 @@ static int map_dtype(MPI_Datatype dt, int *smax)
 
 /* ---- communicators -------------------------------------------------------- */
 
-typedef int (*comm_int_fn)(MPI_Comm, int *);
 typedef int (*type_size_fn)(MPI_Datatype, int *);
 typedef int (*get_count_fn)(const MPI_Status *, MPI_Datatype, int *);
 typedef int (*comm_group_fn)(MPI_Comm, MPI_Group *);
@@ -101,29 +100,7 @@ typedef int (*get_attr_fn)(MPI_Comm, int, void *, int *);
 typedef int (*set_attr_fn)(MPI_Comm, int, void *);
 typedef int (*create_keyval_fn)(MPI_Comm_copy_attr_function *, MPI_Comm_delete_attr_function *, int *, void *);
 
-/* Our own queries leave errno as they found it, like everything we add. */
-static int comm_query(const char *fn_name, void *_Atomic *cache, MPI_Comm comm, int dflt)
-{
-    int saved = errno;
-    comm_int_fn fn = (comm_int_fn)ip_real_cached(cache, fn_name);
-    int v;
-    if (!fn || fn(comm, &v) != MPI_SUCCESS)
-        v = dflt;
-    errno = saved;
-    return v;
-}
-
-int comm_rank(MPI_Comm comm)
-{
-    static void *_Atomic fn;
-    return comm_query("MPI_Comm_rank", &fn, comm, -1);
-}
-
-int comm_size(MPI_Comm comm)
-{
-    static void *_Atomic fn;
-    return comm_query("MPI_Comm_size", &fn, comm, -1);
-}
+void *_Atomic mpi_comm_rank_fn, *_Atomic mpi_comm_size_fn;
 
 /* What the recorder needs of one communicator, worked out once per
  * communicator (mcomm_make) and kept as an MPI attribute of it: the
@@ -302,7 +279,7 @@ static int world_ranks(MPI_Comm comm, int remote, int n, int32_t *out)
     comm_group_fn wgroup = (comm_group_fn)ip_real_cached(&cg, "MPI_Comm_group");
     if (!group || !translate || !gfree || !wgroup || n <= 0)
         return -1;
-    if (!creg.have_wgroup && wgroup(COMM_OF(mh.world), &creg.wgroup) == MPI_SUCCESS)
+    if (!creg.have_wgroup && wgroup(COMM_OF(mpi_mh.world), &creg.wgroup) == MPI_SUCCESS)
         creg.have_wgroup = 1;
     MPI_Group g;
     int *in = malloc((size_t)n * sizeof(int)), *w = malloc((size_t)n * sizeof(int));
@@ -382,8 +359,8 @@ static mcomm *mcomm_make(MPI_Comm comm, const char *made_by, uint64_t parent)
     mcomm *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
-    m->rank = comm_rank(comm);
-    m->size = comm_size(comm);
+    m->rank = mpi_comm_rank(comm);
+    m->size = mpi_comm_size(comm);
     m->made_by = made_by;
     m->parent = parent;
     m->flags = inter ? TFT_COMM_INTER : 0;
@@ -405,9 +382,9 @@ static mcomm *world_get(void)
     pthread_mutex_lock(&creg.lock);
     if (!atomic_load(&creg.world_ready)) {
         mcomm *w = &creg.world;
-        MPI_Comm comm = COMM_OF(mh.world);
-        w->rank = comm_rank(comm);
-        w->size = comm_size(comm);
+        MPI_Comm comm = COMM_OF(mpi_mh.world);
+        w->rank = mpi_comm_rank(comm);
+        w->size = mpi_comm_size(comm);
         w->made_by = "MPI_COMM_WORLD";
         w->id = tft_string_id("MPI_COMM_WORLD", 14);
         char p[32];
@@ -464,7 +441,7 @@ static mcomm *mcomm_register(MPI_Comm comm, const char *made_by, uint64_t parent
     return m;
 }
 
-static int is_world(MPI_Comm comm) { return H(comm) == mh.world; }
+static int is_world(MPI_Comm comm) { return H(comm) == mpi_mh.world; }
 
 /* comm's entry (guard held), registering it at its first use; NULL when
  * MPI would not let us attach one (then comm_fallback). */
@@ -478,7 +455,7 @@ static mcomm *mcomm_of(MPI_Comm comm)
     m = mcomm_cached(comm); /* registered, but no slot was free */
     if (m)
         return m;
-    return mcomm_register(comm, H(comm) == mh.self ? "MPI_COMM_SELF" : NULL, 0);
+    return mcomm_register(comm, H(comm) == mpi_mh.self ? "MPI_COMM_SELF" : NULL, 0);
 }
 
 /* Writes m's COMM record the first time a recorded call names it. */
@@ -553,8 +530,8 @@ void mpi_call_fill(mpi_call *mc, const char *name, int type, MPI_Comm comm, MPI_
 {
     int saved = errno;
     mcomm *m = mcomm_of(comm);
-    int size = m ? m->size : comm_size(comm);
-    int rank = m ? m->rank : comm_rank(comm);
+    int size = m ? m->size : mpi_comm_size(comm);
+    int rank = m ? m->rank : mpi_comm_rank(comm);
     uint64_t id = m ? (p2p ? m->p2p : m->id) : comm_fallback(size, p2p);
     if (m)
         mcomm_define(m);
@@ -585,7 +562,7 @@ void mpi_recv_status(mpi_call *mc, const MPI_Status *st, MPI_Datatype dt)
     mc->ci.tag = st->MPI_TAG >= 0 ? st->MPI_TAG : mc->ci.tag;
     get_count_fn fn = mc->smax >= 0 ? (get_count_fn)ip_real_cached(&gc, "MPI_Get_count") : NULL;
     int n;
-    if (fn && fn(st, mc->derived ? COMM_DT(mh.dt[DTI_byte]) : dt, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 && (uint64_t)n <= mc->ci.count)
+    if (fn && fn(st, mc->derived ? COMM_DT(mpi_mh.dt[DTI_byte]) : dt, &n) == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 && (uint64_t)n <= mc->ci.count)
         mc->ci.count = (uint64_t)n;
     errno = saved;
 }

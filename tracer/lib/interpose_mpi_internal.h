@@ -1,7 +1,9 @@
 /*
  * interpose_mpi_internal.h — what the MPI interposers share: the blocking
- * calls and communicators (interpose_mpi.c) and the non-blocking calls
- * with their completion (interpose_mpi_nb.c). Built with TFT_HAVE_MPI.
+ * calls and communicator creators (interpose_mpi.c), the handles,
+ * datatypes and communicators they are on (interpose_mpi_comm.c), and the
+ * non-blocking calls with their completion (interpose_mpi_nb.c). Built
+ * with TFT_HAVE_MPI.
  */
 #ifndef TFT_INTERPOSE_MPI_INTERNAL_H
 #define TFT_INTERPOSE_MPI_INTERNAL_H
@@ -64,14 +66,30 @@ struct mpi_handles {
     void *dt[N_DTYPES];
     void *op[N_OPS];
 };
-extern struct mpi_handles mh __attribute__((visibility("hidden")));
-extern pthread_once_t mh_once __attribute__((visibility("hidden")));
-/* Loads mh (interpose_mpi_comm.c); run once, through mh_once. */
-void handles_load(void);
+extern struct mpi_handles mpi_mh __attribute__((visibility("hidden")));
+extern pthread_once_t mpi_mh_once __attribute__((visibility("hidden")));
+/* Loads mpi_mh (interpose_mpi_comm.c); run once, through mpi_mh_once. */
+void mpi_handles_load(void);
 
-/* The process's rank and size in comm (-1 when MPI cannot tell); errno kept. */
-int comm_rank(MPI_Comm comm);
-int comm_size(MPI_Comm comm);
+/* The process's rank and size in comm, -1 when MPI cannot tell. Our own
+ * queries leave errno as they found it, like everything we add. Inline:
+ * the calls ask on their recording path; the real functions are cached in
+ * mpi_comm_rank_fn and mpi_comm_size_fn (interpose_mpi_comm.c). */
+typedef int (*comm_int_fn)(MPI_Comm, int *);
+extern void *_Atomic mpi_comm_rank_fn __attribute__((visibility("hidden")));
+extern void *_Atomic mpi_comm_size_fn __attribute__((visibility("hidden")));
+static inline int mpi_comm_query(const char *fn_name, void *_Atomic *cache, MPI_Comm comm, int dflt)
+{
+    int saved = errno;
+    comm_int_fn fn = (comm_int_fn)ip_real_cached(cache, fn_name);
+    int v;
+    if (!fn || fn(comm, &v) != MPI_SUCCESS)
+        v = dflt;
+    errno = saved;
+    return v;
+}
+static inline int mpi_comm_rank(MPI_Comm comm) { return mpi_comm_query("MPI_Comm_rank", &mpi_comm_rank_fn, comm, -1); }
+static inline int mpi_comm_size(MPI_Comm comm) { return mpi_comm_query("MPI_Comm_size", &mpi_comm_size_fn, comm, -1); }
 /* After a communicator creator made out from parent: numbers it now, in
  * the order its members make it, and remembers what made it. Guard held. */
 void mpi_comm_made(MPI_Comm out, const char *made_by, MPI_Comm parent);
