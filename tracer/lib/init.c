@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { ST_UNINIT = 0, ST_OFF = 1, ST_ON = 2 };
 enum { PROC_CLAIMING = 3 };
 
 static struct {
