@@ -225,18 +225,20 @@ static int grow(char **buf, size_t *cap, size_t need)
     return 0;
 }
 
+/* The steps of loading a chunk share one result: 0 so far intact; 1 the
+ * chunk is damaged, *why saying how (reported once, its records skipped);
+ * a negative errno when reading failed or memory ran out. */
+
 /* Walks the decompressed records: structure and record count; interns
- * STRING records. Returns 0 or -EBADMSG with *bad_at set. */
-static int check_records(tft_reader *r, const tft_chunk_info *ci, size_t *bad_at)
+ * STRING records. 0, 1 ("malformed record") or -ENOMEM. */
+static int check_records(tft_reader *r, const tft_chunk_info *ci, const char **why)
 {
     size_t pos = 0;
     uint32_t count = 0;
     while (pos < r->raw_len) {
         const tft_rec *rec = (const tft_rec *)(r->raw + pos);
-        if (tft_rec_check(rec, r->raw_len - pos) < 0) {
-            *bad_at = pos;
-            return -EBADMSG;
-        }
+        if (tft_rec_check(rec, r->raw_len - pos) < 0)
+            break;
         if (rec->kind == TFT_REC_STRING) {
             const tft_rec_string *s = (const tft_rec_string *)rec;
             if (!strmap_put(&r->strings, s->id, s->text, s->n))
@@ -245,9 +247,9 @@ static int check_records(tft_reader *r, const tft_chunk_info *ci, size_t *bad_at
         pos += rec->len;
         count++;
     }
-    if (count != ci->records) {
-        *bad_at = pos;
-        return -EBADMSG;
+    if (pos < r->raw_len || count != ci->records) {
+        *why = "malformed record";
+        return 1;
     }
     return 0;
 }
@@ -264,41 +266,104 @@ static bool frame_shape_ok(const char *frame, const tft_chunk_info *ci, size_t c
     return ZSTD_findFrameCompressedSize(frame, ci->comp_size) == ci->comp_size;
 }
 
+/* Chunk ci's header frame (at r->comp, its zstd frame behind it) against
+ * its index entry, the frame's checksum, the encoding and the zstd frame
+ * header: 0 with *h and *content (the frame's decompressed bytes) set, or
+ * 1. */
+static int chunk_check(const tft_reader *r, const tft_chunk_info *ci, chunk_hdr_disk *h, size_t *content,
+                       const char **why)
+{
+    const char *frame = r->comp + 8 + sizeof(*h);
+    memcpy(h, r->comp + 8, sizeof(*h));
+    uint32_t fmagic = fmt_get_u32(r->comp);
+    if ((fmagic != FRAME_MAGIC_CHUNK && fmagic != FRAME_MAGIC_KEPT) || fmt_get_u32(r->comp + 4) != sizeof(*h) ||
+        !fmt_chunk_hdr_valid(h) || h->comp_size != ci->comp_size || h->raw_size != ci->raw_size)
+        *why = "chunk header checksum mismatch";
+    else if (fmt_checksum32(frame, ci->comp_size) != h->comp_checksum)
+        *why = "checksum mismatch";
+    /* an encoded chunk (1.4) decompresses to its encoding, decoded after */
+    else if (h->encoding & ~CHUNK_ENC_KNOWN)
+        *why = "unknown chunk encoding (written by a newer tftrace: upgrade tftrace)";
+    else if ((h->encoding & CHUNK_ENC_COLUMNS) && h->records > ci->raw_size / sizeof(tft_rec))
+        *why = "record count impossible for the chunk's size";
+    else if (!frame_shape_ok(frame, ci, *content = fmt_chunk_encoded_size(h->encoding, h->records, ci->raw_size)))
+        *why = "compressed frame header corrupt";
+    return *why ? 1 : 0;
+}
+
+/* What zstd's error code says of a chunk's frame: 1 with *why, or -ENOMEM. */
+static int zstd_damage(size_t err, const char **why)
+{
+    if (ZSTD_getErrorCode(err) == ZSTD_error_memory_allocation)
+        return -ENOMEM;
+    *why = ZSTD_getErrorCode(err) == ZSTD_error_checksum_wrong ? "checksum mismatch" : "compressed data corrupt";
+    return 1;
+}
+
+/* Decompresses a plain chunk's frame into r->raw. The XXH3 of the
+ * compressed bytes already guards against damage on disk; zstd's own
+ * content checksum (XXH64 of the output, ~10% of read time) is checked by
+ * tft_reader_verify only. 0, 1 or -ENOMEM. */
+static int decompress_plain(tft_reader *r, const tft_chunk_info *ci, const char *frame, const char **why)
+{
+    ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_forceIgnoreChecksum,
+                           r->verifying ? ZSTD_d_validateChecksum : ZSTD_d_ignoreChecksum);
+    size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, ci->raw_size + 8, frame, ci->comp_size);
+    if (ZSTD_isError(got))
+        return zstd_damage(got, why);
+    if (got != ci->raw_size) {
+        *why = "decompressed size differs from its header";
+        return 1;
+    }
+    r->raw_len = got;
+    return 0;
+}
+
 /* Decompresses an encoded chunk's frame (content bytes) into the thread's
- * scratch and decodes it into r->raw. Returns NULL (r->raw_len set) or what is wrong;
- * *e = -ENOMEM when memory ran out. */
-static const char *decode_chunk(tft_reader *r, const chunk_hdr_disk *h, const char *frame,
-                                size_t content, int *e)
+ * scratch and decodes it into r->raw. 0, 1 or -ENOMEM. */
+static int decode_chunk(tft_reader *r, const chunk_hdr_disk *h, const char *frame, size_t content,
+                        const char **why)
 {
     decode_scratch *ds = &tl_scratch;
-    if (grow(&ds->enc, &ds->enc_cap, content + 8) < 0) {
-        *e = -ENOMEM;
-        return NULL;
-    }
+    if (grow(&ds->enc, &ds->enc_cap, content + 8) < 0)
+        return -ENOMEM;
     ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_forceIgnoreChecksum,
                            r->verifying ? ZSTD_d_validateChecksum : ZSTD_d_ignoreChecksum);
     size_t got = ZSTD_decompressDCtx(r->dctx, ds->enc, content + 8, frame, h->comp_size);
-    if (ZSTD_isError(got)) {
-        if (ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation) {
-            *e = -ENOMEM;
-            return NULL;
-        }
-        return ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong ? "checksum mismatch"
-                                                                   : "compressed data corrupt";
+    if (ZSTD_isError(got))
+        return zstd_damage(got, why);
+    if (got != content) {
+        *why = "decompressed size differs from its header";
+        return 1;
     }
-    if (got != content)
-        return "decompressed size differs from its header";
-    const char *why = NULL;
-    int de = fmt_chunk_decode(&ds->codec, h->encoding, ds->enc, content, h->records, r->raw,
-                              h->raw_size, &why);
-    if (de == -ENOMEM) {
-        *e = de;
-        return NULL;
+    const char *what = NULL;
+    int de = fmt_chunk_decode(&ds->codec, h->encoding, ds->enc, content, h->records, r->raw, h->raw_size, &what);
+    if (de == -ENOMEM)
+        return de;
+    if (de) {
+        *why = what ? what : "encoded records corrupt";
+        return 1;
     }
-    if (de)
-        return why ? why : "encoded records corrupt";
     r->raw_len = h->raw_size;
-    return NULL;
+    return 0;
+}
+
+/* Chunk i was read whole (0) or found damaged (1, why): its counts and its
+ * damage go into the status once. */
+static void chunk_note(tft_reader *r, size_t i, int damaged, const char *why)
+{
+    const tft_chunk_info *ci = &r->chunks[i];
+    if (damaged && r->chunk_state[i] != CHUNK_BAD) {
+        r->chunk_state[i] = CHUNK_BAD;
+        r->st.chunks_bad++;
+        fmt_reader_problem(r, TFT_DAMAGED, ci->offset,
+                           "chunk %zu %s at byte %llu; its records are lost, the other chunks are intact", i, why,
+                           (unsigned long long)ci->offset);
+    } else if (!damaged && r->chunk_state[i] == CHUNK_UNKNOWN) {
+        r->chunk_state[i] = CHUNK_OK;
+        r->st.raw_bytes += ci->raw_size;
+        r->st.dropped += ci->dropped;
+    }
 }
 
 /* Loads chunk i into r->raw. Returns 0, 1 when the chunk is damaged (reported
@@ -316,93 +381,30 @@ static int load_chunk(tft_reader *r, size_t i)
     free(r->comp);
     if (!(r->comp = malloc(total)))
         return -ENOMEM;
+    const char *why = NULL;
+    chunk_hdr_disk h;
+    size_t content = 0;
     int e = fmt_pread_full(r->fd, r->comp, total, ci->offset);
     if (e == -ENODATA)
         e = -EIO;
-    if (e)
-        goto out;
-    const char *why = NULL;
-    chunk_hdr_disk h;
-    memcpy(&h, r->comp + 8, sizeof(h));
-    uint32_t fmagic = fmt_get_u32(r->comp);
-    if ((fmagic != FRAME_MAGIC_CHUNK && fmagic != FRAME_MAGIC_KEPT) || fmt_get_u32(r->comp + 4) != sizeof(h) ||
-        !fmt_chunk_hdr_valid(&h) || h.comp_size != ci->comp_size ||
-        h.raw_size != ci->raw_size)
-        why = "chunk header checksum mismatch";
-    const char *frame = r->comp + hdr;
-    size_t bad_at = 0;
-    if (!why && fmt_checksum32(frame, ci->comp_size) != h.comp_checksum)
-        why = "checksum mismatch";
-    /* an encoded chunk (1.4) decompresses to its encoding, decoded below */
-    uint32_t enc = why ? 0 : h.encoding;
-    if (enc & ~CHUNK_ENC_KNOWN)
-        why = "unknown chunk encoding (written by a newer tftrace: upgrade tftrace)";
-    else if ((enc & CHUNK_ENC_COLUMNS) && h.records > ci->raw_size / sizeof(tft_rec))
-        why = "record count impossible for the chunk's size";
-    size_t content = fmt_chunk_encoded_size(enc, h.records, ci->raw_size);
-    if (!why && !frame_shape_ok(frame, ci, content))
-        why = "compressed frame header corrupt";
-    if (!why && grow(&r->raw, &r->raw_cap, ci->raw_size + 8) < 0) {
+    if (!e)
+        e = chunk_check(r, ci, &h, &content, &why);
+    if (!e && grow(&r->raw, &r->raw_cap, ci->raw_size + 8) < 0)
         e = -ENOMEM;
-        goto out;
-    }
-    if (!why && enc) {
-        why = decode_chunk(r, &h, frame, content, &e);
+    if (!e && h.encoding) {
+        e = decode_chunk(r, &h, r->comp + hdr, content, &why);
         if (tl_scratch.readers <= 0) /* a thread that opened no reader keeps nothing */
             decode_scratch_free();
+    } else if (!e) {
+        e = decompress_plain(r, ci, r->comp + hdr, &why);
     }
-    if (e)
-        goto out;
-    if (!why && !enc) {
-        /* The XXH3 of the compressed bytes already guards against damage on
-         * disk; zstd's own content checksum (XXH64 of the output, ~10% of
-         * read time) is checked by tft_reader_verify only. */
-        ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_forceIgnoreChecksum,
-                               r->verifying ? ZSTD_d_validateChecksum : ZSTD_d_ignoreChecksum);
-        size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, ci->raw_size + 8, frame, ci->comp_size);
-        if (ZSTD_isError(got))
-            why = ZSTD_getErrorCode(got) == ZSTD_error_checksum_wrong ? "checksum mismatch"
-                  : ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ? NULL
-                                                                         : "compressed data corrupt";
-        else if (got != ci->raw_size)
-            why = "decompressed size differs from its header";
-        else
-            r->raw_len = got;
-        if (ZSTD_isError(got) && !why) {
-            e = -ENOMEM;
-            goto out;
-        }
-    }
-    if (!why) {
-        int ce = check_records(r, ci, &bad_at);
-        if (ce == -ENOMEM) {
-            e = ce;
-            goto out;
-        }
-        if (ce)
-            why = "malformed record";
-    }
-    if (why) {
-        r->raw_len = 0;
-        if (r->chunk_state[i] != CHUNK_BAD) {
-            r->chunk_state[i] = CHUNK_BAD;
-            r->st.chunks_bad++;
-            fmt_reader_problem(r, TFT_DAMAGED, ci->offset,
-                    "chunk %zu %s at byte %llu; its records are lost, the other chunks are intact",
-                    i, why, (unsigned long long)ci->offset);
-        }
-        e = 1;
-        goto out;
-    }
-    if (r->chunk_state[i] == CHUNK_UNKNOWN) {
-        r->chunk_state[i] = CHUNK_OK;
-        r->st.raw_bytes += ci->raw_size;
-        r->st.dropped += ci->dropped;
-    }
-out:
+    if (!e)
+        e = check_records(r, ci, &why);
+    if (e >= 0)
+        chunk_note(r, i, e, why);
     free(r->comp);
     r->comp = NULL;
-    if (e < 0)
+    if (e)
         r->raw_len = 0;
     return e;
 }
