@@ -338,7 +338,7 @@ int fmt_reader_scan_frames(tft_reader *r, bool tail_damaged)
         uint32_t fh[2];
         if (size - off < 8) {
             fmt_reader_problem(r, TFT_TORN, off, "torn tail at byte %llu: %llu bytes of an unfinished frame dropped",
-                    (unsigned long long)off, (unsigned long long)(size - off));
+                               (unsigned long long)off, (unsigned long long)(size - off));
             r->st.torn_offset = off;
             break;
         }
@@ -383,21 +383,21 @@ int fmt_reader_scan_frames(tft_reader *r, bool tail_damaged)
         }
         uint64_t next = resync(r, off + 1);
         fmt_reader_problem(r, TFT_DAMAGED, off,
-                "damaged frame at byte %llu (after chunk %zu); skipped %llu bytes to the next intact chunk",
-                (unsigned long long)off, r->n_chunks, (unsigned long long)(next - off));
+                           "damaged frame at byte %llu (after chunk %zu); skipped %llu bytes to the next intact chunk",
+                           (unsigned long long)off, r->n_chunks, (unsigned long long)(next - off));
         off = next;
         continue;
     torn:
         if (tail_damaged) { /* the file was closed: a frame size is corrupt, not a tear */
             fmt_reader_problem(r, TFT_DAMAGED, off,
-                    "frame at byte %llu has a corrupt size; %zu chunks before it are intact",
-                    (unsigned long long)off, r->n_chunks);
+                               "frame at byte %llu has a corrupt size; %zu chunks before it are intact",
+                               (unsigned long long)off, r->n_chunks);
             break;
         }
         fmt_reader_problem(r, TFT_TORN, off,
-                "torn tail at byte %llu: the last %llu bytes (an unfinished chunk) were dropped; "
-                "%zu complete chunks before it are intact",
-                (unsigned long long)off, (unsigned long long)(size - off), r->n_chunks);
+                           "torn tail at byte %llu: the last %llu bytes (an unfinished chunk) were dropped; "
+                           "%zu complete chunks before it are intact",
+                           (unsigned long long)off, (unsigned long long)(size - off), r->n_chunks);
         r->st.torn_offset = off;
         break;
     }
@@ -408,7 +408,7 @@ int fmt_reader_scan_frames(tft_reader *r, bool tail_damaged)
     else if (r->st.integrity == TFT_INTACT) {
         /* cut exactly at a frame boundary: complete chunks, no index */
         fmt_reader_problem(r, TFT_TORN, size, "file was not closed (no index); %zu chunks recovered by scanning",
-                r->n_chunks);
+                           r->n_chunks);
         r->st.torn_offset = size;
     }
     r->st.index_rebuilt = 1;
