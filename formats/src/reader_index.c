@@ -326,6 +326,40 @@ out:
     return found;
 }
 
+/* A frame at off runs past the end of the file: the tail of a file that
+ * was not closed is torn (the chunks before it are complete); in a closed
+ * one (tail_damaged) the frame's size is corrupt. */
+static void scan_torn(tft_reader *r, uint64_t off, bool tail_damaged)
+{
+    if (tail_damaged) { /* the file was closed: a frame size is corrupt, not a tear */
+        fmt_reader_problem(r, TFT_DAMAGED, off, "frame at byte %llu has a corrupt size; %zu chunks before it are intact",
+                           (unsigned long long)off, r->n_chunks);
+        return;
+    }
+    fmt_reader_problem(r, TFT_TORN, off,
+                       "torn tail at byte %llu: the last %llu bytes (an unfinished chunk) were dropped; "
+                       "%zu complete chunks before it are intact",
+                       (unsigned long long)off, (unsigned long long)(r->file_size - off), r->n_chunks);
+    r->st.torn_offset = off;
+}
+
+/* After a scan: why the list had to be rebuilt. closed: the file ends as a
+ * closed one does (a seek-table footer), so a missing index (its magic
+ * flipped into another skippable frame's) is damage too. */
+static void scan_verdict(tft_reader *r, bool closed)
+{
+    uint64_t size = r->file_size;
+    if (closed)
+        fmt_reader_problem(r, TFT_DAMAGED, size, "seek table damaged; the chunk list was rebuilt by scanning");
+    else if (r->st.integrity == TFT_INTACT) {
+        /* cut exactly at a frame boundary: complete chunks, no index */
+        fmt_reader_problem(r, TFT_TORN, size, "file was not closed (no index); %zu chunks recovered by scanning",
+                           r->n_chunks);
+        r->st.torn_offset = size;
+    }
+    r->st.index_rebuilt = 1;
+}
+
 int fmt_reader_scan_frames(tft_reader *r, bool tail_damaged)
 {
     uint64_t off = r->data_start, size = r->file_size;
@@ -388,29 +422,9 @@ int fmt_reader_scan_frames(tft_reader *r, bool tail_damaged)
         off = next;
         continue;
     torn:
-        if (tail_damaged) { /* the file was closed: a frame size is corrupt, not a tear */
-            fmt_reader_problem(r, TFT_DAMAGED, off,
-                               "frame at byte %llu has a corrupt size; %zu chunks before it are intact",
-                               (unsigned long long)off, r->n_chunks);
-            break;
-        }
-        fmt_reader_problem(r, TFT_TORN, off,
-                           "torn tail at byte %llu: the last %llu bytes (an unfinished chunk) were dropped; "
-                           "%zu complete chunks before it are intact",
-                           (unsigned long long)off, (unsigned long long)(size - off), r->n_chunks);
-        r->st.torn_offset = off;
+        scan_torn(r, off, tail_damaged);
         break;
     }
-    /* a seek-table footer says the file was closed: a missing index (its
-     * magic flipped into another skippable frame's) is damage too */
-    if (tail_damaged || (saw_index && saw_seektable))
-        fmt_reader_problem(r, TFT_DAMAGED, size, "seek table damaged; the chunk list was rebuilt by scanning");
-    else if (r->st.integrity == TFT_INTACT) {
-        /* cut exactly at a frame boundary: complete chunks, no index */
-        fmt_reader_problem(r, TFT_TORN, size, "file was not closed (no index); %zu chunks recovered by scanning",
-                           r->n_chunks);
-        r->st.torn_offset = size;
-    }
-    r->st.index_rebuilt = 1;
+    scan_verdict(r, tail_damaged || (saw_index && saw_seektable));
     return 0;
 }
