@@ -8,8 +8,9 @@
  * private region into DIR), or off (every call returns 0 at once).
  * Hot path (a record): a TLS lookup, a clock read, a memcpy into the ring.
  * Capture (TFT_CAPTURE, docs/CAPTURE.md) is a separate slow path behind one
- * test of g_rec.capture: recorder_capture.c. Collectives and communicators
- * (tft_coll_enter/exit, tft_comm_define): recorder_coll.c.
+ * test of g_rec.capture: recorder_capture.c. The run's other records (steps,
+ * scopes, allocations, communicators, checkpoints, the exit, the CUDA
+ * plugin's): recorder_events.c.
  */
 #include "collector.h"
 #include "recorder_internal.h"
@@ -38,6 +39,13 @@ struct rec_global g_rec = {.step = TFT_STEP_NONE};
 pthread_once_t rec_init_once = PTHREAD_ONCE_INIT;
 
 __thread tls_state rec_tls __attribute__((tls_model("initial-exec")));
+
+#define COMM_SLOTS 4096 /* communicator ids (and their point-to-point spaces) a process numbers */
+
+static struct {
+    _Atomic uint64_t comm[COMM_SLOTS];
+    _Atomic uint64_t next[COMM_SLOTS];
+} comms;
 
 static pthread_key_t ring_key;
 
@@ -92,7 +100,7 @@ shm_ring *rec_ring(void)
 
 /* Sends the n bytes of s as STRING record id unless this ring's sent-ids
  * table shows it was; returns id. */
-uint64_t rec_intern_as(shm_ring *r, const char *s, size_t n, uint64_t id)
+static uint64_t intern_as(shm_ring *r, const char *s, size_t n, uint64_t id)
 {
     uint64_t *slot = &r->sent_ids[id & (SHM_SENT_IDS - 1)];
     if (*slot == id)
@@ -111,6 +119,10 @@ uint64_t rec_intern_as(shm_ring *r, const char *s, size_t n, uint64_t id)
     return id;
 }
 
+/* intern_as for rec_intern_id's slow path (recorder_internal.h); rec_intern
+ * keeps the static one, which the compiler may call more cheaply. */
+uint64_t rec_intern_as(shm_ring *r, const char *s, size_t n, uint64_t id) { return intern_as(r, s, n, id); }
+
 /* Not inlined: inlined into tft_scope_push, GCC takes the 1024 bound on its
  * 512-byte buffer for an overread (-Wstringop-overread). */
 __attribute__((noinline)) uint64_t rec_intern(shm_ring *r, const char *s)
@@ -118,14 +130,14 @@ __attribute__((noinline)) uint64_t rec_intern(shm_ring *r, const char *s)
     if (!s)
         return 0;
     size_t n = strnlen(s, 1024);
-    return rec_intern_as(r, s, n, tft_string_id(s, n));
+    return intern_as(r, s, n, tft_string_id(s, n));
 }
 
 #define MAX_OP_ATTRS 16
 
 /* An OP record; name_id: name's string id, interned already (0: intern it). */
-int rec_emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int kind, int n_in, const uint64_t *in,
-                      int64_t seq, int n_attr, const int64_t *attrs, uint64_t ts)
+static int emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int kind, int n_in, const uint64_t *in,
+                         int64_t seq, int n_attr, const int64_t *attrs, uint64_t ts)
 {
     _Alignas(8) char buf[sizeof(tft_rec_op) + 8 * (64 + MAX_OP_ATTRS)];
     tft_rec_op *op = (tft_rec_op *)buf;
@@ -142,7 +154,7 @@ int rec_emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int kind,
 static int emit_op_attrs(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq,
                          int n_attr, const int64_t *attrs)
 {
-    return rec_emit_op_named(r, name, 0, kind, n_in, in, seq, n_attr, attrs, 0);
+    return emit_op_named(r, name, 0, kind, n_in, in, seq, n_attr, attrs, 0);
 }
 
 static int emit_op(shm_ring *r, const char *name, int kind, int n_in, const uint64_t *in, int64_t seq)
@@ -180,15 +192,6 @@ uint64_t tft_last_tensor_id(void) { return rec_tls.last_tensor; }
 
 int64_t rec_current_op(void) { return rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE; }
 
-static int tensor_mode(void)
-{
-    int64_t step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
-    if (g_rec.every > 1 && step != TFT_STEP_NONE && step % g_rec.every != 0)
-        return TFT_STATS_SHAPE;
-    return g_rec.mode;
-}
-
-int rec_tensor_mode(void) { return tensor_mode(); }
 
 /* Checks a tensor's description (as tft_tensor documents it); *numel gets
  * its element count. 0 or -EINVAL. */
@@ -250,8 +253,8 @@ static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id
 
 /* Records one tensor of the current op (or as its own op); statistics of
  * host memory per the recording mode, shape only for a device tensor. */
-int rec_record_tensor(const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
-                      int device_kind, int device, uint64_t *id_out)
+static int record_tensor(const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
+                         int device_kind, int device, uint64_t *id_out)
 {
     uint64_t numel;
     if (tensor_numel(name, dtype, ndim, shape, &numel) < 0 || (numel && !data))
@@ -263,7 +266,7 @@ int rec_record_tensor(const char *name, int dtype, const void *data, int ndim, c
     int64_t seq = tensor_op(r, name, &own_op);
     tft_rec_tensor t;
     memset(&t, 0, sizeof(t));
-    int mode = device_kind == TFT_DEV_CPU ? tensor_mode() : TFT_STATS_SHAPE;
+    int mode = device_kind == TFT_DEV_CPU ? rec_tensor_mode() : TFT_STATS_SHAPE;
     if (mode > TFT_STATS_SHAPE)
         tft_stats_compute(dtype, data, (size_t)numel, mode, &t.stats);
     t.stats.numel = numel;
@@ -280,7 +283,7 @@ int tft_tensor(const char *name, tft_dtype dtype, const void *data, int ndim, co
 {
     if (!rec_on())
         return 0;
-    return rec_record_tensor(name, (int)dtype, data, ndim, shape, TFT_DEV_CPU, -1, NULL);
+    return record_tensor(name, (int)dtype, data, ndim, shape, TFT_DEV_CPU, -1, NULL);
 }
 
 /* Zeroes the fields of s that mode does not carry (tft_stats validity). */
@@ -312,7 +315,7 @@ int tft_tensor_stats(const char *name, tft_dtype dtype, int ndim, const int64_t 
     int64_t seq = tensor_op(r, name, &own_op);
     tft_rec_tensor t;
     memset(&t, 0, sizeof(t));
-    int mode = tensor_mode();
+    int mode = rec_tensor_mode();
     t.mode = (uint8_t)(mode < stats_mode ? mode : stats_mode);
     t.stats = *stats;
     stats_trim(&t.stats, t.mode);
@@ -350,7 +353,7 @@ int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int n
         device > INT16_MAX)
         return -EINVAL;
 #ifdef TFT_HAVE_CUDA
-    if (numel && tensor_mode() > TFT_STATS_SHAPE && devq_have_plugin()) {
+    if (numel && rec_tensor_mode() > TFT_STATS_SHAPE && devq_have_plugin()) {
         shm_ring *r = rec_ring();
         if (!r)
             return -ENOSPC;
@@ -372,207 +375,144 @@ int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int n
     }
 #endif
     (void)stream;
-    return rec_record_tensor(name, (int)dtype, dev_ptr, ndim, shape, TFT_DEV_CUDA, device, NULL);
+    return record_tensor(name, (int)dtype, dev_ptr, ndim, shape, TFT_DEV_CUDA, device, NULL);
 }
 
-static int emit_step(int64_t step, uint32_t phase)
+/* Next per-communicator sequence number (lock-free open addressing, insert
+ * only: any thread may number a call, so not a tft_u64map). */
+static uint64_t comm_next_seq(uint64_t comm)
 {
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_step s;
-    rec_hdr(&s.h, TFT_REC_STEP, sizeof(s), TFT_SEQ_NONE);
-    s.h.step = step;
-    s.phase = phase;
-    s.pad = 0;
-    return ring_write(g_rec.h, r, &s.h);
-}
-
-int tft_step_begin(int64_t step)
-{
-    if (!rec_on())
-        return 0;
-    atomic_store_explicit(&g_rec.step, step, memory_order_relaxed);
-    return emit_step(step, TFT_STEP_BEGIN);
-}
-
-/* Device tensors still waiting for their statistics (tft_tensor_dev) are
- * written first, so that a step's records precede its end. */
-static void drain_device_records(void)
-{
-#ifdef TFT_HAVE_CUDA
-    ip_depth++;
-    devq_drain(1);
-    ip_depth--;
-#endif
-}
-
-int tft_step_end(int64_t step)
-{
-    if (!rec_on())
-        return 0;
-    drain_device_records();
-    return emit_step(step, TFT_STEP_END);
-}
-
-void tft_scope_push(const char *name)
-{
-    tls_cold *c;
-    if (!rec_on() || !name || !(c = rec_cold_state()))
-        return;
-    if (c->depth < 32)
-        c->scope_lens[c->depth] = c->scope_len;
-    c->depth++;
-    int n = snprintf(c->scope + c->scope_len, MAX_SCOPE - (size_t)c->scope_len, "%s%s", c->scope_len ? "/" : "",
-                     name);
-    if (n > 0)
-        c->scope_len = c->scope_len + n < MAX_SCOPE ? c->scope_len + n : MAX_SCOPE - 1;
-    shm_ring *r = rec_ring();
-    rec_tls.scope_id = r ? rec_intern(r, c->scope) : 0;
-}
-
-void tft_scope_pop(void)
-{
-    tls_cold *c = rec_tls.cold;
-    if (!rec_on() || !c || c->depth == 0)
-        return;
-    c->depth--;
-    c->scope_len = c->depth < 32 ? c->scope_lens[c->depth] : c->scope_len;
-    c->scope[c->scope_len] = '\0';
-    shm_ring *r = rec_ring();
-    rec_tls.scope_id = (c->scope_len && r) ? rec_intern(r, c->scope) : 0;
-}
-
-static int emit_alloc(const void *ptr, size_t bytes, int dev_kind, int device, const char *site)
-{
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_alloc a;
-    memset(&a, 0, sizeof(a));
-    a.site = rec_intern(r, site ? site : "?");
-    rec_hdr(&a.h, TFT_REC_ALLOC, sizeof(a), rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE);
-    a.ptr = (uint64_t)(uintptr_t)ptr;
-    a.bytes = bytes;
-    a.device_kind = (uint8_t)dev_kind;
-    a.device = (int16_t)device;
-    return ring_write(g_rec.h, r, &a.h);
-}
-
-static int emit_free(const void *ptr, int dev_kind, int device)
-{
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_free f;
-    memset(&f, 0, sizeof(f));
-    rec_hdr(&f.h, TFT_REC_FREE, sizeof(f), rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE);
-    f.ptr = (uint64_t)(uintptr_t)ptr;
-    f.device_kind = (uint8_t)dev_kind;
-    f.device = (int16_t)device;
-    return ring_write(g_rec.h, r, &f.h);
-}
-
-int tft_alloc(const void *ptr, size_t bytes, const char *site)
-{
-    return rec_on() ? emit_alloc(ptr, bytes, TFT_DEV_CPU, -1, site) : 0;
-}
-
-int tft_free(const void *ptr) { return rec_on() ? emit_free(ptr, TFT_DEV_CPU, -1) : 0; }
-
-int tft_alloc_dev(const void *ptr, size_t bytes, int device, const char *site)
-{
-    return rec_on() ? emit_alloc(ptr, bytes, TFT_DEV_CUDA, device, site) : 0;
-}
-
-int tft_free_dev(const void *ptr, int device) { return rec_on() ? emit_free(ptr, TFT_DEV_CUDA, device) : 0; }
-
-int tft_checkpoint(int action, int64_t step, const char *path, const char *recipe)
-{
-    if (!rec_on())
-        return 0;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_checkpoint c;
-    memset(&c, 0, sizeof(c));
-    c.path = rec_intern(r, path ? path : "");
-    c.recipe = rec_intern(r, recipe);
-    rec_hdr(&c.h, TFT_REC_CHECKPOINT, sizeof(c), TFT_SEQ_NONE);
-    c.h.step = step;
-    c.action = (uint32_t)action;
-    return ring_write(g_rec.h, r, &c.h);
-}
-
-int tft_flush(void)
-{
-    if (!rec_on())
-        return 0;
-    drain_device_records();
-    return rec_inproc_flush(1000);
-}
-
-/* Writes the exit (or fatal signal) of this process. Async-signal-safe:
- * only the lock-free ring write. */
-void rec_record_exit(int code, int sig)
-{
-    if (atomic_load(&g_rec.state) != ST_ON || atomic_exchange(&g_rec.exit_recorded, 1))
-        return;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return;
-    tft_rec_process p;
-    memset(&p, 0, sizeof(p));
-    rec_hdr(&p.h, TFT_REC_PROCESS, sizeof(p), TFT_SEQ_NONE);
-    p.event = TFT_PROC_EXIT;
-    p.pid = (int32_t)getpid();
-    p.exit_code = code;
-    p.signal = sig;
-    ring_write(g_rec.h, r, &p.h);
-}
-
-/* ---- the CUDA side (interpose_cuda.c, the libtftrace-cuda plugin) -------- */
-
-/* Included here, at its one user, so that this section stays one block. */
-#include "tft_cuda_plugin.h"
-
-/* Records whose contents arrive after their call (device statistics copied
- * back, CUPTI activity) or on another thread: the contract is in
- * tft_cuda_plugin.h. The thread's op bracket (rec_tls.in_op) is left alone, so
- * a program's own tft_op_begin ... tft_op_end is never split. */
-int64_t tft_x_record(int verb, tft_rec *rec, const char *name)
-{
-    if (!rec_on() || !rec)
-        return 0;
-    if (verb == TFT_X_STATE) {
-        tft_rec_op *op = (tft_rec_op *)rec;
-        op->h.step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
-        op->h.seq = rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE;
-        op->scope = rec_tls.scope_id;
-        return tensor_mode();
+    uint64_t key = comm ? comm : 1;
+    for (unsigned i = 0; i < COMM_SLOTS; i++) {
+        unsigned s = (unsigned)((key + i) % COMM_SLOTS);
+        uint64_t cur = atomic_load(&comms.comm[s]);
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&comms.comm[s], &zero, key) || zero == key)
+                return atomic_fetch_add(&comms.next[s], 1);
+            continue;
+        }
+        if (cur == key)
+            return atomic_fetch_add(&comms.next[s], 1);
     }
-    if (verb != TFT_X_EMIT ||
-        (rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR && rec->kind != TFT_REC_KERNEL))
+    return 0;
+}
+
+/* The caller's tft_coll_info as this library's version of it: the prefix
+ * ci->sz covers (any sz from TFT_COLL_INFO_V1_SZ on: an older caller's
+ * smaller struct, or a newer one's larger), the fields beyond it defaulted
+ * (tag: none). Nothing past ci->sz is read. Returns out, or NULL for a NULL
+ * or too small ci. */
+static const tft_coll_info *coll_info_in(const tft_coll_info *ci, tft_coll_info *out)
+{
+    if (!ci || ci->sz < TFT_COLL_INFO_V1_SZ)
+        return NULL;
+    *out = TFT_COLL_INFO(.tag = TFT_TAG_NONE);
+    memcpy(out, ci, ci->sz < sizeof(*out) ? ci->sz : sizeof(*out));
+    out->sz = sizeof(*out);
+    return out;
+}
+
+/* ci: as coll_info_in made it. */
+static void fill_coll(tft_rec_collective *c, const tft_coll_info *ci, uint64_t coll_seq, int64_t seq,
+                      uint64_t name_id, uint64_t ts)
+{
+    memset(c, 0, sizeof(*c));
+    rec_hdr_at(&c->h, TFT_REC_COLLECTIVE, sizeof(*c), seq, ts);
+    c->comm = ci->comm;
+    c->coll_seq = coll_seq;
+    c->count = ci->count;
+    c->name = name_id;
+    c->type = (uint16_t)ci->type;
+    c->dtype = (uint8_t)ci->dtype;
+    c->redop = (uint8_t)ci->redop;
+    c->root = ci->root;
+    c->rank = ci->rank;
+    c->nranks = ci->nranks;
+    bool p2p = ci->type == TFT_COLL_SEND || ci->type == TFT_COLL_RECV;
+    c->tag = p2p ? ci->tag : TFT_TAG_NONE;
+}
+
+int64_t tft_coll_enter(const tft_coll_info *caller_ci)
+{
+    if (!rec_on())
+        return 0;
+    tft_coll_info buf;
+    const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
+    if (!ci)
+        return -EINVAL;
+    return rec_coll_enter(ci, ci->name ? ci->name : tft_coll_type_name(ci->type), 0, 0);
+}
+
+int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_id, uint64_t ts)
+{
+    shm_ring *r = rec_ring();
+    if (!r)
+        return -ENOSPC;
+    uint64_t nid = name_id ? rec_intern_id(r, name, name_id) : rec_intern(r, name);
+    uint64_t now = ts ? ts : shm_stamp(g_rec.h);
+    if (!rec_tls.in_op) {
+        int64_t seq = rec_next_seq();
+        emit_op_named(r, name, nid, TFT_OP_COLLECTIVE, 0, NULL, seq, 0, NULL, now);
+        rec_tls.in_op = 2; /* implicit op: ends at tft_coll_exit */
+        rec_tls.op_seq = seq;
+    }
+    uint64_t cs = comm_next_seq(ci->comm);
+    tft_rec_collective c;
+    fill_coll(&c, ci, cs, rec_tls.op_seq, nid, now);
+    c.h.flags = TFT_COLL_FLAG_ENTER;
+    c.t_enter = c.h.ts;
+    rec_explicit_coll = 1;
+    tls_cold *cold = rec_cold_state();
+    if (cold)
+        cold->pending[cold->npending++ % MAX_PENDING_COLL] = (pending_coll){ci->comm, cs, c.t_enter};
+    ring_write(g_rec.h, r, &c.h);
+    return (int64_t)cs;
+}
+
+/* A CLOCK_MONOTONIC time (tft_now_ns) in the units of record stamps (raw
+ * TSC ticks when the region uses them; the collector converts back). */
+static uint64_t stamp_of_ns(uint64_t ns)
+{
+    const shm_hdr *h = g_rec.h;
+    if (!h || !(h->flags & SHM_TSC) || h->ns_per_tick <= 0)
+        return ns;
+    double t = (double)h->tsc0 + ((double)ns - (double)h->ns0) / h->ns_per_tick;
+    return t > 0 ? (uint64_t)t : 1;
+}
+
+int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *result)
+{
+    if (!rec_on())
+        return 0;
+    tft_coll_info buf;
+    const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
+    if (!ci || token < 0)
         return -EINVAL;
     shm_ring *r = rec_ring();
     if (!r)
         return -ENOSPC;
-    int64_t step = rec->step, seq = rec->seq;
-    if (rec->kind == TFT_REC_OP && seq == TFT_X_SEQ_NEW)
-        seq = rec_next_seq();
-    uint64_t nid = name ? rec_intern(r, name) : 0;
-    rec_hdr(rec, rec->kind, rec->len, seq);
-    rec->step = step;
-    if (rec->kind == TFT_REC_OP && name) {
-        ((tft_rec_op *)rec)->name = nid;
-    } else if (rec->kind == TFT_REC_TENSOR) {
-        tft_rec_tensor *t = (tft_rec_tensor *)rec;
-        if (!t->id)
-            t->id = atomic_fetch_add_explicit(&g_rec.tensor_id, 1, memory_order_relaxed) + 1;
-        if (name)
-            t->name = nid;
-    } else if (rec->kind == TFT_REC_KERNEL && name) {
-        ((tft_rec_kernel *)rec)->name = nid;
+    uint64_t t_enter = 0;
+    for (unsigned i = 0; rec_tls.cold && i < MAX_PENDING_COLL; i++)
+        if (rec_tls.cold->pending[i].comm == ci->comm && rec_tls.cold->pending[i].coll_seq == (uint64_t)token)
+            t_enter = rec_tls.cold->pending[i].t_enter;
+    if (ci->t_enter)
+        t_enter = stamp_of_ns(ci->t_enter);
+    const char *name = ci->name ? ci->name : tft_coll_type_name(ci->type);
+    uint64_t rid = 0;
+    if (result && ci->count) {
+        int64_t shape[1] = {(int64_t)ci->count};
+        record_tensor(name, ci->dtype, result, 1, shape, TFT_DEV_CPU, -1, &rid);
     }
-    return ring_write(g_rec.h, r, rec);
+    tft_rec_collective c;
+    fill_coll(&c, ci, (uint64_t)token, rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE, rec_intern(r, name), 0);
+    c.h.flags = TFT_COLL_FLAG_EXIT;
+    c.t_enter = t_enter;
+    c.t_exit = c.h.ts;
+    c.result = rid;
+    int e = ring_write(g_rec.h, r, &c.h);
+    rec_explicit_coll = 0;
+    if (rec_tls.in_op == 2)
+        rec_tls.in_op = 0;
+    return e;
 }

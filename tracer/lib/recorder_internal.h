@@ -1,7 +1,8 @@
 /*
  * recorder_internal.h — what the parts of the recorder share: the
  * process-wide recording state, the calling thread's, its API (recorder.c,
- * with collectives and communicators in recorder_coll.c), its set-up
+ * with the records besides ops, tensors and collectives in
+ * recorder_events.c), its set-up
  * (init.c) and its capture path (recorder_capture.c), and the entries the
  * interposers use.
  */
@@ -41,7 +42,7 @@ struct rec_global {
     _Atomic int capture_ref_fired;    /* the first divergence was captured: no more */
 };
 
-extern struct rec_global g_rec;
+extern struct rec_global g_rec __attribute__((visibility("hidden")));
 
 void rec_init(void);                 /* pthread_once target */
 extern pthread_once_t rec_init_once __attribute__((visibility("hidden"))); /* runs rec_init */
@@ -59,7 +60,7 @@ static inline int rec_on(void)
     return 0;
 }
 
-/* ---- the calling thread's state (recorder.c, recorder_coll.c) --------------- */
+/* ---- the calling thread's state (recorder.c, recorder_events.c) ------------- */
 
 typedef struct pending_coll {
     uint64_t comm, coll_seq, t_enter;
@@ -170,14 +171,6 @@ static inline uint64_t rec_intern_id(shm_ring *r, const char *s, uint64_t id)
         return id;
     return rec_intern_as(r, s, strnlen(s, 1024), id);
 }
-/* An OP record; name_id: name's string id, interned already (0: intern
- * it); ts its time stamp (0: now). Returns ring_write's result. */
-int rec_emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int kind, int n_in, const uint64_t *in,
-                      int64_t seq, int n_attr, const int64_t *attrs, uint64_t ts);
-/* Records one tensor of the current op (or as its own op); its id through
- * id_out when not NULL (tft_tensor with a device kind). */
-int rec_record_tensor(const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
-                      int device_kind, int device, uint64_t *id_out);
 /* tft_coll_enter for the interposers: ci complete (as coll_info_in makes
  * it), name its call name, name_id name's string id (0: intern it here),
  * ts the ENTER's time stamp (shm_stamp; 0: now). */
@@ -235,8 +228,14 @@ int64_t rec_op_begin_attrs(const char *name, int op_kind, int n_in, const uint64
  * needs that the op will overwrite (a GEMM's C when beta != 0). */
 int rec_capture_armed(void);
 /* The statistics mode a tensor recorded now gets (TFT_STATS_SHAPE between
- * TFT_EVERY steps). */
-int rec_tensor_mode(void);
+ * TFT_EVERY steps). Inline: every tensor's path. */
+static inline int rec_tensor_mode(void)
+{
+    int64_t step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
+    if (g_rec.every > 1 && step != TFT_STEP_NONE && step % g_rec.every != 0)
+        return TFT_STATS_SHAPE;
+    return g_rec.mode;
+}
 /* Inside an op being captured: stores data (ndim/shape/dtype like
  * tft_tensor, host memory) as the PRIOR value of output tensor `id` of the
  * current op (FORMAT.md 5.12, role 2). No-op otherwise. */
