@@ -298,17 +298,6 @@ void devrec_poll(devrec *d)
         tft_dring_poll(d->ring);
 }
 
-void devrec_drain(devrec *d)
-{
-    if (d)
-        tft_dring_drain(d->ring);
-}
-
-unsigned devrec_pending(const devrec *d)
-{
-    return d ? tft_dring_pending(d->ring) : 0;
-}
-
 int devrec_new(devrec **out, rec_map *map, const devrec_opts *o, char *err, size_t errlen)
 {
     *out = NULL;

@@ -55,9 +55,5 @@ int devrec_dev_coll_exit(devrec *d, const tft_coll_info *ci, const void *dev, vo
 void devrec_flush(devrec *d);
 /* Emits what has completed; never waits. */
 void devrec_poll(devrec *d);
-/* Emits everything, waiting for the device. */
-void devrec_drain(devrec *d);
-/* Records queued and not yet emitted. */
-unsigned devrec_pending(const devrec *d);
 
 #endif

@@ -35,6 +35,22 @@ struct gpt_acts {
     float *dlogits;                     /* (B,T,V) */
 };
 
+/* Layer l's slice of the per-layer activations, for its forward pass on
+ * either backend: (B,T,C) buffers, qkv (B,T,3C), fc and gelu (B,T,4C),
+ * scores and att (B,NH,T,T). */
+typedef struct gpt_layer_acts {
+    float *ln1, *qkv, *scores, *att, *atty, *attproj, *res1, *ln2, *fc, *gelu, *fcproj, *res2;
+} gpt_layer_acts;
+
+static inline gpt_layer_acts gpt_layer_acts_at(const gpt_acts *a, int B, int T, int C, int NH, int l)
+{
+    size_t BTC = (size_t)(B * T) * C, att = (size_t)B * NH * T * T;
+    return (gpt_layer_acts){.ln1 = a->ln1 + l * BTC, .qkv = a->qkv + l * BTC * 3, .scores = a->scores + l * att,
+                            .att = a->att + l * att, .atty = a->atty + l * BTC, .attproj = a->attproj + l * BTC,
+                            .res1 = a->res1 + l * BTC, .ln2 = a->ln2 + l * BTC, .fc = a->fc + l * BTC * 4,
+                            .gelu = a->gelu + l * BTC * 4, .fcproj = a->fcproj + l * BTC, .res2 = a->res2 + l * BTC};
+}
+
 /* Floats of the block for batch B x sequence T. */
 size_t gpt_acts_floats(const gpt_config *c, size_t B, size_t T);
 /* Points a's buffers into p (gpt_acts_floats(c, B, T) floats); block and

@@ -354,10 +354,9 @@ static int layer_forward(gpt_cuda *g, const gpt_variant *var, const fwd_ctx *f, 
     int64_t s3[3] = {B, T, C}, s3q[3] = {B, T, 3 * C}, s3f[3] = {B, T, 4 * C}, s4[4] = {B, NH, T, T};
     gpt_layer_names ln;
     gpt_layer_names_init(&ln, l);
-    float *ln1 = a->ln1 + l * BTC, *qkv = a->qkv + l * BTC * 3, *sc = a->scores + l * att;
-    float *pr = a->att + l * att, *atty = a->atty + l * BTC, *proj = a->attproj + l * BTC;
-    float *res1 = a->res1 + l * BTC, *ln2 = a->ln2 + l * BTC, *fc = a->fc + l * BTC * 4;
-    float *gl = a->gelu + l * BTC * 4, *fcp = a->fcproj + l * BTC, *res2 = a->res2 + l * BTC;
+    gpt_layer_acts la = gpt_layer_acts_at(a, B, T, C, NH, l);
+    float *ln1 = la.ln1, *qkv = la.qkv, *sc = la.scores, *pr = la.att, *atty = la.atty, *proj = la.attproj;
+    float *res1 = la.res1, *ln2 = la.ln2, *fc = la.fc, *gl = la.gelu, *fcp = la.fcproj, *res2 = la.res2;
     float *P = g->params;
     float scale = var->scale_scores ? 1.0f / sqrtf((float)(C / NH)) : 1.0f;
     int e;

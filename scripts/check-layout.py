@@ -30,6 +30,7 @@ ROOMS = {
     "capture": "tracer/capture",
     "cli": "tracer/cli",
     "cuda-plugin": "tracer/cuda",
+    "bpf": "tracer/bpf",
     "an-core": "analyzer/core",
     "an-compare": "analyzer/compare",
     "an-leak": "analyzer/leak",
@@ -57,7 +58,8 @@ ALLOWED = {
     "capture": PUBLIC | {"util", "stats"},
     "lib": PUBLIC | {"util", "stats", "collect", "capture", "cuda-plugin"},
     "cuda-plugin": PUBLIC | {"util", "stats"},
-    "cli": PUBLIC | {"util", "format", "collect", "capture"},
+    "bpf": PUBLIC | {"util"},
+    "cli": PUBLIC | {"util", "format", "collect", "capture", "bpf"},
     # the analyzer's rooms, lowest first (docs/ARCHITECTURE.md)
     "an-core": PUBLIC | {"util", "format", "stats"},
     "an-html": PUBLIC | {"util"},

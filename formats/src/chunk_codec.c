@@ -281,6 +281,58 @@ static const char *table_check(const uint16_t *words, uint32_t n, size_t raw_siz
     return total * 8 == raw_size ? NULL : "record table does not add up to the chunk's size";
 }
 
+/* Undoes the column coding of one group, the records order[a, b) of one
+ * kind (goff: their offsets in out, in group order): word j of each, j
+ * from 0 to the longest, delta (subtract_word) or xor coded against the
+ * group's previous record, read from the word area at word w on. Returns
+ * the word after the group's. Static, one caller: inlined into the
+ * decoder's loop. */
+static size_t decode_group(const uint16_t *words, const uint32_t *order, const uint32_t *goff, size_t a, size_t b,
+                           const char *area, size_t w, char *out)
+{
+    size_t maxw = 0;
+    bool uniform = true;
+    for (size_t i = a; i < b; i++) {
+        uint16_t x = words[order[i]];
+        uniform &= x == words[order[a]];
+        maxw = x > maxw ? x : maxw;
+    }
+    for (size_t j = 0; j < maxw; j++) {
+        uint64_t prev = 0;
+        char *o = out + 8 * j;
+        if (uniform && subtract_word(j)) {
+            for (size_t i = a; i < b; i++, w++)
+                st64(o + goff[i], prev += ld64(area + 8 * w));
+        } else if (uniform) {
+            for (size_t i = a; i < b; i++, w++)
+                st64(o + goff[i], prev ^= ld64(area + 8 * w));
+        } else {
+            int sub = subtract_word(j);
+            for (size_t i = a; i < b; i++) {
+                if (words[order[i]] <= j)
+                    continue;
+                uint64_t v = ld64(area + 8 * w++);
+                prev = sub ? prev + v : prev ^ v;
+                st64(o + goff[i], prev);
+            }
+        }
+    }
+    return w;
+}
+
+/* The decoded records' own kind and length fields against the table: NULL
+ * when they agree, else what is wrong. */
+static const char *records_agree(const char *out, const uint32_t *off, const uint16_t *kinds, const uint16_t *words,
+                                 uint32_t records)
+{
+    for (uint32_t i = 0; i < records; i++) {
+        const tft_rec *r = (const tft_rec *)(out + off[i]);
+        if (r->kind != kinds[i] || r->len != (uint32_t)words[i] * 8u)
+            return "record table disagrees with its records";
+    }
+    return NULL;
+}
+
 int fmt_chunk_decode(fmt_codec *c, uint32_t enc, const char *in, size_t in_size,
                      uint32_t records, char *out, size_t raw_size, const char **why)
 {
@@ -331,42 +383,10 @@ int fmt_chunk_decode(fmt_codec *c, uint32_t enc, const char *in, size_t in_size,
     size_t w = 0;
     for (size_t a = 0; a < records;) {
         size_t b = group_end(kinds, order, a, records);
-        size_t maxw = 0;
-        bool uniform = true;
-        for (size_t i = a; i < b; i++) {
-            uint16_t x = words[order[i]];
-            uniform &= x == words[order[a]];
-            maxw = x > maxw ? x : maxw;
-        }
-        for (size_t j = 0; j < maxw; j++) {
-            uint64_t prev = 0;
-            char *o = out + 8 * j;
-            if (uniform && subtract_word(j)) {
-                for (size_t i = a; i < b; i++, w++)
-                    st64(o + goff[i], prev += ld64(area + 8 * w));
-            } else if (uniform) {
-                for (size_t i = a; i < b; i++, w++)
-                    st64(o + goff[i], prev ^= ld64(area + 8 * w));
-            } else {
-                int sub = subtract_word(j);
-                for (size_t i = a; i < b; i++) {
-                    if (words[order[i]] <= j)
-                        continue;
-                    uint64_t v = ld64(area + 8 * w++);
-                    prev = sub ? prev + v : prev ^ v;
-                    st64(o + goff[i], prev);
-                }
-            }
-        }
+        w = decode_group(words, order, goff, a, b, area, w, out);
         a = b;
     }
     /* the records' own kind and length fields must agree with the table */
-    for (uint32_t i = 0; i < records; i++) {
-        const tft_rec *r = (const tft_rec *)(out + c->off[i]);
-        if (r->kind != kinds[i] || r->len != (uint32_t)words[i] * 8u) {
-            *why = "record table disagrees with its records";
-            return -EBADMSG;
-        }
-    }
-    return 0;
+    *why = records_agree(out, c->off, kinds, words, records);
+    return *why ? -EBADMSG : 0;
 }

@@ -138,6 +138,12 @@ void fmt_reader_file_id(const tft_reader *r, uint64_t *dev, uint64_t *ino);
  * file with tft_reader_open to have the reason logged. */
 int fmt_reader_peek(const char *path, tft_file_info *info, uint64_t *dev, uint64_t *ino);
 
+/* The start of every manifest reader (tft_manifest_parse,
+ * tft_manifest_read_dir): a caller that passed no error buffer gets scratch
+ * (n bytes of the reader's own), the message is emptied, and m is emptied
+ * with its exit status unknown (-1). */
+void fmt_manifest_start(tft_manifest *m, char **err, size_t *errlen, char *scratch, size_t n);
+
 static inline uint32_t fmt_get_u32(const void *p)
 {
     uint32_t v;

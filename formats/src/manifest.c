@@ -4,6 +4,7 @@
  * JSON numbers lose integers above 2^53.
  */
 #include "format_internal.h"
+#include "tft_procstat.h"
 #include "tft_writer_internal.h" /* tft_manifest_write_textat */
 
 #include <cjson/cJSON.h>
@@ -304,16 +305,21 @@ static int parse_root(const cJSON *root, tft_manifest *m, char *err, size_t errl
     return parse_ranks(ranks, m, err, errlen);
 }
 
+void fmt_manifest_start(tft_manifest *m, char **err, size_t *errlen, char *scratch, size_t n)
+{
+    if (!*err || !*errlen) {
+        *err = scratch;
+        *errlen = n;
+    }
+    (*err)[0] = '\0';
+    memset(m, 0, sizeof(*m));
+    m->exit_status = -1;
+}
+
 int tft_manifest_parse(const char *text, size_t len, tft_manifest *m, char *err, size_t errlen)
 {
     char dummy[8];
-    if (!err || !errlen) {
-        err = dummy;
-        errlen = sizeof(dummy);
-    }
-    err[0] = '\0';
-    memset(m, 0, sizeof(*m));
-    m->exit_status = -1;
+    fmt_manifest_start(m, &err, &errlen, dummy, sizeof(dummy));
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root || !cJSON_IsObject(root)) {
@@ -395,6 +401,55 @@ static void add_ns(cJSON *o, const char *key, uint64_t ns)
     }
 }
 
+/* One entry of the manifest's "collectors" (FORMAT.md §2.3). */
+static cJSON *collector_json(const tft_manifest_collector *c)
+{
+    cJSON *jc = cJSON_CreateObject();
+    char b[24];
+    cJSON_AddNumberToObject(jc, "pid", c->pid);
+    cJSON_AddStringToObject(jc, "host", c->host);
+    cJSON_AddStringToObject(jc, "boot_id", c->boot_id);
+    snprintf(b, sizeof(b), "%" PRIu64, c->start_ticks);
+    cJSON_AddStringToObject(jc, "start_ticks", b);
+    cJSON_AddBoolToObject(jc, "done", c->done);
+    return jc;
+}
+
+/* One entry of the manifest's "ranks": file, pid, host, the clock
+ * estimate when known, the exit. */
+static cJSON *rank_json(const tft_manifest_rank *r)
+{
+    cJSON *jr = cJSON_CreateObject();
+    cJSON_AddNumberToObject(jr, "rank", r->rank);
+    cJSON_AddStringToObject(jr, "file", r->file);
+    cJSON_AddNumberToObject(jr, "pid", r->pid);
+    if (r->host[0])
+        cJSON_AddStringToObject(jr, "host", r->host);
+    if (r->clock_known) {
+        char b[32];
+        cJSON *jc = cJSON_AddObjectToObject(jr, "clock");
+        snprintf(b, sizeof(b), "%lld", (long long)r->clock_offset_ns);
+        cJSON_AddStringToObject(jc, "offset_ns", b);
+        snprintf(b, sizeof(b), "%llu", (unsigned long long)r->clock_error_ns);
+        cJSON_AddStringToObject(jc, "error_ns", b);
+        cJSON_AddNumberToObject(jc, "ref_rank", r->clock_ref);
+        if (r->clock_anchored) {
+            snprintf(b, sizeof(b), "%lld", (long long)r->clock_anchor_ns);
+            cJSON_AddStringToObject(jc, "real_minus_mono_ns", b);
+        }
+    }
+    if (r->exited) {
+        cJSON *ex = cJSON_AddObjectToObject(jr, "exit");
+        if (r->signal)
+            cJSON_AddNumberToObject(ex, "signal", r->signal);
+        else
+            cJSON_AddNumberToObject(ex, "code", r->exit_code);
+    } else {
+        cJSON_AddNullToObject(jr, "exit");
+    }
+    return jr;
+}
+
 static cJSON *build(const tft_manifest *m)
 {
     cJSON *o = cJSON_CreateObject();
@@ -424,18 +479,8 @@ static cJSON *build(const tft_manifest *m)
         cJSON_AddNumberToObject(o, "dropped_stalled", (double)m->dropped_stalled);
     if (m->ncollectors > 0) {
         cJSON *cs = cJSON_AddArrayToObject(o, "collectors");
-        for (int i = 0; cs && i < m->ncollectors; i++) {
-            const tft_manifest_collector *c = &m->collectors[i];
-            cJSON *jc = cJSON_CreateObject();
-            char b[24];
-            cJSON_AddNumberToObject(jc, "pid", c->pid);
-            cJSON_AddStringToObject(jc, "host", c->host);
-            cJSON_AddStringToObject(jc, "boot_id", c->boot_id);
-            snprintf(b, sizeof(b), "%" PRIu64, c->start_ticks);
-            cJSON_AddStringToObject(jc, "start_ticks", b);
-            cJSON_AddBoolToObject(jc, "done", c->done);
-            cJSON_AddItemToArray(cs, jc);
-        }
+        for (int i = 0; cs && i < m->ncollectors; i++)
+            cJSON_AddItemToArray(cs, collector_json(&m->collectors[i]));
     }
     if (m->exit_status >= 0)
         cJSON_AddNumberToObject(o, "exit_status", m->exit_status);
@@ -444,38 +489,8 @@ static cJSON *build(const tft_manifest *m)
     cJSON *opt = m->options_json ? cJSON_Parse(m->options_json) : NULL;
     cJSON_AddItemToObject(o, "options", opt ? opt : cJSON_CreateObject());
     cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
-    for (int i = 0; i < m->nranks && ranks; i++) {
-        const tft_manifest_rank *r = &m->ranks[i];
-        cJSON *jr = cJSON_CreateObject();
-        cJSON_AddNumberToObject(jr, "rank", r->rank);
-        cJSON_AddStringToObject(jr, "file", r->file);
-        cJSON_AddNumberToObject(jr, "pid", r->pid);
-        if (r->host[0])
-            cJSON_AddStringToObject(jr, "host", r->host);
-        if (r->clock_known) {
-            char b[32];
-            cJSON *jc = cJSON_AddObjectToObject(jr, "clock");
-            snprintf(b, sizeof(b), "%lld", (long long)r->clock_offset_ns);
-            cJSON_AddStringToObject(jc, "offset_ns", b);
-            snprintf(b, sizeof(b), "%llu", (unsigned long long)r->clock_error_ns);
-            cJSON_AddStringToObject(jc, "error_ns", b);
-            cJSON_AddNumberToObject(jc, "ref_rank", r->clock_ref);
-            if (r->clock_anchored) {
-                snprintf(b, sizeof(b), "%lld", (long long)r->clock_anchor_ns);
-                cJSON_AddStringToObject(jc, "real_minus_mono_ns", b);
-            }
-        }
-        if (r->exited) {
-            cJSON *ex = cJSON_AddObjectToObject(jr, "exit");
-            if (r->signal)
-                cJSON_AddNumberToObject(ex, "signal", r->signal);
-            else
-                cJSON_AddNumberToObject(ex, "code", r->exit_code);
-        } else {
-            cJSON_AddNullToObject(jr, "exit");
-        }
-        cJSON_AddItemToArray(ranks, jr);
-    }
+    for (int i = 0; i < m->nranks && ranks; i++)
+        cJSON_AddItemToArray(ranks, rank_json(&m->ranks[i]));
     return o;
 }
 
@@ -491,18 +506,10 @@ char *tft_manifest_to_json(const tft_manifest *m)
  * (0 when unreadable). The name field may hold spaces and ')'. */
 static uint64_t proc_start_ticks(int pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
+    char buf[1024];
+    const char *p = tft_procstat_fields(pid, buf, sizeof(buf));
     if (!p)
         return 0;
-    p++;
     for (int field = 3; field < 22 && p; field++) /* p: the space before field `field` */
         p = strchr(p + 1, ' ');
     return p ? parse_u64_prefix(p + 1) : 0;

@@ -181,13 +181,7 @@ static int read_fragments(const char *dir, char **names, int n, tft_manifest *m,
 int tft_manifest_read_dir(const char *dir, tft_manifest *m, char *err, size_t errlen)
 {
     char dummy[8];
-    if (!err || !errlen) {
-        err = dummy;
-        errlen = sizeof(dummy);
-    }
-    err[0] = '\0';
-    memset(m, 0, sizeof(*m));
-    m->exit_status = -1;
+    fmt_manifest_start(m, &err, &errlen, dummy, sizeof(dummy));
     char **names;
     int n = list_fragments(dir, &names);
     int e = -ENOENT;

@@ -3,7 +3,7 @@
  * one return probe per function and process; free: the entry only) for
  * `tftrace attach`.
  */
-#include "attach_internal.h"
+#include "bpf_attach.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * fork/exec/exit/OOM events of a job, drained without blocking from the
  * launcher's supervision loop (a few per process, never on a hot path).
  */
-#include "procs_internal.h"
+#include "bpf_procs.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * Workload: a few processes, tens of threads, once per command; the
  * programs are attached for window_ms plus one task iteration.
  */
-#include "stacks_internal.h"
+#include "bpf_stacks.h"
 
 #ifdef TFT_HAVE_BPF
 #include "stacks.skel.h"

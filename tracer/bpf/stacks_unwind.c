@@ -11,7 +11,7 @@
  * TFT_FRAME_SCAN (shown as "?" guesses), never mixed up with real ones.
  * Workload: tens of threads, once per command; ~1 ms per thread.
  */
-#include "stacks_internal.h"
+#include "bpf_stacks.h"
 
 #ifdef TFT_HAVE_BPF
 #include <elfutils/libdwfl.h>

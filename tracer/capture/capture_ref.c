@@ -115,13 +115,11 @@ static int fail(char *err, size_t errlen, int e, const char *fmt, const char *a,
     return e;
 }
 
-int capref_build(const char *golden, const char *path, uint64_t *tensors, char *err, size_t errlen)
+/* Bloom filter bits for the golden trace t: enough for every record of
+ * every chunk (an upper bound of its tensors) at CAPREF_BITS_PER_ENTRY, a
+ * power of two from 2^13 to 2^36. */
+static uint64_t ref_bits(tft_trace *t)
 {
-    *tensors = 0;
-    tft_trace *t = tft_trace_open(golden, NULL);
-    if (!t)
-        return fail(err, errlen, -errno, "%s: cannot open: %s", golden, strerror(errno));
-    /* upper bound of the entries: every record of every chunk */
     uint64_t records = 0;
     for (int i = 0; i < tft_trace_nranks(t); i++) {
         tft_reader *r = tft_trace_reader(t, i);
@@ -131,6 +129,67 @@ int capref_build(const char *golden, const char *path, uint64_t *tensors, char *
     uint64_t bits = 1u << 13;
     while (bits < records * CAPREF_BITS_PER_ENTRY && bits < (1ull << 36))
         bits <<= 1;
+    return bits;
+}
+
+/* Adds the fingerprinted host tensors of rank file i of t to the filters
+ * keys and pairs (bits each), counting them in *tensors; occ numbers each
+ * name's occurrences in a step. 0 or -errno. */
+static int ref_add_rank(tft_trace *t, int i, occ_map *occ, uint8_t *keys, uint8_t *pairs, uint64_t bits,
+                        uint64_t *tensors)
+{
+    int rank = tft_trace_rank_id(t, i);
+    tft_reader *r = tft_trace_reader(t, i);
+    occ_reset(occ, TFT_STEP_NONE);
+    const tft_rec *rec;
+    int st;
+    while ((st = tft_reader_next(r, &rec)) == 1) {
+        if (rec->kind != TFT_REC_TENSOR || rec->len < sizeof(tft_rec_tensor))
+            continue;
+        const tft_rec_tensor *tr = (const tft_rec_tensor *)rec;
+        if (tr->h.step != occ->step)
+            occ_reset(occ, tr->h.step);
+        int64_t n = occ_next(occ, tr->name);
+        if (n < 0)
+            return -ENOMEM;
+        if (tr->mode < TFT_STATS_HEALTH || tr->device_kind != TFT_DEV_CPU)
+            continue;
+        uint64_t k = key_of(rank, tr->h.step, tr->name, (uint32_t)n);
+        bloom_set(keys, bits, k);
+        bloom_set(pairs, bits, pair_of(k, tr->stats.fingerprint));
+        (*tensors)++;
+    }
+    return st < 0 ? st : 0;
+}
+
+/* Writes the bytes of buf as the file path (created 0600). 0, or -EIO with
+ * a message in err. */
+static int ref_write(const char *path, const uint8_t *buf, size_t bytes, char *err, size_t errlen)
+{
+    int e = 0, fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t off = 0;
+    while (fd >= 0 && off < bytes) {
+        ssize_t w = write(fd, buf + off, bytes - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (fd < 0 || off < bytes)
+        e = fail(err, errlen, -EIO, "%s: cannot write: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return e;
+}
+
+int capref_build(const char *golden, const char *path, uint64_t *tensors, char *err, size_t errlen)
+{
+    *tensors = 0;
+    tft_trace *t = tft_trace_open(golden, NULL);
+    if (!t)
+        return fail(err, errlen, -errno, "%s: cannot open: %s", golden, strerror(errno));
+    uint64_t bits = ref_bits(t);
     size_t bytes = sizeof(capref_hdr) + 2 * (size_t)(bits / 8);
     uint8_t *buf = calloc(1, bytes);
     occ_map occ = {.step = TFT_STEP_NONE};
@@ -146,33 +205,8 @@ int capref_build(const char *golden, const char *path, uint64_t *tensors, char *
     h->probes = CAPREF_PROBES;
     uint8_t *keys = buf + sizeof(*h), *pairs = keys + bits / 8;
     int e = 0;
-    for (int i = 0; i < tft_trace_nranks(t) && !e; i++) {
-        int rank = tft_trace_rank_id(t, i);
-        tft_reader *r = tft_trace_reader(t, i);
-        occ_reset(&occ, TFT_STEP_NONE);
-        const tft_rec *rec;
-        int st;
-        while ((st = tft_reader_next(r, &rec)) == 1) {
-            if (rec->kind != TFT_REC_TENSOR || rec->len < sizeof(tft_rec_tensor))
-                continue;
-            const tft_rec_tensor *tr = (const tft_rec_tensor *)rec;
-            if (tr->h.step != occ.step)
-                occ_reset(&occ, tr->h.step);
-            int64_t n = occ_next(&occ, tr->name);
-            if (n < 0) {
-                e = -ENOMEM;
-                break;
-            }
-            if (tr->mode < TFT_STATS_HEALTH || tr->device_kind != TFT_DEV_CPU)
-                continue;
-            uint64_t k = key_of(rank, tr->h.step, tr->name, (uint32_t)n);
-            bloom_set(keys, bits, k);
-            bloom_set(pairs, bits, pair_of(k, tr->stats.fingerprint));
-            (*tensors)++;
-        }
-        if (st < 0)
-            e = st;
-    }
+    for (int i = 0; i < tft_trace_nranks(t) && !e; i++)
+        e = ref_add_rank(t, i, &occ, keys, pairs, bits, tensors);
     tft_trace_close(t);
     tft_u64map_free(&occ.count);
     h->entries = *tensors;
@@ -180,22 +214,8 @@ int capref_build(const char *golden, const char *path, uint64_t *tensors, char *
         e = fail(err, errlen, -ENODATA, "%s: no fingerprinted tensors (recorded with --stats shape?)%s", golden, "");
     else if (e)
         fail(err, errlen, e, "%s: cannot read: %s", golden, strerror(-e));
-    if (!e) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        size_t off = 0;
-        while (fd >= 0 && off < bytes) {
-            ssize_t w = write(fd, buf + off, bytes - off);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            off += (size_t)w;
-        }
-        if (fd < 0 || off < bytes)
-            e = fail(err, errlen, -EIO, "%s: cannot write: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-    }
+    if (!e)
+        e = ref_write(path, buf, bytes, err, errlen);
     free(buf);
     return e;
 }

@@ -18,7 +18,8 @@
 #include "cli_internal.h"
 #include "collector.h"
 #include "stacks_report.h"
-#include "shm_internal.h"
+#include "tft_clock.h"
+#include "tft_procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,23 +117,14 @@ static void add_children(void)
         DIR *d = opendir("/proc");
         struct dirent *e;
         while (d && (e = readdir(d)) != NULL && att_NT < ATT_MAX_TARGETS) {
-            char path[300], buf[512];
+            char buf[512];
             pid_t p = (pid_t)atoi(e->d_name);
             if (p <= 0)
                 continue;
-            snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
-            int fd = open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0)
-                continue;
-            ssize_t n = read(fd, buf, sizeof buf - 1);
-            close(fd);
-            if (n <= 0)
-                continue;
-            buf[n] = 0;
-            char *rp = strrchr(buf, ')');
+            const char *fields = tft_procstat_fields(p, buf, sizeof buf);
             int ppid = 0;
             char st;
-            if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2)
+            if (!fields || sscanf(fields, " %c %d", &st, &ppid) != 2)
                 continue;
             int known = 0, parent = 0;
             for (int i = 0; i < att_NT; i++)
@@ -172,7 +164,7 @@ static int open_trace(const char *out, int *dfd, const uint8_t run_id[16])
             fi.flags |= TFT_FILE_RANK_IS_INDEX;
         struct timespec rt;
         clock_gettime(CLOCK_REALTIME, &rt);
-        fi.start_monotonic_ns = shm_now_ns();
+        fi.start_monotonic_ns = tft_clock_mono_ns();
         fi.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
         gethostname(fi.host, sizeof(fi.host) - 1);
         tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = 1);
@@ -186,16 +178,9 @@ static int open_trace(const char *out, int *dfd, const uint8_t run_id[16])
 
 static int alive(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+    char buf[512];
+    const char *fields = tft_procstat_fields(pid, buf, sizeof buf);
+    return fields && fields[0] == ' ' && !tft_procstat_zombie(fields);
 }
 
 /* Probes every target's libraries (those in the mask want); the number of
@@ -296,10 +281,10 @@ static int finish_trace(int dfd, const char *out, const uint8_t run_id[16])
  * it goes, flushing every rank file and reading the losses once a second. */
 static void record(tft_attach *a, double duration)
 {
-    double start = (double)shm_now_ns() / 1e9, last = start;
+    double start = (double)tft_clock_mono_ns() / 1e9, last = start;
     while (!stop_signal) {
         tft_attach_poll(a, 100, att_stream_call, NULL);
-        double now = (double)shm_now_ns() / 1e9;
+        double now = (double)tft_clock_mono_ns() / 1e9;
         if (duration > 0 && now - start >= duration)
             break;
         if (now - last >= 1.0) {
@@ -318,7 +303,7 @@ static void record(tft_attach *a, double duration)
     tft_attach_poll(a, 0, att_stream_call, NULL);
     note_losses(a);
     att_stream_finish();
-    end_ns = shm_now_ns();
+    end_ns = tft_clock_mono_ns();
     tft_attach_open_calls(a, on_open_call, NULL);
 }
 
@@ -479,7 +464,7 @@ int attach_main(int argc, char **argv)
             return 2;
     char buf[4096];
     if (!out) {
-        fresh_name(buf, sizeof buf, "attach", ".trace");
+        cli_fresh_name(buf, sizeof buf, "attach", ".trace");
         out = buf;
     }
     return run_attach(out, duration, children, want);

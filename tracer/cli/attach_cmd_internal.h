@@ -8,7 +8,7 @@
 #ifndef TFT_ATTACH_CMD_INTERNAL_H
 #define TFT_ATTACH_CMD_INTERNAL_H
 
-#include "attach_internal.h"
+#include "bpf_attach.h"
 #include "tft_format.h"
 
 #include <elfutils/libdwfl.h>

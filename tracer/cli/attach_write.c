@@ -22,7 +22,7 @@
  */
 #ifdef TFT_HAVE_BPF   /* the whole file: BPF builds only */
 #include "attach_cmd_internal.h"
-#include "shm_internal.h"
+#include "tft_clock.h"
 
 #include <gelf.h>
 #include <stdio.h>
@@ -357,7 +357,7 @@ static int lost_records(unsigned fn, int *kind)
 
 void att_write_losses(att_target *t, const struct tft_alost *now)
 {
-    tft_rec_dropped d = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(d), .ts = shm_now_ns(),
+    tft_rec_dropped d = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(d), .ts = tft_clock_mono_ns(),
                                .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                          .reason = 0 /* ring full */, .first_step = TFT_STEP_NONE, .last_step = TFT_STEP_NONE};
     for (unsigned f = 0; f < TFT_AFN_MAX; f++) {

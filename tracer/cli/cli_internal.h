@@ -1,7 +1,8 @@
 /*
- * cli_internal.h — what the two parts of the `tftrace` program share: the
- * launcher (tftrace.c: record a command) and the replay driver (replay.c:
- * `tftrace replay`, which runs tftrace and tfdiff as child processes).
+ * cli_internal.h — what the parts of the `tftrace` program share: the
+ * launcher (tftrace.c: record a command), its subcommands (replay, gather,
+ * stacks, attach), the launcher's helpers of the supervision loop, and the
+ * small utilities of cli_util.c.
  */
 #ifndef TFT_CLI_INTERNAL_H
 #define TFT_CLI_INTERNAL_H
@@ -11,9 +12,9 @@
 
 /* `tftrace replay ...`: re-runs a golden and a bad recording up to where
  * they part, with capture armed, and compares (docs/REPLAY.md). argv[0] is
- * "replay"; self_dir is the directory holding tftrace (tfdiff is looked up
- * there first). Returns the exit status. */
-int replay_main(int argc, char **argv, const char *self_dir);
+ * "replay"; tfdiff is looked up first in the directory holding tftrace.
+ * Returns the exit status. */
+int replay_main(int argc, char **argv);
 
 /* `tftrace gather OUT DIR...` (gather.c): one trace from the directories
  * a job's nodes wrote (docs/MULTINODE.md). argv[0] is "gather". Returns
@@ -21,8 +22,12 @@ int replay_main(int argc, char **argv, const char *self_dir);
 int gather_main(int argc, char **argv);
 
 /* A name PREFIX-DATE-TIME[-K]SUFFIX that does not exist yet, for output
- * directories (tftrace.c; tftrace-....trace, replay-...). */
-void fresh_name(char *buf, size_t n, const char *prefix, const char *suffix);
+ * directories (cli_util.c; tftrace-....trace, replay-..., attach-....trace). */
+void cli_fresh_name(char *buf, size_t n, const char *prefix, const char *suffix);
+
+/* The folder of this program: /proc/self/exe without its last part, into
+ * buf (n bytes). 0, or -1 when it cannot be read (cli_util.c). */
+int cli_exe_dir(char *buf, size_t n);
 
 /* `tftrace stacks ...` (stacks_cmd.c): argv[0] is "stacks". */
 int stacks_main(int argc, char **argv);

@@ -12,7 +12,7 @@
  */
 #include "cli_internal.h"
 #include "collector.h"
-#include "procs_internal.h"
+#include "bpf_procs.h"
 #include "stacks_report.h"
 
 #include <cjson/cJSON.h>

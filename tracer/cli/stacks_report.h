@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "stacks_internal.h"
+#include "bpf_stacks.h"
 
 typedef struct stacks_proc {
     pid_t pid;

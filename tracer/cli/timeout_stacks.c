@@ -26,7 +26,7 @@ static void store_thread(collector *col, const tft_thread_stack *t)
     int scan = 0;
     for (int i = 0; i < t->nframes; i++)
         scan |= t->frames[i].how == TFT_FRAME_SCAN;
-    tft_rec_stack r = {.h = {.kind = TFT_REC_STACK, .len = sizeof(r), .ts = shm_now_ns(), .step = TFT_STEP_NONE,
+    tft_rec_stack r = {.h = {.kind = TFT_REC_STACK, .len = sizeof(r), .ts = tft_clock_mono_ns(), .step = TFT_STEP_NONE,
                              .seq = TFT_SEQ_NONE},
                        .pid = t->pid, .tid = t->tid, .source = (uint32_t)t->source, .nframes = (uint32_t)t->nframes};
     r.h.flags = (uint16_t)(TFT_STACK_FLAG_TIMEOUT | (t->tid == t->pid ? TFT_STACK_FLAG_MAIN : 0) |

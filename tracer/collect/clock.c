@@ -16,6 +16,7 @@
  * CLOCK records (FORMAT.md §5.17): clock_pair_read.
  */
 #include "collector.h"
+#include "tft_clock.h"
 
 #include <stdlib.h>
 #include <sys/timex.h>
@@ -37,13 +38,6 @@ static int64_t env_i64(const char *name, char **rest)
     if (rest)
         *rest = end;
     return v && *v && end && (!*end || rest) ? (int64_t)x : 0;
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static test_clock *test_clock_get(void)
@@ -77,7 +71,7 @@ uint64_t clock_realtime_ns(void)
     const test_clock *tc = test_clock_get();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t shift = test_shift(tc, tc->step_ms ? mono_ns() : 0);
+    int64_t shift = test_shift(tc, tc->step_ms ? tft_clock_mono_ns() : 0);
     return (uint64_t)((int64_t)((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) + shift);
 }
 
@@ -108,12 +102,12 @@ void clock_pair_read(tft_rec_clock *r)
 {
     test_clock *tc = test_clock_get();
     if (tc->step_ms && !__atomic_load_n(&tc->step_at, __ATOMIC_RELAXED))
-        __atomic_store_n(&tc->step_at, mono_ns() + tc->step_ms * 1000000u, __ATOMIC_RELAXED);
+        __atomic_store_n(&tc->step_at, tft_clock_mono_ns() + tc->step_ms * 1000000u, __ATOMIC_RELAXED);
     *r = (tft_rec_clock){.h = {.kind = TFT_REC_CLOCK, .len = sizeof(*r), .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE}};
     struct timespec rt;
-    uint64_t m0 = mono_ns();
+    uint64_t m0 = tft_clock_mono_ns();
     clock_gettime(CLOCK_REALTIME, &rt);
-    uint64_t m1 = mono_ns();
+    uint64_t m1 = tft_clock_mono_ns();
     r->h.ts = m0 + (m1 - m0) / 2;
     r->window_ns = m1 - m0 > UINT32_MAX ? UINT32_MAX : (uint32_t)(m1 - m0);
     r->realtime_ns = (uint64_t)((int64_t)((uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec) +

@@ -3,11 +3,13 @@
  * when its first record arrives; strings registered with the writer; process
  * death detected (the launcher's waitpid, or the pid vanishing), after which
  * everything the process committed is drained, its exit recorded and its
- * file closed with an index.
+ * file closed with an index. This file: the rank files, the record path,
+ * the drops' attribution, the drain pass and the periodic records; the
+ * processes' ends, the collection's end and records from outside the rings:
+ * collector_end.c.
  */
-#include "collector.h"
-#include "tft_msg.h"
-#include "tft_writer_internal.h" /* tft_writer_abandon */
+#include "collector_internal.h"
+#include "tft_procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,67 +22,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-typedef struct cproc {
-    tft_writer *w;
-    int opened, closed, failed;
-    int rank;
-    pid_t pid;
-    char file[64];
-    int exit_known, exit_code, signal;
-    uint64_t records;
-    /* write errors: what reached the disk is exact (FORMAT.md: a reader
-     * drops a torn tail), the rest is counted as lost */
-    int err;                      /* first write error (negative errno), 0 none */
-    const char *err_what;         /* "create", "write", "close" */
-    uint64_t sealed;              /* records in chunks the writer completed */
-    uint64_t appended;            /* records the writer took (at close) */
-    uint64_t lost;                /* records drained after the file failed */
-    uint64_t dropped_stalled;     /* --no-drop gave up on a stalled collector */
-    uint64_t dropped;             /* records the rings dropped (attributed to this process) */
-    uint64_t drop_kind[SHM_DROP_KINDS]; /* of those, per record kind (as the producers counted) */
-    int64_t drop_first_step, drop_last_step; /* steps of the drops, TFT_STEP_NONE none */
-    uint64_t st_records, st_chunks; /* the writer's counts after the last append (proc_append) */
-    int64_t first_step, last_step;
-    int64_t last_step_end;        /* highest step whose STEP END arrived */
-    /* threads (FORMAT.md §5.13-5.14) */
-    bool has_thread;              /* a THREAD switch was written */
-    int32_t cur_tid;              /* the thread of the records written last */
-    uint32_t cur_index;
-    uint32_t switches;            /* THREAD switches written */
-    int64_t step_begun;           /* highest step whose STEP begin was written */
-    int64_t pass_step;            /* step_begun when the current drain pass began */
-    int64_t synced;               /* step of the last SYNC written */
-    uint64_t pair_records;        /* st_records after the last CLOCK record (clock_pairs) */
-    bool pair_due;                /* a CLOCK record was skipped while idle: one goes before the next record */
-    uint64_t rss_records;         /* st_records after the last RSS sample (rss_samples) */
-    uint64_t rss_last;            /* the last RSS sample written, bytes */
-} cproc;
-
-struct collector {
-    shm_hdr *h;
-    char *dir;                    /* for messages */
-    int dir_fd;                   /* the trace directory: rank files are created in it */
-    int claimed_fd;               /* collector_set_claimed: an already created rank file, -1 none */
-    char claimed_name[64];
-    uint8_t run_id[16];
-    collector_opts o;
-    cproc procs[SHM_MAX_PROCS];
-    uint64_t *ring_dropped;       /* dropped counts already attributed, per ring */
-    uint64_t *ring_stalled;       /* the same for dropped_stalled */
-    uint64_t *ring_kinds;         /* the same for drop_kind, SHM_DROP_KINDS per ring */
-    uint64_t last_liveness_ns;
-    uint64_t last_refine_ns;
-    uint64_t last_pair_ns;        /* CLOCK records last written (clock_pairs) */
-    uint64_t last_rss_ns;         /* RSS samples last taken (rss_samples) */
-    pid_t child;                  /* the launcher's direct child, 0 none */
-    const shm_ring *draining;     /* the ring ring_drain is reading (on_record's source) */
-    collector_rank *ranks;
-    uint64_t dropped_total, stalled_total;
-    int write_errors;             /* rank files with an error (each counted once) */
-};
-
-#define CLOG(c, lvl, ...) tft_logf((c)->o.log, (c)->o.log_ctx, (lvl), __VA_ARGS__)
 
 collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t run_id[16],
                          const collector_opts *o)
@@ -113,7 +54,7 @@ collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t 
     return c;
 }
 
-static void proc_record(cproc *p, const tft_rec *rec)
+void cproc_record(cproc *p, const tft_rec *rec)
 {
     p->records++;
     if (rec->step != TFT_STEP_NONE) {
@@ -133,7 +74,7 @@ static void proc_record(cproc *p, const tft_rec *rec)
 
 /* The first write error of p's file: counted once, logged once; the
  * collector stops writing the file (what it sealed stays readable). */
-static void proc_fail(collector *c, cproc *p, int e, const char *what)
+void cproc_fail(collector *c, cproc *p, int e, const char *what)
 {
     if (p->err)
         return;
@@ -147,10 +88,10 @@ static void proc_fail(collector *c, cproc *p, int e, const char *what)
 
 /* Appends rec to p's file. A chunk the writer sealed during the call holds
  * every record appended before it: that is what is known to be on disk. */
-static int proc_append(collector *c, cproc *p, const tft_rec *rec)
+int cproc_append(collector *c, cproc *p, const tft_rec *rec)
 {
     /* the counts before are those after the previous append (every append
-     * and seal of p->w goes through here, proc_close or collector_flush):
+     * and seal of p->w goes through here, cproc_close or collector_flush):
      * one stats call per record, not two */
     tft_writer_stats after = TFT_WRITER_STATS();
     int e = tft_writer_append(p->w, rec);
@@ -161,14 +102,14 @@ static int proc_append(collector *c, cproc *p, const tft_rec *rec)
     p->st_chunks = after.chunks;
     if (e && e != -EINVAL) {
         p->lost++;
-        proc_fail(c, p, e, "write");
+        cproc_fail(c, p, e, "write");
     }
     return e;
 }
 
 /* Seals what is buffered, notes it as on disk, and closes p's file (index,
  * fsync). */
-static void proc_close(collector *c, cproc *p)
+void cproc_close(collector *c, cproc *p)
 {
     if (!p->w)
         return;
@@ -176,7 +117,7 @@ static void proc_close(collector *c, cproc *p)
     int e = p->failed ? 0 : tft_writer_flush(p->w);
     tft_writer_get_stats(p->w, &st);
     if (e)
-        proc_fail(c, p, e, "write");
+        cproc_fail(c, p, e, "write");
     else if (!p->failed)
         p->sealed = st.records;
     p->appended = st.records;
@@ -184,7 +125,7 @@ static void proc_close(collector *c, cproc *p)
     p->w = NULL;
     p->closed = 1;
     if (e && !p->failed)
-        proc_fail(c, p, e, "close");
+        cproc_fail(c, p, e, "close");
 }
 
 /* Creates p's rank file in the trace directory: O_EXCL|O_NOFOLLOW, so an
@@ -235,7 +176,7 @@ static int proc_open(collector *c, uint32_t idx)
     fi.pid = sp->pid;
     if (!(sp->rank >= 0 && sp->rank < 10000000))
         fi.flags |= TFT_FILE_RANK_IS_INDEX;
-    fi.start_monotonic_ns = shm_now_ns();
+    fi.start_monotonic_ns = tft_clock_mono_ns();
     fi.start_realtime_ns = clock_realtime_ns();
     gethostname(fi.host, sizeof(fi.host) - 1);
     tft_writer_opts wo = TFT_WRITER_OPTS(.zstd_level = c->o.zstd_level, .chunk_bytes = c->o.chunk_bytes,
@@ -247,17 +188,17 @@ static int proc_open(collector *c, uint32_t idx)
         int e = errno;
         if (fd >= 0) /* ours (O_EXCL): no empty or headless file left behind */
             unlinkat(c->dir_fd, p->file, 0);
-        proc_fail(c, p, -e, "create");
+        cproc_fail(c, p, -e, "create");
         return -1;
     }
     tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = fi.start_monotonic_ns,
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .event = TFT_PROC_START, .pid = sp->pid};
-    if (proc_append(c, p, &pr.h) == 0)
-        proc_record(p, &pr.h);
+    if (cproc_append(c, p, &pr.h) == 0)
+        cproc_record(p, &pr.h);
     tft_rec_clock ck;
     clock_pair_read(&ck);
-    proc_append(c, p, &ck.h);
+    cproc_append(c, p, &ck.h);
     p->pair_records = p->st_records;
     return 0;
 }
@@ -289,12 +230,12 @@ static void thread_record(collector *c, cproc *p, const shm_ring *r, uint32_t ev
     memcpy(name, r->thread_name, sizeof(r->thread_name));
     name[sizeof(r->thread_name)] = '\0';
     size_t n = strnlen(name, sizeof(r->thread_name));
-    tft_rec_thread t = {.h = {.kind = TFT_REC_THREAD, .len = sizeof(t), .ts = shm_now_ns(),
+    tft_rec_thread t = {.h = {.kind = TFT_REC_THREAD, .len = sizeof(t), .ts = tft_clock_mono_ns(),
                               .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                         .event = ev, .tid = r->tid, .index = r->thread_index,
                         .name = n ? tft_writer_string(p->w, name, n) : 0};
-    if (proc_append(c, p, &t.h) == 0)
-        proc_record(p, &t.h);
+    if (cproc_append(c, p, &t.h) == 0)
+        cproc_record(p, &t.h);
 }
 
 /* Before a record from ring r: a THREAD switch when the file's previous
@@ -316,7 +257,7 @@ static void pair_first(cproc *p, collector *c)
     tft_rec_clock ck;
     clock_pair_read(&ck);
     p->pair_due = false;
-    proc_append(c, p, &ck.h);
+    cproc_append(c, p, &ck.h);
 }
 
 static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
@@ -355,8 +296,8 @@ static void on_record(void *ctx, uint32_t proc, tft_rec *rec)
     }
     if (p->failed)
         return;
-    if (proc_append(c, p, rec) == 0)
-        proc_record(p, rec);
+    if (cproc_append(c, p, rec) == 0)
+        cproc_record(p, rec);
 }
 
 /* What one attribution of a ring's drops carries to the DROPPED record. */
@@ -369,7 +310,7 @@ static void append_dropped(collector *c, cproc *p, uint64_t n, uint32_t reason, 
 {
     if (!n)
         return;
-    tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = shm_now_ns(),
+    tft_rec_dropped dr = {.h = {.kind = TFT_REC_DROPPED, .len = sizeof(dr), .ts = tft_clock_mono_ns(),
                                 .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                           .count = n, .reason = reason, .first_step = sp->first_step,
                           .last_step = sp->last_step};
@@ -378,8 +319,8 @@ static void append_dropped(collector *c, cproc *p, uint64_t n, uint32_t reason, 
         memcpy(dr.by_kind, sp->by_kind, sizeof(dr.by_kind));
     /* the record first: it may seal the chunk, and the chunk header's count
      * must summarise the DROPPED records of the same chunk */
-    if (proc_append(c, p, &dr.h) == 0)
-        proc_record(p, &dr.h);
+    if (cproc_append(c, p, &dr.h) == 0)
+        cproc_record(p, &dr.h);
     tft_writer_add_dropped(p->w, n);
 }
 
@@ -487,16 +428,16 @@ static void pass_sync(collector *c, int only_proc)
         p->pass_step = p->step_begun;
         if (!p->opened || p->closed || !p->w || !p->has_thread || w == TFT_STEP_NONE || w == p->synced)
             continue;
-        tft_rec_sync sy = {.h = {.kind = TFT_REC_SYNC, .len = sizeof(sy), .ts = shm_now_ns(), .step = w,
+        tft_rec_sync sy = {.h = {.kind = TFT_REC_SYNC, .len = sizeof(sy), .ts = tft_clock_mono_ns(), .step = w,
                                  .seq = TFT_SEQ_NONE}};
-        if (proc_append(c, p, &sy.h) == 0) {
+        if (cproc_append(c, p, &sy.h) == 0) {
             p->records++;
             p->synced = w;
         }
     }
 }
 
-static size_t drain_rings(collector *c, int only_proc)
+size_t collector_drain(collector *c, int only_proc)
 {
     size_t total = 0;
     for (uint32_t i = 0; i < c->h->n_rings; i++) {
@@ -524,29 +465,16 @@ static size_t drain_rings(collector *c, int only_proc)
 }
 
 /* A process is gone when its pid no longer exists or is a zombie. */
-static int pid_gone(pid_t pid)
+int collector_pid_gone(pid_t pid)
 {
-    if (pid <= 0)
-        return 1;
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return 1;
-    char path[64], buf[256];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+    return pid <= 0 || tft_procstat_gone(pid);
 }
 
 /* Drains a finished process, records its exit and closes its file. */
-static void proc_finish(collector *c, uint32_t idx)
+void cproc_finish(collector *c, uint32_t idx)
 {
     cproc *p = &c->procs[idx];
-    drain_rings(c, (int)idx);
+    collector_drain(c, (int)idx);
     for (uint32_t i = 0; i < c->h->n_rings; i++) {
         shm_ring *r = shm_ring_at(c->h, i);
         if (atomic_load(&r->state) != RING_FREE && r->proc == idx)
@@ -558,56 +486,12 @@ static void proc_finish(collector *c, uint32_t idx)
     if (!p->exit_known) /* SIGKILL of a process that is not our child */
         CLOG(c, TFT_LOG_INFO, "%s/%s: process %d vanished without an exit status", c->dir, p->file,
              (int)p->pid);
-    proc_close(c, p);
-}
-
-static void append_exit(collector *c, cproc *p)
-{
-    if (!p->w || p->closed || p->failed)
-        return;
-    tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = shm_now_ns(),
-                                .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
-                          .event = TFT_PROC_EXIT, .pid = p->pid, .exit_code = p->exit_code,
-                          .signal = p->signal};
-    if (proc_append(c, p, &pr.h) == 0)
-        proc_record(p, &pr.h);
-}
-
-void collector_set_child(collector *c, pid_t pid) { c->child = pid; }
-
-void collector_set_claimed(collector *c, int fd, const char *name)
-{
-    c->claimed_fd = fd;
-    snprintf(c->claimed_name, sizeof(c->claimed_name), "%s", name);
-}
-
-void collector_child_exit(collector *c, pid_t pid, int status)
-{
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
-        shm_proc *sp = &c->h->procs[i];
-        if (atomic_load(&sp->state) == PROC_FREE || sp->pid != pid)
-            continue;
-        cproc *p = &c->procs[i];
-        drain_rings(c, (int)i);
-        if (!p->opened && p->records == 0) { /* recorded nothing: no rank file */
-            atomic_store(&sp->state, PROC_DONE);
-            continue;
-        }
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-        int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        if (!p->exit_known || p->signal != sig || (!sig && p->exit_code != code)) {
-            p->exit_known = 1; /* the manifest gets it even if the file is closed */
-            p->exit_code = code;
-            p->signal = sig;
-            append_exit(c, p);
-        }
-        proc_finish(c, i);
-    }
+    cproc_close(c, p);
 }
 
 static void check_liveness(collector *c)
 {
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     if (now - c->last_liveness_ns < 20000000u)
         return;
     c->last_liveness_ns = now;
@@ -615,8 +499,8 @@ static void check_liveness(collector *c)
         shm_proc *sp = &c->h->procs[i];
         /* the launcher's own child is finished by collector_child_exit, with
          * its wait status: a zombie seen here first would lose that */
-        if (atomic_load(&sp->state) == PROC_ACTIVE && sp->pid != c->child && pid_gone(sp->pid))
-            proc_finish(c, i);
+        if (atomic_load(&sp->state) == PROC_ACTIVE && sp->pid != c->child && collector_pid_gone(sp->pid))
+            cproc_finish(c, i);
     }
 }
 
@@ -629,7 +513,7 @@ static void refine_clock(collector *c, uint64_t now_ns)
         return;
     c->last_refine_ns = now_ns;
     uint64_t t = __rdtsc();
-    uint64_t n = shm_now_ns();
+    uint64_t n = tft_clock_mono_ns();
     if (t > c->h->tsc0 && n > c->h->ns0 + 500000000u)
         c->h->ns_per_tick = (double)(n - c->h->ns0) / (double)(t - c->h->tsc0);
 #else
@@ -660,7 +544,7 @@ static void clock_pairs(collector *c, uint64_t now_ns)
         }
         tft_rec_clock ck;
         clock_pair_read(&ck);
-        proc_append(c, p, &ck.h);
+        cproc_append(c, p, &ck.h);
         p->pair_records = p->st_records;
         p->pair_due = false;
     }
@@ -685,11 +569,11 @@ static void rss_samples(collector *c, uint64_t now_ns)
             continue;
         if (p->st_records == p->rss_records && rss == p->rss_last)
             continue;
-        tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = shm_now_ns(),
+        tft_rec_process pr = {.h = {.kind = TFT_REC_PROCESS, .len = sizeof(pr), .ts = tft_clock_mono_ns(),
                                     .step = TFT_STEP_NONE, .seq = TFT_SEQ_NONE},
                               .event = TFT_PROC_RSS, .pid = p->pid, .rss = rss};
-        if (proc_append(c, p, &pr.h) == 0)
-            proc_record(p, &pr.h);
+        if (cproc_append(c, p, &pr.h) == 0)
+            cproc_record(p, &pr.h);
         p->rss_records = p->st_records;
         p->rss_last = rss;
     }
@@ -697,185 +581,13 @@ static void rss_samples(collector *c, uint64_t now_ns)
 
 size_t collector_poll(collector *c)
 {
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     atomic_store_explicit(&c->h->heartbeat_ns, now, memory_order_relaxed);
     refine_clock(c, now);
-    size_t n = drain_rings(c, -1);
+    size_t n = collector_drain(c, -1);
     clock_pairs(c, now);
     rss_samples(c, now);
     check_liveness(c);
     return n;
 }
 
-int collector_steps_done(collector *c, int64_t step)
-{
-    int seen = 0;
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
-        const cproc *p = &c->procs[i];
-        if (!p->opened || p->first_step == TFT_STEP_NONE)
-            continue; /* no records, or none inside steps (a launcher, a helper process) */
-        if (!p->closed && (p->last_step_end == TFT_STEP_NONE || p->last_step_end < step))
-            return 0;
-        seen |= p->last_step_end != TFT_STEP_NONE && p->last_step_end >= step;
-    }
-    return seen;
-}
-
-int collector_live_procs(collector *c)
-{
-    int n = 0;
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
-        n += atomic_load(&c->h->procs[i].state) == PROC_ACTIVE;
-    return n;
-}
-
-void collector_flush(collector *c)
-{
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
-        cproc *p = &c->procs[i];
-        if (!p->w || p->closed || p->failed)
-            continue;
-        int e = tft_writer_flush(p->w);
-        tft_writer_stats st = TFT_WRITER_STATS();
-        tft_writer_get_stats(p->w, &st);
-        if (e)
-            proc_fail(c, p, e, "write");
-        else
-            p->sealed = st.records;
-        p->st_records = st.records;
-        p->st_chunks = st.chunks;
-    }
-}
-
-int collector_finish(collector *c, collector_summary *s)
-{
-    drain_rings(c, -1);
-    atomic_store(&c->h->collector_done, 1);
-    memset(s, 0, sizeof(*s));
-    s->first_step = s->last_step = TFT_STEP_NONE;
-    int n = 0;
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
-        n += c->procs[i].opened;
-    free(c->ranks);
-    c->ranks = calloc((size_t)n + 1, sizeof(*c->ranks));
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
-        cproc *p = &c->procs[i];
-        if (!p->opened)
-            continue;
-        proc_close(c, p);
-        /* lost: taken by the writer but not in a completed chunk, or
-         * drained after the file failed */
-        uint64_t lost = p->lost + (p->appended > p->sealed ? p->appended - p->sealed : 0);
-        if (c->ranks) {
-            c->ranks[s->nranks++] = (collector_rank){.rank = p->rank, .pid = p->pid, .exited = p->exit_known,
-                                                     .exit_code = p->exit_code, .signal = p->signal,
-                                                     .records = p->sealed, .lost = lost, .err = p->err,
-                                                     .err_what = p->err_what,
-                                                     .dropped_stalled = p->dropped_stalled,
-                                                     .dropped = p->dropped,
-                                                     .drop_first_step = p->drop_first_step,
-                                                     .drop_last_step = p->drop_last_step};
-            memcpy(c->ranks[s->nranks - 1].drop_kind, p->drop_kind, sizeof(p->drop_kind));
-            snprintf(c->ranks[s->nranks - 1].file, sizeof(c->ranks[0].file), "%s", p->file);
-        }
-        s->records += p->sealed;
-        s->lost += lost;
-        if (p->first_step != TFT_STEP_NONE &&
-            (s->first_step == TFT_STEP_NONE || p->first_step < s->first_step))
-            s->first_step = p->first_step;
-        if (p->last_step != TFT_STEP_NONE && (s->last_step == TFT_STEP_NONE || p->last_step > s->last_step))
-            s->last_step = p->last_step;
-    }
-    s->ranks = c->ranks;
-    s->dropped = c->dropped_total;
-    s->dropped_stalled = c->stalled_total;
-    s->errors = c->write_errors;
-    return c->write_errors ? -EIO : 0;
-}
-
-void collector_incomplete_reason(const collector_summary *s, char *buf, size_t n)
-{
-    size_t k = 0;
-    if (n)
-        buf[0] = '\0';
-    for (int i = 0; i < s->nranks && k + 1 < n; i++) {
-        const collector_rank *r = &s->ranks[i];
-        if (!r->err)
-            continue;
-        int w = snprintf(buf + k, n - k, "%s%s: %s failed (%s): %llu records reached the disk, %llu lost",
-                         k ? "; " : "", r->file, r->err_what ? r->err_what : "write", strerror(-r->err),
-                         (unsigned long long)r->records, (unsigned long long)r->lost);
-        k = w > 0 && (size_t)w < n - k ? k + (size_t)w : n - 1;
-    }
-}
-
-void collector_free(collector *c)
-{
-    if (!c)
-        return;
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
-        tft_writer_abandon(c->procs[i].w);
-    if (c->claimed_fd >= 0)
-        close(c->claimed_fd);
-    free(c->ranks);
-    free(c->ring_dropped);
-    free(c->ring_stalled);
-    free(c->ring_kinds);
-    free(c->dir);
-    free(c);
-}
-
-int collector_set_run_id(collector *c, const uint8_t run_id[16])
-{
-    memcpy(c->run_id, run_id, 16);
-    int first = 0;
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
-        cproc *p = &c->procs[i];
-        if (!p->opened || !p->w)
-            continue;
-        int e = tft_writer_set_run_id(p->w, run_id);
-        if (e && !first) {
-            first = e;
-            CLOG(c, TFT_LOG_ERROR, "%s/%s: cannot write the job's run id into the header: %s", c->dir, p->file,
-                 strerror(-e));
-        }
-    }
-    return first;
-}
-
-/* ---- records from outside the rings (tftrace --timeout's stacks) ------------ */
-
-static cproc *proc_by_pid(collector *c, pid_t pid)
-{
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
-        cproc *p = &c->procs[i];
-        if (p->opened && p->w && !p->closed && !p->failed && p->pid == pid)
-            return p;
-    }
-    return NULL;
-}
-
-int collector_live_pids(collector *c, pid_t *out, int max)
-{
-    int k = 0;
-    for (uint32_t i = 0; i < SHM_MAX_PROCS && k < max; i++) {
-        cproc *p = &c->procs[i];
-        if (p->opened && p->w && !p->closed && !p->failed && p->pid > 0 && !p->exit_known && !pid_gone(p->pid))
-            out[k++] = p->pid;
-    }
-    return k;
-}
-
-int collector_append_for(collector *c, pid_t pid, tft_rec *rec, const char *const *texts, uint64_t *const *ids,
-                         int n)
-{
-    cproc *p = proc_by_pid(c, pid);
-    if (!p)
-        return -ESRCH;
-    for (int i = 0; i < n; i++)
-        *ids[i] = texts[i] && texts[i][0] ? tft_writer_string(p->w, texts[i], strlen(texts[i])) : 0;
-    int e = proc_append(c, p, rec);
-    if (e == 0)
-        proc_record(p, rec);
-    return e;
-}

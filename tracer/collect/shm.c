@@ -3,6 +3,7 @@
  * write (hot path: no locks, no allocation, no I/O) and the collector's drain.
  */
 #include "shm_internal.h"
+#include "tft_procstat.h" /* the collector gone: no allocation on the program's thread */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,13 +15,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-uint64_t shm_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void shm_setup_clock(shm_hdr *h)
 {
@@ -34,9 +28,9 @@ void shm_setup_clock(shm_hdr *h)
     }
     if (strncmp(cs, "tsc", 3) != 0 || getenv("TFT_NO_TSC"))
         return;
-    uint64_t n0 = shm_now_ns(), t0 = __rdtsc(), n1, t1;
+    uint64_t n0 = tft_clock_mono_ns(), t0 = __rdtsc(), n1, t1;
     do {
-        n1 = shm_now_ns();
+        n1 = tft_clock_mono_ns();
         t1 = __rdtsc();
     } while (n1 - n0 < 2000000u);
     if (t1 <= t0)
@@ -70,7 +64,7 @@ void shm_region_init(shm_hdr *h, size_t bytes, uint32_t n_rings, size_t ring_byt
     h->nodrop_timeout_ns = SHM_NODROP_TIMEOUT_DEFAULT_NS;
     h->drop_wait_ns = SHM_DROP_WAIT_DEFAULT_NS;
     h->collector_pid = (int32_t)getpid();
-    atomic_store(&h->heartbeat_ns, shm_now_ns());
+    atomic_store(&h->heartbeat_ns, tft_clock_mono_ns());
     atomic_store_explicit((_Atomic uint64_t *)&h->magic, SHM_MAGIC, memory_order_release);
 }
 
@@ -139,27 +133,6 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, con
 
 enum { WAIT_ON = 0, WAIT_DONE = 1, WAIT_STALLED = 2 };
 
-/* The collector's process is gone: no such pid, or a zombie (killed, its
- * parent has not reaped it yet). Plain syscalls on a stack buffer: this
- * runs on the program's thread, where an allocation would be recorded. */
-static bool pid_gone(pid_t pid)
-{
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return true;
-    char path[48], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    const char *rp = strrchr(buf, ')');
-    return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
-}
-
 /* Whether a --no-drop producer facing a full ring keeps waiting. The
  * collector polls (and beats) every millisecond or so while it lives; it
  * can stall for longer than a program should wait — a slow disk under a
@@ -173,7 +146,7 @@ static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
 {
     if (atomic_load_explicit(&h->collector_done, memory_order_acquire))
         return WAIT_DONE;
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     uint64_t hb = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
     uint64_t age = now > hb ? now - hb : 0;
     uint64_t limit = h->nodrop_timeout_ns;
@@ -181,7 +154,7 @@ static int nodrop_wait(shm_hdr *h, uint64_t *pid_checked_ns)
         return WAIT_STALLED;
     if (age > 200000000u && h->collector_pid > 0 && now - *pid_checked_ns > 10000000u) {
         *pid_checked_ns = now;
-        if (pid_gone((pid_t)h->collector_pid))
+        if (tft_procstat_gone((pid_t)h->collector_pid))
             return WAIT_STALLED;
     }
     return WAIT_ON;
@@ -197,7 +170,7 @@ static int bounded_wait(shm_hdr *h, shm_ring *r, uint64_t tail, uint64_t *since,
     if (!h->drop_wait_ns || atomic_load_explicit(&h->collector_done, memory_order_acquire) ||
         r->gave_up_tail == tail)
         return WAIT_DONE;
-    uint64_t now = shm_now_ns();
+    uint64_t now = tft_clock_mono_ns();
     if (!*since || tail != *seen) {
         *since = now;
         *seen = tail;

@@ -11,6 +11,7 @@
 #ifndef TFT_SHM_INTERNAL_H
 #define TFT_SHM_INTERNAL_H
 
+#include "tft_clock.h" /* tft_clock_mono_ns: stamps without the TSC */
 #include "tft_format.h"
 
 #include <stdatomic.h>
@@ -136,7 +137,6 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, con
 typedef void (*ring_record_fn)(void *ctx, uint32_t proc, tft_rec *rec); /* rec: a private copy */
 size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx);
 
-uint64_t shm_now_ns(void);
 /* Uses the TSC for record timestamps when the kernel's clocksource is the
  * (invariant, synchronised) TSC: 12 ns instead of 30 for clock_gettime here.
  * Calibrates over ~2 ms. Called by whoever initialises the region. */
@@ -148,10 +148,10 @@ void shm_setup_clock(shm_hdr *h);
 #include <x86intrin.h>
 static inline uint64_t shm_stamp(const shm_hdr *h)
 {
-    return (h->flags & SHM_TSC) ? __rdtsc() : shm_now_ns();
+    return (h->flags & SHM_TSC) ? __rdtsc() : tft_clock_mono_ns();
 }
 #else
-static inline uint64_t shm_stamp(const shm_hdr *h) { (void)h; return shm_now_ns(); }
+static inline uint64_t shm_stamp(const shm_hdr *h) { (void)h; return tft_clock_mono_ns(); }
 #endif
 
 #endif

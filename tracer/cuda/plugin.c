@@ -31,6 +31,7 @@
  * (recording off, TFT_INTERPOSE=0, or a program linked with libtftrace).
  */
 #include "plugin_internal.h"
+#include "tft_clock.h"
 #include "tft.h"
 
 #include <cupti.h> /* with the API parameter structs (generated_*_meta.h) */
@@ -266,13 +267,6 @@ typedef CUpti_ActivityMemcpy5 act_memcpy;
 
 static int64_t clock_offset; /* CLOCK_MONOTONIC ns - CUPTI timestamp */
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t to_mono(uint64_t t) { return t ? (uint64_t)((int64_t)t + clock_offset) : 0; }
 
 static void CUPTIAPI buf_requested(uint8_t **buf, size_t *size, size_t *max_records)
@@ -349,7 +343,7 @@ static _Atomic uint64_t last_flush_ns;
 /* At step boundaries: deliver what CUPTI holds, at most once a second. */
 static void activity_flush(void)
 {
-    uint64_t now = mono_ns(), last = atomic_load(&last_flush_ns);
+    uint64_t now = tft_clock_mono_ns(), last = atomic_load(&last_flush_ns);
     if (now - last < 1000000000u || !atomic_compare_exchange_strong(&last_flush_ns, &last, now))
         return;
     cp_self++;
@@ -402,7 +396,7 @@ static CUptiResult cupti_start(void)
         cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]);
     uint64_t cupti_now = 0;
     if (cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS)
-        clock_offset = (int64_t)mono_ns() - (int64_t)cupti_now;
+        clock_offset = (int64_t)tft_clock_mono_ns() - (int64_t)cupti_now;
     r = cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
     if (r == CUPTI_SUCCESS)
         r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);

@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { ST_UNINIT = 0, ST_OFF = 1, ST_ON = 2 };
 enum { PROC_CLAIMING = 3 };
 
 static struct {
@@ -233,7 +232,7 @@ static void *inproc_main(void *arg)
 {
     (void)arg;
     ip_depth = 1; /* the writer's own allocations are not the program's (interpose_alloc.c) */
-    uint64_t last_flush = shm_now_ns();
+    uint64_t last_flush = tft_clock_mono_ns();
     while (!atomic_load(&inproc.stop)) {
         int rq = atomic_load(&inproc.runid_req);
         if (rq != atomic_load(&inproc.runid_ack)) {
@@ -243,7 +242,7 @@ static void *inproc_main(void *arg)
             atomic_store(&inproc.runid_ack, rq);
         }
         size_t n = collector_poll(inproc.col);
-        uint64_t now = shm_now_ns();
+        uint64_t now = tft_clock_mono_ns();
         int req = atomic_load(&inproc.flush_req);
         if (req != atomic_load(&inproc.flush_ack) || now - last_flush > 1000000000ull) {
             collector_poll(inproc.col);
@@ -423,7 +422,7 @@ static int inproc_start(const char *dir)
     inproc.start_ns = clock_realtime_ns();
     inproc.run_id_private = !rec_job_run_id(run_id, src, sizeof(src));
     if (inproc.run_id_private && getrandom(run_id, 16, 0) != 16) {
-        uint64_t x[2] = {shm_now_ns(), (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL)};
+        uint64_t x[2] = {tft_clock_mono_ns(), (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL)};
         memcpy(run_id, x, 16);
     }
     int claimed_fd;

@@ -45,8 +45,12 @@
  *
  * Fork: the locks are taken around fork (pthread_atfork) so the child
  * inherits consistent tables; the recorder re-registers the child.
+ *
+ * This file: the next allocator, the set of recorded blocks, the malloc
+ * family and the set-up. The callers' names: interpose_alloc_site.c; the
+ * mmap family: interpose_alloc_mmap.c.
  */
-#include "interpose_internal.h"
+#include "interpose_alloc_internal.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -67,11 +71,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define RET_ADDR __builtin_return_address(0)
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define NOINLINE __attribute__((noinline))
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,24 +81,14 @@ static inline void cpu_relax(void)
 }
 
 /* Requests of at least this many bytes are recorded; SIZE_MAX: none. */
-static _Atomic size_t alloc_min = SIZE_MAX;
-
-static inline size_t min_bytes(void) { return atomic_load_explicit(&alloc_min, memory_order_relaxed); }
+_Atomic size_t alloc_min = SIZE_MAX;
 
 /* The address range of libtftrace's own loaded segments: its calls are
  * the recorder's, not the program's. Set by the constructor. */
-static uintptr_t self_lo, self_hi;
+uintptr_t self_lo, self_hi;
 
-static inline int in_self(const void *ret) { return (uintptr_t)ret - self_lo < self_hi - self_lo; }
 
 /* ---- the next allocator ---------------------------------------------------- */
-
-typedef void *(*malloc_fn)(size_t);
-typedef void *(*calloc_fn)(size_t, size_t);
-typedef void *(*realloc_fn)(void *, size_t);
-typedef void (*free_fn)(void *);
-typedef int (*posix_memalign_fn)(void **, size_t, size_t);
-typedef void *(*memalign_fn)(size_t, size_t); /* memalign and aligned_alloc */
 
 static void *boot_malloc(size_t n);
 static void *boot_calloc(size_t k, size_t n);
@@ -109,16 +98,9 @@ static int boot_posix_memalign(void **pp, size_t align, size_t n);
 static void *boot_memalign(size_t align, size_t n);
 
 /* Until resolved, each points to a boot_* function that resolves them all. */
-static struct {
-    _Atomic(malloc_fn) malloc;
-    _Atomic(calloc_fn) calloc;
-    _Atomic(realloc_fn) realloc;
-    _Atomic(free_fn) free;
-    _Atomic(posix_memalign_fn) posix_memalign;
-    _Atomic(memalign_fn) aligned_alloc, memalign;
-} next = {boot_malloc, boot_calloc, boot_realloc, boot_free, boot_posix_memalign, boot_memalign, boot_memalign};
+struct alloc_next alloc_next = {boot_malloc, boot_calloc, boot_realloc, boot_free, boot_posix_memalign, boot_memalign,
+                                boot_memalign};
 
-#define NEXT(fn) atomic_load_explicit(&next.fn, memory_order_relaxed)
 
 /* glibc's own entry points: the fallback when dlsym finds nothing. */
 extern void *__libc_malloc(size_t);
@@ -193,13 +175,13 @@ static int resolve_next(void)
     void *ma = lookup_next("memalign", (void *)memalign, (void *)__libc_memalign);
     void *aa = lookup_next("aligned_alloc", (void *)aligned_alloc, ma);
     void *pm = lookup_next("posix_memalign", (void *)posix_memalign, (void *)posix_memalign_via_memalign);
-    atomic_store(&next.memalign, (memalign_fn)ma);
-    atomic_store(&next.aligned_alloc, (memalign_fn)aa);
-    atomic_store(&next.posix_memalign, (posix_memalign_fn)pm);
-    atomic_store(&next.calloc, (calloc_fn)c);
-    atomic_store(&next.realloc, (realloc_fn)r);
-    atomic_store(&next.free, (free_fn)f);
-    atomic_store(&next.malloc, (malloc_fn)m);
+    atomic_store(&alloc_next.memalign, (memalign_fn)ma);
+    atomic_store(&alloc_next.aligned_alloc, (memalign_fn)aa);
+    atomic_store(&alloc_next.posix_memalign, (posix_memalign_fn)pm);
+    atomic_store(&alloc_next.calloc, (calloc_fn)c);
+    atomic_store(&alloc_next.realloc, (realloc_fn)r);
+    atomic_store(&alloc_next.free, (free_fn)f);
+    atomic_store(&alloc_next.malloc, (malloc_fn)m);
     resolving = 0;
     return 0;
 }
@@ -290,13 +272,6 @@ static struct {
     _Atomic(set_table *) table;
     pthread_mutex_t lock;
 } set = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static inline size_t ptr_hash(uintptr_t p)
-{
-    uint64_t x = (uint64_t)p >> 4;
-    x *= 0x9e3779b97f4a7c15ull;
-    return (size_t)(x ^ (x >> 29));
-}
 
 /* 1 when key is (or was just) in t; bounded by the capacity. */
 static int set_probe(const set_table *t, uintptr_t key)
@@ -428,216 +403,7 @@ static int set_take(const void *p, size_t *bytes)
     return had;
 }
 
-/* ---- sites: the calling function's name ------------------------------------ */
-
-/* The .symtab of a loaded object, read from its file once (dladdr only
- * sees exported symbols; an executable built without -rdynamic exports
- * none of its functions). The file stays mapped; sym is NULL when the
- * object has no .symtab (stripped) or its file cannot be read. */
-typedef struct sym_obj {
-    const void *lm;          /* struct link_map *, the key */
-    uintptr_t bias;          /* l_addr */
-    const ElfW(Sym) *sym;
-    size_t nsym;
-    const char *str;
-    size_t strsz;
-    char base[64];           /* file name without directories */
-} sym_obj;
-
-#define MAX_SYM_OBJS 256
-static struct {
-    pthread_mutex_t lock;    /* held while a file is read; no loader lock inside */
-    int n;
-    sym_obj o[MAX_SYM_OBJS];
-} syms = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void base_name(char *out, size_t n, const char *path)
-{
-    const char *s = strrchr(path, '/');
-    s = s ? s + 1 : path;
-    size_t len = strnlen(s, n - 1);
-    memcpy(out, s, len);
-    out[len] = '\0';
-}
-
-/* Finds .symtab and its string table in the mapped file [m, m + size);
- * every offset is checked against the file's size. */
-static void parse_symtab(sym_obj *o, const unsigned char *m, size_t size)
-{
-    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
-    if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-        eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
-        eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > size ||
-        (size - eh->e_shoff) / sizeof(ElfW(Shdr)) < eh->e_shnum)
-        return;
-    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
-    for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_entsize != sizeof(ElfW(Sym)) || sh[i].sh_link >= eh->e_shnum)
-            continue;
-        const ElfW(Shdr) *st = &sh[sh[i].sh_link];
-        if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset || st->sh_offset > size ||
-            st->sh_size > size - st->sh_offset || (sh[i].sh_offset & (sizeof(void *) - 1)))
-            return;
-        o->sym = (const ElfW(Sym) *)(m + sh[i].sh_offset);
-        o->nsym = sh[i].sh_size / sizeof(ElfW(Sym));
-        o->str = (const char *)(m + st->sh_offset);
-        o->strsz = st->sh_size;
-        return;
-    }
-}
-
-static void load_symtab(sym_obj *o, const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    struct stat sb;
-    long m = -1;
-    if (fstat(fd, &sb) == 0 && sb.st_size > 0)
-        m = syscall(SYS_mmap, NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0L);
-    close(fd);
-    if (m == -1)
-        return;
-    parse_symtab(o, (const unsigned char *)m, (size_t)sb.st_size);
-    if (!o->sym)
-        syscall(SYS_munmap, (void *)m, (size_t)sb.st_size);
-}
-
-/* The symbol table of the object lm, loaded on first use; NULL when the
- * cache is full. */
-static const sym_obj *sym_obj_get(const struct link_map *lm)
-{
-    pthread_mutex_lock(&syms.lock);
-    sym_obj *o = NULL;
-    for (int i = 0; i < syms.n && !o; i++)
-        if (syms.o[i].lm == lm && syms.o[i].bias == lm->l_addr)
-            o = &syms.o[i];
-    if (!o && syms.n < MAX_SYM_OBJS) {
-        o = &syms.o[syms.n++];
-        memset(o, 0, sizeof(*o));
-        o->lm = lm;
-        o->bias = lm->l_addr;
-        const char *path = lm->l_name;
-        if (!path || !path[0]) { /* the main program: its file, even if renamed since */
-            char exe[4096];
-            ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-            exe[n > 0 ? n : 0] = '\0';
-            base_name(o->base, sizeof(o->base), exe);
-            path = "/proc/self/exe";
-        } else {
-            base_name(o->base, sizeof(o->base), path);
-        }
-        load_symtab(o, path);
-    }
-    pthread_mutex_unlock(&syms.lock);
-    return o;
-}
-
-/* Name of the function of o that contains the file address a, or NULL. */
-static const char *symtab_find(const sym_obj *o, uintptr_t a)
-{
-    for (size_t i = 0; i < o->nsym; i++) {
-        const ElfW(Sym) *s = &o->sym[i];
-        int type = (int)(s->st_info & 0xf); /* ST_TYPE, the same in both ELF classes */
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || a < s->st_value ||
-            a - s->st_value >= s->st_size)
-            continue;
-        if (s->st_name < o->strsz && memchr(o->str + s->st_name, '\0', o->strsz - s->st_name))
-            return o->str + s->st_name;
-    }
-    return NULL;
-}
-
-/* A function name without the compiler's clone suffixes
- * (grow.constprop.0, grow.isra.0, grow.part.1, grow.cold). */
-static void fn_name(char *out, size_t n, const char *name)
-{
-    size_t len = strlen(name);
-    const char *dot = strchr(name + 1, '.');
-    if (dot && name[0])
-        len = (size_t)(dot - name);
-    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), name);
-}
-
-/* The function containing return address a: its exported name (dladdr),
- * else its name in the object's .symtab, else "object+0xoffset". */
-static void symbolize(uintptr_t a, char *buf, size_t n)
-{
-    Dl_info info;
-    struct link_map *lm = NULL;
-    uintptr_t pc = a - 1; /* inside the call instruction, in the caller */
-    if (!dladdr1((void *)pc, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) {
-        snprintf(buf, n, "0x%" PRIxPTR, a);
-        return;
-    }
-    if (info.dli_sname && info.dli_sname[0]) {
-        fn_name(buf, n, info.dli_sname);
-        return;
-    }
-    const sym_obj *o = sym_obj_get(lm);
-    const char *name = o && o->sym ? symtab_find(o, pc - o->bias) : NULL;
-    if (name)
-        fn_name(buf, n, name);
-    else
-        snprintf(buf, n, "%s+0x%" PRIxPTR, o && o->base[0] ? o->base : "?", a - (uintptr_t)info.dli_fbase);
-}
-
-/* Return address -> site name, insert-only and lock-free; names live as
- * long as the process. A full neighbourhood leaves the site unnamed ("?")
- * rather than allocate a name per call. */
-#define SITE_SLOTS 8192u
-#define SITE_PROBES 64u
-static struct site_slot {
-    _Atomic uintptr_t ret;
-    _Atomic(const char *) name;
-} sites[SITE_SLOTS];
-
-static const char *site_of(const void *ret)
-{
-    uintptr_t a = (uintptr_t)ret;
-    size_t h = ptr_hash(a);
-    for (unsigned k = 0; k < SITE_PROBES; k++) {
-        struct site_slot *s = &sites[(h + k) & (SITE_SLOTS - 1)];
-        uintptr_t key = atomic_load_explicit(&s->ret, memory_order_acquire);
-        if (key == a) {
-            const char *name = atomic_load_explicit(&s->name, memory_order_acquire);
-            if (name)
-                return name;
-            break; /* another thread is naming it: name it here too */
-        }
-        if (!key)
-            break;
-    }
-    char buf[256];
-    symbolize(a, buf, sizeof(buf));
-    size_t len = strlen(buf) + 1;
-    for (unsigned k = 0; k < SITE_PROBES; k++) {
-        struct site_slot *s = &sites[(h + k) & (SITE_SLOTS - 1)];
-        uintptr_t key = 0;
-        if (atomic_compare_exchange_strong(&s->ret, &key, a) || key == a) {
-            const char *name = atomic_load_explicit(&s->name, memory_order_acquire);
-            if (name)
-                return name;
-            char *copy = NEXT(malloc)(len);
-            if (!copy)
-                return "?";
-            memcpy(copy, buf, len);
-            const char *none = NULL;
-            if (!atomic_compare_exchange_strong(&s->name, &none, copy)) {
-                NEXT(free)(copy);
-                return none;
-            }
-            return copy;
-        }
-    }
-    return "?";
-}
-
 /* ---- recording --------------------------------------------------------------- */
-
-/* Turns the interposers off for the rest of the process (recording off,
- * or a program that records its own allocations). */
-static void alloc_off(void) { atomic_store_explicit(&alloc_min, SIZE_MAX, memory_order_relaxed); }
 
 /* After a successful allocation of n bytes at p requested from ret:
  * records it when recording is on. errno is left as the allocator set it. */
@@ -650,7 +416,7 @@ static void note_alloc(void *p, size_t n, const void *ret)
     if (!ip_active()) {
         alloc_off();
     } else if (!in_self(ret)) {
-        const char *site = site_of(ret);
+        const char *site = alloc_site_of(ret);
         pthread_mutex_lock(&set.lock);
         int e = set_insert_locked((uintptr_t)p, n);
         pthread_mutex_unlock(&set.lock);
@@ -810,184 +576,6 @@ TFT_INTERPOSE void *memalign(size_t align, size_t n)
     return aligned_slow(0, align, n, RET_ADDR);
 }
 
-/* ---- mmap regions ---------------------------------------------------------------- */
-
-typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
-typedef int (*munmap_fn)(void *, size_t);
-typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
-
-static void *_Atomic real_mmap, *_Atomic real_mmap64, *_Atomic real_munmap, *_Atomic real_mremap;
-
-/* Recorded mappings, exact, under the lock (munmap is a system call: a
- * scan costs little next to it). n is read without the lock to skip
- * munmaps when nothing is recorded. */
-typedef struct region {
-    uintptr_t start;
-    size_t len;              /* bytes as recorded (pieces: page multiples) */
-    const char *site;
-} region;
-
-#define MAX_REGIONS 4096
-static struct {
-    pthread_mutex_t lock;
-    _Atomic size_t n;
-    region r[MAX_REGIONS];
-} regions = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static size_t page_size(void)
-{
-    static _Atomic size_t ps;
-    size_t p = atomic_load_explicit(&ps, memory_order_relaxed);
-    if (!p) {
-        long v = sysconf(_SC_PAGESIZE);
-        p = v > 0 ? (size_t)v : 4096;
-        atomic_store_explicit(&ps, p, memory_order_relaxed);
-    }
-    return p;
-}
-
-static size_t page_up(size_t n) { return (n + page_size() - 1) & ~(page_size() - 1); }
-
-/* Adds a region and records it (when record); lock held. */
-static void region_add_locked(uintptr_t start, size_t len, const char *site, int record)
-{
-    size_t n = atomic_load_explicit(&regions.n, memory_order_relaxed);
-    if (n == MAX_REGIONS)
-        return; /* untracked: not recorded either (its FREE would be missed) */
-    regions.r[n] = (region){start, len, site};
-    atomic_store_explicit(&regions.n, n + 1, memory_order_relaxed);
-    if (record)
-        tft_alloc((void *)start, len, site);
-}
-
-/* [a, a + len) is no longer mapped as recorded: every overlapping region
- * gets a FREE, and the pieces of it outside the range are recorded again
- * with its site. Returns the site of the region that started at a, or
- * NULL. Lock held. */
-static const char *regions_cut_locked(uintptr_t a, size_t len, int record)
-{
-    const char *site_at_a = NULL;
-    uintptr_t end = a + page_up(len);
-    size_t i = 0;
-    while (i < atomic_load_explicit(&regions.n, memory_order_relaxed)) {
-        region r = regions.r[i];
-        uintptr_t rend = r.start + page_up(r.len);
-        if (r.start >= end || rend <= a) {
-            i++;
-            continue;
-        }
-        if (r.start == a)
-            site_at_a = r.site;
-        size_t n = atomic_load_explicit(&regions.n, memory_order_relaxed) - 1;
-        regions.r[i] = regions.r[n];
-        atomic_store_explicit(&regions.n, n, memory_order_relaxed);
-        if (record)
-            tft_free((void *)r.start);
-        if (r.start < a)
-            region_add_locked(r.start, a - r.start, r.site, record);
-        if (rend > end)
-            region_add_locked(end, rend - end, r.site, record);
-    }
-    return site_at_a;
-}
-
-/* Forgets [a, a + len) (munmap, MAP_FIXED over it, mremap away). */
-static const char *regions_forget(void *a, size_t len)
-{
-    int record = !ip_depth, saved = errno;
-    ip_depth++;
-    pthread_mutex_lock(&regions.lock);
-    const char *site = regions_cut_locked((uintptr_t)a, len, record);
-    pthread_mutex_unlock(&regions.lock);
-    ip_depth--;
-    errno = saved;
-    return site;
-}
-
-/* After a successful mapping of len bytes at p requested from ret (site:
- * the site to keep, NULL = the caller's). */
-static void note_region(void *p, size_t len, const void *ret, const char *site)
-{
-    if (ip_depth)
-        return;
-    int saved = errno;
-    ip_depth++;
-    if (!ip_active()) {
-        alloc_off();
-    } else if (!in_self(ret)) {
-        if (!site)
-            site = site_of(ret);
-        pthread_mutex_lock(&regions.lock);
-        region_add_locked((uintptr_t)p, len, site, 1);
-        pthread_mutex_unlock(&regions.lock);
-    }
-    ip_depth--;
-    errno = saved;
-}
-
-static NOINLINE void *mmap_slow(int is64, void *a, size_t len, int prot, int flags, int fd, off_t off,
-                                const void *ret)
-{
-    mmap_fn fn = (mmap_fn)ip_real_cached(is64 ? &real_mmap64 : &real_mmap, is64 ? "mmap64" : "mmap");
-    if (!ip_depth && (flags & MAP_FIXED) && atomic_load_explicit(&regions.n, memory_order_relaxed))
-        regions_forget(a, len);
-    void *p = fn ? fn(a, len, prot, flags, fd, off) : (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
-    if (p != MAP_FAILED && len >= min_bytes() && prot != PROT_NONE)
-        note_region(p, len, ret, NULL);
-    return p;
-}
-
-TFT_INTERPOSE void *mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
-{
-    if (LIKELY(len < min_bytes()) && !(flags & MAP_FIXED)) {
-        mmap_fn fn = (mmap_fn)ip_real_cached(&real_mmap, "mmap");
-        if (LIKELY(fn != NULL))
-            return fn(a, len, prot, flags, fd, off);
-    }
-    return mmap_slow(0, a, len, prot, flags, fd, off, RET_ADDR);
-}
-
-TFT_INTERPOSE void *mmap64(void *a, size_t len, int prot, int flags, int fd, off_t off)
-{
-    if (LIKELY(len < min_bytes()) && !(flags & MAP_FIXED)) {
-        mmap_fn fn = (mmap_fn)ip_real_cached(&real_mmap64, "mmap64");
-        if (LIKELY(fn != NULL))
-            return fn(a, len, prot, flags, fd, off);
-    }
-    return mmap_slow(1, a, len, prot, flags, fd, off, RET_ADDR);
-}
-
-TFT_INTERPOSE int munmap(void *a, size_t len)
-{
-    munmap_fn fn = (munmap_fn)ip_real_cached(&real_munmap, "munmap");
-    /* a range the kernel will refuse unmaps nothing: forget nothing */
-    if (UNLIKELY(atomic_load_explicit(&regions.n, memory_order_relaxed) != 0) && len &&
-        !((uintptr_t)a & (page_size() - 1)))
-        regions_forget(a, len);
-    return fn ? fn(a, len) : (int)syscall(SYS_munmap, a, len);
-}
-
-TFT_INTERPOSE void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
-{
-    void *want = NULL;
-    if (flags & MREMAP_FIXED) {
-        va_list ap;
-        va_start(ap, flags);
-        want = va_arg(ap, void *);
-        va_end(ap);
-    }
-    mremap_fn fn = (mremap_fn)ip_real_cached(&real_mremap, "mremap");
-    void *p = fn ? fn(old, old_len, new_len, flags, want)
-                 : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
-    if (LIKELY(new_len < min_bytes() && atomic_load_explicit(&regions.n, memory_order_relaxed) == 0) ||
-        p == MAP_FAILED || ip_depth)
-        return p;
-    const char *site = atomic_load_explicit(&regions.n, memory_order_relaxed) ? regions_forget(old, old_len) : NULL;
-    if (new_len >= min_bytes())
-        note_region(p, new_len, RET_ADDR, site);
-    return p;
-}
-
 /* ---- set-up ------------------------------------------------------------------------ */
 
 #define DEFAULT_MIN ((size_t)1 << 20)
@@ -1073,16 +661,16 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void fork_prepare(void)
 {
-    pthread_mutex_lock(&syms.lock);
+    alloc_sites_lock();
     pthread_mutex_lock(&set.lock);
-    pthread_mutex_lock(&regions.lock);
+    alloc_regions_lock();
 }
 
 static void fork_release(void)
 {
-    pthread_mutex_unlock(&regions.lock);
+    alloc_regions_unlock();
     pthread_mutex_unlock(&set.lock);
-    pthread_mutex_unlock(&syms.lock);
+    alloc_sites_unlock();
 }
 
 __attribute__((constructor)) static void alloc_init(void)

@@ -8,7 +8,9 @@
  * private region into DIR), or off (every call returns 0 at once).
  * Hot path (a record): a TLS lookup, a clock read, a memcpy into the ring.
  * Capture (TFT_CAPTURE, docs/CAPTURE.md) is a separate slow path behind one
- * test of g_rec.capture: recorder_capture.c.
+ * test of g_rec.capture: recorder_capture.c. The run's other records (steps,
+ * scopes, allocations, communicators, checkpoints, the exit, the CUDA
+ * plugin's): recorder_events.c.
  */
 #include "collector.h"
 #include "recorder_internal.h"
@@ -32,88 +34,28 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { ST_UNINIT = 0, ST_OFF = 1, ST_ON = 2 };
-#define MAX_SCOPE 512
-#define MAX_PENDING_COLL 64
-#define COMM_SLOTS 4096 /* communicator ids (and their point-to-point spaces) a process numbers */
-
 struct rec_global g_rec = {.step = TFT_STEP_NONE};
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+pthread_once_t rec_init_once = PTHREAD_ONCE_INIT;
 
-typedef struct pending_coll {
-    uint64_t comm, coll_seq, t_enter;
-} pending_coll;
+__thread tls_state rec_tls __attribute__((tls_model("initial-exec")));
 
-/* What a thread needs only once it uses scopes or collectives: mapped at
- * its first use (tls_cold()) and unmapped when the thread ends, so that
- * libtftrace.so's initial-exec thread-local block stays small (about 100
- * bytes in all) and the library can be dlopen()ed into a running program
- * such as Python: glibc keeps only about 1.6 KiB of static TLS for
- * libraries loaded after start. */
-typedef struct tls_cold {
-    int scope_len, depth;
-    int scope_lens[32];
-    char scope[MAX_SCOPE];
-    pending_coll pending[MAX_PENDING_COLL];
-    unsigned npending;
-} tls_cold;
-
-/* What every record of a thread needs: thread-local, no allocation. */
-typedef struct tls_state {
-    shm_ring *ring;
-    uint32_t gen;           /* g_rec.gen when the ring was claimed */
-    uint32_t thread_index;  /* this thread's number (kept when it claims a ring again) */
-    uint32_t has_index;
-    int in_op;
-    int64_t op_seq;
-    uint64_t last_tensor;
-    uint64_t scope_id;      /* string id of the scope path, 0 none */
-    tls_cold *cold;         /* NULL until the thread's first scope or collective */
-} tls_state;
-
-static __thread tls_state tls __attribute__((tls_model("initial-exec")));
-
-/* The thread's cold state, mapped (zeroed) at first use with mmap, which
- * neither allocates through the interposed malloc nor takes a lock; NULL
- * when the mapping fails (scopes and collective enter times are then not
- * recorded for the thread). */
-static tls_cold *cold_state(void)
-{
-    if (__builtin_expect(tls.cold != NULL, 1))
-        return tls.cold;
-    void *p = mmap(NULL, sizeof(tls_cold), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    tls.cold = p;
-    return tls.cold;
-}
-static pthread_key_t ring_key;
-
-/* 1 between tft_coll_enter and tft_coll_exit on this thread: the program
- * records its collective itself, the MPI interposers (interpose.c) skip it. */
-__thread int rec_explicit_coll __attribute__((tls_model("initial-exec")));
+#define COMM_SLOTS 4096 /* communicator ids (and their point-to-point spaces) a process numbers */
 
 static struct {
     _Atomic uint64_t comm[COMM_SLOTS];
     _Atomic uint64_t next[COMM_SLOTS];
 } comms;
 
-uint64_t tft_now_ns(void) { return shm_now_ns(); }
+static pthread_key_t ring_key;
 
-static inline int on(void)
-{
-    int s = atomic_load_explicit(&g_rec.state, memory_order_acquire);
-    if (__builtin_expect(s == ST_ON, 1))
-        return 1;
-    if (s == ST_UNINIT) {
-        pthread_once(&init_once, rec_init);
-        return atomic_load_explicit(&g_rec.state, memory_order_acquire) == ST_ON;
-    }
-    return 0;
-}
+/* 1 between tft_coll_enter and tft_coll_exit on this thread: the program
+ * records its collective itself, the MPI interposers (interpose.c) skip it. */
+__thread int rec_explicit_coll __attribute__((tls_model("initial-exec")));
 
-int tft_enabled(void) { return on(); }
+uint64_t tft_now_ns(void) { return tft_clock_mono_ns(); }
+
+int tft_enabled(void) { return rec_on(); }
 
 /* Thread exit (runs in the exiting thread): the collector drains the ring
  * and hands it to another thread, so this thread lets go of it. A record
@@ -122,11 +64,11 @@ int tft_enabled(void) { return on(); }
 static void ring_retire(void *p)
 {
     shm_ring *r = p;
-    if (r == tls.ring)
-        tls.ring = NULL;
-    if (tls.cold) { /* a later record of the exit maps a fresh one, unmapped with its ring */
-        munmap(tls.cold, sizeof(tls_cold));
-        tls.cold = NULL;
+    if (r == rec_tls.ring)
+        rec_tls.ring = NULL;
+    if (rec_tls.cold) { /* a later record of the exit maps a fresh one, unmapped with its ring */
+        munmap(rec_tls.cold, sizeof(tls_cold));
+        rec_tls.cold = NULL;
     }
     if (r && g_rec.h)
         atomic_store_explicit(&r->state, RING_RETIRED, memory_order_release);
@@ -141,35 +83,20 @@ void rec_thread_key_init(void)
 shm_ring *rec_ring(void)
 {
     uint32_t gen = atomic_load_explicit(&g_rec.gen, memory_order_relaxed);
-    if (__builtin_expect(tls.ring != NULL && tls.gen == gen, 1))
-        return tls.ring;
-    if (!tls.has_index || tls.gen != gen) { /* a forked child numbers its threads afresh */
-        tls.thread_index = atomic_fetch_add_explicit(&g_rec.next_thread, 1, memory_order_relaxed);
-        tls.has_index = 1;
+    if (__builtin_expect(rec_tls.ring != NULL && rec_tls.gen == gen, 1))
+        return rec_tls.ring;
+    if (!rec_tls.has_index || rec_tls.gen != gen) { /* a forked child numbers its threads afresh */
+        rec_tls.thread_index = atomic_fetch_add_explicit(&g_rec.next_thread, 1, memory_order_relaxed);
+        rec_tls.has_index = 1;
     }
     char name[17] = "";
     prctl(PR_GET_NAME, name, 0, 0, 0); /* async-signal-safe: a crash handler may get here */
-    tls.ring = ring_claim(g_rec.h, g_rec.proc, (int32_t)syscall(SYS_gettid), tls.thread_index, name);
-    tls.gen = gen;
-    if (tls.ring)
-        pthread_setspecific(ring_key, tls.ring);
-    return tls.ring;
+    rec_tls.ring = ring_claim(g_rec.h, g_rec.proc, (int32_t)syscall(SYS_gettid), rec_tls.thread_index, name);
+    rec_tls.gen = gen;
+    if (rec_tls.ring)
+        pthread_setspecific(ring_key, rec_tls.ring);
+    return rec_tls.ring;
 }
-
-/* rec_hdr with the time stamp ts (0: now): the records one call writes at
- * one moment (a collective's OP and ENTER; its result and EXIT) share one
- * clock read. */
-void rec_hdr_at(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq, uint64_t ts)
-{
-    h->kind = kind;
-    h->flags = 0;
-    h->len = len;
-    h->ts = ts ? ts : shm_stamp(g_rec.h);
-    h->step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
-    h->seq = seq;
-}
-
-void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq) { rec_hdr_at(h, kind, len, seq, 0); }
 
 /* Sends the n bytes of s as STRING record id unless this ring's sent-ids
  * table shows it was; returns id. */
@@ -192,6 +119,10 @@ static uint64_t intern_as(shm_ring *r, const char *s, size_t n, uint64_t id)
     return id;
 }
 
+/* intern_as for rec_intern_id's slow path (recorder_internal.h); rec_intern
+ * keeps the static one, which the compiler may call more cheaply. */
+uint64_t rec_intern_as(shm_ring *r, const char *s, size_t n, uint64_t id) { return intern_as(r, s, n, id); }
+
 /* Not inlined: inlined into tft_scope_push, GCC takes the 1024 bound on its
  * 512-byte buffer for an overread (-Wstringop-overread). */
 __attribute__((noinline)) uint64_t rec_intern(shm_ring *r, const char *s)
@@ -200,19 +131,6 @@ __attribute__((noinline)) uint64_t rec_intern(shm_ring *r, const char *s)
         return 0;
     size_t n = strnlen(s, 1024);
     return intern_as(r, s, n, tft_string_id(s, n));
-}
-
-uint64_t rec_intern_id(shm_ring *r, const char *s, uint64_t id)
-{
-    uint64_t *slot = &r->sent_ids[id & (SHM_SENT_IDS - 1)];
-    if (__builtin_expect(*slot == id, 1))
-        return id;
-    return intern_as(r, s, strnlen(s, 1024), id);
-}
-
-static int64_t next_seq(void)
-{
-    return atomic_fetch_add_explicit(&g_rec.seq, 1, memory_order_relaxed);
 }
 
 #define MAX_OP_ATTRS 16
@@ -229,7 +147,7 @@ static int emit_op_named(shm_ring *r, const char *name, uint64_t name_id, int ki
         n_attr = 0;
     uint64_t nid = name_id ? name_id : rec_intern(r, name);
     rec_hdr_at(&op->h, TFT_REC_OP, (uint32_t)(sizeof(*op) + 8u * (unsigned)(n_in + n_attr)), seq, ts);
-    rec_op_body(op, nid, tls.scope_id, kind, n_in, in, n_attr, attrs);
+    rec_op_body(op, nid, rec_tls.scope_id, kind, n_in, in, n_attr, attrs);
     return ring_write(g_rec.h, r, &op->h);
 }
 
@@ -247,16 +165,16 @@ static int emit_op(shm_ring *r, const char *name, int kind, int n_in, const uint
 int64_t rec_op_begin_attrs(const char *name, int op_kind, int n_in, const uint64_t *in_ids, int n_attr,
                            const int64_t *attrs)
 {
-    if (!on())
+    if (!rec_on())
         return 0;
     if (!name)
         return -EINVAL;
     shm_ring *r = rec_ring();
     if (!r)
         return -ENOSPC;
-    int64_t seq = next_seq();
-    tls.in_op = 1;
-    tls.op_seq = seq;
+    int64_t seq = rec_next_seq();
+    rec_tls.in_op = 1;
+    rec_tls.op_seq = seq;
     int e = emit_op_attrs(r, name, op_kind, n_in, in_ids, seq, n_attr, attrs);
     if (__builtin_expect(g_rec.capture != NULL, 0))
         rec_capture_op_begin(r, name, seq, n_in, in_ids);
@@ -268,21 +186,12 @@ int64_t tft_op_begin(const char *name, int op_kind, int n_in, const uint64_t *in
     return rec_op_begin_attrs(name, op_kind, n_in, in_ids, 0, NULL);
 }
 
-void tft_op_end(void) { tls.in_op = 0; }
+void tft_op_end(void) { rec_tls.in_op = 0; }
 
-uint64_t tft_last_tensor_id(void) { return tls.last_tensor; }
+uint64_t tft_last_tensor_id(void) { return rec_tls.last_tensor; }
 
-int64_t rec_current_op(void) { return tls.in_op ? tls.op_seq : TFT_SEQ_NONE; }
+int64_t rec_current_op(void) { return rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE; }
 
-static int tensor_mode(void)
-{
-    int64_t step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
-    if (g_rec.every > 1 && step != TFT_STEP_NONE && step % g_rec.every != 0)
-        return TFT_STATS_SHAPE;
-    return g_rec.mode;
-}
-
-int rec_tensor_mode(void) { return tensor_mode(); }
 
 /* Checks a tensor's description (as tft_tensor documents it); *numel gets
  * its element count. 0 or -EINVAL. */
@@ -304,10 +213,10 @@ static int tensor_numel(const char *name, int dtype, int ndim, const int64_t *sh
  * op bracket, *own_op set) a new op named like the tensor, written now. */
 static int64_t tensor_op(shm_ring *r, const char *name, bool *own_op)
 {
-    *own_op = !tls.in_op;
+    *own_op = !rec_tls.in_op;
     if (!*own_op)
-        return tls.op_seq;
-    int64_t seq = next_seq();
+        return rec_tls.op_seq;
+    int64_t seq = rec_next_seq();
     emit_op(r, name, TFT_OP_RUNTIME, 0, NULL, seq);
     return seq;
 }
@@ -333,7 +242,7 @@ static void tensor_fill_named(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint6
     t->ndim = (uint8_t)ndim;
     for (int i = 0; i < ndim; i++)
         t->shape[i] = shape[i];
-    tls.last_tensor = t->id;
+    rec_tls.last_tensor = t->id;
 }
 
 static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id, const char *name, int dtype,
@@ -357,7 +266,7 @@ static int record_tensor(const char *name, int dtype, const void *data, int ndim
     int64_t seq = tensor_op(r, name, &own_op);
     tft_rec_tensor t;
     memset(&t, 0, sizeof(t));
-    int mode = device_kind == TFT_DEV_CPU ? tensor_mode() : TFT_STATS_SHAPE;
+    int mode = device_kind == TFT_DEV_CPU ? rec_tensor_mode() : TFT_STATS_SHAPE;
     if (mode > TFT_STATS_SHAPE)
         tft_stats_compute(dtype, data, (size_t)numel, mode, &t.stats);
     t.stats.numel = numel;
@@ -372,7 +281,7 @@ static int record_tensor(const char *name, int dtype, const void *data, int ndim
 
 int tft_tensor(const char *name, tft_dtype dtype, const void *data, int ndim, const int64_t *shape)
 {
-    if (!on())
+    if (!rec_on())
         return 0;
     return record_tensor(name, (int)dtype, data, ndim, shape, TFT_DEV_CPU, -1, NULL);
 }
@@ -393,7 +302,7 @@ static void stats_trim(tft_stats *s, int mode)
 int tft_tensor_stats(const char *name, tft_dtype dtype, int ndim, const int64_t *shape, const tft_stats *stats,
                      int stats_mode, int device)
 {
-    if (!on())
+    if (!rec_on())
         return 0;
     uint64_t numel;
     if (tensor_numel(name, (int)dtype, ndim, shape, &numel) < 0 || !stats || stats_mode < TFT_STATS_SHAPE ||
@@ -406,7 +315,7 @@ int tft_tensor_stats(const char *name, tft_dtype dtype, int ndim, const int64_t 
     int64_t seq = tensor_op(r, name, &own_op);
     tft_rec_tensor t;
     memset(&t, 0, sizeof(t));
-    int mode = tensor_mode();
+    int mode = rec_tensor_mode();
     t.mode = (uint8_t)(mode < stats_mode ? mode : stats_mode);
     t.stats = *stats;
     stats_trim(&t.stats, t.mode);
@@ -437,21 +346,21 @@ uint64_t rec_tensor_named(const char *name, uint64_t name_id, int dtype, uint64_
 int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int ndim, const int64_t *shape,
                    int device, void *stream)
 {
-    if (!on())
+    if (!rec_on())
         return 0;
     uint64_t numel;
     if (tensor_numel(name, (int)dtype, ndim, shape, &numel) < 0 || (numel && !dev_ptr) || device < 0 ||
         device > INT16_MAX)
         return -EINVAL;
 #ifdef TFT_HAVE_CUDA
-    if (numel && tensor_mode() > TFT_STATS_SHAPE && devq_have_plugin()) {
+    if (numel && rec_tensor_mode() > TFT_STATS_SHAPE && devq_have_plugin()) {
         shm_ring *r = rec_ring();
         if (!r)
             return -ENOSPC;
         bool own_op;
         int64_t seq = tensor_op(r, name, &own_op);
         uint64_t id = next_tensor_id();
-        tls.last_tensor = id;
+        rec_tls.last_tensor = id;
         ip_depth++; /* the queue's own allocations are not the program's */
         int e = devq_submit_tensor(name, (int)dtype, dev_ptr, ndim, shape, numel, device, stream, seq, id);
         ip_depth--;
@@ -468,118 +377,6 @@ int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int n
     (void)stream;
     return record_tensor(name, (int)dtype, dev_ptr, ndim, shape, TFT_DEV_CUDA, device, NULL);
 }
-
-static int emit_step(int64_t step, uint32_t phase)
-{
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_step s;
-    rec_hdr(&s.h, TFT_REC_STEP, sizeof(s), TFT_SEQ_NONE);
-    s.h.step = step;
-    s.phase = phase;
-    s.pad = 0;
-    return ring_write(g_rec.h, r, &s.h);
-}
-
-int tft_step_begin(int64_t step)
-{
-    if (!on())
-        return 0;
-    atomic_store_explicit(&g_rec.step, step, memory_order_relaxed);
-    return emit_step(step, TFT_STEP_BEGIN);
-}
-
-/* Device tensors still waiting for their statistics (tft_tensor_dev) are
- * written first, so that a step's records precede its end. */
-static void drain_device_records(void)
-{
-#ifdef TFT_HAVE_CUDA
-    ip_depth++;
-    devq_drain(1);
-    ip_depth--;
-#endif
-}
-
-int tft_step_end(int64_t step)
-{
-    if (!on())
-        return 0;
-    drain_device_records();
-    return emit_step(step, TFT_STEP_END);
-}
-
-void tft_scope_push(const char *name)
-{
-    tls_cold *c;
-    if (!on() || !name || !(c = cold_state()))
-        return;
-    if (c->depth < 32)
-        c->scope_lens[c->depth] = c->scope_len;
-    c->depth++;
-    int n = snprintf(c->scope + c->scope_len, MAX_SCOPE - (size_t)c->scope_len, "%s%s", c->scope_len ? "/" : "",
-                     name);
-    if (n > 0)
-        c->scope_len = c->scope_len + n < MAX_SCOPE ? c->scope_len + n : MAX_SCOPE - 1;
-    shm_ring *r = rec_ring();
-    tls.scope_id = r ? rec_intern(r, c->scope) : 0;
-}
-
-void tft_scope_pop(void)
-{
-    tls_cold *c = tls.cold;
-    if (!on() || !c || c->depth == 0)
-        return;
-    c->depth--;
-    c->scope_len = c->depth < 32 ? c->scope_lens[c->depth] : c->scope_len;
-    c->scope[c->scope_len] = '\0';
-    shm_ring *r = rec_ring();
-    tls.scope_id = (c->scope_len && r) ? rec_intern(r, c->scope) : 0;
-}
-
-static int emit_alloc(const void *ptr, size_t bytes, int dev_kind, int device, const char *site)
-{
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_alloc a;
-    memset(&a, 0, sizeof(a));
-    a.site = rec_intern(r, site ? site : "?");
-    rec_hdr(&a.h, TFT_REC_ALLOC, sizeof(a), tls.in_op ? tls.op_seq : TFT_SEQ_NONE);
-    a.ptr = (uint64_t)(uintptr_t)ptr;
-    a.bytes = bytes;
-    a.device_kind = (uint8_t)dev_kind;
-    a.device = (int16_t)device;
-    return ring_write(g_rec.h, r, &a.h);
-}
-
-static int emit_free(const void *ptr, int dev_kind, int device)
-{
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_free f;
-    memset(&f, 0, sizeof(f));
-    rec_hdr(&f.h, TFT_REC_FREE, sizeof(f), tls.in_op ? tls.op_seq : TFT_SEQ_NONE);
-    f.ptr = (uint64_t)(uintptr_t)ptr;
-    f.device_kind = (uint8_t)dev_kind;
-    f.device = (int16_t)device;
-    return ring_write(g_rec.h, r, &f.h);
-}
-
-int tft_alloc(const void *ptr, size_t bytes, const char *site)
-{
-    return on() ? emit_alloc(ptr, bytes, TFT_DEV_CPU, -1, site) : 0;
-}
-
-int tft_free(const void *ptr) { return on() ? emit_free(ptr, TFT_DEV_CPU, -1) : 0; }
-
-int tft_alloc_dev(const void *ptr, size_t bytes, int device, const char *site)
-{
-    return on() ? emit_alloc(ptr, bytes, TFT_DEV_CUDA, device, site) : 0;
-}
-
-int tft_free_dev(const void *ptr, int device) { return on() ? emit_free(ptr, TFT_DEV_CUDA, device) : 0; }
 
 /* Next per-communicator sequence number (lock-free open addressing, insert
  * only: any thread may number a call, so not a tft_u64map). */
@@ -616,17 +413,6 @@ static const tft_coll_info *coll_info_in(const tft_coll_info *ci, tft_coll_info 
     return out;
 }
 
-/* The same for tft_comm_info (from TFT_COMM_INFO_V1_SZ on). */
-static const tft_comm_info *comm_info_in(const tft_comm_info *ci, tft_comm_info *out)
-{
-    if (!ci || ci->sz < TFT_COMM_INFO_V1_SZ)
-        return NULL;
-    *out = TFT_COMM_INFO();
-    memcpy(out, ci, ci->sz < sizeof(*out) ? ci->sz : sizeof(*out));
-    out->sz = sizeof(*out);
-    return out;
-}
-
 /* ci: as coll_info_in made it. */
 static void fill_coll(tft_rec_collective *c, const tft_coll_info *ci, uint64_t coll_seq, int64_t seq,
                       uint64_t name_id, uint64_t ts)
@@ -649,7 +435,7 @@ static void fill_coll(tft_rec_collective *c, const tft_coll_info *ci, uint64_t c
 
 int64_t tft_coll_enter(const tft_coll_info *caller_ci)
 {
-    if (!on())
+    if (!rec_on())
         return 0;
     tft_coll_info buf;
     const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
@@ -665,19 +451,19 @@ int64_t rec_coll_enter(const tft_coll_info *ci, const char *name, uint64_t name_
         return -ENOSPC;
     uint64_t nid = name_id ? rec_intern_id(r, name, name_id) : rec_intern(r, name);
     uint64_t now = ts ? ts : shm_stamp(g_rec.h);
-    if (!tls.in_op) {
-        int64_t seq = next_seq();
+    if (!rec_tls.in_op) {
+        int64_t seq = rec_next_seq();
         emit_op_named(r, name, nid, TFT_OP_COLLECTIVE, 0, NULL, seq, 0, NULL, now);
-        tls.in_op = 2; /* implicit op: ends at tft_coll_exit */
-        tls.op_seq = seq;
+        rec_tls.in_op = 2; /* implicit op: ends at tft_coll_exit */
+        rec_tls.op_seq = seq;
     }
     uint64_t cs = comm_next_seq(ci->comm);
     tft_rec_collective c;
-    fill_coll(&c, ci, cs, tls.op_seq, nid, now);
+    fill_coll(&c, ci, cs, rec_tls.op_seq, nid, now);
     c.h.flags = TFT_COLL_FLAG_ENTER;
     c.t_enter = c.h.ts;
     rec_explicit_coll = 1;
-    tls_cold *cold = cold_state();
+    tls_cold *cold = rec_cold_state();
     if (cold)
         cold->pending[cold->npending++ % MAX_PENDING_COLL] = (pending_coll){ci->comm, cs, c.t_enter};
     ring_write(g_rec.h, r, &c.h);
@@ -697,7 +483,7 @@ static uint64_t stamp_of_ns(uint64_t ns)
 
 int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *result)
 {
-    if (!on())
+    if (!rec_on())
         return 0;
     tft_coll_info buf;
     const tft_coll_info *ci = coll_info_in(caller_ci, &buf);
@@ -707,9 +493,9 @@ int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *res
     if (!r)
         return -ENOSPC;
     uint64_t t_enter = 0;
-    for (unsigned i = 0; tls.cold && i < MAX_PENDING_COLL; i++)
-        if (tls.cold->pending[i].comm == ci->comm && tls.cold->pending[i].coll_seq == (uint64_t)token)
-            t_enter = tls.cold->pending[i].t_enter;
+    for (unsigned i = 0; rec_tls.cold && i < MAX_PENDING_COLL; i++)
+        if (rec_tls.cold->pending[i].comm == ci->comm && rec_tls.cold->pending[i].coll_seq == (uint64_t)token)
+            t_enter = rec_tls.cold->pending[i].t_enter;
     if (ci->t_enter)
         t_enter = stamp_of_ns(ci->t_enter);
     const char *name = ci->name ? ci->name : tft_coll_type_name(ci->type);
@@ -719,145 +505,14 @@ int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *res
         record_tensor(name, ci->dtype, result, 1, shape, TFT_DEV_CPU, -1, &rid);
     }
     tft_rec_collective c;
-    fill_coll(&c, ci, (uint64_t)token, tls.in_op ? tls.op_seq : TFT_SEQ_NONE, rec_intern(r, name), 0);
+    fill_coll(&c, ci, (uint64_t)token, rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE, rec_intern(r, name), 0);
     c.h.flags = TFT_COLL_FLAG_EXIT;
     c.t_enter = t_enter;
     c.t_exit = c.h.ts;
     c.result = rid;
     int e = ring_write(g_rec.h, r, &c.h);
     rec_explicit_coll = 0;
-    if (tls.in_op == 2)
-        tls.in_op = 0;
+    if (rec_tls.in_op == 2)
+        rec_tls.in_op = 0;
     return e;
-}
-
-/* A COMM record (FORMAT.md 5.15). Up to COMM_STACK_MEMBERS members the
- * record is built on the stack; a larger one is allocated (once per
- * communicator, never on a collective's path). */
-#define COMM_STACK_MEMBERS 64
-int tft_comm_define(const tft_comm_info *caller_ci)
-{
-    if (!on())
-        return 0;
-    tft_comm_info buf;
-    const tft_comm_info *ci = comm_info_in(caller_ci, &buf);
-    if (!ci || !ci->comm || ci->n_members < 0 || (ci->n_members > 0 && !ci->members))
-        return -EINVAL;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    size_t n = ci->n_members <= (int)TFT_COMM_MAX_MEMBERS ? (size_t)ci->n_members : 0;
-    uint32_t len = (uint32_t)((sizeof(tft_rec_comm) + 4 * n + 7) & ~(size_t)7);
-    _Alignas(8) char small[sizeof(tft_rec_comm) + 4 * COMM_STACK_MEMBERS];
-    tft_rec_comm *c = len <= sizeof(small) ? (tft_rec_comm *)small : malloc(len);
-    if (!c)
-        return -ENOMEM;
-    memset(c, 0, len);
-    uint64_t name = rec_intern(r, ci->name);
-    rec_hdr(&c->h, TFT_REC_COMM, len, TFT_SEQ_NONE);
-    _Static_assert(TFT_COMM_INTER == TFT_COMM_FLAG_INTER, "tft.h's flag is the record's");
-    c->h.flags = (uint16_t)(ci->flags & TFT_COMM_INTER);
-    c->comm = ci->comm;
-    c->name = name;
-    c->parent = ci->parent;
-    c->rank = ci->rank;
-    c->size = ci->size;
-    c->order = ci->order;
-    c->n_members = (uint32_t)n;
-    if (n)
-        memcpy(c->members, ci->members, 4 * n);
-    int e = ring_write(g_rec.h, r, &c->h);
-    if ((char *)c != small)
-        free(c);
-    return e;
-}
-
-int tft_checkpoint(int action, int64_t step, const char *path, const char *recipe)
-{
-    if (!on())
-        return 0;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    tft_rec_checkpoint c;
-    memset(&c, 0, sizeof(c));
-    c.path = rec_intern(r, path ? path : "");
-    c.recipe = rec_intern(r, recipe);
-    rec_hdr(&c.h, TFT_REC_CHECKPOINT, sizeof(c), TFT_SEQ_NONE);
-    c.h.step = step;
-    c.action = (uint32_t)action;
-    return ring_write(g_rec.h, r, &c.h);
-}
-
-int tft_flush(void)
-{
-    if (!on())
-        return 0;
-    drain_device_records();
-    return rec_inproc_flush(1000);
-}
-
-/* Writes the exit (or fatal signal) of this process. Async-signal-safe:
- * only the lock-free ring write. */
-void rec_record_exit(int code, int sig)
-{
-    if (atomic_load(&g_rec.state) != ST_ON || atomic_exchange(&g_rec.exit_recorded, 1))
-        return;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return;
-    tft_rec_process p;
-    memset(&p, 0, sizeof(p));
-    rec_hdr(&p.h, TFT_REC_PROCESS, sizeof(p), TFT_SEQ_NONE);
-    p.event = TFT_PROC_EXIT;
-    p.pid = (int32_t)getpid();
-    p.exit_code = code;
-    p.signal = sig;
-    ring_write(g_rec.h, r, &p.h);
-}
-
-/* ---- the CUDA side (interpose_cuda.c, the libtftrace-cuda plugin) -------- */
-
-/* Included here, at its one user, so that this section stays one block. */
-#include "tft_cuda_plugin.h"
-
-/* Records whose contents arrive after their call (device statistics copied
- * back, CUPTI activity) or on another thread: the contract is in
- * tft_cuda_plugin.h. The thread's op bracket (tls.in_op) is left alone, so
- * a program's own tft_op_begin ... tft_op_end is never split. */
-int64_t tft_x_record(int verb, tft_rec *rec, const char *name)
-{
-    if (!on() || !rec)
-        return 0;
-    if (verb == TFT_X_STATE) {
-        tft_rec_op *op = (tft_rec_op *)rec;
-        op->h.step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
-        op->h.seq = tls.in_op ? tls.op_seq : TFT_SEQ_NONE;
-        op->scope = tls.scope_id;
-        return tensor_mode();
-    }
-    if (verb != TFT_X_EMIT ||
-        (rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR && rec->kind != TFT_REC_KERNEL))
-        return -EINVAL;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    int64_t step = rec->step, seq = rec->seq;
-    if (rec->kind == TFT_REC_OP && seq == TFT_X_SEQ_NEW)
-        seq = next_seq();
-    uint64_t nid = name ? rec_intern(r, name) : 0;
-    rec_hdr(rec, rec->kind, rec->len, seq);
-    rec->step = step;
-    if (rec->kind == TFT_REC_OP && name) {
-        ((tft_rec_op *)rec)->name = nid;
-    } else if (rec->kind == TFT_REC_TENSOR) {
-        tft_rec_tensor *t = (tft_rec_tensor *)rec;
-        if (!t->id)
-            t->id = atomic_fetch_add_explicit(&g_rec.tensor_id, 1, memory_order_relaxed) + 1;
-        if (name)
-            t->name = nid;
-    } else if (rec->kind == TFT_REC_KERNEL && name) {
-        ((tft_rec_kernel *)rec)->name = nid;
-    }
-    return ring_write(g_rec.h, r, rec);
 }

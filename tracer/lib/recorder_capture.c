@@ -173,8 +173,8 @@ static bool ring_room(const shm_ring *r, uint32_t len)
 static int capture_write(shm_ring *r, const tft_rec *rec)
 {
     if (!(g_rec.h->flags & SHM_NO_DROP) && !ring_room(r, rec->len)) {
-        uint64_t deadline = shm_now_ns() + g_rec.capture_wait_ns;
-        while (!ring_room(r, rec->len) && !atomic_load(&g_rec.h->collector_done) && shm_now_ns() < deadline) {
+        uint64_t deadline = tft_clock_mono_ns() + g_rec.capture_wait_ns;
+        while (!ring_room(r, rec->len) && !atomic_load(&g_rec.h->collector_done) && tft_clock_mono_ns() < deadline) {
             struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
         }

@@ -1,7 +1,9 @@
 /*
  * recorder_internal.h — what the parts of the recorder share: the
- * process-wide recording state, its API (recorder.c), its set-up (init.c)
- * and its capture path (recorder_capture.c), and the entries the
+ * process-wide recording state, the calling thread's, its API (recorder.c,
+ * with the records besides ops, tensors and collectives in
+ * recorder_events.c), its set-up
+ * (init.c) and its capture path (recorder_capture.c), and the entries the
  * interposers use.
  */
 #ifndef TFT_RECORDER_INTERNAL_H
@@ -10,9 +12,15 @@
 #include "shm_internal.h"
 #include "tft.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
+
+enum { ST_UNINIT = 0, ST_OFF = 1, ST_ON = 2 };
+#define MAX_SCOPE 512
+#define MAX_PENDING_COLL 64
 
 struct rec_global {
     _Atomic int state;            /* ST_UNINIT / ST_OFF / ST_ON */
@@ -34,9 +42,77 @@ struct rec_global {
     _Atomic int capture_ref_fired;    /* the first divergence was captured: no more */
 };
 
-extern struct rec_global g_rec;
+extern struct rec_global g_rec __attribute__((visibility("hidden")));
 
 void rec_init(void);                 /* pthread_once target */
+extern pthread_once_t rec_init_once __attribute__((visibility("hidden"))); /* runs rec_init */
+
+/* 1 when recording is on: the first call of any thread initialises it. */
+static inline int rec_on(void)
+{
+    int s = atomic_load_explicit(&g_rec.state, memory_order_acquire);
+    if (__builtin_expect(s == ST_ON, 1))
+        return 1;
+    if (s == ST_UNINIT) {
+        pthread_once(&rec_init_once, rec_init);
+        return atomic_load_explicit(&g_rec.state, memory_order_acquire) == ST_ON;
+    }
+    return 0;
+}
+
+/* ---- the calling thread's state (recorder.c, recorder_events.c) ------------- */
+
+typedef struct pending_coll {
+    uint64_t comm, coll_seq, t_enter;
+} pending_coll;
+
+/* What a thread needs only once it uses scopes or collectives: mapped at
+ * its first use (tls_cold()) and unmapped when the thread ends, so that
+ * libtftrace.so's initial-exec thread-local block stays small (about 100
+ * bytes in all) and the library can be dlopen()ed into a running program
+ * such as Python: glibc keeps only about 1.6 KiB of static TLS for
+ * libraries loaded after start. */
+typedef struct tls_cold {
+    int scope_len, depth;
+    int scope_lens[32];
+    char scope[MAX_SCOPE];
+    pending_coll pending[MAX_PENDING_COLL];
+    unsigned npending;
+} tls_cold;
+
+/* What every record of a thread needs: thread-local, no allocation. */
+typedef struct tls_state {
+    shm_ring *ring;
+    uint32_t gen;           /* g_rec.gen when the ring was claimed */
+    uint32_t thread_index;  /* this thread's number (kept when it claims a ring again) */
+    uint32_t has_index;
+    int in_op;
+    int64_t op_seq;
+    uint64_t last_tensor;
+    uint64_t scope_id;      /* string id of the scope path, 0 none */
+    tls_cold *cold;         /* NULL until the thread's first scope or collective */
+} tls_state;
+
+extern __thread tls_state rec_tls __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* The thread's cold state, mapped (zeroed) at first use with mmap, which
+ * neither allocates through the interposed malloc nor takes a lock; NULL
+ * when the mapping fails (scopes and collective enter times are then not
+ * recorded for the thread). */
+static inline tls_cold *rec_cold_state(void)
+{
+    if (__builtin_expect(rec_tls.cold != NULL, 1))
+        return rec_tls.cold;
+    void *p = mmap(NULL, sizeof(tls_cold), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    rec_tls.cold = p;
+    return rec_tls.cold;
+}
+
+/* The next op sequence number of the process. */
+static inline int64_t rec_next_seq(void) { return atomic_fetch_add_explicit(&g_rec.seq, 1, memory_order_relaxed); }
+
 void rec_thread_key_init(void);
 void rec_record_exit(int code, int sig);
 int rec_inproc_flush(int timeout_ms); /* in-process mode: drain and seal now */
@@ -66,17 +142,35 @@ int rec_inproc_active(void);
 
 /* The calling thread's ring (claimed on first use), NULL when none is free. */
 shm_ring *rec_ring(void);
-/* Fills a record header: kind, len, the current step, seq, a timestamp. */
-void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq);
-/* The same with time stamp ts (shm_stamp units; 0: now), so that the records
- * one call writes at one moment share one clock read. */
-void rec_hdr_at(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq, uint64_t ts);
+/* A record header with time stamp ts (shm_stamp units; 0: now): kind, len,
+ * the current step, seq; the records one call writes at one moment share
+ * one clock read. Inline: every record's path. */
+static inline void rec_hdr_at(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq, uint64_t ts)
+{
+    h->kind = kind;
+    h->flags = 0;
+    h->len = len;
+    h->ts = ts ? ts : shm_stamp(g_rec.h);
+    h->step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
+    h->seq = seq;
+}
+/* The same, stamped now. */
+static inline void rec_hdr(tft_rec *h, uint16_t kind, uint32_t len, int64_t seq) { rec_hdr_at(h, kind, len, seq, 0); }
 /* Sends the text of a string once per ring; returns its id (0 for NULL). */
 uint64_t rec_intern(shm_ring *r, const char *s);
+/* Sends the n bytes of s as STRING record id unless this ring's sent-ids
+ * table shows it was; returns id. */
+uint64_t rec_intern_as(shm_ring *r, const char *s, size_t n, uint64_t id);
 /* rec_intern of a string whose id the caller knows (tft_string_id of its
  * strnlen(s, 1024) bytes, cached by an interposer per call name): the
  * length and the hash are skipped unless the text must be sent. */
-uint64_t rec_intern_id(shm_ring *r, const char *s, uint64_t id);
+static inline uint64_t rec_intern_id(shm_ring *r, const char *s, uint64_t id)
+{
+    uint64_t *slot = &r->sent_ids[id & (SHM_SENT_IDS - 1)];
+    if (__builtin_expect(*slot == id, 1))
+        return id;
+    return rec_intern_as(r, s, strnlen(s, 1024), id);
+}
 /* tft_coll_enter for the interposers: ci complete (as coll_info_in makes
  * it), name its call name, name_id name's string id (0: intern it here),
  * ts the ENTER's time stamp (shm_stamp; 0: now). */
@@ -134,8 +228,14 @@ int64_t rec_op_begin_attrs(const char *name, int op_kind, int n_in, const uint64
  * needs that the op will overwrite (a GEMM's C when beta != 0). */
 int rec_capture_armed(void);
 /* The statistics mode a tensor recorded now gets (TFT_STATS_SHAPE between
- * TFT_EVERY steps). */
-int rec_tensor_mode(void);
+ * TFT_EVERY steps). Inline: every tensor's path. */
+static inline int rec_tensor_mode(void)
+{
+    int64_t step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
+    if (g_rec.every > 1 && step != TFT_STEP_NONE && step % g_rec.every != 0)
+        return TFT_STATS_SHAPE;
+    return g_rec.mode;
+}
 /* Inside an op being captured: stores data (ndim/shape/dtype like
  * tft_tensor, host memory) as the PRIOR value of output tensor `id` of the
  * current op (FORMAT.md 5.12, role 2). No-op otherwise. */

@@ -1,11 +1,11 @@
 /*
- * attach_internal.h — uprobes on the MPI and NCCL collectives, CUDA and
+ * bpf_attach.h — uprobes on the MPI and NCCL collectives, CUDA and
  * large host allocations of running processes (attach.bpf.c) for
  * `tftrace attach`. Linux x86-64, root or CAP_BPF +
  * CAP_PERFMON. The library part never prints.
  */
-#ifndef TFT_ATTACH_INTERNAL_H
-#define TFT_ATTACH_INTERNAL_H
+#ifndef TFT_BPF_ATTACH_H
+#define TFT_BPF_ATTACH_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,11 +1,11 @@
 /*
- * procs_internal.h — the processes of a job from the kernel's tracepoints
+ * bpf_procs.h — the processes of a job from the kernel's tracepoints
  * (procs.bpf.c): fork, exec, exit with its status, OOM kills, for every
  * process below a root pid, recorder or not. Linux, root or CAP_BPF +
  * CAP_PERFMON; the library part never prints.
  */
-#ifndef TFT_PROCS_INTERNAL_H
-#define TFT_PROCS_INTERNAL_H
+#ifndef TFT_BPF_PROCS_H
+#define TFT_BPF_PROCS_H
 
 #include <stddef.h>
 #include <sys/types.h>

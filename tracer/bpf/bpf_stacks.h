@@ -1,5 +1,5 @@
 /*
- * stacks_internal.h — where every thread of some processes is: a BPF
+ * bpf_stacks.h — where every thread of some processes is: a BPF
  * snapshot of each thread's user registers and stack top (bpf_stacks.c,
  * stacks.bpf.c), unwound in user space with the .eh_frame CFI and
  * symbolised from the targets' ELF symbols (stacks_unwind.c, libdw).
@@ -10,8 +10,8 @@
  * The library part never prints; errors come back as -errno and a message
  * in the caller's buffer.
  */
-#ifndef TFT_STACKS_INTERNAL_H
-#define TFT_STACKS_INTERNAL_H
+#ifndef TFT_BPF_STACKS_H
+#define TFT_BPF_STACKS_H
 
 #include <stddef.h>
 #include <stdint.h>
