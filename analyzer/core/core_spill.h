@@ -23,6 +23,7 @@
 #define TFT_DIFF_SPILL_H
 
 #include "core.h"
+#include "core_pool.h" /* the extraction of distinct ranks runs on the pool */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,14 +95,5 @@ typedef struct core_spill_merge core_spill_merge;
 core_spill_merge *core_spill_merge_open(diff_spill *sp);
 int core_spill_merge_next(core_spill_merge *m, const spill_ent **e, int *ri);
 void core_spill_merge_close(core_spill_merge *m); /* NULL-safe */
-
-/* Runs fn(ctx, i, worker) for i in [0, n) on `width` threads (worker in
- * [0, width): per-thread scratch), each taking the next i when done; width
- * <= 1 or a failed thread start runs them inline. Returns the first
- * non-zero result of fn in i order (all of them run regardless). */
-int core_pool_run(int n, int width, int (*fn)(void *ctx, int i, int worker), void *ctx);
-
-/* Threads for rank work: the online CPUs (at least 1). */
-int core_pool_width(void);
 
 #endif
