@@ -105,12 +105,6 @@ const core_spill_nonfinite *core_spill_nonfinite_of(const diff_spill *sp, int ri
     return sp && ri >= 0 && ri < sp->nranks ? &sp->ranks[ri].nf : &none;
 }
 
-void core_spill_set_nonfinite(diff_spill *sp, int ri, const core_spill_nonfinite *nf)
-{
-    if (sp && ri >= 0 && ri < sp->nranks)
-        sp->ranks[ri].nf = *nf;
-}
-
 /* Appends n bytes to rank ri's blocks (one write, at an offset reserved for it). */
 static int rank_write(diff_spill *sp, int ri, const void *p, size_t n)
 {

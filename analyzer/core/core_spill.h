@@ -64,13 +64,12 @@ const core_spill_nonfinite *core_spill_nonfinite_of(const diff_spill *sp, int ri
 
 /* Transport (tfdiff --mpi): a rank's extract as bytes, and back. export
  * calls emit(ctx, bytes, n) with consecutive pieces of rank ri's entries
- * (the non-finite summary is sent separately); import appends such bytes
+ * (not the non-finite summary, which only tfdump --check reads); import appends such bytes
  * to rank ri of another spill. 0 or a negative errno (emit's own). */
 int core_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const void *p, size_t n), void *ctx);
 int core_spill_import(diff_spill *sp, int ri, const void *p, size_t n);
 /* Bytes of rank ri's extract (what export emits). */
 uint64_t core_spill_bytes(const diff_spill *sp, int ri);
-void core_spill_set_nonfinite(diff_spill *sp, int ri, const core_spill_nonfinite *nf);
 
 /* One entry of an extract: this header, then (SPILL_COLL, SPILL_COMM) the
  * record, zero-padded to its current layout's size, (SPILL_STR) the
