@@ -172,20 +172,14 @@ int compare_rank(tft_reader *g, tft_reader *b, const compare_opts *o, compare_re
     c->g.tap = c->b.tap = c->o->tap;
     c->g.tap_ctx = c->b.tap_ctx = c->o->tap_ctx;
     c->b.tap_side = 1;
-    c->lossy = out->golden_dropped || out->bad_dropped;
+    c->script.lossy = out->golden_dropped || out->bad_dropped;
     int rc = run(c);
     finish(c);
     out->golden_records = c->g.records;
     out->bad_records = c->b.records;
     compare_side_free(&c->g);
     compare_side_free(&c->b);
-    free(c->edits);
-    free(c->lcs);
-    free(c->gi);
-    free(c->bi);
-    free(c->gnames);
-    free(c->bnames);
-    compare_match_scratch_free(&c->ms);
+    compare_match_free(&c->script);
     free(c);
     return rc;
 }

@@ -181,33 +181,45 @@ int compare_match_order_free(const align_side *g, const align_side *b, const int
                      size_t *cap_edits);
 void compare_match_scratch_free(match_scratch *sc);
 
-/* ---- compare_match.c, compare_judge.c: one rank's comparison -------------- */
+/* ---- compare_match.c: a step's edit script ------------------------------ */
 
+/* The edit script of the step loaded in two sides, and the scratch that
+ * builds it (reused from step to step; compare_match_free releases it). */
+typedef struct align_script {
+    const align_side *g, *b; /* the sides matched last (not owned) */
+    bool lossy;        /* a side dropped records: a missing tensor may be a lost one (set
+                        * once per rank by its driver) */
+    align_edit *edits; /* the script: pairs and one-sided tensors, in BAD's order */
+    size_t n_edits, cap_edits;
+    uint16_t *lcs;
+    size_t cap_lcs;
+    int32_t *gi, *bi;  /* indices of the non-skipped tensors of the step */
+    size_t cap_gi, cap_bi;
+    match_scratch ms;  /* order-free matching of steps recorded by several threads */
+    uint64_t *gnames, *bnames; /* lossy: the step's tensor names per side, sorted */
+    size_t n_gnames, n_bnames, cap_gnames, cap_bnames;
+} align_script;
+
+/* Builds sc->edits for the step loaded in g and b (the same step). 0 or -ENOMEM. */
+int compare_match_step(align_script *sc, const align_side *g, const align_side *b);
+/* Lossy ranks: whether a difference involving gt/bt's name cannot be told
+ * from a lost record (the name's tensors differ in number between the sides). */
+bool compare_match_unverifiable(const align_script *sc, const align_tensor *gt, const align_tensor *bt);
+void compare_match_free(align_script *sc);
+
+/* ---- compare_judge.c: a step judged ---------------------------------------- */
+
+/* One rank's comparison: the two sides, the step's script, the result. */
 typedef struct align_ctx {
     const compare_opts *o;
     compare_result *out;
     align_side g, b;
-    align_edit *edits;
-    size_t n_edits, cap_edits;
-    uint16_t *lcs;
-    size_t cap_lcs;
-    int32_t *gi, *bi; /* indices of the non-skipped tensors of the step */
-    size_t cap_gi, cap_bi;
+    align_script script;
     compare_tensor_side ring_g[4], ring_b[4]; /* the last aligned pairs, for context */
     int ring_n, ring_pos;
-    int64_t structure_step;
+    int64_t structure_step;  /* the step of out->structure */
     bool models_flagged;
-    match_scratch ms;  /* order-free matching of steps recorded by several threads */
-    bool lossy;        /* a side dropped records: a missing tensor may be a lost one */
-    uint64_t *gnames, *bnames; /* lossy: the step's tensor names per side, sorted */
-    size_t n_gnames, n_bnames, cap_gnames, cap_bnames;
 } align_ctx;
-
-/* Builds c->edits for the loaded step (both sides hold the same step). */
-int compare_match_step(align_ctx *c);
-/* Lossy ranks: whether a difference involving gt/bt's name cannot be told
- * from a lost record. */
-bool compare_match_unverifiable(const align_ctx *c, const align_tensor *gt, const align_tensor *bt);
 
 /* The loaded step of both sides aligned and judged into c->out. */
 int compare_judge_step(align_ctx *c);

@@ -110,6 +110,51 @@ static double excess(const compare_opts *o, double g, double b, double scale)
 /* Classes of a compared pair. */
 enum pair_class { PC_UNCHECKED = 0, PC_IDENTICAL, PC_WITHIN, PC_DIVERGED };
 
+/* The statistic of g and b (HEALTH or better, fingerprints differing)
+ * most out of tolerance: its excess (<= 1 within), its name in stat
+ * (untouched when every statistic is equal). */
+static double worst_stat(const compare_opts *o, const align_tensor *g, const align_tensor *b, char stat[32])
+{
+    const tft_stats *gs = &g->stats, *bs = &b->stats;
+    bool full = g->mode >= TFT_STATS_FULL && b->mode >= TFT_STATS_FULL;
+    double scale = full ? fmax(fmax(fabs(gs->mean), gs->std), gs->absmax * 1e-3)
+                        : fmax(fabs(gs->min), fabs(gs->max)) * 1e-3;
+    if (isnan(scale))
+        scale = 0;
+    const struct { const char *name; double g, b; } st[] = {
+        {"min", gs->min, bs->min}, {"max", gs->max, bs->max},
+        {"mean", gs->mean, bs->mean}, {"std", gs->std, bs->std},
+        {"l1", gs->l1, bs->l1}, {"l2", gs->l2, bs->l2}, {"absmax", gs->absmax, bs->absmax},
+    };
+    size_t n = full ? sizeof st / sizeof st[0] : 2;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = excess(o, st[i].g, st[i].b, scale);
+        if (e > worst) {
+            worst = e;
+            snprintf(stat, 32, "%s", st[i].name);
+        }
+    }
+    return worst;
+}
+
+/* Whether the element counts of gs and bs differ (numel, then the
+ * non-finite counts); the first that does named in stat. */
+static bool counts_differ(const tft_stats *gs, const tft_stats *bs, char stat[32])
+{
+    const struct { const char *name; uint64_t g, b; } counts[] = {
+        {"numel", gs->numel, bs->numel}, {"nan", gs->nan, bs->nan},
+        {"pinf", gs->pinf, bs->pinf}, {"ninf", gs->ninf, bs->ninf},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        if (counts[i].g != counts[i].b) {
+            snprintf(stat, 32, "%s", counts[i].name);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Compares an aligned pair: returns its class; for PC_DIVERGED sets *kind
  * and, for DK_VALUE, the worst statistic's name in stat. */
 static int compare_pair(const compare_opts *o, const align_tensor *g, const align_tensor *b,
@@ -138,36 +183,7 @@ static int compare_pair(const compare_opts *o, const align_tensor *g, const alig
         snprintf(stat, 32, "%s", bs->nan > gs->nan ? "nan" : bs->pinf > gs->pinf ? "pinf" : "ninf");
         return PC_DIVERGED;
     }
-    const struct { const char *name; uint64_t g, b; } counts[] = {
-        {"numel", gs->numel, bs->numel}, {"nan", gs->nan, bs->nan},
-        {"pinf", gs->pinf, bs->pinf}, {"ninf", gs->ninf, bs->ninf},
-    };
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        if (counts[i].g != counts[i].b) {
-            snprintf(stat, 32, "%s", counts[i].name);
-            return PC_DIVERGED;
-        }
-    }
-    bool full = g->mode >= TFT_STATS_FULL && b->mode >= TFT_STATS_FULL;
-    double scale = full ? fmax(fmax(fabs(gs->mean), gs->std), gs->absmax * 1e-3)
-                        : fmax(fabs(gs->min), fabs(gs->max)) * 1e-3;
-    if (isnan(scale))
-        scale = 0;
-    const struct { const char *name; double g, b; } st[] = {
-        {"min", gs->min, bs->min}, {"max", gs->max, bs->max},
-        {"mean", gs->mean, bs->mean}, {"std", gs->std, bs->std},
-        {"l1", gs->l1, bs->l1}, {"l2", gs->l2, bs->l2}, {"absmax", gs->absmax, bs->absmax},
-    };
-    size_t n = full ? sizeof st / sizeof st[0] : 2;
-    double worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = excess(o, st[i].g, st[i].b, scale);
-        if (e > worst) {
-            worst = e;
-            snprintf(stat, 32, "%s", st[i].name);
-        }
-    }
-    if (worst > 1)
+    if (counts_differ(gs, bs, stat) || worst_stat(o, g, b, stat) > 1)
         return PC_DIVERGED;
     if (o->rtol == 0 && o->atol == 0) {
         snprintf(stat, 32, "fingerprint"); /* bitwise asked: the bytes differ */
@@ -299,7 +315,7 @@ static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *b
         kind = bt ? DK_EXTRA : DK_MISSING;
     }
     bool diverged = cls == PC_DIVERGED;
-    if (diverged && compare_match_unverifiable(c, gt, bt)) { /* neither a match nor a divergence: unknown */
+    if (diverged && compare_match_unverifiable(&c->script, gt, bt)) { /* neither a match nor a divergence: unknown */
         if (bt ? bt->report : gt->report) {
             out->unverified++;
             out->compared += gt && bt;
@@ -371,21 +387,21 @@ static void check_models(align_ctx *c, int64_t step, const step_tally *t)
 
 int compare_judge_step(align_ctx *c)
 {
-    int rc = compare_match_step(c);
+    int rc = compare_match_step(&c->script, &c->g, &c->b);
     if (rc < 0)
         return rc;
     size_t last_b = SIZE_MAX; /* the last edit with a BAD tensor */
-    for (size_t k = 0; k < c->n_edits; k++)
-        if (c->edits[k].b >= 0)
+    for (size_t k = 0; k < c->script.n_edits; k++)
+        if (c->script.edits[k].b >= 0)
             last_b = k;
     bool bad_last = compare_side_is_last_step(&c->b);
     step_tally tally = {0};
     const char *prev_g = NULL, *prev_b = NULL;
-    for (size_t k = 0; rc == 0 && k < c->n_edits; k++) {
-        const align_tensor *gt = c->edits[k].g >= 0 ? &c->g.tensors[c->edits[k].g] : NULL;
-        const align_tensor *bt = c->edits[k].b >= 0 ? &c->b.tensors[c->edits[k].b] : NULL;
+    for (size_t k = 0; rc == 0 && k < c->script.n_edits; k++) {
+        const align_tensor *gt = c->script.edits[k].g >= 0 ? &c->g.tensors[c->script.edits[k].g] : NULL;
+        const align_tensor *bt = c->script.edits[k].b >= 0 ? &c->b.tensors[c->script.edits[k].b] : NULL;
         bool trailing = bad_last && (last_b == SIZE_MAX || k > last_b);
-        rc = step_edit(c, gt, bt, &tally, prev_g, prev_b, trailing, c->n_edits - k);
+        rc = step_edit(c, gt, bt, &tally, prev_g, prev_b, trailing, c->script.n_edits - k);
         if (gt)
             prev_g = gt->name;
         if (bt)
@@ -410,7 +426,7 @@ int compare_judge_one_sided(align_ctx *c, bool bad_side, bool gap)
         const align_tensor *t = &s->tensors[k];
         if (t->skip)
             continue;
-        if (!gap || c->lossy) { /* lossy: a whole step may have been lost */
+        if (!gap || c->script.lossy) { /* lossy: a whole step may have been lost */
             if (bad_side && t->report)
                 note_nonfinite(c, NULL, t);
             c->out->unverified += gap && t->report;

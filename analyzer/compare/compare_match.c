@@ -24,7 +24,7 @@
 #define LCS_MAX_CELLS (1u << 22) /* table of the middle of a step: 8 MiB of u16 */
 #define LOOKAHEAD 64             /* greedy resync window when the table is too big */
 
-static int edit_push(align_ctx *c, int32_t g, int32_t b)
+static int edit_push(align_script *c, int32_t g, int32_t b)
 {
     if (compare_grow((void **)&c->edits, &c->cap_edits, c->n_edits + 1, sizeof *c->edits) < 0)
         return -ENOMEM;
@@ -32,12 +32,11 @@ static int edit_push(align_ctx *c, int32_t g, int32_t b)
     return 0;
 }
 
-#define GNAME(i) (c->g.tensors[c->gi[i]].name_id)
-
-#define BNAME(j) (c->b.tensors[c->bi[j]].name_id)
+#define GNAME(i) (c->g->tensors[c->gi[i]].name_id)
+#define BNAME(j) (c->b->tensors[c->bi[j]].name_id)
 
 /* LCS of gi[g0..g1) and bi[b0..b1) (both non-empty, table small enough). */
-static int align_lcs(align_ctx *c, size_t g0, size_t g1, size_t b0, size_t b1)
+static int align_lcs(align_script *c, size_t g0, size_t g1, size_t b0, size_t b1)
 {
     size_t n = g1 - g0, m = b1 - b0, w = m + 1;
     if (compare_grow((void **)&c->lcs, &c->cap_lcs, (n + 1) * w, sizeof *c->lcs) < 0)
@@ -73,7 +72,7 @@ static int align_lcs(align_ctx *c, size_t g0, size_t g1, size_t b0, size_t b1)
 
 /* Greedy resync for a middle too large for the table: on a mismatch, skip
  * to the nearest re-occurrence within LOOKAHEAD on either side. */
-static int align_greedy(align_ctx *c, size_t g0, size_t g1, size_t b0, size_t b1)
+static int align_greedy(align_script *c, size_t g0, size_t g1, size_t b0, size_t b1)
 {
     size_t i = g0, j = b0;
     int rc = 0;
@@ -145,7 +144,7 @@ static size_t name_count(const uint64_t *v, size_t n, uint64_t name)
 /* Lossy ranks: a difference involving a name whose tensors differ in
  * number between the sides cannot be told from a lost record (which of
  * them was lost, and so which pairs with which, is unknown). */
-bool compare_match_unverifiable(const align_ctx *c, const align_tensor *gt, const align_tensor *bt)
+bool compare_match_unverifiable(const align_script *c, const align_tensor *gt, const align_tensor *bt)
 {
     if (!c->lossy)
         return false;
@@ -162,35 +161,37 @@ static bool several_threads(const align_side *s, const int32_t *idx, size_t n)
     return false;
 }
 
-/* Builds c->edits for the loaded step: the non-skipped tensors of both
+/* Builds c->edits for the step loaded in g and b: the non-skipped tensors of both
  * sides, in BAD's order, deletions where GOLDEN has them. Tensors of one
  * thread per side are aligned like a text diff (the order is the
  * program's); tensors of several threads by the order-free matcher
  * (compare_threads.c), since their order in the file is the collector's. */
-int compare_match_step(align_ctx *c)
+int compare_match_step(align_script *c, const align_side *g, const align_side *b)
 {
     size_t n = 0, m = 0;
-    if (compare_grow((void **)&c->gi, &c->cap_gi, c->g.n_tensors + 1, sizeof *c->gi) < 0 ||
-        compare_grow((void **)&c->bi, &c->cap_bi, c->b.n_tensors + 1, sizeof *c->bi) < 0)
+    c->g = g;
+    c->b = b;
+    if (compare_grow((void **)&c->gi, &c->cap_gi, c->g->n_tensors + 1, sizeof *c->gi) < 0 ||
+        compare_grow((void **)&c->bi, &c->cap_bi, c->b->n_tensors + 1, sizeof *c->bi) < 0)
         return -ENOMEM;
-    for (size_t k = 0; k < c->g.n_tensors; k++)
-        if (!c->g.tensors[k].skip)
+    for (size_t k = 0; k < c->g->n_tensors; k++)
+        if (!c->g->tensors[k].skip)
             c->gi[n++] = (int32_t)k;
-    for (size_t k = 0; k < c->b.n_tensors; k++)
-        if (!c->b.tensors[k].skip)
+    for (size_t k = 0; k < c->b->n_tensors; k++)
+        if (!c->b->tensors[k].skip)
             c->bi[m++] = (int32_t)k;
     c->n_edits = 0;
     if (c->lossy) {
-        int rc = sorted_names(&c->g, c->gi, n, &c->gnames, &c->cap_gnames);
+        int rc = sorted_names(c->g, c->gi, n, &c->gnames, &c->cap_gnames);
         if (rc == 0)
-            rc = sorted_names(&c->b, c->bi, m, &c->bnames, &c->cap_bnames);
+            rc = sorted_names(c->b, c->bi, m, &c->bnames, &c->cap_bnames);
         if (rc < 0)
             return rc;
         c->n_gnames = n;
         c->n_bnames = m;
     }
-    if (c->lossy || several_threads(&c->g, c->gi, n) || several_threads(&c->b, c->bi, m))
-        return compare_match_order_free(&c->g, &c->b, c->gi, n, c->bi, m, &c->ms, &c->edits, &c->n_edits, &c->cap_edits);
+    if (c->lossy || several_threads(c->g, c->gi, n) || several_threads(c->b, c->bi, m))
+        return compare_match_order_free(c->g, c->b, c->gi, n, c->bi, m, &c->ms, &c->edits, &c->n_edits, &c->cap_edits);
     size_t p = 0, s = 0;
     while (p < n && p < m && GNAME(p) == BNAME(p))
         p++;
@@ -212,5 +213,15 @@ int compare_match_step(align_ctx *c)
 }
 
 #undef GNAME
-
 #undef BNAME
+
+void compare_match_free(align_script *c)
+{
+    free(c->edits);
+    free(c->lcs);
+    free(c->gi);
+    free(c->bi);
+    free(c->gnames);
+    free(c->bnames);
+    compare_match_scratch_free(&c->ms);
+}

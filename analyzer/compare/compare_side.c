@@ -271,6 +271,14 @@ static const tft_rec *side_window(align_side *s, const tft_rec *rec, uint32_t ke
     return rec;
 }
 
+/* Step `step` becomes the loaded one (its records follow). */
+static void side_open_step(align_side *s, int64_t step)
+{
+    s->has = true;
+    s->step = step;
+    s->groups++;
+}
+
 typedef struct take_ctx {
     align_side *s;
     const compare_opts *o;
@@ -324,40 +332,24 @@ static int side_load_threaded(align_side *s, const compare_opts *o)
     }
     if (!have)
         return s->has;
-    if (!s->has) {
-        s->has = true;
-        s->step = target;
-        s->groups++;
-    }
+    if (!s->has)
+        side_open_step(s, target);
     take_ctx tc = {s, o};
     int rc = compare_stash_take(s, target, take_stashed, &tc);
     return rc < 0 ? rc : 1;
 }
 
-/* Loads the next step of s: returns 1 with s->has set, 0 at the end, or a
- * negative errno. The previous step's id map becomes s->prev. In a file
- * that names no threads (before format 1.2), a step's ops and tensors are
- * contiguous in the file and are read straight through; at the first
- * THREAD record (or a second thread) the side switches to threaded mode
- * for good (side_load_threaded). */
-int compare_side_load(align_side *s, const compare_opts *o)
+/* A file that names no threads (before format 1.2): a step's ops and
+ * tensors are contiguous in the file and are read straight through, up to
+ * the first record of the next step (held in s->pend). At the first THREAD
+ * record (or a second thread) the side switches to threaded mode for good
+ * (side_load_threaded). Returns like compare_side_load. */
+static int side_load_contiguous(align_side *s, const compare_opts *o)
 {
-    tft_u64map t = s->prev;
-    s->prev = s->cur;
-    s->cur = t;
-    tft_u64map_clear(&s->cur);
-    s->n_tensors = s->n_ops = s->n_inputs = 0;
-    s->has = false;
-    for (size_t i = 0; i < s->n_threads; i++)
-        s->threads[i].last_op = -1;
-    if (s->threaded)
-        return side_load_threaded(s, o);
     if (s->has_pend) {
         const tft_rec *rec = (const tft_rec *)s->pend;
         s->has_pend = false;
-        s->has = true;
-        s->step = rec->step;
-        s->groups++;
+        side_open_step(s, rec->step);
         int rc = side_take(s, o, rec, s->first_key);
         if (rc < 0)
             return rc;
@@ -402,16 +394,26 @@ int compare_side_load(align_side *s, const compare_opts *o)
             s->has_pend = true;
             break;
         }
-        if (!s->has) {
-            s->has = true;
-            s->step = rec->step;
-            s->groups++;
-        }
+        if (!s->has)
+            side_open_step(s, rec->step);
         rc = side_take(s, o, rec, key);
         if (rc < 0)
             return rc;
     }
     return s->has;
+}
+
+int compare_side_load(align_side *s, const compare_opts *o)
+{
+    tft_u64map t = s->prev;
+    s->prev = s->cur;
+    s->cur = t;
+    tft_u64map_clear(&s->cur);
+    s->n_tensors = s->n_ops = s->n_inputs = 0;
+    s->has = false;
+    for (size_t i = 0; i < s->n_threads; i++)
+        s->threads[i].last_op = -1;
+    return s->threaded ? side_load_threaded(s, o) : side_load_contiguous(s, o);
 }
 
 bool compare_side_is_last_step(const align_side *s)
