@@ -8,10 +8,10 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
-/* "rank-*.tft", the names tft_trace_open reads. */
-static bool rank_file_name(const char *name)
+bool core_rank_file_name(const char *name)
 {
     size_t len = strlen(name);
     return !strncmp(name, "rank-", 5) && len >= 9 && !strcmp(name + len - 4, ".tft");
@@ -28,7 +28,7 @@ bool core_trace_unrecorded(const char *path, tft_manifest *m)
     bool any = false;
     struct dirent *de;
     while (!any && (de = readdir(dp)))
-        any = rank_file_name(de->d_name);
+        any = core_rank_file_name(de->d_name);
     closedir(dp);
     char mp[4096];
     if (any || snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= (int)sizeof(mp))
@@ -44,5 +44,24 @@ const char *core_step_text(int64_t step, char *buf, size_t n)
         snprintf(buf, n, "no step (window %lld)", (long long)(step - CORE_STEPLESS_BASE));
     else
         snprintf(buf, n, "step %lld", (long long)step);
+    return buf;
+}
+
+void core_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+const char *core_memory_limit(char *buf, size_t n)
+{
+    struct rlimit rl;
+    snprintf(buf, n, "the machine is out of memory");
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(buf, n, "the address space is limited to %llu MiB (ulimit -v)",
+                 (unsigned long long)(rl.rlim_cur >> 20));
     return buf;
 }

@@ -1,6 +1,7 @@
 /*
  * core_common.h — what tfdiff and tfdump share beyond the analyses:
- * telling a trace that recorded nothing. Nothing here prints.
+ * telling a trace that recorded nothing, rank-file names, and the process
+ * limits that reading a trace runs into. Nothing here prints.
  */
 #ifndef TFT_CORE_COMMON_H
 #define TFT_CORE_COMMON_H
@@ -9,11 +10,24 @@
 #include "tft_format.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* A directory holding a manifest.json that reads and no rank file: the
  * command recorded nothing (tftrace -- CMD where CMD died or exited before
  * its first record). Fills *m then (release with tft_manifest_free);
  * false otherwise, *m untouched. */
 bool core_trace_unrecorded(const char *path, tft_manifest *m);
+
+/* Whether name is a rank file's, "rank-*.tft" (the names tft_trace_open reads). */
+bool core_rank_file_name(const char *name);
+
+/* Every rank file of a trace open at once (a merge across ranks) needs a
+ * file descriptor each: the soft limit goes up to the hard one. */
+void core_raise_nofile(void);
+
+/* What bounds memory, for a message about an allocation that failed:
+ * "the address space is limited to N MiB (ulimit -v)", or "the machine is
+ * out of memory" without such a limit. Written into buf; returns buf. */
+const char *core_memory_limit(char *buf, size_t n);
 
 #endif

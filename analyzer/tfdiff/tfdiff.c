@@ -11,6 +11,7 @@
  * GOLDEN (2).
  */
 #include "compare_tensors.h"
+#include "core_common.h"
 #include "tfdiff_internal.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 static void log_stderr(void *ctx, int level, const char *msg)
@@ -32,24 +32,9 @@ static void log_stderr(void *ctx, int level, const char *msg)
  * means to the user, with the limit that caused it. */
 static void say_nomem(const char *what)
 {
-    struct rlimit rl;
-    char lim[128] = "the machine is out of memory";
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        snprintf(lim, sizeof(lim), "the address space is limited to %llu MiB (ulimit -v)",
-                 (unsigned long long)(rl.rlim_cur >> 20));
+    char lim[128];
     fprintf(stderr, "tfdiff: %s needs more memory than allowed (%s); raise the limit, or compare fewer ranks "
-            "(--ranks)\n", what, lim);
-}
-
-/* Every rank file of a trace open at once (the desync analysis merges them)
- * needs a file descriptor each: the soft limit goes up to the hard one. */
-static void raise_nofile(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+            "(--ranks)\n", what, core_memory_limit(lim, sizeof(lim)));
 }
 
 /* The comparison the options ask for; returns the exit status. */
@@ -64,7 +49,7 @@ static int run(tfdiff_opts *po, const tfdiff_mpi *mp)
     }
     if ((e = tfdiff_unrecorded(&o)) >= 0)
         return e;
-    raise_nofile();
+    core_raise_nofile(); /* the desync analysis merges every rank file */
     tft_reader_opts ro = TFT_READER_OPTS(.log = log_stderr);
     tft_trace *g = tft_trace_open_lazy(o.golden, &ro);
     tft_trace *b = g ? tft_trace_open_lazy(o.bad, &ro) : NULL;
@@ -113,7 +98,7 @@ int main(int argc, char **argv)
     int e = tfdiff_parse_args(argc, argv, &o);
     if (e) {
         free(argv0);
-        return e;
+        return e < 0 ? 0 : e; /* -1: --help or --version shown */
     }
     signal(SIGPIPE, SIG_IGN);
     tfdiff_mpi mp = {.nproc = 1, .local = 1};

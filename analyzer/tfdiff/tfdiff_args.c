@@ -145,8 +145,8 @@ int tfdiff_parse_args(int argc, char **argv, tfdiff_opts *o)
         case O_COLL: o->d.collectives = true; break;
         case O_MPI: o->mpi = 1; break;
         case 'q': o->quiet = 1; break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': printf("tfdiff (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()); exit(0);
+        case 'h': usage(stdout); return -1;
+        case 'V': printf("tfdiff (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()); return -1;
         default: fprintf(stderr, "Try 'tfdiff --help'.\n"); return 2;
         }
     }

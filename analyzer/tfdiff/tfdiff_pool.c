@@ -264,9 +264,6 @@ int tfdiff_compare_all(const tfdiff_opts *o, tft_trace *g, tft_trace *b, diff_re
     if (getenv("TFDIFF_TIMES")) /* where the time goes (bench/analyzer) */
         fprintf(stderr, "tfdiff: process %d: ranks %.2f s, gather %.2f s, desyncs %.2f s\n", mp->me, t1 - t0,
                 t2 - t1, now_s() - t2);
-    for (int i = 0; w.jobs && i < w.njobs; i++)
-        free(w.jobs[i].found);
-    free(w.jobs);
     core_spill_free(w.gsp);
     core_spill_free(w.bsp);
     return e;

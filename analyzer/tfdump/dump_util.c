@@ -52,13 +52,9 @@ void dump_err(const char *fmt, ...)
 
 void dump_nomem(const char *path, const char *what)
 {
-    struct rlimit rl;
-    char lim[128] = "the machine is out of memory";
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        snprintf(lim, sizeof(lim), "the address space is limited to %llu MiB (ulimit -v)",
-                 (unsigned long long)(rl.rlim_cur >> 20));
+    char lim[128];
     dump_err("%s: %s needs more memory than allowed (%s); raise the limit, or look at fewer ranks "
-             "(tfdump TRACE/rank-NNNNN.tft)", path, what, lim);
+             "(tfdump TRACE/rank-NNNNN.tft)", path, what, core_memory_limit(lim, sizeof(lim)));
 }
 
 int dump_read_error(const char *path, const char *name, int e)
@@ -170,13 +166,6 @@ bool dump_out_json_line(const cJSON *j)
 
 /* ---- the trace and its rank-file names --------------------------------------- */
 
-/* trace.c's rule for rank files: rank-*.tft. */
-static bool is_rank_file_name(const char *name)
-{
-    size_t len = strlen(name);
-    return strncmp(name, "rank-", 5) == 0 && len >= 9 && strcmp(name + len - 4, ".tft") == 0;
-}
-
 static int name_files(dump_trace *d)
 {
     d->names = calloc((size_t)d->n + 1, sizeof(*d->names));
@@ -186,17 +175,6 @@ static int name_files(dump_trace *d)
         if (!(d->names[i] = strdup(tft_trace_file_name(d->t, i))))
             return -ENOMEM;
     return 0;
-}
-
-/* A trace of many ranks merged at once (--events, --check) needs a file
- * descriptor per rank file: the soft limit goes up to the hard one. */
-static void raise_nofile(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
 }
 
 /* The format library opens rank files with a blocking open(): a FIFO would
@@ -217,7 +195,7 @@ static bool only_regular_files(const char *path)
     struct dirent *de;
     while (dp && ok && (de = readdir(dp))) {
         char full[4096];
-        if (!is_rank_file_name(de->d_name))
+        if (!core_rank_file_name(de->d_name))
             continue;
         snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
         if (stat(full, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
@@ -235,7 +213,7 @@ int dump_trace_open(dump_trace *d, const dump_opts *o)
     *d = (dump_trace){0};
     if (!only_regular_files(o->path))
         return DUMP_USAGE;
-    raise_nofile();
+    core_raise_nofile(); /* --events and --check merge every rank file at once */
     d->log.hold = 1;
     /* rank files are opened when a mode reads them, and closed after where
      * it reads them one by one (summary, --verify, --chunks, leaks) */
