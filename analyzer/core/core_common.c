@@ -6,6 +6,7 @@
 #include "core.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -63,5 +64,16 @@ const char *core_memory_limit(char *buf, size_t n)
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         snprintf(buf, n, "the address space is limited to %llu MiB (ulimit -v)",
                  (unsigned long long)(rl.rlim_cur >> 20));
+    return buf;
+}
+
+const char *core_rec_string(const tft_reader *r, uint64_t id, char buf[18])
+{
+    if (id == 0)
+        return NULL;
+    const char *s = tft_reader_string(r, id);
+    if (s)
+        return s;
+    snprintf(buf, 18, "#%016" PRIx64, id);
     return buf;
 }

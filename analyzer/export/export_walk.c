@@ -173,7 +173,7 @@ static export_thread *thread_at(export_rank *k, int slot)
                      .tid = k->proc.pid * 1000 + slot, .sort = slot};
     t->uuid = uuid_of("thread", k->rank, slot, 0);
     char b[18];
-    const char *nm = th->tname ? dump_rec_string(k->r, th->tname, b) : NULL;
+    const char *nm = th->tname ? core_rec_string(k->r, th->tname, b) : NULL;
     if (slot == EXP_THREADS_MAX - 2)
         snprintf(t->name, sizeof(t->name), "threads %d and later", slot);
     else if (th->tid && nm)
@@ -266,11 +266,11 @@ static void emit_op(export_rank *k, export_thread *th, bool open)
     uint64_t end = max64(th->op_end, th->op_start + 1);
     char b1[18], b2[18];
     export_slice s = {.track = &th->track, .ts = th->op_start, .dur = end - th->op_start, .open = open, .cat = "op"};
-    s.name = dump_rec_string(k->r, th->op_name, b1);
+    s.name = core_rec_string(k->r, th->op_name, b1);
     if (!s.name)
         s.name = "op";
     arg_str(s.args, &s.nargs, "kind", tft_op_kind_name(th->op_kind));
-    arg_str(s.args, &s.nargs, "scope", dump_rec_string(k->r, th->op_scope, b2));
+    arg_str(s.args, &s.nargs, "scope", core_rec_string(k->r, th->op_scope, b2));
     arg_step(s.args, &s.nargs, th->op_step);
     arg_int(s.args, &s.nargs, "seq", th->op_seq);
     if (open)
@@ -436,7 +436,7 @@ static void emit_call(export_rank *k, const export_call *c, uint64_t t_exit, boo
     uint64_t end = max64(t_exit, start + 2);
     char b[18];
     export_slice s = {.track = track, .ts = start, .dur = open ? 0 : end - start, .open = open, .cat = "collective"};
-    s.name = dump_rec_string(k->r, c->name, b);
+    s.name = core_rec_string(k->r, c->name, b);
     if (!s.name)
         s.name = tft_coll_type_name(c->type);
     call_args(k, c, &s);
@@ -492,7 +492,7 @@ static void on_kernel(export_rank *k, const tft_rec_kernel *kr)
     char b[18];
     export_slice sl = {.track = &s->track, .ts = start, .dur = end - start,
                     .cat = kr->kind == TFT_OP_COPY ? "copy" : "kernel"};
-    sl.name = dump_rec_string(k->r, kr->name, b);
+    sl.name = core_rec_string(k->r, kr->name, b);
     if (!sl.name)
         sl.name = sl.cat;
     char grid[48], block[48];
@@ -600,7 +600,7 @@ static void on_checkpoint(export_rank *k, const tft_rec_checkpoint *c)
     char b[18];
     export_arg a[3];
     int n = 0;
-    arg_str(a, &n, "path", dump_rec_string(k->r, c->path, b));
+    arg_str(a, &n, "path", core_rec_string(k->r, c->path, b));
     arg_step(a, &n, c->h.step);
     instant(k, xt(k, c->h.ts), c->action == TFT_CKPT_RESUME ? "checkpoint resume" : "checkpoint save",
             "checkpoint", a, n);
@@ -609,7 +609,7 @@ static void on_checkpoint(export_rank *k, const tft_rec_checkpoint *c)
 static void on_dropped(export_rank *k, const tft_rec_dropped *d)
 {
     char name[64];
-    snprintf(name, sizeof(name), "%" PRIu64 " records lost (%s)", d->count, dump_drop_reason_name(d->reason));
+    snprintf(name, sizeof(name), "%" PRIu64 " records lost (%s)", d->count, core_drop_reason_name(d->reason));
     export_arg a[2];
     int n = 0;
     arg_uint(a, &n, "count", d->count);

@@ -386,8 +386,8 @@ static cJSON *extract_json(const dump_trace *d, const char *in, const ex_sel *s,
     cJSON_AddNumberToObject(x, "source_ranks", d->n);
     const char *mode[] = {"shape", "health"};
     cJSON_AddItemToObject(x, "stats", s->stats < 0 ? cJSON_CreateNull() : cJSON_CreateString(mode[s->stats]));
-    dump_json_u64(x, "records_read", read);
-    dump_json_u64(x, "records_kept", kept);
+    core_json_u64(x, "records_read", read);
+    core_json_u64(x, "records_kept", kept);
     cJSON *files = cJSON_AddArrayToObject(x, "files");
     for (int i = 0; i < n; i++) {
         cJSON *f = cJSON_CreateObject();
@@ -396,10 +396,10 @@ static cJSON *extract_json(const dump_trace *d, const char *in, const ex_sel *s,
         json_step_pair(f, "kept_steps", fs[i].first != TFT_STEP_NONE, fs[i].first, fs[i].last);
         if (fs[i].lo != s->lo)
             cJSON_AddNumberToObject(f, "narrowed_to", (double)fs[i].lo);
-        dump_json_u64(f, "records_kept", fs[i].kept);
+        core_json_u64(f, "records_kept", fs[i].kept);
         cJSON_AddStringToObject(f, "source_integrity", dump_integrity_name(fs[i].integrity));
         if (fs[i].refused)
-            dump_json_u64(f, "records_refused", fs[i].refused);
+            core_json_u64(f, "records_refused", fs[i].refused);
         cJSON_AddItemToArray(files, f);
     }
     return x;

@@ -12,6 +12,8 @@
 
 #include "detect.h"
 #include "core.h"
+#include "core_drops.h"
+#include "core_json.h"
 #include "desync.h"
 #include "leak.h"
 #include "desync_stacks.h"
@@ -124,25 +126,17 @@ int dump_trace_check(dump_trace *d, const char *path);
 
 /* ---- record rendering (dump_text.c, dump_json.c) -------------------------- */
 
-/* Text of string id `id` in reader r: the text, "#<16 hex>" when the id has no
- * definition, NULL for id 0 ("none"). buf must hold 18 bytes. */
-const char *dump_rec_string(const tft_reader *r, uint64_t id, char buf[18]);
 /* The record's name (op, tensor, collective, kernel name; alloc site;
  * checkpoint path) or NULL for kinds without one. */
 const char *dump_rec_name(const tft_rec *rec, const tft_reader *r, char buf[18]);
 /* "tensor", "op", ... or "unknown(N)"; buf must hold 24 bytes. */
 const char *dump_rec_kind_label(uint16_t kind, char buf[24]);
 const char *dump_proc_event_name(uint32_t event);   /* start / exit / rss / ? */
-const char *dump_drop_reason_name(uint32_t reason); /* ring_full / too_big / other / ? */
 
 void dump_rec_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r);
 cJSON *dump_rec_json(const tft_rec *rec, int rank, const tft_reader *r);
 
-/* JSON helpers: integers are written as exact decimal text (cJSON numbers
- * are doubles and would round ids and nanosecond times above 2^53). */
-void dump_json_u64(cJSON *o, const char *key, uint64_t v);
-void dump_json_i64(cJSON *o, const char *key, int64_t v);
-void dump_json_hex(cJSON *o, const char *key, uint64_t v); /* "9f2c...", 16 digits */
+/* A string, or null for NULL (the integers: core_json.h). */
 void dump_json_str_or_null(cJSON *o, const char *key, const char *s);
 
 const char *dump_integrity_name(int integrity); /* complete / torn / damaged */

@@ -70,7 +70,7 @@ static int find_op(dump_trace *d, replay *rp)
                 break;
             memcpy(rp->op, rec, rec->len);
             char b[18];
-            const char *nm = dump_rec_string(r, rp->op->name, b);
+            const char *nm = core_rec_string(r, rp->op->name, b);
             snprintf(rp->op_name, sizeof(rp->op_name), "%s", nm ? nm : "?");
             break;
         }
@@ -328,14 +328,14 @@ static int report(const replay *rp, const verdict *v)
         cJSON *j = cJSON_CreateObject();
         if (j) {
             cJSON_AddNumberToObject(j, "rank", rp->rank);
-            dump_json_i64(j, "seq", rp->o->replay_seq);
+            core_json_i64(j, "seq", rp->o->replay_seq);
             cJSON_AddStringToObject(j, "op", rp->op_name);
             cJSON_AddStringToObject(j, "op_kind", tft_op_kind_name(rp->op->op_kind));
             cJSON_AddStringToObject(j, "output", rp->out->name);
             cJSON_AddStringToObject(j, "result", v->identical ? "bit-identical" : v->within ? "within_tolerance"
                                                                                             : "different");
-            dump_json_u64(j, "numel", numel(rp->out));
-            dump_json_u64(j, "differing", v->differ);
+            core_json_u64(j, "numel", numel(rp->out));
+            core_json_u64(j, "differing", v->differ);
             cJSON_AddNumberToObject(j, "max_abs_diff", v->max_abs);
             dump_json_str_or_null(j, "note", rp->note[0] ? rp->note : NULL);
             dump_out_json_line(j);

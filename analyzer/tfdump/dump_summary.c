@@ -437,7 +437,7 @@ static cJSON *json_manifest(const tft_manifest *m)
     else
         cJSON_AddNullToObject(o, "exit_status");
     dump_json_str_or_null(o, "incomplete", m->incomplete);
-    dump_json_u64(o, "dropped_stalled", m->dropped_stalled);
+    core_json_u64(o, "dropped_stalled", m->dropped_stalled);
     dump_json_str_or_null(o, "collector", collector_state(m));
     const tft_manifest_collector *c = unfinished_collector(m);
     if (c)
@@ -455,12 +455,12 @@ static cJSON *json_unfinished(dump_trace *d, const trace_sum *s)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "rank", tft_trace_rank_id(d->t, o->idx));
         dump_json_str_or_null(j, "name", o->named ? o->name_text : NULL);
-        dump_json_hex(j, "comm", o->comm);
-        dump_json_u64(j, "coll_seq", o->coll_seq);
+        core_json_hex(j, "comm", o->comm);
+        core_json_u64(j, "coll_seq", o->coll_seq);
         if (o->step == TFT_STEP_NONE)
             cJSON_AddNullToObject(j, "step");
         else
-            dump_json_i64(j, "step", o->step);
+            core_json_i64(j, "step", o->step);
         cJSON_AddItemToArray(a, j);
     }
     return a;
@@ -476,15 +476,15 @@ static cJSON *json_drops(const tft_drop_sum *ds)
     if (!ds->count)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject(), *bk = cJSON_CreateObject();
-    dump_json_u64(o, "count", ds->count);
+    core_json_u64(o, "count", ds->count);
     for (int k = 0; k < TFT_DROP_KINDS; k++)
         if (ds->by_kind[k])
-            dump_json_u64(bk, k ? tft_rec_kind_name((uint16_t)k) : "other", ds->by_kind[k]);
+            core_json_u64(bk, k ? tft_rec_kind_name((uint16_t)k) : "other", ds->by_kind[k]);
     cJSON_AddItemToObject(o, "by_kind", bk);
     uint64_t known = 0;
     for (int k = 0; k < TFT_DROP_KINDS; k++)
         known += ds->by_kind[k];
-    dump_json_u64(o, "kind_unknown", ds->count > known ? ds->count - known : 0);
+    core_json_u64(o, "kind_unknown", ds->count > known ? ds->count - known : 0);
     cJSON_AddItemToObject(o, "steps", json_steps(ds->first_step, ds->last_step));
     cJSON_AddBoolToObject(o, "steps_known", !ds->steps_unknown);
     char what[512];
@@ -499,20 +499,20 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
     cJSON_AddNumberToObject(o, "rank", rs->rank);
     cJSON_AddStringToObject(o, "integrity", dump_integrity_name(rs->st.integrity));
     cJSON_AddBoolToObject(o, "closed", rs->st.closed);
-    dump_json_u64(o, "chunks", rs->st.chunks);
-    dump_json_u64(o, "chunks_bad", rs->st.chunks_bad);
-    dump_json_u64(o, "records", rs->records);
-    dump_json_u64(o, "bytes", rs->st.file_bytes);
-    dump_json_u64(o, "raw_bytes", rs->st.raw_bytes);
-    dump_json_u64(o, "dropped", rs->st.dropped);
+    core_json_u64(o, "chunks", rs->st.chunks);
+    core_json_u64(o, "chunks_bad", rs->st.chunks_bad);
+    core_json_u64(o, "records", rs->records);
+    core_json_u64(o, "bytes", rs->st.file_bytes);
+    core_json_u64(o, "raw_bytes", rs->st.raw_bytes);
+    core_json_u64(o, "dropped", rs->st.dropped);
     cJSON_AddItemToObject(o, "steps", json_steps(rs->step_first, rs->step_last));
     cJSON_AddItemToObject(o, "drops", json_drops(&rs->drops));
     cJSON_AddItemToObject(o, "clock", dump_clock_json((dump_trace *)d, i, &rs->clock));
     if (rs->rss_samples) {
         cJSON *m = cJSON_AddObjectToObject(o, "rss");
-        dump_json_u64(m, "samples", rs->rss_samples);
-        dump_json_u64(m, "peak", rs->rss_peak);
-        dump_json_u64(m, "last", rs->rss_last);
+        core_json_u64(m, "samples", rs->rss_samples);
+        core_json_u64(m, "peak", rs->rss_peak);
+        core_json_u64(m, "last", rs->rss_last);
     } else {
         cJSON_AddNullToObject(o, "rss");
     }
@@ -521,21 +521,21 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
 
 static void json_counts(cJSON *o, const trace_sum *s)
 {
-    dump_json_u64(o, "records", s->records);
+    core_json_u64(o, "records", s->records);
     cJSON *bk = cJSON_AddObjectToObject(o, "records_by_kind");
     for (int k = 0; bk && k < s->kind_hi; k++) {
         char kb[24];
         if (s->by_kind[k])
-            dump_json_u64(bk, dump_rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
+            core_json_u64(bk, dump_rec_kind_label((uint16_t)k, kb), s->by_kind[k]);
     }
-    dump_json_u64(o, "ops", s->by_kind[TFT_REC_OP]);
-    dump_json_u64(o, "tensors", s->by_kind[TFT_REC_TENSOR]);
-    dump_json_u64(o, "collectives", dump_coll_calls(&s->coll));
-    dump_json_u64(o, "allocs", s->by_kind[TFT_REC_ALLOC]);
-    dump_json_u64(o, "frees", s->by_kind[TFT_REC_FREE]);
-    dump_json_u64(o, "dropped", s->dropped);
-    dump_json_u64(o, "bytes", s->bytes);
-    dump_json_u64(o, "raw_bytes", s->raw_bytes);
+    core_json_u64(o, "ops", s->by_kind[TFT_REC_OP]);
+    core_json_u64(o, "tensors", s->by_kind[TFT_REC_TENSOR]);
+    core_json_u64(o, "collectives", dump_coll_calls(&s->coll));
+    core_json_u64(o, "allocs", s->by_kind[TFT_REC_ALLOC]);
+    core_json_u64(o, "frees", s->by_kind[TFT_REC_FREE]);
+    core_json_u64(o, "dropped", s->dropped);
+    core_json_u64(o, "bytes", s->bytes);
+    core_json_u64(o, "raw_bytes", s->raw_bytes);
     cJSON_AddNumberToObject(o, "ratio", s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
 }
 
@@ -566,7 +566,7 @@ static void json_run(cJSON *j, const tft_manifest *m, bool recorded)
     int code, sig;
     cJSON_AddBoolToObject(j, "recorded", recorded);
     if (manifest_duration(m, &ns))
-        dump_json_u64(j, "duration_ns", ns);
+        core_json_u64(j, "duration_ns", ns);
     else
         cJSON_AddNullToObject(j, "duration_ns");
     if (!manifest_exit(m, &code, &sig)) {
@@ -589,7 +589,7 @@ static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s
     cJSON_AddItemToObject(j, "steps", json_steps(s->step_first, s->step_last));
     json_counts(j, s);
     cJSON_AddItemToObject(j, "collectives_unfinished", json_unfinished(d, s));
-    dump_json_u64(j, "collectives_unfinished_not_shown", s->coll.unshown);
+    core_json_u64(j, "collectives_unfinished_not_shown", s->coll.unshown);
     cJSON_AddStringToObject(j, "integrity", dump_integrity_name(s->integrity));
     cJSON *ex = cJSON_AddObjectToObject(j, "exit");
     for (int i = 0; ex && i < d->n; i++) {
@@ -600,7 +600,7 @@ static cJSON *summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s
     cJSON *pr = cJSON_AddArrayToObject(j, "problems");
     for (size_t i = 0; pr && i < d->log.n; i++)
         cJSON_AddItemToArray(pr, cJSON_CreateString(d->log.msgs[i]));
-    dump_json_u64(j, "problems_not_shown", d->log.more);
+    core_json_u64(j, "problems_not_shown", d->log.more);
     const tft_manifest *m = d->unrecorded ? &d->manifest : tft_trace_manifest(d->t);
     cJSON_AddItemToObject(j, "manifest", json_manifest(m));
     dump_procs_json(j, o->path);
@@ -687,7 +687,7 @@ static int unrecorded_verify(dump_trace *d, const dump_opts *o)
                      "records are lost", o->path, m->ranks[k].file, m->ranks[k].rank);
             cJSON_AddItemToArray(pr, cJSON_CreateString(msg));
         }
-        dump_json_u64(j, "problems_not_shown", m->nranks > DUMP_LOG_KEEP ? (uint64_t)(m->nranks - DUMP_LOG_KEEP) : 0);
+        core_json_u64(j, "problems_not_shown", m->nranks > DUMP_LOG_KEEP ? (uint64_t)(m->nranks - DUMP_LOG_KEEP) : 0);
         json_run(j, m, false);
         int status = DUMP_OK;
         print_json_obj(j, &status);

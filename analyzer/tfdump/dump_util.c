@@ -265,28 +265,7 @@ const char *dump_integrity_name(int integrity)
     }
 }
 
-/* ---- JSON helpers ------------------------------------------------------------ */
-
-void dump_json_u64(cJSON *o, const char *key, uint64_t v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%" PRIu64, v);
-    cJSON_AddRawToObject(o, key, b);
-}
-
-void dump_json_i64(cJSON *o, const char *key, int64_t v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%" PRId64, v);
-    cJSON_AddRawToObject(o, key, b);
-}
-
-void dump_json_hex(cJSON *o, const char *key, uint64_t v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%016" PRIx64, v);
-    cJSON_AddStringToObject(o, key, b);
-}
+/* ---- JSON ------------------------------------------------------------------ */
 
 void dump_json_str_or_null(cJSON *o, const char *key, const char *s)
 {
