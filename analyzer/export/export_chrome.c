@@ -14,8 +14,10 @@
  * name and its series as the argument. ts and dur are microseconds
  * written as exact decimal text with three decimals (nanoseconds).
  */
+#include "core_json.h"
 #include "export_internal.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-bool export_rank_selected(const dump_opts *o, int rank)
+/* Whether rank is among those o selects. */
+static bool rank_selected(const export_opts *o, int rank)
 {
     if (o->nranges == 0)
         return o->rank < 0 || rank == o->rank;
@@ -42,26 +43,27 @@ static uint64_t start_of(const export_clock *c, const tft_file_info *fi, int i)
     return c->adj ? fi->start_monotonic_ns + (uint64_t)c->adj[i] : fi->start_realtime_ns;
 }
 
-static export_clock clock_of(dump_trace *d, const dump_opts *o)
+static export_clock clock_of(tft_trace *t, const export_opts *o)
 {
+    int n = tft_trace_nranks(t);
     export_clock c = {.one_host = true, .base = UINT64_MAX, .adj = NULL};
     const char *host = NULL;
-    for (int i = 0; i < d->n; i++) {
-        const tft_file_info *fi = tft_trace_file_info(d->t, i);
-        if (!fi || !export_rank_selected(o, tft_trace_rank_id(d->t, i)))
+    for (int i = 0; i < n; i++) {
+        const tft_file_info *fi = tft_trace_file_info(t, i);
+        if (!fi || !rank_selected(o, tft_trace_rank_id(t, i)))
             continue;
         if (host && strncmp(host, fi->host, sizeof(fi->host)) != 0)
             c.one_host = false;
         host = fi->host;
     }
-    if (!c.one_host && (c.adj = calloc((size_t)d->n + 1, sizeof(*c.adj))) &&
-        !core_clock_align(d->t, d->n, c.adj, &c.err)) {
+    if (!c.one_host && (c.adj = calloc((size_t)n + 1, sizeof(*c.adj))) &&
+        !core_clock_align(t, n, c.adj, &c.err)) {
         free(c.adj);
         c.adj = NULL;
     }
-    for (int i = 0; i < d->n; i++) {
-        const tft_file_info *fi = tft_trace_file_info(d->t, i);
-        if (!fi || !export_rank_selected(o, tft_trace_rank_id(d->t, i)))
+    for (int i = 0; i < n; i++) {
+        const tft_file_info *fi = tft_trace_file_info(t, i);
+        if (!fi || !rank_selected(o, tft_trace_rank_id(t, i)))
             continue;
         uint64_t s = start_of(&c, fi, i);
         if (s < c.base)
@@ -77,10 +79,10 @@ static int32_t pid_of(int rank, int idx)
     return rank >= 0 && rank < 2000000 ? rank + 1 : 2000001 + idx % 140000;
 }
 
-static void rank_init(export_rank *k, dump_trace *d, int idx, const export_clock *clk, uint32_t seq_id)
+static void rank_init(export_rank *k, tft_trace *t, int idx, const export_clock *clk, uint32_t seq_id)
 {
-    const tft_file_info *fi = tft_trace_file_info(d->t, idx);
-    k->rank = tft_trace_rank_id(d->t, idx);
+    const tft_file_info *fi = tft_trace_file_info(t, idx);
+    k->rank = tft_trace_rank_id(t, idx);
     k->mono0 = fi->start_monotonic_ns;
     uint64_t off = start_of(clk, fi, idx) - clk->base;
     k->origin = off > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)off;
@@ -102,9 +104,10 @@ static void rank_init(export_rank *k, dump_trace *d, int idx, const export_clock
     tft_u64map_init(&k->live, &(tft_u64map_opts){.vsize = sizeof(export_live), .max_n = EXP_LIVE_MAX, .hashed = true});
 }
 
-static int export_ranks(dump_trace *d, const dump_opts *o, const export_ops *ops, export_sink *sink)
+static int export_ranks(tft_trace *t, const export_opts *o, const export_ops *ops, export_sink *sink)
 {
-    export_clock clk = clock_of(d, o);
+    int n = tft_trace_nranks(t);
+    export_clock clk = clock_of(t, o);
     export_rank *k = malloc(sizeof(*k));
     export_thread *threads = calloc(EXP_THREADS_MAX, sizeof(export_thread));
     int rc = 0;
@@ -113,8 +116,8 @@ static int export_ranks(dump_trace *d, const dump_opts *o, const export_ops *ops
         rc = -ENOMEM;
         goto out;
     }
-    for (int i = 0; i < d->n && !rc; i++) {
-        if (!export_rank_selected(o, tft_trace_rank_id(d->t, i)) || !tft_trace_file_info(d->t, i))
+    for (int i = 0; i < n && !rc; i++) {
+        if (!rank_selected(o, tft_trace_rank_id(t, i)) || !tft_trace_file_info(t, i))
             continue;
         memset(k, 0, sizeof(*k));
         memset(threads, 0, EXP_THREADS_MAX * sizeof(export_thread));
@@ -122,24 +125,24 @@ static int export_ranks(dump_trace *d, const dump_opts *o, const export_ops *ops
         k->sink = sink;
         k->threads = threads;
         /* a hostile record's nranks cannot make a slice carry more flows than the trace has ranks */
-        k->max_members = d->n < EXP_FANOUT_MAX ? d->n : EXP_FANOUT_MAX;
-        rank_init(k, d, i, &clk, ++seq_id);
-        k->r = tft_trace_reader(d->t, i);
+        k->max_members = n < EXP_FANOUT_MAX ? n : EXP_FANOUT_MAX;
+        rank_init(k, t, i, &clk, ++seq_id);
+        k->r = tft_trace_reader(t, i);
         if (!k->r) {
-            dump_err("%s: cannot read: %s", d->names[i], strerror(errno));
+            export_say(o, TFT_LOG_ERROR, "%s: cannot read: %s", tft_trace_file_name(t, i), strerror(errno));
             rc = -EIO;
         } else {
             /* across hosts on realtime: the file's clock pairs first (one more read of it) */
-            int ce = k->follow ? core_clock_track_read(&k->track, k->r, tft_trace_file_info(d->t, i)) : 0;
+            int ce = k->follow ? core_clock_track_read(&k->track, k->r, tft_trace_file_info(t, i)) : 0;
             if (ce < 0)
-                dump_err("%s: its clock records could not all be read (%s): later times follow the last one read",
-                         d->names[i], strerror(-ce));
-            rc = export_walk_rank(k, o, d->names[i]);
+                export_say(o, TFT_LOG_WARN, "%s: its clock records could not all be read (%s): later times follow "
+                           "the last one read", tft_trace_file_name(t, i), strerror(-ce));
+            rc = export_walk_rank(k, o, tft_trace_file_name(t, i));
         }
         core_clock_track_free(&k->track);
         tft_u64map_free(&k->open);
         tft_u64map_free(&k->live);
-        tft_trace_release(d->t, i);
+        tft_trace_release(t, i);
     }
 out:
     free(threads);
@@ -174,78 +177,73 @@ static bool same_file(const struct stat *a, const char *path)
 
 /* Whether OUT names one of the trace's own files (a rank file, the
  * manifest, the rank file given as TRACE): writing it would destroy the trace. */
-static bool out_is_trace(dump_trace *d, const dump_opts *o)
+static bool out_is_trace(tft_trace *t, const export_opts *o)
 {
     struct stat st;
-    if (stat(o->export_out, &st) != 0)
+    if (stat(o->out, &st) != 0)
         return false;
     if (same_file(&st, o->path))
         return true;
-    for (int i = 0; i < d->n; i++)
-        if (same_file(&st, tft_trace_file_name(d->t, i)))
+    for (int i = 0; i < tft_trace_nranks(t); i++)
+        if (same_file(&st, tft_trace_file_name(t, i)))
             return true;
     char m[4096];
     return snprintf(m, sizeof(m), "%s/manifest.json", o->path) < (int)sizeof(m) && same_file(&st, m);
 }
 
-int export_run(dump_trace *d, const dump_opts *o)
+int export_run(tft_trace *t, const export_opts *o)
 {
-    int matches = 0;
-    for (int i = 0; i < d->n; i++)
-        matches += export_rank_selected(o, tft_trace_rank_id(d->t, i));
+    int n = tft_trace_nranks(t), matches = 0;
+    for (int i = 0; i < n; i++)
+        matches += rank_selected(o, tft_trace_rank_id(t, i));
     if (matches == 0) {
-        dump_err("%s: no rank of this trace (%d rank file%s) matches --rank/--ranks", o->path, d->n,
-                 d->n == 1 ? "" : "s");
-        return DUMP_USAGE;
+        export_say(o, TFT_LOG_ERROR, "%s: no rank of this trace (%d rank file%s) matches --rank/--ranks", o->path, n,
+                   n == 1 ? "" : "s");
+        return -EIO;
     }
-    bool to_stdout = strcmp(o->export_out, "-") == 0;
-    if (!to_stdout && out_is_trace(d, o)) {
-        dump_err("%s: is a file of the trace %s; give another OUT for the export", o->export_out, o->path);
-        return DUMP_USAGE;
+    bool to_stdout = strcmp(o->out, "-") == 0;
+    if (!to_stdout && out_is_trace(t, o)) {
+        export_say(o, TFT_LOG_ERROR, "%s: is a file of the trace %s; give another OUT for the export", o->out,
+                   o->path);
+        return -EIO;
     }
-    FILE *f = to_stdout ? stdout : fopen(o->export_out, "wb");
+    FILE *f = to_stdout ? stdout : fopen(o->out, "wb");
     if (!f) {
-        dump_err("%s: cannot write the export: %s", o->export_out, strerror(errno));
-        return DUMP_USAGE;
+        export_say(o, TFT_LOG_ERROR, "%s: cannot write the export: %s", o->out, strerror(errno));
+        return -EIO;
     }
     const export_ops *ops = NULL;
-    export_sink *sink = o->export_format == EXP_PERFETTO ? export_perfetto_new(f, &ops) : export_chrome_new(f, &ops);
-    const tft_manifest *m = tft_trace_manifest(d->t);
+    export_sink *sink = o->format == EXP_PERFETTO ? export_perfetto_new(f, &ops) : export_chrome_new(f, &ops);
+    const tft_manifest *m = tft_trace_manifest(t);
     char *cmd = command_line(m);
     int rc = sink && cmd ? 0 : -ENOMEM;
     if (!rc) {
         export_run_info run = {.run_id = m ? m->run_id : "", .command = cmd, .nranks = matches};
         rc = ops->begin(sink, &run);
         if (!rc)
-            rc = export_ranks(d, o, ops, sink);
+            rc = export_ranks(t, o, ops, sink);
         if (!rc)
             rc = ops->end(sink);
     }
     free(cmd);
     if (sink)
         ops->free(sink);
-    int status = DUMP_OK;
     if (rc == -EPIPE && to_stdout) {
         rc = 0; /* the reader went away: a quiet success, as for the other modes */
         clearerr(f);
     }
-    if (rc == -ENOMEM) {
-        dump_nomem(o->path, "the export");
-        status = DUMP_USAGE;
-    } else if (rc == -EIO) {
-        status = DUMP_USAGE; /* said where it happened */
-    } else if (rc) {
-        dump_err("%s: write error: %s", o->export_out, strerror(-rc));
-        status = DUMP_USAGE;
+    if (rc && rc != -ENOMEM && rc != -EIO) { /* -EIO: said where it happened */
+        export_say(o, TFT_LOG_ERROR, "%s: write error: %s", o->out, strerror(-rc));
+        rc = -EIO;
     }
     if (to_stdout) {
-        if (status == DUMP_OK && fflush(f) != 0 && errno != EPIPE) {
-            dump_err("%s: write error: %s", "stdout", strerror(errno));
-            status = DUMP_USAGE;
+        if (!rc && fflush(f) != 0 && errno != EPIPE) {
+            export_say(o, TFT_LOG_ERROR, "%s: write error: %s", "stdout", strerror(errno));
+            rc = -EIO;
         }
-    } else if (fclose(f) != 0 && status == DUMP_OK) {
-        dump_err("%s: write error: %s", o->export_out, strerror(errno));
-        status = DUMP_USAGE;
+    } else if (fclose(f) != 0 && !rc) {
+        export_say(o, TFT_LOG_ERROR, "%s: write error: %s", o->out, strerror(errno));
+        rc = -EIO;
     }
-    return status;
+    return rc;
 }

@@ -8,8 +8,31 @@
 #include "export_walk_internal.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+void export_say(const export_opts *o, int level, const char *fmt, ...)
+{
+    if (!o->log)
+        return;
+    char small[512], *msg = small;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(small) && (msg = malloc((size_t)n + 1)) != NULL) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    o->log(o->log_ctx, level, msg ? msg : small);
+    if (msg != small)
+        free(msg);
+}
 
 uint64_t export_uuid(const char *what, int rank, int64_t a, uint64_t b)
 {

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-static bool in_steps(const dump_opts *o, int64_t step)
+static bool in_steps(const export_opts *o, int64_t step)
 {
     return !o->have_steps || (step != TFT_STEP_NONE && step >= o->step_lo && step <= o->step_hi);
 }
@@ -85,7 +85,7 @@ static void finish_rank(export_rank *k, bool whole)
     }
 }
 
-int export_walk_rank(export_rank *k, const dump_opts *o, const char *name)
+int export_walk_rank(export_rank *k, const export_opts *o, const char *name)
 {
     tft_reader *r = k->r;
     if (o->have_steps)
@@ -116,7 +116,7 @@ int export_walk_rank(export_rank *k, const dump_opts *o, const char *name)
     if (k->err)
         return k->err;
     if (whole && e < 0) {
-        dump_err("%s: read error: %s", name, strerror(-e));
+        export_say(o, TFT_LOG_ERROR, "%s: read error: %s", name, strerror(-e));
         return -EIO;
     }
     finish_rank(k, whole);

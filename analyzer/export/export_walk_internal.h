@@ -112,6 +112,8 @@ static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* ---- export_track.c ---------------------------------------------------------- */
 
+/* Says what went wrong through o->log (printf-style; nothing without a log). */
+void export_say(const export_opts *o, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A uuid unique in the export for (what, rank, a, b). */
 uint64_t export_uuid(const char *what, int rank, int64_t a, uint64_t b);
 /* Export time of a record time of this rank: ns since the export's origin, 0 at the least. */
@@ -168,6 +170,6 @@ void export_on_collective(export_rank *k, const tft_rec_collective *c);
 
 /* Walks k's rank file (k->r; name for messages) into the emitter. 0 or a
  * negative errno (-EIO after a message). */
-int export_walk_rank(export_rank *k, const dump_opts *o, const char *name);
+int export_walk_rank(export_rank *k, const export_opts *o, const char *name);
 
 #endif

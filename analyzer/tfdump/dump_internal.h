@@ -55,7 +55,7 @@ typedef struct dump_opts {
     const char *extract_out; /* --extract IN OUT: OUT (path = IN) */
     const char *ranks_list;  /* --ranks LIST (--extract; --export parses it into ranges) */
     int stats_to;        /* --stats (--extract): TFT_STATS_* to reduce to, -1 as recorded */
-    int export_format;   /* --export FORMAT OUT: enum export_format (export_internal.h) */
+    int export_format;   /* --export FORMAT OUT: enum export_format (export.h) */
     const char *export_out; /* ... OUT, "-" = stdout */
     const char *html_out;   /* --html FILE */
     int nranges;         /* --ranks LIST (--export; and --rank R): inclusive ranges */
@@ -267,6 +267,7 @@ int dump_tensor(dump_trace *d, const dump_opts *o);   /* dump_capture.c: --tenso
 int dump_captures(dump_trace *d, const dump_opts *o); /* dump_capture.c: --captures */
 int dump_replay(dump_trace *d, const dump_opts *o);   /* dump_replay.c: --replay-op */
 int dump_extract(dump_trace *d, const dump_opts *o);  /* extract.c: --extract IN OUT */
+int dump_export(dump_trace *d, const dump_opts *o);   /* dump_export.c: --export FORMAT OUT */
 /* The summary's "extract ..." line of a trace written by --extract (its
  * manifest's `extract` object); nothing for other traces. */
 void dump_extract_describe(const char *path, FILE *f);

@@ -9,7 +9,7 @@
  */
 #include "core.h"
 #include "dump_internal.h"
-#include "export_internal.h"
+#include "export.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -454,7 +454,7 @@ static int run(const dump_opts *o)
     case MODE_CAPTURES: status = dump_captures(&d, o); break;
     case MODE_REPLAY: status = dump_replay(&d, o); break;
     case MODE_EXTRACT: status = dump_extract(&d, o); break;
-    case MODE_EXPORT: status = export_run(&d, o); break;
+    case MODE_EXPORT: status = dump_export(&d, o); break;
     default: status = dump_summary(&d, o); break;
     }
     dump_trace_close(&d);
