@@ -77,3 +77,20 @@ const char *core_rec_string(const tft_reader *r, uint64_t id, char buf[18])
     snprintf(buf, 18, "#%016" PRIx64, id);
     return buf;
 }
+
+bool core_manifest_duration(const tft_manifest *m, uint64_t *ns)
+{
+    if (!m || !m->complete || !m->start_ns || m->end_ns < m->start_ns)
+        return false;
+    *ns = m->end_ns - m->start_ns;
+    return true;
+}
+
+bool core_manifest_exit(const tft_manifest *m, int *code, int *sig)
+{
+    if (!m || m->exit_status < 0)
+        return false;
+    *sig = m->exit_status > 128 && m->exit_status < 128 + 65 ? m->exit_status - 128 : 0;
+    *code = *sig ? 0 : m->exit_status;
+    return true;
+}

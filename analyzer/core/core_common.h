@@ -11,12 +11,20 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* A directory holding a manifest.json that reads and no rank file: the
  * command recorded nothing (tftrace -- CMD where CMD died or exited before
  * its first record). Fills *m then (release with tft_manifest_free);
  * false otherwise, *m untouched. */
 bool core_trace_unrecorded(const char *path, tft_manifest *m);
+
+/* The run's duration from the manifest (ns), or false while it is not final. */
+bool core_manifest_duration(const tft_manifest *m, uint64_t *ns);
+/* The command's exit from the launcher's status in the manifest: tftrace
+ * exits with the command's status, 128 + N when signal N killed it (*sig N,
+ * *code 0; else *sig 0). Returns false when unknown (run not finished). */
+bool core_manifest_exit(const tft_manifest *m, int *code, int *sig);
 
 /* Whether name is a rank file's, "rank-*.tft" (the names tft_trace_open reads). */
 bool core_rank_file_name(const char *name);
