@@ -30,13 +30,15 @@ static void unrecorded_text(const tft_manifest *m, char *buf, size_t n)
     if (k == sizeof(cmd) - 1)
         memcpy(cmd + sizeof(cmd) - 4, "...", 4);
     char how[64] = "ended (exit status unknown: the run did not finish)", after[48] = "";
-    int st = m->exit_status;
-    if (st > 128 && st < 128 + 65)
-        snprintf(how, sizeof(how), "was killed by signal %d", st - 128);
-    else if (st >= 0)
-        snprintf(how, sizeof(how), "exited with code %d", st);
-    if (m->complete && m->start_ns && m->end_ns >= m->start_ns)
-        snprintf(after, sizeof(after), " after %.3f s", (double)(m->end_ns - m->start_ns) * 1e-9);
+    int code, sig;
+    uint64_t ns;
+    bool known = core_manifest_exit(m, &code, &sig);
+    if (known && sig)
+        snprintf(how, sizeof(how), "was killed by signal %d", sig);
+    else if (known)
+        snprintf(how, sizeof(how), "exited with code %d", code);
+    if (core_manifest_duration(m, &ns))
+        snprintf(after, sizeof(after), " after %.3f s", (double)ns * 1e-9);
     snprintf(buf, n, "`%s` %s%s, before its first record (a manifest and no rank file)", cmd, how, after);
 }
 
