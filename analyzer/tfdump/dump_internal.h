@@ -62,6 +62,14 @@ typedef struct dump_opts {
     int32_t ranges[32][2];
 } dump_opts;
 
+/* ---- the command line (dump_args.c, dump_usage.c) ------------------------ */
+
+/* Fills *o from argv. Returns DUMP_OK, DUMP_USAGE (after a message), or -1
+ * (--help or --version shown: exit 0). */
+int dump_parse_args(int argc, char **argv, dump_opts *o);
+/* tfdump --help on f. */
+void dump_usage(FILE *f);
+
 /* ---- diagnostics (dump_util.c) ------------------------------------------ */
 
 /* Collects the format library's ERROR/WARN messages. While `hold` is set the
