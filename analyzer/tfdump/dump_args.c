@@ -175,8 +175,8 @@ static int parse_export(const char *fmt, int argc, char **argv, dump_opts *o)
     return set_mode(o, MODE_EXPORT);
 }
 
-/* Handles one option; returns DUMP_OK, DUMP_USAGE, or -1 for "exit 0 now". */
-static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
+/* The options that choose the mode; returns like parse_one. */
+static int parse_mode(int c, const char *arg, dump_opts *o)
 {
     int64_t v;
     switch (c) {
@@ -191,6 +191,24 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
         return set_mode(o, MODE_HTML);
     case OPT_CAPTURES: return set_mode(o, MODE_CAPTURES);
     case OPT_EXTRACT: return set_mode(o, MODE_EXTRACT);
+    case OPT_TENSOR:
+        if (!*arg)
+            return usage_error("%s", "--tensor needs a tensor name or id");
+        o->tensor = arg;
+        return set_mode(o, MODE_TENSOR);
+    default: /* OPT_REPLAY */
+        if (!parse_i64(arg, strlen(arg), &v) || v < 0)
+            return usage_error("--replay-op needs an op sequence number, not '%s'", arg);
+        o->replay_seq = v;
+        return set_mode(o, MODE_REPLAY);
+    }
+}
+
+/* The options of one mode (--extract, --export, --tensor, --replay-op,
+ * --check); returns like parse_one. */
+static int parse_mode_option(int c, const char *arg, dump_opts *o)
+{
+    switch (c) {
     case OPT_RANKS:
         if (!*arg || !parse_ranks(arg, o))
             return usage_error("--ranks needs ranks and ranges such as 0,2,4-7, not '%s'", arg);
@@ -201,18 +219,8 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
             return usage_error("--stats must be 'health' or 'shape', not '%s'", arg);
         o->stats_to = arg[0] == 'h' ? TFT_STATS_HEALTH : TFT_STATS_SHAPE;
         return DUMP_OK;
-    case OPT_TENSOR:
-        if (!*arg)
-            return usage_error("%s", "--tensor needs a tensor name or id");
-        o->tensor = arg;
-        return set_mode(o, MODE_TENSOR);
     case OPT_OUT: o->out = arg; return DUMP_OK;
     case OPT_RAW: o->raw = 1; return DUMP_OK;
-    case OPT_REPLAY:
-        if (!parse_i64(arg, strlen(arg), &v) || v < 0)
-            return usage_error("--replay-op needs an op sequence number, not '%s'", arg);
-        o->replay_seq = v;
-        return set_mode(o, MODE_REPLAY);
     case OPT_RTOL:
     case OPT_ATOL: {
         char *end;
@@ -227,7 +235,7 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
         return parse_bytes(arg, &o->leak_min_bytes)
                    ? DUMP_OK
                    : usage_error("--leak-min-bytes needs a size such as 33554432, 32M or off, not '%s'", arg);
-    case OPT_THRESHOLD:
+    default: /* OPT_THRESHOLD */
         return detect_opts_set(&o->chk, arg) == 0
                    ? DUMP_OK
                    : usage_error("--threshold needs NAME=VALUE, VALUE a number >= 0 and NAME one of vocab, clip, "
@@ -235,6 +243,14 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
                                  "init-std, absmax-growth, absmax-min, collapse, softmax-max, uniform, uniform-steps, "
                                  "layer-growth, pad-id; not '%s'",
                                  arg);
+    }
+}
+
+/* --json and the filters of --events; returns like parse_one. */
+static int parse_filter(int c, const char *arg, dump_opts *o)
+{
+    int64_t v;
+    switch (c) {
     case 'j': o->json = 1; return DUMP_OK;
     case 'r':
         if (!parse_i64(arg, strlen(arg), &v) || v < 0 || v > INT32_MAX)
@@ -247,12 +263,28 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     case 'n': o->name_glob = arg; return DUMP_OK;
     case 'k':
         return parse_kinds(arg, o) ? DUMP_OK : usage_error("--kind: unknown record kind in '%s'", arg);
-    case OPT_ORDER:
+    default: /* OPT_ORDER */
         if (strcmp(arg, "step") == 0 || strcmp(arg, "time") == 0) {
             o->order = arg[0] == 't' ? TFT_ORDER_TIME : TFT_ORDER_STEP_SEQ;
             return DUMP_OK;
         }
         return usage_error("--order must be 'step' or 'time', not '%s'", arg);
+    }
+}
+
+/* Handles one option (opt: as the user wrote it, for messages); returns
+ * DUMP_OK, DUMP_USAGE, or -1 for "exit 0 now". */
+static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
+{
+    switch (c) {
+    case 'e': case OPT_VERIFY: case OPT_CHUNKS: case OPT_CHECK: case OPT_HTML: case OPT_CAPTURES:
+    case OPT_EXTRACT: case OPT_TENSOR: case OPT_REPLAY:
+        return parse_mode(c, arg, o);
+    case OPT_RANKS: case OPT_STATS: case OPT_OUT: case OPT_RAW: case OPT_RTOL: case OPT_ATOL:
+    case OPT_LEAK_MIN: case OPT_THRESHOLD:
+        return parse_mode_option(c, arg, o);
+    case 'j': case 'r': case 's': case 'n': case 'k': case OPT_ORDER:
+        return parse_filter(c, arg, o);
     case 'h': dump_usage(stdout); return -1;
     case 'V': printf("tfdump (tftrace) %s (trace format %s)\n", tft_version(), tft_format_version()); return -1;
     case ':': return usage_error("option '%s' needs an argument", opt);
@@ -260,12 +292,79 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     }
 }
 
+/* Which options the command line gave, for the checks of what applies to
+ * which mode. */
+typedef struct given {
+    bool rank, ranks, steps;
+    bool filtered;       /* --name, --kind, --order */
+    bool tensor_opts;    /* --out, --raw */
+    bool replay_opts;    /* --rtol, --atol */
+    bool check_opts;     /* --leak-min-bytes, --threshold */
+    bool extract_opts;   /* --stats */
+} given;
+
+static void note_given(given *g, int c)
+{
+    g->rank |= c == 'r';
+    g->ranks |= c == OPT_RANKS;
+    g->steps |= c == 's';
+    g->filtered |= c == 'n' || c == 'k' || c == OPT_ORDER;
+    g->tensor_opts |= c == OPT_OUT || c == OPT_RAW;
+    g->replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
+    g->check_opts |= c == OPT_LEAK_MIN || c == OPT_THRESHOLD;
+    g->extract_opts |= c == OPT_STATS;
+}
+
+/* --extract IN OUT: its operands from argv[optind..], the options it takes. */
+static int check_extract(int argc, char **argv, const given *g, dump_opts *o)
+{
+    if (optind != argc - 2)
+        return usage_error("%s", "--extract needs IN (the trace) and OUT (a new directory)");
+    o->path = argv[optind];
+    o->extract_out = argv[optind + 1];
+    if (o->json)
+        return usage_error("%s", "--json does not apply to --extract (OUT/manifest.json describes the extract)");
+    if (g->filtered && !(g->steps && !o->name_glob && !o->kinds && o->order == TFT_ORDER_STEP_SEQ))
+        return usage_error("%s", "--extract takes --steps, --ranks, --rank and --stats; --name, --kind and "
+                                 "--order only apply to --events");
+    return DUMP_OK;
+}
+
+/* Every other mode: TRACE from argv[optind], the options that apply to it. */
+static int check_mode(int argc, char **argv, const given *g, dump_opts *o)
+{
+    if (g->extract_opts)
+        return usage_error("%s", "--stats only applies to --extract");
+    if (optind != argc - 1)
+        return usage_error("%s", optind >= argc ? "missing TRACE (a trace directory or a rank file)"
+                                                : "give exactly one TRACE");
+    o->path = argv[optind];
+    bool rank_ok = o->mode == MODE_EVENTS || o->mode == MODE_CHUNKS || o->mode == MODE_CAPTURES ||
+                   o->mode == MODE_TENSOR || o->mode == MODE_REPLAY || o->mode == MODE_EXPORT;
+    if ((g->filtered || g->steps) && o->mode != MODE_EVENTS && (g->filtered || o->mode != MODE_EXPORT))
+        return usage_error("%s", "--steps, --name, --kind and --order only apply to --events "
+                                 "(--steps also to --export)");
+    if (g->ranks && o->mode != MODE_EXPORT)
+        return usage_error("%s", "--ranks only applies to --export and --extract (--events takes --rank R)");
+    if (g->rank && !rank_ok)
+        return usage_error("%s", "--rank applies to --events, --chunks, --captures, --tensor, --replay-op "
+                                 "and --export");
+    if (g->tensor_opts && o->mode != MODE_TENSOR)
+        return usage_error("%s", "--out and --raw only apply to --tensor");
+    if (g->replay_opts && o->mode != MODE_REPLAY)
+        return usage_error("%s", "--rtol and --atol only apply to --replay-op");
+    if (g->check_opts && o->mode != MODE_CHECK && o->mode != MODE_HTML)
+        return usage_error("%s", "--leak-min-bytes and --threshold only apply to --check and --html");
+    if (o->json && o->mode == MODE_HTML)
+        return usage_error("%s", "--json does not apply to --html");
+    return DUMP_OK;
+}
+
 int dump_parse_args(int argc, char **argv, dump_opts *o)
 {
     *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7,
                      .leak_min_bytes = LEAK_EXIT_MIN_BYTES, .stats_to = -1, .chk = DETECT_OPTS_DEFAULT};
-    bool by_rank = false, by_ranks = false, by_steps = false, filtered = false, tensor_opts = false;
-    bool replay_opts = false, check_opts = false, extract_opts = false, stepped = false;
+    given g = {0};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":ejr:s:n:k:hV", long_opts, NULL)) != -1) {
@@ -277,51 +376,7 @@ int dump_parse_args(int argc, char **argv, dump_opts *o)
         int e = c == OPT_EXPORT ? parse_export(optarg, argc, argv, o) : parse_one(c, optarg, opt, o);
         if (e)
             return e;
-        by_rank |= c == 'r';
-        by_ranks |= c == OPT_RANKS;
-        by_steps |= c == 's';
-        filtered |= c == 'n' || c == 'k' || c == OPT_ORDER;
-        tensor_opts |= c == OPT_OUT || c == OPT_RAW;
-        replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
-        check_opts |= c == OPT_LEAK_MIN || c == OPT_THRESHOLD;
-        extract_opts |= c == OPT_STATS;
-        stepped |= c == 's';
+        note_given(&g, c);
     }
-    if (o->mode == MODE_EXTRACT) {
-        if (optind != argc - 2)
-            return usage_error("%s", "--extract needs IN (the trace) and OUT (a new directory)");
-        o->path = argv[optind];
-        o->extract_out = argv[optind + 1];
-        if (o->json)
-            return usage_error("%s", "--json does not apply to --extract (OUT/manifest.json describes the extract)");
-        if (filtered && !(stepped && !o->name_glob && !o->kinds && o->order == TFT_ORDER_STEP_SEQ))
-            return usage_error("%s", "--extract takes --steps, --ranks, --rank and --stats; --name, --kind and "
-                                     "--order only apply to --events");
-        return DUMP_OK;
-    }
-    if (extract_opts)
-        return usage_error("%s", "--stats only applies to --extract");
-    if (optind != argc - 1)
-        return usage_error("%s", optind >= argc ? "missing TRACE (a trace directory or a rank file)"
-                                                : "give exactly one TRACE");
-    o->path = argv[optind];
-    bool rank_ok = o->mode == MODE_EVENTS || o->mode == MODE_CHUNKS || o->mode == MODE_CAPTURES ||
-                   o->mode == MODE_TENSOR || o->mode == MODE_REPLAY || o->mode == MODE_EXPORT;
-    if ((filtered || by_steps) && o->mode != MODE_EVENTS && (filtered || o->mode != MODE_EXPORT))
-        return usage_error("%s", "--steps, --name, --kind and --order only apply to --events "
-                                 "(--steps also to --export)");
-    if (by_ranks && o->mode != MODE_EXPORT)
-        return usage_error("%s", "--ranks only applies to --export and --extract (--events takes --rank R)");
-    if (by_rank && !rank_ok)
-        return usage_error("%s", "--rank applies to --events, --chunks, --captures, --tensor, --replay-op "
-                                 "and --export");
-    if (tensor_opts && o->mode != MODE_TENSOR)
-        return usage_error("%s", "--out and --raw only apply to --tensor");
-    if (replay_opts && o->mode != MODE_REPLAY)
-        return usage_error("%s", "--rtol and --atol only apply to --replay-op");
-    if (check_opts && o->mode != MODE_CHECK && o->mode != MODE_HTML)
-        return usage_error("%s", "--leak-min-bytes and --threshold only apply to --check and --html");
-    if (o->json && o->mode == MODE_HTML)
-        return usage_error("%s", "--json does not apply to --html");
-    return DUMP_OK;
+    return o->mode == MODE_EXTRACT ? check_extract(argc, argv, &g, o) : check_mode(argc, argv, &g, o);
 }
