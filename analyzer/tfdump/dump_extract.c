@@ -127,6 +127,58 @@ static int open_out(const char *out, bool *created)
     return fd;
 }
 
+/* The rank files s keeps, into fs[0..): their ranks and their names in
+ * OUT. Returns how many. */
+static int plan_files(dump_trace *d, const ex_sel *s, ex_file *fs)
+{
+    int n = 0;
+    for (int i = 0; i < d->n; i++) {
+        int rank = tft_trace_rank_id(d->t, i);
+        if (!rank_selected(s, rank))
+            continue;
+        fs[n] = (ex_file){.idx = i, .rank = rank};
+        const char *bn = base_name(tft_trace_file_name(d->t, i));
+        /* readers list rank-*.tft: a rank file given by another name gets its rank's */
+        if (fnmatch("rank-*.tft", bn, 0) == 0 && strlen(bn) < sizeof(fs[n].name))
+            snprintf(fs[n].name, sizeof(fs[n].name), "%s", bn);
+        else
+            snprintf(fs[n].name, sizeof(fs[n].name), "rank-%05d.tft", rank);
+        n++;
+    }
+    return n;
+}
+
+/* The n rank files fs and the manifest into OUT (dirfd; created: made
+ * here), or, on a failure, nothing: what was written goes again. Returns
+ * DUMP_OK or DUMP_USAGE (said why). */
+static int write_out(dump_trace *d, const dump_opts *o, const ex_sel *s, ex_file *fs, int n, int dirfd,
+                     bool created)
+{
+    int status = DUMP_OK, done = 0;
+    for (; done < n && status == DUMP_OK; done++)
+        status = dump_extract_file(d, dirfd, o->extract_out, s, &fs[done]);
+    if (status == DUMP_OK) {
+        int e = dump_extract_manifest(d, dirfd, o->path, s, fs, n);
+        if (e) {
+            dump_err("%s/manifest.json: cannot write: %s", o->extract_out, strerror(-e));
+            status = DUMP_USAGE;
+        }
+    }
+    if (status != DUMP_OK) { /* no half-written trace left behind */
+        for (int i = 0; i < done; i++)
+            unlinkat(dirfd, fs[i].name, 0);
+        if (created)
+            rmdir(o->extract_out);
+        return status;
+    }
+    uint64_t read = 0, kept = 0;
+    for (int i = 0; i < n; i++)
+        read += fs[i].read, kept += fs[i].kept;
+    fprintf(stderr, "tfdump: %s: %d rank file%s, %" PRIu64 " of %" PRIu64 " records kept\n", o->extract_out, n,
+            n == 1 ? "" : "s", kept, read);
+    return DUMP_OK;
+}
+
 int dump_extract(dump_trace *d, const dump_opts *o)
 {
     ex_sel s = {.lo = o->have_steps ? o->step_lo : INT64_MIN + 1, .hi = o->have_steps ? o->step_hi : INT64_MAX,
@@ -147,49 +199,14 @@ int dump_extract(dump_trace *d, const dump_opts *o)
     int n = 0, dirfd = -1;
     if (!fs)
         goto out;
-    for (int i = 0; i < d->n; i++) {
-        int rank = tft_trace_rank_id(d->t, i);
-        if (!rank_selected(&s, rank))
-            continue;
-        fs[n] = (ex_file){.idx = i, .rank = rank};
-        const char *bn = base_name(tft_trace_file_name(d->t, i));
-        /* readers list rank-*.tft: a rank file given by another name gets its rank's */
-        if (fnmatch("rank-*.tft", bn, 0) == 0 && strlen(bn) < sizeof(fs[n].name))
-            snprintf(fs[n].name, sizeof(fs[n].name), "%s", bn);
-        else
-            snprintf(fs[n].name, sizeof(fs[n].name), "rank-%05d.tft", rank);
-        n++;
-    }
+    n = plan_files(d, &s, fs);
     if (!n) {
         dump_err("%s: none of its ranks is among those of --ranks/--rank; nothing to extract", o->path);
         goto out;
     }
     bool created = false;
-    if ((dirfd = open_out(o->extract_out, &created)) < 0)
-        goto out;
-    status = DUMP_OK;
-    int done = 0;
-    for (; done < n && status == DUMP_OK; done++)
-        status = dump_extract_file(d, dirfd, o->extract_out, &s, &fs[done]);
-    if (status == DUMP_OK) {
-        int e = dump_extract_manifest(d, dirfd, o->path, &s, fs, n);
-        if (e) {
-            dump_err("%s/manifest.json: cannot write: %s", o->extract_out, strerror(-e));
-            status = DUMP_USAGE;
-        }
-    }
-    if (status != DUMP_OK) { /* no half-written trace left behind */
-        for (int i = 0; i < done; i++)
-            unlinkat(dirfd, fs[i].name, 0);
-        if (created)
-            rmdir(o->extract_out);
-    } else {
-        uint64_t read = 0, kept = 0;
-        for (int i = 0; i < n; i++)
-            read += fs[i].read, kept += fs[i].kept;
-        fprintf(stderr, "tfdump: %s: %d rank file%s, %" PRIu64 " of %" PRIu64 " records kept\n", o->extract_out, n,
-                n == 1 ? "" : "s", kept, read);
-    }
+    if ((dirfd = open_out(o->extract_out, &created)) >= 0)
+        status = write_out(d, o, &s, fs, n, dirfd, created);
 out:
     if (dirfd >= 0)
         close(dirfd);

@@ -32,7 +32,6 @@
  * zeroing the fields it does not have: FORMAT.md §5.4 says a record's `mode`
  * tells which statistics are valid and the others are 0, so a reduced record
  * says honestly what it holds. Captured tensor bytes stay.
- *
  */
 #include "dump_extract_internal.h"
 
