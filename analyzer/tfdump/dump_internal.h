@@ -110,7 +110,7 @@ int dump_out_finish(int status);
 /* Prints a cJSON value as one line; returns false when stdout failed. */
 bool dump_out_json_line(const cJSON *j);
 
-/* ---- the opened trace (dump_util.c) -------------------------------------- */
+/* ---- the opened trace (dump_trace.c) -------------------------------------- */
 
 typedef struct dump_trace {
     tft_trace *t;        /* NULL when unrecorded */
@@ -131,6 +131,7 @@ void dump_trace_close(dump_trace *d);
 /* Checks the rank files against manifest.json (every listed rank present,
  * same run id); each problem goes to d->log. Returns the number found. */
 int dump_trace_check(dump_trace *d, const char *path);
+const char *dump_integrity_name(int integrity); /* complete / torn / damaged */
 
 /* ---- record rendering (dump_text.c, dump_json.c) -------------------------- */
 
@@ -144,10 +145,8 @@ const char *dump_proc_event_name(uint32_t event);   /* start / exit / rss / ? */
 void dump_rec_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r);
 cJSON *dump_rec_json(const tft_rec *rec, int rank, const tft_reader *r);
 
-/* A string, or null for NULL (the integers: core_json.h). */
+/* A string, or null for NULL (dump_util.c; the integers: core_json.h). */
 void dump_json_str_or_null(cJSON *o, const char *key, const char *s);
-
-const char *dump_integrity_name(int integrity); /* complete / torn / damaged */
 
 /* ---- collective calls (dump_coll.c) ---------------------------------------- */
 
