@@ -14,12 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void hex_id(const uint8_t id[16], char out[33])
-{
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", id[i]);
-}
-
 /* The manifest's rank entry of file `name`, or NULL. */
 static const tft_manifest_rank *manifest_rank(const tft_manifest *m, const char *name)
 {
@@ -93,7 +87,7 @@ int dump_extract_manifest(const dump_trace *d, int dirfd, const char *in, const 
         m = *src; /* shallow: only the ranks and collectors are replaced */
     } else {
         const tft_file_info *fi = tft_trace_file_info(d->t, 0);
-        hex_id(fi->run_id, m.run_id);
+        dump_run_id_hex(fi->run_id, m.run_id);
         snprintf(m.host, sizeof(m.host), "%s", fi->host);
         m.world_size = fi->world_size;
         m.start_ns = fi->start_realtime_ns;
@@ -110,7 +104,7 @@ int dump_extract_manifest(const dump_trace *d, int dirfd, const char *in, const 
             ranks[i] = (tft_manifest_rank){.rank = fs[i].rank, .pid = fi->pid};
         snprintf(ranks[i].file, sizeof(ranks[i].file), "%s", fs[i].name);
         if (!src && i == 0)
-            hex_id(fi->run_id, m.run_id);
+            dump_run_id_hex(fi->run_id, m.run_id);
     }
     m.ranks = ranks;
     m.nranks = n;

@@ -132,6 +132,8 @@ void dump_trace_close(dump_trace *d);
  * same run id); each problem goes to d->log. Returns the number found. */
 int dump_trace_check(dump_trace *d, const char *path);
 const char *dump_integrity_name(int integrity); /* complete / torn / damaged */
+/* A rank file header's run id as the manifest writes it: 32 hex digits. */
+void dump_run_id_hex(const uint8_t id[16], char out[33]);
 
 /* ---- record rendering (dump_text.c, dump_json.c) -------------------------- */
 

@@ -132,7 +132,7 @@ static void note(dump_trace *d, const char *fmt, ...)
     dump_log_fn(&d->log, TFT_LOG_ERROR, msg);
 }
 
-static void run_id_hex(const uint8_t id[16], char out[33])
+void dump_run_id_hex(const uint8_t id[16], char out[33])
 {
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", id[i]);
@@ -191,7 +191,7 @@ int dump_trace_check(dump_trace *d, const char *path)
     }
     for (int i = 0; i < d->n && m->run_id[0]; i++) {
         char hex[33];
-        run_id_hex(tft_trace_file_info(d->t, i)->run_id, hex);
+        dump_run_id_hex(tft_trace_file_info(d->t, i)->run_id, hex);
         if (strcmp(hex, m->run_id) != 0) {
             note(d, "%s: run id %s differs from manifest.json's %s: the file belongs to another run",
                  d->names[i], hex, m->run_id);
