@@ -134,6 +134,11 @@ int dump_trace_check(dump_trace *d, const char *path);
 const char *dump_integrity_name(int integrity); /* complete / torn / damaged */
 /* A rank file header's run id as the manifest writes it: 32 hex digits. */
 void dump_run_id_hex(const uint8_t id[16], char out[33]);
+/* The first collector of the manifest that did not finish, NULL when every
+ * one did (or the manifest lists none: an in-process trace, an old one). */
+const tft_manifest_collector *dump_collector_unfinished(const tft_manifest *m);
+/* "finished", "running", "died", "unknown", or NULL without collectors. */
+const char *dump_collector_state(const tft_manifest *m);
 
 /* ---- record rendering (dump_text.c, dump_json.c) -------------------------- */
 

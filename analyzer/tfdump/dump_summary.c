@@ -148,25 +148,6 @@ static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
     return DUMP_OK;
 }
 
-const tft_manifest_collector *dump_collector_unfinished(const tft_manifest *m)
-{
-    for (int i = 0; m && i < m->ncollectors; i++)
-        if (!m->collectors[i].done)
-            return &m->collectors[i];
-    return NULL;
-}
-
-const char *dump_collector_state(const tft_manifest *m)
-{
-    if (!m || m->ncollectors == 0)
-        return NULL;
-    const tft_manifest_collector *c = dump_collector_unfinished(m);
-    if (!c)
-        return "finished";
-    int st = tft_manifest_collector_state(c);
-    return st == TFT_COLLECTOR_RUNNING ? "running" : st == TFT_COLLECTOR_GONE ? "died" : "unknown";
-}
-
 int dump_summary(dump_trace *d, const dump_opts *o)
 {
     trace_sum s = {0};

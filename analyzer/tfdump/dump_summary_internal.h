@@ -38,14 +38,6 @@ typedef struct trace_sum {
     coll_track coll;         /* collective calls, unfinished ones kept */
 } trace_sum;
 
-/* ---- dump_summary.c ----------------------------------------------------------- */
-
-/* The first collector of the manifest that did not finish, NULL when every
- * one did (or the manifest lists none: an in-process trace, an old one). */
-const tft_manifest_collector *dump_collector_unfinished(const tft_manifest *m);
-/* "finished", "running", "died", "unknown", or NULL without collectors. */
-const char *dump_collector_state(const tft_manifest *m);
-
 /* ---- dump_summary_text.c ------------------------------------------------------ */
 
 /* The summary's lines on stdout. */

@@ -3,7 +3,8 @@
  * with the format library's messages collected, its rank files named, a
  * directory that recorded nothing told apart, and the cross-checks the
  * library does not make (two files claiming one rank, files the manifest
- * lists and the directory lacks, files of another run).
+ * lists and the directory lacks, files of another run), and the state of
+ * the collectors the manifest lists.
  */
 #include "core_common.h"
 #include "dump_internal.h"
@@ -199,4 +200,25 @@ int dump_trace_check(dump_trace *d, const char *path)
         }
     }
     return problems;
+}
+
+/* ---- the manifest's collectors ---------------------------------------------- */
+
+const tft_manifest_collector *dump_collector_unfinished(const tft_manifest *m)
+{
+    for (int i = 0; m && i < m->ncollectors; i++)
+        if (!m->collectors[i].done)
+            return &m->collectors[i];
+    return NULL;
+}
+
+const char *dump_collector_state(const tft_manifest *m)
+{
+    if (!m || m->ncollectors == 0)
+        return NULL;
+    const tft_manifest_collector *c = dump_collector_unfinished(m);
+    if (!c)
+        return "finished";
+    int st = tft_manifest_collector_state(c);
+    return st == TFT_COLLECTOR_RUNNING ? "running" : st == TFT_COLLECTOR_GONE ? "died" : "unknown";
 }
