@@ -13,5 +13,7 @@
 void core_json_u64(cJSON *o, const char *key, uint64_t v);
 void core_json_i64(cJSON *o, const char *key, int64_t v);
 void core_json_hex(cJSON *o, const char *key, uint64_t v); /* "9f2c...", 16 digits */
+/* v[0..n) as an array of exact integers (a shape); NULL: no memory. */
+cJSON *core_json_i64_array(const int64_t *v, int n);
 
 #endif

@@ -70,12 +70,7 @@ static cJSON *cap_json(const core_capture_tensor *t)
     cJSON_AddStringToObject(o, "name", t->name);
     dump_json_str_or_null(o, "op", t->op_name[0] ? t->op_name : NULL);
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(t->dtype));
-    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-    for (int i = 0; shape && i < t->ndim; i++) {
-        char b[24];
-        snprintf(b, sizeof(b), "%" PRId64, t->shape[i]);
-        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
-    }
+    cJSON_AddItemToObject(o, "shape", core_json_i64_array(t->shape, t->ndim));
     core_json_u64(o, "bytes", t->bytes);
     core_json_u64(o, "present", t->present);
     core_json_u64(o, "parts", t->parts);

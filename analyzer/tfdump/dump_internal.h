@@ -154,6 +154,8 @@ cJSON *dump_rec_json(const tft_rec *rec, int rank, const tft_reader *r);
 
 /* A string, or null for NULL (dump_util.c; the integers: core_json.h). */
 void dump_json_str_or_null(cJSON *o, const char *key, const char *s);
+/* [a, b] as exact integers, or null when a is `none` (TFT_STEP_NONE, TFT_SEQ_NONE). */
+cJSON *dump_json_range(int64_t a, int64_t b, int64_t none);
 
 /* ---- collective calls (dump_coll.c) ---------------------------------------- */
 

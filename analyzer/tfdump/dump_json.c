@@ -62,12 +62,7 @@ static void json_tensor(cJSON *o, const tft_rec_tensor *t)
     core_json_u64(o, "id", t->id);
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(t->dtype));
     json_device(o, t->device_kind, t->device);
-    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-    for (int i = 0; shape && i < t->ndim; i++) {
-        char b[24];
-        snprintf(b, sizeof(b), "%" PRId64, t->shape[i]);
-        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
-    }
+    cJSON_AddItemToObject(o, "shape", core_json_i64_array(t->shape, t->ndim));
     cJSON_AddStringToObject(o, "mode", mode_name(t->mode));
     cJSON_AddItemToObject(o, "stats", json_stats(t->mode, &t->stats));
     cJSON_AddBoolToObject(o, "has_data", (t->h.flags & TFT_TENSOR_HAS_DATA) != 0);
@@ -81,12 +76,7 @@ static void json_capture(cJSON *o, const tft_rec_capture *c)
                                        : c->role == TFT_CAPTURE_INPUT ? "input"
                                                                       : "prior");
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(c->dtype));
-    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-    for (int i = 0; shape && i < c->ndim; i++) {
-        char b[24];
-        snprintf(b, sizeof(b), "%" PRId64, c->shape[i]);
-        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
-    }
+    cJSON_AddItemToObject(o, "shape", core_json_i64_array(c->shape, c->ndim));
     core_json_u64(o, "total", c->total);
     core_json_u64(o, "offset", c->offset);
     core_json_u64(o, "n", c->n);

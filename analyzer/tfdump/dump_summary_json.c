@@ -25,19 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static cJSON *json_steps(int64_t first, int64_t last)
-{
-    if (first == TFT_STEP_NONE)
-        return cJSON_CreateNull();
-    cJSON *a = cJSON_CreateArray();
-    char b[24];
-    snprintf(b, sizeof(b), "%" PRId64, first);
-    cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
-    snprintf(b, sizeof(b), "%" PRId64, last);
-    cJSON_AddItemToArray(a, cJSON_CreateRaw(b));
-    return a;
-}
-
 static cJSON *json_exit(const rank_sum *rs)
 {
     if (!rs->exit_known)
@@ -119,7 +106,7 @@ static cJSON *json_drops(const tft_drop_sum *ds)
     for (int k = 0; k < TFT_DROP_KINDS; k++)
         known += ds->by_kind[k];
     core_json_u64(o, "kind_unknown", ds->count > known ? ds->count - known : 0);
-    cJSON_AddItemToObject(o, "steps", json_steps(ds->first_step, ds->last_step));
+    cJSON_AddItemToObject(o, "steps", dump_json_range(ds->first_step, ds->last_step, TFT_STEP_NONE));
     cJSON_AddBoolToObject(o, "steps_known", !ds->steps_unknown);
     char what[512];
     cJSON_AddStringToObject(o, "text", tft_drop_describe(ds, what, sizeof(what)));
@@ -139,7 +126,7 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
     core_json_u64(o, "bytes", rs->st.file_bytes);
     core_json_u64(o, "raw_bytes", rs->st.raw_bytes);
     core_json_u64(o, "dropped", rs->st.dropped);
-    cJSON_AddItemToObject(o, "steps", json_steps(rs->step_first, rs->step_last));
+    cJSON_AddItemToObject(o, "steps", dump_json_range(rs->step_first, rs->step_last, TFT_STEP_NONE));
     cJSON_AddItemToObject(o, "drops", json_drops(&rs->drops));
     cJSON_AddItemToObject(o, "clock", dump_clock_json((dump_trace *)d, i, &rs->clock));
     if (rs->rss_samples) {
@@ -199,7 +186,7 @@ cJSON *dump_summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s)
     cJSON *ids = cJSON_AddArrayToObject(j, "rank_ids");
     for (int i = 0; ids && i < d->n; i++)
         cJSON_AddItemToArray(ids, cJSON_CreateNumber(s->ranks[i].rank));
-    cJSON_AddItemToObject(j, "steps", json_steps(s->step_first, s->step_last));
+    cJSON_AddItemToObject(j, "steps", dump_json_range(s->step_first, s->step_last, TFT_STEP_NONE));
     json_counts(j, s);
     cJSON_AddItemToObject(j, "collectives_unfinished", json_unfinished(d, s));
     core_json_u64(j, "collectives_unfinished_not_shown", s->coll.unshown);

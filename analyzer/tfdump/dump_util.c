@@ -171,3 +171,8 @@ void dump_json_str_or_null(cJSON *o, const char *key, const char *s)
     else
         cJSON_AddNullToObject(o, key);
 }
+
+cJSON *dump_json_range(int64_t a, int64_t b, int64_t none)
+{
+    return a == none ? cJSON_CreateNull() : core_json_i64_array((const int64_t[]){a, b}, 2);
+}

@@ -119,19 +119,6 @@ int dump_verify(dump_trace *d, const dump_opts *o)
 
 /* ---- --chunks ------------------------------------------------------------------ */
 
-static cJSON *range_json(int64_t a, int64_t b, int64_t none)
-{
-    if (a == none)
-        return cJSON_CreateNull();
-    cJSON *arr = cJSON_CreateArray();
-    char t[24];
-    snprintf(t, sizeof(t), "%" PRId64, a);
-    cJSON_AddItemToArray(arr, cJSON_CreateRaw(t));
-    snprintf(t, sizeof(t), "%" PRId64, b);
-    cJSON_AddItemToArray(arr, cJSON_CreateRaw(t));
-    return arr;
-}
-
 static bool chunk_json(const dump_trace *d, int i, const tft_chunk_info *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -144,8 +131,8 @@ static bool chunk_json(const dump_trace *d, int i, const tft_chunk_info *c)
     core_json_u64(o, "comp_size", c->comp_size);
     core_json_u64(o, "raw_size", c->raw_size);
     core_json_u64(o, "records", c->records);
-    cJSON_AddItemToObject(o, "steps", range_json(c->first_step, c->last_step, TFT_STEP_NONE));
-    cJSON_AddItemToObject(o, "seqs", range_json(c->first_seq, c->last_seq, TFT_SEQ_NONE));
+    cJSON_AddItemToObject(o, "steps", dump_json_range(c->first_step, c->last_step, TFT_STEP_NONE));
+    cJSON_AddItemToObject(o, "seqs", dump_json_range(c->first_seq, c->last_seq, TFT_SEQ_NONE));
     core_json_u64(o, "first_ts", c->first_ts);
     core_json_u64(o, "last_ts", c->last_ts);
     core_json_u64(o, "dropped", c->dropped);
