@@ -17,8 +17,8 @@
  * leaf tensors (parameters at initialisation, tokens, lr), which ops of
  * any later step may reference by id.
  */
-#ifndef TFT_DIFF_ALIGN_INTERNAL_H
-#define TFT_DIFF_ALIGN_INTERNAL_H
+#ifndef TFT_COMPARE_INTERNAL_H
+#define TFT_COMPARE_INTERNAL_H
 
 #include "core.h"
 #include "compare.h"

@@ -19,8 +19,8 @@
  * merging, a read buffer of a few KiB. Extraction of distinct ranks may run
  * in parallel threads; everything else is single-threaded.
  */
-#ifndef TFT_DIFF_SPILL_H
-#define TFT_DIFF_SPILL_H
+#ifndef TFT_CORE_SPILL_H
+#define TFT_CORE_SPILL_H
 
 #include "core.h"
 #include "core_pool.h" /* the extraction of distinct ranks runs on the pool */
