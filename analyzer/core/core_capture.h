@@ -14,8 +14,8 @@
  * then its statistics are looked up by id); with_data holds the captured
  * tensors' bytes, nothing else grows with the trace. Nothing here prints.
  */
-#ifndef TFT_CAPTURE_H
-#define TFT_CAPTURE_H
+#ifndef TFT_CORE_CAPTURE_H
+#define TFT_CORE_CAPTURE_H
 
 #include "tft_format.h"
 
