@@ -22,10 +22,8 @@
 /* A progress line on a terminal for long comparisons, at most twice a
  * second, shared by the rank threads. */
 static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static double progress_last;
-
-static int progress_shown;
+static double progress_last; /* when the last line was written (now_s) */
+static int progress_shown;   /* a line was written: the run ends it with a newline */
 
 static double now_s(void)
 {
@@ -55,6 +53,12 @@ void tfdiff_progress_begin(compare_opts *d)
     progress_last = now_s(); /* the first line after half a second: short runs print none */
 }
 
+/* The jobs this process runs: j with j % nproc == me. */
+static int my_jobs(const rank_work *w)
+{
+    return (w->njobs - w->me + w->nproc - 1) / w->nproc;
+}
+
 static int job_main(void *ctx, int k, int worker)
 {
     rank_work *w = ctx;
@@ -68,7 +72,7 @@ static int job_main(void *ctx, int k, int worker)
     int done = atomic_fetch_add(&w->done, 1) + 1;
     if (!w->o->quiet && !w->o->json && isatty(2) && w->njobs > 1) {
         pthread_mutex_lock(&progress_lock);
-        fprintf(stderr, "\rtfdiff: read %d of %d ranks   ", done, (w->njobs - w->me + w->nproc - 1) / w->nproc);
+        fprintf(stderr, "\rtfdiff: read %d of %d ranks   ", done, my_jobs(w));
         pthread_mutex_unlock(&progress_lock);
     }
     return j->err;
@@ -141,7 +145,6 @@ static rank_job *plan_jobs(const tfdiff_opts *o, tft_trace *g, tft_trace *b, dif
 /* This process's jobs on a pool of threads. 0 or the first error in job order. */
 static int run_jobs(rank_work *w, int per_host)
 {
-    int mine = (w->njobs - w->me + w->nproc - 1) / w->nproc;
     int width = core_pool_width() / (per_host > 1 ? per_host : 1);
     width = width > 1 ? width : 1;
     w->scratch = calloc((size_t)width, sizeof(*w->scratch));
@@ -154,7 +157,7 @@ static int run_jobs(rank_work *w, int per_host)
             e = -ENOMEM;
     }
     if (!e)
-        e = core_pool_run(mine, width, job_main, w);
+        e = core_pool_run(my_jobs(w), width, job_main, w);
     if ((!w->o->quiet && !w->o->json && isatty(2) && w->njobs > 1) || progress_shown)
         fputc('\n', stderr);
     for (int k = 0; w->scratch && k < width; k++) {
@@ -258,7 +261,6 @@ int tfdiff_compare_all(const tfdiff_opts *o, tft_trace *g, tft_trace *b, diff_re
     for (int i = 0; w.jobs && i < w.njobs; i++) /* the report has them: their memory goes before the desyncs' */
         free(w.jobs[i].found);
     free(w.jobs);
-    w.jobs = NULL;
     if (!e && mp->me == 0)
         e = tfdiff_desyncs(g, b, w.gsp, w.bsp, rep);
     if (getenv("TFDIFF_TIMES")) /* where the time goes (bench/analyzer) */
