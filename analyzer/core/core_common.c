@@ -94,3 +94,15 @@ bool core_manifest_exit(const tft_manifest *m, int *code, int *sig)
     *code = *sig ? 0 : m->exit_status;
     return true;
 }
+
+bool core_manifest_rank_exit(const tft_manifest *m, int rank, int *code, int *sig)
+{
+    for (int k = 0; m && k < m->nranks; k++) {
+        if (m->ranks[k].rank != rank || !m->ranks[k].exited)
+            continue;
+        *code = m->ranks[k].exit_code;
+        *sig = m->ranks[k].signal;
+        return true;
+    }
+    return false;
+}

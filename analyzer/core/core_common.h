@@ -25,6 +25,10 @@ bool core_manifest_duration(const tft_manifest *m, uint64_t *ns);
  * exits with the command's status, 128 + N when signal N killed it (*sig N,
  * *code 0; else *sig 0). Returns false when unknown (run not finished). */
 bool core_manifest_exit(const tft_manifest *m, int *code, int *sig);
+/* Rank `rank`'s exit as the manifest lists it (a launcher that saw the
+ * rank die writes it there): *code and *sig (0 none) of its first entry
+ * with a known exit; false, both untouched, when there is none. */
+bool core_manifest_rank_exit(const tft_manifest *m, int rank, int *code, int *sig);
 
 /* Whether name is a rank file's, "rank-*.tft" (the names tft_trace_open reads). */
 bool core_rank_file_name(const char *name);

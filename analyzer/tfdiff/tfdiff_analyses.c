@@ -6,6 +6,7 @@
  * detectors on both traces. Each keeps to BAD's findings of a kind GOLDEN
  * lacks: what the two runs share is not the difference.
  */
+#include "core_common.h"
 #include "desync.h"
 #include "desync_stacks.h"
 #include "tfdiff_internal.h"
@@ -18,14 +19,8 @@
  * PROCESS exit record (a launcher that saw the rank die writes it there). */
 static void exit_from_manifest(tft_trace *t, int rank, leak_rank_mem *m)
 {
-    const tft_manifest *man = tft_trace_manifest(t);
-    for (int k = 0; man && !m->exit_known && k < man->nranks; k++) {
-        if (man->ranks[k].rank != rank || !man->ranks[k].exited)
-            continue;
-        m->exit_known = true;
-        m->exit_code = man->ranks[k].exit_code;
-        m->exit_signal = man->ranks[k].signal;
-    }
+    if (!m->exit_known)
+        m->exit_known = core_manifest_rank_exit(tft_trace_manifest(t), rank, &m->exit_code, &m->exit_signal);
 }
 
 /* Side's growth leaks and what each site holds, from its finished scan. */

@@ -11,6 +11,7 @@
  * file and the unfinished collective calls (dump_internal.h: bounded);
  * time: one decompression of the whole trace.
  */
+#include "core_common.h"
 #include "dump_summary_internal.h"
 
 #include <errno.h>
@@ -108,13 +109,8 @@ static void exits_from_manifest(const tft_manifest *m, trace_sum *s, int n)
 {
     for (int i = 0; m && i < n; i++) {
         rank_sum *rs = &s->ranks[i];
-        for (int k = 0; k < m->nranks && !rs->exit_known; k++) {
-            if (m->ranks[k].rank != rs->rank || !m->ranks[k].exited)
-                continue;
-            rs->exit_known = 1;
-            rs->exit_code = m->ranks[k].exit_code;
-            rs->exit_signal = m->ranks[k].signal;
-        }
+        if (!rs->exit_known)
+            rs->exit_known = core_manifest_rank_exit(m, rs->rank, &rs->exit_code, &rs->exit_signal);
     }
 }
 
