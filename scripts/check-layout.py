@@ -69,7 +69,7 @@ ALLOWED = {
     "an-detect": PUBLIC | {"util", "an-core"},
     "an-report": PUBLIC | {"util", "an-core", "an-compare", "an-leak", "an-desync", "an-detect", "an-html",
                            "an-tfdump"},
-    "an-export": PUBLIC | {"util", "an-core", "an-tfdump"},
+    "an-export": PUBLIC | {"util", "an-core"},
     "an-tfdump": PUBLIC | {"util", "format", "stats", "runtime", "ops", "an-core", "an-compare", "an-leak",
                            "an-desync", "an-detect", "an-html", "an-report", "an-export"},
     "an-tfdiff": PUBLIC | {"util", "stats", "an-core", "an-compare", "an-leak", "an-desync", "an-detect",

@@ -1,15 +1,24 @@
 /*
- * compare_internal.h — private pieces of compare_align.c: the per-step
- * tensor buffers of one side, the id -> state maps, the edit script of a
- * step.  Nothing outside compare_align.c includes this.
+ * compare_internal.h — the private pieces of compare_rank (compare.h),
+ * shared by its files and by nothing outside compare/:
+ *   compare_side.c    one side (GOLDEN or BAD) read a step at a time, and
+ *                     the divergence state of its tensors
+ *   compare_stash.c   threaded sides: records held until their step is complete
+ *   compare_match.c   a step's edit script: the two sides' tensors aligned
+ *   compare_threads.c ... by the order-free matcher when several threads recorded
+ *   compare_judge.c   the edits of a step judged: first divergence, origin,
+ *                     non-finite, structure
+ *   compare_align.c   the driver: the rank's steps paired, the result finished
+ * Calls go one way, down this list (the driver calls the judge, the judge
+ * the matcher and the sides).
  *
  * Memory: one step of records per side (tensors, ops, op input ids), two
  * id maps per side (this step and the previous one) and a capped map of
  * leaf tensors (parameters at initialisation, tokens, lr), which ops of
  * any later step may reference by id.
  */
-#ifndef TFT_DIFF_ALIGN_INTERNAL_H
-#define TFT_DIFF_ALIGN_INTERNAL_H
+#ifndef TFT_COMPARE_INTERNAL_H
+#define TFT_COMPARE_INTERNAL_H
 
 #include "core.h"
 #include "compare.h"
@@ -61,6 +70,7 @@ typedef struct align_thread {
     int32_t last_op;       /* its latest op in the loaded step (index into ops), -1 none */
 } align_thread;
 
+#define ALIGN_OP_SEARCH 64          /* ops searched back for a tensor's producer */
 #define ALIGN_MAX_THREADS 256        /* threads told apart per rank; more share the last entry */
 #define ALIGN_STASH_MAX (64u << 20)  /* bytes of later steps held before a step is closed anyway */
 
@@ -114,7 +124,30 @@ typedef struct align_edit {
     int32_t g, b;          /* indices into the sides' tensors, -1 = absent */
 } align_edit;
 
-/* ---- compare_threads.c: threaded sides and order-free matching ------------- */
+/* ---- compare_side.c: one side, a step at a time --------------------------- */
+
+/* Grows *p (elements of size sz, capacity *cap) to hold n. 0 or -ENOMEM. */
+int compare_grow(void **p, size_t *cap, size_t n, size_t sz);
+/* snprintf(dst, n, "%.*s", max, src) without its cost: at most max bytes
+ * and n - 1, NUL-terminated; returns the length copied. */
+size_t compare_copy_text(char *dst, size_t n, const char *src, size_t max);
+
+/* An empty side reading r (not owned); compare_side_free releases it. */
+void compare_side_init(align_side *s, tft_reader *r);
+void compare_side_free(align_side *s);
+/* Loads the next step of s: returns 1 with s->has set, 0 at the end, or a
+ * negative errno. The previous step's id map becomes s->prev. */
+int compare_side_load(align_side *s, const compare_opts *o);
+/* Whether the loaded step is the side's last (nothing left to read). */
+bool compare_side_is_last_step(const align_side *s);
+/* Whether t's op has no recorded inputs (or t no op): parameters, data. */
+bool compare_tensor_is_leaf(const align_side *s, const align_tensor *t);
+/* Records t's divergence state (enum align_state) for the ops that read it. */
+int compare_side_set_state(align_side *s, const align_tensor *t, uint8_t st);
+/* True when no recorded input of t's op has diverged. */
+bool compare_side_inputs_match(const align_side *s, const align_tensor *t);
+
+/* ---- compare_stash.c: threaded sides -------------------------------------- */
 
 /* The entry of thread key in s (created on first use), NULL on ENOMEM. */
 align_thread *compare_side_thread(align_side *s, uint32_t key);
@@ -128,6 +161,8 @@ bool compare_side_step_complete(const align_side *s, int64_t step);
  * in file order, and drops them. Returns the first negative result. */
 int compare_stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key),
                void *ctx);
+
+/* ---- compare_threads.c: order-free matching -------------------------------- */
 
 /* Scratch of the order-free matcher (reused from step to step). */
 typedef struct match_scratch {
@@ -145,5 +180,50 @@ int compare_match_order_free(const align_side *g, const align_side *b, const int
                      const int32_t *bi, size_t m, match_scratch *sc, align_edit **edits, size_t *n_edits,
                      size_t *cap_edits);
 void compare_match_scratch_free(match_scratch *sc);
+
+/* ---- compare_match.c: a step's edit script ------------------------------ */
+
+/* The edit script of the step loaded in two sides, and the scratch that
+ * builds it (reused from step to step; compare_match_free releases it). */
+typedef struct align_script {
+    const align_side *g, *b; /* the sides matched last (not owned) */
+    bool lossy;        /* a side dropped records: a missing tensor may be a lost one (set
+                        * once per rank by its driver) */
+    align_edit *edits; /* the script: pairs and one-sided tensors, in BAD's order */
+    size_t n_edits, cap_edits;
+    uint16_t *lcs;
+    size_t cap_lcs;
+    int32_t *gi, *bi;  /* indices of the non-skipped tensors of the step */
+    size_t cap_gi, cap_bi;
+    match_scratch ms;  /* order-free matching of steps recorded by several threads */
+    uint64_t *gnames, *bnames; /* lossy: the step's tensor names per side, sorted */
+    size_t n_gnames, n_bnames, cap_gnames, cap_bnames;
+} align_script;
+
+/* Builds sc->edits for the step loaded in g and b (the same step). 0 or -ENOMEM. */
+int compare_match_step(align_script *sc, const align_side *g, const align_side *b);
+/* Lossy ranks: whether a difference involving gt/bt's name cannot be told
+ * from a lost record (the name's tensors differ in number between the sides). */
+bool compare_match_unverifiable(const align_script *sc, const align_tensor *gt, const align_tensor *bt);
+void compare_match_free(align_script *sc);
+
+/* ---- compare_judge.c: a step judged ---------------------------------------- */
+
+/* One rank's comparison: the two sides, the step's script, the result. */
+typedef struct align_ctx {
+    const compare_opts *o;
+    compare_result *out;
+    align_side g, b;
+    align_script script;
+    compare_tensor_side ring_g[4], ring_b[4]; /* the last aligned pairs, for context */
+    int ring_n, ring_pos;
+    int64_t structure_step;  /* the step of out->structure */
+    bool models_flagged;
+} align_ctx;
+
+/* The loaded step of both sides aligned and judged into c->out. */
+int compare_judge_step(align_ctx *c);
+/* A step only one side has (bad_side: BAD's); gap: inside the other's run. */
+int compare_judge_one_sided(align_ctx *c, bool bad_side, bool gap);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * compare_threads.c — what tfdiff needs for ranks that record from several
- * threads (format 1.2 THREAD and SYNC records; docs/TFDIFF.md, "Several recording threads"; FORMAT.md §5.13-5.14): the stash
- * of records that arrived before their step was complete, and the
- * order-free matching of one step's tensors.
+ * compare_threads.c — the order-free matching of one step's tensors, for
+ * ranks that record from several threads (format 1.2 THREAD and SYNC
+ * records; docs/TFDIFF.md, "Several recording threads"; FORMAT.md
+ * §5.13-5.14). The stash that gathers such a step is compare_stash.c.
  *
  * Why: a process's threads record into rings of their own, and the
  * collector writes the rings one after another, so in the file the
@@ -39,112 +39,6 @@
 
 #define MATCH_GREEDY_MAX 65536u /* |G| x |B| of one name's leftovers matched greedily */
 #define SUB_PAIR (1u << 20)     /* sort sub-key of pairs; deletions before/after it */
-
-/* ---- threads and the stash -------------------------------------------------- */
-
-align_thread *compare_side_thread(align_side *s, uint32_t key)
-{
-    for (size_t i = 0; i < s->n_threads; i++)
-        if (s->threads[i].key == key)
-            return &s->threads[i];
-    if (s->n_threads == ALIGN_MAX_THREADS)
-        return &s->threads[ALIGN_MAX_THREADS - 1];
-    if (!s->threads) {
-        s->threads = calloc(ALIGN_MAX_THREADS, sizeof *s->threads);
-        if (!s->threads)
-            return NULL;
-    }
-    align_thread *t = &s->threads[s->n_threads++];
-    *t = (align_thread){.key = key, .last_step = TFT_STEP_NONE, .last_op = -1};
-    return t;
-}
-
-typedef struct stash_hdr {
-    uint32_t key;
-    uint32_t pad;
-} stash_hdr;
-
-int compare_stash_push(align_side *s, const tft_rec *rec, uint32_t key)
-{
-    size_t need = sizeof(stash_hdr) + rec->len;
-    if (s->stash_len + need > s->stash_cap) {
-        size_t nc = s->stash_cap ? s->stash_cap : 1u << 16;
-        while (nc < s->stash_len + need)
-            nc *= 2;
-        unsigned char *p = realloc(s->stash, nc);
-        if (!p)
-            return -ENOMEM;
-        s->stash = p;
-        s->stash_cap = nc;
-    }
-    stash_hdr h = {key, 0};
-    memcpy(s->stash + s->stash_len, &h, sizeof h);
-    memcpy(s->stash + s->stash_len + sizeof h, rec, rec->len);
-    s->stash_len += need;
-    return 0;
-}
-
-static const tft_rec *stash_rec(const align_side *s, size_t off)
-{
-    return (const tft_rec *)(s->stash + off + sizeof(stash_hdr));
-}
-
-bool compare_stash_min_step(const align_side *s, int64_t *step)
-{
-    bool any = false;
-    for (size_t off = 0; off < s->stash_len; off += sizeof(stash_hdr) + stash_rec(s, off)->len) {
-        int64_t st = stash_rec(s, off)->step;
-        if (!any || st < *step)
-            *step = st;
-        any = true;
-    }
-    return any;
-}
-
-/* A SYNC watermark is the only sound sign that a step is complete: a
- * thread not seen yet (its ring drained later) may still bring records of
- * it, so "every thread seen is past it" is not. SYNC comes with steps;
- * step-less windows (by seq) are complete once the one thread that records
- * ops is past them — with several such threads only at the end or the
- * memory bound (their windows are a limit: docs/TFDIFF.md). Records
- * without steps come only before the first step, so any SYNC closes every
- * window. */
-bool compare_side_step_complete(const align_side *s, int64_t step)
-{
-    if (s->eof || s->stash_len > ALIGN_STASH_MAX)
-        return true;
-    if (s->sync_step != TFT_STEP_NONE && s->sync_step > step)
-        return true;
-    if (!CORE_IS_STEPLESS(step) || s->op_threads != 1)
-        return false;
-    for (size_t i = 0; i < s->n_threads; i++)
-        if (s->threads[i].ops)
-            return s->threads[i].last_step != TFT_STEP_NONE && s->threads[i].last_step > step;
-    return false;
-}
-
-int compare_stash_take(align_side *s, int64_t step, int (*take)(void *ctx, const tft_rec *rec, uint32_t key), void *ctx)
-{
-    size_t keep = 0; /* entries kept are moved down to here, in order */
-    int rc = 0;
-    for (size_t off = 0; off < s->stash_len;) {
-        stash_hdr h;
-        memcpy(&h, s->stash + off, sizeof h);
-        const tft_rec *rec = stash_rec(s, off);
-        size_t n = sizeof h + rec->len;
-        if (rec->step <= step) {
-            if (rc == 0)
-                rc = take(ctx, rec, h.key);
-        } else {
-            if (keep != off)
-                memmove(s->stash + keep, s->stash + off, n);
-            keep += n;
-        }
-        off += n;
-    }
-    s->stash_len = keep;
-    return rc;
-}
 
 /* ---- order-free matching ---------------------------------------------------- */
 

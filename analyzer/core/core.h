@@ -1,7 +1,7 @@
 /*
  * core.h — what every analysis of the analyzer shares: steps (and the
  * windows that stand in for them in a trace without steps) and their
- * names in reports. The analyses themselves are rooms above this one:
+ * names in reports, and the text of a record's string ids. The analyses themselves are rooms above this one:
  * compare (GOLDEN vs BAD per rank), leak, desync, detect; programs
  * (tfdiff, tfdump) format their results; nothing here prints.
  *
@@ -31,5 +31,9 @@
 /* "step N", "no step" (TFT_STEP_NONE), or for a window of a trace without
  * steps "no step (window N)". */
 const char *core_step_text(int64_t step, char *buf, size_t n);
+
+/* Text of string id `id` in reader r: the text, "#<16 hex>" when the id has no
+ * definition, NULL for id 0 ("none"). buf must hold 18 bytes. */
+const char *core_rec_string(const tft_reader *r, uint64_t id, char buf[18]);
 
 #endif

@@ -333,13 +333,8 @@ static int list_rank(lister *l, tft_reader *r, int rank)
 
 int core_capture_list(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, char *err, size_t errlen)
 {
-    return core_capture_list_log(trace_path, with_data, out, n, NULL, NULL, err, errlen);
-}
-
-int core_capture_list_log(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, tft_log_fn log,
-                 void *log_ctx, char *err, size_t errlen)
-{
-    return core_capture_list_want(trace_path, with_data ? NULL : core_capture_want_none, NULL, out, n, log, log_ctx, err, errlen);
+    return core_capture_list_want(trace_path, with_data ? NULL : core_capture_want_none, NULL, out, n, NULL, NULL, err,
+                                  errlen);
 }
 
 int core_capture_want_none(void *ctx, const core_capture_tensor *t)
@@ -524,6 +519,13 @@ static int write_body(FILE *f, const core_capture_tensor *t, int convert)
     return 0;
 }
 
+/* Whether dtype has no numpy equivalent and is converted to '<f4' by
+ * core_capture_write_npy's as_f32 (bf16, f8e4m3, f8e5m2). */
+static bool npy_decodes(int dtype)
+{
+    return dtype == TFT_BF16 || dtype == TFT_F8E4M3 || dtype == TFT_F8E5M2;
+}
+
 int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, char *err, size_t errlen)
 {
     if (!t->complete || !t->data)
@@ -545,7 +547,7 @@ int core_capture_write_npy(const core_capture_tensor *t, const char *path, int a
                              (unsigned char)(hlen >> 8)};
     int e = fwrite(pre, 1, sizeof(pre), f) == sizeof(pre) && fwrite(hdr, 1, hlen, f) == hlen ? 0 : -EIO;
     if (!e)
-        e = write_body(f, t, as_f32 && core_capture_npy_decodes(t->dtype));
+        e = write_body(f, t, as_f32 && npy_decodes(t->dtype));
     if (fclose(f) != 0 && !e)
         e = -EIO;
     if (e) {
@@ -553,9 +555,4 @@ int core_capture_write_npy(const core_capture_tensor *t, const char *path, int a
         remove(path);
     }
     return e;
-}
-
-int core_capture_npy_decodes(int dtype)
-{
-    return dtype == TFT_BF16 || dtype == TFT_F8E4M3 || dtype == TFT_F8E5M2;
 }

@@ -14,8 +14,8 @@
  * then its statistics are looked up by id); with_data holds the captured
  * tensors' bytes, nothing else grows with the trace. Nothing here prints.
  */
-#ifndef TFT_CAPTURE_H
-#define TFT_CAPTURE_H
+#ifndef TFT_CORE_CAPTURE_H
+#define TFT_CORE_CAPTURE_H
 
 #include "tft_format.h"
 
@@ -54,19 +54,16 @@ typedef struct core_capture_tensor {
  * what its readable chunks hold; the lost parts make captures incomplete. */
 int core_capture_list(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, char *err,
              size_t errlen);
-/* core_capture_list that also passes the reader's diagnostics (damaged chunks, a
- * torn tail) to log (NULL = none), as tft_reader_opts.log does. */
-int core_capture_list_log(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, tft_log_fn log,
-                 void *log_ctx, char *err, size_t errlen);
 void core_capture_free(core_capture_tensor *t, size_t n); /* NULL-safe */
 /* Which captures' bytes to load: want(ctx, t) sees the capture as its first
  * part describes it (rank, step, seq, role, id, name, dtype, shape, bytes)
  * and returns non-zero to keep its bytes. core_capture_want_none keeps none. */
 typedef int (*core_capture_want_fn)(void *ctx, const core_capture_tensor *t);
 int core_capture_want_none(void *ctx, const core_capture_tensor *t);
-/* core_capture_list_log that loads the bytes of the captures want accepts (NULL:
+/* core_capture_list that loads the bytes of the captures want accepts (NULL:
  * all), so memory is what the caller needs rather than every capture of
- * the trace. */
+ * the trace, and passes the reader's diagnostics (damaged chunks, a torn
+ * tail) to log (NULL = none), as tft_reader_opts.log does. */
 int core_capture_list_want(const char *trace_path, core_capture_want_fn want, void *want_ctx, core_capture_tensor **out, size_t *n,
                   tft_log_fn log, void *log_ctx, char *err, size_t errlen);
 
@@ -83,14 +80,11 @@ int core_capture_find_op(const core_capture_tensor *t, size_t n, int rank, int64
  * order, the exact shape (a 0-d tensor is shape ()), dtype: f32 '<f4',
  * f64 '<f8', f16 '<f2', i32 '<i4', i64 '<i8', u8 '|u1', i8 '|i1', i16
  * '<i2', u16 '<u2', u32 '<u4', u64 '<u8', bool '|b1'. numpy has no bf16
- * and no fp8 (those for which core_capture_npy_decodes is true): they are written
+ * and no fp8 (bf16, f8e4m3, f8e5m2): they are written
  * as their raw bits, bf16 '<u2' and f8e4m3/f8e5m2 '|u1' (as_f32 = 0), or
  * converted exactly to '<f4' (as_f32 = 1; other dtypes ignore it).
  * Returns 0 or a negative errno with a message in err. */
 int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, char *err, size_t errlen);
-/* Whether dtype has no numpy equivalent and is converted to '<f4' by
- * core_capture_write_npy's as_f32 (bf16, f8e4m3, f8e5m2). */
-int core_capture_npy_decodes(int dtype);
 
 /* "output" / "input" / "prior" / "?" */
 const char *core_capture_role_name(int role);

@@ -10,8 +10,8 @@
  * included, and the kernel's NTP bound on its error: ranks whose hosts say
  * they are synchronised compare on realtime within the sum of two bounds.
  */
-#ifndef TFT_DIFF_CLOCK_H
-#define TFT_DIFF_CLOCK_H
+#ifndef TFT_CORE_CLOCK_H
+#define TFT_CORE_CLOCK_H
 
 #include "tft_format.h"
 

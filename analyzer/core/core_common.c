@@ -6,12 +6,13 @@
 #include "core.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
-/* "rank-*.tft", the names tft_trace_open reads. */
-static bool rank_file_name(const char *name)
+bool core_rank_file_name(const char *name)
 {
     size_t len = strlen(name);
     return !strncmp(name, "rank-", 5) && len >= 9 && !strcmp(name + len - 4, ".tft");
@@ -28,7 +29,7 @@ bool core_trace_unrecorded(const char *path, tft_manifest *m)
     bool any = false;
     struct dirent *de;
     while (!any && (de = readdir(dp)))
-        any = rank_file_name(de->d_name);
+        any = core_rank_file_name(de->d_name);
     closedir(dp);
     char mp[4096];
     if (any || snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= (int)sizeof(mp))
@@ -45,4 +46,63 @@ const char *core_step_text(int64_t step, char *buf, size_t n)
     else
         snprintf(buf, n, "step %lld", (long long)step);
     return buf;
+}
+
+void core_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+const char *core_memory_limit(char *buf, size_t n)
+{
+    struct rlimit rl;
+    snprintf(buf, n, "the machine is out of memory");
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(buf, n, "the address space is limited to %llu MiB (ulimit -v)",
+                 (unsigned long long)(rl.rlim_cur >> 20));
+    return buf;
+}
+
+const char *core_rec_string(const tft_reader *r, uint64_t id, char buf[18])
+{
+    if (id == 0)
+        return NULL;
+    const char *s = tft_reader_string(r, id);
+    if (s)
+        return s;
+    snprintf(buf, 18, "#%016" PRIx64, id);
+    return buf;
+}
+
+bool core_manifest_duration(const tft_manifest *m, uint64_t *ns)
+{
+    if (!m || !m->complete || !m->start_ns || m->end_ns < m->start_ns)
+        return false;
+    *ns = m->end_ns - m->start_ns;
+    return true;
+}
+
+bool core_manifest_exit(const tft_manifest *m, int *code, int *sig)
+{
+    if (!m || m->exit_status < 0)
+        return false;
+    *sig = m->exit_status > 128 && m->exit_status < 128 + 65 ? m->exit_status - 128 : 0;
+    *code = *sig ? 0 : m->exit_status;
+    return true;
+}
+
+bool core_manifest_rank_exit(const tft_manifest *m, int rank, int *code, int *sig)
+{
+    for (int k = 0; m && k < m->nranks; k++) {
+        if (m->ranks[k].rank != rank || !m->ranks[k].exited)
+            continue;
+        *code = m->ranks[k].exit_code;
+        *sig = m->ranks[k].signal;
+        return true;
+    }
+    return false;
 }

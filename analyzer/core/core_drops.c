@@ -25,3 +25,9 @@ int core_drops_scan(tft_reader *r, int64_t steps[2], bool *known)
     int re = tft_reader_rewind(r);
     return e < 0 ? e : re < 0 ? re : 0;
 }
+
+const char *core_drop_reason_name(uint32_t reason)
+{
+    static const char *const n[] = {"ring_full", "too_big", "other"};
+    return reason < 3 ? n[reason] : "?";
+}

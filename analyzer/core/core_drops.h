@@ -17,4 +17,8 @@
  * without steps: a trace before 1.4); rewinds r. 0 or a negative errno. */
 int core_drops_scan(tft_reader *r, int64_t steps[2], bool *known);
 
+/* A DROPPED record's reason (enum tft_drop_reason): ring_full, too_big,
+ * other, or "?" for one this build does not know. */
+const char *core_drop_reason_name(uint32_t reason);
+
 #endif

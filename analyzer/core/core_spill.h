@@ -19,10 +19,11 @@
  * merging, a read buffer of a few KiB. Extraction of distinct ranks may run
  * in parallel threads; everything else is single-threaded.
  */
-#ifndef TFT_DIFF_SPILL_H
-#define TFT_DIFF_SPILL_H
+#ifndef TFT_CORE_SPILL_H
+#define TFT_CORE_SPILL_H
 
 #include "core.h"
+#include "core_pool.h" /* the extraction of distinct ranks runs on the pool */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -63,13 +64,12 @@ const core_spill_nonfinite *core_spill_nonfinite_of(const diff_spill *sp, int ri
 
 /* Transport (tfdiff --mpi): a rank's extract as bytes, and back. export
  * calls emit(ctx, bytes, n) with consecutive pieces of rank ri's entries
- * (the non-finite summary is sent separately); import appends such bytes
+ * (not the non-finite summary, which only tfdump --check reads); import appends such bytes
  * to rank ri of another spill. 0 or a negative errno (emit's own). */
 int core_spill_export(const diff_spill *sp, int ri, int (*emit)(void *ctx, const void *p, size_t n), void *ctx);
 int core_spill_import(diff_spill *sp, int ri, const void *p, size_t n);
 /* Bytes of rank ri's extract (what export emits). */
 uint64_t core_spill_bytes(const diff_spill *sp, int ri);
-void core_spill_set_nonfinite(diff_spill *sp, int ri, const core_spill_nonfinite *nf);
 
 /* One entry of an extract: this header, then (SPILL_COLL, SPILL_COMM) the
  * record, zero-padded to its current layout's size, (SPILL_STR) the
@@ -94,14 +94,5 @@ typedef struct core_spill_merge core_spill_merge;
 core_spill_merge *core_spill_merge_open(diff_spill *sp);
 int core_spill_merge_next(core_spill_merge *m, const spill_ent **e, int *ri);
 void core_spill_merge_close(core_spill_merge *m); /* NULL-safe */
-
-/* Runs fn(ctx, i, worker) for i in [0, n) on `width` threads (worker in
- * [0, width): per-thread scratch), each taking the next i when done; width
- * <= 1 or a failed thread start runs them inline. Returns the first
- * non-zero result of fn in i order (all of them run regardless). */
-int core_pool_run(int n, int width, int (*fn)(void *ctx, int i, int worker), void *ctx);
-
-/* Threads for rank work: the online CPUs (at least 1). */
-int core_pool_width(void);
 
 #endif

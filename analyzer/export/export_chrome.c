@@ -14,8 +14,10 @@
  * name and its series as the argument. ts and dur are microseconds
  * written as exact decimal text with three decimals (nanoseconds).
  */
+#include "core_json.h"
 #include "export_internal.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -72,10 +74,10 @@ static void add_args(cJSON *o, const export_arg *a, int n)
         return;
     for (int i = 0; i < n; i++) {
         switch (a[i].type) {
-        case EXP_ARG_INT: dump_json_i64(args, a[i].key, a[i].v.i); break;
-        case EXP_ARG_UINT: dump_json_u64(args, a[i].key, a[i].v.u); break;
+        case EXP_ARG_INT: core_json_i64(args, a[i].key, a[i].v.i); break;
+        case EXP_ARG_UINT: core_json_u64(args, a[i].key, a[i].v.u); break;
         case EXP_ARG_DOUBLE: cJSON_AddNumberToObject(args, a[i].key, a[i].v.d); break;
-        case EXP_ARG_HEX: dump_json_hex(args, a[i].key, a[i].v.u); break;
+        case EXP_ARG_HEX: core_json_hex(args, a[i].key, a[i].v.u); break;
         default: cJSON_AddStringToObject(args, a[i].key, a[i].v.s); break;
         }
     }

@@ -1,10 +1,11 @@
 /*
- * export_internal.h — `tfdump --export chrome|perfetto OUT TRACE`: timelines
- * for trace viewers. One walker (export_walk.c) reads the rank files one
- * after the other and turns their records into tracks, slices, instants
- * and counters; an emitter writes them in one format: Chrome's Trace Event
- * Format as JSON (export_chrome.c, with cJSON) or Perfetto's protobuf
- * TrackEvent format (export_perfetto.c, with protobuf-c). Not installed;
+ * export_internal.h — `tfdump --export chrome|perfetto OUT TRACE` (export.h):
+ * timelines for trace viewers. One walker (export_walk_internal.h) reads
+ * the rank files one after the other and turns their records into tracks,
+ * slices, instants and counters; an emitter writes them in one format:
+ * Chrome's Trace Event Format as JSON (export_chrome.c, with cJSON) or
+ * Perfetto's protobuf TrackEvent format (export_perfetto.c, with
+ * protobuf-c). Not installed;
  * nothing here is a library API.
  *
  * What the walker makes of a rank (docs/REPORTS.md, "Exports"):
@@ -34,7 +35,8 @@
 #ifndef TFT_EXPORT_INTERNAL_H
 #define TFT_EXPORT_INTERNAL_H
 
-#include "dump_internal.h"
+#include "core.h"
+#include "export.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -50,7 +52,6 @@
 #define EXP_FANOUT_MAX 65536 /* flows from one collective slice */
 #define EXP_DEVICES_MAX 64   /* live-bytes counters: host + CUDA devices 0..62 */
 
-enum export_format { EXP_CHROME = 1, EXP_PERFETTO = 2 };
 enum export_track_kind { EXP_TRACK_THREAD = 0, EXP_TRACK_DEVICE = 1, EXP_TRACK_COUNTER = 2 };
 enum export_arg_type { EXP_ARG_INT, EXP_ARG_UINT, EXP_ARG_DOUBLE, EXP_ARG_STR, EXP_ARG_HEX };
 
@@ -142,13 +143,5 @@ typedef struct export_ops {
  * NULL with errno ENOMEM. */
 export_sink *export_chrome_new(FILE *f, const export_ops **ops);
 export_sink *export_perfetto_new(FILE *f, const export_ops **ops);
-
-/* The mode: opens o->export_out ("-" = stdout), walks the selected ranks
- * and steps of d into the emitter of o->export_format. DUMP_OK, or
- * DUMP_USAGE after a message (unwritable output, read error). */
-int export_run(dump_trace *d, const dump_opts *o);
-
-/* Whether rank passes --ranks / --rank (dump_opts). */
-bool export_rank_selected(const dump_opts *o, int rank);
 
 #endif

@@ -27,6 +27,7 @@
  */
 #include "export_internal.h"
 #include "perfetto_trace_subset.pb-c.h"
+#include "tft_u64map.h"
 
 #include <errno.h>
 #include <stdlib.h>

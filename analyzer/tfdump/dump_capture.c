@@ -63,22 +63,17 @@ static cJSON *cap_json(const core_capture_tensor *t)
     if (t->step == TFT_STEP_NONE)
         cJSON_AddNullToObject(o, "step");
     else
-        dump_json_i64(o, "step", t->step);
-    dump_json_i64(o, "seq", t->seq);
+        core_json_i64(o, "step", t->step);
+    core_json_i64(o, "seq", t->seq);
     cJSON_AddStringToObject(o, "role", core_capture_role_name(t->role));
-    dump_json_u64(o, "id", t->id);
+    core_json_u64(o, "id", t->id);
     cJSON_AddStringToObject(o, "name", t->name);
     dump_json_str_or_null(o, "op", t->op_name[0] ? t->op_name : NULL);
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(t->dtype));
-    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-    for (int i = 0; shape && i < t->ndim; i++) {
-        char b[24];
-        snprintf(b, sizeof(b), "%" PRId64, t->shape[i]);
-        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
-    }
-    dump_json_u64(o, "bytes", t->bytes);
-    dump_json_u64(o, "present", t->present);
-    dump_json_u64(o, "parts", t->parts);
+    cJSON_AddItemToObject(o, "shape", core_json_i64_array(t->shape, t->ndim));
+    core_json_u64(o, "bytes", t->bytes);
+    core_json_u64(o, "present", t->present);
+    core_json_u64(o, "parts", t->parts);
     cJSON_AddBoolToObject(o, "complete", t->complete);
     return o;
 }

@@ -120,7 +120,7 @@ static void json_step(cJSON *o, const char *key, int64_t step)
     if (step == TFT_STEP_NONE)
         cJSON_AddNullToObject(o, key);
     else
-        dump_json_i64(o, key, step);
+        core_json_i64(o, key, step);
 }
 
 /* One line per rank file that lost records: the findings below cover only
@@ -181,19 +181,19 @@ static cJSON *json_leak(const leak_finding *l)
     cJSON_AddStringToObject(x, "how", l->how == LEAK_AT_EXIT ? "at-exit" : "growth");
     json_step(x, "from_step", l->per_alloc && l->how == LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
     if (l->per_alloc)
-        dump_json_u64(x, "from_allocation", l->from_alloc);
+        core_json_u64(x, "from_allocation", l->from_alloc);
     cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
-    dump_json_u64(x, "iterations", l->iterations);
+    core_json_u64(x, "iterations", l->iterations);
     cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
-    dump_json_u64(x, "live_bytes_at_end", l->live_bytes_at_end);
-    dump_json_u64(x, "live_allocs_at_end", l->live_allocs_at_end);
+    core_json_u64(x, "live_bytes_at_end", l->live_bytes_at_end);
+    core_json_u64(x, "live_allocs_at_end", l->live_allocs_at_end);
     if (l->first_known)
-        dump_json_u64(x, "first_alloc_ns", l->first_alloc_ns);
+        core_json_u64(x, "first_alloc_ns", l->first_alloc_ns);
     else
         cJSON_AddNullToObject(x, "first_alloc_ns");
     json_step(x, "first_alloc_step", l->first_known ? l->first_alloc_step : TFT_STEP_NONE);
     if (l->how == LEAK_AT_EXIT)
-        dump_json_u64(x, "min_bytes", l->min_bytes);
+        core_json_u64(x, "min_bytes", l->min_bytes);
     else
         cJSON_AddNullToObject(x, "min_bytes");
     return x;
@@ -214,7 +214,7 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
         char what[256];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "rank", tft_trace_rank_id(d->t, i));
-        dump_json_u64(x, "count", drops[i].count);
+        core_json_u64(x, "count", drops[i].count);
         json_step(x, "first_step", drops[i].first_step);
         json_step(x, "last_step", drops[i].last_step);
         cJSON_AddStringToObject(x, "what", tft_drop_describe(&drops[i], what, sizeof(what)));
@@ -224,7 +224,7 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
         cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
         cJSON_AddNumberToObject(n, "rank", nf->rank);
         json_step(n, "step", nf->step);
-        dump_json_i64(n, "seq", nf->seq);
+        core_json_i64(n, "seq", nf->seq);
         cJSON_AddStringToObject(n, "tensor", nf->name);
     } else {
         cJSON_AddNullToObject(o, "first_nonfinite");
@@ -235,8 +235,8 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
     cJSON *da = cJSON_AddArrayToObject(o, "desync");
     for (int i = 0; i < nd; i++) {
         cJSON *x = cJSON_CreateObject();
-        dump_json_hex(x, "comm", ds[i].comm);
-        dump_json_u64(x, "coll_seq", ds[i].coll_seq);
+        core_json_hex(x, "comm", ds[i].comm);
+        core_json_u64(x, "coll_seq", ds[i].coll_seq);
         json_step(x, "step", ds[i].step);
         cJSON_AddStringToObject(x, "kind", desync_kind_name(ds[i].kind));
         cJSON *rk = cJSON_AddArrayToObject(x, "ranks");

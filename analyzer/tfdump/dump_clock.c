@@ -100,17 +100,17 @@ cJSON *dump_clock_json(dump_trace *d, int i, const dump_clock_sum *c)
     cJSON *o = cJSON_CreateObject();
     const tft_manifest_rank *e = estimate_of(d, i);
     if (e) {
-        dump_json_i64(o, "mpi_offset_ns", e->clock_offset_ns);
-        dump_json_u64(o, "mpi_error_ns", e->clock_error_ns);
+        core_json_i64(o, "mpi_offset_ns", e->clock_offset_ns);
+        core_json_u64(o, "mpi_error_ns", e->clock_error_ns);
     }
     cJSON_AddStringToObject(o, "ntp", !c->seen                        ? "no records"
                                       : c->ntp == TFT_NTP_SYNCED   ? "synced"
                                       : c->ntp == TFT_NTP_UNSYNCED ? "unsynced"
                                                                    : "unknown");
     if (c->ntp == TFT_NTP_SYNCED)
-        dump_json_u64(o, "ntp_maxerror_ns", c->maxerror_ns);
+        core_json_u64(o, "ntp_maxerror_ns", c->maxerror_ns);
     cJSON_AddNumberToObject(o, "realtime_steps", c->steps);
     if (c->steps)
-        dump_json_i64(o, "largest_step_ns", c->step_max);
+        core_json_i64(o, "largest_step_ns", c->step_max);
     return o;
 }

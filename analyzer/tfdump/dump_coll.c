@@ -110,7 +110,7 @@ int dump_coll_rank_end(coll_track *t, const tft_reader *r)
             t->cap = ncap;
         }
         char b[18];
-        const char *txt = dump_rec_string(r, o->name, b);
+        const char *txt = core_rec_string(r, o->name, b);
         o->named = txt != NULL;
         snprintf(o->name_text, sizeof(o->name_text), "%s", txt ? txt : "");
         t->open[t->n++] = *o;

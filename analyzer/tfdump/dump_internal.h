@@ -12,6 +12,8 @@
 
 #include "detect.h"
 #include "core.h"
+#include "core_drops.h"
+#include "core_json.h"
 #include "desync.h"
 #include "leak.h"
 #include "desync_stacks.h"
@@ -53,12 +55,20 @@ typedef struct dump_opts {
     const char *extract_out; /* --extract IN OUT: OUT (path = IN) */
     const char *ranks_list;  /* --ranks LIST (--extract; --export parses it into ranges) */
     int stats_to;        /* --stats (--extract): TFT_STATS_* to reduce to, -1 as recorded */
-    int export_format;   /* --export FORMAT OUT: enum export_format (export_internal.h) */
+    int export_format;   /* --export FORMAT OUT: enum export_format (export.h) */
     const char *export_out; /* ... OUT, "-" = stdout */
     const char *html_out;   /* --html FILE */
     int nranges;         /* --ranks LIST (--export; and --rank R): inclusive ranges */
     int32_t ranges[32][2];
 } dump_opts;
+
+/* ---- the command line (dump_args.c, dump_usage.c) ------------------------ */
+
+/* Fills *o from argv. Returns DUMP_OK, DUMP_USAGE (after a message), or -1
+ * (--help or --version shown: exit 0). */
+int dump_parse_args(int argc, char **argv, dump_opts *o);
+/* tfdump --help on f. */
+void dump_usage(FILE *f);
 
 /* ---- diagnostics (dump_util.c) ------------------------------------------ */
 
@@ -100,7 +110,7 @@ int dump_out_finish(int status);
 /* Prints a cJSON value as one line; returns false when stdout failed. */
 bool dump_out_json_line(const cJSON *j);
 
-/* ---- the opened trace (dump_util.c) -------------------------------------- */
+/* ---- the opened trace (dump_trace.c) -------------------------------------- */
 
 typedef struct dump_trace {
     tft_trace *t;        /* NULL when unrecorded */
@@ -121,31 +131,31 @@ void dump_trace_close(dump_trace *d);
 /* Checks the rank files against manifest.json (every listed rank present,
  * same run id); each problem goes to d->log. Returns the number found. */
 int dump_trace_check(dump_trace *d, const char *path);
+const char *dump_integrity_name(int integrity); /* complete / torn / damaged */
+/* A rank file header's run id as the manifest writes it: 32 hex digits. */
+void dump_run_id_hex(const uint8_t id[16], char out[33]);
+/* The first collector of the manifest that did not finish, NULL when every
+ * one did (or the manifest lists none: an in-process trace, an old one). */
+const tft_manifest_collector *dump_collector_unfinished(const tft_manifest *m);
+/* "finished", "running", "died", "unknown", or NULL without collectors. */
+const char *dump_collector_state(const tft_manifest *m);
 
 /* ---- record rendering (dump_text.c, dump_json.c) -------------------------- */
 
-/* Text of string id `id` in reader r: the text, "#<16 hex>" when the id has no
- * definition, NULL for id 0 ("none"). buf must hold 18 bytes. */
-const char *dump_rec_string(const tft_reader *r, uint64_t id, char buf[18]);
 /* The record's name (op, tensor, collective, kernel name; alloc site;
  * checkpoint path) or NULL for kinds without one. */
 const char *dump_rec_name(const tft_rec *rec, const tft_reader *r, char buf[18]);
 /* "tensor", "op", ... or "unknown(N)"; buf must hold 24 bytes. */
 const char *dump_rec_kind_label(uint16_t kind, char buf[24]);
 const char *dump_proc_event_name(uint32_t event);   /* start / exit / rss / ? */
-const char *dump_drop_reason_name(uint32_t reason); /* ring_full / too_big / other / ? */
 
 void dump_rec_text(FILE *f, const tft_rec *rec, int rank, const tft_reader *r);
 cJSON *dump_rec_json(const tft_rec *rec, int rank, const tft_reader *r);
 
-/* JSON helpers: integers are written as exact decimal text (cJSON numbers
- * are doubles and would round ids and nanosecond times above 2^53). */
-void dump_json_u64(cJSON *o, const char *key, uint64_t v);
-void dump_json_i64(cJSON *o, const char *key, int64_t v);
-void dump_json_hex(cJSON *o, const char *key, uint64_t v); /* "9f2c...", 16 digits */
+/* A string, or null for NULL (dump_util.c; the integers: core_json.h). */
 void dump_json_str_or_null(cJSON *o, const char *key, const char *s);
-
-const char *dump_integrity_name(int integrity); /* complete / torn / damaged */
+/* [a, b] as exact integers, or null when a is `none` (TFT_STEP_NONE, TFT_SEQ_NONE). */
+cJSON *dump_json_range(int64_t a, int64_t b, int64_t none);
 
 /* ---- collective calls (dump_coll.c) ---------------------------------------- */
 
@@ -273,6 +283,7 @@ int dump_tensor(dump_trace *d, const dump_opts *o);   /* dump_capture.c: --tenso
 int dump_captures(dump_trace *d, const dump_opts *o); /* dump_capture.c: --captures */
 int dump_replay(dump_trace *d, const dump_opts *o);   /* dump_replay.c: --replay-op */
 int dump_extract(dump_trace *d, const dump_opts *o);  /* extract.c: --extract IN OUT */
+int dump_export(dump_trace *d, const dump_opts *o);   /* dump_export.c: --export FORMAT OUT */
 /* The summary's "extract ..." line of a trace written by --extract (its
  * manifest's `extract` object); nothing for other traces. */
 void dump_extract_describe(const char *path, FILE *f);

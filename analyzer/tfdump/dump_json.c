@@ -28,16 +28,16 @@ static cJSON *json_stats(int mode, const tft_stats *s)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return o;
-    dump_json_u64(o, "numel", s->numel); /* valid from SHAPE on (FORMAT.md 5.4) */
+    core_json_u64(o, "numel", s->numel); /* valid from SHAPE on (FORMAT.md 5.4) */
     if (mode < TFT_STATS_HEALTH)
         return o;
-    dump_json_u64(o, "nan", s->nan);
-    dump_json_u64(o, "pinf", s->pinf);
-    dump_json_u64(o, "ninf", s->ninf);
-    dump_json_u64(o, "zero", s->zero);
+    core_json_u64(o, "nan", s->nan);
+    core_json_u64(o, "pinf", s->pinf);
+    core_json_u64(o, "ninf", s->ninf);
+    core_json_u64(o, "zero", s->zero);
     cJSON_AddNumberToObject(o, "min", s->min);
     cJSON_AddNumberToObject(o, "max", s->max);
-    dump_json_hex(o, "fingerprint", s->fingerprint);
+    core_json_hex(o, "fingerprint", s->fingerprint);
     if (mode < TFT_STATS_FULL)
         return o;
     cJSON_AddNumberToObject(o, "mean", s->mean);
@@ -45,9 +45,9 @@ static cJSON *json_stats(int mode, const tft_stats *s)
     cJSON_AddNumberToObject(o, "l1", s->l1);
     cJSON_AddNumberToObject(o, "l2", s->l2);
     cJSON_AddNumberToObject(o, "absmax", s->absmax);
-    dump_json_u64(o, "over_fp16", s->over_fp16);
-    dump_json_u64(o, "over_bf16", s->over_bf16);
-    dump_json_u64(o, "under_fp16", s->under_fp16);
+    core_json_u64(o, "over_fp16", s->over_fp16);
+    core_json_u64(o, "over_bf16", s->over_bf16);
+    core_json_u64(o, "under_fp16", s->under_fp16);
     return o;
 }
 
@@ -59,15 +59,10 @@ static const char *mode_name(int mode)
 
 static void json_tensor(cJSON *o, const tft_rec_tensor *t)
 {
-    dump_json_u64(o, "id", t->id);
+    core_json_u64(o, "id", t->id);
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(t->dtype));
     json_device(o, t->device_kind, t->device);
-    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-    for (int i = 0; shape && i < t->ndim; i++) {
-        char b[24];
-        snprintf(b, sizeof(b), "%" PRId64, t->shape[i]);
-        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
-    }
+    cJSON_AddItemToObject(o, "shape", core_json_i64_array(t->shape, t->ndim));
     cJSON_AddStringToObject(o, "mode", mode_name(t->mode));
     cJSON_AddItemToObject(o, "stats", json_stats(t->mode, &t->stats));
     cJSON_AddBoolToObject(o, "has_data", (t->h.flags & TFT_TENSOR_HAS_DATA) != 0);
@@ -76,20 +71,15 @@ static void json_tensor(cJSON *o, const tft_rec_tensor *t)
 /* A CAPTURE part: where it lies in which tensor, not its bytes. */
 static void json_capture(cJSON *o, const tft_rec_capture *c)
 {
-    dump_json_u64(o, "id", c->tensor);
+    core_json_u64(o, "id", c->tensor);
     cJSON_AddStringToObject(o, "role", c->role == TFT_CAPTURE_OUTPUT  ? "output"
                                        : c->role == TFT_CAPTURE_INPUT ? "input"
                                                                       : "prior");
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(c->dtype));
-    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-    for (int i = 0; shape && i < c->ndim; i++) {
-        char b[24];
-        snprintf(b, sizeof(b), "%" PRId64, c->shape[i]);
-        cJSON_AddItemToArray(shape, cJSON_CreateRaw(b));
-    }
-    dump_json_u64(o, "total", c->total);
-    dump_json_u64(o, "offset", c->offset);
-    dump_json_u64(o, "n", c->n);
+    cJSON_AddItemToObject(o, "shape", core_json_i64_array(c->shape, c->ndim));
+    core_json_u64(o, "total", c->total);
+    core_json_u64(o, "offset", c->offset);
+    core_json_u64(o, "n", c->n);
     cJSON_AddBoolToObject(o, "shuffled", (c->h.flags & TFT_CAPTURE_SHUFFLED) != 0);
 }
 
@@ -111,7 +101,7 @@ static void json_op(cJSON *o, const tft_rec_op *op, const tft_reader *r)
 {
     char b[18];
     cJSON_AddStringToObject(o, "op_kind", tft_op_kind_name(op->op_kind));
-    dump_json_str_or_null(o, "scope", dump_rec_string(r, op->scope, b));
+    dump_json_str_or_null(o, "scope", core_rec_string(r, op->scope, b));
     cJSON_AddItemToObject(o, "inputs", json_id_array(op->ids, op->n_in, 0));
     cJSON_AddItemToObject(o, "outputs", json_id_array(op->ids + op->n_in, op->n_out, 0));
     cJSON_AddItemToObject(o, "attrs", json_id_array(op->ids + op->n_in + op->n_out, op->n_attr, 1));
@@ -130,10 +120,10 @@ static const char *coll_phase(const tft_rec_collective *c)
 static void json_collective(cJSON *o, const tft_rec_collective *c)
 {
     cJSON_AddStringToObject(o, "phase", coll_phase(c));
-    dump_json_hex(o, "comm", c->comm);
-    dump_json_u64(o, "coll_seq", c->coll_seq);
+    core_json_hex(o, "comm", c->comm);
+    core_json_u64(o, "coll_seq", c->coll_seq);
     cJSON_AddStringToObject(o, "type", tft_coll_type_name(c->type));
-    dump_json_u64(o, "count", c->count);
+    core_json_u64(o, "count", c->count);
     cJSON_AddStringToObject(o, "dtype", tft_dtype_name(c->dtype));
     cJSON_AddStringToObject(o, "op", tft_redop_name(c->redop));
     cJSON_AddNumberToObject(o, "root", c->root);
@@ -141,10 +131,10 @@ static void json_collective(cJSON *o, const tft_rec_collective *c)
     cJSON_AddNumberToObject(o, "nranks", c->nranks);
     bool p2p = c->type == TFT_COLL_SEND || c->type == TFT_COLL_RECV; /* a collective's tag means nothing */
     cJSON_AddNumberToObject(o, "tag", p2p ? tft_rec_coll_tag(c) : TFT_TAG_NONE); /* -1 none, -2 any */
-    dump_json_u64(o, "t_enter", c->t_enter);
-    dump_json_u64(o, "t_exit", c->t_exit);
+    core_json_u64(o, "t_enter", c->t_enter);
+    core_json_u64(o, "t_exit", c->t_exit);
     if (c->result)
-        dump_json_u64(o, "result", c->result);
+        core_json_u64(o, "result", c->result);
     else
         cJSON_AddNullToObject(o, "result");
 }
@@ -153,9 +143,9 @@ static void json_collective(cJSON *o, const tft_rec_collective *c)
  * none; an intercommunicator's are its local group, then its remote group. */
 static void json_comm(cJSON *o, const tft_rec_comm *c)
 {
-    dump_json_hex(o, "comm", c->comm);
+    core_json_hex(o, "comm", c->comm);
     if (c->parent)
-        dump_json_hex(o, "parent", c->parent);
+        core_json_hex(o, "parent", c->parent);
     else
         cJSON_AddNullToObject(o, "parent");
     cJSON_AddNumberToObject(o, "comm_rank", c->rank);
@@ -182,16 +172,16 @@ static void json_alloc(cJSON *o, const tft_rec_alloc *a, const tft_reader *r)
 {
     char b[18];
     json_ptr(o, a->ptr);
-    dump_json_u64(o, "bytes", a->bytes);
-    dump_json_str_or_null(o, "site", dump_rec_string(r, a->site, b));
+    core_json_u64(o, "bytes", a->bytes);
+    dump_json_str_or_null(o, "site", core_rec_string(r, a->site, b));
     json_device(o, a->device_kind, a->device);
-    dump_json_u64(o, "stream", a->stream);
+    core_json_u64(o, "stream", a->stream);
 }
 
 static void json_free(cJSON *o, const tft_rec_free *x)
 {
     json_ptr(o, x->ptr);
-    dump_json_u64(o, "bytes", x->bytes);
+    core_json_u64(o, "bytes", x->bytes);
     json_device(o, x->device_kind, x->device);
 }
 
@@ -200,10 +190,10 @@ static void json_kernel(cJSON *o, const tft_rec_kernel *k)
     uint64_t grid[3] = {k->grid[0], k->grid[1], k->grid[2]};
     uint64_t block[3] = {k->block[0], k->block[1], k->block[2]};
     cJSON_AddStringToObject(o, "op_kind", tft_op_kind_name((int)k->kind));
-    dump_json_u64(o, "start", k->start);
-    dump_json_u64(o, "end", k->end);
-    dump_json_u64(o, "stream", k->stream);
-    dump_json_u64(o, "corr", k->corr);
+    core_json_u64(o, "start", k->start);
+    core_json_u64(o, "end", k->end);
+    core_json_u64(o, "stream", k->stream);
+    core_json_u64(o, "corr", k->corr);
     cJSON_AddItemToObject(o, "grid", json_id_array(grid, 3, 0));
     cJSON_AddItemToObject(o, "block", json_id_array(block, 3, 0));
     json_device(o, TFT_DEV_CUDA, k->device); /* kernels run on a device */
@@ -222,7 +212,7 @@ static void json_process(cJSON *o, const tft_rec_process *p)
         cJSON_AddNumberToObject(o, "signal", p->signal);
     else
         cJSON_AddNullToObject(o, "signal");
-    dump_json_u64(o, "rss", p->rss);
+    core_json_u64(o, "rss", p->rss);
 }
 
 /* A STACK record (FORMAT.md §5.16); frames as an array of their lines. */
@@ -233,8 +223,8 @@ static void json_stack(cJSON *o, const tft_rec_stack *s, const tft_reader *r)
     cJSON_AddNumberToObject(o, "tid", s->tid);
     cJSON_AddBoolToObject(o, "main", (s->h.flags & TFT_STACK_FLAG_MAIN) != 0);
     cJSON_AddStringToObject(o, "snapshot", s->source == 1 ? "on-cpu" : s->source == 2 ? "off-cpu" : "running");
-    dump_json_str_or_null(o, "comm", dump_rec_string(r, s->comm, b));
-    dump_json_str_or_null(o, "summary", dump_rec_string(r, s->summary, b));
+    dump_json_str_or_null(o, "comm", core_rec_string(r, s->comm, b));
+    dump_json_str_or_null(o, "summary", core_rec_string(r, s->summary, b));
     cJSON *fa = cJSON_AddArrayToObject(o, "frames");
     const char *fr = s->frames ? tft_reader_string(r, s->frames) : NULL;
     for (const char *p = fr; p && *p;) {
@@ -245,7 +235,7 @@ static void json_stack(cJSON *o, const tft_rec_stack *s, const tft_reader *r)
         cJSON_AddItemToArray(fa, cJSON_CreateString(line));
         p = e ? e + 1 : p + n;
     }
-    dump_json_str_or_null(o, "note", dump_rec_string(r, s->note, b));
+    dump_json_str_or_null(o, "note", core_rec_string(r, s->note, b));
 }
 
 static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
@@ -264,8 +254,8 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
     case TFT_REC_CHECKPOINT: {
         const tft_rec_checkpoint *c = (const tft_rec_checkpoint *)rec;
         cJSON_AddStringToObject(o, "action", c->action == TFT_CKPT_RESUME ? "resume" : "save");
-        dump_json_str_or_null(o, "path", dump_rec_string(r, c->path, b));
-        dump_json_str_or_null(o, "recipe", dump_rec_string(r, c->recipe, b));
+        dump_json_str_or_null(o, "path", core_rec_string(r, c->path, b));
+        dump_json_str_or_null(o, "recipe", core_rec_string(r, c->recipe, b));
         break;
     }
     case TFT_REC_PROCESS: json_process(o, (const tft_rec_process *)rec); break;
@@ -273,8 +263,8 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
     case TFT_REC_COMM: json_comm(o, (const tft_rec_comm *)rec); break;
     case TFT_REC_DROPPED: {
         const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
-        dump_json_u64(o, "count", d->count);
-        cJSON_AddStringToObject(o, "reason", dump_drop_reason_name(d->reason));
+        core_json_u64(o, "count", d->count);
+        cJSON_AddStringToObject(o, "reason", core_drop_reason_name(d->reason));
         break;
     }
     case TFT_REC_THREAD: {
@@ -288,12 +278,12 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
     case TFT_REC_STACK: json_stack(o, (const tft_rec_stack *)rec, r); break;
     case TFT_REC_CLOCK: {
         const tft_rec_clock *c = (const tft_rec_clock *)rec;
-        dump_json_u64(o, "realtime_ns", c->realtime_ns);
+        core_json_u64(o, "realtime_ns", c->realtime_ns);
         cJSON_AddStringToObject(o, "ntp", c->ntp == TFT_NTP_SYNCED     ? "synced"
                                           : c->ntp == TFT_NTP_UNSYNCED ? "unsynced"
                                                                        : "unknown");
-        dump_json_u64(o, "maxerror_ns", c->maxerror_ns);
-        dump_json_u64(o, "esterror_ns", c->esterror_ns);
+        core_json_u64(o, "maxerror_ns", c->maxerror_ns);
+        core_json_u64(o, "esterror_ns", c->esterror_ns);
         break;
     }
     default: cJSON_AddNumberToObject(o, "len", rec->len); break;
@@ -310,13 +300,13 @@ cJSON *dump_rec_json(const tft_rec *rec, int rank, const tft_reader *r)
     if (rec->seq == TFT_SEQ_NONE)
         cJSON_AddNullToObject(o, "seq");
     else
-        dump_json_i64(o, "seq", rec->seq);
+        core_json_i64(o, "seq", rec->seq);
     if (rec->step == TFT_STEP_NONE)
         cJSON_AddNullToObject(o, "step");
     else
-        dump_json_i64(o, "step", rec->step);
+        core_json_i64(o, "step", rec->step);
     cJSON_AddStringToObject(o, "kind", dump_rec_kind_label(rec->kind, kb));
-    dump_json_u64(o, "ts", rec->ts);
+    core_json_u64(o, "ts", rec->ts);
     dump_json_str_or_null(o, "name", dump_rec_name(rec, r, nb));
     json_body(o, rec, r);
     return o;

@@ -70,7 +70,7 @@ static int find_op(dump_trace *d, replay *rp)
                 break;
             memcpy(rp->op, rec, rec->len);
             char b[18];
-            const char *nm = dump_rec_string(r, rp->op->name, b);
+            const char *nm = core_rec_string(r, rp->op->name, b);
             snprintf(rp->op_name, sizeof(rp->op_name), "%s", nm ? nm : "?");
             break;
         }
@@ -153,7 +153,15 @@ static double attr_f64(int64_t bits)
     return v;
 }
 
-static int replay_gemm(replay *rp)
+/* A captured gemm call, from its op's attributes (interpose.c). */
+typedef struct gemm_call {
+    int64_t m, n, k, ta, tb, dtype, col;
+    double alpha, beta;
+} gemm_call;
+
+/* The call of rp's gemm op; -1 with rp->why when its attributes are
+ * missing or not valid. */
+static int gemm_of(replay *rp, gemm_call *g)
 {
     const tft_rec_op *op = rp->op;
     if (op->n_attr < 12) {
@@ -162,57 +170,73 @@ static int replay_gemm(replay *rp)
         return -1;
     }
     const int64_t *a = (const int64_t *)(op->ids + op->n_in + op->n_out);
-    int64_t m = a[0], n = a[1], k = a[2], ta = a[3] != 0, tb = a[4] != 0, dtype = a[5], col = a[6] != 0;
-    double alpha = attr_f64(a[10]), beta = attr_f64(a[11]);
-    if (m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
-        (dtype != TFT_F32 && dtype != TFT_F64)) {
+    *g = (gemm_call){.m = a[0], .n = a[1], .k = a[2], .ta = a[3] != 0, .tb = a[4] != 0, .dtype = a[5],
+                     .col = a[6] != 0, .alpha = attr_f64(a[10]), .beta = attr_f64(a[11])};
+    if (g->m < 0 || g->n < 0 || g->k < 0 || g->m > INT32_MAX || g->n > INT32_MAX || g->k > INT32_MAX ||
+        (g->dtype != TFT_F32 && g->dtype != TFT_F64)) {
         snprintf(rp->why, sizeof(rp->why), "the gemm op's attributes are not valid");
         return -1;
     }
-    /* the matrices as captured: dense, row-major view (interpose.c) */
-    int64_t a_cols = (ta ^ col) ? m : k, b_cols = (tb ^ col) ? k : n, c_cols = col ? m : n;
-    const void *A = input(rp, 0, (int)dtype, (uint64_t)(m * k));
-    const void *B = A ? input(rp, 1, (int)dtype, (uint64_t)(k * n)) : NULL;
-    if (!A || !B)
-        return -1;
-    if (rp->out->dtype != dtype || numel(rp->out) != (uint64_t)(m * n)) {
-        snprintf(rp->why, sizeof(rp->why), "the captured output does not match the gemm's shape");
-        return -1;
-    }
-    if (beta != 0 && (!rp->prior || !rp->prior->complete || rp->prior->bytes != rp->out->bytes)) {
-        snprintf(rp->why, sizeof(rp->why), "beta = %g and C's prior value was not captured", beta);
-        return -1;
-    }
+    return 0;
+}
+
 #ifdef TFT_HAVE_CBLAS
-    enum CBLAS_ORDER ord = col ? CblasColMajor : CblasRowMajor;
-    enum CBLAS_TRANSPOSE tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
+/* g on A and B into rp->got with this machine's CBLAS: with OpenBLAS's
+ * default threads, then (if that differs) with one, as programs that want
+ * reproducible results (tftrain) run it. */
+static void run_gemm(replay *rp, const gemm_call *g, const void *A, const void *B)
+{
+    /* the matrices as captured: dense, row-major view (interpose.c) */
+    int64_t a_cols = (g->ta ^ g->col) ? g->m : g->k, b_cols = (g->tb ^ g->col) ? g->k : g->n;
+    int64_t c_cols = g->col ? g->m : g->n;
+    enum CBLAS_ORDER ord = g->col ? CblasColMajor : CblasRowMajor;
+    enum CBLAS_TRANSPOSE tA = g->ta ? CblasTrans : CblasNoTrans, tB = g->tb ? CblasTrans : CblasNoTrans;
     int lda = (int)(a_cols > 1 ? a_cols : 1), ldb = (int)(b_cols > 1 ? b_cols : 1);
     int ldc = (int)(c_cols > 1 ? c_cols : 1);
-    /* with OpenBLAS's default threads, then (if that differs) with one, as
-     * programs that want reproducible results (tftrain) run it */
+    int m = (int)g->m, n = (int)g->n, k = (int)g->k;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (attempt) {
             if (openblas_get_num_threads() == 1)
                 break;
             openblas_set_num_threads(1);
         }
-        if (beta != 0)
+        if (g->beta != 0)
             memcpy(rp->got, rp->prior->data, (size_t)rp->out->bytes);
         else
             memset(rp->got, 0, (size_t)rp->out->bytes);
-        if (dtype == TFT_F32)
-            cblas_sgemm(ord, tA, tB, (int)m, (int)n, (int)k, (float)alpha, A, lda, B, ldb, (float)beta, rp->got,
-                        ldc);
+        if (g->dtype == TFT_F32)
+            cblas_sgemm(ord, tA, tB, m, n, k, (float)g->alpha, A, lda, B, ldb, (float)g->beta, rp->got, ldc);
         else
-            cblas_dgemm(ord, tA, tB, (int)m, (int)n, (int)k, alpha, A, lda, B, ldb, beta, rp->got, ldc);
+            cblas_dgemm(ord, tA, tB, m, n, k, g->alpha, A, lda, B, ldb, g->beta, rp->got, ldc);
         snprintf(rp->note, sizeof(rp->note), "replayed with this machine's CBLAS (%d thread%s)",
                  openblas_get_num_threads(), openblas_get_num_threads() == 1 ? "" : "s");
         if (memcmp(rp->got, rp->out->data, (size_t)rp->out->bytes) == 0)
             break;
     }
+}
+#endif
+
+static int replay_gemm(replay *rp)
+{
+    gemm_call g;
+    if (gemm_of(rp, &g) < 0)
+        return -1;
+    const void *A = input(rp, 0, (int)g.dtype, (uint64_t)(g.m * g.k));
+    const void *B = A ? input(rp, 1, (int)g.dtype, (uint64_t)(g.k * g.n)) : NULL;
+    if (!A || !B)
+        return -1;
+    if (rp->out->dtype != g.dtype || numel(rp->out) != (uint64_t)(g.m * g.n)) {
+        snprintf(rp->why, sizeof(rp->why), "the captured output does not match the gemm's shape");
+        return -1;
+    }
+    if (g.beta != 0 && (!rp->prior || !rp->prior->complete || rp->prior->bytes != rp->out->bytes)) {
+        snprintf(rp->why, sizeof(rp->why), "beta = %g and C's prior value was not captured", g.beta);
+        return -1;
+    }
+#ifdef TFT_HAVE_CBLAS
+    run_gemm(rp, &g, A, B);
     return 0;
 #else
-    (void)a_cols, (void)b_cols, (void)c_cols, (void)alpha;
     snprintf(rp->why, sizeof(rp->why), "this tfdump was built without CBLAS (OpenBLAS)");
     return -1;
 #endif
@@ -328,14 +352,14 @@ static int report(const replay *rp, const verdict *v)
         cJSON *j = cJSON_CreateObject();
         if (j) {
             cJSON_AddNumberToObject(j, "rank", rp->rank);
-            dump_json_i64(j, "seq", rp->o->replay_seq);
+            core_json_i64(j, "seq", rp->o->replay_seq);
             cJSON_AddStringToObject(j, "op", rp->op_name);
             cJSON_AddStringToObject(j, "op_kind", tft_op_kind_name(rp->op->op_kind));
             cJSON_AddStringToObject(j, "output", rp->out->name);
             cJSON_AddStringToObject(j, "result", v->identical ? "bit-identical" : v->within ? "within_tolerance"
                                                                                             : "different");
-            dump_json_u64(j, "numel", numel(rp->out));
-            dump_json_u64(j, "differing", v->differ);
+            core_json_u64(j, "numel", numel(rp->out));
+            core_json_u64(j, "differing", v->differ);
             cJSON_AddNumberToObject(j, "max_abs_diff", v->max_abs);
             dump_json_str_or_null(j, "note", rp->note[0] ? rp->note : NULL);
             dump_out_json_line(j);

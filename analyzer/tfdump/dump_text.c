@@ -13,17 +13,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-const char *dump_rec_string(const tft_reader *r, uint64_t id, char buf[18])
-{
-    if (id == 0)
-        return NULL;
-    const char *s = tft_reader_string(r, id);
-    if (s)
-        return s;
-    snprintf(buf, 18, "#%016" PRIx64, id);
-    return buf;
-}
-
 const char *dump_rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
 {
     const tft_rec_kind_info *k = tft_rec_kind(rec->kind);
@@ -31,7 +20,7 @@ const char *dump_rec_name(const tft_rec *rec, const tft_reader *r, char buf[18])
         return NULL;
     uint64_t ids[TFT_REC_STRINGS];
     tft_rec_string_ids(rec, ids);
-    return dump_rec_string(r, ids[k->label], buf);
+    return core_rec_string(r, ids[k->label], buf);
 }
 
 const char *dump_rec_kind_label(uint16_t kind, char buf[24])
@@ -50,7 +39,7 @@ static const char *txt(const tft_reader *r, uint64_t id)
     static char bufs[2][512];
     static int turn;
     char hb[18];
-    const char *s = dump_rec_string(r, id, hb);
+    const char *s = core_rec_string(r, id, hb);
     if (!s)
         return "-";
     char *out = bufs[turn ^= 1];
@@ -221,12 +210,6 @@ static void text_process(FILE *f, const tft_rec_process *p)
         fprintf(f, " rss=%" PRIu64, p->rss);
 }
 
-const char *dump_drop_reason_name(uint32_t reason)
-{
-    static const char *const n[] = {"ring_full", "too_big", "other"};
-    return reason < 3 ? n[reason] : "?";
-}
-
 /* A STACK record (FORMAT.md §5.16): who, the summary, then the frames
  * indented on the lines that follow. */
 static void text_stack(FILE *f, const tft_rec_stack *s, const tft_reader *r)
@@ -269,7 +252,7 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
     case TFT_REC_COMM: text_comm(f, (const tft_rec_comm *)rec, r); break;
     case TFT_REC_DROPPED: {
         const tft_rec_dropped *d = (const tft_rec_dropped *)rec;
-        fprintf(f, " count=%" PRIu64 " reason=%s", d->count, dump_drop_reason_name(d->reason));
+        fprintf(f, " count=%" PRIu64 " reason=%s", d->count, core_drop_reason_name(d->reason));
         break;
     }
     case TFT_REC_THREAD: {

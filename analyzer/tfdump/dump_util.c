@@ -1,12 +1,11 @@
 /*
  * dump_util.c — tfdump plumbing: collecting the format library's messages,
- * writing to stdout without dying on a closed pipe, opening the trace and
- * naming its rank files.
+ * writing to stdout without dying on a closed pipe, JSON strings, and
+ * OpenBLAS under an address-space limit.
  */
 #include "core_common.h"
 #include "dump_internal.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -14,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- an address-space limit and OpenBLAS ------------------------------------- */
@@ -52,13 +50,9 @@ void dump_err(const char *fmt, ...)
 
 void dump_nomem(const char *path, const char *what)
 {
-    struct rlimit rl;
-    char lim[128] = "the machine is out of memory";
-    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        snprintf(lim, sizeof(lim), "the address space is limited to %llu MiB (ulimit -v)",
-                 (unsigned long long)(rl.rlim_cur >> 20));
+    char lim[128];
     dump_err("%s: %s needs more memory than allowed (%s); raise the limit, or look at fewer ranks "
-             "(tfdump TRACE/rank-NNNNN.tft)", path, what, lim);
+             "(tfdump TRACE/rank-NNNNN.tft)", path, what, core_memory_limit(lim, sizeof(lim)));
 }
 
 int dump_read_error(const char *path, const char *name, int e)
@@ -168,147 +162,7 @@ bool dump_out_json_line(const cJSON *j)
     return dump_out_ok();
 }
 
-/* ---- the trace and its rank-file names --------------------------------------- */
-
-/* trace.c's rule for rank files: rank-*.tft. */
-static bool is_rank_file_name(const char *name)
-{
-    size_t len = strlen(name);
-    return strncmp(name, "rank-", 5) == 0 && len >= 9 && strcmp(name + len - 4, ".tft") == 0;
-}
-
-static int name_files(dump_trace *d)
-{
-    d->names = calloc((size_t)d->n + 1, sizeof(*d->names));
-    if (!d->names)
-        return -ENOMEM;
-    for (int i = 0; i < d->n; i++)
-        if (!(d->names[i] = strdup(tft_trace_file_name(d->t, i))))
-            return -ENOMEM;
-    return 0;
-}
-
-/* A trace of many ranks merged at once (--events, --check) needs a file
- * descriptor per rank file: the soft limit goes up to the hard one. */
-static void raise_nofile(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
-/* The format library opens rank files with a blocking open(): a FIFO would
- * hang it, so anything that is not a regular file is refused here first. */
-static bool only_regular_files(const char *path)
-{
-    struct stat sb;
-    if (stat(path, &sb) < 0)
-        return true; /* the library says why */
-    if (!S_ISDIR(sb.st_mode)) {
-        if (S_ISREG(sb.st_mode))
-            return true;
-        dump_err("%s: not a regular file (a rank file or a trace directory is expected)", path);
-        return false;
-    }
-    DIR *dp = opendir(path);
-    bool ok = true;
-    struct dirent *de;
-    while (dp && ok && (de = readdir(dp))) {
-        char full[4096];
-        if (!is_rank_file_name(de->d_name))
-            continue;
-        snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
-        if (stat(full, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
-            dump_err("%s: not a regular file", full);
-            ok = false;
-        }
-    }
-    if (dp)
-        closedir(dp);
-    return ok;
-}
-
-int dump_trace_open(dump_trace *d, const dump_opts *o)
-{
-    *d = (dump_trace){0};
-    if (!only_regular_files(o->path))
-        return DUMP_USAGE;
-    raise_nofile();
-    d->log.hold = 1;
-    /* rank files are opened when a mode reads them, and closed after where
-     * it reads them one by one (summary, --verify, --chunks, leaks) */
-    tft_reader_opts ro = TFT_READER_OPTS(.log = dump_log_fn, .log_ctx = &d->log);
-    d->t = tft_trace_open_lazy(o->path, &ro);
-    if (!d->t && errno == EPROTO && core_trace_unrecorded(o->path, &d->manifest)) {
-        dump_log_free(&d->log); /* "no rank files": said better by dump_unrecorded */
-        d->unrecorded = true;
-        return DUMP_OK;
-    }
-    if (!d->t) {
-        int e = errno;
-        if (d->log.n)
-            dump_log_echo(&d->log, 0);
-        if (e == ENOMEM)
-            dump_nomem(o->path, "opening the trace");
-        else if (!d->log.n)
-            dump_err("%s: cannot open the trace: %s", o->path, strerror(e));
-        dump_log_free(&d->log);
-        return DUMP_USAGE;
-    }
-    d->n = tft_trace_nranks(d->t);
-    if (name_files(d) < 0) {
-        dump_nomem(o->path, "opening the trace");
-        dump_trace_close(d);
-        return DUMP_USAGE;
-    }
-    return DUMP_OK;
-}
-
-void dump_trace_close(dump_trace *d)
-{
-    if (d->names)
-        for (int i = 0; i < d->n; i++)
-            free(d->names[i]);
-    free(d->names);
-    tft_trace_close(d->t);
-    dump_log_free(&d->log);
-    tft_manifest_free(&d->manifest);
-    *d = (dump_trace){0};
-}
-
-const char *dump_integrity_name(int integrity)
-{
-    switch (integrity) {
-    case TFT_INTACT: return "complete";
-    case TFT_TORN: return "torn";
-    default: return "damaged";
-    }
-}
-
-/* ---- JSON helpers ------------------------------------------------------------ */
-
-void dump_json_u64(cJSON *o, const char *key, uint64_t v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%" PRIu64, v);
-    cJSON_AddRawToObject(o, key, b);
-}
-
-void dump_json_i64(cJSON *o, const char *key, int64_t v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%" PRId64, v);
-    cJSON_AddRawToObject(o, key, b);
-}
-
-void dump_json_hex(cJSON *o, const char *key, uint64_t v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%016" PRIx64, v);
-    cJSON_AddStringToObject(o, key, b);
-}
+/* ---- JSON ------------------------------------------------------------------ */
 
 void dump_json_str_or_null(cJSON *o, const char *key, const char *s)
 {
@@ -318,87 +172,7 @@ void dump_json_str_or_null(cJSON *o, const char *key, const char *s)
         cJSON_AddNullToObject(o, key);
 }
 
-/* ---- cross-checks the library does not make ----------------------------------- */
-
-/* One ERROR line to the trace's log. Not tft_logf (tft_msg.h): these lines
- * name two files and run ids, and keep their 599 bytes where tft_logf's
- * stop at 511. */
-static void note(dump_trace *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(dump_trace *d, const char *fmt, ...)
+cJSON *dump_json_range(int64_t a, int64_t b, int64_t none)
 {
-    char msg[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    dump_log_fn(&d->log, TFT_LOG_ERROR, msg);
-}
-
-static void run_id_hex(const uint8_t id[16], char out[33])
-{
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", id[i]);
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* Two rank files that claim the same rank: files of two runs mixed up. */
-static int check_duplicates(dump_trace *d)
-{
-    int *ids = malloc(sizeof(int) * ((size_t)d->n + 1)), problems = 0;
-    if (!ids)
-        return 0;
-    for (int i = 0; i < d->n; i++)
-        ids[i] = tft_trace_rank_id(d->t, i);
-    qsort(ids, (size_t)d->n, sizeof(int), cmp_int);
-    for (int i = 1; i < d->n; i++) {
-        if (ids[i] != ids[i - 1] || (i > 1 && ids[i] == ids[i - 2]))
-            continue;
-        int first = -1, second = -1;
-        for (int k = 0; k < d->n && second < 0; k++) {
-            if (tft_trace_rank_id(d->t, k) == ids[i]) {
-                if (first < 0)
-                    first = k;
-                else
-                    second = k;
-            }
-        }
-        note(d, "%s and %s both claim rank %d: files of different runs are mixed", d->names[first],
-             d->names[second], ids[i]);
-        problems++;
-    }
-    free(ids);
-    return problems;
-}
-
-int dump_trace_check(dump_trace *d, const char *path)
-{
-    const tft_manifest *m = tft_trace_manifest(d->t);
-    int problems = check_duplicates(d);
-    if (!m)
-        return problems;
-    for (int k = 0; k < m->nranks; k++) {
-        int found = 0;
-        for (int i = 0; i < d->n && !found; i++)
-            found = tft_trace_rank_id(d->t, i) == m->ranks[k].rank;
-        if (!found) {
-            note(d, "%s/%s: listed in manifest.json for rank %d but missing or not a rank file; "
-                    "that rank's records are lost", path, m->ranks[k].file, m->ranks[k].rank);
-            problems++;
-        }
-    }
-    for (int i = 0; i < d->n && m->run_id[0]; i++) {
-        char hex[33];
-        run_id_hex(tft_trace_file_info(d->t, i)->run_id, hex);
-        if (strcmp(hex, m->run_id) != 0) {
-            note(d, "%s: run id %s differs from manifest.json's %s: the file belongs to another run",
-                 d->names[i], hex, m->run_id);
-            problems++;
-        }
-    }
-    return problems;
+    return a == none ? cJSON_CreateNull() : core_json_i64_array((const int64_t[]){a, b}, 2);
 }

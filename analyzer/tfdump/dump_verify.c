@@ -35,13 +35,13 @@ static cJSON *verify_file_json(const dump_trace *d, int i, const tft_reader_stat
     cJSON_AddStringToObject(o, "integrity", dump_integrity_name(st->integrity));
     cJSON_AddBoolToObject(o, "closed", st->closed);
     cJSON_AddBoolToObject(o, "index_rebuilt", st->index_rebuilt);
-    dump_json_u64(o, "chunks", st->chunks);
-    dump_json_u64(o, "chunks_bad", st->chunks_bad);
-    dump_json_u64(o, "bytes", st->file_bytes);
+    core_json_u64(o, "chunks", st->chunks);
+    core_json_u64(o, "chunks_bad", st->chunks_bad);
+    core_json_u64(o, "bytes", st->file_bytes);
     if (st->integrity == TFT_TORN)
-        dump_json_u64(o, "torn_offset", st->torn_offset);
+        core_json_u64(o, "torn_offset", st->torn_offset);
     if (st->integrity == TFT_DAMAGED)
-        dump_json_u64(o, "bad_offset", st->bad_offset);
+        core_json_u64(o, "bad_offset", st->bad_offset);
     return o;
 }
 
@@ -56,7 +56,7 @@ static void verify_report_json(const dump_trace *d, const tft_reader_status *st,
     cJSON *pr = cJSON_AddArrayToObject(j, "problems");
     for (size_t i = 0; pr && i < d->log.n; i++)
         cJSON_AddItemToArray(pr, cJSON_CreateString(d->log.msgs[i]));
-    dump_json_u64(j, "problems_not_shown", d->log.more);
+    core_json_u64(j, "problems_not_shown", d->log.more);
     char *text = cJSON_Print(j);
     if (text)
         puts(text);
@@ -119,19 +119,6 @@ int dump_verify(dump_trace *d, const dump_opts *o)
 
 /* ---- --chunks ------------------------------------------------------------------ */
 
-static cJSON *range_json(int64_t a, int64_t b, int64_t none)
-{
-    if (a == none)
-        return cJSON_CreateNull();
-    cJSON *arr = cJSON_CreateArray();
-    char t[24];
-    snprintf(t, sizeof(t), "%" PRId64, a);
-    cJSON_AddItemToArray(arr, cJSON_CreateRaw(t));
-    snprintf(t, sizeof(t), "%" PRId64, b);
-    cJSON_AddItemToArray(arr, cJSON_CreateRaw(t));
-    return arr;
-}
-
 static bool chunk_json(const dump_trace *d, int i, const tft_chunk_info *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -139,16 +126,16 @@ static bool chunk_json(const dump_trace *d, int i, const tft_chunk_info *c)
         return false;
     cJSON_AddStringToObject(o, "file", d->names[i]);
     cJSON_AddNumberToObject(o, "rank", tft_trace_rank_id(d->t, i));
-    dump_json_u64(o, "chunk", c->chunk_no);
-    dump_json_u64(o, "offset", c->offset);
-    dump_json_u64(o, "comp_size", c->comp_size);
-    dump_json_u64(o, "raw_size", c->raw_size);
-    dump_json_u64(o, "records", c->records);
-    cJSON_AddItemToObject(o, "steps", range_json(c->first_step, c->last_step, TFT_STEP_NONE));
-    cJSON_AddItemToObject(o, "seqs", range_json(c->first_seq, c->last_seq, TFT_SEQ_NONE));
-    dump_json_u64(o, "first_ts", c->first_ts);
-    dump_json_u64(o, "last_ts", c->last_ts);
-    dump_json_u64(o, "dropped", c->dropped);
+    core_json_u64(o, "chunk", c->chunk_no);
+    core_json_u64(o, "offset", c->offset);
+    core_json_u64(o, "comp_size", c->comp_size);
+    core_json_u64(o, "raw_size", c->raw_size);
+    core_json_u64(o, "records", c->records);
+    cJSON_AddItemToObject(o, "steps", dump_json_range(c->first_step, c->last_step, TFT_STEP_NONE));
+    cJSON_AddItemToObject(o, "seqs", dump_json_range(c->first_seq, c->last_seq, TFT_SEQ_NONE));
+    core_json_u64(o, "first_ts", c->first_ts);
+    core_json_u64(o, "last_ts", c->last_ts);
+    core_json_u64(o, "dropped", c->dropped);
     bool ok = dump_out_json_line(o);
     cJSON_Delete(o);
     return ok;

@@ -18,7 +18,7 @@
 #include "desync.h"
 #include "leak.h"
 #include "dump_internal.h"
-#include "export_internal.h"
+#include "export.h"
 #include "fuzz_trace.h"
 
 #include <stdio.h>
@@ -76,7 +76,7 @@ static int run_mode(int mode, int json, const uint8_t *data, size_t size)
     case MODE_VERIFY: st = dump_verify(&d, &o); break;
     case MODE_EVENTS: st = dump_events(&d, &o); break;
     case MODE_CHUNKS: st = dump_chunks(&d, &o); break;
-    case MODE_EXPORT: st = export_run(&d, &o); break;
+    case MODE_EXPORT: st = dump_export(&d, &o); break;
     default: st = dump_summary(&d, &o); break;
     }
     dump_trace_close(&d);

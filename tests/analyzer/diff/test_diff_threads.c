@@ -1,6 +1,7 @@
 /*
  * test_diff_threads.c — compare_rank on ranks that record from several threads
- * (format 1.2 THREAD and SYNC records; analyzer/compare/compare_threads.c).
+ * (format 1.2 THREAD and SYNC records; analyzer/compare/compare_stash.c,
+ * compare_threads.c).
  *
  * A toy trainer: a main thread marks steps and records "loss"; W worker
  * threads each record x -> h -> y per step (names "w<i>.x", ... or, with

@@ -1,0 +1,94 @@
+/*
+ * tfdiff_rank.c — one job of tfdiff (tfdiff_internal.h): one pass over a
+ * BAD rank file and GOLDEN's of the same rank, compare_rank's tap feeding
+ * the leak scans and the desync extracts of both, so that every file is
+ * decompressed and walked once; or, for a file nothing compares, the tap
+ * alone. Runs on the pool's threads, one job per thread at a time.
+ */
+#include "tfdiff_internal.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int tap_record(void *ctx, int side, const tft_rec *rec)
+{
+    job_tap *t = ctx;
+    int e = t->leak[side] ? leak_scan_record(t->leak[side], t->r[side], rec) : 0;
+    if (!e && t->ex[side])
+        e = core_spill_extract_record(t->ex[side], rec);
+    return e;
+}
+
+/* The rest of side's file through the tap (a job that compares nothing). */
+static int tap_drain(job_tap *t, int side)
+{
+    const tft_rec *rec;
+    int e;
+    while ((e = tft_reader_next(t->r[side], &rec)) == 1)
+        if ((e = tap_record(t, side, rec)) < 0)
+            break;
+    return e < 0 ? e : 0;
+}
+
+/* A rank file written with --keep-steps has full records for its last
+ * steps only (FORMAT.md §3.6): the comparison starts at the first step both
+ * sides have in full, and says so once. */
+static void keep_limit(tft_reader *g, tft_reader *b, compare_opts *o)
+{
+    static atomic_bool noted;
+    int64_t fg = TFT_STEP_NONE, fb = TFT_STEP_NONE;
+    long long kg = 0, kb = 0;
+    tft_reader_full_steps(g, &kg, &fg, NULL);
+    tft_reader_full_steps(b, &kb, &fb, NULL);
+    int64_t from = (kg && fg != TFT_STEP_NONE) ? fg : INT64_MIN;
+    if (kb && fb != TFT_STEP_NONE && fb > from)
+        from = fb;
+    if (from == INT64_MIN || from <= o->step_lo)
+        return;
+    o->step_lo = from;
+    if (!atomic_exchange(&noted, true))
+        fprintf(stderr, "tfdiff: note: a --keep-steps trace: compared from step %lld on, the steps both "
+                "sides have in full\n", (long long)from);
+}
+
+/* One pass over the job's files: the comparison (its tap feeding the leak
+ * scans and the extracts), or the tap alone. */
+static int job_pass(rank_work *w, rank_job *j, job_tap *t)
+{
+    if (j->leaks && (!(t->leak[1] = leak_scan_new()) || (j->gi >= 0 && !(t->leak[0] = leak_scan_new()))))
+        return -ENOMEM;
+    if (j->extract_b && !(t->ex[1] = core_spill_extract_begin(w->bsp, t->r[1], j->bi)))
+        return -errno;
+    if (j->extract_g && !(t->ex[0] = core_spill_extract_begin(w->gsp, t->r[0], j->gi)))
+        return -errno;
+    if (!j->compare) {
+        int e = t->r[0] ? tap_drain(t, 0) : 0;
+        return e ? e : t->r[1] ? tap_drain(t, 1) : 0;
+    }
+    compare_opts o = w->o->d;
+    o.tap = tap_record;
+    o.tap_ctx = t;
+    keep_limit(t->r[0], t->r[1], &o);
+    int e = compare_rank(t->r[0], t->r[1], &o, &j->res);
+    j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
+    return e;
+}
+
+int tfdiff_job_run(rank_work *w, rank_job *j, leak_scratch *sc)
+{
+    job_tap t = {.r = {j->gi >= 0 ? tft_trace_reader(w->g, j->gi) : NULL,
+                       j->bi >= 0 ? tft_trace_reader(w->b, j->bi) : NULL}};
+    if ((j->gi >= 0 && !t.r[0]) || (j->bi >= 0 && !t.r[1]))
+        return errno ? -errno : -EIO;
+    int e = job_pass(w, j, &t);
+    if (!e && j->leaks)
+        e = tfdiff_job_leaks(w, j, &t, sc);
+    for (int side = 0; side < 2; side++) {
+        int f = core_spill_extract_end(t.ex[side], e == 0);
+        e = e ? e : f;
+        leak_scan_free(t.leak[side]);
+    }
+    return e;
+}
