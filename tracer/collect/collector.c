@@ -3,13 +3,14 @@
  * when its first record arrives; strings registered with the writer; process
  * death detected (the launcher's waitpid, or the pid vanishing), after which
  * everything the process committed is drained, its exit recorded and its
- * file closed with an index. This file: the rank files, the record path,
- * the drops' attribution, the drain pass and the periodic records; the
- * processes' ends, the collection's end and records from outside the rings:
- * collector_end.c.
+ * file closed with an index. This file: the collector's creation and
+ * release, the rank files, the record path, the drops' attribution, the
+ * drain pass and the periodic records; the processes' ends, the
+ * collection's end and records from outside the rings: collector_end.c.
  */
 #include "collector_internal.h"
 #include "tft_procstat.h"
+#include "tft_writer_internal.h" /* tft_writer_abandon */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +53,22 @@ collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t 
         p->drop_first_step = p->drop_last_step = TFT_STEP_NONE;
     }
     return c;
+}
+
+void collector_free(collector *c)
+{
+    if (!c)
+        return;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
+        tft_writer_abandon(c->procs[i].w);
+    if (c->claimed_fd >= 0)
+        close(c->claimed_fd);
+    free(c->ranks);
+    free(c->ring_dropped);
+    free(c->ring_stalled);
+    free(c->ring_kinds);
+    free(c->dir);
+    free(c);
 }
 
 void cproc_record(cproc *p, const tft_rec *rec)

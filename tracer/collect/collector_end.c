@@ -1,20 +1,20 @@
 /*
  * collector_end.c — what ends in a collection, and what enters it from
  * outside the rings: a process's exit (the launcher's wait status, written
- * as its PROCESS record) and its file's close; the collection's flush,
+ * as its PROCESS record) and its file's close; the collection's flush and
  * finish (every file closed, the summary of what reached the disk and what
- * was lost) and free; the job's run id set late; records for a live
- * process from the launcher itself (tftrace --timeout's stacks).
+ * was lost); the job's run id set late; records for a live process from
+ * the launcher itself (tftrace --timeout's stacks). Its creation and
+ * release: collector.c.
  */
 #include "collector_internal.h"
-#include "tft_writer_internal.h" /* tft_writer_abandon, tft_writer_set_run_id */
+#include "tft_writer_internal.h" /* tft_writer_set_run_id */
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 static void append_exit(collector *c, cproc *p)
 {
@@ -160,22 +160,6 @@ void collector_incomplete_reason(const collector_summary *s, char *buf, size_t n
                          (unsigned long long)r->records, (unsigned long long)r->lost);
         k = w > 0 && (size_t)w < n - k ? k + (size_t)w : n - 1;
     }
-}
-
-void collector_free(collector *c)
-{
-    if (!c)
-        return;
-    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
-        tft_writer_abandon(c->procs[i].w);
-    if (c->claimed_fd >= 0)
-        close(c->claimed_fd);
-    free(c->ranks);
-    free(c->ring_dropped);
-    free(c->ring_stalled);
-    free(c->ring_kinds);
-    free(c->dir);
-    free(c);
 }
 
 int collector_set_run_id(collector *c, const uint8_t run_id[16])
