@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,33 +51,6 @@ static void decode_scratch_release(void)
 {
     if (--tl_scratch.readers <= 0)
         decode_scratch_free();
-}
-
-/* Records the first problem and raises the integrity level. */
-void fmt_reader_problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void fmt_reader_problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (integrity > r->st.integrity)
-        r->st.integrity = integrity;
-    if (integrity == TFT_DAMAGED && r->st.bad_offset == 0)
-        r->st.bad_offset = off;
-    if (!r->st.first_problem[0] &&
-        snprintf(r->st.first_problem, sizeof(r->st.first_problem), "%s: %s", r->name, msg) < 0)
-        r->st.first_problem[0] = '\0';
-    RLOG(r, integrity == TFT_DAMAGED ? TFT_LOG_ERROR : TFT_LOG_WARN, "%s: %s", r->name, msg);
-}
-
-bool fmt_chunk_hdr_valid(const chunk_hdr_disk *h)
-{
-    return memcmp(h->magic, CHUNK_MAGIC, 4) == 0 &&
-           h->checksum == fmt_checksum32(h, offsetof(chunk_hdr_disk, checksum)) &&
-           h->raw_size <= CHUNK_RAW_LIMIT && h->comp_size <= ZSTD_compressBound(CHUNK_RAW_LIMIT);
 }
 
 /* ---- open / close ------------------------------------------------------------ */

@@ -5,16 +5,46 @@
  * closed or whose tail is damaged, by walking the frames, dropping a torn
  * tail and resynchronising past damaged frames; the chunks a flight
  * recorder retired (FORMAT.md §3.6). Every size read is bounds-checked;
- * damage is reported through fmt_reader_problem.
+ * damage is reported through fmt_reader_problem, which is here, with
+ * fmt_chunk_hdr_valid, for reader.c's use too.
  */
 #include "reader_state_internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader, ZSTD_frameHeader */
 #include <zstd.h>
+
+/* ---- problems and chunk headers, for reader.c too ------------------------ */
+
+void fmt_reader_problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (integrity > r->st.integrity)
+        r->st.integrity = integrity;
+    if (integrity == TFT_DAMAGED && r->st.bad_offset == 0)
+        r->st.bad_offset = off;
+    if (!r->st.first_problem[0] &&
+        snprintf(r->st.first_problem, sizeof(r->st.first_problem), "%s: %s", r->name, msg) < 0)
+        r->st.first_problem[0] = '\0';
+    RLOG(r, integrity == TFT_DAMAGED ? TFT_LOG_ERROR : TFT_LOG_WARN, "%s: %s", r->name, msg);
+}
+
+bool fmt_chunk_hdr_valid(const chunk_hdr_disk *h)
+{
+    return memcmp(h->magic, CHUNK_MAGIC, 4) == 0 &&
+           h->checksum == fmt_checksum32(h, offsetof(chunk_hdr_disk, checksum)) &&
+           h->raw_size <= CHUNK_RAW_LIMIT && h->comp_size <= ZSTD_compressBound(CHUNK_RAW_LIMIT);
+}
+
+/* ---- the chunk list ------------------------------------------------------ */
 
 static int chunks_push(tft_reader *r, const tft_chunk_info *ci)
 {

@@ -1,7 +1,9 @@
 /*
  * reader_state_internal.h — what the reader's two files share (reader.c:
- * open, close, chunk loading, records; reader_index.c: the header and the
- * chunk list): the reader's state and its helpers. Not installed.
+ * open, close, chunk loading, records; reader_index.c: the header, the
+ * chunk list and the helpers both use): the reader's state and the
+ * functions reader.c calls in reader_index.c (never the other way).
+ * Not installed.
  */
 #ifndef TFT_READER_STATE_INTERNAL_H
 #define TFT_READER_STATE_INTERNAL_H
@@ -46,14 +48,14 @@ struct tft_reader {
 
 #define RLOG(r, lvl, ...) tft_logf((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
 
+/* ---- reader_index.c ---- */
+
 /* Records the first problem and raises the integrity level (TFT_DAMAGED:
  * off is the damaged byte); logged as an error or a warning. */
 void fmt_reader_problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Whether a chunk header's checksum and bounds hold. */
 bool fmt_chunk_hdr_valid(const chunk_hdr_disk *h);
-
-/* ---- reader_index.c ---- */
 
 /* Reads and checks the header frame into r->info. 0 or -errno (-EPROTO
  * not a tftrace file, -EPROTONOSUPPORT a newer major, ...). */
