@@ -3,7 +3,8 @@
  * (tft_stats_compute, the streaming form, the blocked fingerprint), the
  * tiny path, the byte path and the finishing of the totals. One block's
  * work is in stats_block.c, the kernel sets in stats_generic.c and
- * stats_avx2.c (chosen by stats_isa.c), the conversions in stats_codec.c.
+ * stats_avx2.c (chosen by stats_isa.c), the conversions in stats_codec.c
+ * and stats_codec_bulk.c.
  *
  * One pass over the data: the tensor is cut into blocks of 8 KiB; each
  * block's statistics are computed (stats_kernels, two cache-hot sweeps at

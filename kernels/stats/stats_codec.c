@@ -1,8 +1,9 @@
 /*
  * stats_codec.c — fp16, bf16 and fp8 (E4M3FN, E5M2) conversions to and
  * from float (tft_stats.h): the scalar ones, bit-exact and independent of
- * the FPU's DAZ/FTZ state, and the bulk ones, which run the selected
- * kernel set's vector loops (stats_isa.c) with the same results.
+ * the FPU's DAZ/FTZ state, and fp8's bulk ones (table lookups). The vector
+ * kernels call the scalar ones for their tails; the fp16/bf16 bulk ones,
+ * which run the selected kernel set's loops, are in stats_codec_bulk.c.
  */
 #include <math.h>
 
@@ -48,23 +49,3 @@ float tft_f8e5m2_to_f32(uint8_t b) { return stats_f8e5m2_values[b]; }
 void tft_f8e4m3_to_f32_n(const uint8_t *in, float *out, size_t n) { f8e4m3_to_f32_n(in, out, n); }
 
 void tft_f8e5m2_to_f32_n(const uint8_t *in, float *out, size_t n) { f8e5m2_to_f32_n(in, out, n); }
-
-void tft_f16_to_f32_n(const uint16_t *in, float *out, size_t n)
-{
-    stats_isa_kernels()->dec_f16((const unsigned char *)in, n, out);
-}
-
-void tft_bf16_to_f32_n(const uint16_t *in, float *out, size_t n)
-{
-    stats_isa_kernels()->dec_bf16((const unsigned char *)in, n, out);
-}
-
-void tft_f32_to_f16_n(const float *in, uint16_t *out, size_t n)
-{
-    stats_isa_kernels()->enc_f16(in, n, out);
-}
-
-void tft_f32_to_bf16_n(const float *in, uint16_t *out, size_t n)
-{
-    stats_isa_kernels()->enc_bf16(in, n, out);
-}
