@@ -38,9 +38,6 @@
 #ifdef TFT_HAVE_BPF
 #include "attach_cmd_internal.h"
 
-att_target att_T[ATT_MAX_TARGETS];
-int att_NT;
-
 static volatile sig_atomic_t stop_signal;
 static void on_stop(int sig) { stop_signal = sig; }
 

@@ -47,6 +47,7 @@ typedef struct att_target {
     long off;               /* its world calls' offset against the reference rank */
 } att_target;
 
+/* The targets (defined in attach_stream.c, filled by attach_cmd.c). */
 extern att_target att_T[ATT_MAX_TARGETS];
 extern int att_NT;
 

@@ -21,6 +21,9 @@
  * waits longer than that for another (it stopped calling MPI while the
  * others go on), its oldest call is written anyway, so memory stays
  * bounded and the sequence numbers may then count calls other ranks lack.
+ *
+ * The targets' table (att_T, att_NT), whose entries are mostly the queues,
+ * is defined here; attach_cmd.c fills it.
  */
 #ifdef TFT_HAVE_BPF   /* the whole file: BPF builds only */
 #include "attach_cmd_internal.h"
@@ -28,6 +31,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+att_target att_T[ATT_MAX_TARGETS];
+int att_NT;
 
 enum { QUEUE_MAX = 16384, ALIGN_CALLS = 32, ALIGN_SPAN = 3 };
 
