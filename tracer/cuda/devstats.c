@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+__thread int cp_self;
+
 #define SLOTS 4096u
 #define MAX_DEV 64
 #define ALIGN 256u

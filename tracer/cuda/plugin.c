@@ -44,8 +44,6 @@
 
 TFT_PLUGIN_API int InitializeInjection(void);
 
-__thread int cp_self;
-
 /* Runtime API calls we record that this thread is inside (their driver
  * calls are not recorded again). */
 static __thread int rt_depth;

@@ -11,7 +11,9 @@
 
 /* > 0 while this thread runs our own CUDA calls: the CUPTI callbacks then
  * record nothing (our scratch allocations are not the program's) and note
- * the correlation ids of our copies so that their activity is dropped. */
+ * the correlation ids of our copies so that their activity is dropped.
+ * Defined in devstats.c, whose calls are most of them: plugin.c calls
+ * devstats.c, never the other way. */
 extern __thread int cp_self;
 
 /* Notes a runtime correlation id of one of our own calls (plugin.c). */
