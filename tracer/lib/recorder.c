@@ -74,11 +74,7 @@ static void ring_retire(void *p)
         atomic_store_explicit(&r->state, RING_RETIRED, memory_order_release);
 }
 
-void rec_thread_key_init(void)
-{
-    pthread_key_create(&ring_key, ring_retire);
-    rec_capture_key_init();
-}
+void rec_thread_key_init(void) { pthread_key_create(&ring_key, ring_retire); }
 
 shm_ring *rec_ring(void)
 {

@@ -71,9 +71,11 @@ typedef struct cap_thread {
 } cap_thread;
 
 /* This thread's capture state, allocated on first use while armed; freed
- * at the thread's exit (cap_key). */
+ * at the thread's exit (cap_key, created at the first use in the process,
+ * as recorder_fast.c's memo key is). */
 static __thread cap_thread *cap_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t cap_key;
+static pthread_once_t cap_key_once = PTHREAD_ONCE_INIT;
 
 static void cap_thread_free(void *p)
 {
@@ -81,12 +83,13 @@ static void cap_thread_free(void *p)
     cap_tls = NULL; /* runs in the exiting thread */
 }
 
-void rec_capture_key_init(void) { pthread_key_create(&cap_key, cap_thread_free); }
+static void cap_key_init(void) { pthread_key_create(&cap_key, cap_thread_free); }
 
 static cap_thread *cap_state(void)
 {
     if (__builtin_expect(cap_tls != NULL, 1))
         return cap_tls;
+    pthread_once(&cap_key_once, cap_key_init);
     cap_tls = calloc(1, sizeof(cap_thread));
     if (cap_tls) {
         cap_tls->op_seq = TFT_SEQ_NONE;

@@ -206,8 +206,6 @@ static inline void rec_op_body(tft_rec_op *op, uint64_t name, uint64_t scope, in
 
 /* ---- capture (recorder_capture.c), reached only while g_rec.capture ------- */
 
-/* Creates the key that frees a thread's capture state at its exit (once). */
-void rec_capture_key_init(void);
 /* Op seq (name, n_in inputs in) began on this thread: decides whether it is
  * captured and captures the inputs it already can. */
 void rec_capture_op_begin(shm_ring *r, const char *name, int64_t seq, int n_in, const uint64_t *in);
