@@ -47,9 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Depth of interposer frames on this thread; > 0 means "pass through". */
-__thread int ip_depth __attribute__((tls_model("initial-exec")));
-
 enum { IP_UNKNOWN = 0, IP_OFF = 1, IP_ON = 2 };
 static _Atomic int ip_mode;
 
