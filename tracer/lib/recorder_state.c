@@ -86,9 +86,12 @@ static uint64_t intern_as(shm_ring *r, const char *s, size_t n, uint64_t id)
     return id;
 }
 
-/* intern_as for rec_intern_id's slow path (recorder_internal.h); rec_intern
- * keeps the static one, which the compiler may call more cheaply. */
-uint64_t rec_intern_as(shm_ring *r, const char *s, size_t n, uint64_t id) { return intern_as(r, s, n, id); }
+/* intern_as for rec_intern_id's slow path (recorder_internal.h), under its
+ * exported name: an alias, not a wrapper, so that the callers in other
+ * files (recorder.c, the interposers) reach the body with one call, as
+ * recorder.c's did when intern_as was its own; rec_intern keeps the static
+ * one, which the compiler may call more cheaply. */
+uint64_t rec_intern_as(shm_ring *r, const char *s, size_t n, uint64_t id) __attribute__((alias("intern_as")));
 
 /* Not inlined: inlined into tft_scope_push, GCC takes the 1024 bound on its
  * 512-byte buffer for an overread (-Wstringop-overread). */
