@@ -561,6 +561,8 @@ static void after_fork_child(void)
         atomic_store(&g_rec.state, ST_OFF);
 }
 
+pthread_once_t rec_init_once = PTHREAD_ONCE_INIT;
+
 /* Runs inside the interposers' guard (ip_depth): what set-up maps and
  * allocates (the region, the writer's buffers) is the recorder's, and an
  * interposer asking whether recording is on would re-enter this
@@ -595,3 +597,5 @@ void rec_init(void)
     atomic_store_explicit(&g_rec.state, state, memory_order_release);
     ip_depth--;
 }
+
+int tft_enabled(void) { return rec_on(); }

@@ -34,8 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-pthread_once_t rec_init_once = PTHREAD_ONCE_INIT;
-
 #define COMM_SLOTS 4096 /* communicator ids (and their point-to-point spaces) a process numbers */
 
 static struct {
@@ -48,8 +46,6 @@ static struct {
 __thread int rec_explicit_coll __attribute__((tls_model("initial-exec")));
 
 uint64_t tft_now_ns(void) { return tft_clock_mono_ns(); }
-
-int tft_enabled(void) { return rec_on(); }
 
 #define MAX_OP_ATTRS 16
 
