@@ -505,6 +505,25 @@ static void inproc_finish(int code, int sig)
 
 static struct sigaction old_actions[NFATAL];
 
+/* Writes the exit (or fatal signal) of this process. Async-signal-safe:
+ * only the lock-free ring write. */
+void rec_record_exit(int code, int sig)
+{
+    if (atomic_load(&g_rec.state) != ST_ON || atomic_exchange(&g_rec.exit_recorded, 1))
+        return;
+    shm_ring *r = rec_ring();
+    if (!r)
+        return;
+    tft_rec_process p;
+    memset(&p, 0, sizeof(p));
+    rec_hdr(&p.h, TFT_REC_PROCESS, sizeof(p), TFT_SEQ_NONE);
+    p.event = TFT_PROC_EXIT;
+    p.pid = (int32_t)getpid();
+    p.exit_code = code;
+    p.signal = sig;
+    ring_write(g_rec.h, r, &p.h);
+}
+
 static void on_fatal(int sig)
 {
     rec_record_exit(0, sig);

@@ -206,25 +206,6 @@ int tft_flush(void)
     return rec_inproc_flush(1000);
 }
 
-/* Writes the exit (or fatal signal) of this process. Async-signal-safe:
- * only the lock-free ring write. */
-void rec_record_exit(int code, int sig)
-{
-    if (atomic_load(&g_rec.state) != ST_ON || atomic_exchange(&g_rec.exit_recorded, 1))
-        return;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return;
-    tft_rec_process p;
-    memset(&p, 0, sizeof(p));
-    rec_hdr(&p.h, TFT_REC_PROCESS, sizeof(p), TFT_SEQ_NONE);
-    p.event = TFT_PROC_EXIT;
-    p.pid = (int32_t)getpid();
-    p.exit_code = code;
-    p.signal = sig;
-    ring_write(g_rec.h, r, &p.h);
-}
-
 /* ---- the CUDA side (interpose_cuda.c, the libtftrace-cuda plugin) -------- */
 
 /* Included here, at its one user, so that this section stays one block. */
