@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int emit_step(int64_t step, uint32_t phase)
 {
@@ -204,50 +203,4 @@ int tft_flush(void)
         return 0;
     drain_device_records();
     return rec_inproc_flush(1000);
-}
-
-/* ---- the CUDA side (interpose_cuda.c, the libtftrace-cuda plugin) -------- */
-
-/* Included here, at its one user, so that this section stays one block. */
-#include "tft_cuda_plugin.h"
-
-/* Records whose contents arrive after their call (device statistics copied
- * back, CUPTI activity) or on another thread: the contract is in
- * tft_cuda_plugin.h. The thread's op bracket (rec_tls.in_op) is left alone, so
- * a program's own tft_op_begin ... tft_op_end is never split. */
-int64_t tft_x_record(int verb, tft_rec *rec, const char *name)
-{
-    if (!rec_on() || !rec)
-        return 0;
-    if (verb == TFT_X_STATE) {
-        tft_rec_op *op = (tft_rec_op *)rec;
-        op->h.step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
-        op->h.seq = rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE;
-        op->scope = rec_tls.scope_id;
-        return rec_tensor_mode();
-    }
-    if (verb != TFT_X_EMIT ||
-        (rec->kind != TFT_REC_OP && rec->kind != TFT_REC_TENSOR && rec->kind != TFT_REC_KERNEL))
-        return -EINVAL;
-    shm_ring *r = rec_ring();
-    if (!r)
-        return -ENOSPC;
-    int64_t step = rec->step, seq = rec->seq;
-    if (rec->kind == TFT_REC_OP && seq == TFT_X_SEQ_NEW)
-        seq = rec_next_seq();
-    uint64_t nid = name ? rec_intern(r, name) : 0;
-    rec_hdr(rec, rec->kind, rec->len, seq);
-    rec->step = step;
-    if (rec->kind == TFT_REC_OP && name) {
-        ((tft_rec_op *)rec)->name = nid;
-    } else if (rec->kind == TFT_REC_TENSOR) {
-        tft_rec_tensor *t = (tft_rec_tensor *)rec;
-        if (!t->id)
-            t->id = atomic_fetch_add_explicit(&g_rec.tensor_id, 1, memory_order_relaxed) + 1;
-        if (name)
-            t->name = nid;
-    } else if (rec->kind == TFT_REC_KERNEL && name) {
-        ((tft_rec_kernel *)rec)->name = nid;
-    }
-    return ring_write(g_rec.h, r, rec);
 }
