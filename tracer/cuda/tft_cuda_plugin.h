@@ -15,7 +15,7 @@
  *
  * In the other direction the plugin records through tft.h and through
  * tft_x_record, the recorder's one internal entry for records built outside
- * an op bracket (recorder.c, end of file).
+ * an op bracket (recorder_x.c).
  *
  * Not API: the tft_x_* functions are exported from libtftrace.so for the
  * plugin alone, at version LIBTFTRACE_PRIVATE (tracer/lib/libtftrace.map.in),
@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 
-/* ---- recorder entry (libtftrace, recorder.c) ------------------------------ */
+/* ---- recorder entry (libtftrace, recorder_x.c) ---------------------------- */
 
 enum tft_x_verb {
     /* rec is a tft_rec_op: fills h.step (the current step), h.seq (the op

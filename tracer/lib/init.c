@@ -2,7 +2,8 @@
  * init.c — the recorder's set-up: configuration from TFT_* variables,
  * attaching to the collector's region (TFT_SHM) or starting an in-process
  * writer thread (TFT_OUTPUT), process registration, fork, exit and crash
- * records. Runs once, on the first API call, never on the hot path.
+ * records. Runs once, on the first API call, never on the hot path; with
+ * it tft_enabled, whose answer is rec_on's (one load once set up).
  *
  * The in-process writer is the one part of the library that speaks on its
  * own: there is no launcher to tell the user, so a trace it cannot write

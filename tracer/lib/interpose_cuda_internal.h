@@ -1,6 +1,6 @@
 /*
  * interpose_cuda_internal.h — what the CUDA-side interposers of libtftrace
- * share (interpose_cuda.c: the plugin and the device-statistics queue,
+ * share (devq.c: the plugin and the device-statistics queue; interpose_cuda.c:
  * cuBLAS/cuBLASLt; interpose_nccl.c; interpose_nvtx.c).
  *
  * The device-statistics queue. A recorded call (a GEMM, a collective's

@@ -42,7 +42,9 @@ static inline void *ip_real_cached(void *_Atomic *cache, const char *name)
 }
 
 /* Depth of interposer frames on this thread; > 0 means "pass through":
- * an interposer increments it around the real call and its recording. */
+ * an interposer increments it around the real call and its recording.
+ * Defined with the recorder's thread state (recorder_state.c), which raises
+ * it too (its set-up, the device queue). */
 extern __thread int ip_depth __attribute__((tls_model("initial-exec")));
 
 /* 1 when interposed calls are to be recorded (recording on, interposers not

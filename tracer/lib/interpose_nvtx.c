@@ -141,7 +141,7 @@ enum { R_SCOPE = 0, R_STEP = 1, R_IGNORED = 2 };
 /* A thread's open ranges: the depth is thread-local, what each level is
  * lives in a mapping made at the thread's first range and unmapped when it
  * ends (the library's initial-exec TLS stays small enough for dlopen, see
- * recorder.c's tls_cold). */
+ * recorder_internal.h's tls_cold). */
 typedef struct nv_levels {
     uint8_t what[MAX_DEPTH];
     int64_t step[MAX_DEPTH]; /* R_STEP: its number */

@@ -1,7 +1,9 @@
 /*
- * recorder.c — the tft.h API: lazy initialisation from the environment,
- * per-thread rings, op sequence numbers, tensor statistics, and the process
- * exit / crash records.
+ * recorder.c — the tft.h API's ops, tensors and collectives: op sequence
+ * numbers, tensor statistics, per-communicator call numbers. What every
+ * record needs (the process's and the thread's state, the thread's ring,
+ * strings sent once per ring) is in recorder_state.c; the lazy set-up from
+ * the environment and the exit / crash records in init.c.
  *
  * Modes: TFT_SHM=NAME (set by tftrace: attach to the collector's region),
  * TFT_OUTPUT=DIR without TFT_SHM (an in-process writer thread drains a
@@ -9,8 +11,8 @@
  * Hot path (a record): a TLS lookup, a clock read, a memcpy into the ring.
  * Capture (TFT_CAPTURE, docs/CAPTURE.md) is a separate slow path behind one
  * test of g_rec.capture: recorder_capture.c. The run's other records (steps,
- * scopes, allocations, communicators, checkpoints, the exit, the CUDA
- * plugin's): recorder_events.c.
+ * scopes, allocations, communicators, checkpoints): recorder_events.c; the
+ * CUDA plugin's and the device queue's: recorder_x.c, devq.c.
  */
 #include "collector.h"
 #include "recorder_internal.h"

@@ -1,10 +1,10 @@
 /*
  * recorder_events.c — the tft.h records besides ops, tensors and
  * collectives (recorder.c): step boundaries, scopes, host and device
- * allocations, communicators (COMM records), checkpoints, flush, the
- * process's exit, and the records the CUDA plugin completes. Each is one
- * record built on the stack and written to the calling thread's ring
- * through the helpers of recorder_internal.h.
+ * allocations, communicators (COMM records), checkpoints and flush. Each
+ * is one record built on the stack and written to the calling thread's
+ * ring through the helpers of recorder_internal.h. The process's exit:
+ * init.c; the records the CUDA plugin completes: recorder_x.c.
  */
 #include "recorder_internal.h"
 #ifdef TFT_HAVE_CUDA

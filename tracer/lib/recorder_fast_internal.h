@@ -43,7 +43,7 @@ typedef struct rec_fast {
 int rec_fast_begin(rec_fast *f);
 
 /* n's string id; its STRING record is sent first when this ring has not
- * carried it yet (as recorder.c's rec_intern does). */
+ * carried it yet (as recorder_state.c's rec_intern does). */
 uint64_t rec_fast_name(const rec_fast *f, rec_site_name *n);
 
 /* A record time stamp (the units of rec_hdr's: TSC ticks or ns). */

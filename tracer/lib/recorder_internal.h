@@ -1,10 +1,13 @@
 /*
  * recorder_internal.h — what the parts of the recorder share: the
- * process-wide recording state, the calling thread's, its API (recorder.c,
- * with the records besides ops, tensors and collectives in
- * recorder_events.c), its set-up
- * (init.c) and its capture path (recorder_capture.c), and the entries the
- * interposers use.
+ * process-wide recording state and the calling thread's, with the ring and
+ * strings every record needs (recorder_state.c), its set-up (init.c), its
+ * API (recorder.c, with the records besides ops, tensors and collectives
+ * in recorder_events.c), its capture path (recorder_capture.c), and the
+ * entries the interposers use. Calls go one way: recorder_state.c calls
+ * none of the others, init.c only recorder_state.c, the rest both (their
+ * calls of malloc and mmap aside, which reach the allocation interposers
+ * when libtftrace is preloaded).
  */
 #ifndef TFT_RECORDER_INTERNAL_H
 #define TFT_RECORDER_INTERNAL_H
@@ -60,7 +63,7 @@ static inline int rec_on(void)
     return 0;
 }
 
-/* ---- the calling thread's state (recorder.c, recorder_events.c) ------------- */
+/* ---- the calling thread's state (recorder_state.c) ------------------------- */
 
 typedef struct pending_coll {
     uint64_t comm, coll_seq, t_enter;
@@ -138,7 +141,7 @@ void rec_inproc_set_clock(int64_t offset_ns, uint64_t error_ns, int ref, int64_t
 /* 1 when this process records with the in-process writer. */
 int rec_inproc_active(void);
 
-/* ---- record building (recorder.c), for recorder_capture.c ----------------- */
+/* ---- record building (recorder_state.c, recorder.c) ----------------------- */
 
 /* The calling thread's ring (claimed on first use), NULL when none is free. */
 shm_ring *rec_ring(void);
