@@ -5,8 +5,8 @@
  * closed or whose tail is damaged, by walking the frames, dropping a torn
  * tail and resynchronising past damaged frames; the chunks a flight
  * recorder retired (FORMAT.md §3.6). Every size read is bounds-checked;
- * damage is reported through fmt_reader_problem, which is here, with
- * fmt_chunk_hdr_valid, for reader.c's use too.
+ * damage is reported through fmt_reader_problem, which is here for
+ * reader.c's use too.
  */
 #include "reader_state_internal.h"
 
@@ -18,7 +18,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader, ZSTD_frameHeader */
 #include <zstd.h>
 
-/* ---- problems and chunk headers, for reader.c too ------------------------ */
+/* ---- problems, for reader.c too ------------------------------------------ */
 
 void fmt_reader_problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)
 {
@@ -35,13 +35,6 @@ void fmt_reader_problem(tft_reader *r, int integrity, uint64_t off, const char *
         snprintf(r->st.first_problem, sizeof(r->st.first_problem), "%s: %s", r->name, msg) < 0)
         r->st.first_problem[0] = '\0';
     RLOG(r, integrity == TFT_DAMAGED ? TFT_LOG_ERROR : TFT_LOG_WARN, "%s: %s", r->name, msg);
-}
-
-bool fmt_chunk_hdr_valid(const chunk_hdr_disk *h)
-{
-    return memcmp(h->magic, CHUNK_MAGIC, 4) == 0 &&
-           h->checksum == fmt_checksum32(h, offsetof(chunk_hdr_disk, checksum)) &&
-           h->raw_size <= CHUNK_RAW_LIMIT && h->comp_size <= ZSTD_compressBound(CHUNK_RAW_LIMIT);
 }
 
 /* ---- the chunk list ------------------------------------------------------ */

@@ -11,7 +11,9 @@
 #include "format_internal.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <zstd.h>
 
 enum { CHUNK_UNKNOWN = 0, CHUNK_OK = 1, CHUNK_BAD = 2 };
@@ -48,14 +50,21 @@ struct tft_reader {
 
 #define RLOG(r, lvl, ...) tft_logf((r)->opts.log, (r)->opts.log_ctx, (lvl), __VA_ARGS__)
 
+/* Whether a chunk header's checksum and bounds hold. Inline: reader.c's
+ * chunk loading and reader_index.c's scans both test every header. */
+static inline bool fmt_chunk_hdr_valid(const chunk_hdr_disk *h)
+{
+    return memcmp(h->magic, CHUNK_MAGIC, 4) == 0 &&
+           h->checksum == fmt_checksum32(h, offsetof(chunk_hdr_disk, checksum)) &&
+           h->raw_size <= CHUNK_RAW_LIMIT && h->comp_size <= ZSTD_compressBound(CHUNK_RAW_LIMIT);
+}
+
 /* ---- reader_index.c ---- */
 
 /* Records the first problem and raises the integrity level (TFT_DAMAGED:
  * off is the damaged byte); logged as an error or a warning. */
 void fmt_reader_problem(tft_reader *r, int integrity, uint64_t off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Whether a chunk header's checksum and bounds hold. */
-bool fmt_chunk_hdr_valid(const chunk_hdr_disk *h);
 
 /* Reads and checks the header frame into r->info. 0 or -errno (-EPROTO
  * not a tftrace file, -EPROTONOSUPPORT a newer major, ...). */
