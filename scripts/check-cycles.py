@@ -7,8 +7,13 @@ every group of files that call each other in a circle (file A calls B, B
 calls A, possibly through others). Within one library: calls across
 libraries follow the rooms' order, which scripts/check-layout.py checks.
 
-    scripts/check-cycles.py LISTING   LISTING: lines "TARGET OBJECT-FILE"
-                                      exit 0 none, 1 cycles, 2 usage
+A library that interposes functions of others (libtftrace.so defines
+malloc, MPI_Allreduce, ...: tracer/lib/interposed.txt) calls them as the
+program does, meaning the library it stands in for: with --interposed FILE
+("GROUP NAME" lines) those names are not edges.
+
+    scripts/check-cycles.py [--interposed FILE] LISTING
+        LISTING: lines "TARGET OBJECT-FILE"; exit 0 none, 1 cycles, 2 usage
 """
 import os
 import subprocess
@@ -74,7 +79,21 @@ def sccs(nodes, edges):
     return out
 
 
+def interposed_names(path):
+    names = set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2 and not line.startswith("#"):
+                names.add(parts[1])
+    return names
+
+
 def main(argv):
+    ignore = set()
+    if len(argv) == 3 and argv[0] == "--interposed":
+        ignore = interposed_names(argv[1])
+        argv = argv[2:]
     if len(argv) != 1 or argv[0].startswith("-"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
@@ -83,7 +102,7 @@ def main(argv):
         syms = {o: symbols(o) for o in objs}
         owner = {}
         for o, (d, _) in syms.items():
-            for s in d:
+            for s in d - ignore:
                 owner.setdefault(s, o)
         edges = {o: {owner[s] for s in u if s in owner and owner[s] != o} for o, (_, u) in syms.items()}
         for comp in sccs(sorted(objs), edges):

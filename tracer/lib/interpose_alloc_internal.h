@@ -1,8 +1,8 @@
 /*
  * interpose_alloc_internal.h — what the allocation interposers share: the
- * malloc family and the configuration (interpose_alloc.c), the callers'
- * names (interpose_alloc_site.c) and the mmap family's regions
- * (interpose_alloc_mmap.c). The fast paths read alloc_min and the next
+ * settings and the next allocator (interpose_alloc_next.c, the lowest),
+ * the callers' names (interpose_alloc_site.c), the mmap family's regions
+ * (interpose_alloc_mmap.c), the malloc family (interpose_alloc.c). The fast paths read alloc_min and the next
  * allocator's table inline, as they did in one file.
  */
 #ifndef TFT_INTERPOSE_ALLOC_INTERNAL_H
@@ -42,7 +42,7 @@ typedef void (*free_fn)(void *);
 typedef int (*posix_memalign_fn)(void **, size_t, size_t);
 typedef void *(*memalign_fn)(size_t, size_t); /* memalign and aligned_alloc */
 
-/* The next allocator's functions (interpose_alloc.c): until resolved,
+/* The next allocator's functions (interpose_alloc_next.c): until resolved,
  * each points to a boot_* function that resolves them all. */
 struct alloc_next {
     _Atomic(malloc_fn) malloc;
@@ -55,6 +55,15 @@ struct alloc_next {
 extern struct alloc_next alloc_next __attribute__((visibility("hidden")));
 
 #define NEXT(fn) atomic_load_explicit(&alloc_next.fn, memory_order_relaxed)
+
+/* Blocks handed out while dlsym runs (it may allocate); never reused. The
+ * size of a block sits in the 8 bytes before it. */
+#define ALLOC_ARENA_BYTES (256u * 1024u)
+extern char alloc_arena[ALLOC_ARENA_BYTES] __attribute__((visibility("hidden")));
+
+static inline int in_arena(const void *p) { return (uintptr_t)p - (uintptr_t)alloc_arena < ALLOC_ARENA_BYTES; }
+
+static inline size_t arena_size(const void *p) { return ((const size_t *)p)[-1]; }
 
 static inline size_t ptr_hash(uintptr_t p)
 {
