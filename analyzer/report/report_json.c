@@ -1,0 +1,301 @@
+/*
+ * report_json.c — tfdiff --json: the report as one JSON object with the
+ * stable schema of docs/TFDIFF.md (cJSON).
+ */
+#include "core_common.h"
+#include "report_internal.h"
+#include "core_drops.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+static void json_fp(cJSON *o, const char *key, uint64_t v)
+{
+    char b[24];
+    snprintf(b, sizeof(b), "%016" PRIx64, v);
+    cJSON_AddStringToObject(o, key, b);
+}
+
+static cJSON *json_stats(const compare_tensor_side *t)
+{
+    if (!t->present)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "dtype", tft_dtype_name(t->dtype));
+    cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+    for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM; i++)
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[i]));
+    const tft_stats *s = &t->stats;
+    cJSON_AddNumberToObject(o, "numel", (double)s->numel);
+    if (t->mode >= TFT_STATS_HEALTH) {
+        cJSON_AddNumberToObject(o, "nan", (double)s->nan);
+        cJSON_AddNumberToObject(o, "pinf", (double)s->pinf);
+        cJSON_AddNumberToObject(o, "ninf", (double)s->ninf);
+        cJSON_AddNumberToObject(o, "zero", (double)s->zero);
+        cJSON_AddNumberToObject(o, "min", s->min);
+        cJSON_AddNumberToObject(o, "max", s->max);
+        json_fp(o, "fingerprint", s->fingerprint);
+    }
+    if (t->mode >= TFT_STATS_FULL) {
+        cJSON_AddNumberToObject(o, "mean", s->mean);
+        cJSON_AddNumberToObject(o, "std", s->std);
+        cJSON_AddNumberToObject(o, "l1", s->l1);
+        cJSON_AddNumberToObject(o, "l2", s->l2);
+        cJSON_AddNumberToObject(o, "absmax", s->absmax);
+    }
+    return o;
+}
+
+/* "step": N; for a trace without steps "step": null, "window": N; outside
+ * any step "step": null. */
+static void json_step(cJSON *o, int64_t step)
+{
+    if (step == TFT_STEP_NONE) {
+        cJSON_AddNullToObject(o, "step");
+    } else if (CORE_IS_STEPLESS(step)) {
+        cJSON_AddNullToObject(o, "step");
+        cJSON_AddNumberToObject(o, "window", (double)(step - CORE_STEPLESS_BASE));
+    } else {
+        cJSON_AddNumberToObject(o, "step", (double)step);
+    }
+}
+
+
+static cJSON *json_point(const compare_point *p)
+{
+    if (!p->found)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", p->rank);
+    json_step(o, p->step);
+    cJSON_AddNumberToObject(o, "seq", (double)p->seq);
+    cJSON_AddStringToObject(o, "op", p->op);
+    cJSON_AddStringToObject(o, "tensor", p->tensor);
+    if (p->thread >= 0)
+        cJSON_AddNumberToObject(o, "thread", p->thread);
+    else
+        cJSON_AddNullToObject(o, "thread");
+    cJSON_AddStringToObject(o, "kind", compare_kind_name(p->kind));
+    if (p->stat[0])
+        cJSON_AddStringToObject(o, "stat", p->stat);
+    cJSON_AddItemToObject(o, "golden", json_stats(&p->golden));
+    cJSON_AddItemToObject(o, "bad", json_stats(&p->bad));
+    return o;
+}
+
+/* A step number, or null outside steps (first_alloc_step, from_step). */
+static void json_step_or_null(cJSON *o, const char *key, int64_t step)
+{
+    if (step == TFT_STEP_NONE || CORE_IS_STEPLESS(step))
+        cJSON_AddNullToObject(o, key);
+    else
+        cJSON_AddNumberToObject(o, key, (double)step);
+}
+
+/* One leak (docs/TFDIFF.md: the keys of tfdump --check's leaks, plus
+ * GOLDEN's side). */
+static cJSON *json_leak(const leak_finding *l)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "rank", l->rank);
+    cJSON_AddStringToObject(x, "site", l->site);
+    cJSON_AddStringToObject(x, "how", l->how == LEAK_PEAK      ? "peak"
+                                      : l->how == LEAK_AT_EXIT ? "at-exit"
+                                                                    : "growth");
+    json_step_or_null(x, "from_step", l->per_alloc && l->how == LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
+    if (l->per_alloc && l->how == LEAK_PEAK && !l->first_known)
+        cJSON_AddNullToObject(x, "from_allocation"); /* nothing of it live at the end */
+    else if (l->per_alloc)
+        cJSON_AddNumberToObject(x, "from_allocation", (double)l->from_alloc);
+    cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
+    cJSON_AddNumberToObject(x, "iterations", (double)l->iterations);
+    cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
+    cJSON_AddNumberToObject(x, "live_bytes_at_end", (double)l->live_bytes_at_end);
+    cJSON_AddNumberToObject(x, "live_allocs_at_end", (double)l->live_allocs_at_end);
+    if (l->first_known)
+        cJSON_AddNumberToObject(x, "first_alloc_ns", (double)l->first_alloc_ns);
+    else
+        cJSON_AddNullToObject(x, "first_alloc_ns");
+    json_step_or_null(x, "first_alloc_step", l->first_known ? l->first_alloc_step : TFT_STEP_NONE);
+    if (l->golden_known) {
+        cJSON_AddNumberToObject(x, "golden_live_bytes_at_end", (double)l->golden_live_bytes_at_end);
+        cJSON_AddNumberToObject(x, "golden_live_allocs_at_end", (double)l->golden_live_allocs_at_end);
+        cJSON_AddNumberToObject(x, "golden_peak_live_bytes", (double)l->golden_peak_live_bytes);
+        cJSON_AddNumberToObject(x, "golden_peak_live_allocs", (double)l->golden_peak_live_allocs);
+    } else { /* a rank GOLDEN does not have */
+        cJSON_AddNullToObject(x, "golden_live_bytes_at_end");
+        cJSON_AddNullToObject(x, "golden_live_allocs_at_end");
+        cJSON_AddNullToObject(x, "golden_peak_live_bytes");
+        cJSON_AddNullToObject(x, "golden_peak_live_allocs");
+    }
+    cJSON_AddNumberToObject(x, "peak_live_bytes", (double)l->peak_live_bytes);
+    cJSON_AddNumberToObject(x, "peak_live_allocs", (double)l->peak_live_allocs);
+    if (l->how != LEAK_GROWTH)
+        cJSON_AddStringToObject(x, "compared_to", l->vs_golden_peak ? "golden_peak" : "golden_end");
+    else
+        cJSON_AddNullToObject(x, "compared_to");
+    return x;
+}
+
+static cJSON *json_rank(const compare_result *x)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", x->rank);
+    cJSON_AddNumberToObject(o, "compared", (double)x->compared);
+    cJSON_AddNumberToObject(o, "identical", (double)x->identical);
+    cJSON_AddNumberToObject(o, "within_tolerance", (double)x->within_tolerance);
+    int64_t st[3][2] = {{x->golden_first_step, x->golden_last_step}, {x->bad_first_step, x->bad_last_step},
+                        {x->common_first_step, x->common_last_step}};
+    const char *keys[3] = {"golden_steps", "bad_steps", "common_steps"};
+    const char *wkeys[3] = {"golden_windows", "bad_windows", "common_windows"};
+    for (int k = 0; k < 3; k++) { /* a trace without steps: null steps, its windows */
+        bool none = st[k][0] == TFT_STEP_NONE, windows = CORE_IS_STEPLESS(st[k][0]);
+        for (int w = 0; w < 2; w++) {
+            const char *key = w ? wkeys[k] : keys[k];
+            if (none || windows != (w == 1)) {
+                cJSON_AddNullToObject(o, key);
+                continue;
+            }
+            int64_t base = windows ? CORE_STEPLESS_BASE : 0;
+            cJSON *a = cJSON_AddArrayToObject(o, key);
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)(st[k][0] - base)));
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)(st[k][1] - base)));
+        }
+    }
+    cJSON_AddBoolToObject(o, "bad_ended_early", x->bad_ended_early);
+    cJSON_AddBoolToObject(o, "lost_tail", x->lost_tail);
+    cJSON_AddNumberToObject(o, "golden_dropped", (double)x->golden_dropped);
+    cJSON_AddNumberToObject(o, "bad_dropped", (double)x->bad_dropped);
+    const char *dkey[2] = {"golden_dropped_steps", "bad_dropped_steps"}; /* [first, last] or null */
+    for (int k = 0; k < 2; k++) {
+        const int64_t *ds = x->drop_steps[k];
+        cJSON *a = ds[0] == TFT_STEP_NONE ? cJSON_CreateNull() : cJSON_CreateArray();
+        if (ds[0] != TFT_STEP_NONE) {
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ds[0]));
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ds[1]));
+        }
+        cJSON_AddItemToObject(o, dkey[k], a);
+    }
+    cJSON_AddNumberToObject(o, "unverified", (double)x->unverified);
+    if (x->bad_exit_known) {
+        cJSON *ex = cJSON_AddObjectToObject(o, "bad_exit");
+        if (x->bad_exit_signal)
+            cJSON_AddNumberToObject(ex, "signal", x->bad_exit_signal);
+        else
+            cJSON_AddNumberToObject(ex, "code", x->bad_exit_code);
+    } else {
+        cJSON_AddNullToObject(o, "bad_exit");
+    }
+    if (x->golden_exit_known) {
+        cJSON *ex = cJSON_AddObjectToObject(o, "golden_exit");
+        if (x->golden_exit_signal)
+            cJSON_AddNumberToObject(ex, "signal", x->golden_exit_signal);
+        else
+            cJSON_AddNumberToObject(ex, "code", x->golden_exit_code);
+    } else {
+        cJSON_AddNullToObject(o, "golden_exit");
+    }
+    cJSON_AddBoolToObject(o, "exit_differs", x->exit_differs);
+    cJSON_AddNumberToObject(o, "threads", x->threads);
+    cJSON_AddNumberToObject(o, "inserted", (double)x->inserted);
+    cJSON_AddNumberToObject(o, "deleted", (double)x->deleted);
+    if (x->structure[0]) {
+        cJSON_AddStringToObject(o, "structure", x->structure);
+    }
+    cJSON_AddItemToObject(o, "first_divergence", json_point(&x->first));
+    return o;
+}
+
+static cJSON *json_findings(const diff_report *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "verdict", report_verdict_word(report_verdict(r), false));
+    cJSON *inc = cJSON_AddArrayToObject(o, "incomplete");
+    char why[320];
+    for (int k = 0; report_incomplete_reason(r, k, why, sizeof(why)); k++)
+        cJSON_AddItemToArray(inc, cJSON_CreateString(why));
+    char where[1024];
+    report_drops_where(r->ranks, r->nranks, where, sizeof(where));
+    cJSON_AddItemToObject(o, "incomplete_drops", where[0] ? cJSON_CreateString(where) : cJSON_CreateNull());
+    const compare_result *fr = report_first_rank(r);
+    cJSON_AddItemToObject(o, "first_divergence", fr ? json_point(&fr->first) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "origin", fr && fr->origin.found ? json_point(&fr->origin) : cJSON_CreateNull());
+    const compare_nonfinite *nf = report_first_nonfinite(r);
+    if (nf) {
+        cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
+        cJSON_AddNumberToObject(n, "rank", nf->rank);
+        json_step(n, nf->step);
+        cJSON_AddNumberToObject(n, "seq", (double)nf->seq);
+        cJSON_AddStringToObject(n, "op", nf->op);
+        cJSON_AddStringToObject(n, "tensor", nf->tensor);
+        cJSON_AddBoolToObject(n, "in_golden", nf->in_golden);
+    } else {
+        cJSON_AddNullToObject(o, "first_nonfinite");
+    }
+    cJSON *leaks = cJSON_AddArrayToObject(o, "leaks");
+    for (int i = 0; i < r->nleaks; i++)
+        cJSON_AddItemToArray(leaks, json_leak(&r->leaks[i]));
+    cJSON *ds = cJSON_AddArrayToObject(o, "desync");
+    for (int i = 0; i < r->ndesyncs; i++) {
+        const desync_finding *d = &r->desyncs[i];
+        cJSON *x = cJSON_CreateObject();
+        json_fp(x, "comm", d->comm);
+        cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
+        if (d->step == TFT_STEP_NONE)
+            cJSON_AddNullToObject(x, "step");
+        else
+            cJSON_AddNumberToObject(x, "step", (double)d->step);
+        cJSON_AddStringToObject(x, "kind", desync_kind_name(d->kind));
+        cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
+        for (int k = 0; k < d->nranks && k < 16; k++)
+            cJSON_AddItemToArray(rk, cJSON_CreateNumber(d->ranks[k]));
+        cJSON_AddStringToObject(x, "detail", d->detail);
+        report_desync_json_more(x, r->desyncs, r->ndesyncs, i);
+        cJSON_AddItemToArray(ds, x);
+    }
+    cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&r->stacks));
+    uint64_t wt = 0;
+    for (int i = 0; i < r->nranks; i++)
+        wt += r->ranks[i].within_tolerance;
+    cJSON_AddNumberToObject(o, "within_tolerance", (double)wt);
+    return o;
+}
+
+void report_json(const diff_report *r, FILE *f)
+{
+    cJSON *o = json_findings(r);
+    cJSON_AddStringToObject(o, "golden", r->golden);
+    cJSON_AddStringToObject(o, "bad", r->bad);
+    cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
+    cJSON_AddNumberToObject(tol, "rtol", r->o.rtol);
+    cJSON_AddNumberToObject(tol, "atol", r->o.atol);
+    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+    for (int i = 0; i < r->nranks; i++)
+        cJSON_AddItemToArray(ranks, json_rank(&r->ranks[i]));
+    cJSON *notes = cJSON_AddArrayToObject(o, "notes");
+    if (r->bad_unrecorded)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(r->bad_unrecorded_what));
+    for (int i = 0; i < r->nnotes; i++)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(r->notes[i]));
+    cJSON_AddBoolToObject(o, "bad_recorded", !r->bad_unrecorded);
+    int st = r->bad_exit_status;
+    if (!r->bad_unrecorded || st < 0) { /* a recorded BAD's exits are per rank (bad_exit) */
+        cJSON_AddNullToObject(o, "bad_command_exit");
+    } else {
+        cJSON *ex = cJSON_AddObjectToObject(o, "bad_command_exit");
+        bool sig = st > 128 && st < 128 + 65;
+        cJSON_AddNumberToObject(ex, sig ? "signal" : "code", sig ? st - 128 : st);
+    }
+    cJSON *bo = cJSON_AddArrayToObject(o, "bad_only_findings");
+    for (int i = 0; i < r->nchecks; i++)
+        cJSON_AddItemToArray(bo, detect_finding_json(&r->checks[i]));
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) {
+        fputs(s, f);
+        fputc('\n', f);
+        cJSON_free(s);
+    }
+    cJSON_Delete(o);
+}
