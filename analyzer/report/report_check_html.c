@@ -3,8 +3,7 @@
  * table, for tfdump --html and tfdiff --html. Names and evidence come from
  * the trace (untrusted): every text goes through html_text.
  */
-#include "detect.h"
-#include "core.h"
+#include "report_check.h"
 #include "html_svg.h"
 
 #include <stdio.h>

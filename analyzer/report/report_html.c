@@ -9,6 +9,7 @@
  * TIMELINE_LANES ranks).
  */
 #include "report_html.h"
+#include "report_check.h"
 #include "html_series.h"
 #include "html_page.h"
 #include "html_svg.h"

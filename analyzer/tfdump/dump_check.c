@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef dump_nonfinite nonfinite;
+typedef report_check_nonfinite nonfinite;
 
 /* One pass over the rank files, a pool of threads each with one rank file
  * open at a time: every rank's extract for the cross-rank analyses
@@ -123,55 +123,6 @@ static void json_step(cJSON *o, const char *key, int64_t step)
         core_json_i64(o, key, step);
 }
 
-/* One line per rank file that lost records: the findings below cover only
- * what was recorded. Returns how many ranks lost records. */
-static int print_drops(const dump_trace *d, const tft_drop_sum *drops, int n)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        if (!drops[i].count)
-            continue;
-        char what[256];
-        printf("incomplete: rank %d lost %s; what follows covers only what was recorded\n",
-               tft_trace_rank_id(d->t, i), tft_drop_describe(&drops[i], what, sizeof(what)));
-        k++;
-    }
-    return k;
-}
-
-static void print_text(const dump_check_result *res, int lossy)
-{
-    const nonfinite *nf = &res->nf;
-    const leak_finding *l = res->leaks;
-    const desync_finding *ds = res->ds;
-    int nl = res->nl, nd = res->nd;
-    char sb[48];
-    if (nf->found)
-        printf("non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
-               core_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
-    for (int i = 0; i < nl; i++) {
-        char what[400];
-        leak_describe(&l[i], what, sizeof(what));
-        printf("leak: rank %d, %s\n", l[i].rank, what);
-    }
-    for (int i = 0; i < nd; i++) {
-        char where[160];
-        desync_where(ds, nd, i, where, sizeof(where));
-        printf("desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind),
-               core_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
-    }
-    if (res->stacks.n) {
-        printf("stacks: where each rank's main thread was when tftrace --timeout stopped the run"
-               " (all threads: tfdump --events --kind stack):\n");
-        desync_stacks_print(stdout, &res->stacks, "  ");
-    }
-    for (int i = 0; i < res->nfind; i++)
-        report_check_print(stdout, &res->findings[i]);
-    char v[256];
-    report_check_verdict(res, lossy, v, sizeof(v));
-    printf("%s\n", v);
-}
-
 /* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
 static cJSON *json_leak(const leak_finding *l)
 {
@@ -199,7 +150,7 @@ static cJSON *json_leak(const leak_finding *l)
     return x;
 }
 
-static void print_json(const dump_trace *d, const dump_check_result *res, int nfiles)
+static void print_json(const dump_trace *d, const report_check_result *res, int nfiles)
 {
     const tft_drop_sum *drops = res->drops;
     const nonfinite *nf = &res->nf;
@@ -253,10 +204,10 @@ static void print_json(const dump_trace *d, const dump_check_result *res, int nf
     cJSON_Delete(o);
 }
 
-int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out)
+int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *out)
 {
-    dump_check_result *res = out;
-    *res = (dump_check_result){0};
+    report_check_result *res = out;
+    *res = (report_check_result){0};
     int n = tft_trace_nranks(d->t);
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = core_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
@@ -316,34 +267,20 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out
     return DUMP_OK;
 }
 
-void dump_check_result_free(dump_check_result *res)
-{
-    free(res->drops);
-    res->drops = NULL;
-    free(res->findings);
-    res->findings = NULL;
-    desync_stacks_free(&res->stacks);
-}
-
-bool dump_check_found(const dump_check_result *res)
-{
-    return res->nf.found || res->nl || res->nd || res->nerr || res->nwarn;
-}
-
 int dump_check(dump_trace *d, const dump_opts *o)
 {
-    dump_check_result res;
+    report_check_result res;
     int status = dump_check_collect(d, o, &res);
     if (status) {
-        dump_check_result_free(&res);
+        report_check_result_free(&res);
         return status;
     }
     int n = tft_trace_nranks(d->t);
     if (o->json)
         print_json(d, &res, n);
     else
-        print_text(&res, print_drops(d, res.drops, n));
-    status = dump_check_found(&res) ? DUMP_FINDINGS : DUMP_OK;
-    dump_check_result_free(&res);
+        report_check_text(stdout, &res, report_check_drops_text(stdout, &res, d->t));
+    status = report_check_found(&res) ? DUMP_FINDINGS : DUMP_OK;
+    report_check_result_free(&res);
     return status;
 }

@@ -28,7 +28,7 @@ typedef struct rank_coll {
 
 typedef struct dpage {
     dump_trace *d;
-    const dump_check_result *res;
+    const report_check_result *res;
     html_series_bins bins;
     bool have_bins;
     double x[HC_BINS];
@@ -38,7 +38,7 @@ typedef struct dpage {
     int64_t mark;
 } dpage;
 
-static int64_t first_step(const dump_check_result *c, int *rank)
+static int64_t first_step(const report_check_result *c, int *rank)
 {
     *rank = -1;
     if (c->nf.found)
@@ -55,7 +55,7 @@ static int64_t first_step(const dump_check_result *c, int *rank)
     return TFT_STEP_NONE;
 }
 
-static void sentence(const dump_check_result *c, char *buf, size_t n)
+static void sentence(const report_check_result *c, char *buf, size_t n)
 {
     char sb[48], what[400];
     if (c->nf.found) {
@@ -277,7 +277,7 @@ static void collectives(FILE *f, const dpage *p)
 
 static void check(FILE *f, const dpage *p)
 {
-    const dump_check_result *c = p->res;
+    const report_check_result *c = p->res;
     char sb[48];
     section(f, "check", "Findings (tfdump --check)");
     fputs("<ul class=\"findings\">", f);
@@ -326,7 +326,7 @@ static void free_page(dpage *p)
     free(p->coll);
 }
 
-static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result *res, const char *unrecorded)
+static int write_page(dump_trace *d, const dump_opts *o, const report_check_result *res, const char *unrecorded)
 {
     html_out out;
     if (html_out_open(&out, o->html_out) < 0) {
@@ -342,7 +342,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result
     *p = (dpage){.d = d, .res = res, .mark = INT64_MIN};
     int frank = -1;
     int64_t step = unrecorded ? TFT_STEP_NONE : first_step(res, &frank);
-    bool found = unrecorded || dump_check_found(res);
+    bool found = unrecorded || report_check_found(res);
     if (step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         p->mark = step;
     int e = d->t ? collect(p, frank) : 0;
@@ -388,12 +388,12 @@ static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result
 
 int dump_html(dump_trace *d, const dump_opts *o)
 {
-    dump_check_result res = {0};
+    report_check_result res = {0};
     if (d->unrecorded)
         return write_page(d, o, &res, "nothing to check: nothing was recorded (a manifest and no rank file)");
     int status = dump_check_collect(d, o, &res);
     if (!status)
         status = write_page(d, o, &res, NULL);
-    dump_check_result_free(&res);
+    report_check_result_free(&res);
     return status;
 }
