@@ -167,9 +167,44 @@ bool report_incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
     return false;
 }
 
+report_class report_rank_class(const compare_result *x)
+{
+    if (x->first.found)
+        return REPORT_DIVERGENCE;
+    if (x->structure[0])
+        return REPORT_STRUCTURE;
+    if (x->bad_ended_early && !x->lost_tail)
+        return REPORT_ENDED;
+    return x->exit_differs ? REPORT_EXIT : REPORT_NONE;
+}
+
+report_finding report_first(const diff_report *r)
+{
+    const compare_result *fr = report_first_rank(r);
+    const compare_nonfinite *nf = report_first_nonfinite(r);
+    if (r->bad_unrecorded)
+        return (report_finding){REPORT_UNRECORDED, NULL};
+    if (fr)
+        return (report_finding){REPORT_DIVERGENCE, fr};
+    if (nf && !nf->in_golden)
+        return (report_finding){REPORT_NONFINITE, NULL};
+    if (r->ndesyncs)
+        return (report_finding){REPORT_DESYNC, NULL};
+    if (r->nleaks)
+        return (report_finding){REPORT_LEAK, NULL};
+    for (int i = 0; i < r->nranks; i++)
+        if (report_rank_class(&r->ranks[i]) != REPORT_NONE)
+            return (report_finding){report_rank_class(&r->ranks[i]), &r->ranks[i]};
+    char buf[8];
+    if (report_incomplete_reason(r, 0, buf, sizeof(buf)))
+        return (report_finding){REPORT_INCOMPLETE, NULL};
+    return (report_finding){REPORT_NONE, NULL};
+}
+
 int report_verdict(const diff_report *r)
 {
-    if (report_diverged(r))
+    report_class c = report_first(r).cls;
+    if (c != REPORT_NONE && c != REPORT_INCOMPLETE)
         return VERDICT_DIVERGED;
     char buf[8];
     return report_incomplete_reason(r, 0, buf, sizeof(buf)) ? VERDICT_INCOMPLETE : VERDICT_MATCH;
@@ -181,22 +216,6 @@ const char *report_verdict_word(int v, bool upper)
         return upper ? "DIVERGED" : "diverged";
     return v == VERDICT_INCOMPLETE ? (upper ? "INCOMPLETE" : "incomplete") : (upper ? "MATCH" : "match");
 }
-
-bool report_diverged(const diff_report *r)
-{
-    if (report_first_rank(r) || r->nleaks || r->ndesyncs || r->bad_unrecorded)
-        return true;
-    const compare_nonfinite *nf = report_first_nonfinite(r);
-    if (nf && !nf->in_golden)
-        return true;
-    for (int i = 0; i < r->nranks; i++)
-        if ((r->ranks[i].bad_ended_early && !r->ranks[i].lost_tail) || r->ranks[i].structure[0] ||
-            r->ranks[i].exit_differs)
-            return true;
-    return false;
-}
-
-
 void report_set_outputs(diff_report *r, const char *html, const char *markdown, int argc, char **argv)
 {
     r->html = html;

@@ -41,13 +41,12 @@ void report_bad_unrecorded(diff_report *r, const char *what, int exit_status);
  * besides those the ranks' results show (dropped records, a side that
  * recorded nothing). */
 void report_incomplete(diff_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* True when anything was found: a divergence, a non-finite BAD alone has,
- * a new leak or desync, a structural difference, BAD ending early or
- * otherwise than GOLDEN, or BAD recording nothing. */
-bool report_diverged(const diff_report *r);
-/* The verdict: diverged (something found), else incomplete (records were
- * dropped, a side of a rank recorded nothing, a rank is missing: what was
- * compared matched, but not everything could be), else match. */
+/* The verdict: diverged (anything found: a divergence, a non-finite BAD
+ * alone has, a new leak or desync, a structural difference, BAD ending
+ * early or otherwise than GOLDEN, or BAD recording nothing), else
+ * incomplete (records were dropped, a side of a rank recorded nothing, a
+ * rank is missing: what was compared matched, but not everything could
+ * be), else match. */
 enum report_verdict { VERDICT_MATCH = 0, VERDICT_DIVERGED = 1, VERDICT_INCOMPLETE = 3 };
 int report_verdict(const diff_report *r);
 void report_json(const diff_report *r, FILE *f);

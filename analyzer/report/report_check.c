@@ -1,27 +1,37 @@
 /*
- * report_check.c — how tfdump --check (and its HTML page) shows the
- * detectors' findings (detect.h): one text line each, the JSON
- * array `findings` and the verdict line (docs/CHECK.md).
+ * report_check.c — tfdump --check's findings (report_check.h) in words:
+ * their sentences (the leak, desync and detector ones are tfdiff's too,
+ * report_sentence.c), the text tfdump --check prints, the verdict line,
+ * the first finding that the HTML page leads with, and the JSON keys
+ * findings, verdict and counts (docs/CHECK.md).
  */
-#include "report_check.h"
+#include "report_internal.h"
 #include "tft_drops.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-void report_check_print(FILE *f, const detect_finding *x)
+const char *report_check_sentence_nonfinite(const report_check_nonfinite *nf, char *buf, size_t n)
 {
-    char sb[48], layer[24] = "";
-    if (x->layer >= 0)
-        snprintf(layer, sizeof(layer), ", layer %d", x->layer);
-    fprintf(f, "%s: %s: rank %d, %s, %s%s: %s", detect_severity_name(x->severity), x->kind, x->rank,
-            core_step_text(x->step, sb, sizeof(sb)), x->tensor[0] ? x->tensor : "-", layer, x->evidence);
-    if (x->causes && x->causes[0])
-        fprintf(f, ". Likely: %s", x->causes);
-    fputs("\n", f);
+    char sb[48];
+    snprintf(buf, n, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", nf->rank,
+             core_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
+    return buf;
+}
+
+const char *report_check_sentence_drops(int rank, const struct tft_drop_sum *s, char *buf, size_t n)
+{
+    char what[256];
+    snprintf(buf, n, "incomplete: rank %d lost %s; what follows covers only what was recorded", rank,
+             tft_drop_describe(s, what, sizeof(what)));
+    return buf;
+}
+
+const char *report_check_sentence_ok(const report_check_result *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s", r->lossy ? " in what was recorded" : "");
+    return buf;
 }
 
 /* The most important problem: a desync (the cause of a hang comes first),
@@ -45,14 +55,13 @@ static void first_problem(const report_check_result *r, char *buf, size_t n)
         snprintf(buf, n, "-");
 }
 
-void report_check_verdict(const report_check_result *r, int lossy, char *buf, size_t n)
+void report_check_verdict(const report_check_result *r, char *buf, size_t n)
 {
-    char notes[48] = "";
+    char notes[48] = "", ok[80];
     if (r->ninfo)
         snprintf(notes, sizeof(notes), " (%d note%s)", r->ninfo, r->ninfo == 1 ? "" : "s");
     if (!report_check_found(r)) {
-        snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s%s", lossy ? " in what was recorded" : "",
-                 notes);
+        snprintf(buf, n, "%s%s", report_check_sentence_ok(r, ok, sizeof(ok)), notes);
         return;
     }
     char first[200];
@@ -70,17 +79,12 @@ void report_check_json(cJSON *o, const report_check_result *r)
         cJSON_AddItemToArray(a, j);
     }
     char v[256];
-    report_check_verdict(r, r->lossy, v, sizeof(v));
+    report_check_verdict(r, v, sizeof(v));
     cJSON_AddStringToObject(o, "verdict", v);
     cJSON *c = cJSON_AddObjectToObject(o, "counts");
     cJSON_AddNumberToObject(c, "error", r->nerr);
     cJSON_AddNumberToObject(c, "warning", r->nwarn);
     cJSON_AddNumberToObject(c, "info", r->ninfo);
-}
-
-double report_check_clip_of(const tft_manifest *m)
-{
-    return detect_clip_of(m);
 }
 
 bool report_check_found(const report_check_result *res)
@@ -97,50 +101,58 @@ void report_check_result_free(report_check_result *res)
     desync_stacks_free(&res->stacks);
 }
 
-int report_check_drops_text(FILE *f, const report_check_result *res, const tft_trace *t)
+void report_check_text(FILE *f, const report_check_result *res, const tft_trace *t)
 {
-    int k = 0;
-    const struct tft_drop_sum *drops = res->drops;
-    for (int i = 0; i < tft_trace_nranks(t); i++) {
-        if (!drops[i].count)
-            continue;
-        char what[256];
-        fprintf(f, "incomplete: rank %d lost %s; what follows covers only what was recorded\n",
-                tft_trace_rank_id(t, i), tft_drop_describe(&drops[i], what, sizeof(what)));
-        k++;
-    }
-    return k;
-}
-
-void report_check_text(FILE *f, const report_check_result *res, int lossy)
-{
-    const report_check_nonfinite *nf = &res->nf;
-    const leak_finding *l = res->leaks;
-    const desync_finding *ds = res->ds;
-    int nl = res->nl, nd = res->nd;
-    char sb[48];
-    if (nf->found)
-        fprintf(f, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
-               core_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
-    for (int i = 0; i < nl; i++) {
-        char what[400];
-        leak_describe(&l[i], what, sizeof(what));
-        fprintf(f, "leak: rank %d, %s\n", l[i].rank, what);
-    }
-    for (int i = 0; i < nd; i++) {
-        char where[160];
-        desync_where(ds, nd, i, where, sizeof(where));
-        fprintf(f, "desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind),
-               core_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
-    }
+    char line[2048];
+    for (int i = 0; i < tft_trace_nranks(t); i++)
+        if (res->drops[i].count)
+            fprintf(f, "%s\n", report_check_sentence_drops(tft_trace_rank_id(t, i), &res->drops[i], line, sizeof(line)));
+    if (res->nf.found)
+        fprintf(f, "%s\n", report_check_sentence_nonfinite(&res->nf, line, sizeof(line)));
+    for (int i = 0; i < res->nl; i++)
+        fprintf(f, "%s\n", report_sentence_leak(&res->leaks[i], line, sizeof(line)));
+    for (int i = 0; i < res->nd; i++)
+        fprintf(f, "%s\n", report_sentence_desync(res->ds, res->nd, i, line, sizeof(line)));
     if (res->stacks.n) {
         fprintf(f, "stacks: where each rank's main thread was when tftrace --timeout stopped the run"
-               " (all threads: tfdump --events --kind stack):\n");
+                   " (all threads: tfdump --events --kind stack):\n");
         desync_stacks_print(f, &res->stacks, "  ");
     }
     for (int i = 0; i < res->nfind; i++)
-        report_check_print(f, &res->findings[i]);
+        fprintf(f, "%s\n", report_sentence_check(&res->findings[i], REPORT_CHECK_LAYER | REPORT_CHECK_CAUSES |
+                                                 REPORT_CHECK_DASH, line, sizeof(line)));
     char v[256];
-    report_check_verdict(res, lossy, v, sizeof(v));
+    report_check_verdict(res, v, sizeof(v));
     fprintf(f, "%s\n", v);
+}
+
+void report_check_first_finding(const report_check_result *c, char *buf, size_t n)
+{
+    if (c->nf.found)
+        report_check_sentence_nonfinite(&c->nf, buf, n);
+    else if (c->nd)
+        report_sentence_desync(c->ds, c->nd, 0, buf, n);
+    else if (c->nl)
+        report_sentence_leak(&c->leaks[0], buf, n);
+    else if (c->nerr || c->nwarn)
+        report_sentence_check(&c->findings[0], 0, buf, n);
+    else
+        report_check_sentence_ok(c, buf, n);
+}
+
+int64_t report_check_first_step(const report_check_result *c, int *rank)
+{
+    *rank = -1;
+    if (c->nf.found)
+        return *rank = c->nf.rank, c->nf.step;
+    if (c->nd)
+        return *rank = c->ds[0].nranks ? c->ds[0].ranks[0] : -1, c->ds[0].step;
+    if (c->nl) {
+        const leak_finding *l = &c->leaks[0];
+        *rank = l->rank;
+        return l->how == LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step : l->first_alloc_step;
+    }
+    if (c->nerr || c->nwarn) /* the detectors' first (most severe, earliest) */
+        return *rank = c->findings[0].rank, c->findings[0].step;
+    return TFT_STEP_NONE;
 }

@@ -53,22 +53,30 @@ bool report_check_found(const report_check_result *res);
 /* Frees what res owns (drops, findings, stacks); res stays valid, empty. */
 void report_check_result_free(report_check_result *res);
 
-/* report_check.c: a finding as one text line; the verdict line; the JSON
- * keys findings, verdict and counts; tftrain's clip threshold from the
- * recorded command line (0 when the command is not tftrain). */
-void report_check_print(FILE *f, const detect_finding *x);
-void report_check_verdict(const report_check_result *r, int lossy, char *buf, size_t n);
+/* report_check.c. The verdict line: "OK: ..." or "verdict: N errors, M
+ * warnings; first: ..." (its first problem: a desync, else the earlier of
+ * the first non-finite value and the detectors' first error, else a leak,
+ * else the first warning). */
+void report_check_verdict(const report_check_result *r, char *buf, size_t n);
+/* tfdump --check's text: a line per rank file of t that lost records, the
+ * first non-finite tensor, leaks, desyncs, STACK records, the detectors'
+ * findings, the verdict line. */
+void report_check_text(FILE *f, const report_check_result *res, const tft_trace *t);
+/* The JSON keys findings, verdict and counts of tfdump --check --json. */
 void report_check_json(cJSON *o, const report_check_result *r);
-double report_check_clip_of(const tft_manifest *m);
-/* One line per rank file of t that lost records: the findings below cover
- * only what was recorded. Returns how many ranks lost records. */
-int report_check_drops_text(FILE *f, const report_check_result *res, const tft_trace *t);
-/* tfdump --check's text after the drops' lines: every finding, the
- * verdict line last. */
-void report_check_text(FILE *f, const report_check_result *res, int lossy);
+/* The finding the HTML page leads with (the first non-finite value, else
+ * the first desync, leak, detector's error or warning) as a sentence, "OK:
+ * ..." when none; its step (TFT_STEP_NONE none) and rank (-1 none). */
+void report_check_first_finding(const report_check_result *c, char *buf, size_t n);
+int64_t report_check_first_step(const report_check_result *c, int *rank);
 
 /* report_check_html.c: the detectors' findings as a table, class "checks",
- * one row per finding with data-kind and data-step; nothing for n <= 0. */
+ * one row per finding with data-kind and data-step; nothing for n <= 0
+ * (tfdump --html, tfdiff --html). */
 void report_check_html_table(FILE *f, const detect_finding *x, int n);
+/* tfdump --html's section "check": a list item per finding of res (t: the
+ * trace, for the ranks of the rank files that lost records; NULL none),
+ * then the detectors' table. */
+void report_check_html_section(FILE *f, const report_check_result *res, const tft_trace *t);
 
 #endif

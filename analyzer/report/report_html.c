@@ -9,6 +9,7 @@
  * TIMELINE_LANES ranks).
  */
 #include "report_html.h"
+#include "report_internal.h"
 #include "report_check.h"
 #include "html_series.h"
 #include "html_page.h"
@@ -181,17 +182,14 @@ static void downsampled_note(FILE *f, const page *p)
 static void verdict(FILE *f, const page *p)
 {
     int v = report_verdict(p->r);
-    char finding[1400], name[16];
-    snprintf(name, sizeof(name), "%s", report_verdict_name(v));
-    for (char *c = name; *c; c++)
-        *c = (char)(*c - 'a' + 'A');
+    char finding[1400];
     bool has = report_first_finding(p->r, finding, sizeof(finding));
     int64_t step = report_first_step(p->r);
     fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", report_verdict_name(v));
     if (has && step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         fprintf(f, " data-step=\"%" PRId64 "\"", step);
     fputs(">tfdiff: ", f);
-    html_text(f, name);
+    html_text(f, report_verdict_word(v, true));
     fputs(has ? " — " : " — no difference found", f);
     html_text(f, finding);
     fputs("</p>\n", f);
@@ -217,21 +215,6 @@ static void verdict(FILE *f, const page *p)
 
 /* ---- first divergence ------------------------------------------------------- */
 
-static void shape_text(const compare_tensor_side *t, char *b, size_t n)
-{
-    size_t k = (size_t)snprintf(b, n, "%s[", tft_dtype_name(t->dtype));
-    for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM && k < n; i++)
-        k += (size_t)snprintf(b + k, n - k, "%s%lld", i ? "," : "", (long long)t->shape[i]);
-    if (k < n)
-        snprintf(b + k, n - k, "]");
-}
-
-static void stat_row(FILE *f, const char *name, double g, double b, const char *hot)
-{
-    fprintf(f, "<tr%s><td>%s</td><td class=\"num\">%.8g</td><td class=\"num\">%.8g</td></tr>",
-            !strcmp(name, hot) ? " class=\"hot\"" : "", name, g, b);
-}
-
 static void first_divergence(FILE *f, const page *p)
 {
     const compare_result *fr = report_first_rank(p->r);
@@ -252,27 +235,21 @@ static void first_divergence(FILE *f, const page *p)
     fprintf(f, " (%s%s", compare_kind_name(d->kind), d->stat[0] ? ", " : "");
     html_text(f, d->stat);
     fputs(").</p>\n", f);
-    shape_text(&d->golden, gs, sizeof(gs));
-    shape_text(&d->bad, bs, sizeof(bs));
+    report_shape_text(&d->golden, gs, sizeof(gs));
+    report_shape_text(&d->bad, bs, sizeof(bs));
     fputs("<table class=\"stats\"><tr><th></th><th>GOLDEN</th><th>BAD</th></tr><tr><td>shape</td><td>", f);
     html_text(f, d->golden.present ? gs : "-");
     fputs("</td><td>", f);
     html_text(f, d->bad.present ? bs : "-");
     fputs("</td></tr>", f);
-    const tft_stats *g = &d->golden.stats, *b = &d->bad.stats;
-    stat_row(f, "mean", g->mean, b->mean, d->stat);
-    stat_row(f, "std", g->std, b->std, d->stat);
-    stat_row(f, "min", g->min, b->min, d->stat);
-    stat_row(f, "max", g->max, b->max, d->stat);
-    stat_row(f, "absmax", g->absmax, b->absmax, d->stat);
-    stat_row(f, "l1", g->l1, b->l1, d->stat);
-    stat_row(f, "l2", g->l2, b->l2, d->stat);
-    stat_row(f, "nan", (double)g->nan, (double)b->nan, d->stat);
-    stat_row(f, "inf", (double)(g->pinf + g->ninf), (double)(b->pinf + b->ninf), d->stat);
-    stat_row(f, "zero", (double)g->zero, (double)b->zero, d->stat);
+    report_stat_row rows[REPORT_STAT_ROWS];
+    report_stat_rows(d, rows);
+    for (int i = 0; i < REPORT_STAT_ROWS; i++)
+        fprintf(f, "<tr%s><td>%s</td><td class=\"num\">%.8g</td><td class=\"num\">%.8g</td></tr>",
+                !strcmp(rows[i].name, d->stat) ? " class=\"hot\"" : "", rows[i].name, rows[i].g, rows[i].b);
     fprintf(f, "<tr><td>fingerprint</td><td class=\"num\">%016" PRIx64 "</td><td class=\"num\">%016" PRIx64
                "</td></tr></table>\n",
-            g->fingerprint, b->fingerprint);
+            d->golden.stats.fingerprint, d->bad.stats.fingerprint);
     if (fr->n_context) {
         fprintf(f, "<h3>The %d tensors before it</h3>\n<table class=\"context\"><tr><th>step</th><th>tensor</th>"
                    "<th>GOLDEN mean</th><th>BAD mean</th><th></th></tr>",

@@ -7,6 +7,7 @@
 #define TFT_REPORT_INTERNAL_H
 
 #include "report.h"
+#include "report_check.h"
 #include "desync_stacks.h"
 
 #define MAX_RANKS 4096
@@ -36,18 +37,82 @@ struct diff_report {
     desync_stacks stacks;       /* BAD's STACK records, read when it has a desync (owned) */
 };
 
+/* ---- the model (report.c) ---- */
+
 /* The reasons the comparison is incomplete, one per call with k = 0, 1,
  * ...: writes reason k to buf and returns true, false past the last. */
 bool report_incomplete_reason(const diff_report *r, int k, char *buf, size_t n);
 /* "diverged", "incomplete", "match"; upper: "DIVERGED", ... */
 const char *report_verdict_word(int v, bool upper);
 
-/* ---- sentences (report_sentence.c) ---- */
-/* A rank's divergence sentence: its first divergence and origin, else a
- * structural difference or an early or different end; NULL when none. */
+/* The classes of tfdiff's findings, most important first: the order in
+ * which report_first picks the finding a report leads with. */
+typedef enum report_class {
+    REPORT_NONE = 0,
+    REPORT_UNRECORDED,  /* BAD recorded nothing */
+    REPORT_DIVERGENCE,  /* a rank's first divergence (and its origin) */
+    REPORT_NONFINITE,   /* a non-finite value GOLDEN lacks */
+    REPORT_DESYNC,
+    REPORT_LEAK,
+    REPORT_STRUCTURE,   /* a rank's op streams differ in structure */
+    REPORT_ENDED,       /* BAD ended early (its records did not just lose their tail) */
+    REPORT_EXIT,        /* BAD exited otherwise than GOLDEN */
+    REPORT_INCOMPLETE,  /* nothing found, but the comparison is incomplete */
+} report_class;
+
+/* A rank's finding, the most important of its own: REPORT_DIVERGENCE,
+ * REPORT_STRUCTURE, REPORT_ENDED, REPORT_EXIT or REPORT_NONE. */
+report_class report_rank_class(const compare_result *x);
+
+/* The finding a report leads with: its class and, for a rank's finding,
+ * the rank's result (NULL otherwise); the desync or leak is the first. */
+typedef struct report_finding {
+    report_class cls;
+    const compare_result *rank;
+} report_finding;
+report_finding report_first(const diff_report *r);
+
+/* ---- sentences (report_sentence.c) ----
+ * Each finding's words, written once: the text report prints them, JUnit
+ * carries them as failure messages, the HTML and Markdown reports lead with
+ * the first (report_first_finding), tfdump --check prints the leak and
+ * desync ones. Each writes at most n bytes into buf and returns buf. A
+ * `full` sentence is the text report's line (more detail); the other is
+ * the one-line summary of JUnit and report_first_finding. */
+const char *report_sentence_divergence(const compare_result *x, bool full, char *buf, size_t n);
+const char *report_sentence_structure(const compare_result *x, bool full, char *buf, size_t n);
+/* NULL when the text report has no line for x (full), or x did not end
+ * early (!full). */
+const char *report_sentence_ended(const compare_result *x, bool full, char *buf, size_t n);
+const char *report_sentence_exit(const compare_result *x, bool full, char *buf, size_t n);
+/* A rank's finding (report_rank_class) in one line; NULL when none. */
 const char *report_sentence_rank(const compare_result *x, char *buf, size_t n);
 const char *report_sentence_nonfinite(const compare_nonfinite *nf, char *buf, size_t n);
 const char *report_sentence_leak(const leak_finding *l, char *buf, size_t n);
-const char *report_sentence_desync(const diff_report *r, char *buf, size_t n);
+const char *report_sentence_desync(const desync_finding *ds, int nd, int i, char *buf, size_t n);
+const char *report_sentence_unrecorded(const diff_report *r, char *buf, size_t n);
+/* "incomplete: " and reason k; NULL past the last. */
+const char *report_sentence_incomplete(const diff_report *r, int k, char *buf, size_t n);
+/* A detector's finding: "SEVERITY: KIND: rank R, STEP, TENSOR: EVIDENCE",
+ * with the parts flags name: the layer (", layer N" after the tensor), the
+ * likely causes (". Likely: ..." at the end), "-" for no tensor. */
+enum { REPORT_CHECK_LAYER = 1, REPORT_CHECK_CAUSES = 2, REPORT_CHECK_DASH = 4 };
+const char *report_sentence_check(const detect_finding *x, int parts, char *buf, size_t n);
+/* A tensor's dtype and shape, "f32[4,8]". */
+const char *report_shape_text(const compare_tensor_side *t, char *buf, size_t n);
+
+/* tfdump --check's own sentences (report_check.c): the first non-finite
+ * tensor, a rank file's lost records, and that nothing was found. */
+const char *report_check_sentence_nonfinite(const report_check_nonfinite *nf, char *buf, size_t n);
+const char *report_check_sentence_drops(int rank, const struct tft_drop_sum *s, char *buf, size_t n);
+const char *report_check_sentence_ok(const report_check_result *r, char *buf, size_t n);
+
+/* The statistics both sides of a divergence are shown with, in order. */
+#define REPORT_STAT_ROWS 10
+typedef struct report_stat_row {
+    const char *name;  /* "mean", ... ("inf": +Inf and -Inf elements) */
+    double g, b;
+} report_stat_row;
+void report_stat_rows(const compare_point *p, report_stat_row rows[REPORT_STAT_ROWS]);
 
 #endif

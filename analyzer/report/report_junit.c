@@ -59,23 +59,26 @@ static void junit_case(FILE *f, const char *name, const char *failure, const cha
     fputs("    </testcase>\n", f);
 }
 
+/* The suite's counts: a case per rank and per class of finding. */
+static void junit_counts(const diff_report *r, int *cases, int *failures)
+{
+    char msg[1024];
+    const compare_nonfinite *nf = report_first_nonfinite(r);
+    *cases = r->nranks + 4 + r->bad_unrecorded;
+    *failures = r->bad_unrecorded + (report_sentence_incomplete(r, 0, msg, sizeof(msg)) != NULL) + (r->nleaks > 0) +
+                (r->ndesyncs > 0) + (nf && !nf->in_golden);
+    for (int i = 0; i < r->nranks; i++)
+        *failures += report_sentence_rank(&r->ranks[i], msg, sizeof(msg)) != NULL;
+}
+
 int report_junit(const diff_report *r, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
     const char *att = junit_attachment(r);
-    int failures = 0, cases = 0;
-    char msg[1024], why[320];
-    for (int i = 0; i < r->nranks; i++)
-        failures += report_sentence_rank(&r->ranks[i], msg, sizeof(msg)) != NULL, cases++;
-    bool incomplete = report_incomplete_reason(r, 0, why, sizeof(why));
-    cases += 4 + r->bad_unrecorded;
-    failures += r->bad_unrecorded + incomplete;
-    failures += r->nleaks > 0;
-    failures += r->ndesyncs > 0;
-    const compare_nonfinite *nf = report_first_nonfinite(r);
-    failures += nf && !nf->in_golden;
+    int failures, cases;
+    junit_counts(r, &cases, &failures);
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"tfdiff\" tests=\"%d\" "
                "failures=\"%d\">\n", cases, failures);
     if (att) {
@@ -83,21 +86,19 @@ int report_junit(const diff_report *r, const char *path)
         xml_escaped(f, att);
         fputs("\"/>\n    </properties>\n", f);
     }
-    char name[64];
+    char name[64], msg[1024];
     for (int i = 0; i < r->nranks; i++) {
         snprintf(name, sizeof(name), "rank %d divergence", r->ranks[i].rank);
         junit_case(f, name, report_sentence_rank(&r->ranks[i], msg, sizeof(msg)), att);
     }
-    if (r->bad_unrecorded) {
-        snprintf(msg, sizeof(msg), "BAD recorded nothing: %s", r->bad_unrecorded_what);
-        junit_case(f, "BAD recorded", msg, att);
-    }
+    if (r->bad_unrecorded)
+        junit_case(f, "BAD recorded", report_sentence_unrecorded(r, msg, sizeof(msg)), att);
+    const compare_nonfinite *nf = report_first_nonfinite(r);
     junit_case(f, "non-finite", nf && !nf->in_golden ? report_sentence_nonfinite(nf, msg, sizeof(msg)) : NULL, att);
     junit_case(f, "leaks", r->nleaks ? report_sentence_leak(&r->leaks[0], msg, sizeof(msg)) : NULL, att);
-    junit_case(f, "desync", r->ndesyncs ? report_sentence_desync(r, msg, sizeof(msg)) : NULL, att);
-    if (incomplete)
-        snprintf(msg, sizeof(msg), "incomplete: %s", why);
-    junit_case(f, "complete", incomplete ? msg : NULL, att);
+    junit_case(f, "desync", r->ndesyncs ? report_sentence_desync(r->desyncs, r->ndesyncs, 0, msg, sizeof(msg)) : NULL,
+               att);
+    junit_case(f, "complete", report_sentence_incomplete(r, 0, msg, sizeof(msg)), att);
     fputs("  </testsuite>\n</testsuites>\n", f);
     return fclose(f) == 0 ? 0 : -1;
 }

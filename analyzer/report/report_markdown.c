@@ -11,7 +11,7 @@
  * them, with line breaks and other control characters turned into spaces
  * and '|' escaped inside the table, so no trace can inject Markdown or HTML.
  */
-#include "report.h"
+#include "report_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -125,11 +125,7 @@ static void write_md(const diff_report *r, FILE *f)
 {
     int v = report_verdict(r);
     static const char *const icon[] = {"✅", "❌", "", "⚠️"};
-    char verdict[16];
-    snprintf(verdict, sizeof(verdict), "%s", report_verdict_name(v));
-    for (char *p = verdict; *p; p++)
-        *p = (char)(*p - 'a' + 'A');
-    fprintf(f, "### tfdiff: %s %s\n\n", icon[v], verdict);
+    fprintf(f, "### tfdiff: %s %s\n\n", icon[v], report_verdict_word(v, true));
     char finding[1400];
     if (report_first_finding(r, finding, sizeof(finding))) {
         fputs(v == VERDICT_DIVERGED ? "**First finding:** " : "**Note:** ", f);

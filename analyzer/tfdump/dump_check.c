@@ -212,7 +212,7 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *o
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = core_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
                     .drops = calloc((size_t)n + 1, sizeof(*c.drops)), .chk = calloc((size_t)n + 1, sizeof(*c.chk)),
-                    .copts = &o->chk, .clip_cmd = report_check_clip_of(tft_trace_manifest(d->t)),
+                    .copts = &o->chk, .clip_cmd = detect_clip_of(tft_trace_manifest(d->t)),
                     .stacks = calloc((size_t)n + 1, sizeof(*c.stacks))};
     res->findings = calloc(DETECT_FIND_MAX, sizeof(*res->findings));
     int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && c.stacks && res->findings
@@ -279,7 +279,7 @@ int dump_check(dump_trace *d, const dump_opts *o)
     if (o->json)
         print_json(d, &res, n);
     else
-        report_check_text(stdout, &res, report_check_drops_text(stdout, &res, d->t));
+        report_check_text(stdout, &res, d->t);
     status = report_check_found(&res) ? DUMP_FINDINGS : DUMP_OK;
     report_check_result_free(&res);
     return status;

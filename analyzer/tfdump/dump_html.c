@@ -10,7 +10,6 @@
 #include "html_series.h"
 #include "html_page.h"
 #include "html_svg.h"
-#include "tft_drops.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -37,46 +36,6 @@ typedef struct dpage {
     rank_coll *coll;   /* per rank file */
     int64_t mark;
 } dpage;
-
-static int64_t first_step(const report_check_result *c, int *rank)
-{
-    *rank = -1;
-    if (c->nf.found)
-        return *rank = c->nf.rank, c->nf.step;
-    if (c->nd)
-        return *rank = c->ds[0].nranks ? c->ds[0].ranks[0] : -1, c->ds[0].step;
-    if (c->nl) {
-        const leak_finding *l = &c->leaks[0];
-        *rank = l->rank;
-        return l->how == LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step : l->first_alloc_step;
-    }
-    if (c->nerr || c->nwarn) /* the detectors' first (most severe, earliest) */
-        return *rank = c->findings[0].rank, c->findings[0].step;
-    return TFT_STEP_NONE;
-}
-
-static void sentence(const report_check_result *c, char *buf, size_t n)
-{
-    char sb[48], what[400];
-    if (c->nf.found) {
-        snprintf(buf, n, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
-                 core_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
-    } else if (c->nd) {
-        char where[160];
-        desync_where(c->ds, c->nd, 0, where, sizeof(where));
-        snprintf(buf, n, "desync: %s at %s (%s): %s", desync_kind_name(c->ds[0].kind),
-                 core_step_text(c->ds[0].step, sb, sizeof(sb)), where, c->ds[0].detail);
-    } else if (c->nl) {
-        leak_describe(&c->leaks[0], what, sizeof(what));
-        snprintf(buf, n, "leak: rank %d, %s", c->leaks[0].rank, what);
-    } else if (c->nerr || c->nwarn) {
-        const detect_finding *x = &c->findings[0];
-        snprintf(buf, n, "%s: %s: rank %d, %s, %s: %s", detect_severity_name(x->severity), x->kind, x->rank,
-                 core_step_text(x->step, sb, sizeof(sb)), x->tensor, x->evidence);
-    } else {
-        snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s", c->lossy ? " in what was recorded" : "");
-    }
-}
 
 static int collect(dpage *p, int finding_rank)
 {
@@ -127,13 +86,6 @@ static int collect(dpage *p, int finding_rank)
     return 0;
 }
 
-static void section(FILE *f, const char *id, const char *title)
-{
-    fprintf(f, "<section id=\"%s\">\n<h2>", id);
-    html_text(f, title);
-    fputs("</h2>\n", f);
-}
-
 static void downsampled_note(FILE *f, const dpage *p)
 {
     if (p->have_bins && p->bins.downsampled)
@@ -163,7 +115,7 @@ static void curves(FILE *f, const dpage *p)
         any |= any_finite(p->shown[i]->loss, p->bins.nbins) || any_finite(p->shown[i]->grad_norm, p->bins.nbins);
     if (!any)
         return;
-    section(f, "curves", "Curves");
+    html_page_section(f, "curves", "Curves");
     fputs("<p>Loss, gradient norm and learning rate over the steps, for rank 0 and the first finding's rank; the "
           "dashed vertical line marks the first finding's step.</p>\n", f);
     downsampled_note(f, p);
@@ -196,7 +148,7 @@ static void memory(FILE *f, const dpage *p)
         any |= p->shown[i]->nsites > 0;
     if (!any)
         return;
-    section(f, "memory", "Memory over time");
+    html_page_section(f, "memory", "Memory over time");
     fputs("<p>Live bytes of the recorded allocations, every site together and the largest sites (by their peak), "
           "the most over each column's steps.</p>\n", f);
     downsampled_note(f, p);
@@ -248,7 +200,7 @@ static void collectives(FILE *f, const dpage *p)
         total += p->coll[i].colls + p->coll[i].open;
     if (!total)
         return;
-    section(f, "collectives", "Collectives per rank");
+    html_page_section(f, "collectives", "Collectives per rank");
     downsampled_note(f, p);
     static const char *const colors[COLL_LINES] = {"#c33", "#36c", "#2a6", "#e90", "#839", "#088", "#963", "#555"};
     html_svg_series s[COLL_LINES];
@@ -275,50 +227,6 @@ static void collectives(FILE *f, const dpage *p)
     fputs("</section>\n", f);
 }
 
-static void check(FILE *f, const dpage *p)
-{
-    const report_check_result *c = p->res;
-    char sb[48];
-    section(f, "check", "Findings (tfdump --check)");
-    fputs("<ul class=\"findings\">", f);
-    int n = p->d->t ? tft_trace_nranks(p->d->t) : 0;
-    for (int i = 0; c->drops && i < n; i++) {
-        if (!c->drops[i].count)
-            continue;
-        char what[256];
-        fprintf(f, "<li class=\"incomplete\">incomplete: rank %d lost ", tft_trace_rank_id(p->d->t, i));
-        html_text(f, tft_drop_describe(&c->drops[i], what, sizeof(what)));
-        fputs("; what follows covers only what was recorded</li>", f);
-    }
-    if (c->nf.found) {
-        fputs("<li class=\"nonfinite\">", f);
-        html_textf(f, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
-                   core_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
-        fputs("</li>", f);
-    }
-    for (int i = 0; i < c->nl; i++) {
-        char what[400];
-        leak_describe(&c->leaks[i], what, sizeof(what));
-        fputs("<li class=\"leak\">", f);
-        html_textf(f, "leak: rank %d, %s", c->leaks[i].rank, what);
-        fputs("</li>", f);
-    }
-    for (int i = 0; i < c->nd; i++) {
-        char where[160];
-        desync_where(c->ds, c->nd, i, where, sizeof(where));
-        fputs("<li class=\"desync\">", f);
-        html_textf(f, "desync: %s at %s (%s): ", desync_kind_name(c->ds[i].kind),
-                   core_step_text(c->ds[i].step, sb, sizeof(sb)), where);
-        html_text(f, c->ds[i].detail);
-        fputs("</li>", f);
-    }
-    if (!c->nf.found && !c->nl && !c->nd)
-        fprintf(f, "<li>OK: no non-finite values, leaks or desyncs%s</li>", c->lossy ? " in what was recorded" : "");
-    fputs("</ul>\n", f);
-    report_check_html_table(f, c->findings, c->nfind); /* the detectors (docs/CHECK.md) */
-    fputs("</section>\n", f);
-}
-
 static void free_page(dpage *p)
 {
     for (int i = 0; i < p->ns; i++)
@@ -341,7 +249,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const report_check_resu
     }
     *p = (dpage){.d = d, .res = res, .mark = INT64_MIN};
     int frank = -1;
-    int64_t step = unrecorded ? TFT_STEP_NONE : first_step(res, &frank);
+    int64_t step = unrecorded ? TFT_STEP_NONE : report_check_first_step(res, &frank);
     bool found = unrecorded || report_check_found(res);
     if (step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         p->mark = step;
@@ -361,7 +269,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const report_check_resu
     if (unrecorded)
         snprintf(what, sizeof(what), "%s", unrecorded);
     else
-        sentence(res, what, sizeof(what));
+        report_check_first_finding(res, what, sizeof(what));
     fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", status);
     if (p->mark != INT64_MIN)
         fprintf(f, " data-step=\"%" PRId64 "\"", p->mark);
@@ -372,7 +280,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const report_check_resu
     fprintf(f, "</code>: %d rank file%s.</p>\n", d->t ? tft_trace_nranks(d->t) : 0,
             d->t && tft_trace_nranks(d->t) == 1 ? "" : "s");
     if (!unrecorded)
-        check(f, p);
+        report_check_html_section(f, res, d->t);
     curves(f, p);
     memory(f, p);
     collectives(f, p);
