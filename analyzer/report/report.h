@@ -106,10 +106,11 @@ const leak_finding *report_leaks(const diff_report *r, int *n);
 const desync_finding *report_desyncs(const diff_report *r, int *n);
 int64_t report_first_step(const diff_report *r);
 
-/* Adds the keys of desync finding ds[i] beyond comm, coll_seq, step, kind,
- * ranks and detail (docs/TFDIFF.md): seq, comm_name, members, caused_by
- * (the cause's index in ds[0..nd)), peer, tag. */
-void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i);
+/* Adds the keys of desync finding ds[i] after comm, coll_seq and step
+ * (docs/TFDIFF.md): kind, ranks, detail, seq, clock_error_ns (a
+ * straggler), comm_name, members, caused_by (the cause's index in
+ * ds[0..nd)), peer, tag. */
+void report_desync_json_keys(cJSON *x, const desync_finding *ds, int nd, int i);
 
 /* ---- records lost (report_drops.c) ---- */
 /* " in steps A..B" / " in step A" / " outside steps" / "" (unknown) for

@@ -1,7 +1,8 @@
 /*
- * report_desync.c — the JSON keys of a desync finding beyond the common
- * ones, shared by tfdiff's report (report.c) and tfdump --check
- * (tfdump/dump_check.c).
+ * report_desync.c — the JSON keys of a desync finding after comm,
+ * coll_seq and step, shared by tfdiff's report (report_json.c) and tfdump
+ * --check (tfdump/dump_check.c), which write those three each in its own
+ * way (tfdump's integers exact, as decimal text).
  */
 #include "report.h"
 
@@ -15,9 +16,14 @@ static void null_or_number(cJSON *x, const char *key, bool has, double v)
         cJSON_AddNullToObject(x, key);
 }
 
-void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i)
+void report_desync_json_keys(cJSON *x, const desync_finding *ds, int nd, int i)
 {
     const desync_finding *d = &ds[i];
+    cJSON_AddStringToObject(x, "kind", desync_kind_name(d->kind));
+    cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
+    for (int k = 0; k < d->nranks && k < 16; k++)
+        cJSON_AddItemToArray(rk, cJSON_CreateNumber(d->ranks[k]));
+    cJSON_AddStringToObject(x, "detail", d->detail);
     null_or_number(x, "seq", d->seq != TFT_SEQ_NONE, (double)d->seq);
     if (d->kind == DS_STRAGGLER) /* across hosts: the clocks' error bound; 0 one host (docs/MULTINODE.md) */
         cJSON_AddNumberToObject(x, "clock_error_ns", (double)d->clock_error_ns);

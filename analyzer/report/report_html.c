@@ -92,35 +92,18 @@ static int read_side(page *p, tft_trace *t, int rank, html_series_run **out)
     return e == -ENOMEM ? e : 0;
 }
 
-static void range_of(tft_trace *t, int rank, bool *any, int64_t *lo, int64_t *hi)
-{
-    int i = index_of(t, rank);
-    tft_reader *rd = i >= 0 ? tft_trace_reader(t, i) : NULL;
-    int64_t a, b;
-    if (rd && html_series_step_range(rd, &a, &b)) {
-        *lo = *any && *lo < a ? *lo : a;
-        *hi = *any && *hi > b ? *hi : b;
-        *any = true;
-    }
-    if (rd)
-        tft_trace_release(t, i);
-}
-
 static int collect(page *p)
 {
     pick_ranks(p);
-    int64_t lo = 0, hi = 0;
-    bool any = false;
+    html_series_span s = {0};
     for (int i = 0; i < p->ns; i++) {
-        range_of(p->g, p->s[i].rank, &any, &lo, &hi);
-        range_of(p->b, p->s[i].rank, &any, &lo, &hi);
+        html_series_span_add(&s, p->g, index_of(p->g, p->s[i].rank));
+        html_series_span_add(&s, p->b, index_of(p->b, p->s[i].rank));
     }
-    if (!any || CORE_IS_STEPLESS(lo))
+    if (!s.any || CORE_IS_STEPLESS(s.lo))
         return 0;
-    html_series_bins_init(&p->bins, lo, hi, p->mark);
+    html_series_bins_x(&p->bins, p->x, s.lo, s.hi, p->mark);
     p->have_bins = true;
-    for (int k = 0; k < p->bins.nbins; k++)
-        p->x[k] = (double)p->bins.rep[k];
     for (int i = 0; i < p->ns; i++) {
         int e = read_side(p, p->g, p->s[i].rank, &p->s[i].g);
         if (!e)
@@ -139,14 +122,6 @@ static const shown *shown_rank(const page *p, int rank)
     return NULL;
 }
 
-static bool any_finite(const double *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i]))
-            return true;
-    return false;
-}
-
 /* A chart of one series of both sides (NULL sides left out). */
 static void chart2(FILE *f, const page *p, const char *title, const double *g, const double *b, int64_t mark,
                    int log_y)
@@ -158,13 +133,6 @@ static void chart2(FILE *f, const page *p, const char *title, const double *g, c
     if (b)
         s[n++] = (html_svg_series){.label = "BAD", .color = "#c33", .x = p->x, .y = b, .n = p->bins.nbins, .dashed = 1};
     html_svg_line_chart(f, title, s, n, mark, log_y);
-}
-
-static void section(FILE *f, const char *id, const char *title)
-{
-    fprintf(f, "<section id=\"%s\">\n<h2>", id);
-    html_text(f, title);
-    fputs("</h2>\n", f);
 }
 
 static void downsampled_note(FILE *f, const page *p)
@@ -222,7 +190,7 @@ static void first_divergence(FILE *f, const page *p)
         return;
     const compare_point *d = &fr->first;
     char sb[48], gs[96], bs[96];
-    section(f, "first-divergence", "First divergence");
+    html_page_section(f, "first-divergence", "First divergence");
     fprintf(f, "<p>Rank %d, %s, seq %lld: <code>", d->rank, core_step_text(d->step, sb, sizeof(sb)),
             (long long)d->seq);
     html_text(f, d->tensor);
@@ -317,7 +285,7 @@ static void layer_curves(FILE *f, const page *p, const shown *s)
             char title[96];
             snprintf(title, sizeof(title), "rank %d: layer %d output (%s) %s", s->rank, l, name, w ? "absmax" : "std");
             const double *g = series_of(s->g, name, w), *b = series_of(s->b, name, w);
-            if ((g && any_finite(g, p->bins.nbins)) || (b && any_finite(b, p->bins.nbins)))
+            if ((g && html_series_any_finite(g, p->bins.nbins)) || (b && html_series_any_finite(b, p->bins.nbins)))
                 chart2(f, p, title, g, b, p->mark, 0);
         }
     }
@@ -330,12 +298,12 @@ static void curves(FILE *f, const page *p)
     bool any = false;
     for (int i = 0; i < p->ns && i < 2; i++) {
         const shown *s = &p->s[i];
-        any |= (s->g && (any_finite(s->g->loss, p->bins.nbins) || any_finite(s->g->grad_norm, p->bins.nbins))) ||
-               (s->b && (any_finite(s->b->loss, p->bins.nbins) || any_finite(s->b->grad_norm, p->bins.nbins)));
+        any |= (s->g && (html_series_any_finite(s->g->loss, p->bins.nbins) || html_series_any_finite(s->g->grad_norm, p->bins.nbins))) ||
+               (s->b && (html_series_any_finite(s->b->loss, p->bins.nbins) || html_series_any_finite(s->b->grad_norm, p->bins.nbins)));
     }
     if (!any)
         return;
-    section(f, "curves", "Curves");
+    html_page_section(f, "curves", "Curves");
     fputs("<p>GOLDEN (green) and BAD (red, dashed) over the steps; the dashed vertical line marks the first "
           "finding's step. Drawn for rank 0 and the rank of the first finding.</p>\n", f);
     downsampled_note(f, p);
@@ -347,7 +315,7 @@ static void curves(FILE *f, const page *p)
         for (size_t k = 0; k < 3; k++) {
             const double *g = s->g ? (const double *)((const char *)s->g + c[k].off) : NULL;
             const double *b = s->b ? (const double *)((const char *)s->b + c[k].off) : NULL;
-            if ((g && any_finite(g, p->bins.nbins)) || (b && any_finite(b, p->bins.nbins))) {
+            if ((g && html_series_any_finite(g, p->bins.nbins)) || (b && html_series_any_finite(b, p->bins.nbins))) {
                 char title[64];
                 snprintf(title, sizeof(title), "rank %d: %s", s->rank, c[k].what);
                 chart2(f, p, title, g, b, p->mark, 0);
@@ -416,7 +384,7 @@ static void heatmap(FILE *f, const page *p)
                                                                  rel(gn->absmax[c], bn->absmax[c])));
         }
     }
-    section(f, "heatmap", "Where it starts and how it spreads");
+    html_page_section(f, "heatmap", "Where it starts and how it spreads");
     fprintf(f, "<p>Tensors of rank %d (rows, in the order BAD first recorded them; optimizer state left out) by "
                "steps (columns), coloured by the relative difference of their statistics (mean, std, absmax) "
                "between GOLDEN and BAD; white where they are identical or the tensor was not recorded in that step.%s</p>\n",
@@ -440,7 +408,7 @@ static void nonfinite(FILE *f, const page *p)
     if (!nf)
         return;
     char sb[48];
-    section(f, "nonfinite", "Non-finite values");
+    html_page_section(f, "nonfinite", "Non-finite values");
     fprintf(f, "<p>First non-finite in BAD: rank %d, %s, seq %lld: <code>", nf->rank,
             core_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq);
     html_text(f, nf->tensor);
@@ -472,21 +440,13 @@ static const double *site_live(const html_series_run *x, const char *site)
     return NULL;
 }
 
-/* Live bytes carried over the bins where the site did nothing. */
-static void carried(const double *in, double *out, int n)
-{
-    double last = NAN;
-    for (int i = 0; i < n; i++)
-        out[i] = last = isnan(in[i]) ? last : in[i];
-}
-
 static void leaks(FILE *f, const page *p)
 {
     int nl;
     const leak_finding *l = report_leaks(p->r, &nl);
     if (!nl)
         return;
-    section(f, "leaks", "Leaks");
+    html_page_section(f, "leaks", "Leaks");
     downsampled_note(f, p);
     for (int i = 0; i < nl && i < LEAKS_SHOWN; i++) {
         char what[400];
@@ -501,14 +461,14 @@ static void leaks(FILE *f, const page *p)
         bool followed = g || b;
         double gc[HC_BINS], bc[HC_BINS];
         if (g)
-            carried(g, gc, p->bins.nbins);
+            html_series_carried(g, gc, p->bins.nbins);
         else if (s->g && s->g->nsites < HC_SITES) /* GOLDEN never allocated there: nothing live */
             for (int k = 0; k < p->bins.nbins; k++)
                 gc[k] = 0;
         if (g || (s->g && s->g->nsites < HC_SITES))
             g = gc;
         if (b)
-            carried(b, bc, p->bins.nbins);
+            html_series_carried(b, bc, p->bins.nbins);
         char title[200];
         snprintf(title, sizeof(title), "rank %d: live bytes of %s", l[i].rank, l[i].site);
         int64_t mark = l[i].how == LEAK_GROWTH && l[i].from_step != TFT_STEP_NONE ? l[i].from_step : INT64_MIN;
@@ -523,9 +483,9 @@ static void leaks(FILE *f, const page *p)
     if (s && p->have_bins) {
         double gc[HC_BINS], bc[HC_BINS];
         if (s->g)
-            carried(s->g->live_total, gc, p->bins.nbins);
+            html_series_carried(s->g->live_total, gc, p->bins.nbins);
         if (s->b)
-            carried(s->b->live_total, bc, p->bins.nbins);
+            html_series_carried(s->b->live_total, bc, p->bins.nbins);
         char title[64];
         snprintf(title, sizeof(title), "rank %d: live bytes, every site", s->rank);
         chart2(f, p, title, s->g ? gc : NULL, s->b ? bc : NULL, INT64_MIN, 0);
@@ -619,7 +579,7 @@ static void bad_only(FILE *f, const page *p)
     const detect_finding *x = report_checks(p->r, &n);
     if (!n)
         return;
-    section(f, "checks", "Only in BAD: single-trace findings (tfdump --check)");
+    html_page_section(f, "checks", "Only in BAD: single-trace findings (tfdump --check)");
     report_check_html_table(f, x, n);
     fputs("</section>\n", f);
 }
@@ -630,7 +590,7 @@ static void desyncs(FILE *f, const page *p)
     const desync_finding *d = report_desyncs(p->r, &nd);
     if (!nd)
         return;
-    section(f, "desync", "Collective desyncs");
+    html_page_section(f, "desync", "Collective desyncs");
     fputs("<p>Per-rank collective calls of BAD around each finding: a bar from entering the call to leaving it "
           "(orange: entered and never left); ranks at fault or missing the call are highlighted.</p>\n", f);
     for (int i = 0; i < nd && i < DESYNCS_SHOWN; i++) {

@@ -247,12 +247,7 @@ static cJSON *json_findings(const diff_report *r)
             cJSON_AddNullToObject(x, "step");
         else
             cJSON_AddNumberToObject(x, "step", (double)d->step);
-        cJSON_AddStringToObject(x, "kind", desync_kind_name(d->kind));
-        cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
-        for (int k = 0; k < d->nranks && k < 16; k++)
-            cJSON_AddItemToArray(rk, cJSON_CreateNumber(d->ranks[k]));
-        cJSON_AddStringToObject(x, "detail", d->detail);
-        report_desync_json_more(x, r->desyncs, r->ndesyncs, i);
+        report_desync_json_keys(x, r->desyncs, r->ndesyncs, i);
         cJSON_AddItemToArray(ds, x);
     }
     cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&r->stacks));

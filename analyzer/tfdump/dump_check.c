@@ -189,12 +189,7 @@ static void print_json(const dump_trace *d, const report_check_result *res, int 
         core_json_hex(x, "comm", ds[i].comm);
         core_json_u64(x, "coll_seq", ds[i].coll_seq);
         json_step(x, "step", ds[i].step);
-        cJSON_AddStringToObject(x, "kind", desync_kind_name(ds[i].kind));
-        cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
-        for (int k = 0; k < ds[i].nranks && k < 16; k++)
-            cJSON_AddItemToArray(rk, cJSON_CreateNumber(ds[i].ranks[k]));
-        cJSON_AddStringToObject(x, "detail", ds[i].detail);
-        report_desync_json_more(x, ds, nd, i);
+        report_desync_json_keys(x, ds, nd, i);
         cJSON_AddItemToArray(da, x);
     }
     cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&res->stacks));

@@ -41,25 +41,13 @@ static int collect(dpage *p, int finding_rank)
 {
     tft_trace *t = p->d->t;
     int n = tft_trace_nranks(t);
-    int64_t lo = 0, hi = 0;
-    bool any = false;
-    for (int i = 0; i < n; i++) {
-        tft_reader *r = tft_trace_reader(t, i);
-        int64_t a, b;
-        if (r && html_series_step_range(r, &a, &b)) {
-            lo = any && lo < a ? lo : a;
-            hi = any && hi > b ? hi : b;
-            any = true;
-        }
-        if (r)
-            tft_trace_release(t, i);
-    }
-    if (!any || CORE_IS_STEPLESS(lo))
+    html_series_span s = {0};
+    for (int i = 0; i < n; i++)
+        html_series_span_add(&s, t, i);
+    if (!s.any || CORE_IS_STEPLESS(s.lo))
         return 0;
-    html_series_bins_init(&p->bins, lo, hi, p->mark);
+    html_series_bins_x(&p->bins, p->x, s.lo, s.hi, p->mark);
     p->have_bins = true;
-    for (int k = 0; k < p->bins.nbins; k++)
-        p->x[k] = (double)p->bins.rep[k];
     if (!(p->coll = calloc((size_t)n + 1, sizeof(*p->coll))))
         return -ENOMEM;
     for (int i = 0; i < n; i++) {
@@ -94,14 +82,6 @@ static void downsampled_note(FILE *f, const dpage *p)
                 p->bins.lo, p->bins.hi, p->bins.nbins);
 }
 
-static bool any_finite(const double *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i]))
-            return true;
-    return false;
-}
-
 static void one_chart(FILE *f, const dpage *p, const char *title, const double *y, const char *label)
 {
     html_svg_series s = {.label = label, .color = "#36c", .x = p->x, .y = y, .n = p->bins.nbins};
@@ -112,7 +92,7 @@ static void curves(FILE *f, const dpage *p)
 {
     bool any = false;
     for (int i = 0; i < p->ns; i++)
-        any |= any_finite(p->shown[i]->loss, p->bins.nbins) || any_finite(p->shown[i]->grad_norm, p->bins.nbins);
+        any |= html_series_any_finite(p->shown[i]->loss, p->bins.nbins) || html_series_any_finite(p->shown[i]->grad_norm, p->bins.nbins);
     if (!any)
         return;
     html_page_section(f, "curves", "Curves");
@@ -124,7 +104,7 @@ static void curves(FILE *f, const dpage *p)
         const double *v[3] = {x->loss, x->grad_norm, x->lr};
         const char *name[3] = {"loss", "grad_norm", "lr"};
         for (int k = 0; k < 3; k++) {
-            if (!any_finite(v[k], p->bins.nbins))
+            if (!html_series_any_finite(v[k], p->bins.nbins))
                 continue;
             char title[64];
             snprintf(title, sizeof(title), "rank %d: %s", x->rank, name[k]);
@@ -132,13 +112,6 @@ static void curves(FILE *f, const dpage *p)
         }
     }
     fputs("</section>\n", f);
-}
-
-static void carried(const double *in, double *out, int n)
-{
-    double last = NAN;
-    for (int i = 0; i < n; i++)
-        out[i] = last = isnan(in[i]) ? last : in[i];
 }
 
 static void memory(FILE *f, const dpage *p)
@@ -156,7 +129,7 @@ static void memory(FILE *f, const dpage *p)
     for (int i = 0; i < p->ns; i++) {
         const html_series_run *x = p->shown[i];
         double total[HC_BINS];
-        carried(x->live_total, total, p->bins.nbins);
+        html_series_carried(x->live_total, total, p->bins.nbins);
         char title[64];
         snprintf(title, sizeof(title), "rank %d: live bytes, every site", x->rank);
         one_chart(f, p, title, total, "live bytes");
@@ -171,7 +144,7 @@ static void memory(FILE *f, const dpage *p)
         double (*ys)[HC_BINS] = calloc(SITES_DRAWN, sizeof(*ys));
         html_svg_series s[SITES_DRAWN];
         for (int k = 0; ys && k < nt; k++) {
-            carried(x->sites[top[k]].live, ys[k], p->bins.nbins);
+            html_series_carried(x->sites[top[k]].live, ys[k], p->bins.nbins);
             s[k] = (html_svg_series){.label = x->sites[top[k]].name, .color = colors[k], .x = p->x, .y = ys[k],
                                 .n = p->bins.nbins};
         }
