@@ -23,6 +23,7 @@ static const double *series_of(const html_series_run *x, const char *name, int w
         return NULL;
     return which == 0 ? n->std : n->absmax;
 }
+
 static void layer_curves(FILE *f, const page *p, const shown *s)
 {
     const html_series_run *ref = s->b ? s->b : s->g;
@@ -42,6 +43,7 @@ static void layer_curves(FILE *f, const page *p, const shown *s)
         }
     }
 }
+
 void report_html_curves(FILE *f, const page *p)
 {
     if (!p->have_bins)
@@ -76,6 +78,7 @@ void report_html_curves(FILE *f, const page *p)
     }
     fputs("</section>\n", f);
 }
+
 /* ---- heatmap --------------------------------------------------------------- */
 
 static double rel(double g, double b)
@@ -87,6 +90,7 @@ static double rel(double g, double b)
     double m = fmax(fabs(g), fabs(b)), d = fabs(g - b) / m;
     return d > 1 ? 1 : d;
 }
+
 void report_html_heatmap(FILE *f, const page *p)
 {
     if (!p->have_bins || !p->ns || !p->s[0].g || !p->s[0].b)
@@ -147,6 +151,7 @@ void report_html_heatmap(FILE *f, const page *p)
     free(v);
     free(labels);
 }
+
 /* ---- desyncs ---------------------------------------------------------------- */
 
 void report_html_timeline(FILE *f, const page *p, const desync_finding *d)

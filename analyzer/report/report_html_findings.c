@@ -50,6 +50,7 @@ void report_html_verdict(FILE *f, const page *p)
                "<tr><td>incomplete (reasons)</td><td class=\"num\">%d</td></tr></table>\n",
             c.divergence, c.nonfinite, c.desyncs, c.leaks, c.structure, c.ended, c.incomplete);
 }
+
 /* ---- first divergence ------------------------------------------------------- */
 
 void report_html_first_divergence(FILE *f, const page *p)
@@ -129,6 +130,7 @@ void report_html_first_divergence(FILE *f, const page *p)
     }
     fputs("</p>\n</section>\n", f);
 }
+
 /* ---- non-finite ------------------------------------------------------------ */
 
 void report_html_nonfinite(FILE *f, const page *p)
@@ -158,6 +160,7 @@ void report_html_nonfinite(FILE *f, const page *p)
     }
     fputs("</section>\n", f);
 }
+
 /* ---- leaks ----------------------------------------------------------------- */
 
 static const double *site_live(const html_series_run *x, const char *site)
@@ -167,6 +170,7 @@ static const double *site_live(const html_series_run *x, const char *site)
             return x->sites[i].live;
     return NULL;
 }
+
 void report_html_leaks(FILE *f, const page *p)
 {
     int nl;
@@ -219,6 +223,7 @@ void report_html_leaks(FILE *f, const page *p)
     }
     fputs("</section>\n", f);
 }
+
 /* Detector findings BAD has and GOLDEN lacks (docs/CHECK.md). */
 void report_html_bad_only(FILE *f, const page *p)
 {
@@ -230,6 +235,7 @@ void report_html_bad_only(FILE *f, const page *p)
     report_check_html_table(f, x, n);
     fputs("</section>\n", f);
 }
+
 void report_html_desyncs(FILE *f, const page *p)
 {
     int nd;

@@ -21,6 +21,7 @@ int report_html_index_of(const tft_trace *t, int rank)
             return k;
     return -1;
 }
+
 static void add_rank(page *p, int rank)
 {
     for (int i = 0; i < p->ns; i++)
@@ -29,6 +30,7 @@ static void add_rank(page *p, int rank)
     if (p->ns < SHOWN_MAX && (report_html_index_of(p->g, rank) >= 0 || report_html_index_of(p->b, rank) >= 0))
         p->s[p->ns++] = (shown){.rank = rank};
 }
+
 /* The ranks drawn: the finding's first, then rank 0 (or the first rank),
  * the first non-finite's and the first leak's. */
 static void pick_ranks(page *p)
@@ -47,6 +49,7 @@ static void pick_ranks(page *p)
     if (nl)
         add_rank(p, l[0].rank);
 }
+
 static int read_side(page *p, tft_trace *t, int rank, html_series_run **out)
 {
     int i = report_html_index_of(t, rank);
@@ -61,6 +64,7 @@ static int read_side(page *p, tft_trace *t, int rank, html_series_run **out)
     tft_trace_release(t, i);
     return e == -ENOMEM ? e : 0;
 }
+
 int report_html_collect(page *p)
 {
     pick_ranks(p);
@@ -82,6 +86,7 @@ int report_html_collect(page *p)
     }
     return 0;
 }
+
 /* ---- the page -------------------------------------------------------------- */
 
 void report_html_free(page *p)
@@ -91,6 +96,7 @@ void report_html_free(page *p)
         html_series_run_free(p->s[i].b);
     }
 }
+
 const shown *report_html_shown(const page *p, int rank)
 {
     for (int i = 0; i < p->ns; i++)
@@ -98,6 +104,7 @@ const shown *report_html_shown(const page *p, int rank)
             return &p->s[i];
     return NULL;
 }
+
 /* A chart of one series of both sides (NULL sides left out). */
 void report_html_chart2(FILE *f, const page *p, const char *title, const double *g, const double *b, int64_t mark,
                    int log_y)
@@ -110,6 +117,7 @@ void report_html_chart2(FILE *f, const page *p, const char *title, const double 
         s[n++] = (html_svg_series){.label = "BAD", .color = "#c33", .x = p->x, .y = b, .n = p->bins.nbins, .dashed = 1};
     html_svg_line_chart(f, title, s, n, mark, log_y);
 }
+
 void report_html_downsampled(FILE *f, const page *p)
 {
     if (!p->have_bins || !p->bins.downsampled)
