@@ -173,10 +173,20 @@ static const core_capture_tensor *find_tokens(const compare_tensors_item *v, siz
     return NULL;
 }
 
-static void compare_pair(const core_capture_tensor *g, const core_capture_tensor *b, const core_capture_tensor *tokens,
-                         const tensors_opts *o, compare_tensors_diff *r)
+/* The padding of a pair (the step's tokens [B, T], B = dim 0, T = its
+ * rows or columns): tb = B and tt = T when known. */
+typedef struct pad_info {
+    const core_capture_tensor *tokens;
+    int64_t tb, tt;
+} pad_info;
+
+/* r's sizes, its bitmaps (has_matrix: 2 or more dimensions) and whether
+ * the padding is known. */
+static void pair_begin(const core_capture_tensor *g, const core_capture_tensor *tokens, compare_tensors_diff *r,
+                       pad_info *pad)
 {
     memset(r, 0, sizeof(*r));
+    *pad = (pad_info){.tokens = tokens};
     r->numel = numel_of(g);
     int nd = g->ndim;
     if (nd >= 2 && r->numel > 0) { /* every dimension then is at most numel: the bitmaps are bounded */
@@ -190,67 +200,88 @@ static void compare_pair(const core_capture_tensor *g, const core_capture_tensor
         if (!r->rowbits || !r->colbits || !r->leadbits)
             r->has_matrix = 0;
     }
-    /* padding: tokens [B, T] with B = dim 0 and T = the rows or columns */
-    int64_t tb = 0, tt = 0;
     if (tokens && nd >= 3 && tokens->shape[0] == g->shape[0] &&
         (tokens->shape[1] == r->cols || tokens->shape[1] == r->rows)) {
-        tb = tokens->shape[0];
-        tt = tokens->shape[1];
+        pad->tb = tokens->shape[0];
+        pad->tt = tokens->shape[1];
         r->pad_known = 1;
     }
     r->ratio_const = 1;
     r->ratio = NAN;
+}
+
+/* A differing element i: the differences' sizes, the first ones, the ratio. */
+static void note_values(compare_tensors_diff *r, uint64_t i, double gv, double bv)
+{
+    r->differing++;
+    double d = fabs(gv - bv);
+    if (isfinite(d)) {
+        r->sum_abs += d;
+        if (d > r->max_abs)
+            r->max_abs = d;
+        double m = fmax(fabs(gv), fabs(bv));
+        if (m > 0 && d / m > r->max_rel)
+            r->max_rel = d / m;
+    } else {
+        r->max_abs = INFINITY;
+    }
+    if (r->nfirst < COMPARE_TENSORS_FIRST) {
+        r->first[r->nfirst] = i;
+        r->first_g[r->nfirst] = gv;
+        r->first_b[r->nfirst++] = bv;
+    }
+    if (r->ratio_const) {
+        if (gv == 0 || !isfinite(gv) || !isfinite(bv))
+            r->ratio_const = 0;
+        else if (isnan(r->ratio))
+            r->ratio = bv / gv;
+        else if (fabs(bv / gv - r->ratio) > 1e-4 * fabs(r->ratio))
+            r->ratio_const = 0;
+    }
+}
+
+/* A differing element i of a matrix: its row, column, dim-0 index, place
+ * to the diagonal, and whether it is at a padded position. per0: the
+ * elements per dim-0 index. */
+static void note_place(compare_tensors_diff *r, int nd, uint64_t i, int64_t per0, const pad_info *pad,
+                       const tensors_opts *o)
+{
+    int64_t col = (int64_t)(i % (uint64_t)r->cols);
+    int64_t row = (int64_t)((i / (uint64_t)r->cols) % (uint64_t)r->rows);
+    r->rowbits[row] = r->colbits[col] = 1;
+    int64_t l0 = nd >= 3 ? (int64_t)i / per0 : 0;
+    r->leadbits[l0] = 1;
+    if (col > row)
+        r->above++;
+    else if (col == row)
+        r->on++;
+    else
+        r->below++;
+    r->super1 += col == row + 1;
+    r->sub1 += row == col + 1;
+    int64_t tt = pad->tt;
+    if (r->pad_known && l0 < pad->tb) {
+        if (tt == r->cols && elem(pad->tokens, (uint64_t)(l0 * tt + col)) == o->pad_id)
+            r->at_pad_col++;
+        if (tt == r->rows && elem(pad->tokens, (uint64_t)(l0 * tt + row)) == o->pad_id)
+            r->at_pad_row++;
+    }
+}
+
+static void compare_pair(const core_capture_tensor *g, const core_capture_tensor *b, const core_capture_tensor *tokens,
+                         const tensors_opts *o, compare_tensors_diff *r)
+{
+    pad_info pad;
+    pair_begin(g, tokens, r, &pad);
+    int nd = g->ndim;
     int64_t per0 = nd >= 3 && g->shape[0] > 0 ? (int64_t)(r->numel / (uint64_t)g->shape[0]) : 1;
     for (uint64_t i = 0; i < r->numel; i++) {
         double gv = elem(g, i), bv = elem(b, i);
         if (!differs(gv, bv, o))
             continue;
-        r->differing++;
-        double d = fabs(gv - bv);
-        if (isfinite(d)) {
-            r->sum_abs += d;
-            if (d > r->max_abs)
-                r->max_abs = d;
-            double m = fmax(fabs(gv), fabs(bv));
-            if (m > 0 && d / m > r->max_rel)
-                r->max_rel = d / m;
-        } else {
-            r->max_abs = INFINITY;
-        }
-        if (r->nfirst < COMPARE_TENSORS_FIRST) {
-            r->first[r->nfirst] = i;
-            r->first_g[r->nfirst] = gv;
-            r->first_b[r->nfirst++] = bv;
-        }
-        if (r->ratio_const) {
-            if (gv == 0 || !isfinite(gv) || !isfinite(bv))
-                r->ratio_const = 0;
-            else if (isnan(r->ratio))
-                r->ratio = bv / gv;
-            else if (fabs(bv / gv - r->ratio) > 1e-4 * fabs(r->ratio))
-                r->ratio_const = 0;
-        }
-        if (!r->has_matrix)
-            continue;
-        int64_t col = (int64_t)(i % (uint64_t)r->cols);
-        int64_t row = (int64_t)((i / (uint64_t)r->cols) % (uint64_t)r->rows);
-        r->rowbits[row] = r->colbits[col] = 1;
-        int64_t l0 = nd >= 3 ? (int64_t)i / per0 : 0;
-        r->leadbits[l0] = 1;
-        if (col > row)
-            r->above++;
-        else if (col == row)
-            r->on++;
-        else
-            r->below++;
-        r->super1 += col == row + 1;
-        r->sub1 += row == col + 1;
-        if (r->pad_known && l0 < tb) {
-            if (tt == r->cols && elem(tokens, (uint64_t)(l0 * tt + col)) == o->pad_id)
-                r->at_pad_col++;
-            if (tt == r->rows && elem(tokens, (uint64_t)(l0 * tt + row)) == o->pad_id)
-                r->at_pad_row++;
-        }
+        note_values(r, i, gv, bv);
+        if (r->has_matrix)
+            note_place(r, nd, i, per0, &pad, o);
     }
     if (r->differing < 2) /* one element: any ratio is "constant" */
         r->ratio_const = 0;

@@ -154,79 +154,122 @@ void report_html_heatmap(FILE *f, const page *p)
 
 /* ---- desyncs ---------------------------------------------------------------- */
 
-void report_html_timeline(FILE *f, const page *p, const desync_finding *d)
+/* A desync's timeline being drawn: a lane per rank, its calls and bars. */
+typedef struct timeline {
+    int lanes[TIMELINE_LANES], nlanes, more;   /* the ranks drawn, and how many more are not */
+    uint64_t lo, hi;                            /* the collectives drawn (coll_seq) */
+    html_series_call (*calls)[CALLS_PER_LANE]; /* per lane, ncalls[lane] of them */
+    int *ncalls;
+    uint64_t t0, t1;                            /* the first entry; the last exit (or entry) */
+    html_svg_bar *bars;                         /* nbars of them, each with its tooltip in tips */
+    char (*tips)[160];
+    int nbars;
+    char (*labels)[48];                         /* per lane; lp points to them, lc their classes */
+    const char **lp, **lc;
+} timeline;
+
+/* The lanes: the communicator's members when known, else every rank of BAD. */
+static void timeline_lanes(timeline *tl, const page *p, const desync_finding *d)
 {
-    int lanes[TIMELINE_LANES], nlanes = 0, more = 0;
     if (d->nmembers > 0 && d->nmembers <= DESYNC_MEMBERS) {
         for (int i = 0; i < d->nmembers; i++)
-            nlanes < TIMELINE_LANES ? (void)(lanes[nlanes++] = d->members[i]) : (void)more++;
+            tl->nlanes < TIMELINE_LANES ? (void)(tl->lanes[tl->nlanes++] = d->members[i]) : (void)tl->more++;
     } else {
         for (int i = 0; i < tft_trace_nranks(p->b); i++)
-            nlanes < TIMELINE_LANES ? (void)(lanes[nlanes++] = tft_trace_rank_id(p->b, i)) : (void)more++;
+            tl->nlanes < TIMELINE_LANES ? (void)(tl->lanes[tl->nlanes++] = tft_trace_rank_id(p->b, i))
+                                        : (void)tl->more++;
     }
-    uint64_t lo = d->coll_seq >= 4 ? d->coll_seq - 4 : 0, hi = d->coll_seq + 1;
-    html_series_call(*calls)[CALLS_PER_LANE] = calloc((size_t)nlanes + 1, sizeof(*calls));
-    int *ncalls = calloc((size_t)nlanes + 1, sizeof(int));
-    html_svg_bar *bars = calloc((size_t)nlanes * CALLS_PER_LANE + 1, sizeof(*bars));
-    char(*tips)[160] = calloc((size_t)nlanes * CALLS_PER_LANE + 1, sizeof(*tips));
-    char(*labels)[48] = calloc((size_t)nlanes + 1, sizeof(*labels));
-    const char **lp = calloc((size_t)nlanes + 1, sizeof(*lp)), **lc = calloc((size_t)nlanes + 1, sizeof(*lc));
-    if (!calls || !ncalls || !bars || !tips || !labels || !lp || !lc)
-        goto out;
-    uint64_t t0 = UINT64_MAX, t1 = 0;
-    for (int i = 0; i < nlanes; i++) {
-        int k = report_html_index_of(p->b, lanes[i]);
+}
+
+static bool timeline_alloc(timeline *tl)
+{
+    size_t n = (size_t)tl->nlanes;
+    tl->calls = calloc(n + 1, sizeof(*tl->calls));
+    tl->ncalls = calloc(n + 1, sizeof(int));
+    tl->bars = calloc(n * CALLS_PER_LANE + 1, sizeof(*tl->bars));
+    tl->tips = calloc(n * CALLS_PER_LANE + 1, sizeof(*tl->tips));
+    tl->labels = calloc(n + 1, sizeof(*tl->labels));
+    tl->lp = calloc(n + 1, sizeof(*tl->lp));
+    tl->lc = calloc(n + 1, sizeof(*tl->lc));
+    return tl->calls && tl->ncalls && tl->bars && tl->tips && tl->labels && tl->lp && tl->lc;
+}
+
+static void timeline_free(timeline *tl)
+{
+    free(tl->calls);
+    free(tl->ncalls);
+    free(tl->bars);
+    free(tl->tips);
+    free(tl->labels);
+    free(tl->lp);
+    free(tl->lc);
+}
+
+/* Each lane's calls on d's communicator from BAD's rank files, and the
+ * time they span. */
+static void timeline_read(timeline *tl, const page *p, const desync_finding *d)
+{
+    tl->t0 = UINT64_MAX;
+    tl->t1 = 0;
+    for (int i = 0; i < tl->nlanes; i++) {
+        int k = report_html_index_of(p->b, tl->lanes[i]);
         tft_reader *rd = k >= 0 ? tft_trace_reader(p->b, k) : NULL;
-        int n = rd ? html_series_calls_read(rd, d->comm, lo, hi, calls[i], CALLS_PER_LANE) : 0;
+        int n = rd ? html_series_calls_read(rd, d->comm, tl->lo, tl->hi, tl->calls[i], CALLS_PER_LANE) : 0;
         if (rd)
             tft_trace_release(p->b, k);
-        ncalls[i] = n > 0 ? n : 0;
-        for (int j = 0; j < ncalls[i]; j++) {
-            const html_series_call *c = &calls[i][j];
-            if (c->t_enter && c->t_enter < t0)
-                t0 = c->t_enter;
-            t1 = c->t_exit > t1 ? c->t_exit : c->t_enter > t1 ? c->t_enter : t1;
+        tl->ncalls[i] = n > 0 ? n : 0;
+        for (int j = 0; j < tl->ncalls[i]; j++) {
+            const html_series_call *c = &tl->calls[i][j];
+            if (c->t_enter && c->t_enter < tl->t0)
+                tl->t0 = c->t_enter;
+            tl->t1 = c->t_exit > tl->t1 ? c->t_exit : c->t_enter > tl->t1 ? c->t_enter : tl->t1;
         }
     }
-    int nb = 0;
-    double span = t1 > t0 ? (double)(t1 - t0) : 1;
-    for (int i = 0; i < nlanes; i++) {
-        bool fault = false, has = false;
-        for (int k = 0; k < d->nranks; k++)
-            fault |= d->ranks[k] == lanes[i];
-        for (int j = 0; j < ncalls[i]; j++) {
-            const html_series_call *c = &calls[i][j];
-            has |= c->coll_seq == d->coll_seq;
-            if (!c->t_enter)
-                continue;
-            bool open = !c->t_exit;
-            html_svg_bar *b = &bars[nb];
-            *b = (html_svg_bar){.lane = i, .t0 = (double)(c->t_enter - t0) / span,
-                           .t1 = open ? -1 : (double)(c->t_exit - t0) / span,
-                           .cls = open ? "bar open" : fault && c->coll_seq == d->coll_seq ? "bar fault" : "bar",
-                           .tip = tips[nb]};
-            char sb[48];
-            snprintf(tips[nb], sizeof(tips[nb]), "rank %d: %s #%" PRIu64 ", %s, %s", lanes[i], c->name, c->coll_seq,
-                     core_step_text(c->step, sb, sizeof(sb)),
-                     open ? "entered, never left" : "entered and left");
-            nb++;
-        }
-        snprintf(labels[i], sizeof(labels[i]), "rank %d%s", lanes[i], !has ? " (missing)" : fault ? " (at fault)" : "");
-        lp[i] = labels[i];
-        lc[i] = fault || !has ? "fault" : "";
+}
+
+/* Lane i's bars (one per call entered) and its label: at fault (a rank d
+ * blames) or missing d's call. */
+static void timeline_lane(timeline *tl, int i, const desync_finding *d, double span)
+{
+    bool fault = false, has = false;
+    for (int k = 0; k < d->nranks; k++)
+        fault |= d->ranks[k] == tl->lanes[i];
+    for (int j = 0; j < tl->ncalls[i]; j++) {
+        const html_series_call *c = &tl->calls[i][j];
+        has |= c->coll_seq == d->coll_seq;
+        if (!c->t_enter)
+            continue;
+        bool open = !c->t_exit;
+        int nb = tl->nbars++;
+        tl->bars[nb] = (html_svg_bar){.lane = i, .t0 = (double)(c->t_enter - tl->t0) / span,
+                                      .t1 = open ? -1 : (double)(c->t_exit - tl->t0) / span,
+                                      .cls = open ? "bar open" : fault && c->coll_seq == d->coll_seq ? "bar fault" : "bar",
+                                      .tip = tl->tips[nb]};
+        char sb[48];
+        snprintf(tl->tips[nb], sizeof(tl->tips[nb]), "rank %d: %s #%" PRIu64 ", %s, %s", tl->lanes[i], c->name,
+                 c->coll_seq, core_step_text(c->step, sb, sizeof(sb)), open ? "entered, never left" : "entered and left");
     }
-    char left[64], right[64];
-    snprintf(left, sizeof(left), "collectives #%" PRIu64 " to #%" PRIu64, lo, hi);
-    snprintf(right, sizeof(right), "%.3f ms", span * 1e-6);
-    html_svg_timeline(f, lp, lc, nlanes, bars, nb, left, right);
-    if (more)
-        fprintf(f, "<p class=\"meta\">and %d more ranks, not drawn</p>\n", more);
-out:
-    free(calls);
-    free(ncalls);
-    free(bars);
-    free(tips);
-    free(labels);
-    free(lp);
-    free(lc);
+    snprintf(tl->labels[i], sizeof(tl->labels[i]), "rank %d%s", tl->lanes[i],
+             !has ? " (missing)" : fault ? " (at fault)" : "");
+    tl->lp[i] = tl->labels[i];
+    tl->lc[i] = fault || !has ? "fault" : "";
+}
+
+void report_html_timeline(FILE *f, const page *p, const desync_finding *d)
+{
+    timeline tl = {.lo = d->coll_seq >= 4 ? d->coll_seq - 4 : 0, .hi = d->coll_seq + 1};
+    timeline_lanes(&tl, p, d);
+    if (timeline_alloc(&tl)) {
+        timeline_read(&tl, p, d);
+        double span = tl.t1 > tl.t0 ? (double)(tl.t1 - tl.t0) : 1;
+        for (int i = 0; i < tl.nlanes; i++)
+            timeline_lane(&tl, i, d, span);
+        char left[64], right[64];
+        snprintf(left, sizeof(left), "collectives #%" PRIu64 " to #%" PRIu64, tl.lo, tl.hi);
+        snprintf(right, sizeof(right), "%.3f ms", span * 1e-6);
+        html_svg_timeline(f, tl.lp, tl.lc, tl.nlanes, tl.bars, tl.nbars, left, right);
+        if (tl.more)
+            fprintf(f, "<p class=\"meta\">and %d more ranks, not drawn</p>\n", tl.more);
+    }
+    timeline_free(&tl);
 }

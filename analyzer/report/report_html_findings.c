@@ -53,14 +53,10 @@ void report_html_verdict(FILE *f, const page *p)
 
 /* ---- first divergence ------------------------------------------------------- */
 
-void report_html_first_divergence(FILE *f, const page *p)
+/* "Rank R, STEP, seq S: TENSOR made by OP (KIND, STAT)." */
+static void divergence_line(FILE *f, const compare_point *d)
 {
-    const compare_result *fr = report_first_rank(p->r);
-    if (!fr)
-        return;
-    const compare_point *d = &fr->first;
-    char sb[48], gs[96], bs[96];
-    html_page_section(f, "first-divergence", "First divergence");
+    char sb[48];
     fprintf(f, "<p>Rank %d, %s, seq %lld: <code>", d->rank, core_step_text(d->step, sb, sizeof(sb)),
             (long long)d->seq);
     html_text(f, d->tensor);
@@ -73,6 +69,12 @@ void report_html_first_divergence(FILE *f, const page *p)
     fprintf(f, " (%s%s", compare_kind_name(d->kind), d->stat[0] ? ", " : "");
     html_text(f, d->stat);
     fputs(").</p>\n", f);
+}
+
+/* Both sides' shapes and statistics, the one most out of tolerance hot. */
+static void stats_table(FILE *f, const compare_point *d)
+{
+    char gs[96], bs[96];
     report_shape_text(&d->golden, gs, sizeof(gs));
     report_shape_text(&d->bad, bs, sizeof(bs));
     fputs("<table class=\"stats\"><tr><th></th><th>GOLDEN</th><th>BAD</th></tr><tr><td>shape</td><td>", f);
@@ -88,21 +90,34 @@ void report_html_first_divergence(FILE *f, const page *p)
     fprintf(f, "<tr><td>fingerprint</td><td class=\"num\">%016" PRIx64 "</td><td class=\"num\">%016" PRIx64
                "</td></tr></table>\n",
             d->golden.stats.fingerprint, d->bad.stats.fingerprint);
-    if (fr->n_context) {
-        fprintf(f, "<h3>The %d tensors before it</h3>\n<table class=\"context\"><tr><th>step</th><th>tensor</th>"
-                   "<th>GOLDEN mean</th><th>BAD mean</th><th></th></tr>",
-                fr->n_context);
-        for (int k = 0; k < fr->n_context; k++) {
-            fprintf(f, "<tr><td>%s</td><td><code>", core_step_text(fr->context_b[k].step, sb, sizeof(sb)));
-            html_text(f, fr->context_b[k].name);
-            fprintf(f, "</code></td><td class=\"num\">%.8g</td><td class=\"num\">%.8g</td><td>%s</td></tr>",
-                    fr->context_g[k].stats.mean, fr->context_b[k].stats.mean,
-                    fr->context_g[k].stats.fingerprint == fr->context_b[k].stats.fingerprint ? "identical"
-                                                                                           : "within tolerance");
-        }
-        fputs("</table>\n", f);
+}
+
+/* The tensors before the divergence, both sides' means. */
+static void context_table(FILE *f, const compare_result *fr)
+{
+    char sb[48];
+    if (!fr->n_context)
+        return;
+    fprintf(f, "<h3>The %d tensors before it</h3>\n<table class=\"context\"><tr><th>step</th><th>tensor</th>"
+               "<th>GOLDEN mean</th><th>BAD mean</th><th></th></tr>",
+            fr->n_context);
+    for (int k = 0; k < fr->n_context; k++) {
+        fprintf(f, "<tr><td>%s</td><td><code>", core_step_text(fr->context_b[k].step, sb, sizeof(sb)));
+        html_text(f, fr->context_b[k].name);
+        fprintf(f, "</code></td><td class=\"num\">%.8g</td><td class=\"num\">%.8g</td><td>%s</td></tr>",
+                fr->context_g[k].stats.mean, fr->context_b[k].stats.mean,
+                fr->context_g[k].stats.fingerprint == fr->context_b[k].stats.fingerprint ? "identical"
+                                                                                       : "within tolerance");
     }
-    const compare_point *o = &fr->origin;
+    fputs("</table>\n", f);
+}
+
+/* Where the divergence began: an earlier op, the tensor itself, the op
+ * that made it, or not found. */
+static void origin(FILE *f, const compare_result *fr)
+{
+    const compare_point *d = &fr->first, *o = &fr->origin;
+    char sb[48];
     fputs("<h3>Origin</h3>\n<p class=\"origin\">", f);
     if (o->found && (o->step != d->step || o->seq != d->seq)) {
         fprintf(f, "%s, seq %lld: <code>", core_step_text(o->step, sb, sizeof(sb)), (long long)o->seq);
@@ -128,7 +143,20 @@ void report_html_first_divergence(FILE *f, const page *p)
     } else {
         fputs("Not found: the ops before it record no inputs that tell.", f);
     }
-    fputs("</p>\n</section>\n", f);
+    fputs("</p>\n", f);
+}
+
+void report_html_first_divergence(FILE *f, const page *p)
+{
+    const compare_result *fr = report_first_rank(p->r);
+    if (!fr)
+        return;
+    html_page_section(f, "first-divergence", "First divergence");
+    divergence_line(f, &fr->first);
+    stats_table(f, &fr->first);
+    context_table(f, fr);
+    origin(f, fr);
+    fputs("</section>\n", f);
 }
 
 /* ---- non-finite ------------------------------------------------------------ */

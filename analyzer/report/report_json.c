@@ -139,18 +139,15 @@ static cJSON *json_leak(const leak_finding *l)
     return x;
 }
 
-static cJSON *json_rank(const compare_result *x)
+/* The steps each side recorded and both have: [first, last] or null; for
+ * a trace without steps null steps and its windows. */
+static void json_rank_steps(cJSON *o, const compare_result *x)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "rank", x->rank);
-    cJSON_AddNumberToObject(o, "compared", (double)x->compared);
-    cJSON_AddNumberToObject(o, "identical", (double)x->identical);
-    cJSON_AddNumberToObject(o, "within_tolerance", (double)x->within_tolerance);
     int64_t st[3][2] = {{x->golden_first_step, x->golden_last_step}, {x->bad_first_step, x->bad_last_step},
                         {x->common_first_step, x->common_last_step}};
     const char *keys[3] = {"golden_steps", "bad_steps", "common_steps"};
     const char *wkeys[3] = {"golden_windows", "bad_windows", "common_windows"};
-    for (int k = 0; k < 3; k++) { /* a trace without steps: null steps, its windows */
+    for (int k = 0; k < 3; k++) {
         bool none = st[k][0] == TFT_STEP_NONE, windows = CORE_IS_STEPLESS(st[k][0]);
         for (int w = 0; w < 2; w++) {
             const char *key = w ? wkeys[k] : keys[k];
@@ -164,11 +161,14 @@ static cJSON *json_rank(const compare_result *x)
             cJSON_AddItemToArray(a, cJSON_CreateNumber((double)(st[k][1] - base)));
         }
     }
-    cJSON_AddBoolToObject(o, "bad_ended_early", x->bad_ended_early);
-    cJSON_AddBoolToObject(o, "lost_tail", x->lost_tail);
+}
+
+/* The records each side dropped and in which steps ([first, last] or null). */
+static void json_rank_drops(cJSON *o, const compare_result *x)
+{
     cJSON_AddNumberToObject(o, "golden_dropped", (double)x->golden_dropped);
     cJSON_AddNumberToObject(o, "bad_dropped", (double)x->bad_dropped);
-    const char *dkey[2] = {"golden_dropped_steps", "bad_dropped_steps"}; /* [first, last] or null */
+    const char *dkey[2] = {"golden_dropped_steps", "bad_dropped_steps"};
     for (int k = 0; k < 2; k++) {
         const int64_t *ds = x->drop_steps[k];
         cJSON *a = ds[0] == TFT_STEP_NONE ? cJSON_CreateNull() : cJSON_CreateArray();
@@ -178,36 +178,76 @@ static cJSON *json_rank(const compare_result *x)
         }
         cJSON_AddItemToObject(o, dkey[k], a);
     }
+}
+
+/* key: {"signal": N} or {"code": N}, null when unknown. */
+static void json_exit(cJSON *o, const char *key, bool known, int signal, int code)
+{
+    if (!known) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    cJSON *ex = cJSON_AddObjectToObject(o, key);
+    if (signal)
+        cJSON_AddNumberToObject(ex, "signal", signal);
+    else
+        cJSON_AddNumberToObject(ex, "code", code);
+}
+
+static cJSON *json_rank(const compare_result *x)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", x->rank);
+    cJSON_AddNumberToObject(o, "compared", (double)x->compared);
+    cJSON_AddNumberToObject(o, "identical", (double)x->identical);
+    cJSON_AddNumberToObject(o, "within_tolerance", (double)x->within_tolerance);
+    json_rank_steps(o, x);
+    cJSON_AddBoolToObject(o, "bad_ended_early", x->bad_ended_early);
+    cJSON_AddBoolToObject(o, "lost_tail", x->lost_tail);
+    json_rank_drops(o, x);
     cJSON_AddNumberToObject(o, "unverified", (double)x->unverified);
-    if (x->bad_exit_known) {
-        cJSON *ex = cJSON_AddObjectToObject(o, "bad_exit");
-        if (x->bad_exit_signal)
-            cJSON_AddNumberToObject(ex, "signal", x->bad_exit_signal);
-        else
-            cJSON_AddNumberToObject(ex, "code", x->bad_exit_code);
-    } else {
-        cJSON_AddNullToObject(o, "bad_exit");
-    }
-    if (x->golden_exit_known) {
-        cJSON *ex = cJSON_AddObjectToObject(o, "golden_exit");
-        if (x->golden_exit_signal)
-            cJSON_AddNumberToObject(ex, "signal", x->golden_exit_signal);
-        else
-            cJSON_AddNumberToObject(ex, "code", x->golden_exit_code);
-    } else {
-        cJSON_AddNullToObject(o, "golden_exit");
-    }
+    json_exit(o, "bad_exit", x->bad_exit_known, x->bad_exit_signal, x->bad_exit_code);
+    json_exit(o, "golden_exit", x->golden_exit_known, x->golden_exit_signal, x->golden_exit_code);
     cJSON_AddBoolToObject(o, "exit_differs", x->exit_differs);
     cJSON_AddNumberToObject(o, "threads", x->threads);
     cJSON_AddNumberToObject(o, "inserted", (double)x->inserted);
     cJSON_AddNumberToObject(o, "deleted", (double)x->deleted);
-    if (x->structure[0]) {
+    if (x->structure[0])
         cJSON_AddStringToObject(o, "structure", x->structure);
-    }
     cJSON_AddItemToObject(o, "first_divergence", json_point(&x->first));
     return o;
 }
 
+static cJSON *json_nonfinite(const compare_nonfinite *nf)
+{
+    if (!nf)
+        return cJSON_CreateNull();
+    cJSON *n = cJSON_CreateObject();
+    cJSON_AddNumberToObject(n, "rank", nf->rank);
+    json_step(n, nf->step);
+    cJSON_AddNumberToObject(n, "seq", (double)nf->seq);
+    cJSON_AddStringToObject(n, "op", nf->op);
+    cJSON_AddStringToObject(n, "tensor", nf->tensor);
+    cJSON_AddBoolToObject(n, "in_golden", nf->in_golden);
+    return n;
+}
+
+static cJSON *json_desync(const desync_finding *ds, int nd, int i)
+{
+    const desync_finding *d = &ds[i];
+    cJSON *x = cJSON_CreateObject();
+    json_fp(x, "comm", d->comm);
+    cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
+    if (d->step == TFT_STEP_NONE)
+        cJSON_AddNullToObject(x, "step");
+    else
+        cJSON_AddNumberToObject(x, "step", (double)d->step);
+    report_desync_json_keys(x, ds, nd, i);
+    return x;
+}
+
+/* The findings: the verdict, why incomplete, the first divergence and its
+ * origin, the first non-finite, leaks, desyncs, BAD's stacks. */
 static cJSON *json_findings(const diff_report *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -222,39 +262,17 @@ static cJSON *json_findings(const diff_report *r)
     const compare_result *fr = report_first_rank(r);
     cJSON_AddItemToObject(o, "first_divergence", fr ? json_point(&fr->first) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "origin", fr && fr->origin.found ? json_point(&fr->origin) : cJSON_CreateNull());
-    const compare_nonfinite *nf = report_first_nonfinite(r);
-    if (nf) {
-        cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
-        cJSON_AddNumberToObject(n, "rank", nf->rank);
-        json_step(n, nf->step);
-        cJSON_AddNumberToObject(n, "seq", (double)nf->seq);
-        cJSON_AddStringToObject(n, "op", nf->op);
-        cJSON_AddStringToObject(n, "tensor", nf->tensor);
-        cJSON_AddBoolToObject(n, "in_golden", nf->in_golden);
-    } else {
-        cJSON_AddNullToObject(o, "first_nonfinite");
-    }
+    cJSON_AddItemToObject(o, "first_nonfinite", json_nonfinite(report_first_nonfinite(r)));
     cJSON *leaks = cJSON_AddArrayToObject(o, "leaks");
     for (int i = 0; i < r->nleaks; i++)
         cJSON_AddItemToArray(leaks, json_leak(&r->leaks[i]));
     cJSON *ds = cJSON_AddArrayToObject(o, "desync");
-    for (int i = 0; i < r->ndesyncs; i++) {
-        const desync_finding *d = &r->desyncs[i];
-        cJSON *x = cJSON_CreateObject();
-        json_fp(x, "comm", d->comm);
-        cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
-        if (d->step == TFT_STEP_NONE)
-            cJSON_AddNullToObject(x, "step");
-        else
-            cJSON_AddNumberToObject(x, "step", (double)d->step);
-        report_desync_json_keys(x, r->desyncs, r->ndesyncs, i);
-        cJSON_AddItemToArray(ds, x);
-    }
+    for (int i = 0; i < r->ndesyncs; i++)
+        cJSON_AddItemToArray(ds, json_desync(r->desyncs, r->ndesyncs, i));
     cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&r->stacks));
-    uint64_t wt = 0;
-    for (int i = 0; i < r->nranks; i++)
-        wt += r->ranks[i].within_tolerance;
-    cJSON_AddNumberToObject(o, "within_tolerance", (double)wt);
+    report_counts c;
+    report_count(r, &c);
+    cJSON_AddNumberToObject(o, "within_tolerance", (double)c.within_tolerance);
     return o;
 }
 
