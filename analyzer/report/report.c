@@ -21,12 +21,6 @@ void report_add_check(diff_report *r, const detect_finding *f)
         r->checks[r->nchecks++] = *f;
 }
 
-const detect_finding *report_checks(const diff_report *r, int *n)
-{
-    *n = r->nchecks;
-    return r->checks;
-}
-
 diff_report *report_new(const char *golden, const char *bad, const compare_opts *o)
 {
     diff_report *r = calloc(1, sizeof(*r));
@@ -243,30 +237,7 @@ void report_count(const diff_report *r, report_counts *c)
         c->incomplete++;
 }
 
-const char *report_verdict_name(int verdict) { return report_verdict_word(verdict, false); }
-const char *report_golden(const diff_report *r) { return r->golden; }
-const char *report_bad(const diff_report *r) { return r->bad; }
-const compare_opts *report_opts(const diff_report *r) { return &r->o; }
-const char *report_html(const diff_report *r) { return r->html; }
 
-int report_argv(const diff_report *r, char ***argv)
-{
-    *argv = r->argv;
-    return r->argc;
-}
-
-
-const compare_result *report_ranks(const diff_report *r, int *n)
-{
-    *n = r->nranks;
-    return r->ranks;
-}
-
-const leak_finding *report_leaks(const diff_report *r, int *n)
-{
-    *n = r->nleaks;
-    return r->leaks;
-}
 
 const desync_finding *report_desyncs(const diff_report *r, int *n)
 {

@@ -23,7 +23,7 @@ void report_html_verdict(FILE *f, const page *p)
     char finding[1400];
     bool has = report_first_finding(p->r, finding, sizeof(finding));
     int64_t step = report_first_step(p->r);
-    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", report_verdict_name(v));
+    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", report_verdict_word(v, false));
     if (has && step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         fprintf(f, " data-step=\"%" PRId64 "\"", step);
     fputs(">tfdiff: ", f);
@@ -33,11 +33,11 @@ void report_html_verdict(FILE *f, const page *p)
     fputs("</p>\n", f);
     report_counts c;
     report_count(p->r, &c);
-    const compare_opts *o = report_opts(p->r);
+    const compare_opts *o = &p->r->o;
     fputs("<p class=\"meta\">GOLDEN <code>", f);
-    html_text(f, report_golden(p->r));
+    html_text(f, p->r->golden);
     fputs("</code>, BAD <code>", f);
-    html_text(f, report_bad(p->r));
+    html_text(f, p->r->bad);
     fprintf(f, "</code>: %" PRIu64 " tensors compared on %d rank%s, %" PRIu64 " bit-identical, %" PRIu64
                " within tolerance (rtol %g, atol %g).</p>\n",
             c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, o->rtol, o->atol);
@@ -201,8 +201,8 @@ static const double *site_live(const html_series_run *x, const char *site)
 
 void report_html_leaks(FILE *f, const page *p)
 {
-    int nl;
-    const leak_finding *l = report_leaks(p->r, &nl);
+    const leak_finding *l = p->r->leaks;
+    int nl = p->r->nleaks;
     if (!nl)
         return;
     html_page_section(f, "leaks", "Leaks");
@@ -255,8 +255,8 @@ void report_html_leaks(FILE *f, const page *p)
 /* Detector findings BAD has and GOLDEN lacks (docs/CHECK.md). */
 void report_html_bad_only(FILE *f, const page *p)
 {
-    int n;
-    const detect_finding *x = report_checks(p->r, &n);
+    const detect_finding *x = p->r->checks;
+    int n = p->r->nchecks;
     if (!n)
         return;
     html_page_section(f, "checks", "Only in BAD: single-trace findings (tfdump --check)");
@@ -266,8 +266,8 @@ void report_html_bad_only(FILE *f, const page *p)
 
 void report_html_desyncs(FILE *f, const page *p)
 {
-    int nd;
-    const desync_finding *d = report_desyncs(p->r, &nd);
+    const desync_finding *d = p->r->desyncs;
+    int nd = p->r->ndesyncs;
     if (!nd)
         return;
     html_page_section(f, "desync", "Collective desyncs");

@@ -37,8 +37,8 @@ static void pick_ranks(page *p)
 {
     const compare_result *fr = report_first_rank(p->r);
     const compare_nonfinite *nf = report_first_nonfinite(p->r);
-    int nl;
-    const leak_finding *l = report_leaks(p->r, &nl);
+    const leak_finding *l = p->r->leaks;
+    int nl = p->r->nleaks;
     if (fr)
         add_rank(p, fr->rank);
     add_rank(p, 0);

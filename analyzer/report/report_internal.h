@@ -39,6 +39,25 @@ struct diff_report {
 
 /* ---- the model (report.c) ---- */
 
+/* The rank with the earliest (step, seq, rank) first divergence, and the
+ * earliest non-finite value of BAD; NULL when none. */
+const compare_result *report_first_rank(const diff_report *r);
+const compare_nonfinite *report_first_nonfinite(const diff_report *r);
+
+/* Findings by class, for summaries. */
+typedef struct report_counts {
+    int divergence;   /* ranks with a first divergence */
+    int nonfinite;    /* ranks whose BAD has a non-finite GOLDEN lacks */
+    int leaks, desyncs;
+    int structure;    /* ranks whose op streams differ in structure */
+    int ended;        /* ranks where BAD ended early or exited otherwise than GOLDEN */
+    int incomplete;   /* reasons the comparison is incomplete */
+    int unrecorded;   /* 1 when BAD recorded nothing */
+    int ranks;        /* ranks compared */
+    uint64_t compared, identical, within_tolerance; /* tensors, summed over ranks */
+} report_counts;
+void report_count(const diff_report *r, report_counts *c);
+
 /* The reasons the comparison is incomplete, one per call with k = 0, 1,
  * ...: writes reason k to buf and returns true, false past the last. */
 bool report_incomplete_reason(const diff_report *r, int k, char *buf, size_t n);
@@ -72,6 +91,20 @@ typedef struct report_finding {
 } report_finding;
 report_finding report_first(const diff_report *r);
 
+/* ---- records lost (report_drops.c) ---- */
+/* " in steps A..B" / " in step A" / " outside steps" / "" (unknown) for
+ * side (0 GOLDEN, 1 BAD) of x, into buf. Returns buf. */
+const char *report_drops_span(const compare_result *x, int side, char *buf, size_t n);
+/* "steps A..B of rank N (BAD) dropped records[; ...]" ("rank N (BAD)
+ * dropped records outside steps") for every rank a side of which dropped
+ * records, into buf ("" when none). Returns buf. */
+const char *report_drops_where(const compare_result *ranks, int nranks, char *buf, size_t n);
+/* The world rank whose BAD records were dropped in d's step (or in steps
+ * unknown) among the ranks d blames (and d's peer), for a finding a lost
+ * record can fake: a collective a rank "never entered" (DS_MISSING), a
+ * point-to-point call "never completed" (DS_P2P). -1 when none. */
+int report_drops_explain(const compare_result *ranks, int nranks, const desync_finding *d);
+
 /* ---- sentences (report_sentence.c) ----
  * Each finding's words, written once: the text report prints them, JUnit
  * carries them as failure messages, the HTML and Markdown reports lead with
@@ -93,6 +126,14 @@ const char *report_sentence_desync(const desync_finding *ds, int nd, int i, char
 const char *report_sentence_unrecorded(const diff_report *r, char *buf, size_t n);
 /* "incomplete: " and reason k; NULL past the last. */
 const char *report_sentence_incomplete(const diff_report *r, int k, char *buf, size_t n);
+/* The most important finding (report_first) as one sentence (causes
+ * first: BAD recorded nothing, the first divergence with its origin, a
+ * non-finite GOLDEN lacks, a desync, a leak, a structural difference, an
+ * early or different end), else why the comparison is incomplete. Returns
+ * false (buf "") on a match. */
+bool report_first_finding(const diff_report *r, char *buf, size_t n);
+/* The step of that finding (TFT_STEP_NONE when it has none). */
+int64_t report_first_step(const diff_report *r);
 /* A detector's finding: "SEVERITY: KIND: rank R, STEP, TENSOR: EVIDENCE",
  * with the parts flags name: the layer (", layer N" after the tensor), the
  * likely causes (". Likely: ..." at the end), "-" for no tensor. */
