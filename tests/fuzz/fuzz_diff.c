@@ -2,8 +2,9 @@
  * fuzz_diff.c — libFuzzer target for tfdiff's comparison of two rank
  * files: the alignment and first divergence (compare_rank), leaks of each
  * side and BAD against GOLDEN (leak_find_mem, leak_compare), the
- * report in text, JSON, JUnit (report.c) and Markdown (report_markdown.c), and the element-wise
- * comparison of captured tensors (tfdiff --tensors, compare_tensors.c and report_tensors.c).
+ * report in text, JSON, JUnit and Markdown (report_text.c, report_json.c,
+ * report_junit.c, report_markdown.c), and the element-wise comparison of
+ * captured tensors (tfdiff --tensors: compare_tensors.c, report_tensors.c).
  *
  * The input is a program (fuzz_trace.h) of at least two rank files: file 0
  * is GOLDEN, file 1 BAD, each written with tft_writer (checksummed) into a
