@@ -77,6 +77,12 @@ bool html_series_any_finite(const double *v, int n)
     return false;
 }
 
+bool html_series_run_has_curves(const html_series_run *x)
+{
+    const int n = x ? x->bins->nbins : 0;
+    return x && (html_series_any_finite(x->loss, n) || html_series_any_finite(x->grad_norm, n));
+}
+
 void html_series_carried(const double *in, double *out, int n)
 {
     double last = NAN;

@@ -100,6 +100,8 @@ html_series_run *html_series_run_new(const html_series_bins *b, int rank, const 
 void html_series_run_free(html_series_run *x); /* NULL-safe */
 /* Reads r from its start to its end into x. 0 or a negative errno. */
 int html_series_run_read(html_series_run *x, tft_reader *r);
+/* Whether x (NULL: no) has a loss or gradient-norm curve to draw. */
+bool html_series_run_has_curves(const html_series_run *x);
 /* The series of tensor name in x, NULL when not followed. */
 const html_series_name *html_series_run_name(const html_series_run *x, const char *name);
 

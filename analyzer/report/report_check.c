@@ -106,7 +106,8 @@ void report_check_text(FILE *f, const report_check_result *res, const tft_trace 
     char line[2048];
     for (int i = 0; i < tft_trace_nranks(t); i++)
         if (res->drops[i].count)
-            fprintf(f, "%s\n", report_check_sentence_drops(tft_trace_rank_id(t, i), &res->drops[i], line, sizeof(line)));
+            fprintf(f, "%s\n",
+                    report_check_sentence_drops(tft_trace_rank_id(t, i), &res->drops[i], line, sizeof(line)));
     if (res->nf.found)
         fprintf(f, "%s\n", report_check_sentence_nonfinite(&res->nf, line, sizeof(line)));
     for (int i = 0; i < res->nl; i++)

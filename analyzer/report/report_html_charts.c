@@ -51,8 +51,7 @@ void report_html_curves(FILE *f, const page *p)
     bool any = false;
     for (int i = 0; i < p->ns && i < 2; i++) {
         const shown *s = &p->s[i];
-        any |= (s->g && (html_series_any_finite(s->g->loss, p->bins.nbins) || html_series_any_finite(s->g->grad_norm, p->bins.nbins))) ||
-               (s->b && (html_series_any_finite(s->b->loss, p->bins.nbins) || html_series_any_finite(s->b->grad_norm, p->bins.nbins)));
+        any |= html_series_run_has_curves(s->g) || html_series_run_has_curves(s->b);
     }
     if (!any)
         return;
@@ -241,13 +240,14 @@ static void timeline_lane(timeline *tl, int i, const desync_finding *d, double s
             continue;
         bool open = !c->t_exit;
         int nb = tl->nbars++;
+        const char *cls = open ? "bar open" : fault && c->coll_seq == d->coll_seq ? "bar fault" : "bar";
         tl->bars[nb] = (html_svg_bar){.lane = i, .t0 = (double)(c->t_enter - tl->t0) / span,
-                                      .t1 = open ? -1 : (double)(c->t_exit - tl->t0) / span,
-                                      .cls = open ? "bar open" : fault && c->coll_seq == d->coll_seq ? "bar fault" : "bar",
+                                      .t1 = open ? -1 : (double)(c->t_exit - tl->t0) / span, .cls = cls,
                                       .tip = tl->tips[nb]};
         char sb[48];
         snprintf(tl->tips[nb], sizeof(tl->tips[nb]), "rank %d: %s #%" PRIu64 ", %s, %s", tl->lanes[i], c->name,
-                 c->coll_seq, core_step_text(c->step, sb, sizeof(sb)), open ? "entered, never left" : "entered and left");
+                 c->coll_seq, core_step_text(c->step, sb, sizeof(sb)),
+                 open ? "entered, never left" : "entered and left");
     }
     snprintf(tl->labels[i], sizeof(tl->labels[i]), "rank %d%s", tl->lanes[i],
              !has ? " (missing)" : fault ? " (at fault)" : "");

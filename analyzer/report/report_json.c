@@ -62,17 +62,22 @@ static void json_step(cJSON *o, int64_t step)
     }
 }
 
+/* The keys that place a tensor: rank, step (json_step), seq, op, tensor. */
+static void json_place(cJSON *o, int rank, int64_t step, int64_t seq, const char *op, const char *tensor)
+{
+    cJSON_AddNumberToObject(o, "rank", rank);
+    json_step(o, step);
+    cJSON_AddNumberToObject(o, "seq", (double)seq);
+    cJSON_AddStringToObject(o, "op", op);
+    cJSON_AddStringToObject(o, "tensor", tensor);
+}
 
 static cJSON *json_point(const compare_point *p)
 {
     if (!p->found)
         return cJSON_CreateNull();
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "rank", p->rank);
-    json_step(o, p->step);
-    cJSON_AddNumberToObject(o, "seq", (double)p->seq);
-    cJSON_AddStringToObject(o, "op", p->op);
-    cJSON_AddStringToObject(o, "tensor", p->tensor);
+    json_place(o, p->rank, p->step, p->seq, p->op, p->tensor);
     if (p->thread >= 0)
         cJSON_AddNumberToObject(o, "thread", p->thread);
     else
@@ -223,11 +228,7 @@ static cJSON *json_nonfinite(const compare_nonfinite *nf)
     if (!nf)
         return cJSON_CreateNull();
     cJSON *n = cJSON_CreateObject();
-    cJSON_AddNumberToObject(n, "rank", nf->rank);
-    json_step(n, nf->step);
-    cJSON_AddNumberToObject(n, "seq", (double)nf->seq);
-    cJSON_AddStringToObject(n, "op", nf->op);
-    cJSON_AddStringToObject(n, "tensor", nf->tensor);
+    json_place(n, nf->rank, nf->step, nf->seq, nf->op, nf->tensor);
     cJSON_AddBoolToObject(n, "in_golden", nf->in_golden);
     return n;
 }

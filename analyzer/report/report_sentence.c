@@ -94,8 +94,8 @@ const char *report_sentence_rank(const compare_result *x, char *buf, size_t n)
 const char *report_sentence_nonfinite(const compare_nonfinite *nf, char *buf, size_t n)
 {
     char sb[48];
-    snprintf(buf, n, "first non-finite in BAD: rank %d, %s, %s (%s)", nf->rank, core_step_text(nf->step, sb, sizeof(sb)),
-             nf->tensor, nf->in_golden ? "GOLDEN has it too" : "GOLDEN has none");
+    snprintf(buf, n, "first non-finite in BAD: rank %d, %s, %s (%s)", nf->rank,
+             core_step_text(nf->step, sb, sizeof(sb)), nf->tensor, nf->in_golden ? "GOLDEN has it too" : "GOLDEN has none");
     return buf;
 }
 

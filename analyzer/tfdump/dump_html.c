@@ -92,7 +92,7 @@ static void curves(FILE *f, const dpage *p)
 {
     bool any = false;
     for (int i = 0; i < p->ns; i++)
-        any |= html_series_any_finite(p->shown[i]->loss, p->bins.nbins) || html_series_any_finite(p->shown[i]->grad_norm, p->bins.nbins);
+        any |= html_series_run_has_curves(p->shown[i]);
     if (!any)
         return;
     html_page_section(f, "curves", "Curves");
