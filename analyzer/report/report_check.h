@@ -1,10 +1,12 @@
 /*
  * report_check.h — tfdump --check's findings, one trace on its own
  * (docs/CHECK.md): the model tfdump's scan fills (tfdump/dump_check.c) and
- * the renderings of it: text lines and the verdict line (report_check.c),
- * the JSON keys findings/verdict/counts, and the HTML table of the
- * detectors' findings (report_check_html.c, for tfdump --html and tfdiff
- * --html).
+ * its renderings: the text of tfdump --check, the verdict line, the JSON
+ * keys findings/verdict/counts and the first finding of tfdump --html
+ * (report_check.c); the page's section of findings and the detectors'
+ * table, which tfdiff --html shows too (report_check_html.c). tfdump
+ * --check --json's other keys are tfdump's (dump_check.c: its integers
+ * exact, as decimal text).
  */
 #ifndef TFT_REPORT_CHECK_H
 #define TFT_REPORT_CHECK_H

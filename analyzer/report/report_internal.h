@@ -1,7 +1,19 @@
 /*
- * report_internal.h — what the files of tfdiff's report share (not
- * installed): the report itself (report.c keeps it; the renderers read it)
- * and the sentences of its findings (report_sentence.c).
+ * report_internal.h — what the files of the report room share (not
+ * installed; tfdiff and tfdump see report.h, report_check.h,
+ * report_html.h and report_tensors.h):
+ *
+ *   the model     struct diff_report (report.c keeps it; the renderers
+ *                 read it), its findings by class, the one it leads with
+ *                 (report_first), the counts, the records lost
+ *                 (report_drops.c)
+ *   the sentences each finding's words, written once (report_sentence.c;
+ *                 tfdump --check's own in report_check.c), which every
+ *                 renderer prints: text (report_text.c), JUnit
+ *                 (report_junit.c), Markdown (report_markdown.c), the HTML
+ *                 pages (report_html*.c, report_check_html.c)
+ *
+ * The files call one way: renderers -> sentences -> model.
  */
 #ifndef TFT_REPORT_INTERNAL_H
 #define TFT_REPORT_INTERNAL_H
