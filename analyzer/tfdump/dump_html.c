@@ -207,6 +207,28 @@ static void free_page(dpage *p)
     free(p->coll);
 }
 
+/* The verdict line (the first finding, or why nothing was checked) and
+ * the trace's name. */
+static void verdict(FILE *f, const dpage *p, const char *path, bool found, const char *unrecorded)
+{
+    const report_check_result *res = p->res;
+    const tft_trace *t = p->d->t;
+    const char *status = found ? "findings" : res->lossy ? "incomplete" : "ok";
+    char what[1200];
+    if (unrecorded)
+        snprintf(what, sizeof(what), "%s", unrecorded);
+    else
+        report_check_first_finding(res, what, sizeof(what));
+    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", status);
+    if (p->mark != INT64_MIN)
+        fprintf(f, " data-step=\"%" PRId64 "\"", p->mark);
+    fputs(">", f);
+    html_text(f, what);
+    fputs("</p>\n<p class=\"meta\">Trace <code>", f);
+    html_text(f, path);
+    fprintf(f, "</code>: %d rank file%s.</p>\n", t ? tft_trace_nranks(t) : 0, t && tft_trace_nranks(t) == 1 ? "" : "s");
+}
+
 static int write_page(dump_trace *d, const dump_opts *o, const report_check_result *res, const char *unrecorded)
 {
     html_out out;
@@ -235,23 +257,9 @@ static int write_page(dump_trace *d, const dump_opts *o, const report_check_resu
         return DUMP_USAGE;
     }
     FILE *f = out.f;
-    const char *status = found ? "findings" : res->lossy ? "incomplete" : "ok";
     html_page_head(f, "dump", "tfdump report");
     fputs("<h1>tfdump report</h1>\n", f);
-    char what[1200];
-    if (unrecorded)
-        snprintf(what, sizeof(what), "%s", unrecorded);
-    else
-        report_check_first_finding(res, what, sizeof(what));
-    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", status);
-    if (p->mark != INT64_MIN)
-        fprintf(f, " data-step=\"%" PRId64 "\"", p->mark);
-    fputs(">", f);
-    html_text(f, what);
-    fputs("</p>\n<p class=\"meta\">Trace <code>", f);
-    html_text(f, o->path);
-    fprintf(f, "</code>: %d rank file%s.</p>\n", d->t ? tft_trace_nranks(d->t) : 0,
-            d->t && tft_trace_nranks(d->t) == 1 ? "" : "s");
+    verdict(f, p, o->path, found, unrecorded);
     if (!unrecorded)
         report_check_html_section(f, res, d->t);
     curves(f, p);
