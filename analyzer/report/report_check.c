@@ -71,22 +71,6 @@ void report_check_verdict(const report_check_result *r, char *buf, size_t n)
              warns == 1 ? "" : "s", notes, first);
 }
 
-void report_check_json(cJSON *o, const report_check_result *r)
-{
-    cJSON *a = cJSON_AddArrayToObject(o, "findings");
-    for (int i = 0; i < r->nfind; i++) {
-        cJSON *j = detect_finding_json(&r->findings[i]);
-        cJSON_AddItemToArray(a, j);
-    }
-    char v[256];
-    report_check_verdict(r, v, sizeof(v));
-    cJSON_AddStringToObject(o, "verdict", v);
-    cJSON *c = cJSON_AddObjectToObject(o, "counts");
-    cJSON_AddNumberToObject(c, "error", r->nerr);
-    cJSON_AddNumberToObject(c, "warning", r->nwarn);
-    cJSON_AddNumberToObject(c, "info", r->ninfo);
-}
-
 bool report_check_found(const report_check_result *res)
 {
     return res->nf.found || res->nl || res->nd || res->nerr || res->nwarn;

@@ -1,12 +1,10 @@
 /*
  * report_check.h — tfdump --check's findings, one trace on its own
  * (docs/CHECK.md): the model tfdump's scan fills (tfdump/dump_check.c) and
- * its renderings: the text of tfdump --check, the verdict line, the JSON
- * keys findings/verdict/counts and the first finding of tfdump --html
- * (report_check.c); the page's section of findings and the detectors'
- * table, which tfdiff --html shows too (report_check_html.c). tfdump
- * --check --json's other keys are tfdump's (dump_check.c: its integers
- * exact, as decimal text).
+ * its renderings: the text of tfdump --check, the verdict line and the
+ * first finding of tfdump --html (report_check.c); tfdump --check --json
+ * (report_check_json.c); the page's section of findings and the
+ * detectors' table, which tfdiff --html shows too (report_check_html.c).
  */
 #ifndef TFT_REPORT_CHECK_H
 #define TFT_REPORT_CHECK_H
@@ -64,8 +62,11 @@ void report_check_verdict(const report_check_result *r, char *buf, size_t n);
  * first non-finite tensor, leaks, desyncs, STACK records, the detectors'
  * findings, the verdict line. */
 void report_check_text(FILE *f, const report_check_result *res, const tft_trace *t);
-/* The JSON keys findings, verdict and counts of tfdump --check --json. */
-void report_check_json(cJSON *o, const report_check_result *r);
+/* tfdump --check --json's object (report_check_json.c; t: the trace, for
+ * the ranks of the rank files): records lost, the first non-finite
+ * tensor, leaks, desyncs, STACK records, the detectors' findings, the
+ * verdict, counts by severity. The caller owns it. */
+cJSON *report_check_json(const report_check_result *res, const tft_trace *t);
 /* The finding the HTML page leads with (the first non-finite value, else
  * the first desync, leak, detector's error or warning) as a sentence, "OK:
  * ..." when none; its step (TFT_STEP_NONE none) and rank (-1 none). */
