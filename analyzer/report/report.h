@@ -70,10 +70,5 @@ int report_markdown(const diff_report *r, const char *path);
 /* The desyncs added (tfdiff reads how many it kept). */
 const desync_finding *report_desyncs(const diff_report *r, int *n);
 
-/* Adds the keys of desync finding ds[i] after comm, coll_seq and step
- * (docs/TFDIFF.md): kind, ranks, detail, seq, clock_error_ns (a
- * straggler), comm_name, members, caused_by (the cause's index in
- * ds[0..nd)), peer, tag. */
-void report_desync_json_keys(cJSON *x, const desync_finding *ds, int nd, int i);
 
 #endif

@@ -65,49 +65,45 @@ static void json_findings(cJSON *o, const report_check_result *r)
     cJSON_AddNumberToObject(c, "info", r->ninfo);
 }
 
+/* A rank file that lost records: its rank, how many, in which steps. */
+static cJSON *json_dropped(const struct tft_drop_sum *d, int rank)
+{
+    char what[256];
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "rank", rank);
+    core_json_u64(x, "count", d->count);
+    json_step(x, "first_step", d->first_step);
+    json_step(x, "last_step", d->last_step);
+    cJSON_AddStringToObject(x, "what", tft_drop_describe(d, what, sizeof(what)));
+    return x;
+}
+
+static cJSON *json_nonfinite(const report_check_nonfinite *nf)
+{
+    if (!nf->found)
+        return cJSON_CreateNull();
+    cJSON *n = cJSON_CreateObject();
+    cJSON_AddNumberToObject(n, "rank", nf->rank);
+    json_step(n, "step", nf->step);
+    core_json_i64(n, "seq", nf->seq);
+    cJSON_AddStringToObject(n, "tensor", nf->name);
+    return n;
+}
+
 cJSON *report_check_json(const report_check_result *res, const tft_trace *t)
 {
-    int nfiles = tft_trace_nranks(t);
-    const tft_drop_sum *drops = res->drops;
-    const report_check_nonfinite *nf = &res->nf;
-    const leak_finding *l = res->leaks;
-    const desync_finding *ds = res->ds;
-    int nl = res->nl, nd = res->nd;
     cJSON *o = cJSON_CreateObject();
     cJSON *dr = cJSON_AddArrayToObject(o, "dropped"); /* ranks that lost records */
-    for (int i = 0; i < nfiles; i++) {
-        if (!drops[i].count)
-            continue;
-        char what[256];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "rank", tft_trace_rank_id(t, i));
-        core_json_u64(x, "count", drops[i].count);
-        json_step(x, "first_step", drops[i].first_step);
-        json_step(x, "last_step", drops[i].last_step);
-        cJSON_AddStringToObject(x, "what", tft_drop_describe(&drops[i], what, sizeof(what)));
-        cJSON_AddItemToArray(dr, x);
-    }
-    if (nf->found) {
-        cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
-        cJSON_AddNumberToObject(n, "rank", nf->rank);
-        json_step(n, "step", nf->step);
-        core_json_i64(n, "seq", nf->seq);
-        cJSON_AddStringToObject(n, "tensor", nf->name);
-    } else {
-        cJSON_AddNullToObject(o, "first_nonfinite");
-    }
+    for (int i = 0; i < tft_trace_nranks(t); i++)
+        if (res->drops[i].count)
+            cJSON_AddItemToArray(dr, json_dropped(&res->drops[i], tft_trace_rank_id(t, i)));
+    cJSON_AddItemToObject(o, "first_nonfinite", json_nonfinite(&res->nf));
     cJSON *la = cJSON_AddArrayToObject(o, "leaks");
-    for (int i = 0; i < nl; i++)
-        cJSON_AddItemToArray(la, json_leak(&l[i]));
+    for (int i = 0; i < res->nl; i++)
+        cJSON_AddItemToArray(la, json_leak(&res->leaks[i]));
     cJSON *da = cJSON_AddArrayToObject(o, "desync");
-    for (int i = 0; i < nd; i++) {
-        cJSON *x = cJSON_CreateObject();
-        core_json_hex(x, "comm", ds[i].comm);
-        core_json_u64(x, "coll_seq", ds[i].coll_seq);
-        json_step(x, "step", ds[i].step);
-        report_desync_json_keys(x, ds, nd, i);
-        cJSON_AddItemToArray(da, x);
-    }
+    for (int i = 0; i < res->nd; i++)
+        cJSON_AddItemToArray(da, report_desync_json(res->ds, res->nd, i, true));
     cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&res->stacks));
     json_findings(o, res);
     cJSON_AddBoolToObject(o, "recorded", true); /* false: tfdump's dump_unrecorded */

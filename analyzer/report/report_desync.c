@@ -1,10 +1,11 @@
 /*
- * report_desync.c — the JSON keys of a desync finding after comm,
- * coll_seq and step, shared by tfdiff's report (report_json.c) and tfdump
- * --check (tfdump/dump_check.c), which write those three each in its own
- * way (tfdump's integers exact, as decimal text).
+ * report_desync.c — a desync finding as the JSON object of docs/TFDIFF.md
+ * and docs/CHECK.md, for tfdiff's report (report_json.c) and tfdump
+ * --check (report_check_json.c), which differ in how they write coll_seq
+ * and step (tfdump: exact, as decimal text).
  */
-#include "report.h"
+#include "report_internal.h"
+#include "core_json.h"
 
 #include <stdbool.h>
 
@@ -16,7 +17,8 @@ static void null_or_number(cJSON *x, const char *key, bool has, double v)
         cJSON_AddNullToObject(x, key);
 }
 
-void report_desync_json_keys(cJSON *x, const desync_finding *ds, int nd, int i)
+/* The keys after comm, coll_seq and step. */
+static void json_keys(cJSON *x, const desync_finding *ds, int nd, int i)
 {
     const desync_finding *d = &ds[i];
     cJSON_AddStringToObject(x, "kind", desync_kind_name(d->kind));
@@ -42,4 +44,23 @@ void report_desync_json_keys(cJSON *x, const desync_finding *ds, int nd, int i)
     null_or_number(x, "caused_by", c >= 0, c);
     null_or_number(x, "peer", d->kind == DS_P2P && d->peer >= 0, d->peer);
     null_or_number(x, "tag", d->kind == DS_P2P, d->tag);
+}
+
+cJSON *report_desync_json(const desync_finding *ds, int nd, int i, bool exact)
+{
+    const desync_finding *d = &ds[i];
+    cJSON *x = cJSON_CreateObject();
+    core_json_hex(x, "comm", d->comm);
+    if (exact)
+        core_json_u64(x, "coll_seq", d->coll_seq);
+    else
+        cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
+    if (d->step == TFT_STEP_NONE)
+        cJSON_AddNullToObject(x, "step");
+    else if (exact)
+        core_json_i64(x, "step", d->step);
+    else
+        cJSON_AddNumberToObject(x, "step", (double)d->step);
+    json_keys(x, ds, nd, i);
+    return x;
 }

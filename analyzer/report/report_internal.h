@@ -117,6 +117,14 @@ const char *report_drops_where(const compare_result *ranks, int nranks, char *bu
  * point-to-point call "never completed" (DS_P2P). -1 when none. */
 int report_drops_explain(const compare_result *ranks, int nranks, const desync_finding *d);
 
+/* ---- JSON (report_desync.c) ---- */
+/* Desync finding ds[i] as a JSON object (docs/TFDIFF.md, docs/CHECK.md):
+ * comm, coll_seq, step, kind, ranks, detail, seq, clock_error_ns (a
+ * straggler), comm_name, members, caused_by (the cause's index in
+ * ds[0..nd)), peer, tag. exact: coll_seq and step as exact decimal text
+ * (tfdump), else cJSON numbers (tfdiff). The caller owns it. */
+cJSON *report_desync_json(const desync_finding *ds, int nd, int i, bool exact);
+
 /* ---- sentences (report_sentence.c) ----
  * Each finding's words, written once: the text report prints them, JUnit
  * carries them as failure messages, the HTML and Markdown reports lead with

@@ -4,19 +4,13 @@
  */
 #include "core_common.h"
 #include "report_internal.h"
+#include "core_json.h"
 #include "core_drops.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-
-static void json_fp(cJSON *o, const char *key, uint64_t v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%016" PRIx64, v);
-    cJSON_AddStringToObject(o, key, b);
-}
 
 static cJSON *json_stats(const compare_tensor_side *t)
 {
@@ -36,7 +30,7 @@ static cJSON *json_stats(const compare_tensor_side *t)
         cJSON_AddNumberToObject(o, "zero", (double)s->zero);
         cJSON_AddNumberToObject(o, "min", s->min);
         cJSON_AddNumberToObject(o, "max", s->max);
-        json_fp(o, "fingerprint", s->fingerprint);
+        core_json_hex(o, "fingerprint", s->fingerprint);
     }
     if (t->mode >= TFT_STATS_FULL) {
         cJSON_AddNumberToObject(o, "mean", s->mean);
@@ -233,20 +227,6 @@ static cJSON *json_nonfinite(const compare_nonfinite *nf)
     return n;
 }
 
-static cJSON *json_desync(const desync_finding *ds, int nd, int i)
-{
-    const desync_finding *d = &ds[i];
-    cJSON *x = cJSON_CreateObject();
-    json_fp(x, "comm", d->comm);
-    cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
-    if (d->step == TFT_STEP_NONE)
-        cJSON_AddNullToObject(x, "step");
-    else
-        cJSON_AddNumberToObject(x, "step", (double)d->step);
-    report_desync_json_keys(x, ds, nd, i);
-    return x;
-}
-
 /* The findings: the verdict, why incomplete, the first divergence and its
  * origin, the first non-finite, leaks, desyncs, BAD's stacks. */
 static cJSON *json_findings(const diff_report *r)
@@ -269,7 +249,7 @@ static cJSON *json_findings(const diff_report *r)
         cJSON_AddItemToArray(leaks, json_leak(&r->leaks[i]));
     cJSON *ds = cJSON_AddArrayToObject(o, "desync");
     for (int i = 0; i < r->ndesyncs; i++)
-        cJSON_AddItemToArray(ds, json_desync(r->desyncs, r->ndesyncs, i));
+        cJSON_AddItemToArray(ds, report_desync_json(r->desyncs, r->ndesyncs, i, false));
     cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&r->stacks));
     report_counts c;
     report_count(r, &c);
