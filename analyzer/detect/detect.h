@@ -108,10 +108,6 @@ int detect_trace(tft_trace *t, const detect_opts *o, double clip_cmd, detect_fin
  * its --clip (default 1.0), -1 for --clip 0 (off), 0 when the command is
  * not tftrain. */
 double detect_clip_of(const tft_manifest *m);
-/* report_check_html.c (built into tfdump and tfdiff, with the HTML pieces):
- * the findings as a table, class "checks", one row per finding with
- * data-kind and data-step; nothing for n <= 0. */
-void report_check_html_table(FILE *f, const detect_finding *x, int n);
 /* detect_finding.c. A finding as the JSON object of docs/CHECK.md (the
  * caller owns it). */
 cJSON *detect_finding_json(const detect_finding *x);

@@ -89,3 +89,10 @@ void html_page_tail(FILE *f)
     fputs("<p class=\"meta\">Written by tftrace; one self-contained page (inline SVG, no scripts, no network)."
           "</p>\n</body>\n</html>\n", f);
 }
+
+void html_page_section(FILE *f, const char *id, const char *title)
+{
+    fprintf(f, "<section id=\"%s\">\n<h2>", id);
+    html_text(f, title);
+    fputs("</h2>\n", f);
+}

@@ -28,5 +28,8 @@ void html_out_abort(html_out *o);
  * title is escaped. */
 void html_page_head(FILE *f, const char *report, const char *title);
 void html_page_tail(FILE *f);
+/* Opens <section id="ID"> with its <h2> title (escaped); the caller closes
+ * it with "</section>". id is a constant of ours. */
+void html_page_section(FILE *f, const char *id, const char *title);
 
 #endif

@@ -27,6 +27,19 @@ bool html_series_step_range(tft_reader *r, int64_t *lo, int64_t *hi)
     return any;
 }
 
+void html_series_span_add(html_series_span *s, tft_trace *t, int i)
+{
+    tft_reader *r = t && i >= 0 ? tft_trace_reader(t, i) : NULL;
+    int64_t a, b;
+    if (r && html_series_step_range(r, &a, &b)) {
+        s->lo = s->any && s->lo < a ? s->lo : a;
+        s->hi = s->any && s->hi > b ? s->hi : b;
+        s->any = true;
+    }
+    if (r)
+        tft_trace_release(t, i);
+}
+
 /* Steps lo..hi in unsigned arithmetic (a crafted index may span every
  * int64_t): UINT64_MAX when they do. */
 static uint64_t span_of(const html_series_bins *b)
@@ -47,6 +60,34 @@ void html_series_bins_init(html_series_bins *b, int64_t lo, int64_t hi, int64_t 
     int pb = html_series_bin_of(b, pin);
     if (pb >= 0)
         b->rep[pb] = pin;
+}
+
+void html_series_bins_x(html_series_bins *b, double x[HC_BINS], int64_t lo, int64_t hi, int64_t pin)
+{
+    html_series_bins_init(b, lo, hi, pin);
+    for (int k = 0; k < b->nbins; k++)
+        x[k] = (double)b->rep[k];
+}
+
+bool html_series_any_finite(const double *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]))
+            return true;
+    return false;
+}
+
+bool html_series_run_has_curves(const html_series_run *x)
+{
+    const int n = x ? x->bins->nbins : 0;
+    return x && (html_series_any_finite(x->loss, n) || html_series_any_finite(x->grad_norm, n));
+}
+
+void html_series_carried(const double *in, double *out, int n)
+{
+    double last = NAN;
+    for (int i = 0; i < n; i++)
+        out[i] = last = isnan(in[i]) ? last : in[i];
 }
 
 int html_series_bin_of(const html_series_bins *b, int64_t step)

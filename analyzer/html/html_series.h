@@ -39,6 +39,24 @@ void html_series_bins_init(html_series_bins *b, int64_t lo, int64_t hi, int64_t 
 /* The bin of step, -1 outside lo..hi. */
 int html_series_bin_of(const html_series_bins *b, int64_t step);
 
+/* The steps of the rank files a page draws: html_series_span_add widens s
+ * (zero-initialised: none yet) by the steps of rank file i of t (nothing
+ * when t is NULL, i < 0, or the file has no steps or cannot be read). */
+typedef struct html_series_span {
+    bool any;           /* a rank file had steps: lo..hi hold */
+    int64_t lo, hi;
+} html_series_span;
+void html_series_span_add(html_series_span *s, tft_trace *t, int i);
+/* html_series_bins_init, and x[k] = bin k's representative step (the
+ * charts' x values). */
+void html_series_bins_x(html_series_bins *b, double x[HC_BINS], int64_t lo, int64_t hi, int64_t pin);
+
+/* Whether any of v[0..n) is finite (a chart has something to draw). */
+bool html_series_any_finite(const double *v, int n);
+/* in[0..n) with each NaN (no value in the bin) replaced by the last value
+ * before it: live bytes carried over the bins where nothing happened. */
+void html_series_carried(const double *in, double *out, int n);
+
 typedef struct html_series_name {
     uint64_t id;        /* string id */
     char name[96];
@@ -82,6 +100,8 @@ html_series_run *html_series_run_new(const html_series_bins *b, int rank, const 
 void html_series_run_free(html_series_run *x); /* NULL-safe */
 /* Reads r from its start to its end into x. 0 or a negative errno. */
 int html_series_run_read(html_series_run *x, tft_reader *r);
+/* Whether x (NULL: no) has a loss or gradient-norm curve to draw. */
+bool html_series_run_has_curves(const html_series_run *x);
 /* The series of tensor name in x, NULL when not followed. */
 const html_series_name *html_series_run_name(const html_series_run *x, const char *name);
 

@@ -28,7 +28,6 @@ void report_add_desync(diff_report *r, const desync_finding *d);
  * its own section (text "only in BAD: ...", JSON bad_only_findings); it
  * does not change the verdict. At most 32 are kept. */
 void report_add_check(diff_report *r, const detect_finding *f);
-const detect_finding *report_checks(const diff_report *r, int *n);
 /* BAD's STACK records (desync_stacks.h), shown with the desyncs; moved from
  * *s (left empty). */
 struct desync_stacks;
@@ -41,13 +40,12 @@ void report_bad_unrecorded(diff_report *r, const char *what, int exit_status);
  * besides those the ranks' results show (dropped records, a side that
  * recorded nothing). */
 void report_incomplete(diff_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* True when anything was found: a divergence, a non-finite BAD alone has,
- * a new leak or desync, a structural difference, BAD ending early or
- * otherwise than GOLDEN, or BAD recording nothing. */
-bool report_diverged(const diff_report *r);
-/* The verdict: diverged (something found), else incomplete (records were
- * dropped, a side of a rank recorded nothing, a rank is missing: what was
- * compared matched, but not everything could be), else match. */
+/* The verdict: diverged (anything found: a divergence, a non-finite BAD
+ * alone has, a new leak or desync, a structural difference, BAD ending
+ * early or otherwise than GOLDEN, or BAD recording nothing), else
+ * incomplete (records were dropped, a side of a rank recorded nothing, a
+ * rank is missing: what was compared matched, but not everything could
+ * be), else match. */
 enum report_verdict { VERDICT_MATCH = 0, VERDICT_DIVERGED = 1, VERDICT_INCOMPLETE = 3 };
 int report_verdict(const diff_report *r);
 void report_json(const diff_report *r, FILE *f);
@@ -65,66 +63,12 @@ int report_junit(const diff_report *r, const char *path);
  * are borrowed: they must outlive r. html/markdown may be NULL; markdown
  * "-" is stdout (not an attachment). */
 void report_set_outputs(diff_report *r, const char *html, const char *markdown, int argc, char **argv);
-/* The most important finding as one sentence (causes first: BAD recorded
- * nothing, the first divergence with its origin, a non-finite GOLDEN lacks,
- * a desync, a leak, a structural difference, an early or different end),
- * else why the comparison is incomplete. Returns false (buf "") on a match. */
-bool report_first_finding(const diff_report *r, char *buf, size_t n);
-/* Findings by class, for summaries. */
-typedef struct report_counts {
-    int divergence;   /* ranks with a first divergence */
-    int nonfinite;    /* ranks whose BAD has a non-finite GOLDEN lacks */
-    int leaks, desyncs;
-    int structure;    /* ranks whose op streams differ in structure */
-    int ended;        /* ranks where BAD ended early or exited otherwise than GOLDEN */
-    int incomplete;   /* reasons the comparison is incomplete */
-    int unrecorded;   /* 1 when BAD recorded nothing */
-    int ranks;        /* ranks compared */
-    uint64_t compared, identical, within_tolerance; /* tensors, summed over ranks */
-} report_counts;
-void report_count(const diff_report *r, report_counts *c);
-const char *report_verdict_name(int verdict); /* "match", "diverged", "incomplete" */
-/* Paths as given, and the options' tolerances. */
-const char *report_golden(const diff_report *r);
-const char *report_bad(const diff_report *r);
-const compare_opts *report_opts(const diff_report *r);
-/* The outputs of report_set_outputs (NULL / 0 when not set). */
-const char *report_html(const diff_report *r);
-int report_argv(const diff_report *r, char ***argv);
 /* Writes the Markdown summary (report_markdown.c) to path, "-" for stdout.
  * Returns 0, or -1 with errno. */
 int report_markdown(const diff_report *r, const char *path);
 
-/* The findings themselves, for the HTML report (report_html.c): the rank
- * with the earliest first divergence (NULL none), the earliest non-finite
- * of BAD (NULL none), the ranks' results, leaks and desyncs (n of each),
- * and the step of the finding report_first_finding names (TFT_STEP_NONE
- * when it has none). */
-const compare_result *report_first_rank(const diff_report *r);
-const compare_nonfinite *report_first_nonfinite(const diff_report *r);
-const compare_result *report_ranks(const diff_report *r, int *n);
-const leak_finding *report_leaks(const diff_report *r, int *n);
+/* The desyncs added (tfdiff reads how many it kept). */
 const desync_finding *report_desyncs(const diff_report *r, int *n);
-int64_t report_first_step(const diff_report *r);
 
-/* Adds the keys of desync finding ds[i] beyond comm, coll_seq, step, kind,
- * ranks and detail (docs/TFDIFF.md): seq, comm_name, members, caused_by
- * (the cause's index in ds[0..nd)), peer, tag. */
-void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i);
-
-/* ---- records lost (report_drops.c) ---- */
-/* " in steps A..B" / " in step A" / " outside steps" / "" (unknown) for
- * side (0 GOLDEN, 1 BAD) of x, into buf. Returns buf. */
-const char *report_drops_span(const compare_result *x, int side, char *buf, size_t n);
-/* "steps A..B of rank N (BAD) dropped records[; ...]" ("rank N (BAD)
- * dropped records outside steps") for every rank a side of which dropped
- * records, into buf ("" when none). Returns buf. */
-const char *report_drops_where(const compare_result *ranks, int nranks, char *buf, size_t n);
-
-/* The world rank whose BAD records were dropped in d's step (or in steps
- * unknown) among the ranks d blames (and d's peer), for a finding a lost
- * record can fake: a collective a rank "never entered" (DS_MISSING), a
- * point-to-point call "never completed" (DS_P2P). -1 when none. */
-int report_drops_explain(const compare_result *ranks, int nranks, const desync_finding *d);
 
 #endif

@@ -1,11 +1,14 @@
 /*
- * report_check_html.c — the detectors' findings (detect.h) as a small HTML
- * table, for tfdump --html and tfdiff --html. Names and evidence come from
+ * report_check_html.c — tfdump --check's findings in HTML: the detectors'
+ * findings (detect.h) as a small table, for tfdump --html and tfdiff
+ * --html, and tfdump --html's section of every finding, in the sentences
+ * of tfdump --check's text (report_check.c). Names and evidence come from
  * the trace (untrusted): every text goes through html_text.
  */
-#include "detect.h"
-#include "core.h"
+#include "report_internal.h"
+#include "html_page.h"
 #include "html_svg.h"
+#include "tft_drops.h"
 
 #include <stdio.h>
 
@@ -37,4 +40,37 @@ void report_check_html_table(FILE *f, const detect_finding *x, int n)
         fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+}
+
+/* A list item of class cls holding sentence s. */
+static void item(FILE *f, const char *cls, const char *s)
+{
+    fprintf(f, "<li class=\"%s\">", cls);
+    html_text(f, s);
+    fputs("</li>", f);
+}
+
+void report_check_html_section(FILE *f, const report_check_result *c, const tft_trace *t)
+{
+    char line[2048];
+    html_page_section(f, "check", "Findings (tfdump --check)");
+    fputs("<ul class=\"findings\">", f);
+    for (int i = 0; c->drops && t && i < tft_trace_nranks(t); i++)
+        if (c->drops[i].count)
+            item(f, "incomplete", report_check_sentence_drops(tft_trace_rank_id(t, i), &c->drops[i], line,
+                                                              sizeof(line)));
+    if (c->nf.found)
+        item(f, "nonfinite", report_check_sentence_nonfinite(&c->nf, line, sizeof(line)));
+    for (int i = 0; i < c->nl; i++)
+        item(f, "leak", report_sentence_leak(&c->leaks[i], line, sizeof(line)));
+    for (int i = 0; i < c->nd; i++)
+        item(f, "desync", report_sentence_desync(c->ds, c->nd, i, line, sizeof(line)));
+    if (!c->nf.found && !c->nl && !c->nd) {
+        fputs("<li>", f);
+        html_text(f, report_check_sentence_ok(c, line, sizeof(line)));
+        fputs("</li>", f);
+    }
+    fputs("</ul>\n", f);
+    report_check_html_table(f, c->findings, c->nfind); /* the detectors (docs/CHECK.md) */
+    fputs("</section>\n", f);
 }

@@ -1,9 +1,11 @@
 /*
- * report_desync.c — the JSON keys of a desync finding beyond the common
- * ones, shared by tfdiff's report (report.c) and tfdump --check
- * (tfdump/dump_check.c).
+ * report_desync.c — a desync finding as the JSON object of docs/TFDIFF.md
+ * and docs/CHECK.md, for tfdiff's report (report_json.c) and tfdump
+ * --check (report_check_json.c), which differ in how they write coll_seq
+ * and step (tfdump: exact, as decimal text).
  */
-#include "report.h"
+#include "report_internal.h"
+#include "core_json.h"
 
 #include <stdbool.h>
 
@@ -15,9 +17,15 @@ static void null_or_number(cJSON *x, const char *key, bool has, double v)
         cJSON_AddNullToObject(x, key);
 }
 
-void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i)
+/* The keys after comm, coll_seq and step. */
+static void json_keys(cJSON *x, const desync_finding *ds, int nd, int i)
 {
     const desync_finding *d = &ds[i];
+    cJSON_AddStringToObject(x, "kind", desync_kind_name(d->kind));
+    cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
+    for (int k = 0; k < d->nranks && k < 16; k++)
+        cJSON_AddItemToArray(rk, cJSON_CreateNumber(d->ranks[k]));
+    cJSON_AddStringToObject(x, "detail", d->detail);
     null_or_number(x, "seq", d->seq != TFT_SEQ_NONE, (double)d->seq);
     if (d->kind == DS_STRAGGLER) /* across hosts: the clocks' error bound; 0 one host (docs/MULTINODE.md) */
         cJSON_AddNumberToObject(x, "clock_error_ns", (double)d->clock_error_ns);
@@ -36,4 +44,23 @@ void report_desync_json_more(cJSON *x, const desync_finding *ds, int nd, int i)
     null_or_number(x, "caused_by", c >= 0, c);
     null_or_number(x, "peer", d->kind == DS_P2P && d->peer >= 0, d->peer);
     null_or_number(x, "tag", d->kind == DS_P2P, d->tag);
+}
+
+cJSON *report_desync_json(const desync_finding *ds, int nd, int i, bool exact)
+{
+    const desync_finding *d = &ds[i];
+    cJSON *x = cJSON_CreateObject();
+    core_json_hex(x, "comm", d->comm);
+    if (exact)
+        core_json_u64(x, "coll_seq", d->coll_seq);
+    else
+        cJSON_AddNumberToObject(x, "coll_seq", (double)d->coll_seq);
+    if (d->step == TFT_STEP_NONE)
+        cJSON_AddNullToObject(x, "step");
+    else if (exact)
+        core_json_i64(x, "step", d->step);
+    else
+        cJSON_AddNumberToObject(x, "step", (double)d->step);
+    json_keys(x, ds, nd, i);
+    return x;
 }

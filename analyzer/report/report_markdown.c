@@ -11,7 +11,7 @@
  * them, with line breaks and other control characters turned into spaces
  * and '|' escaped inside the table, so no trace can inject Markdown or HTML.
  */
-#include "report.h"
+#include "report_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -125,11 +125,7 @@ static void write_md(const diff_report *r, FILE *f)
 {
     int v = report_verdict(r);
     static const char *const icon[] = {"✅", "❌", "", "⚠️"};
-    char verdict[16];
-    snprintf(verdict, sizeof(verdict), "%s", report_verdict_name(v));
-    for (char *p = verdict; *p; p++)
-        *p = (char)(*p - 'a' + 'A');
-    fprintf(f, "### tfdiff: %s %s\n\n", icon[v], verdict);
+    fprintf(f, "### tfdiff: %s %s\n\n", icon[v], report_verdict_word(v, true));
     char finding[1400];
     if (report_first_finding(r, finding, sizeof(finding))) {
         fputs(v == VERDICT_DIVERGED ? "**First finding:** " : "**Note:** ", f);
@@ -150,27 +146,25 @@ static void write_md(const diff_report *r, FILE *f)
     if (c.unrecorded)
         row(f, "BAD recorded nothing", 1, NULL);
     row(f, "incomplete (reasons)", c.incomplete, NULL);
-    const compare_opts *o = report_opts(r);
+    const compare_opts *o = &r->o;
     fprintf(f, "\nCompared %" PRIu64 " tensors on %d rank%s: %" PRIu64 " bit-identical, %" PRIu64
                " within tolerance (rtol %g, atol %g).\n\n",
             c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, o->rtol, o->atol);
-    const char *html = report_html(r);
+    const char *html = r->html;
     if (html) {
         fputs("Full report: ", f);
         md_code(f, html, false);
         fputs(" (HTML, in the job's artifacts)\n\n", f);
     }
-    char **argv;
-    int argc = report_argv(r, &argv);
     char line[4096];
     fputs("<details><summary>Command lines</summary>\n\n", f);
-    if (argc > 0) {
-        shell_line(line, sizeof(line), argc, argv);
+    if (r->argc > 0) {
+        shell_line(line, sizeof(line), r->argc, r->argv);
         fputs("- compare: ", f);
         md_code(f, line, false);
         fputc('\n', f);
     }
-    const char *side[2] = {report_golden(r), report_bad(r)};
+    const char *side[2] = {r->golden, r->bad};
     const char *label[2] = {"GOLDEN", "BAD"};
     for (int k = 0; k < 2; k++) {
         fprintf(f, "- %s ", label[k]);

@@ -10,8 +10,8 @@
  * died before its first record) is a finding as BAD (1) and unusable as
  * GOLDEN (2).
  */
-#include "compare_tensors.h"
 #include "core_common.h"
+#include "report_tensors.h"
 #include "tfdiff_internal.h"
 
 #include <errno.h>
@@ -45,7 +45,12 @@ static int run(tfdiff_opts *po, const tfdiff_mpi *mp)
     if (o.tensors) {
         tensors_opts to = {.rtol = o.tol_given ? o.d.rtol : 0, .atol = o.tol_given ? o.d.atol : 0,
                            .name_glob = o.d.name_glob, .pad_id = o.pad_id, .json = o.json, .html = o.html};
-        return compare_tensors(o.golden, o.bad, &to, stdout);
+        compare_tensors_result tr;
+        int st = compare_tensors_run(o.golden, o.bad, &to, &tr);
+        if (!st)
+            st = report_tensors(&tr, o.golden, o.bad, &to, stdout);
+        compare_tensors_free(&tr);
+        return st;
     }
     if ((e = tfdiff_unrecorded(&o)) >= 0)
         return e;

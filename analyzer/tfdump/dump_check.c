@@ -9,7 +9,6 @@
 #include "core_common.h"
 #include "core_spill.h"
 #include "dump_internal.h"
-#include "report.h"
 #include "tft_drops.h"
 
 #include <errno.h>
@@ -17,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef dump_nonfinite nonfinite;
+typedef report_check_nonfinite nonfinite;
 
 /* One pass over the rank files, a pool of threads each with one rank file
  * open at a time: every rank's extract for the cross-rank analyses
@@ -114,154 +113,15 @@ static int gather_leaks(const check_scan *c, int n, leak_finding *out, int max)
     return k;
 }
 
-/* KEY: N, or null outside any step. */
-static void json_step(cJSON *o, const char *key, int64_t step)
+int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *out)
 {
-    if (step == TFT_STEP_NONE)
-        cJSON_AddNullToObject(o, key);
-    else
-        core_json_i64(o, key, step);
-}
-
-/* One line per rank file that lost records: the findings below cover only
- * what was recorded. Returns how many ranks lost records. */
-static int print_drops(const dump_trace *d, const tft_drop_sum *drops, int n)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        if (!drops[i].count)
-            continue;
-        char what[256];
-        printf("incomplete: rank %d lost %s; what follows covers only what was recorded\n",
-               tft_trace_rank_id(d->t, i), tft_drop_describe(&drops[i], what, sizeof(what)));
-        k++;
-    }
-    return k;
-}
-
-static void print_text(const dump_check_result *res, int lossy)
-{
-    const nonfinite *nf = &res->nf;
-    const leak_finding *l = res->leaks;
-    const desync_finding *ds = res->ds;
-    int nl = res->nl, nd = res->nd;
-    char sb[48];
-    if (nf->found)
-        printf("non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)\n", nf->rank,
-               core_step_text(nf->step, sb, sizeof(sb)), (long long)nf->seq, nf->name, nf->nan, nf->inf);
-    for (int i = 0; i < nl; i++) {
-        char what[400];
-        leak_describe(&l[i], what, sizeof(what));
-        printf("leak: rank %d, %s\n", l[i].rank, what);
-    }
-    for (int i = 0; i < nd; i++) {
-        char where[160];
-        desync_where(ds, nd, i, where, sizeof(where));
-        printf("desync: %s at %s (%s): %s\n", desync_kind_name(ds[i].kind),
-               core_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
-    }
-    if (res->stacks.n) {
-        printf("stacks: where each rank's main thread was when tftrace --timeout stopped the run"
-               " (all threads: tfdump --events --kind stack):\n");
-        desync_stacks_print(stdout, &res->stacks, "  ");
-    }
-    for (int i = 0; i < res->nfind; i++)
-        report_check_print(stdout, &res->findings[i]);
-    char v[256];
-    report_check_verdict(res, lossy, v, sizeof(v));
-    printf("%s\n", v);
-}
-
-/* One leak: the keys of tfdiff's leaks (docs/TFDIFF.md) but GOLDEN's. */
-static cJSON *json_leak(const leak_finding *l)
-{
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddNumberToObject(x, "rank", l->rank);
-    cJSON_AddStringToObject(x, "site", l->site);
-    cJSON_AddStringToObject(x, "how", l->how == LEAK_AT_EXIT ? "at-exit" : "growth");
-    json_step(x, "from_step", l->per_alloc && l->how == LEAK_GROWTH ? TFT_STEP_NONE : l->from_step);
-    if (l->per_alloc)
-        core_json_u64(x, "from_allocation", l->from_alloc);
-    cJSON_AddStringToObject(x, "per", l->per_alloc ? "allocation" : "step");
-    core_json_u64(x, "iterations", l->iterations);
-    cJSON_AddNumberToObject(x, "bytes_per_step", l->bytes_per_step);
-    core_json_u64(x, "live_bytes_at_end", l->live_bytes_at_end);
-    core_json_u64(x, "live_allocs_at_end", l->live_allocs_at_end);
-    if (l->first_known)
-        core_json_u64(x, "first_alloc_ns", l->first_alloc_ns);
-    else
-        cJSON_AddNullToObject(x, "first_alloc_ns");
-    json_step(x, "first_alloc_step", l->first_known ? l->first_alloc_step : TFT_STEP_NONE);
-    if (l->how == LEAK_AT_EXIT)
-        core_json_u64(x, "min_bytes", l->min_bytes);
-    else
-        cJSON_AddNullToObject(x, "min_bytes");
-    return x;
-}
-
-static void print_json(const dump_trace *d, const dump_check_result *res, int nfiles)
-{
-    const tft_drop_sum *drops = res->drops;
-    const nonfinite *nf = &res->nf;
-    const leak_finding *l = res->leaks;
-    const desync_finding *ds = res->ds;
-    int nl = res->nl, nd = res->nd;
-    cJSON *o = cJSON_CreateObject();
-    cJSON *dr = cJSON_AddArrayToObject(o, "dropped"); /* ranks that lost records */
-    for (int i = 0; i < nfiles; i++) {
-        if (!drops[i].count)
-            continue;
-        char what[256];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "rank", tft_trace_rank_id(d->t, i));
-        core_json_u64(x, "count", drops[i].count);
-        json_step(x, "first_step", drops[i].first_step);
-        json_step(x, "last_step", drops[i].last_step);
-        cJSON_AddStringToObject(x, "what", tft_drop_describe(&drops[i], what, sizeof(what)));
-        cJSON_AddItemToArray(dr, x);
-    }
-    if (nf->found) {
-        cJSON *n = cJSON_AddObjectToObject(o, "first_nonfinite");
-        cJSON_AddNumberToObject(n, "rank", nf->rank);
-        json_step(n, "step", nf->step);
-        core_json_i64(n, "seq", nf->seq);
-        cJSON_AddStringToObject(n, "tensor", nf->name);
-    } else {
-        cJSON_AddNullToObject(o, "first_nonfinite");
-    }
-    cJSON *la = cJSON_AddArrayToObject(o, "leaks");
-    for (int i = 0; i < nl; i++)
-        cJSON_AddItemToArray(la, json_leak(&l[i]));
-    cJSON *da = cJSON_AddArrayToObject(o, "desync");
-    for (int i = 0; i < nd; i++) {
-        cJSON *x = cJSON_CreateObject();
-        core_json_hex(x, "comm", ds[i].comm);
-        core_json_u64(x, "coll_seq", ds[i].coll_seq);
-        json_step(x, "step", ds[i].step);
-        cJSON_AddStringToObject(x, "kind", desync_kind_name(ds[i].kind));
-        cJSON *rk = cJSON_AddArrayToObject(x, "ranks");
-        for (int k = 0; k < ds[i].nranks && k < 16; k++)
-            cJSON_AddItemToArray(rk, cJSON_CreateNumber(ds[i].ranks[k]));
-        cJSON_AddStringToObject(x, "detail", ds[i].detail);
-        report_desync_json_more(x, ds, nd, i);
-        cJSON_AddItemToArray(da, x);
-    }
-    cJSON_AddItemToObject(o, "stacks", desync_stacks_json(&res->stacks));
-    report_check_json(o, res);
-    cJSON_AddBoolToObject(o, "recorded", true); /* false: dump_unrecorded */
-    dump_out_json_line(o);
-    cJSON_Delete(o);
-}
-
-int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out)
-{
-    dump_check_result *res = out;
-    *res = (dump_check_result){0};
+    report_check_result *res = out;
+    *res = (report_check_result){0};
     int n = tft_trace_nranks(d->t);
     check_scan c = {.d = d, .min_bytes = o->leak_min_bytes, .sp = core_spill_new(n),
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
                     .drops = calloc((size_t)n + 1, sizeof(*c.drops)), .chk = calloc((size_t)n + 1, sizeof(*c.chk)),
-                    .copts = &o->chk, .clip_cmd = report_check_clip_of(tft_trace_manifest(d->t)),
+                    .copts = &o->chk, .clip_cmd = detect_clip_of(tft_trace_manifest(d->t)),
                     .stacks = calloc((size_t)n + 1, sizeof(*c.stacks))};
     res->findings = calloc(DETECT_FIND_MAX, sizeof(*res->findings));
     int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && c.stacks && res->findings
@@ -316,34 +176,22 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out
     return DUMP_OK;
 }
 
-void dump_check_result_free(dump_check_result *res)
-{
-    free(res->drops);
-    res->drops = NULL;
-    free(res->findings);
-    res->findings = NULL;
-    desync_stacks_free(&res->stacks);
-}
-
-bool dump_check_found(const dump_check_result *res)
-{
-    return res->nf.found || res->nl || res->nd || res->nerr || res->nwarn;
-}
-
 int dump_check(dump_trace *d, const dump_opts *o)
 {
-    dump_check_result res;
+    report_check_result res;
     int status = dump_check_collect(d, o, &res);
     if (status) {
-        dump_check_result_free(&res);
+        report_check_result_free(&res);
         return status;
     }
-    int n = tft_trace_nranks(d->t);
-    if (o->json)
-        print_json(d, &res, n);
-    else
-        print_text(&res, print_drops(d, res.drops, n));
-    status = dump_check_found(&res) ? DUMP_FINDINGS : DUMP_OK;
-    dump_check_result_free(&res);
+    if (o->json) {
+        cJSON *j = report_check_json(&res, d->t);
+        dump_out_json_line(j);
+        cJSON_Delete(j);
+    } else {
+        report_check_text(stdout, &res, d->t);
+    }
+    status = report_check_found(&res) ? DUMP_FINDINGS : DUMP_OK;
+    report_check_result_free(&res);
     return status;
 }

@@ -10,7 +10,6 @@
 #include "html_series.h"
 #include "html_page.h"
 #include "html_svg.h"
-#include "tft_drops.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +27,7 @@ typedef struct rank_coll {
 
 typedef struct dpage {
     dump_trace *d;
-    const dump_check_result *res;
+    const report_check_result *res;
     html_series_bins bins;
     bool have_bins;
     double x[HC_BINS];
@@ -38,69 +37,17 @@ typedef struct dpage {
     int64_t mark;
 } dpage;
 
-static int64_t first_step(const dump_check_result *c, int *rank)
-{
-    *rank = -1;
-    if (c->nf.found)
-        return *rank = c->nf.rank, c->nf.step;
-    if (c->nd)
-        return *rank = c->ds[0].nranks ? c->ds[0].ranks[0] : -1, c->ds[0].step;
-    if (c->nl) {
-        const leak_finding *l = &c->leaks[0];
-        *rank = l->rank;
-        return l->how == LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step : l->first_alloc_step;
-    }
-    if (c->nerr || c->nwarn) /* the detectors' first (most severe, earliest) */
-        return *rank = c->findings[0].rank, c->findings[0].step;
-    return TFT_STEP_NONE;
-}
-
-static void sentence(const dump_check_result *c, char *buf, size_t n)
-{
-    char sb[48], what[400];
-    if (c->nf.found) {
-        snprintf(buf, n, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
-                 core_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
-    } else if (c->nd) {
-        char where[160];
-        desync_where(c->ds, c->nd, 0, where, sizeof(where));
-        snprintf(buf, n, "desync: %s at %s (%s): %s", desync_kind_name(c->ds[0].kind),
-                 core_step_text(c->ds[0].step, sb, sizeof(sb)), where, c->ds[0].detail);
-    } else if (c->nl) {
-        leak_describe(&c->leaks[0], what, sizeof(what));
-        snprintf(buf, n, "leak: rank %d, %s", c->leaks[0].rank, what);
-    } else if (c->nerr || c->nwarn) {
-        const detect_finding *x = &c->findings[0];
-        snprintf(buf, n, "%s: %s: rank %d, %s, %s: %s", detect_severity_name(x->severity), x->kind, x->rank,
-                 core_step_text(x->step, sb, sizeof(sb)), x->tensor, x->evidence);
-    } else {
-        snprintf(buf, n, "OK: no non-finite values, leaks or desyncs%s", c->lossy ? " in what was recorded" : "");
-    }
-}
-
 static int collect(dpage *p, int finding_rank)
 {
     tft_trace *t = p->d->t;
     int n = tft_trace_nranks(t);
-    int64_t lo = 0, hi = 0;
-    bool any = false;
-    for (int i = 0; i < n; i++) {
-        tft_reader *r = tft_trace_reader(t, i);
-        int64_t a, b;
-        if (r && html_series_step_range(r, &a, &b)) {
-            lo = any && lo < a ? lo : a;
-            hi = any && hi > b ? hi : b;
-            any = true;
-        }
-        if (r)
-            tft_trace_release(t, i);
-    }
-    if (!any || CORE_IS_STEPLESS(lo))
+    html_series_span s = {0};
+    for (int i = 0; i < n; i++)
+        html_series_span_add(&s, t, i);
+    if (!s.any || CORE_IS_STEPLESS(s.lo))
         return 0;
-    html_series_bins_init(&p->bins, lo, hi, p->mark);
+    html_series_bins_x(&p->bins, p->x, s.lo, s.hi, p->mark);
     p->have_bins = true;
-    for (int k = 0; k < p->bins.nbins; k++)
-        p->x[k] = (double)p->bins.rep[k];
     if (!(p->coll = calloc((size_t)n + 1, sizeof(*p->coll))))
         return -ENOMEM;
     for (int i = 0; i < n; i++) {
@@ -127,27 +74,12 @@ static int collect(dpage *p, int finding_rank)
     return 0;
 }
 
-static void section(FILE *f, const char *id, const char *title)
-{
-    fprintf(f, "<section id=\"%s\">\n<h2>", id);
-    html_text(f, title);
-    fputs("</h2>\n", f);
-}
-
 static void downsampled_note(FILE *f, const dpage *p)
 {
     if (p->have_bins && p->bins.downsampled)
         fprintf(f, "<p class=\"downsampled\">Downsampled: steps %" PRId64 " to %" PRId64 " are drawn as %d columns; "
                    "each shows one step of its range, memory the largest over the range.</p>\n",
                 p->bins.lo, p->bins.hi, p->bins.nbins);
-}
-
-static bool any_finite(const double *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i]))
-            return true;
-    return false;
 }
 
 static void one_chart(FILE *f, const dpage *p, const char *title, const double *y, const char *label)
@@ -160,10 +92,10 @@ static void curves(FILE *f, const dpage *p)
 {
     bool any = false;
     for (int i = 0; i < p->ns; i++)
-        any |= any_finite(p->shown[i]->loss, p->bins.nbins) || any_finite(p->shown[i]->grad_norm, p->bins.nbins);
+        any |= html_series_run_has_curves(p->shown[i]);
     if (!any)
         return;
-    section(f, "curves", "Curves");
+    html_page_section(f, "curves", "Curves");
     fputs("<p>Loss, gradient norm and learning rate over the steps, for rank 0 and the first finding's rank; the "
           "dashed vertical line marks the first finding's step.</p>\n", f);
     downsampled_note(f, p);
@@ -172,7 +104,7 @@ static void curves(FILE *f, const dpage *p)
         const double *v[3] = {x->loss, x->grad_norm, x->lr};
         const char *name[3] = {"loss", "grad_norm", "lr"};
         for (int k = 0; k < 3; k++) {
-            if (!any_finite(v[k], p->bins.nbins))
+            if (!html_series_any_finite(v[k], p->bins.nbins))
                 continue;
             char title[64];
             snprintf(title, sizeof(title), "rank %d: %s", x->rank, name[k]);
@@ -182,13 +114,6 @@ static void curves(FILE *f, const dpage *p)
     fputs("</section>\n", f);
 }
 
-static void carried(const double *in, double *out, int n)
-{
-    double last = NAN;
-    for (int i = 0; i < n; i++)
-        out[i] = last = isnan(in[i]) ? last : in[i];
-}
-
 static void memory(FILE *f, const dpage *p)
 {
     bool any = false;
@@ -196,7 +121,7 @@ static void memory(FILE *f, const dpage *p)
         any |= p->shown[i]->nsites > 0;
     if (!any)
         return;
-    section(f, "memory", "Memory over time");
+    html_page_section(f, "memory", "Memory over time");
     fputs("<p>Live bytes of the recorded allocations, every site together and the largest sites (by their peak), "
           "the most over each column's steps.</p>\n", f);
     downsampled_note(f, p);
@@ -204,7 +129,7 @@ static void memory(FILE *f, const dpage *p)
     for (int i = 0; i < p->ns; i++) {
         const html_series_run *x = p->shown[i];
         double total[HC_BINS];
-        carried(x->live_total, total, p->bins.nbins);
+        html_series_carried(x->live_total, total, p->bins.nbins);
         char title[64];
         snprintf(title, sizeof(title), "rank %d: live bytes, every site", x->rank);
         one_chart(f, p, title, total, "live bytes");
@@ -219,7 +144,7 @@ static void memory(FILE *f, const dpage *p)
         double (*ys)[HC_BINS] = calloc(SITES_DRAWN, sizeof(*ys));
         html_svg_series s[SITES_DRAWN];
         for (int k = 0; ys && k < nt; k++) {
-            carried(x->sites[top[k]].live, ys[k], p->bins.nbins);
+            html_series_carried(x->sites[top[k]].live, ys[k], p->bins.nbins);
             s[k] = (html_svg_series){.label = x->sites[top[k]].name, .color = colors[k], .x = p->x, .y = ys[k],
                                 .n = p->bins.nbins};
         }
@@ -248,7 +173,7 @@ static void collectives(FILE *f, const dpage *p)
         total += p->coll[i].colls + p->coll[i].open;
     if (!total)
         return;
-    section(f, "collectives", "Collectives per rank");
+    html_page_section(f, "collectives", "Collectives per rank");
     downsampled_note(f, p);
     static const char *const colors[COLL_LINES] = {"#c33", "#36c", "#2a6", "#e90", "#839", "#088", "#963", "#555"};
     html_svg_series s[COLL_LINES];
@@ -275,50 +200,6 @@ static void collectives(FILE *f, const dpage *p)
     fputs("</section>\n", f);
 }
 
-static void check(FILE *f, const dpage *p)
-{
-    const dump_check_result *c = p->res;
-    char sb[48];
-    section(f, "check", "Findings (tfdump --check)");
-    fputs("<ul class=\"findings\">", f);
-    int n = p->d->t ? tft_trace_nranks(p->d->t) : 0;
-    for (int i = 0; c->drops && i < n; i++) {
-        if (!c->drops[i].count)
-            continue;
-        char what[256];
-        fprintf(f, "<li class=\"incomplete\">incomplete: rank %d lost ", tft_trace_rank_id(p->d->t, i));
-        html_text(f, tft_drop_describe(&c->drops[i], what, sizeof(what)));
-        fputs("; what follows covers only what was recorded</li>", f);
-    }
-    if (c->nf.found) {
-        fputs("<li class=\"nonfinite\">", f);
-        html_textf(f, "non-finite: rank %d, %s, seq %lld: %s (%" PRIu64 " NaN, %" PRIu64 " Inf)", c->nf.rank,
-                   core_step_text(c->nf.step, sb, sizeof(sb)), (long long)c->nf.seq, c->nf.name, c->nf.nan, c->nf.inf);
-        fputs("</li>", f);
-    }
-    for (int i = 0; i < c->nl; i++) {
-        char what[400];
-        leak_describe(&c->leaks[i], what, sizeof(what));
-        fputs("<li class=\"leak\">", f);
-        html_textf(f, "leak: rank %d, %s", c->leaks[i].rank, what);
-        fputs("</li>", f);
-    }
-    for (int i = 0; i < c->nd; i++) {
-        char where[160];
-        desync_where(c->ds, c->nd, i, where, sizeof(where));
-        fputs("<li class=\"desync\">", f);
-        html_textf(f, "desync: %s at %s (%s): ", desync_kind_name(c->ds[i].kind),
-                   core_step_text(c->ds[i].step, sb, sizeof(sb)), where);
-        html_text(f, c->ds[i].detail);
-        fputs("</li>", f);
-    }
-    if (!c->nf.found && !c->nl && !c->nd)
-        fprintf(f, "<li>OK: no non-finite values, leaks or desyncs%s</li>", c->lossy ? " in what was recorded" : "");
-    fputs("</ul>\n", f);
-    report_check_html_table(f, c->findings, c->nfind); /* the detectors (docs/CHECK.md) */
-    fputs("</section>\n", f);
-}
-
 static void free_page(dpage *p)
 {
     for (int i = 0; i < p->ns; i++)
@@ -326,7 +207,29 @@ static void free_page(dpage *p)
     free(p->coll);
 }
 
-static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result *res, const char *unrecorded)
+/* The verdict line (the first finding, or why nothing was checked) and
+ * the trace's name. */
+static void verdict(FILE *f, const dpage *p, const char *path, bool found, const char *unrecorded)
+{
+    const report_check_result *res = p->res;
+    const tft_trace *t = p->d->t;
+    const char *status = found ? "findings" : res->lossy ? "incomplete" : "ok";
+    char what[1200];
+    if (unrecorded)
+        snprintf(what, sizeof(what), "%s", unrecorded);
+    else
+        report_check_first_finding(res, what, sizeof(what));
+    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", status);
+    if (p->mark != INT64_MIN)
+        fprintf(f, " data-step=\"%" PRId64 "\"", p->mark);
+    fputs(">", f);
+    html_text(f, what);
+    fputs("</p>\n<p class=\"meta\">Trace <code>", f);
+    html_text(f, path);
+    fprintf(f, "</code>: %d rank file%s.</p>\n", t ? tft_trace_nranks(t) : 0, t && tft_trace_nranks(t) == 1 ? "" : "s");
+}
+
+static int write_page(dump_trace *d, const dump_opts *o, const report_check_result *res, const char *unrecorded)
 {
     html_out out;
     if (html_out_open(&out, o->html_out) < 0) {
@@ -341,8 +244,8 @@ static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result
     }
     *p = (dpage){.d = d, .res = res, .mark = INT64_MIN};
     int frank = -1;
-    int64_t step = unrecorded ? TFT_STEP_NONE : first_step(res, &frank);
-    bool found = unrecorded || dump_check_found(res);
+    int64_t step = unrecorded ? TFT_STEP_NONE : report_check_first_step(res, &frank);
+    bool found = unrecorded || report_check_found(res);
     if (step != TFT_STEP_NONE && !CORE_IS_STEPLESS(step))
         p->mark = step;
     int e = d->t ? collect(p, frank) : 0;
@@ -354,25 +257,11 @@ static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result
         return DUMP_USAGE;
     }
     FILE *f = out.f;
-    const char *status = found ? "findings" : res->lossy ? "incomplete" : "ok";
     html_page_head(f, "dump", "tfdump report");
     fputs("<h1>tfdump report</h1>\n", f);
-    char what[1200];
-    if (unrecorded)
-        snprintf(what, sizeof(what), "%s", unrecorded);
-    else
-        sentence(res, what, sizeof(what));
-    fprintf(f, "<p id=\"verdict\" data-status=\"%s\"", status);
-    if (p->mark != INT64_MIN)
-        fprintf(f, " data-step=\"%" PRId64 "\"", p->mark);
-    fputs(">", f);
-    html_text(f, what);
-    fputs("</p>\n<p class=\"meta\">Trace <code>", f);
-    html_text(f, o->path);
-    fprintf(f, "</code>: %d rank file%s.</p>\n", d->t ? tft_trace_nranks(d->t) : 0,
-            d->t && tft_trace_nranks(d->t) == 1 ? "" : "s");
+    verdict(f, p, o->path, found, unrecorded);
     if (!unrecorded)
-        check(f, p);
+        report_check_html_section(f, res, d->t);
     curves(f, p);
     memory(f, p);
     collectives(f, p);
@@ -388,12 +277,12 @@ static int write_page(dump_trace *d, const dump_opts *o, const dump_check_result
 
 int dump_html(dump_trace *d, const dump_opts *o)
 {
-    dump_check_result res = {0};
+    report_check_result res = {0};
     if (d->unrecorded)
         return write_page(d, o, &res, "nothing to check: nothing was recorded (a manifest and no rank file)");
     int status = dump_check_collect(d, o, &res);
     if (!status)
         status = write_page(d, o, &res, NULL);
-    dump_check_result_free(&res);
+    report_check_result_free(&res);
     return status;
 }

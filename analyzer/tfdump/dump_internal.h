@@ -17,6 +17,7 @@
 #include "desync.h"
 #include "leak.h"
 #include "desync_stacks.h"
+#include "report_check.h"
 #include "tft_format.h"
 #include "tft_u64map.h"
 
@@ -239,42 +240,9 @@ void dump_clock_line(dump_trace *d, int i, const dump_clock_sum *c, bool first);
 /* Rank file i's "clock" object for the JSON summary. */
 cJSON *dump_clock_json(dump_trace *d, int i, const dump_clock_sum *c);
 
-/* --check's findings, for the HTML page (dump_html.c). */
-typedef struct dump_nonfinite {
-    bool found;
-    int rank;
-    int64_t step, seq;
-    char name[96];
-    uint64_t nan, inf;
-} dump_nonfinite;
-
-typedef struct dump_check_result {
-    dump_nonfinite nf;        /* the first non-finite tensor across ranks */
-    leak_finding leaks[64];
-    int nl;
-    desync_finding ds[64];
-    int nd;
-    struct tft_drop_sum *drops; /* per rank file: the records it lost (owned) */
-    int lossy;                /* rank files that lost records */
-    detect_finding *findings;    /* the detectors' findings, sorted (owned; docs/CHECK.md) */
-    int nfind;
-    int nerr, nwarn, ninfo;   /* findings by severity */
-    desync_stacks stacks;       /* STACK records: where each thread was at --timeout (owned) */
-} dump_check_result;
-/* Whether --check found anything that sets exit status 1: a non-finite
- * value, a leak, a desync, or a detector's error or warning (notes do not). */
-bool dump_check_found(const dump_check_result *res);
-/* report_check.c: a finding as one text line; the verdict line; the JSON
- * keys findings, verdict and counts; tftrain's clip threshold from the
- * recorded command line (0 when the command is not tftrain). */
-void report_check_print(FILE *f, const detect_finding *x);
-void report_check_verdict(const dump_check_result *r, int lossy, char *buf, size_t n);
-void report_check_json(cJSON *o, const dump_check_result *r);
-double report_check_clip_of(const tft_manifest *m);
 /* --check's analyses into out (messages on stderr on failure). Returns
- * DUMP_OK or DUMP_USAGE; dump_check_result_free frees out either way. */
-int dump_check_collect(dump_trace *d, const dump_opts *o, dump_check_result *out);
-void dump_check_result_free(dump_check_result *res);
+ * DUMP_OK or DUMP_USAGE; report_check_result_free frees out either way. */
+int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *out);
 /* tfdump --html FILE TRACE: the single-trace page (dump_html.c). Returns
  * --check's status (0 nothing found, 1 findings), 2 when it cannot be
  * written or the trace read. */

@@ -2,8 +2,9 @@
  * fuzz_diff.c — libFuzzer target for tfdiff's comparison of two rank
  * files: the alignment and first divergence (compare_rank), leaks of each
  * side and BAD against GOLDEN (leak_find_mem, leak_compare), the
- * report in text, JSON, JUnit (report.c) and Markdown (report_markdown.c), and the element-wise
- * comparison of captured tensors (tfdiff --tensors, compare_tensors.c).
+ * report in text, JSON, JUnit and Markdown (report_text.c, report_json.c,
+ * report_junit.c, report_markdown.c), and the element-wise comparison of
+ * captured tensors (tfdiff --tensors: compare_tensors.c, report_tensors.c).
  *
  * The input is a program (fuzz_trace.h) of at least two rank files: file 0
  * is GOLDEN, file 1 BAD, each written with tft_writer (checksummed) into a
@@ -19,7 +20,7 @@
 #include "leak.h"
 #include "compare.h"
 #include "report.h"
-#include "compare_tensors.h"
+#include "report_tensors.h"
 #include "fuzz_trace.h"
 
 #include <errno.h>
@@ -137,7 +138,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     tensors_opts to = {.rtol = opt & 16 ? 1e-3 : 0, .atol = 0, .pad_id = 256, .json = opt & 32,
                        .name_glob = opt & 64 ? "L0.*" : NULL};
-    int st = compare_tensors(gdir, bdir, &to, devnull);
+    compare_tensors_result tr;
+    int st = compare_tensors_run(gdir, bdir, &to, &tr);
+    if (!st)
+        st = report_tensors(&tr, gdir, bdir, &to, devnull);
+    compare_tensors_free(&tr);
     FUZZ_CHECK(st >= 0 && st <= 2, "compare_tensors %d", st);
     return 0;
 }

@@ -1,0 +1,207 @@
+/*
+ * report_sentence.c — the words of each finding, written once
+ * (report_internal.h): tfdiff's findings as the text report's lines and as
+ * the one-line summaries JUnit and the HTML and Markdown reports lead
+ * with; the leak, desync and detector sentences tfdump --check shares; the
+ * first finding of a report (report.h) and its step.
+ */
+#include "core_common.h"
+#include "report_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *report_sentence_divergence(const compare_result *x, bool full, char *buf, size_t n)
+{
+    char sb[48], ob[48], th[32] = "", op[128] = "";
+    const compare_point *p = &x->first;
+    if (full && x->threads > 1 && p->thread >= 0)
+        snprintf(th, sizeof(th), ", thread %d", p->thread);
+    if (full && p->op[0] && strcmp(p->op, p->tensor) != 0)
+        snprintf(op, sizeof(op), " [%s]", p->op);
+    int w = snprintf(buf, n, "first divergence: rank %d, %s, seq %lld%s: %s%s (%s%s%s)", p->rank,
+                     core_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, th, p->tensor, op,
+                     compare_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
+    const compare_point *o = &x->origin;
+    if (!full && w > 0 && (size_t)w < n && o->found && (o->step != p->step || o->seq != p->seq))
+        snprintf(buf + w, n - (size_t)w, "; origin: %s, seq %lld: %s (its inputs match GOLDEN, its output does not)",
+                 core_step_text(o->step, ob, sizeof(ob)), (long long)o->seq, o->tensor);
+    return buf;
+}
+
+const char *report_sentence_structure(const compare_result *x, bool full, char *buf, size_t n)
+{
+    if (full)
+        snprintf(buf, n, "rank %d: structure: %s (%" PRIu64 " inserted, %" PRIu64 " deleted)", x->rank, x->structure,
+                 x->inserted, x->deleted);
+    else
+        snprintf(buf, n, "rank %d: structure: %s", x->rank, x->structure);
+    return buf;
+}
+
+/* The text report (full) says "golden" and whether BAD's exit is known, and
+ * has words of its own for a trace without steps and for records that lost
+ * their tail; the summary has only the early end. */
+const char *report_sentence_ended(const compare_result *x, bool full, char *buf, size_t n)
+{
+    char a[48], b[48];
+    const char *unknown = full && !x->bad_exit_known ? ", exit unknown" : "";
+    if (full && x->bad_ended_early && CORE_IS_STEPLESS(x->bad_last_step))
+        snprintf(buf, n, "rank %d: BAD ended early, in window %lld of its ops (no steps; golden ran to window %lld)%s",
+                 x->rank, (long long)(x->bad_last_step - CORE_STEPLESS_BASE),
+                 (long long)(x->golden_last_step - CORE_STEPLESS_BASE), unknown);
+    else if (full && x->lost_tail)
+        snprintf(buf, n, "rank %d: BAD's records end at %s (golden's at %s), but it exited as GOLDEN did: "
+                         "the rest was lost, not skipped", x->rank, core_step_text(x->bad_last_step, a, sizeof(a)),
+                 core_step_text(x->golden_last_step, b, sizeof(b)));
+    else if (x->bad_ended_early && (full || !x->lost_tail))
+        snprintf(buf, n, "rank %d: BAD ended early at %s (%s ran to %s)%s", x->rank,
+                 core_step_text(x->bad_last_step, a, sizeof(a)), full ? "golden" : "GOLDEN",
+                 core_step_text(x->golden_last_step, b, sizeof(b)), unknown);
+    else
+        return NULL;
+    return buf;
+}
+
+/* The summary: BAD's exit and that GOLDEN's differs; the text report's
+ * line (full): GOLDEN's exit too when it differs and is known. */
+const char *report_sentence_exit(const compare_result *x, bool full, char *buf, size_t n)
+{
+    int w = snprintf(buf, n, "rank %d: BAD exited with %s %d", x->rank, x->bad_exit_signal ? "signal" : "code",
+                     x->bad_exit_signal ? x->bad_exit_signal : x->bad_exit_code);
+    if (w < 0 || (size_t)w >= n)
+        return buf;
+    if (!full)
+        snprintf(buf + w, n - (size_t)w, ", GOLDEN otherwise");
+    else if (x->exit_differs && x->golden_exit_known)
+        snprintf(buf + w, n - (size_t)w, " (GOLDEN with %s %d)", x->golden_exit_signal ? "signal" : "code",
+                 x->golden_exit_signal ? x->golden_exit_signal : x->golden_exit_code);
+    return buf;
+}
+
+const char *report_sentence_rank(const compare_result *x, char *buf, size_t n)
+{
+    switch (report_rank_class(x)) {
+    case REPORT_DIVERGENCE: return report_sentence_divergence(x, false, buf, n);
+    case REPORT_STRUCTURE: return report_sentence_structure(x, false, buf, n);
+    case REPORT_ENDED: return report_sentence_ended(x, false, buf, n);
+    case REPORT_EXIT: return report_sentence_exit(x, false, buf, n);
+    default: return NULL;
+    }
+}
+
+const char *report_sentence_nonfinite(const compare_nonfinite *nf, char *buf, size_t n)
+{
+    char sb[48];
+    snprintf(buf, n, "first non-finite in BAD: rank %d, %s, %s (%s)", nf->rank,
+             core_step_text(nf->step, sb, sizeof(sb)), nf->tensor, nf->in_golden ? "GOLDEN has it too" : "GOLDEN has none");
+    return buf;
+}
+
+const char *report_sentence_leak(const leak_finding *l, char *buf, size_t n)
+{
+    char what[400];
+    leak_describe(l, what, sizeof(what));
+    snprintf(buf, n, "leak: rank %d, %s", l->rank, what);
+    return buf;
+}
+
+const char *report_sentence_desync(const desync_finding *ds, int nd, int i, char *buf, size_t n)
+{
+    char sb[48], where[160];
+    desync_where(ds, nd, i, where, sizeof(where));
+    snprintf(buf, n, "desync: %s at %s (%s): %s", desync_kind_name(ds[i].kind),
+             core_step_text(ds[i].step, sb, sizeof(sb)), where, ds[i].detail);
+    return buf;
+}
+
+const char *report_sentence_unrecorded(const diff_report *r, char *buf, size_t n)
+{
+    snprintf(buf, n, "BAD recorded nothing: %s", r->bad_unrecorded_what);
+    return buf;
+}
+
+const char *report_sentence_incomplete(const diff_report *r, int k, char *buf, size_t n)
+{
+    char why[320];
+    if (!report_incomplete_reason(r, k, why, sizeof(why)))
+        return NULL;
+    snprintf(buf, n, "incomplete: %s", why);
+    return buf;
+}
+
+const char *report_sentence_check(const detect_finding *x, int parts, char *buf, size_t n)
+{
+    char sb[48], layer[24] = "";
+    if ((parts & REPORT_CHECK_LAYER) && x->layer >= 0)
+        snprintf(layer, sizeof(layer), ", layer %d", x->layer);
+    const char *tensor = (parts & REPORT_CHECK_DASH) && !x->tensor[0] ? "-" : x->tensor;
+    int w = snprintf(buf, n, "%s: %s: rank %d, %s, %s%s: %s", detect_severity_name(x->severity), x->kind, x->rank,
+                     core_step_text(x->step, sb, sizeof(sb)), tensor, layer, x->evidence);
+    if ((parts & REPORT_CHECK_CAUSES) && x->causes && x->causes[0] && w >= 0 && (size_t)w < n)
+        snprintf(buf + w, n - (size_t)w, ". Likely: %s", x->causes);
+    return buf;
+}
+
+const char *report_shape_text(const compare_tensor_side *t, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "%s[", tft_dtype_name(t->dtype));
+    for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+void report_stat_rows(const compare_point *p, report_stat_row rows[REPORT_STAT_ROWS])
+{
+    const tft_stats *g = &p->golden.stats, *b = &p->bad.stats;
+    const report_stat_row r[REPORT_STAT_ROWS] = {
+        {"mean", g->mean, b->mean}, {"std", g->std, b->std}, {"min", g->min, b->min},
+        {"max", g->max, b->max}, {"absmax", g->absmax, b->absmax}, {"l1", g->l1, b->l1}, {"l2", g->l2, b->l2},
+        {"nan", (double)g->nan, (double)b->nan}, {"inf", (double)(g->pinf + g->ninf), (double)(b->pinf + b->ninf)},
+        {"zero", (double)g->zero, (double)b->zero},
+    };
+    memcpy(rows, r, sizeof(r));
+}
+
+bool report_first_finding(const diff_report *r, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    report_finding f = report_first(r);
+    switch (f.cls) {
+    case REPORT_UNRECORDED: report_sentence_unrecorded(r, buf, n); break;
+    case REPORT_NONFINITE: report_sentence_nonfinite(report_first_nonfinite(r), buf, n); break;
+    case REPORT_DESYNC: report_sentence_desync(r->desyncs, r->ndesyncs, 0, buf, n); break;
+    case REPORT_LEAK: report_sentence_leak(&r->leaks[0], buf, n); break;
+    case REPORT_INCOMPLETE: report_sentence_incomplete(r, 0, buf, n); break;
+    case REPORT_NONE: break;
+    default: report_sentence_rank(f.rank, buf, n); break;
+    }
+    return buf[0] != '\0';
+}
+
+/* The step of the first finding; after the classes that have one, BAD's
+ * last step on the first rank that ended early. */
+int64_t report_first_step(const diff_report *r)
+{
+    report_finding f = report_first(r);
+    const leak_finding *l = &r->leaks[0];
+    switch (f.cls) {
+    case REPORT_UNRECORDED: return TFT_STEP_NONE;
+    case REPORT_DIVERGENCE: return f.rank->first.step;
+    case REPORT_NONFINITE: return report_first_nonfinite(r)->step;
+    case REPORT_DESYNC: return r->desyncs[0].step;
+    case REPORT_LEAK:
+        return l->how == LEAK_GROWTH && l->from_step != TFT_STEP_NONE ? l->from_step
+               : l->how == LEAK_PEAK ? l->peak_step : l->first_alloc_step;
+    default: break;
+    }
+    for (int i = 0; i < r->nranks; i++) {
+        const compare_result *x = &r->ranks[i];
+        if (x->bad_ended_early && !x->lost_tail)
+            return x->bad_last_step;
+    }
+    return TFT_STEP_NONE;
+}
