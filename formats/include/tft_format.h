@@ -739,6 +739,7 @@ TFT_API tft_trace *tft_trace_open_parts(const char *const *paths, int n, const t
  * file i came from; 0 for a trace of one path; -1 for a bad index. */
 TFT_API int tft_trace_file_part(const tft_trace *t, int i);
 TFT_API const tft_manifest *tft_trace_manifest(const tft_trace *t); /* NULL if none */
+/* Rank files of t (0 for NULL) and the rank of file i (-1 for a bad index or NULL). */
 TFT_API int tft_trace_nranks(const tft_trace *t);
 TFT_API int tft_trace_rank_id(const tft_trace *t, int i);
 TFT_API tft_reader *tft_trace_reader(tft_trace *t, int i);

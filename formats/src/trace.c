@@ -581,8 +581,8 @@ const tft_manifest *tft_trace_manifest(const tft_trace *t)
     return t->have_manifest ? &t->manifest : NULL;
 }
 
-int tft_trace_nranks(const tft_trace *t) { return t->n; }
-int tft_trace_rank_id(const tft_trace *t, int i) { return (i >= 0 && i < t->n) ? t->f[i].rank : -1; }
+int tft_trace_nranks(const tft_trace *t) { return t ? t->n : 0; }
+int tft_trace_rank_id(const tft_trace *t, int i) { return (t && i >= 0 && i < t->n) ? t->f[i].rank : -1; }
 
 tft_reader *tft_trace_reader(tft_trace *t, int i)
 {

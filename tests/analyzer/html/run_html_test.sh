@@ -67,6 +67,14 @@ rc=0; "$TFDUMP" --html d.html g.trace >/dev/null 2>err.txt || rc=$?
 check d.html --report dump --status ok --no-step --sections check,curves,memory --max-bytes 400000 \
       --text-contains "rank 0: loss"
 
+# a command that recorded nothing (a manifest, no rank file): the page says
+# so, with --check's status (1), and nothing crashes
+mkdir -p none.trace
+"${REC[@]}" -o none.trace -- true >/dev/null 2>&1 || fail "recording a command that records nothing"
+rc=0; "$TFDUMP" --html dn.html none.trace >/dev/null 2>err.txt || rc=$?
+[ "$rc" = 1 ] || fail "tfdump --html of a trace that recorded nothing: exit $rc, want 1: $(head -2 err.txt)"
+check dn.html --report dump --text-contains "nothing was recorded"
+
 # --- --tensors: the captured pairs' differences as images with the pattern
 CAP=(--capture 'step=0,name=L0.attn.mask')
 "${REC[@]}" -o cg.trace "${CAP[@]}" -- "$TFTRAIN" "${SMALL[@]}" --steps 1 >/dev/null 2>&1 || fail "capture GOLDEN"
