@@ -36,7 +36,7 @@
 enum {
     SPILL_BLOCK = 64 << 10, /* bytes a rank buffers before writing them */
     SPILL_READ = 1 << 10,   /* merge: a rank's first read buffer (grows for a larger entry) */
-    SPILL_RECENT = 16,      /* tensors kept to resolve a collective's result (desync.c's rule) */
+    SPILL_RECENT = 16,      /* tensors kept to resolve a collective's result (desync_collectives.c's rule) */
 };
 
 typedef struct spill_block {
@@ -248,7 +248,7 @@ static void ex_nonfinite(extractor *x, const tft_rec_tensor *t)
         snprintf(nf->name, sizeof(nf->name), "%016llx", (unsigned long long)t->name);
 }
 
-/* desync.c's on_tensor and on_param filter, within the rank. */
+/* desync_params.c's desync_on_param filter, within the rank. */
 static int ex_tensor(extractor *x, const tft_rec_tensor *t)
 {
     ex_nonfinite(x, t);

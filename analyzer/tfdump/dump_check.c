@@ -1,7 +1,7 @@
 /*
  * dump_check.c — tfdump --check: the findings one trace shows on its own,
  * without a GOLDEN: the first non-finite tensor, collective desyncs across
- * ranks (desync.c) and leaks (leak.c); and the detectors that
+ * ranks (desync/) and leaks (leak/); and the detectors that
  * read the tensor statistics over time (detect.h, docs/CHECK.md),
  * fed in the same pass.
  */

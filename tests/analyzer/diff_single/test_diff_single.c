@@ -1,6 +1,6 @@
 /*
  * test_diff_single.c — the single-trace analyses of tfdiff: leaks
- * (leak.c) and desyncs across ranks (desync.c), on rank files and
+ * (leak/) and desyncs across ranks (desync/), on rank files and
  * trace directories written here with the writer API, so every expected
  * finding is known exactly.
  */
