@@ -227,6 +227,23 @@ static void text_stack(FILE *f, const tft_rec_stack *s, const tft_reader *r)
         fprintf(f, "\n      (%s)", txt(r, s->note));
 }
 
+/* A kind without a case below: a kind this build does not know shows its
+ * length; a known one (a new kind no case was written for yet) its
+ * strings, by their fields' names (the table of kinds, tft_rec_kind). */
+static void text_other(FILE *f, const tft_rec *rec, const tft_reader *r)
+{
+    const tft_rec_kind_info *k = tft_rec_kind(rec->kind);
+    if (!k) {
+        fprintf(f, " len=%u", rec->len);
+        return;
+    }
+    uint64_t ids[TFT_REC_STRINGS];
+    int n = tft_rec_string_ids(rec, ids);
+    for (int i = 0; i < n; i++)
+        if (ids[i])
+            fprintf(f, " %s=%s", k->string_field[i], txt(r, ids[i]));
+}
+
 static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
 {
     switch (rec->kind) {
@@ -271,7 +288,7 @@ static void text_body(FILE *f, const tft_rec *rec, const tft_reader *r)
                 c->maxerror_ns / 1000);
         break;
     }
-    default: fprintf(f, " len=%u", rec->len); break;
+    default: text_other(f, rec, r); break;
     }
 }
 

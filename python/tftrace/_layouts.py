@@ -165,6 +165,8 @@ class Kind(NamedTuple):
     layout: Optional[type]    # the Structure of its fixed part here; None: a kind the
                               # library knows and this package does not decode
     strings: Tuple[str, ...]  # its fields that are string ids, as the library lists them
+    offsets: Tuple[int, ...]  # ... and their offsets in the record
+    label: int                # the index of the one naming the record, -1 none
 
 
 # The Structure of each kind this package decodes. Everything else about a
@@ -205,8 +207,10 @@ def load_kinds(lib) -> None:
         if not p:
             continue
         row = RecKindInfo.from_address(p)
-        strings = tuple(row.string_field[i].decode() for i in range(max(0, min(row.n_strings, 4))))
-        KINDS[kind] = Kind(row.name.decode(), LAYOUTS.get(kind), strings)
+        n = max(0, min(row.n_strings, 4))
+        strings = tuple(row.string_field[i].decode() for i in range(n))
+        offsets = tuple(row.string_offset[i] for i in range(n))
+        KINDS[kind] = Kind(row.name.decode(), LAYOUTS.get(kind), strings, offsets, row.label)
     KIND_NAMES.update({kind: k.name for kind, k in KINDS.items() if kind != REC_STRING})
     KIND_BY_NAME.update({v: k for k, v in KIND_NAMES.items()})
 
@@ -452,6 +456,12 @@ def event_dict(names, h, addr, rank, strings, ops):
                  maxerror_ns=p.maxerror_ns, esterror_ns=p.esterror_ns)
     elif kind not in KIND_NAMES:
         d["len"] = h.len
+    else:  # a kind the library knows and no branch above decodes: its strings, by field
+        k = KINDS[kind]
+        for i, (field, off) in enumerate(zip(k.strings, k.offsets)):
+            d[field] = strings(_u64.from_address(addr + off).value)
+            if i == k.label:
+                d["name"] = d[field]
     return d
 
 
