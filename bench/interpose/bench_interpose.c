@@ -185,6 +185,102 @@ static double run(const char *self, int cfg, const char *kind, const char *stats
     return wall;
 }
 
+/* The cases measured; goal: ns per call over untraced, < 0 none
+ * (BENCH-RESULT "goal": null); n: calls per pass. */
+static const struct bench_case {
+    const char *id, *kind, *stats, *what;
+    long n;
+    double goal;
+} cases[] = {
+    {"interpose.malloc.small0", "small0", "shape", "malloc(64)+free, none recorded alive", 40000, -1},
+    {"interpose.malloc.small", "small", "shape", "malloc(64)+free, a recorded block alive", 40000, -1},
+    /* 100 ns per intercepted call (docs/BENCHMARKS.md): two per pair */
+    {"interpose.malloc.big", "big", "shape", "malloc(2 MiB)+free, recorded", 4000, 200},
+#ifdef TFT_BENCH_BLAS
+    {"interpose.sgemm4.shape", "sgemm", "shape", "cblas_sgemm 4x4, --stats shape", 2000, 100},
+    {"interpose.sgemm4.full", "sgemm", "full", "cblas_sgemm 4x4, full statistics", 1000, -1},
+#endif
+};
+enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
+
+typedef struct bench_opts {
+    int reps;
+    double scale;
+    const char *tftrace, *lib;
+    char exe[4096], dir[32];
+} bench_opts;
+
+/* Runs case c reps times in each configuration, alternated, keeping the
+ * best wall and CPU times per configuration; prints its row. Returns 1
+ * when a measurement failed (a run with drops is left out, not a failure). */
+static int measure(const bench_opts *o, const struct bench_case *c, double best[3], double cpu[3])
+{
+    int bad = 0;
+    long n = (long)((double)c->n * o->scale);
+    n = n < 100 ? 100 : n;
+    for (int cfg = UNTRACED; cfg <= TRACED; cfg++)
+        best[cfg] = cpu[cfg] = 1e30;
+    for (int r = 0; r < o->reps; r++)
+        for (int cfg = UNTRACED; cfg <= TRACED; cfg++) {
+            double t, v = run(o->exe, cfg, c->kind, c->stats, n, o->tftrace, o->lib, o->dir, &t);
+            if (v < 0) {
+                bad |= v == -1;
+                continue;
+            }
+            best[cfg] = v < best[cfg] ? v : best[cfg];
+            cpu[cfg] = t < cpu[cfg] ? t : cpu[cfg];
+        }
+    printf("%-40s", c->what);
+    for (int cfg = UNTRACED; cfg <= TRACED; cfg++)
+        printf(" %6.1f (%6.1f)", best[cfg], cpu[cfg]);
+    printf(" %6.2f\n", cpu[TRACED] / cpu[UNTRACED]);
+    return bad;
+}
+
+/* The figures of case c: CPU time, which the other processes of a loaded
+ * machine disturb far less than the wall clock. */
+static void bench_results(const struct bench_case *c, const double b[3])
+{
+    if (b[TRACED] >= 1e30 || b[UNTRACED] >= 1e30)
+        return; /* every traced run dropped records: no figure */
+    char goal[32] = "null";
+    if (c->goal >= 0)
+        snprintf(goal, sizeof(goal), "%g", c->goal);
+    printf("BENCH-RESULT {\"id\":\"%s\",\"what\":\"%s under tftrace (CPU time per call)\",\"unit\":\"ns/call\","
+           "\"figure\":%.1f,\"baseline\":%.1f,\"baseline_what\":\"untraced\",\"metric\":\"delta\",\"value\":%.1f,"
+           "\"goal_op\":\"<=\",\"goal\":%s}\n",
+           c->id, c->what, b[TRACED], b[UNTRACED], b[TRACED] - b[UNTRACED], goal);
+    printf("BENCH-RESULT {\"id\":\"%s.off\",\"what\":\"%s, libtftrace preloaded, not recording (CPU time per call)\","
+           "\"unit\":\"ns/call\",\"figure\":%.1f,\"baseline\":%.1f,\"baseline_what\":\"untraced\","
+           "\"metric\":\"delta\",\"value\":%.1f,\"goal_op\":\"<=\",\"goal\":null}\n",
+           c->id, c->what, b[PRELOADED], b[UNTRACED], b[PRELOADED] - b[UNTRACED]);
+}
+
+/* --reps N --scale X --tftrace PATH --lib PATH, its own executable's path
+ * and a scratch directory. 0, or -1 when either cannot be had. */
+static int parse_opts(int argc, char **argv, bench_opts *o)
+{
+    *o = (bench_opts){.reps = 5, .scale = 1, .tftrace = TFT_BENCH_LAUNCHER, .lib = TFT_BENCH_LIBRARY};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--reps"))
+            o->reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--scale"))
+            o->scale = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tftrace"))
+            o->tftrace = argv[i + 1];
+        else if (!strcmp(argv[i], "--lib"))
+            o->lib = argv[i + 1];
+    }
+    snprintf(o->dir, sizeof(o->dir), "/tmp/tft-bench-ip-XXXXXX");
+    if (!mkdtemp(o->dir))
+        return -1;
+    ssize_t len = readlink("/proc/self/exe", o->exe, sizeof(o->exe) - 1);
+    if (len <= 0)
+        return -1;
+    o->exe[len] = '\0';
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--child")) {
@@ -192,94 +288,24 @@ int main(int argc, char **argv)
         printf("%.3f %.3f\n", v, cpu);
         return v < 0;
     }
-    int reps = 5;
-    double scale = 1;
-    const char *tftrace = TFT_BENCH_LAUNCHER, *lib = TFT_BENCH_LIBRARY;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--reps"))
-            reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--scale"))
-            scale = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--tftrace"))
-            tftrace = argv[i + 1];
-        else if (!strcmp(argv[i], "--lib"))
-            lib = argv[i + 1];
-    }
-    char dir[] = "/tmp/tft-bench-ip-XXXXXX";
-    if (!mkdtemp(dir))
+    static bench_opts o;
+    if (parse_opts(argc, argv, &o) < 0)
         return 1;
-    const char *self = "/proc/self/exe";
-    char exe[4096];
-    ssize_t len = readlink(self, exe, sizeof(exe) - 1);
-    if (len <= 0)
-        return 1;
-    exe[len] = '\0';
-    /* goal: ns per call over untraced, < 0 none (BENCH-RESULT "goal": null) */
-    static const struct {
-        const char *id, *kind, *stats, *what;
-        long n;
-        double goal;
-    } cases[] = {
-        /* n: calls per pass */
-        {"interpose.malloc.small0", "small0", "shape", "malloc(64)+free, none recorded alive", 40000, -1},
-        {"interpose.malloc.small", "small", "shape", "malloc(64)+free, a recorded block alive", 40000, -1},
-        /* 100 ns per intercepted call (docs/BENCHMARKS.md): two per pair */
-        {"interpose.malloc.big", "big", "shape", "malloc(2 MiB)+free, recorded", 4000, 200},
-#ifdef TFT_BENCH_BLAS
-        {"interpose.sgemm4.shape", "sgemm", "shape", "cblas_sgemm 4x4, --stats shape", 2000, 100},
-        {"interpose.sgemm4.full", "sgemm", "full", "cblas_sgemm 4x4, full statistics", 1000, -1},
-#endif
-    };
-    enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
     double load0[1] = {0}, load1[1] = {0};
     getloadavg(load0, 1);
     printf("ns per call (per malloc+free pair), best of %d runs of %d passes, alternated, default ring; wall clock\n"
-           "(CPU time of the calling thread); ratio = traced / untraced CPU time\n", reps, PASSES);
+           "(CPU time of the calling thread); ratio = traced / untraced CPU time\n", o.reps, PASSES);
     printf("%-40s %15s %15s %15s %6s\n", "", "untraced", "preload,off", "traced", "ratio");
     int bad = 0;
     double best[NCASES][3], cpu[NCASES][3];
-    for (size_t k = 0; k < NCASES; k++) {
-        long n = (long)((double)cases[k].n * scale);
-        n = n < 100 ? 100 : n;
-        for (int cfg = UNTRACED; cfg <= TRACED; cfg++)
-            best[k][cfg] = cpu[k][cfg] = 1e30;
-        for (int r = 0; r < reps; r++)
-            for (int cfg = UNTRACED; cfg <= TRACED; cfg++) {
-                double c, v = run(exe, cfg, cases[k].kind, cases[k].stats, n, tftrace, lib, dir, &c);
-                if (v < 0) {
-                    bad |= v == -1; /* a run with drops is left out, not a failure */
-                    continue;
-                }
-                best[k][cfg] = v < best[k][cfg] ? v : best[k][cfg];
-                cpu[k][cfg] = c < cpu[k][cfg] ? c : cpu[k][cfg];
-            }
-        printf("%-40s", cases[k].what);
-        for (int cfg = UNTRACED; cfg <= TRACED; cfg++)
-            printf(" %6.1f (%6.1f)", best[k][cfg], cpu[k][cfg]);
-        printf(" %6.2f\n", cpu[k][TRACED] / cpu[k][UNTRACED]);
-    }
+    for (size_t k = 0; k < NCASES; k++)
+        bad |= measure(&o, &cases[k], best[k], cpu[k]);
     getloadavg(load1, 1);
     printf("load average %.1f -> %.1f\n", load0[0], load1[0]);
-    /* the figures: CPU time, which the other processes of a loaded machine
-     * disturb far less than the wall clock */
-    for (size_t k = 0; k < NCASES && !bad; k++) {
-        if (cpu[k][TRACED] >= 1e30 || cpu[k][UNTRACED] >= 1e30)
-            continue; /* every traced run dropped records: no figure */
-        char goal[32] = "null";
-        if (cases[k].goal >= 0)
-            snprintf(goal, sizeof(goal), "%g", cases[k].goal);
-        const double *b = cpu[k];
-        printf("BENCH-RESULT {\"id\":\"%s\",\"what\":\"%s under tftrace (CPU time per call)\",\"unit\":\"ns/call\","
-               "\"figure\":%.1f,\"baseline\":%.1f,\"baseline_what\":\"untraced\",\"metric\":\"delta\",\"value\":%.1f,"
-               "\"goal_op\":\"<=\",\"goal\":%s}\n",
-               cases[k].id, cases[k].what, b[TRACED], b[UNTRACED], b[TRACED] - b[UNTRACED], goal);
-        printf("BENCH-RESULT {\"id\":\"%s.off\",\"what\":\"%s, libtftrace preloaded, not recording (CPU time per call)\","
-               "\"unit\":\"ns/call\",\"figure\":%.1f,\"baseline\":%.1f,\"baseline_what\":\"untraced\","
-               "\"metric\":\"delta\",\"value\":%.1f,\"goal_op\":\"<=\",\"goal\":null}\n",
-               cases[k].id, cases[k].what, b[PRELOADED], b[UNTRACED], b[PRELOADED] - b[UNTRACED]);
-    }
+    for (size_t k = 0; k < NCASES && !bad; k++)
+        bench_results(&cases[k], cpu[k]);
     char cmd[256];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", o.dir);
     if (system(cmd) != 0 || bad) {
         fprintf(stderr, "bench_interpose: a measurement failed\n");
         return 1;
