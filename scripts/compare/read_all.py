@@ -30,7 +30,7 @@ def main(path):
     show("collectives", t.collectives)
     show("allocations", t.allocations)
     show("steps", t.steps)
-    show("events", lambda: t.events())
+    show("events", lambda: list(t.events()))
     show("captures", t.captures)
     t.close()
 
