@@ -14,6 +14,7 @@ import ctypes as c
 import json
 import os
 import stat
+import sys
 import threading
 import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Literal, Optional, Set, Tuple, Union
@@ -36,6 +37,20 @@ _MANIFEST_MAX_BYTES = 64 << 20  # the C library's limit (formats/src/manifest.c)
 
 _LOGFN = c.CFUNCTYPE(None, c.c_void_p, c.c_int, c.c_char_p)
 
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_OURS = (_PACKAGE_DIR, contextlib.__file__)  # our with-blocks run through contextlib
+
+
+def _warn(message: Any, category: Optional[type] = None) -> None:
+    """warnings.warn, said at the caller's line: the first frame outside
+    this package and the contextlib frames of its with-blocks (a warning's
+    file:line inside tftrace helps no one)."""
+    level, f = 2, sys._getframe(1)  # stacklevel 2: _warn's caller
+    while f is not None and f.f_code.co_filename.startswith(_OURS):
+        level, f = level + 1, f.f_back
+    warnings.warn(message, category, stacklevel=level)
 
 class _ReaderOpts(c.Structure):
     _fields_ = [("sz", c.c_size_t), ("log", _LOGFN), ("log_ctx", c.c_void_p),
@@ -116,7 +131,7 @@ class Trace:
         check_layouts(lib)
         msg = _lib.check_version()
         if msg:
-            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+            _warn(msg, RuntimeWarning)
         self._l = lib
         self._names = Names(lib)
         _check_regular(self.path)
@@ -171,7 +186,7 @@ class Trace:
                 continue
             self._warned.add(text)
             self.problems.append(text)
-            warnings.warn(TraceWarning(text), stacklevel=3)
+            _warn(TraceWarning(text))
 
     def _open_error(self, what):
         """The TraceError for an open that just failed (the library's errno

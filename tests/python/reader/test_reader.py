@@ -393,6 +393,9 @@ def test_errors():
     msgs = [str(x.message) for x in w if issubclass(x.category, tftrace._reader.TraceWarning)]
     check(msgs and any("rank-00000.tft" in m and "chunk" in m for m in msgs),
           "no TraceWarning naming the damaged chunk: %s" % msgs)
+    # said at the user's line (the caller of tftrace), not inside the package
+    where = {os.path.basename(x.filename) for x in w if issubclass(x.category, tftrace._reader.TraceWarning)}
+    check(where == {os.path.basename(__file__)}, "TraceWarning said at %s, not at its caller" % where)
     check(t.problems == sorted(set(t.problems), key=t.problems.index) and t.problems,
           "problems %s" % t.problems)
     check(0 < n < n_intact, "damaged trace: %d tensors, intact %d" % (n, n_intact))
