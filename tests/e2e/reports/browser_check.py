@@ -178,7 +178,11 @@ class Browser:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 except OSError:
                     pass
-                self.proc.wait(timeout=5)
+                try:  # a loaded machine (CI, 2 cores) can take seconds to reap it
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    print("note: the browser (pid %d) had not exited 30 s after SIGKILL; left to the system"
+                          % self.proc.pid, flush=True)
         else:
             try:  # helpers left behind by a browser that exited
                 os.killpg(self.proc.pid, signal.SIGKILL)
