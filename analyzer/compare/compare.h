@@ -8,6 +8,7 @@
 #define TFT_COMPARE_H
 
 #include "core.h"
+#include "core_exception.h"
 
 /* Kinds of a divergence ("kind" in the JSON schema). */
 enum compare_kind { DK_VALUE = 0, DK_SHAPE, DK_DTYPE, DK_NONFINITE, DK_MISSING, DK_EXTRA };
@@ -82,6 +83,7 @@ typedef struct compare_result {
     int bad_exit_code, bad_exit_signal;
     bool golden_exit_known;
     int golden_exit_code, golden_exit_signal;
+    core_exception golden_raised, bad_raised; /* each side's uncaught exception (EXCEPTION records) */
     bool exit_differs;        /* BAD ended otherwise than GOLDEN (a signal, another code; or a
                                * non-zero one where GOLDEN's is unknown): a finding */
     uint64_t inserted, deleted; /* structural: tensors only in BAD / only in GOLDEN, reported once each run */

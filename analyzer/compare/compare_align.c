@@ -74,6 +74,8 @@ static void finish(align_ctx *c)
     out->golden_exit_known = c->g.exit_known;
     out->golden_exit_code = c->g.exit_code;
     out->golden_exit_signal = c->g.exit_signal;
+    out->golden_raised = c->g.raised;
+    out->bad_raised = c->b.raised;
     if (c->b.exit_known)
         out->exit_differs = c->g.exit_known ? c->b.exit_signal != c->g.exit_signal ||
                                                   (!c->b.exit_signal && c->b.exit_code != c->g.exit_code)

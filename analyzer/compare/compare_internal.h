@@ -100,6 +100,7 @@ typedef struct align_side {
     int64_t first_step, last_step;
     bool exit_known;
     int exit_code, exit_signal;
+    core_exception raised;  /* its first EXCEPTION record */
     tft_u64map cur, prev, leaf; /* tensor id -> enum align_state (u8); leaf holds at most LEAF_MAX */
     /* threads */
     bool threaded;         /* THREAD records (format 1.2) or a second thread key seen */

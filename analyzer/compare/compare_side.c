@@ -230,6 +230,7 @@ static void side_note_other(align_side *s, const tft_rec *rec, uint32_t key)
 {
     if (rec->kind == TFT_REC_PROCESS)
         side_take_process(s, rec);
+    core_exception_take(&s->raised, s->r, rec);
     if (rec->kind == TFT_REC_THREAD)
         return;
     if (rec->kind == TFT_REC_SYNC) {

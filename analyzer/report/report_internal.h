@@ -138,6 +138,9 @@ const char *report_sentence_structure(const compare_result *x, bool full, char *
  * early (!full). */
 const char *report_sentence_ended(const compare_result *x, bool full, char *buf, size_t n);
 const char *report_sentence_exit(const compare_result *x, bool full, char *buf, size_t n);
+/* "rank 0: BAD raised RuntimeError at step 37 in model.tok_emb: ..." (GOLDEN
+ * with golden), NULL when that side had no uncaught exception. */
+const char *report_sentence_raised(const compare_result *x, bool golden, char *buf, size_t n);
 /* A rank's finding (report_rank_class) in one line; NULL when none. */
 const char *report_sentence_rank(const compare_result *x, char *buf, size_t n);
 const char *report_sentence_nonfinite(const compare_nonfinite *nf, char *buf, size_t n);

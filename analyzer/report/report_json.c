@@ -193,6 +193,24 @@ static void json_exit(cJSON *o, const char *key, bool known, int signal, int cod
         cJSON_AddNumberToObject(ex, "code", code);
 }
 
+/* A side's uncaught exception (EXCEPTION records, format 1.7); the key only
+ * when there was one. */
+static void json_raised(cJSON *o, const char *key, const core_exception *e)
+{
+    if (!e->known)
+        return;
+    cJSON *x = cJSON_AddObjectToObject(o, key);
+    if (!x)
+        return;
+    cJSON_AddStringToObject(x, "type", e->type);
+    if (e->step == TFT_STEP_NONE)
+        cJSON_AddNullToObject(x, "step");
+    else
+        cJSON_AddNumberToObject(x, "step", (double)e->step);
+    cJSON_AddStringToObject(x, "where", e->where);
+    cJSON_AddStringToObject(x, "message", e->message);
+}
+
 static cJSON *json_rank(const compare_result *x)
 {
     cJSON *o = cJSON_CreateObject();
@@ -208,6 +226,8 @@ static cJSON *json_rank(const compare_result *x)
     json_exit(o, "bad_exit", x->bad_exit_known, x->bad_exit_signal, x->bad_exit_code);
     json_exit(o, "golden_exit", x->golden_exit_known, x->golden_exit_signal, x->golden_exit_code);
     cJSON_AddBoolToObject(o, "exit_differs", x->exit_differs);
+    json_raised(o, "bad_raised", &x->bad_raised);
+    json_raised(o, "golden_raised", &x->golden_raised);
     cJSON_AddNumberToObject(o, "threads", x->threads);
     cJSON_AddNumberToObject(o, "inserted", (double)x->inserted);
     cJSON_AddNumberToObject(o, "deleted", (double)x->deleted);

@@ -80,9 +80,25 @@ const char *report_sentence_exit(const compare_result *x, bool full, char *buf, 
     return buf;
 }
 
+const char *report_sentence_raised(const compare_result *x, bool golden, char *buf, size_t n)
+{
+    const core_exception *e = golden ? &x->golden_raised : &x->bad_raised;
+    if (!e->known)
+        return NULL;
+    char what[700];
+    snprintf(buf, n, "rank %d: %s raised %s", x->rank, golden ? "GOLDEN" : "BAD",
+             core_exception_text(e, what, sizeof(what)));
+    return buf;
+}
+
+/* An early or other end that came with an uncaught exception in BAD is said
+ * by the exception (its cause). */
 const char *report_sentence_rank(const compare_result *x, char *buf, size_t n)
 {
-    switch (report_rank_class(x)) {
+    report_class c = report_rank_class(x);
+    if ((c == REPORT_ENDED || c == REPORT_EXIT) && x->bad_raised.known)
+        return report_sentence_raised(x, false, buf, n);
+    switch (c) {
     case REPORT_DIVERGENCE: return report_sentence_divergence(x, false, buf, n);
     case REPORT_STRUCTURE: return report_sentence_structure(x, false, buf, n);
     case REPORT_ENDED: return report_sentence_ended(x, false, buf, n);

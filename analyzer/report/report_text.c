@@ -71,6 +71,10 @@ static void text_ranks(const diff_report *r, FILE *f)
         const compare_result *x = &r->ranks[i];
         if (x->structure[0])
             fprintf(f, "%s\n", report_sentence_structure(x, true, line, sizeof(line)));
+        if (report_sentence_raised(x, false, line, sizeof(line)))   /* the cause first */
+            fprintf(f, "%s\n", line);
+        if (report_sentence_raised(x, true, line, sizeof(line)))
+            fprintf(f, "%s\n", line);
         if (report_sentence_ended(x, true, line, sizeof(line)))
             fprintf(f, "%s\n", line);
         if (x->bad_exit_known && (x->bad_exit_code || x->bad_exit_signal || x->exit_differs))

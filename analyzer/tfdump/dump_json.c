@@ -238,6 +238,18 @@ static void json_stack(cJSON *o, const tft_rec_stack *s, const tft_reader *r)
     dump_json_str_or_null(o, "note", core_rec_string(r, s->note, b));
 }
 
+/* A known kind that has no case of its own (a new one): each of its
+ * string fields by the table's name, as the text listing shows them. */
+static void json_strings(cJSON *o, const tft_rec *rec, const tft_reader *r)
+{
+    const tft_rec_kind_info *k = tft_rec_kind(rec->kind);
+    uint64_t ids[TFT_REC_STRINGS];
+    int n = tft_rec_string_ids(rec, ids);
+    char buf[18];
+    for (int i = 0; i < n; i++)
+        dump_json_str_or_null(o, k->string_field[i], core_rec_string(r, ids[i], buf));
+}
+
 static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
 {
     char b[18];
@@ -286,9 +298,11 @@ static void json_body(cJSON *o, const tft_rec *rec, const tft_reader *r)
         core_json_u64(o, "esterror_ns", c->esterror_ns);
         break;
     }
-    default: /* a kind this build does not know: its length; a known one without a case: its "name" only */
+    default: /* a kind this build does not know: its length; a known one without a case: its strings */
         if (!tft_rec_kind(rec->kind))
             cJSON_AddNumberToObject(o, "len", rec->len);
+        else
+            json_strings(o, rec, r);
         break;
     }
 }

@@ -29,7 +29,7 @@ static void step_range(int64_t *first, int64_t *last, int64_t step)
         *last = step;
 }
 
-static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec)
+static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_reader *r, const tft_rec *rec)
 {
     s->by_kind[rec->kind]++;
     if (rec->kind >= s->kind_hi)
@@ -41,6 +41,7 @@ static void count_record(trace_sum *s, rank_sum *rs, int idx, const tft_rec *rec
     if (rec->kind == TFT_REC_DROPPED)
         tft_drop_sum_add(&rs->drops, (const tft_rec_dropped *)rec, rec->len);
     dump_clock_note(&rs->clock, rec);
+    core_exception_take(&rs->raised, r, rec);
     if (rec->kind == TFT_REC_PROCESS) {
         const tft_rec_process *p = (const tft_rec_process *)rec;
         if (p->event == TFT_PROC_EXIT) {
@@ -73,7 +74,7 @@ static int sum_rank(dump_trace *d, int idx, trace_sum *s)
     tft_reader_rewind(r);
     dump_coll_rank_begin(&s->coll);
     while ((e = tft_reader_next(r, &rec)) > 0)
-        count_record(s, rs, idx, rec);
+        count_record(s, rs, idx, r, rec);
     int ce = dump_coll_rank_end(&s->coll, r);
     tft_reader_get_status(r, &rs->st);
     long long keep = 0;

@@ -8,6 +8,7 @@
 #ifndef TFT_DUMP_SUMMARY_INTERNAL_H
 #define TFT_DUMP_SUMMARY_INTERNAL_H
 
+#include "core_exception.h"
 #include "dump_internal.h"
 #include "tft_drops.h"
 
@@ -23,6 +24,7 @@ typedef struct rank_sum {
     tft_drop_sum drops;      /* its DROPPED records; count: the chunk headers' total */
     dump_clock_sum clock;    /* its CLOCK records (dump_clock.c) */
     uint64_t rss_samples, rss_peak, rss_last; /* its PROCESS RSS samples, bytes */
+    core_exception raised;   /* its uncaught exception (EXCEPTION record, format 1.7) */
 } rank_sum;
 
 typedef struct trace_sum {

@@ -37,6 +37,33 @@ static cJSON *json_exit(const rank_sum *rs)
     return o;
 }
 
+/* "raised": {"RANK": {"type", "step", "where", "message", "text"}}, only
+ * when a rank had an uncaught exception (EXCEPTION records, format 1.7). */
+static void json_raised(cJSON *j, const dump_trace *d, const trace_sum *s)
+{
+    cJSON *o = NULL;
+    for (int i = 0; i < d->n; i++) {
+        const core_exception *x = &s->ranks[i].raised;
+        if (!x->known)
+            continue;
+        if (!o && !(o = cJSON_AddObjectToObject(j, "raised")))
+            return;
+        char key[16], text[700];
+        snprintf(key, sizeof(key), "%d", s->ranks[i].rank);
+        cJSON *e = cJSON_AddObjectToObject(o, key);
+        if (!e)
+            continue;
+        cJSON_AddStringToObject(e, "type", x->type);
+        if (x->step == TFT_STEP_NONE)
+            cJSON_AddNullToObject(e, "step");
+        else
+            cJSON_AddNumberToObject(e, "step", (double)x->step);
+        cJSON_AddStringToObject(e, "where", x->where);
+        cJSON_AddStringToObject(e, "message", x->message);
+        cJSON_AddStringToObject(e, "text", core_exception_text(x, text, sizeof(text)));
+    }
+}
+
 static cJSON *json_manifest(const tft_manifest *m)
 {
     if (!m)
@@ -197,6 +224,7 @@ cJSON *dump_summary_json(dump_trace *d, const dump_opts *o, const trace_sum *s)
         snprintf(key, sizeof(key), "%d", s->ranks[i].rank);
         cJSON_AddItemToObject(ex, key, json_exit(&s->ranks[i]));
     }
+    json_raised(j, d, s);
     cJSON *pr = cJSON_AddArrayToObject(j, "problems");
     for (size_t i = 0; pr && i < d->log.n; i++)
         cJSON_AddItemToArray(pr, cJSON_CreateString(d->log.msgs[i]));

@@ -56,6 +56,20 @@ static void text_exits(const trace_sum *s, int n)
     }
 }
 
+/* Each rank's uncaught exception (EXCEPTION records): "raised       rank
+ * 0: RuntimeError at step 37 in model.tok_emb: ..." */
+static void text_raised(const trace_sum *s, int n)
+{
+    const char *label = "raised      ";
+    for (int i = 0; i < n; i++) {
+        if (!s->ranks[i].raised.known)
+            continue;
+        char what[700];
+        printf("%s rank %d: %s\n", label, s->ranks[i].rank, core_exception_text(&s->ranks[i].raised, what, sizeof(what)));
+        label = "            ";
+    }
+}
+
 /* The resident set the collector sampled (PROCESS RSS records): the rank
  * with the highest peak, and each rank's peak when there are a few. */
 static void text_memory(const trace_sum *s, int n)
@@ -170,6 +184,7 @@ void dump_summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
     }
     printf("integrity    %s\n", dump_integrity_name(s->integrity));
     text_exits(s, d->n);
+    text_raised(s, d->n);
     text_memory(s, d->n);
     bool any_step = false;
     for (int i = 0; i < d->n; i++)

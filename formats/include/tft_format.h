@@ -45,7 +45,7 @@ extern "C" {
 /* The format version this header describes and the library writes
  * (tft_format_version() gives the library's as text). */
 #define TFT_FORMAT_MAJOR 1
-#define TFT_FORMAT_MINOR 6 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: STACK records, per-rank manifest fragments, host per rank; 1.6: CLOCK records */
+#define TFT_FORMAT_MINOR 7 /* 1.1: CAPTURE records; 1.2: THREAD, SYNC, COMM records, p2p tags; 1.3: fp8 dtypes; 1.4: chunk encodings, --keep-steps, DROPPED kinds and steps; 1.5: STACK records, per-rank manifest fragments, host per rank; 1.6: CLOCK records; 1.7: EXCEPTION records */
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                   */
@@ -78,7 +78,8 @@ enum tft_rec_kind {
     TFT_REC_COMM = 15,      /* a communicator: identity, rank, size, members (format 1.2) */
     TFT_REC_STACK = 16,     /* one thread's call stack, taken from outside (format 1.5) */
     TFT_REC_CLOCK = 17,     /* a pair of the host's monotonic and realtime clocks, NTP state (format 1.6) */
-    TFT_REC_KIND_MAX = 18
+    TFT_REC_EXCEPTION = 18, /* an exception the program did not catch (format 1.7) */
+    TFT_REC_KIND_MAX = 19
 };
 
 enum tft_step_phase { TFT_STEP_BEGIN = 0, TFT_STEP_END = 1 };
@@ -219,6 +220,16 @@ typedef struct tft_rec_checkpoint {
     uint32_t action;    /* enum tft_ckpt_action */
     uint32_t pad;
 } tft_rec_checkpoint;
+
+/* EXCEPTION (format 1.7): an exception the program did not catch, at the
+ * step in its header (tft_exception). */
+typedef struct tft_rec_exception {
+    tft_rec h;
+    uint64_t type;    /* string id: "RuntimeError" */
+    uint64_t message; /* string id: its message (first line, at most 4 KiB) */
+    uint64_t where;   /* string id: what was running ("model.tok_emb"), 0 = unknown */
+    uint64_t frames;  /* string id: the innermost frames, innermost last, one per line */
+} tft_rec_exception;
 
 typedef struct tft_rec_process {
     tft_rec h;

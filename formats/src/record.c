@@ -42,6 +42,8 @@ static const tft_rec_kind_info kinds[TFT_REC_KIND_MAX] = {
     [TFT_REC_COMM] = {"comm", sizeof(tft_rec_comm), SUB | TFT_KIND_RUN_LONG, 1, 0, STR(tft_rec_comm, name)},
     [TFT_REC_STACK] = {"stack", sizeof(tft_rec_stack), 0, 4, 1, STR4(tft_rec_stack, comm, summary, frames, note)},
     [TFT_REC_CLOCK] = {"clock", sizeof(tft_rec_clock), 0, 0, -1, {0}, {0}},
+    [TFT_REC_EXCEPTION] = {"exception", sizeof(tft_rec_exception), SUB, 4, 0,
+                           STR4(tft_rec_exception, type, message, where, frames)},
 };
 #undef STR
 #undef STR2

@@ -32,6 +32,7 @@ REC_COLLECTIVE, REC_KERNEL, REC_CHECKPOINT, REC_PROCESS, REC_DROPPED = 7, 8, 9, 
 REC_CAPTURE, REC_THREAD, REC_SYNC, REC_COMM = 12, 13, 14, 15
 REC_STACK = 16
 REC_CLOCK = 17
+REC_EXCEPTION = 18
 
 _TENSOR_HAS_DATA = 0x1
 _COLL_FLAG_ENTER, _COLL_FLAG_EXIT = 0x1, 0x2
@@ -127,6 +128,10 @@ class RecThread(c.Structure):
                 ("name", _u64)]
 
 
+class RecException(c.Structure):  # format 1.7 (FORMAT.md 5.18)
+    _fields_ = [("h", Rec), ("type", _u64), ("message", _u64), ("where", _u64), ("frames", _u64)]
+
+
 class RecClock(c.Structure):  # format 1.6 (FORMAT.md 5.17)
     _fields_ = [("h", Rec), ("realtime_ns", _u64), ("window_ns", _u32), ("ntp", _u32),
                 ("maxerror_ns", _u64), ("esterror_ns", _u64)]
@@ -178,7 +183,7 @@ LAYOUTS = {
     REC_ALLOC: RecAlloc, REC_FREE: RecFree, REC_COLLECTIVE: RecCollective, REC_KERNEL: RecKernel,
     REC_CHECKPOINT: RecCheckpoint, REC_PROCESS: RecProcess, REC_DROPPED: RecDropped,
     REC_CAPTURE: RecCapture, REC_THREAD: RecThread, REC_SYNC: RecSync, REC_COMM: RecComm,
-    REC_STACK: RecStack, REC_CLOCK: RecClock,
+    REC_STACK: RecStack, REC_CLOCK: RecClock, REC_EXCEPTION: RecException,
 }
 
 # Every kind the loaded library knows, number -> Kind; and the kinds a reader

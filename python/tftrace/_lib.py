@@ -121,6 +121,9 @@ def _declare(lib):
         f = getattr(lib, name)
         f.restype = res
         f.argtypes = args
+    # EXCEPTION records (format 1.7): declared when the library has the call
+    if hasattr(lib, "tft_exception"):
+        lib.tft_exception.restype, lib.tft_exception.argtypes = I, [CS, CS, CS, CS]
 
 
 def lib() -> ctypes.CDLL:

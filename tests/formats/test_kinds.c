@@ -51,6 +51,8 @@ static void test_string_fields(void)
     CHECK(st->n_strings == 4 && !strcmp(st->string_field[st->label], "summary"));
     CHECK(tft_rec_kind(TFT_REC_ALLOC)->string_offset[0] == offsetof(tft_rec_alloc, site));
     CHECK(tft_rec_kind(TFT_REC_CHECKPOINT)->n_strings == 2);
+    CHECK(tft_rec_kind(TFT_REC_EXCEPTION)->n_strings == 4 &&
+          tft_rec_kind(TFT_REC_EXCEPTION)->string_offset[2] == offsetof(tft_rec_exception, where));
     CHECK(tft_rec_kind(TFT_REC_FREE)->n_strings == 0 && tft_rec_kind(TFT_REC_FREE)->label == -1);
 
     tft_rec_stack s;
@@ -76,7 +78,7 @@ static void test_flags(void)
 {
     static const uint16_t substance[] = {TFT_REC_STEP,       TFT_REC_OP,     TFT_REC_TENSOR,     TFT_REC_ALLOC,
                                          TFT_REC_FREE,       TFT_REC_COLLECTIVE, TFT_REC_KERNEL, TFT_REC_CHECKPOINT,
-                                         TFT_REC_CAPTURE,    TFT_REC_COMM};
+                                         TFT_REC_CAPTURE,    TFT_REC_COMM,   TFT_REC_EXCEPTION};
     static const uint16_t bookkeeping[] = {TFT_REC_STRING, TFT_REC_PROCESS, TFT_REC_DROPPED, TFT_REC_THREAD,
                                            TFT_REC_SYNC,   TFT_REC_STACK,   TFT_REC_CLOCK};
     for (size_t i = 0; i < sizeof(substance) / sizeof(substance[0]); i++)

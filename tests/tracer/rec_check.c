@@ -194,10 +194,10 @@ static int check_api(const char *dir)
         n++;
     }
     /* step, op a, tensor a, op b, tensor b, op add, tensor sum,
-     * 2 x (op, enter, tensor, exit), op bcast, enter, exit, alloc, free, checkpoint, step */
-    CHECKF(n == 22, "%d records", n);
+     * 2 x (op, enter, tensor, exit), op bcast, enter, exit, alloc, free, checkpoint, step, exception */
+    CHECKF(n == 23, "%d records", n);
     CHECKF(nthread == 1, "%d THREAD records", nthread);
-    if (n == 22) {
+    if (n == 23) {
         const tft_rec_op *opa = (const void *)v[1], *opb = (const void *)v[3], *add = (const void *)v[5];
         const tft_rec_tensor *ta = (const void *)v[2], *tb = (const void *)v[4], *sum = (const void *)v[6];
         CHECK(v[0]->kind == TFT_REC_STEP && v[0]->step == 3);
@@ -227,6 +227,10 @@ static int check_api(const char *dir)
         CHECK(ck->h.kind == TFT_REC_CHECKPOINT && ck->h.step == 3 && ck->action == TFT_CKPT_SAVE);
         CHECK(!strcmp(str(r, ck->path), "/ckpt/step-3") && !strcmp(str(r, ck->recipe), "--resume /ckpt"));
         CHECK(v[21]->kind == TFT_REC_STEP && ((const tft_rec_step *)v[21])->phase == TFT_STEP_END);
+        const tft_rec_exception *x = (const void *)v[22];
+        CHECK(x->h.kind == TFT_REC_EXCEPTION && !strcmp(str(r, x->type), "RuntimeError") &&
+              !strcmp(str(r, x->message), "shapes differ") && !strcmp(str(r, x->where), "model.tok_emb") &&
+              !strcmp(str(r, x->frames), "train.py:37 in forward"));
     }
     for (int i = 0; i < n; i++)
         free(copies[i]);

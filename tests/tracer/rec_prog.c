@@ -132,6 +132,7 @@ static int run_api(void)
     bad |= tft_free((void *)0x1000);
     bad |= tft_checkpoint(TFT_CKPT_SAVE, 3, "/ckpt/step-3", "--resume /ckpt");
     bad |= tft_step_end(3);
+    bad |= tft_exception("RuntimeError", "shapes differ", "model.tok_emb", "train.py:37 in forward");
     bad |= tft_tensor(NULL, TFT_F32, a, 1, &n) != -EINVAL;
     bad |= tft_tensor("x", TFT_F32, NULL, 1, &n) != -EINVAL;
     int64_t neg = -1;

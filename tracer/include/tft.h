@@ -181,6 +181,11 @@ TFT_API int tft_comm_define(const tft_comm_info *ci);
 /* A checkpoint saved (TFT_CKPT_SAVE) or resumed (TFT_CKPT_RESUME) at step,
  * with the path and a resume recipe (e.g. "--resume DIR"), may be NULL. */
 TFT_API int tft_checkpoint(int action, int64_t step, const char *path, const char *recipe);
+/* An exception the program did not catch (an EXCEPTION record at the
+ * current step): its type ("RuntimeError"), message, what was running
+ * ("model.tok_emb"; NULL unknown) and the innermost frames, one per line
+ * (NULL none). Each text is cut at 1 KiB. */
+TFT_API int tft_exception(const char *type, const char *message, const char *where, const char *frames);
 
 /* Flushes this process's records towards the trace (best effort). */
 TFT_API int tft_flush(void);

@@ -197,6 +197,23 @@ int tft_checkpoint(int action, int64_t step, const char *path, const char *recip
     return ring_write(g_rec.h, r, &c.h);
 }
 
+int tft_exception(const char *type, const char *message, const char *where, const char *frames)
+{
+    if (!rec_on())
+        return 0;
+    shm_ring *r = rec_ring();
+    if (!r)
+        return -ENOSPC;
+    tft_rec_exception x;
+    memset(&x, 0, sizeof(x));
+    x.type = rec_intern(r, type ? type : "");
+    x.message = rec_intern(r, message ? message : "");
+    x.where = rec_intern(r, where);
+    x.frames = rec_intern(r, frames);
+    rec_hdr(&x.h, TFT_REC_EXCEPTION, sizeof(x), TFT_SEQ_NONE);
+    return ring_write(g_rec.h, r, &x.h);
+}
+
 int tft_flush(void)
 {
     if (!rec_on())

@@ -90,6 +90,10 @@ class Names:
         for pn, p in root.named_parameters():
             self.params.setdefault(id(p), name + "." + pn)
 
+    def path_of(self, m):
+        """The path m was given, None when it has none yet."""
+        return self.path.get(id(m))
+
     def name_of(self, m, parent):
         """Full path and scope segment of m called inside parent (a path or None)."""
         p = self.path.get(id(m))
