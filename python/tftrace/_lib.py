@@ -124,6 +124,7 @@ def _declare(lib):
     # EXCEPTION records (format 1.7): declared when the library has the call
     if hasattr(lib, "tft_exception"):
         lib.tft_exception.restype, lib.tft_exception.argtypes = I, [CS, CS, CS, CS]
+    lib.tft_checkpoint.restype, lib.tft_checkpoint.argtypes = I, [I, I64, CS, CS]
 
 
 def lib() -> ctypes.CDLL:

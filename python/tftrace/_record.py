@@ -73,6 +73,7 @@ class _Steps:
 
     def __init__(self):
         self.before_end = []  # callables run before a step ends (on the thread that ends it)
+        self.before_begin = []  # callables run before a step begins (ensure, explicit)
         self.lock = threading.Lock()
         self.source = "optimizer"
         self.current = 0      # number of the step in progress, or of the next one
@@ -82,6 +83,7 @@ class _Steps:
         """Begins the current step if none is open (optimizer numbering only)."""
         if self.open or self.source != "optimizer":
             return
+        self._run(self.before_begin)
         with self.lock:
             if not self.open and self.source == "optimizer":
                 _lib.lib().tft_step_begin(self.current)
@@ -99,13 +101,18 @@ class _Steps:
             self.current += 1
 
     def _before_end(self):
-        for f in self.before_end:
+        self._run(self.before_end)
+
+    @staticmethod
+    def _run(callables):
+        for f in callables:
             try:
                 f()
             except Exception:
                 pass
 
     def explicit(self, n, source="explicit"):
+        self._run(self.before_begin)
         self._before_end()
         with self.lock:
             lib = _lib.lib()

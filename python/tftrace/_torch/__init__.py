@@ -7,7 +7,8 @@ right after ``import torch`` (tftrace/_boot/sitecustomize.py):
   scopes by nesting), gradient hooks on module outputs, the loss, the
   gradient norm, optimizer-step hooks (steps, parameters, gradients,
   optimizer state), torch.distributed and DDP as collectives (modules.py,
-  dist.py), the exception the program ends with, if any (errors.py);
+  dist.py), the exception the program ends with, if any (errors.py),
+  resuming from a checkpoint (resume.py);
 - ops: all of that and every ATen op through a TorchDispatchMode (ops.py).
 
 Installing is idempotent, and does nothing when the process does not record.
@@ -54,7 +55,8 @@ def install(mode="modules"):
             state["ops"] = rec
         _installed = state
         atexit.register(steps.close)
-        from . import errors
+        from . import errors, resume
+        resume.install(names)
         errors.install(names)  # (runs at exit before steps.close: atexit is last-in, first-out)
         return True
 
