@@ -12,7 +12,8 @@ Names (docs/PYTORCH.md has the full table):
 - the gradient of the loss with respect to a module's output, when backward
   reaches it: ``grad.`` + the output's name (a tensor hook on the output).
 - the tensor ``backward()`` is called on: ``loss``.
-- ``clip_grad_norm_``'s result: ``grad_norm``.
+- ``grad_norm`` (and ``grad_norm.max``) whenever gradients are clipped by
+  norm, ``amp.scale`` and ``amp.skipped`` of a GradScaler (amp.py).
 - at each optimizer step: ``grad.P`` before it, ``param.P`` and the
   optimizer state after it (``adam.m.P``/``adam.v.P`` for Adam and AdamW,
   ``sgd.momentum.P``, ... the table in optim_names), ``lr`` of each param
@@ -246,7 +247,8 @@ def install(names):
         optimizer.register_optimizer_step_post_hook(orc.post),
     ]
     _wrap_backward()
-    _wrap_clip()
+    from . import amp
+    amp.install()
     return handles
 
 
@@ -257,10 +259,12 @@ def _wrap_backward():
     real_tensor_backward = torch.Tensor.backward
     real_autograd_backward = torch.autograd.backward
 
+    from .amp import unscaled
+
     @guarded("the loss")
     def record_loss(t):
         steps.ensure()
-        tensors.record(b"loss", t.detach())
+        tensors.record(b"loss", unscaled(t).detach())
 
     def note_loss(t):
         if getattr(_in_backward, "on", False):
@@ -290,25 +294,3 @@ def _wrap_backward():
 
     torch.Tensor.backward = tensor_backward
     torch.autograd.backward = autograd_backward
-
-
-def _wrap_clip():
-    import torch.nn.utils as nu
-    import torch.nn.utils.clip_grad as cg
-    real = cg.clip_grad_norm_
-
-    @guarded("the gradient norm")
-    def record_norm(total):
-        if isinstance(total, torch.Tensor):
-            steps.ensure()
-            tensors.record(b"grad_norm", total.detach())
-
-    def clip_grad_norm_(*args, **kwargs):
-        total = real(*args, **kwargs)
-        record_norm(total)
-        return total
-
-    clip_grad_norm_.__wrapped__ = real
-    clip_grad_norm_.__doc__ = real.__doc__
-    cg.clip_grad_norm_ = clip_grad_norm_
-    nu.clip_grad_norm_ = clip_grad_norm_
