@@ -14,22 +14,24 @@ Names (docs/PYTORCH.md has the full table):
 - the tensor ``backward()`` is called on: ``loss``.
 - ``grad_norm`` (and ``grad_norm.max``) whenever gradients are clipped by
   norm, ``amp.scale`` and ``amp.skipped`` of a GradScaler (amp.py).
-- at each optimizer step: ``grad.P`` before it, ``param.P`` and the
-  optimizer state after it (``adam.m.P``/``adam.v.P`` for Adam and AdamW,
-  ``sgd.momentum.P``, ... the table in optim_names), ``lr`` of each param
-  group, where P is the parameter's name in the root model
-  (``param.model.lm_head.weight``).
+- at each optimizer step: ``grad.P`` and ``lr`` (of each param group)
+  before it, then one op ``<Optimizer>.step`` per parameter (inputs: its
+  gradient, its lr, its state before; outputs: ``param.P`` and the
+  optimizer state after it: ``adam.m.P``/``adam.v.P`` for Adam and AdamW,
+  ``sgd.momentum.P``, ... the table OPTIM_STATE_NAMES), where P is the
+  parameter's name in the root model (``param.model.lm_head.weight``).
 
 Scopes follow module nesting (``model/blocks.0/attn``): every record made
 inside a module's forward carries it, ATen ops included (``--torch ops``).
 """
 
+import ctypes
 import threading
 
 import torch
 
 from .. import _lib
-from .._record import guarded, steps
+from .._record import OP_OTHER, guarded, steps
 from . import tensors
 
 _WRAPPERS = ("DistributedDataParallel", "OptimizedModule", "FullyShardedDataParallel", "DataParallel")
@@ -184,10 +186,17 @@ def _state_name(opt_cls, key):
 
 
 class OptimizerRecorder:
-    """Global optimizer step hooks: gradients before, parameters and state after."""
+    """Global optimizer step hooks. Before the step: the gradients and each
+    group's lr. After it, one op per parameter, ``<Optimizer>.step``
+    (``AdamW.step``): its inputs the parameter's gradient, its group's lr and
+    its state as the last step left it, its outputs the parameter and its
+    new state; so tfdiff's origin analysis can say which input of an update
+    differed (an lr, a moment) rather than stop at the parameter."""
 
     def __init__(self, names):
         self.names = names
+        self.tls = threading.local()
+        self.state_ids = {}   # parameter name -> ids of its state records after the last step
 
     def pname(self, p, gi, pi):
         n = self.names.params.get(id(p))
@@ -196,10 +205,16 @@ class OptimizerRecorder:
     @guarded("an optimizer step's gradients")
     def pre(self, opt, args, kwargs):
         steps.ensure()
+        grads, lrs = {}, {}
+        self.tls.before = (grads, lrs)
         for gi, g in enumerate(opt.param_groups):
             for pi, p in enumerate(g["params"]):
                 if p.grad is not None:
-                    tensors.record("grad." + self.pname(p, gi, pi), p.grad)
+                    grads[(gi, pi)] = tensors.record("grad." + self.pname(p, gi, pi), p.grad)
+            lr = g.get("lr")
+            if isinstance(lr, (int, float)):
+                lrs[gi] = tensors.record("lr" if gi == 0 else "lr.group%d" % gi,
+                                         torch.tensor(float(lr), dtype=torch.float64))
 
     def post(self, opt, args, kwargs):
         try:
@@ -209,20 +224,31 @@ class OptimizerRecorder:
 
     @guarded("an optimizer step's parameters and state")
     def record_after(self, opt):
+        grads, lrs = getattr(self.tls, "before", None) or ({}, {})
+        self.tls.before = None
         cls = type(opt).__name__
-        for gi, g in enumerate(opt.param_groups):
-            for pi, p in enumerate(g["params"]):
-                n = self.pname(p, gi, pi)
-                tensors.record("param." + n, p)
-                st = opt.state.get(p)
-                if not st:
-                    continue
-                for k, v in st.items():
-                    if isinstance(v, torch.Tensor) and k != "step" and v.dim() > 0:
-                        tensors.record(_state_name(cls, k) + "." + n, v)
-            lr = g.get("lr")
-            if isinstance(lr, (int, float)):
-                tensors.record("lr" if gi == 0 else "lr.group%d" % gi, torch.tensor(float(lr), dtype=torch.float64))
+        lib = _lib.lib()
+        name = (cls + ".step").encode()
+        began = False
+        try:
+            for gi, g in enumerate(opt.param_groups):
+                for pi, p in enumerate(g["params"]):
+                    n = self.pname(p, gi, pi)
+                    ins = [i for i in (grads.get((gi, pi)), lrs.get(gi)) if i] + self.state_ids.get(n, [])
+                    lib.tft_op_begin(name, OP_OTHER, len(ins), (ctypes.c_uint64 * max(1, len(ins)))(*ins))
+                    began = True
+                    tensors.record("param." + n, p)
+                    st = opt.state.get(p)
+                    if not st:
+                        continue
+                    ids = []
+                    for k, v in st.items():
+                        if isinstance(v, torch.Tensor) and k != "step" and v.dim() > 0:
+                            ids.append(tensors.record(_state_name(cls, k) + "." + n, v))
+                    self.state_ids[n] = [i for i in ids if i]
+        finally:
+            if began:
+                lib.tft_op_end()
 
 
 _current = None
