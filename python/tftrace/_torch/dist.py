@@ -14,14 +14,20 @@
   global ranks and its creation order among groups with the same members,
   so it is equal on its members and different across disjoint groups; a
   COMM record names its members.
-- DistributedDataParallel: its construction is recorded as a broadcast
-  ``DDP.init`` over its group whose result is the module's parameters and
-  buffers as they are after it (with ``init_sync=False`` nothing was
-  broadcast: replicas that differ then show as a values desync at step 0);
-  its bucketed gradient all-reduces as ``DDP.allreduce``, through a comm
-  hook installed at the first forward unless the program registered its
-  own (which is then wrapped, and recorded the same way). The hook scales
-  by 1/world size and all-reduces with SUM, as DDP's built-in reduction.
+- Async calls (``async_op=True``, isend/irecv) record their enter and
+  their exit each as an op of its own, begun and ended on the thread that
+  records it (ops are per thread in the C API): a wait() elsewhere leaves
+  no op open on the calling thread.
+- DistributedDataParallel (docs/PYTORCH.md says what a user sees):
+  ``DDP.init``, after its construction, one broadcast from rank 0 per
+  parameter and buffer, the result the tensor itself read in place (no
+  copy of the model; with ``init_sync=False`` nothing was broadcast:
+  replicas that differ then show as a values desync at step 0);
+  ``DDP.buffers``, its per-forward buffer broadcast (broadcast_buffers),
+  one broadcast per buffer; ``DDP.allreduce``, each bucket's gradient
+  all-reduce, through the one comm hook this layer registers
+  (_HookChain), which runs DDP's reduction or the program's own hook,
+  registered before or after the first forward.
 - With the NCCL backend under ``tftrace`` the NCCL interposer records the
   calls already: this layer leaves NCCL groups to it (never twice).
 """
