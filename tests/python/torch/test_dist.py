@@ -89,6 +89,11 @@ for step in range(arg("--steps", 3)):
     out = d(x)
     if step == 0 and "--hook-after-forward" in sys.argv:
         d.register_comm_hook(None, hook)
+        try:
+            d.register_comm_hook(None, hook)
+            say("rank %d second registration accepted" % rank)
+        except RuntimeError as e:
+            say("rank %d second registration refused: %s" % (rank, str(e).strip().splitlines()[-1]))
     loss = ((out - y) ** 2).mean()
     loss.backward()
     opt.step()
@@ -256,13 +261,17 @@ def test_golden():
 
 def test_comm_hook_after_forward():
     """register_comm_hook after the first forward works traced as untraced
-    (same losses, the hook runs at every step) and its all-reduces are
-    recorded."""
+    (same losses, the hook runs at every step, a second registration is
+    refused with DDP's message) and its all-reduces are recorded."""
     args = ["--steps", "3", "--hook-after-forward"]
     base = untraced(args).stdout
     t, p = record("hook", args)
     check(losses(p.stdout) == losses(base), "traced losses differ from untraced:\n%s\nvs\n%s"
           % (losses(p.stdout), losses(base)))
+    second = sorted(re.findall(r"rank \d second registration [^\n]*", base))
+    check(len(second) == 2 and sorted(re.findall(r"rank \d second registration [^\n]*", p.stdout)) == second,
+          "a second register_comm_hook: traced %s, untraced %s"
+          % (re.findall(r"rank \d second registration [^\n]*", p.stdout), second))
     for r in (0, 1):
         check("rank %d hook calls 3" % r in p.stdout, "rank %d: the hook did not run at every step: %s"
               % (r, [l for l in p.stdout.splitlines() if "hook" in l]))
