@@ -490,14 +490,14 @@ class _HookChain:
         finally:
             _busy.on = False
         if call is None:
-            return fut
+            return fut if inner is not None else fut.then(lambda f: f.value()[0])
         queued = self._queue()
 
         def done(f):
             v = f.value()
             if not queued:
                 call.exit(result=_result_of(v))
-            return v[0] if inner is None else v
+            return v[0] if inner is None else v   # DDP's reducer takes a tensor
         out = fut.then(done)
         if queued:
             self.pending.append((call, out))
