@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import pytest
