@@ -543,7 +543,7 @@ def _builtin_hook(kind):
     def allreduce(pg, bucket):
         buf = bucket.buffer()
         buf.div_(dist.get_world_size(pg))
-        return dist.all_reduce(buf, group=pg, async_op=True).get_future()
+        return dist.all_reduce(buf, group=pg, async_op=True).get_future().then(lambda f: f.value()[0])
 
     def fp16_compress(pg, bucket):
         buf = bucket.buffer()
