@@ -66,6 +66,11 @@ static void json_tensor(cJSON *o, const tft_rec_tensor *t)
     cJSON_AddStringToObject(o, "mode", mode_name(t->mode));
     cJSON_AddItemToObject(o, "stats", json_stats(t->mode, &t->stats));
     cJSON_AddBoolToObject(o, "has_data", (t->h.flags & TFT_TENSOR_HAS_DATA) != 0);
+    /* its context (format 1.7), only when the program said it */
+    if (t->h.flags & (TFT_TENSOR_TRAIN | TFT_TENSOR_EVAL))
+        cJSON_AddBoolToObject(o, "training", (t->h.flags & TFT_TENSOR_TRAIN) != 0);
+    if (t->h.flags & TFT_TENSOR_CONTEXT)
+        cJSON_AddBoolToObject(o, "grad", !(t->h.flags & TFT_TENSOR_NO_GRAD));
 }
 
 /* A CAPTURE part: where it lies in which tensor, not its bytes. */

@@ -94,6 +94,10 @@ static void text_tensor(FILE *f, const tft_rec_tensor *t, const tft_reader *r)
     print_stats(f, t->mode, &t->stats);
     if (t->h.flags & TFT_TENSOR_HAS_DATA)
         fputs(" captured", f);
+    if (t->h.flags & (TFT_TENSOR_TRAIN | TFT_TENSOR_EVAL))   /* its context (format 1.7) */
+        fputs(t->h.flags & TFT_TENSOR_TRAIN ? " train" : " eval", f);
+    if (t->h.flags & TFT_TENSOR_NO_GRAD)
+        fputs(" no_grad", f);
 }
 
 /* r0 s2 q17 capture L0.qkv output id=41 bytes 65392..130784/786432 */

@@ -137,6 +137,7 @@ typedef struct tft_rec_op {
 } tft_rec_op;
 
 #define TFT_TENSOR_HAS_DATA 0x1u /* h.flags: its bytes are captured as an output (CAPTURE records) */
+/* TFT_TENSOR_TRAIN, _EVAL, _NO_GRAD, _CONTEXT (format 1.7): tft_types.h */
 
 typedef struct tft_rec_tensor {
     tft_rec h;           /* h.seq: the op that produced (or consumed) it */

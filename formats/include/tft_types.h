@@ -107,6 +107,15 @@ enum tft_redop {
 
 enum tft_ckpt_action { TFT_CKPT_SAVE = 0, TFT_CKPT_RESUME = 1 };
 
+/* A TENSOR record's context bits in its header's flags (FORMAT.md §5.4,
+ * format 1.7), as the program said it (tft_tensor_context; tftrace
+ * --torch: a module's training/eval mode and whether autograd recorded).
+ * TRAIN and EVAL both clear: not said. */
+#define TFT_TENSOR_TRAIN 0x2u   /* made by a module in training mode */
+#define TFT_TENSOR_EVAL 0x4u    /* made by a module in eval mode */
+#define TFT_TENSOR_NO_GRAD 0x8u /* made with gradient recording off (torch.no_grad) */
+#define TFT_TENSOR_CONTEXT (TFT_TENSOR_TRAIN | TFT_TENSOR_EVAL | TFT_TENSOR_NO_GRAD)
+
 /* The tftrace release this library belongs to, "MAJOR.MINOR.PATCH" ("0.2.0":
  * tft.h's TFT_VERSION_*, which a program was compiled with, may be older
  * than the library it runs with). Never NULL; static storage. */

@@ -204,6 +204,7 @@ static int check_api(const char *dir)
         CHECK(opa->h.kind == TFT_REC_OP && !strcmp(str(r, opa->name), "a") && !strcmp(str(r, opa->scope), "L0/attn"));
         CHECK(ta->h.seq == opa->h.seq && opa->h.seq == 0 && ta->h.step == 3);
         CHECK(!strcmp(str(r, opb->scope), "L0") && opb->h.seq == 1 && tb->h.seq == 1);
+        CHECK(tb->h.flags == (TFT_TENSOR_EVAL | TFT_TENSOR_NO_GRAD) && ta->h.flags == 0 && sum->h.flags == 0);
         CHECK(!strcmp(str(r, add->name), "add") && add->h.seq == 2 && add->n_in == 2);
         CHECK(add->ids[0] == ta->id && add->ids[1] == tb->id && add->scope == 0);
         CHECK(sum->h.seq == 2 && !strcmp(str(r, sum->name), "sum") && sum->stats.max == 4.5);

@@ -105,7 +105,9 @@ static int run_api(void)
     bad |= tft_tensor("a", TFT_F32, a, 1, &n); /* its own op, scope L0/attn */
     uint64_t ida = tft_last_tensor_id();
     tft_scope_pop();
+    tft_tensor_context(TFT_TENSOR_EVAL | TFT_TENSOR_NO_GRAD | 0x100); /* (0x100: not a context bit) */
     bad |= tft_tensor("b", TFT_F32, b, 1, &n); /* scope L0 */
+    tft_tensor_context(0);
     uint64_t idb = tft_last_tensor_id();
     tft_scope_pop();
     uint64_t in[2] = {ida, idb};

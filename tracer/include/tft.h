@@ -178,6 +178,11 @@ typedef struct tft_comm_info {
  * caller's. */
 TFT_API int tft_comm_define(const tft_comm_info *ci);
 
+/* The context of this thread's next tensors: TFT_TENSOR_TRAIN (0x2) or
+ * TFT_TENSOR_EVAL (0x4), | TFT_TENSOR_NO_GRAD (0x8) (tft_types.h),
+ * stamped on each tensor record's flags until changed; 0 (the start) says
+ * nothing. Other bits are ignored. */
+TFT_API void tft_tensor_context(unsigned flags);
 /* A checkpoint saved (TFT_CKPT_SAVE) or resumed (TFT_CKPT_RESUME) at step,
  * with the path and a resume recipe (e.g. "--resume DIR"), may be NULL. */
 TFT_API int tft_checkpoint(int action, int64_t step, const char *path, const char *recipe);

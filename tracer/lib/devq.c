@@ -57,6 +57,7 @@ void devq_note_no_plugin(void)
 typedef struct devq_item {
     devq_call c;
     int64_t step;     /* of the call */
+    uint16_t flags;   /* the call's tensor context (TFT_TENSOR_CONTEXT) */
     uint64_t scope;   /* of the calling thread at the call */
     int mode[DEVQ_MAX_T];
     int device[DEVQ_MAX_T];
@@ -102,6 +103,7 @@ static void emit_tensor(const devq_item *it, int i, int64_t seq, uint64_t *id_ou
     r.h.kind = TFT_REC_TENSOR;
     r.h.len = sizeof(r);
     r.h.step = it->step;
+    r.h.flags = it->flags;
     r.h.seq = seq;
     r.dtype = (uint8_t)(t->dtype >= 0 ? t->dtype : TFT_U8);
     r.device_kind = TFT_DEV_CUDA;
@@ -272,6 +274,7 @@ void devq_submit(const devq_call *c, void *stream, int device)
     memset(it, 0, sizeof(*it));
     it->c = *c;
     it->step = st->h.step;
+    it->flags = st->h.flags;
     it->scope = st->scope;
     int pending = 0;
     for (int i = 0; i < c->nt; i++) {

@@ -149,6 +149,7 @@ static void tensor_fill_named(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint6
 {
     t->name = name_id ? rec_intern_id(r, name, name_id) : rec_intern(r, name);
     rec_hdr_at(&t->h, TFT_REC_TENSOR, sizeof(*t), seq, ts);
+    t->h.flags = (uint16_t)rec_tls.tensor_flags;
     t->id = id ? id : next_tensor_id();
     t->dtype = (uint8_t)dtype;
     t->device_kind = (uint8_t)device_kind;

@@ -197,6 +197,11 @@ int tft_checkpoint(int action, int64_t step, const char *path, const char *recip
     return ring_write(g_rec.h, r, &c.h);
 }
 
+void tft_tensor_context(unsigned flags)
+{
+    rec_tls.tensor_flags = flags & TFT_TENSOR_CONTEXT;
+}
+
 int tft_exception(const char *type, const char *message, const char *where, const char *frames)
 {
     if (!rec_on())

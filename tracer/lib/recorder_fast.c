@@ -106,6 +106,7 @@ uint64_t rec_fast_tensor(const rec_fast *f, int64_t seq, uint64_t name, int dtyp
     t.stats = *st;
     t.stats.numel = numel;
     fast_hdr(&t.h, TFT_REC_TENSOR, sizeof(t), seq, ts);
+    t.h.flags = (uint16_t)rec_tls.tensor_flags;
     t.id = atomic_fetch_add_explicit(&g_rec.tensor_id, 1, memory_order_relaxed) + 1;
     t.name = name;
     t.dtype = (uint8_t)dtype;

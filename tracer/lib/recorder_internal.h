@@ -93,6 +93,7 @@ typedef struct tls_state {
     int64_t op_seq;
     uint64_t last_tensor;
     uint64_t scope_id;      /* string id of the scope path, 0 none */
+    uint32_t tensor_flags;  /* TFT_TENSOR_CONTEXT bits stamped on its tensors (tft_tensor_context) */
     tls_cold *cold;         /* NULL until the thread's first scope or collective */
 } tls_state;
 

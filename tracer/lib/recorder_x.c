@@ -25,6 +25,7 @@ int64_t tft_x_record(int verb, tft_rec *rec, const char *name)
         op->h.step = atomic_load_explicit(&g_rec.step, memory_order_relaxed);
         op->h.seq = rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE;
         op->scope = rec_tls.scope_id;
+        op->h.flags = (uint16_t)rec_tls.tensor_flags; /* for the tensors of the call */
         return rec_tensor_mode();
     }
     if (verb != TFT_X_EMIT ||
@@ -34,11 +35,13 @@ int64_t tft_x_record(int verb, tft_rec *rec, const char *name)
     if (!r)
         return -ENOSPC;
     int64_t step = rec->step, seq = rec->seq;
+    uint16_t flags = rec->kind == TFT_REC_TENSOR ? rec->flags : 0; /* its context (devq.c) */
     if (rec->kind == TFT_REC_OP && seq == TFT_X_SEQ_NEW)
         seq = rec_next_seq();
     uint64_t nid = name ? rec_intern(r, name) : 0;
     rec_hdr(rec, rec->kind, rec->len, seq);
     rec->step = step;
+    rec->flags = flags;
     if (rec->kind == TFT_REC_OP && name) {
         ((tft_rec_op *)rec)->name = nid;
     } else if (rec->kind == TFT_REC_TENSOR) {
