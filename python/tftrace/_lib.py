@@ -121,6 +121,12 @@ def _declare(lib):
         f = getattr(lib, name)
         f.restype = res
         f.argtypes = args
+    # since 0.3 (docs/PYTORCH.md, "Workers and helper processes"): optional,
+    # a library without them has no waiting processes (_record.py)
+    for name in ("tft_process_waiting", "tft_process_join"):
+        f = getattr(lib, name, None)
+        if f is not None:
+            f.restype, f.argtypes = I, []
 
 
 def lib() -> ctypes.CDLL:
