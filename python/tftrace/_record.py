@@ -83,8 +83,12 @@ def _not_a_trainer() -> bool:
             return True
     except Exception:  # noqa: BLE001 (an older or partial torch)
         pass
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    return bool(spec and (spec.name or "").startswith("torch._inductor"))
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and (spec.name or "").startswith("torch._inductor"):
+        return True  # python -m torch._inductor...
+    path = getattr(main, "__file__", None) or ""
+    return "torch/_inductor/" in path.replace(os.sep, "/")  # its compile worker's __main__.py
 
 
 class _Steps:
