@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -146,9 +147,9 @@ static int env_torch(void)
     const char *v = getenv("TFT_TORCH");
     if (!v || !*v)
         return 0;
-    static const char *const off[] = {"0", "off", "no", "false", "OFF", "No", "False", "NO", "FALSE"};
+    static const char *const off[] = {"0", "off", "no", "false"};
     for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
-        if (!strcmp(v, off[i]))
+        if (!strcasecmp(v, off[i]))
             return 0;
     return 1;
 }
