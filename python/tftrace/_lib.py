@@ -125,6 +125,12 @@ def _declare(lib):
     if hasattr(lib, "tft_exception"):
         lib.tft_exception.restype, lib.tft_exception.argtypes = I, [CS, CS, CS, CS]
     lib.tft_checkpoint.restype, lib.tft_checkpoint.argtypes = I, [I, I64, CS, CS]
+    # since 0.3 (docs/PYTORCH.md, "Workers and helper processes"): optional,
+    # a library without them has no waiting processes (_record.py)
+    for name in ("tft_process_waiting", "tft_process_join"):
+        f = getattr(lib, name, None)
+        if f is not None:
+            f.restype, f.argtypes = I, []
 
 
 def lib() -> ctypes.CDLL:

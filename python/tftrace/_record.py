@@ -13,6 +13,8 @@ from its first call on (docs/PYTORCH.md).
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 import threading
 
 TYPE_CHECKING = False  # (typing is not imported at run time)
@@ -53,14 +55,40 @@ _state = threading.local()
 
 
 def enabled() -> bool:
-    """True when this process records (the C recorder is on)."""
+    """True when this process records (the C recorder is on), or will once
+    it trains (a process tftrace --torch keeps waiting: docs/PYTORCH.md,
+    "Workers and helper processes")."""
     global _on
     if _on is None:
         try:
-            _on = bool(_lib.lib().tft_enabled())
+            lib = _lib.lib()
+            _on = bool(lib.tft_enabled()) or _waiting(lib)
         except _lib.TftLibraryError:
             _on = False
     return _on
+
+
+def _waiting(lib) -> bool:
+    f = getattr(lib, "tft_process_waiting", None)
+    return bool(f and f())
+
+
+def _not_a_trainer() -> bool:
+    """A process that may record tensors but never trains: a DataLoader
+    worker (torch sets its worker info before the worker's first batch) or
+    an inductor compile worker."""
+    data = sys.modules.get("torch.utils.data")
+    try:
+        if data is not None and data.get_worker_info() is not None:
+            return True
+    except Exception:  # noqa: BLE001 (an older or partial torch)
+        pass
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and (spec.name or "").startswith("torch._inductor"):
+        return True  # python -m torch._inductor...
+    path = getattr(main, "__file__", None) or ""
+    return "torch/_inductor/" in path.replace(os.sep, "/")  # its compile worker's __main__.py
 
 
 class _Steps:
@@ -72,6 +100,7 @@ class _Steps:
     """
 
     def __init__(self):
+        self.joined = False   # this process's join is decided (join())
         self.before_end = []  # callables run before a step ends (on the thread that ends it)
         self.before_begin = []  # callables run before a step begins (ensure, explicit)
         self.lock = threading.Lock()
@@ -79,8 +108,21 @@ class _Steps:
         self.current = 0      # number of the step in progress, or of the next one
         self.open = False     # a step_begin without its step_end yet
 
+    def join(self):
+        """Training shows in this process (a module's forward, the loss, an
+        optimizer step, a collective, a step mark): a process tftrace
+        keeps waiting becomes a rank now, unless it is a worker that only
+        loads data or compiles. Decided once per process."""
+        self.joined = True
+        lib = _lib.lib()
+        f = getattr(lib, "tft_process_join", None)
+        if f is not None and _waiting(lib) and not _not_a_trainer():
+            f()
+
     def ensure(self):
         """Begins the current step if none is open (optimizer numbering only)."""
+        if not self.joined:
+            self.join()
         if self.open or self.source != "optimizer":
             return
         self._run(self.before_begin)
@@ -112,6 +154,8 @@ class _Steps:
                 pass
 
     def explicit(self, n, source="explicit"):
+        if not self.joined:
+            self.join()
         self._run(self.before_begin)
         self._before_end()
         with self.lock:
@@ -132,6 +176,18 @@ class _Steps:
 
 
 steps = _Steps()
+
+
+def _after_fork():
+    """In a forked child: whether it records is the C recorder's answer
+    there (under --torch it waits), and its join is still to decide."""
+    global _on
+    _on = None
+    steps.joined = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def step(n: int) -> None:

@@ -8,6 +8,11 @@
  *   rec_prog flood N [S]      N tensors as fast as possible (ring overflow), in
  *                             S steps (default 1) numbered from 0
  *   rec_prog fork             records, forks a child that records, waits
+ *   rec_prog spawn SELF       under --torch: records; a forked child that
+ *                             waits (records nothing), one that joins and
+ *                             records, an exec'd helper (SELF threads 1,
+ *                             waits) and an exec'd SELF join, one at a time
+ *   rec_prog join             tft_process_join, then 10 tensors "joined"
  *   rec_prog closefds         closes stdin/stdout/stderr, then records
  *   rec_prog exec PROG ARGS   records one tensor, then execs PROG ARGS
  *   rec_prog api              every record kind of tft.h once, in a known order
@@ -91,6 +96,71 @@ static int run_fork(void)
     int st;
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+/* Runs child() in a forked child or argv in a fork+exec'd one and
+ * returns its exit status (255 when it did not exit). */
+static int wait_child(pid_t pid)
+{
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return 255;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+static int spawn_exec(char *const argv[])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return wait_child(pid);
+}
+
+/* --torch's rule for processes a rank starts (docs/PYTORCH.md, "Workers
+ * and helper processes"): each child waits, and records only after
+ * tft_process_join. Exit 0 when every child saw what it should. */
+static int run_spawn(char *self)
+{
+    float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int64_t n = 8;
+    int bad = tft_process_waiting() != 0;
+    tft_step_begin(0);
+    tft_tensor("parent.before", TFT_F32, v, 1, &n);
+    pid_t pid = fork();
+    if (pid == 0) { /* a worker: waits, its tensors go nowhere */
+        int w = tft_process_waiting();
+        tft_tensor("worker", TFT_F32, v, 1, &n);
+        _exit(w == 1 && !tft_enabled() ? 0 : 3);
+    }
+    bad |= wait_child(pid) != 0;
+    pid = fork();
+    if (pid == 0) { /* a forked process that trains */
+        int ok = tft_process_waiting() == 1 && tft_process_join() == 1 && !tft_process_waiting();
+        for (int i = 0; i < 5; i++)
+            tft_tensor("forkjoined", TFT_F32, v, 1, &n);
+        _exit(ok ? 0 : 4);
+    }
+    bad |= wait_child(pid) != 0;
+    bad |= spawn_exec((char *[]){self, "threads", "1", NULL}) != 0;
+    bad |= spawn_exec((char *[]){self, "join", NULL}) != 0;
+    for (int i = 0; i < 100; i++)
+        tft_tensor("parent", TFT_F32, v, 1, &n);
+    tft_step_end(0);
+    if (bad)
+        fprintf(stderr, "rec_prog spawn: a child did not see what it should (waiting, joined)\n");
+    return bad;
+}
+
+static int run_join(void)
+{
+    float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int64_t n = 8;
+    int ok = tft_process_waiting() == 1 && tft_process_join() == 1 && tft_process_join() == 1;
+    for (int i = 0; i < 10; i++)
+        tft_tensor("joined", TFT_F32, v, 1, &n);
+    return ok ? 0 : 6;
 }
 
 /* Each API call once; rec_check api knows the expected records. */
@@ -411,6 +481,10 @@ int main(int argc, char **argv)
         return run_api();
     if (argc >= 2 && !strcmp(argv[1], "fork"))
         return run_fork();
+    if (argc >= 3 && !strcmp(argv[1], "spawn"))
+        return run_spawn(argv[2]);
+    if (argc >= 2 && !strcmp(argv[1], "join"))
+        return run_join();
     if (argc >= 2 && !strcmp(argv[1], "keydtor"))
         return run_keydtor();
     if (argc >= 2 && !strcmp(argv[1], "sigwait"))

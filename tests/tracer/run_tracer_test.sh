@@ -165,6 +165,13 @@ assert d["count"] == 7 and d["kind_unknown"] == 7 and d["by_kind"] == {} and d["
     # a forked child is its own process: its own rank file
     "$tftrace" -q -o "$tr" -- "$prog" fork
     "$check" names "$tr" "rank-00000.tft:parent.before=1,parent=100" "rank-00001.tft:child=100" ;;
+  torch-procs)
+    # under --torch a process a rank forks or starts waits, and is a rank
+    # only once it joins (trains): the waiting worker and helper leave no
+    # file, the joined ones one each, numbered after the parent
+    "$tftrace" -q -o "$tr" --torch -- "$prog" spawn "$prog"
+    "$check" names "$tr" "rank-00000.tft:parent.before=1,parent=100,worker=0" \
+        "rank-00001.tft:forkjoined=5" "rank-00002.tft:joined=10,t0.0=0" ;;
   exec)
     # an exec'd program records through the same session: its own rank file
     "$tftrace" -q -o "$tr" -- "$prog" exec "$prog" threads 1

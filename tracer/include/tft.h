@@ -47,6 +47,17 @@ extern "C" {
 /* 1 when recording is active in this process, 0 when calls are no-ops. */
 TFT_API int tft_enabled(void);
 
+/* Under tftrace --torch a rank is a process that trains. A process forked
+ * by a recording one (a DataLoader worker) or started below one (a shell,
+ * the compiler torch.compile runs) does not record at first: it waits.
+ * tft_process_waiting() is 1 in such a process (0 otherwise);
+ * tft_process_join() makes a waiting process a rank of its own from now on
+ * (numbered after the others) — the PyTorch layer calls it at the first
+ * module forward, loss, optimizer step or collective of the process.
+ * Returns 1 when the process records (now or already), 0 when it does not. */
+TFT_API int tft_process_waiting(void);
+TFT_API int tft_process_join(void);
+
 /* Marks the start / end of a training step. Records between them carry the
  * step number — the records of every thread of the process, not only the
  * calling one: mark steps on one thread (usually the main one) and record

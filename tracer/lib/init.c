@@ -13,6 +13,12 @@
  * Its manifest is a fragment of its own (manifest_frag.c), its run id the
  * job's (runid.c, interpose_mpi_init.c): processes on several hosts can
  * share a directory on a network file system (docs/MULTINODE.md).
+ *
+ * Under --torch (TFT_TORCH) a rank is a process that trains: a process
+ * forked by a recording one (a DataLoader worker) or started below one (the
+ * compiler inductor runs, a shell, a compile worker) waits instead of
+ * taking a rank, and becomes one only when the Python layer sees it train
+ * (tft_process_join, docs/PYTORCH.md "Workers and helper processes").
  */
 #include "capture_ref.h"
 #include "capture_spec.h"
@@ -20,6 +26,7 @@
 #include "interpose_internal.h"
 #include "recorder_internal.h"
 #include "tft.h"
+#include "tft_procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -58,6 +66,14 @@ static struct {
     _Atomic int stop;
     _Atomic int flush_req, flush_ack;
 } inproc;
+
+/* --torch's waiting processes: set once at init or in a forked child,
+ * cleared by the one tft_process_join that registers the process. */
+static struct {
+    int torch;                /* TFT_TORCH asks for PyTorch recording */
+    _Atomic int waiting;      /* 1: records once it trains (tft_process_join) */
+    int handlers;             /* atfork, on_exit and signal handlers installed */
+} procs;
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
 #define NFATAL ((int)(sizeof(fatal_signals) / sizeof(fatal_signals[0])))
@@ -121,6 +137,53 @@ static int is_job_launcher(void)
             !strcmp(a, "torch.distributed.launch") || strstr(a, "torch/distributed/run.py") ||
             strstr(a, "torch/distributed/launch.py"))
             return 1;
+    }
+    return 0;
+}
+
+/* TFT_TORCH as the sitecustomize reads it: set and not 0/off/no/false. */
+static int env_torch(void)
+{
+    const char *v = getenv("TFT_TORCH");
+    if (!v || !*v)
+        return 0;
+    static const char *const off[] = {"0", "off", "no", "false"};
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+        if (!strcasecmp(v, off[i]))
+            return 0;
+    return 1;
+}
+
+/* 1 when pid holds an active slot of the region: a process that records. */
+static int pid_records(pid_t pid)
+{
+    const shm_hdr *h = g_rec.h;
+    for (uint32_t i = 0; i < SHM_MAX_PROCS; i++)
+        if (atomic_load(&h->procs[i].state) == PROC_ACTIVE && h->procs[i].pid == (int32_t)pid)
+            return 1;
+    return 0;
+}
+
+/* 1 when an ancestor of this process (its parent, the parent's parent, ...,
+ * read from /proc/PID/stat) records into the region: this process was
+ * started by a rank, through any number of shells and compiler drivers.
+ * An ancestor that ended first (the process was re-parented) is not seen. */
+static int has_recording_ancestor(void)
+{
+    pid_t pid = getppid();
+    for (int depth = 0; depth < 64 && pid > 1; depth++) {
+        if (pid_records(pid))
+            return 1;
+        char buf[1024];
+        const char *f = tft_procstat_fields(pid, buf, sizeof(buf));
+        /* " S PPID ...": the state, then the parent */
+        if (!f || f[0] != ' ' || !f[1] || f[2] != ' ')
+            return 0;
+        char *end;
+        long pp = strtol(f + 3, &end, 10);
+        if (end == f + 3 || pp <= 0 || pp == pid)
+            return 0;
+        pid = (pid_t)pp;
     }
     return 0;
 }
@@ -563,6 +626,17 @@ static void on_process_exit(int status, void *arg)
         inproc_finish(status & 0xff, 0);
 }
 
+static void reset_counters(void)
+{
+    atomic_store(&g_rec.seq, 0);
+    atomic_store(&g_rec.tensor_id, 0);
+    atomic_store(&g_rec.next_thread, 0);
+    atomic_store(&g_rec.exit_recorded, 0);
+}
+
+/* A forked child of a recording process is a rank of its own (a C
+ * program's workers), except under --torch, where it waits until it
+ * trains: a DataLoader worker never does. */
 static void after_fork_child(void)
 {
     atomic_fetch_add(&g_rec.gen, 1);
@@ -573,12 +647,52 @@ static void after_fork_child(void)
         atomic_store(&g_rec.state, ST_OFF);
         return;
     }
-    atomic_store(&g_rec.seq, 0);
-    atomic_store(&g_rec.tensor_id, 0);
-    atomic_store(&g_rec.next_thread, 0);
-    atomic_store(&g_rec.exit_recorded, 0);
+    reset_counters();
+    if (procs.torch) {
+        atomic_store(&g_rec.state, ST_OFF);
+        atomic_store(&procs.waiting, 1);
+        return;
+    }
     if (register_proc(-1) < 0)
         atomic_store(&g_rec.state, ST_OFF);
+}
+
+/* Once per process image (a forked child inherits them): fork, exit and
+ * fatal-signal handling of a recording process. */
+static void install_handlers(void)
+{
+    if (procs.handlers)
+        return;
+    procs.handlers = 1;
+    pthread_atfork(NULL, NULL, after_fork_child);
+    on_exit(on_process_exit, NULL);
+    install_signal_handlers();
+}
+
+int tft_process_waiting(void)
+{
+    rec_on(); /* set-up decides */
+    return atomic_load(&procs.waiting);
+}
+
+/* The one caller that clears the flag registers the process: numbered by
+ * its registration index (a rank in its environment is its parent's). */
+int tft_process_join(void)
+{
+    if (rec_on())
+        return 1;
+    if (!atomic_exchange(&procs.waiting, 0))
+        return 0;
+    ip_depth++;
+    reset_counters();
+    atomic_fetch_add(&g_rec.gen, 1);
+    int ok = register_proc(-1) == 0;
+    if (ok) {
+        install_handlers();
+        atomic_store_explicit(&g_rec.state, ST_ON, memory_order_release);
+    }
+    ip_depth--;
+    return ok;
 }
 
 pthread_once_t rec_init_once = PTHREAD_ONCE_INIT;
@@ -603,17 +717,20 @@ void rec_init(void)
     if (env_long("TFT_DISABLE", 0) || (env_rank() < 0 && is_job_launcher())) {
         /* off */
     } else if (shm && *shm) {
-        if (attach(shm) == 0 && register_proc(env_rank()) == 0)
+        procs.torch = env_torch();
+        if (attach(shm) < 0) {
+            /* off */
+        } else if (procs.torch && has_recording_ancestor()) {
+            atomic_store(&procs.waiting, 1); /* started by a rank: records once it trains */
+        } else if (register_proc(env_rank()) == 0) {
             state = ST_ON;
+        }
     } else if (out && *out) {
         if (inproc_start(out) == 0 && register_proc(inproc.rank) == 0)
             state = ST_ON;
     }
-    if (state == ST_ON) {
-        pthread_atfork(NULL, NULL, after_fork_child);
-        on_exit(on_process_exit, NULL);
-        install_signal_handlers();
-    }
+    if (state == ST_ON)
+        install_handlers();
     atomic_store_explicit(&g_rec.state, state, memory_order_release);
     ip_depth--;
 }

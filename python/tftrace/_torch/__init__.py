@@ -11,7 +11,10 @@ right after ``import torch`` (tftrace/_boot/sitecustomize.py):
   resuming from a checkpoint (resume.py);
 - ops: all of that and every ATen op through a TorchDispatchMode (ops.py).
 
-Installing is idempotent, and does nothing when the process does not record.
+Installing is idempotent, and does nothing when the process does not record
+and will not (a process tftrace --torch keeps waiting, a DataLoader worker or
+a Python child of the training, gets the hooks: it becomes a rank if they see
+it train, docs/PYTORCH.md "Workers and helper processes").
 """
 
 import atexit
@@ -27,7 +30,8 @@ _lock = threading.Lock()
 
 def install(mode="modules"):
     """Installs the hooks for mode ("modules" or "ops"); returns True when
-    installed now or before, False when this process does not record."""
+    installed now or before, False when this process does not record (nor
+    waits to)."""
     global _installed
     if mode not in ("modules", "ops"):
         raise ValueError("tftrace: torch mode must be 'modules' or 'ops', not %r" % (mode,))
