@@ -5,7 +5,8 @@ Names (docs/PYTORCH.md has the full table):
 - a module's forward outputs: its path from the root model, ``model`` for
   the first root module that has parameters (``model.blocks.0.attn``); other
   root modules (a loss module called on its own) by their class name in
-  lower case (``crossentropyloss``). Wrappers that only forward to an inner
+  lower case (``crossentropyloss``; several, made while training: the
+  rules in Names). Wrappers that only forward to an inner
   module (DistributedDataParallel, torch.compile's OptimizedModule, FSDP's
   outer wrapper) are transparent: their inner module is the root.
   Several outputs: ``path[i]``, ``path.key`` (tensor leaves, tensors.leaves).
@@ -108,7 +109,8 @@ class Names:
                 k = len(same)
                 same.append(weakref.ref(m))
             name = base if k == 0 else "%s.%d" % (base, k)
-            self.index(m, name)
+            if m not in self.trees:
+                self.index(m, name)
             return name
         if "model" not in self.taken:
             base = "model"

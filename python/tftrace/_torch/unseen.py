@@ -16,10 +16,13 @@ docs/PYTORCH.md, "What the program can never observe".
 import functools
 
 import torch
-from torch.utils._python_dispatch import _disable_current_modes
 
-_no_subclass_functions = torch._C.DisableTorchFunctionSubclass
-_modes = torch._C._len_torch_dispatch_stack
+try:
+    from torch.utils._python_dispatch import _disable_current_modes
+    _modes = torch._C._len_torch_dispatch_stack
+except (ImportError, AttributeError):  # a torch without them: modes are seen
+    _modes = lambda: 0  # noqa: E731
+_no_subclass_functions = getattr(torch._C, "DisableTorchFunctionSubclass", None) or torch._C.DisableTorchFunction
 tracing = torch._C._get_tracing_state  # None when torch.jit.trace is not running
 
 

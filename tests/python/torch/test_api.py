@@ -164,7 +164,7 @@ for step in range(2):
 
 def test_torch_function():
     """A __torch_function__ subclass sees the program's calls only."""
-    same_as_untraced("subclass", _SUBCLASS_PROG, modes=("modules", "ops"))
+    same_as_untraced("subclass", _SUBCLASS_PROG)
 
 
 _MODE_PROG = r'''
