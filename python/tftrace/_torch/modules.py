@@ -31,7 +31,6 @@ import threading
 import weakref
 
 import torch
-from torch.utils.weak import WeakIdKeyDictionary
 
 from .. import _lib
 from .._record import DTYPE, guarded, steps
@@ -64,6 +63,48 @@ def _inner(m):
     return m
 
 
+class WeakIds:
+    """A map keyed by objects' identity that holds them weakly: an entry
+    goes when its object dies, so a later object at the same address never
+    finds it. (torch.utils.weak.WeakIdKeyDictionary does the same, but
+    makes a reference object at every lookup: this runs for every module
+    call.)"""
+
+    def __init__(self):
+        self.d = {}  # id(obj) -> (weakref.ref(obj), value)
+
+    def get(self, obj, default=None):
+        e = self.d.get(id(obj))
+        return e[1] if e is not None and e[0]() is obj else default
+
+    def __contains__(self, obj):
+        e = self.d.get(id(obj))
+        return e is not None and e[0]() is obj
+
+    def __setitem__(self, obj, value):
+        k, d = id(obj), self.d
+        e = d.get(k)
+        if e is not None and e[0]() is obj:
+            d[k] = (e[0], value)
+            return
+
+        def gone(r):
+            if d.get(k, (None,))[0] is r:
+                del d[k]
+        d[k] = (weakref.ref(obj, gone), value)
+
+    def setdefault(self, obj, value):
+        if obj not in self:
+            self[obj] = value
+        return self.get(obj)
+
+    def __getitem__(self, obj):
+        e = self.d.get(id(obj))
+        if e is None or e[0]() is not obj:
+            raise KeyError(obj)
+        return e[1]
+
+
 class Names:
     """Module and parameter names, by the roots they were called under.
 
@@ -87,11 +128,11 @@ class Names:
     """
 
     def __init__(self):
-        self.roots = WeakIdKeyDictionary()   # root with parameters -> its name
+        self.roots = WeakIds()   # root with parameters -> its name
         self.taken = set()                    # names of roots with parameters
         self.step_roots = (None, {})          # (step, {base name: [parameterless roots called]})
-        self.trees = WeakIdKeyDictionary()   # root -> (step read, WeakIdKeyDictionary module -> "blocks.0.attn")
-        self.params = WeakIdKeyDictionary()  # parameter -> "model.lm_head.weight" (its first root's)
+        self.trees = WeakIds()   # root -> (step read, WeakIds module -> "blocks.0.attn")
+        self.params = WeakIds()  # parameter -> "model.lm_head.weight" (its first root's)
 
     def root_name(self, m):
         r = self.roots.get(m)
@@ -124,7 +165,7 @@ class Names:
 
     def index(self, root, name):
         """(Re-)reads root's module tree and names its new parameters."""
-        tree = WeakIdKeyDictionary()
+        tree = WeakIds()
         for sub, mod in root.named_modules():
             if sub:
                 tree.setdefault(mod, sub)
@@ -259,15 +300,19 @@ class ModuleRecorder:
                 t.register_hook(_grad_hook("grad." + name))
 
 
+@guarded("a gradient")
+@unseen
+def _record_grad(bname, g):
+    if g is not None:
+        steps.ensure()
+        tensors.record(bname, g)
+
+
 def _grad_hook(name):
     bname = name.encode()
 
-    @guarded("a gradient")
-    @unseen
     def hook(g):
-        if g is not None:
-            steps.ensure()
-            tensors.record(bname, g)
+        _record_grad(bname, g)
         return None
     return hook
 
