@@ -122,16 +122,17 @@ class Names:
       by order of first call in the step;
     - a module inside a root: its attribute path in the root
       (``named_modules``), re-read when a module the root did not hold at
-      its last reading is called (a layer added during training); a module
-      the root does not hold at all: the caller's path + its class in lower
-      case.
+      its last reading is called (a layer added during training; at most
+      REREADS times a step after the first); a module the root does not
+      hold at all: the caller's path + its class in lower case.
     """
 
     def __init__(self):
         self.roots = WeakIds()   # root with parameters -> its name
-        self.taken = set()                    # names of roots with parameters
-        self.step_roots = (None, {})          # (step, {base name: [parameterless roots called]})
-        self.trees = WeakIds()   # root -> (step read, WeakIds module -> "blocks.0.attn")
+        self.taken = set()       # names of roots with parameters
+        self.step_roots = (None, {})  # (step, {base name: [parameterless roots called, weakly]})
+        self.trees = WeakIds()   # root -> (step of the last reading, WeakIds module -> "blocks.0.attn",
+                                 #         readings before it in that step)
         self.params = WeakIds()  # parameter -> "model.lm_head.weight" (its first root's)
 
     def root_name(self, m):
@@ -163,13 +164,17 @@ class Names:
         self.index(m, name)
         return name
 
+    REREADS = 4  # re-readings of a root's tree a step at most (modules it never holds: one each)
+
     def index(self, root, name):
         """(Re-)reads root's module tree and names its new parameters."""
         tree = WeakIds()
         for sub, mod in root.named_modules():
             if sub:
                 tree.setdefault(mod, sub)
-        self.trees[root] = (steps.current, tree)
+        read = self.trees.get(root)
+        n = read[2] + 1 if read is not None and read[0] == steps.current else 0
+        self.trees[root] = (steps.current, tree, n)
         for pn, p in root.named_parameters():
             if p not in self.params:
                 self.params[p] = name + "." + pn
@@ -179,8 +184,8 @@ class Names:
         under root (named root_path)."""
         read = self.trees.get(root)
         sub = read[1].get(m) if read is not None else None
-        if sub is None and read is not None and read[0] != steps.current:
-            self.index(root, root_path)  # at most once a step: a module the root never holds
+        if sub is None and read is not None and (read[0] != steps.current or read[2] < self.REREADS):
+            self.index(root, root_path)
             sub = self.trees[root][1].get(m)
         p = root_path + "." + sub if sub is not None else parent + "." + type(m).__name__.lower()
         seg = p[len(parent) + 1:] if p.startswith(parent + ".") else p

@@ -305,8 +305,17 @@ _NAMES_PROG = r'''
 import sys
 import torch
 
+
+
+class Lazy(torch.nn.Module):
+    def forward(self, x):
+        if not hasattr(self, "proj"):  # a layer made at the first forward
+            self.proj = torch.nn.Linear(4, 4)
+        return self.proj(x)
+
+
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), Lazy())
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 keep = []
 x, y = torch.randn(8, 4), torch.randint(0, 4, (8,))
@@ -342,11 +351,12 @@ def test_names():
         names.setdefault(e["step"], set()).add(e["name"])
     for step in range(4):
         got = names.get(step, set())
-        want = {"model", "model.0", "model.1", "crossentropyloss", "loss", "param.model.0.weight"}
+        want = {"model", "model.0", "model.1", "model.2.proj", "crossentropyloss", "loss", "param.model.0.weight"}
         want |= {"crossentropyloss.1"} if step % 2 else set()
         want |= {"model.head", "param.model.head.weight", "grad.model.head"} if step >= 2 else set()
         check(want <= got, "step %d: no %s (recorded: %s)" % (step, sorted(want - got), sorted(got)))
-        extra = sorted(n for n in got if n.startswith("crossentropyloss") and n not in want)
-        check(not extra, "step %d: loss modules named %s" % (step, extra))
+        extra = sorted(n for n in got if n.split(".")[0] in ("model", "crossentropyloss") and n not in want
+                       and n != "model.2")
+        check(not extra, "step %d: modules named %s" % (step, extra))
     p = run([A.tfdiff, traces[0], traces[1]], ok=(0, 1))
     check(p.returncode == 0, "two runs of one program differ:\n%s" % p.stdout[-3000:])
