@@ -179,6 +179,27 @@ class Names:
             if p not in self.params:
                 self.params[p] = name + "." + pn
 
+    def path_of(self, m):
+        """The path m was last given (a root's name, or its root's name +
+        its attribute path), None when it has none yet. A slow path (it
+        looks through every root): for reports, not for hooks."""
+        r = self.roots.get(m)
+        if r is not None:
+            return r
+        _, seen = self.step_roots
+        for refs in seen.values():
+            for k, ref in enumerate(refs):
+                if ref() is m:
+                    base = type(m).__name__.lower()
+                    return base if k == 0 else "%s.%d" % (base, k)
+        for ref, name in list(self.roots.d.values()):
+            root = ref()
+            read = self.trees.get(root) if root is not None else None
+            sub = read[1].get(m) if read is not None else None
+            if sub is not None:
+                return name + "." + sub
+        return None
+
     def name_of(self, m, root, root_path, parent):
         """Full path and scope segment of m called inside parent (a path)
         under root (named root_path)."""
