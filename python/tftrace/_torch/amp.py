@@ -27,6 +27,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from .._record import guarded, steps
 from . import tensors
+from .unseen import tracing, unseen
 
 _scaled = WeakIdKeyDictionary()   # scaled loss -> (the unscaled loss, the scaler)
 
@@ -42,19 +43,21 @@ def _wraps(real, fn):
 
 
 @guarded("GradScaler's scale")
+@unseen
 def _note_scaled(out, loss, scaler):
     if isinstance(out, torch.Tensor) and out is not loss:
-        _scaled[out] = (loss.detach(), scaler)
+        _scaled[out] = (loss, scaler)
 
 
 @guarded("GradScaler's step")
+@unseen
 def _after_step(scaler, before):
     s = getattr(scaler, "_scale", None)
     if isinstance(s, torch.Tensor):
         tensors.record(b"amp.scale", s)
     if steps.source == "optimizer" and steps.current == before:   # optimizer.step() did not run
         steps.ensure()
-        tensors.record(b"amp.skipped", torch.ones((), dtype=torch.float32))
+        tensors.record_scalar(b"amp.skipped", 1.0)
         steps.end_optimizer_step()
 
 
@@ -79,12 +82,13 @@ def _wrap_scaler():
 
 
 @guarded("the gradient norm")
+@unseen
 def _record_clip(max_norm, total_norm):
-    if isinstance(total_norm, torch.Tensor):
+    if isinstance(total_norm, torch.Tensor) and tracing() is None:
         steps.ensure()
-        tensors.record(b"grad_norm", total_norm.detach())
+        tensors.record(b"grad_norm", total_norm)
         if isinstance(max_norm, (int, float)):
-            tensors.record(b"grad_norm.max", torch.tensor(float(max_norm), dtype=torch.float64))
+            tensors.record_scalar(b"grad_norm.max", max_norm)
 
 
 def _wrap_clip():

@@ -5,7 +5,8 @@ Names (docs/PYTORCH.md has the full table):
 - a module's forward outputs: its path from the root model, ``model`` for
   the first root module that has parameters (``model.blocks.0.attn``); other
   root modules (a loss module called on its own) by their class name in
-  lower case (``crossentropyloss``). Wrappers that only forward to an inner
+  lower case (``crossentropyloss``; several, made while training: the
+  rules in Names). Wrappers that only forward to an inner
   module (DistributedDataParallel, torch.compile's OptimizedModule, FSDP's
   outer wrapper) are transparent: their inner module is the root.
   Several outputs: ``path[i]``, ``path.key`` (tensor leaves, tensors.leaves).
@@ -26,13 +27,17 @@ inside a module's forward carries it, ATen ops included (``--torch ops``).
 """
 
 import ctypes
+import functools
+import sys
 import threading
+import weakref
 
 import torch
 
 from .. import _lib
-from .._record import OP_OTHER, guarded, steps
+from .._record import DTYPE, OP_OTHER, guarded, steps
 from . import tensors
+from .unseen import tracing, unseen
 
 _WRAPPERS = ("DistributedDataParallel", "OptimizedModule", "FullyShardedDataParallel", "DataParallel")
 
@@ -60,59 +65,180 @@ def _inner(m):
     return m
 
 
-class Names:
-    """Module -> path names, by the roots they were called under."""
+class WeakIds:
+    """A map keyed by objects' identity that holds them weakly: an entry
+    goes when its object dies, so a later object at the same address never
+    finds it. (torch.utils.weak.WeakIdKeyDictionary does the same, but
+    makes a reference object at every lookup: this runs for every module
+    call.)"""
 
     def __init__(self):
-        self.path = {}        # id(module) -> full path ("model.blocks.0.attn")
-        self.rel = {}         # id(module) -> its scope segment ("blocks.0")
-        self.roots = {}       # id(root) -> root name
-        self.params = {}      # id(param) -> "model.lm_head.weight"
-        self.taken = set()    # root names given out
+        self.d = {}  # id(obj) -> (weakref.ref(obj), value)
+
+    def get(self, obj, default=None):
+        e = self.d.get(id(obj))
+        return e[1] if e is not None and e[0]() is obj else default
+
+    def __contains__(self, obj):
+        e = self.d.get(id(obj))
+        return e is not None and e[0]() is obj
+
+    def __setitem__(self, obj, value):
+        k, d = id(obj), self.d
+        e = d.get(k)
+        if e is not None and e[0]() is obj:
+            d[k] = (e[0], value)
+            return
+
+        def gone(r):
+            if d.get(k, (None,))[0] is r:
+                del d[k]
+        d[k] = (weakref.ref(obj, gone), value)
+
+    def setdefault(self, obj, value):
+        if obj not in self:
+            self[obj] = value
+        return self.get(obj)
+
+    def __getitem__(self, obj):
+        e = self.d.get(id(obj))
+        if e is None or e[0]() is not obj:
+            raise KeyError(obj)
+        return e[1]
+
+
+class Names:
+    """Module and parameter names, by the roots they were called under.
+
+    Everything is keyed by weak identity (an entry goes with its object), so
+    a module or parameter made later never inherits a dead one's name.
+    Names depend on the program's order of calls alone, never on addresses
+    or on how many instances were made before:
+
+    - the first root module with parameters is ``model``; other roots with
+      parameters are named by their class in lower case, ``.1``, ``.2``...
+      by order of first call in the run;
+    - a root without parameters (a loss module, made each step or not) is
+      named by its class in lower case at each call; when another instance
+      of that class was called before it in the same step, ``.1``, ``.2``...
+      by order of first call in the step;
+    - a module inside a root: its attribute path in the root
+      (``named_modules``), re-read when a module the root did not hold at
+      its last reading is called (a layer added during training; at most
+      REREADS times a step after the first); a module the root does not
+      hold at all: the caller's path + its class in lower case.
+    """
+
+    def __init__(self):
+        self.roots = WeakIds()   # root with parameters -> its name
+        self.taken = set()       # names of roots with parameters
+        self.step_roots = (None, {})  # (step, {base name: [parameterless roots called, weakly]})
+        self.trees = WeakIds()   # root -> (step of the last reading, WeakIds module -> "blocks.0.attn",
+                                 #         readings before it in that step)
+        self.params = WeakIds()  # parameter -> "model.lm_head.weight" (its first root's)
 
     def root_name(self, m):
-        r = self.roots.get(id(m))
+        r = self.roots.get(m)
         if r is not None:
             return r
-        has_params = any(True for _ in m.parameters())
-        base = "model" if has_params and "model" not in self.taken else type(m).__name__.lower()
+        base = type(m).__name__.lower()
+        if not any(True for _ in m.parameters()):
+            step, seen = self.step_roots
+            if step != steps.current:
+                seen = {}
+                self.step_roots = (steps.current, seen)
+            same = seen.setdefault(base, [])
+            k = next((i for i, ref in enumerate(same) if ref() is m), None)
+            if k is None:
+                k = len(same)
+                same.append(weakref.ref(m))
+            name = base if k == 0 else "%s.%d" % (base, k)
+            if m not in self.trees:
+                self.index(m, name)
+            return name
+        if "model" not in self.taken:
+            base = "model"
         name, k = base, 1
         while name in self.taken:
             name, k = "%s.%d" % (base, k), k + 1
         self.taken.add(name)
-        self.roots[id(m)] = name
+        self.roots[m] = name
         self.index(m, name)
         return name
 
+    REREADS = 4  # re-readings of a root's tree a step at most (modules it never holds: one each)
+
     def index(self, root, name):
-        self.path[id(root)] = name
-        self.rel.setdefault(id(root), name)
+        """(Re-)reads root's module tree and names its new parameters."""
+        tree = WeakIds()
         for sub, mod in root.named_modules():
-            if sub and id(mod) not in self.path:
-                self.path[id(mod)] = name + "." + sub
+            if sub:
+                tree.setdefault(mod, sub)
+        read = self.trees.get(root)
+        n = read[2] + 1 if read is not None and read[0] == steps.current else 0
+        self.trees[root] = (steps.current, tree, n)
         for pn, p in root.named_parameters():
-            self.params.setdefault(id(p), name + "." + pn)
+            if p not in self.params:
+                self.params[p] = name + "." + pn
 
     def path_of(self, m):
-        """The path m was given, None when it has none yet."""
-        return self.path.get(id(m))
+        """The path m was last given (a root's name, or its root's name +
+        its attribute path), None when it has none yet. A slow path (it
+        looks through every root): for reports, not for hooks."""
+        r = self.roots.get(m)
+        if r is not None:
+            return r
+        _, seen = self.step_roots
+        for refs in seen.values():
+            for k, ref in enumerate(refs):
+                if ref() is m:
+                    base = type(m).__name__.lower()
+                    return base if k == 0 else "%s.%d" % (base, k)
+        for ref, name in list(self.roots.d.values()):
+            root = ref()
+            read = self.trees.get(root) if root is not None else None
+            sub = read[1].get(m) if read is not None else None
+            if sub is not None:
+                return name + "." + sub
+        return None
 
-    def name_of(self, m, parent):
-        """Full path and scope segment of m called inside parent (a path or None)."""
-        p = self.path.get(id(m))
-        if p is None and parent is not None:
-            # a module that was not in its root's tree when it was indexed
-            p = parent + "." + type(m).__name__.lower()
-            self.path[id(m)] = p
-        if parent is not None and p.startswith(parent + "."):
-            seg = p[len(parent) + 1:]
-        else:
-            seg = p
+    def name_of(self, m, root, root_path, parent):
+        """Full path and scope segment of m called inside parent (a path)
+        under root (named root_path)."""
+        read = self.trees.get(root)
+        sub = read[1].get(m) if read is not None else None
+        if sub is None and read is not None and (read[0] != steps.current or read[2] < self.REREADS):
+            self.index(root, root_path)
+            sub = self.trees[root][1].get(m)
+        p = root_path + "." + sub if sub is not None else parent + "." + type(m).__name__.lower()
+        seg = p[len(parent) + 1:] if p.startswith(parent + ".") else p
         return p, seg
 
 
+_CALL = torch.nn.Module._call_impl.__code__
+
+
+def _call_frame():
+    """The frame of the Module._call_impl running the hook that calls this
+    (a few frames up), or None (hooks called another way)."""
+    f = sys._getframe(1)
+    for _ in range(8):
+        if f is None or f.f_code is _CALL:
+            return f
+        f = f.f_back
+    return None
+
+
 class ModuleRecorder:
-    """The global module hooks (forward pre/post) and the output-gradient hooks."""
+    """The global module hooks (forward pre/post) and the output-gradient hooks.
+
+    Per thread, one entry per module call in progress: ``stack`` its path
+    (None for a transparent wrapper; ops.py reads it), ``marks`` (the
+    _call_impl frame running it, a weak reference to its root module and
+    the root's name). A call that ends by a BaseException (KeyboardInterrupt)
+    runs no forward hook: its entries stay, and are popped (their C scopes
+    too) by the next hook that finds their frames no longer running above
+    it. The frame is held until then (post drops it at a normal end)."""
 
     def __init__(self, names):
         self.names = names
@@ -123,37 +249,73 @@ class ModuleRecorder:
         s = getattr(self.tls, "stack", None)
         if s is None:
             s = self.tls.stack = []
+            self.tls.marks = []
         return s
+
+    def _pop(self, stack, marks):
+        marks.pop()
+        if stack.pop() is not None:
+            self.lib.tft_scope_pop()
+
+    def _unwind(self, stack, marks, here):
+        """Pops the entries whose calls are no longer running above frame here."""
+        live = set()
+        g = here.f_back
+        while marks:
+            f = marks[-1][0]
+            if f is None:
+                return
+            while g is not None and id(f) not in live:
+                if g.f_code is _CALL:
+                    live.add(id(g))
+                g = g.f_back
+            if id(f) in live:  # (f is held: its id is not reused)
+                return
+            self._pop(stack, marks)
 
     @guarded("a module's forward (pre-hook)")
     def pre(self, module, args):
         stack = self._stack()
+        marks = self.tls.marks
+        here = _call_frame()
+        if marks and here is not None:
+            self._unwind(stack, marks, here)
         if type(module).__name__ in _WRAPPERS:
             stack.append(None)        # transparent
+            marks.append((here, None, None))
             return None
         parent = next((x for x in reversed(stack) if x is not None), None)
         if parent is None:
-            path = self.names.root_name(_inner(module))
-            seg = path
-            if _inner(module) is not module:
-                self.names.path[id(module)] = path
+            root = _inner(module)
+            path = seg = self.names.root_name(root)
+            rootref = weakref.ref(root)
         else:
-            path, seg = self.names.name_of(module, parent)
+            _, rootref, rpath = next(m for m in reversed(marks) if m[1] is not None)
+            path, seg = self.names.name_of(module, rootref(), rpath, parent)
         steps.ensure()
         self.lib.tft_scope_push(seg.encode())
         stack.append(path)
+        marks.append((here, rootref, path if parent is None else rpath))
         return None
 
     @guarded("a module's outputs")
     def post(self, module, args, output):
         stack = self._stack()
+        marks = self.tls.marks
         if not stack:
             return None
+        here = _call_frame()
+        if here is not None and marks[-1][0] is not here:
+            if not any(m[0] is here for m in marks):
+                return None   # a call whose pre-hook pushed nothing
+            while marks[-1][0] is not here:  # calls inside it ended by a BaseException it caught
+                self._pop(stack, marks)
+        marks.pop()
         path = stack.pop()
         if path is None:
             return None
         try:
-            if output is not None:
+            if output is not None and tracing() is None:
                 self.record_output(path, output)
         finally:
             self.lib.tft_scope_pop()
@@ -166,14 +328,19 @@ class ModuleRecorder:
                 t.register_hook(_grad_hook("grad." + name))
 
 
+@guarded("a gradient")
+@unseen
+def _record_grad(bname, g):
+    if g is not None:
+        steps.ensure()
+        tensors.record(bname, g)
+
+
 def _grad_hook(name):
     bname = name.encode()
 
-    @guarded("a gradient")
     def hook(g):
-        if g is not None:
-            steps.ensure()
-            tensors.record(bname, g)
+        _record_grad(bname, g)
         return None
     return hook
 
@@ -199,7 +366,7 @@ class OptimizerRecorder:
         self.state_ids = {}   # parameter name -> ids of its state records after the last step
 
     def pname(self, p, gi, pi):
-        n = self.names.params.get(id(p))
+        n = self.names.params.get(p)
         return n if n is not None else "group%d.%d" % (gi, pi)
 
     @guarded("an optimizer step's gradients")
@@ -213,8 +380,7 @@ class OptimizerRecorder:
                     grads[(gi, pi)] = tensors.record("grad." + self.pname(p, gi, pi), p.grad)
             lr = g.get("lr")
             if isinstance(lr, (int, float)):
-                lrs[gi] = tensors.record("lr" if gi == 0 else "lr.group%d" % gi,
-                                         torch.tensor(float(lr), dtype=torch.float64))
+                lrs[gi] = tensors.record_scalar(b"lr" if gi == 0 else b"lr.group%d" % gi, float(lr))
 
     def post(self, opt, args, kwargs):
         try:
@@ -267,10 +433,10 @@ def install(names):
     from torch.nn.modules import module as nnm
     import torch.optim.optimizer as optimizer  # (torch.optim deletes its 'optimizer' attribute)
     handles = [
-        nnm.register_module_forward_pre_hook(mr.pre),
-        nnm.register_module_forward_hook(mr.post, always_call=True),
-        optimizer.register_optimizer_step_pre_hook(orc.pre),
-        optimizer.register_optimizer_step_post_hook(orc.post),
+        nnm.register_module_forward_pre_hook(unseen(mr.pre)),
+        nnm.register_module_forward_hook(unseen(mr.post), always_call=True),
+        optimizer.register_optimizer_step_pre_hook(unseen(orc.pre)),
+        optimizer.register_optimizer_step_post_hook(unseen(orc.post)),
     ]
     _wrap_backward()
     from . import amp
@@ -282,15 +448,22 @@ _in_backward = threading.local()
 
 
 def _wrap_backward():
+    """Tensor.backward and torch.autograd.backward, recording the loss.
+
+    The wrappers take exactly what the originals take (any argument by
+    keyword too) and carry their name, qualname, module, doc and signature
+    (functools.wraps; inspect.signature follows __wrapped__)."""
     real_tensor_backward = torch.Tensor.backward
     real_autograd_backward = torch.autograd.backward
 
     from .amp import unscaled
 
     @guarded("the loss")
+    @unseen
     def record_loss(t):
-        steps.ensure()
-        tensors.record(b"loss", unscaled(t).detach())
+        if tracing() is None:
+            steps.ensure()
+            tensors.record(b"loss", unscaled(t))
 
     def note_loss(t):
         if getattr(_in_backward, "on", False):
@@ -301,22 +474,23 @@ def _wrap_backward():
         return True
 
     def noting(real, loss_of):
-        """real, recording loss_of(its first argument) unless a backward is
+        """real, recording loss_of(its arguments) unless a backward is
         already in progress on this thread (Tensor.backward calls
         torch.autograd.backward)."""
-        def wrapper(first, *args, **kwargs):
-            mine = note_loss(loss_of(first))
+        @functools.wraps(real)
+        def wrapper(*args, **kwargs):
+            mine = note_loss(loss_of(args, kwargs))
             try:
-                return real(first, *args, **kwargs)
+                return real(*args, **kwargs)
             finally:
                 if mine:
                     _in_backward.on = False
-        wrapper.__doc__ = real.__doc__
         return wrapper
 
-    tensor_backward = noting(real_tensor_backward, lambda t: t)
-    autograd_backward = noting(real_autograd_backward,
-                               lambda ts: ts[0] if isinstance(ts, (list, tuple)) and ts else ts)
+    def first_tensor(args, kwargs):
+        ts = args[0] if args else kwargs.get("tensors")
+        return ts[0] if isinstance(ts, (list, tuple)) and ts else ts
 
-    torch.Tensor.backward = tensor_backward
-    torch.autograd.backward = autograd_backward
+    torch.Tensor.backward = noting(real_tensor_backward, lambda a, kw: a[0] if a else kw.get("self"))
+    torch.autograd.backward = noting(real_autograd_backward, first_tensor)
+

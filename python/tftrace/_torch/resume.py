@@ -25,6 +25,7 @@ import torch
 
 from .. import _lib
 from .._record import guarded, steps
+from .unseen import unseen
 
 TFT_CKPT_RESUME = 1
 
@@ -56,6 +57,7 @@ def restored_step(opt):
 
 
 @guarded("a torch.load")
+@unseen
 def _note_load(f):
     if isinstance(f, (str, bytes, os.PathLike)):
         with _lock:
@@ -63,6 +65,7 @@ def _note_load(f):
 
 
 @guarded("a module's load_state_dict")
+@unseen
 def _note_module(names, module):
     with _lock:
         _pending["models"].append(names.path_of(module) or type(module).__name__)
@@ -70,6 +73,7 @@ def _note_module(names, module):
 
 
 @guarded("an optimizer's load_state_dict")
+@unseen
 def _note_optimizer(opt):
     n = restored_step(opt)
     with _lock:
@@ -84,6 +88,7 @@ def _note_optimizer(opt):
 
 
 @guarded("a RESUME record")
+@unseen
 def _flush():
     """Writes the RESUME record of the loads since the last one (before a step begins)."""
     with _lock:

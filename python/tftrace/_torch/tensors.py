@@ -105,6 +105,17 @@ def record(name, t, shape_only=False):
     return _record_slow(lib, name, t, shape_only, dt)
 
 
+def record_scalar(name, x):
+    """Records the Python number x as a 0-d f64 tensor, from a ctypes double
+    (no torch tensor: no op the program's dispatch modes would see); returns
+    its tensor id (0 when not recorded)."""
+    lib = _lib_handle or _lib.lib()
+    v = ctypes.c_double(float(x))
+    rc = lib.tft_tensor(name.encode() if isinstance(name, str) else name, DTYPE["f64"], ctypes.addressof(v), 0,
+                        _SHAPE_T[0]())
+    return lib.tft_last_tensor_id() if rc == 0 else 0
+
+
 def _record_slow(lib, name, t, shape_only, dt):
     """record() for everything but a dense CPU tensor: CUDA, shape-only,
     folded dimensions, other layouts and dtypes."""
