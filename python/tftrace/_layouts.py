@@ -35,6 +35,7 @@ REC_CLOCK = 17
 REC_EXCEPTION = 18
 
 _TENSOR_HAS_DATA = 0x1
+_TENSOR_TRAIN, _TENSOR_EVAL, _TENSOR_NO_GRAD = 0x2, 0x4, 0x8  # format 1.7 (FORMAT.md §5.4)
 _COLL_FLAG_ENTER, _COLL_FLAG_EXIT = 0x1, 0x2
 CAPTURE_SHUFFLED = 0x1
 _COMM_FLAG_INTER = 0x1
@@ -393,6 +394,10 @@ def event_dict(names, h, addr, rank, strings, ops):
         d = _row_dict(TENSOR_COLS, tensor_row(names, h, tr, rank, strings(tr.name), ops.get(h.seq)))
         d["kind"] = "tensor"
         d["has_data"] = bool(h.flags & _TENSOR_HAS_DATA)
+        if h.flags & (_TENSOR_TRAIN | _TENSOR_EVAL):  # its context (format 1.7), when said
+            d["training"] = bool(h.flags & _TENSOR_TRAIN)
+        if h.flags & (_TENSOR_TRAIN | _TENSOR_EVAL | _TENSOR_NO_GRAD):
+            d["grad"] = not h.flags & _TENSOR_NO_GRAD
         return d
     if kind == REC_COLLECTIVE:
         cr = RecCollective.from_address(addr)

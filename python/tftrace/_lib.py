@@ -125,6 +125,8 @@ def _declare(lib):
     if hasattr(lib, "tft_exception"):
         lib.tft_exception.restype, lib.tft_exception.argtypes = I, [CS, CS, CS, CS]
     lib.tft_checkpoint.restype, lib.tft_checkpoint.argtypes = I, [I, I64, CS, CS]
+    if hasattr(lib, "tft_tensor_context"):
+        lib.tft_tensor_context.restype, lib.tft_tensor_context.argtypes = None, [c.c_uint]
     # since 0.3 (docs/PYTORCH.md, "Workers and helper processes"): optional,
     # a library without them has no waiting processes (_record.py)
     for name in ("tft_process_waiting", "tft_process_join"):

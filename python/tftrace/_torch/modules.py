@@ -39,6 +39,13 @@ from .._record import DTYPE, OP_OTHER, guarded, steps
 from . import tensors
 from .unseen import tracing, unseen
 
+# the TENSOR context flags (tft_types.h, format 1.7), when the library has the call
+_TRAIN, _EVAL, _NO_GRAD = 0x2, 0x4, 0x8
+try:
+    _CONTEXT = hasattr(_lib.lib(), "tft_tensor_context")
+except _lib.TftLibraryError:
+    _CONTEXT = False
+
 _WRAPPERS = ("DistributedDataParallel", "OptimizedModule", "FullyShardedDataParallel", "DataParallel")
 
 # optimizer state key -> recorded prefix, by optimizer class name; others:
@@ -316,16 +323,27 @@ class ModuleRecorder:
             return None
         try:
             if output is not None and tracing() is None:
-                self.record_output(path, output)
+                self.record_output(path, output, module)
         finally:
             self.lib.tft_scope_pop()
         return None
 
-    def record_output(self, path, output):
-        for name, t in tensors.leaves(output, path, []):
-            tensors.record(name, t)
-            if t.requires_grad and t.grad_fn is not None:
-                t.register_hook(_grad_hook("grad." + name))
+    def record_output(self, path, output, module=None):
+        """Records the tensor leaves of a module's output, in its context:
+        training or eval mode, gradient recording on or off (the TENSOR
+        flags TRAIN/EVAL/NO_GRAD, FORMAT.md §5.4)."""
+        flags = 0
+        if module is not None and _CONTEXT:
+            flags = (_TRAIN if module.training else _EVAL) | (0 if torch.is_grad_enabled() else _NO_GRAD)
+            self.lib.tft_tensor_context(flags)
+        try:
+            for name, t in tensors.leaves(output, path, []):
+                tensors.record(name, t)
+                if t.requires_grad and t.grad_fn is not None:
+                    t.register_hook(_grad_hook("grad." + name))
+        finally:
+            if flags:
+                self.lib.tft_tensor_context(0)
 
 
 @guarded("a gradient")

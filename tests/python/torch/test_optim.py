@@ -1,4 +1,4 @@
-"""The optimizer step as ops under tftrace --torch (python/tftrace/_torch/modules.py).
+"""The optimizer step as ops, and the mode of module outputs, under tftrace --torch (python/tftrace/_torch/modules.py).
 
 A small AdamW training; BAD doubles the learning rate from step 2. Checked:
 each optimizer step is one ``AdamW.step`` op per parameter whose inputs are
@@ -72,3 +72,41 @@ def test_optimizer_ops(tools, scratch):
     d = json.loads(sh([tools.tfdiff, "--json", "golden.trace", "bad.trace"], ok=(1,), cwd=scratch))
     fd = d["first_divergence"]
     assert (fd["step"], fd["tensor"]) == (2, "lr"), fd
+
+
+MODE_SCRIPT = r'''
+import torch
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1), torch.nn.Linear(4, 2))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(2):
+    m.train()
+    loss = m(torch.randn(3, 4)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    m.eval()
+    with torch.no_grad():
+        m(torch.randn(3, 4))
+    m[0].train()          # one submodule in training mode inside an eval model, grad on
+    m(torch.randn(3, 4))
+'''
+
+
+def test_mode(tools, scratch):
+    """Each module output says its module's mode and whether grad was on
+    (TENSOR flags, FORMAT.md §5.4); other records say nothing."""
+    with open(os.path.join(scratch, "mode.py"), "w") as f:
+        f.write(MODE_SCRIPT)
+    sh([tools.tftrace, "-q", "-o", "mode.trace", "--torch", "--", tools.python, "mode.py"], cwd=scratch)
+    ev = [json.loads(l) for l in sh([tools.tfdump, "--events", "--json", "--kind", "tensor", "mode.trace"],
+                                    cwd=scratch).splitlines()]
+    outs = [(e["name"], e.get("training"), e.get("grad")) for e in ev if e["name"].startswith("model")]
+    one = [("model.0", True, True), ("model.1", True, True), ("model.2", True, True), ("model", True, True),
+           ("model.0", False, False), ("model.1", False, False), ("model.2", False, False), ("model", False, False),
+           ("model.0", True, True), ("model.1", False, True), ("model.2", False, True), ("model", False, True)]
+    assert outs == one * 2, outs
+    others = [e for e in ev if not e["name"].startswith("model")]
+    assert others and all("training" not in e and "grad" not in e for e in others), others[:3]
+    text = sh([tools.tfdump, "--events", "--kind", "tensor", "mode.trace"], cwd=scratch)
+    assert any(l.endswith(" eval no_grad") for l in text.splitlines()), text[:2000]
