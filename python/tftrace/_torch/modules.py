@@ -31,6 +31,16 @@ from .. import _lib
 from .._record import guarded, steps
 from . import tensors
 
+try:
+    _compiling = torch.compiler.is_compiling   # a constant (True) to dynamo while it traces
+    _no_dynamo = torch.compiler.disable
+except AttributeError:  # a torch without torch.compiler: nothing is compiled
+    def _compiling():
+        return False
+
+    def _no_dynamo(fn):
+        return fn
+
 _WRAPPERS = ("DistributedDataParallel", "OptimizedModule", "FullyShardedDataParallel", "DataParallel")
 
 # optimizer state key -> recorded prefix, by optimizer class name; others:
@@ -118,10 +128,72 @@ class ModuleRecorder:
             s = self.tls.stack = []
         return s
 
-    @guarded("a module's forward (pre-hook)")
+    def _compiled(self):
+        """The OptimizedModule calls this thread is inside (outermost first):
+        the path each records under, or None for one nested in another."""
+        c = getattr(self.tls, "compiled", None)
+        if c is None:
+            c = self.tls.compiled = []
+        return c
+
+    def in_compiled(self):
+        """Whether this thread runs a compiled module's forward or backward
+        (ops mode records neither: the fused kernels are not ATen ops)."""
+        return bool(self._compiled()) or getattr(self.tls, "backward", 0) > 0
+
+    def hide_backward(self, output):
+        """Marks the compiled backward nodes behind output (AOTAutograd's
+        CompiledFunctionBackward) so that in_compiled() holds while they run."""
+        seen = set()
+        todo = [t.grad_fn for _, t in tensors.leaves(output, "", []) if t.grad_fn is not None]
+        for _ in range(4):   # a view or a tuple of outputs over the compiled node
+            more = []
+            for node in todo:
+                if node is None or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if "CompiledFunction" in type(node).__name__:
+                    node.register_prehook(self._backward_in)
+                    node.register_hook(self._backward_out)
+                else:
+                    more.extend(n for n, _ in node.next_functions)
+            todo = more
+
+    def _backward_in(self, grad_outputs):
+        self.tls.backward = getattr(self.tls, "backward", 0) + 1
+
+    def _backward_out(self, grad_inputs, grad_outputs):
+        self.tls.backward = max(0, getattr(self.tls, "backward", 0) - 1)
+
+    # pre and post return at once while dynamo traces them (it inlines the
+    # hooks of the modules it compiles; is_compiling() is a constant there,
+    # so they add nothing to the graph and break nothing) and, run eagerly,
+    # record nothing inside a compiled module's call but its boundary (the
+    # eager parts of a compiled module, around graph breaks, are not the
+    # eager program's: what runs there depends on where dynamo broke).
+
     def pre(self, module, args):
+        if _compiling():
+            return None
+        return self._pre(module, args)
+
+    def post(self, module, args, output):
+        if _compiling():
+            return None
+        return self._post(module, args, output)
+
+    @_no_dynamo
+    @guarded("a module's forward (pre-hook)")
+    def _pre(self, module, args):
+        compiled = self._compiled()
+        is_compiled = type(module).__name__ == "OptimizedModule"
+        if compiled and not is_compiled:
+            return None
         stack = self._stack()
-        if type(module).__name__ in _WRAPPERS:
+        if compiled:
+            compiled.append(None)
+            return None
+        if not is_compiled and type(module).__name__ in _WRAPPERS:
             stack.append(None)        # transparent
             return None
         parent = next((x for x in reversed(stack) if x is not None), None)
@@ -134,20 +206,35 @@ class ModuleRecorder:
             path, seg = self.names.name_of(module, parent)
         steps.ensure()
         self.lib.tft_scope_push(seg.encode())
+        if is_compiled:
+            compiled.append(path)
+            for name, t in tensors.leaves(args, path + ":input", []):
+                tensors.record(name, t)
+            return None
         stack.append(path)
         return None
 
+    @_no_dynamo
     @guarded("a module's outputs")
-    def post(self, module, args, output):
-        stack = self._stack()
-        if not stack:
-            return None
-        path = stack.pop()
+    def _post(self, module, args, output):
+        compiled = self._compiled()
+        at_boundary = bool(compiled)
+        if at_boundary:
+            if type(module).__name__ != "OptimizedModule":
+                return None
+            path = compiled.pop()
+        else:
+            stack = self._stack()
+            if not stack:
+                return None
+            path = stack.pop()
         if path is None:
             return None
         try:
             if output is not None:
                 self.record_output(path, output)
+                if at_boundary:
+                    self.hide_backward(output)
         finally:
             self.lib.tft_scope_pop()
         return None
@@ -228,10 +315,26 @@ def current_module_recorder():
     return _current
 
 
+def _not_a_frame_for_dynamo(*fns):
+    """Dynamo compiles a hook the root module of a compiled model calls
+    from its own (skipped) _call_impl as a frame of its own; compiled,
+    pre and post would be one more frame each and a recompile per module
+    type (the recompile limit). Skipping their code keeps them eager there
+    (where they return at once inside a compiled module); dynamo still
+    inlines them, as no-ops, into the graphs of the modules it traces."""
+    try:
+        from torch._dynamo.eval_frame import skip_code
+    except ImportError:
+        return
+    for fn in fns:
+        skip_code(getattr(fn, "__func__", fn).__code__)
+
+
 def install(names):
     """Registers the global hooks; returns the handles (kept by the caller)."""
     global _current
     mr = _current = ModuleRecorder(names)
+    _not_a_frame_for_dynamo(mr.pre, mr.post)
     orc = OptimizerRecorder(names)
     from torch.nn.modules import module as nnm
     import torch.optim.optimizer as optimizer  # (torch.optim deletes its 'optimizer' attribute)

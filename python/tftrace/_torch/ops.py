@@ -98,8 +98,17 @@ class OpRecorder(TorchDispatchMode):
             self._remember(t, tid)
         return tid
 
+    @classmethod
+    def ignore_compile_internals(cls):
+        """torch.compile compiles as if this mode were not there (without
+        it, dynamo compiles nothing while a dispatch mode is active) and
+        turns it off while it compiles."""
+        return True
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.modules.in_compiled():
+            return func(*args, **kwargs)  # a compiled module: its boundary is recorded
         began = self._begin(func, args, kwargs)
         if not began:
             return func(*args, **kwargs)
