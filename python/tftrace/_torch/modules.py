@@ -54,6 +54,12 @@ OPTIM_STATE_NAMES = {
 }
 
 
+def _is_compiled(m):
+    """Whether m's call is compiled: torch.compile(m)'s OptimizedModule, or
+    a module compiled in place (m.compile())."""
+    return type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None) is not None
+
+
 def _inner(m):
     """The module a transparent wrapper forwards to, else m."""
     for _ in range(4):
@@ -186,7 +192,7 @@ class ModuleRecorder:
     @guarded("a module's forward (pre-hook)")
     def _pre(self, module, args):
         compiled = self._compiled()
-        is_compiled = type(module).__name__ == "OptimizedModule"
+        is_compiled = _is_compiled(module)
         if compiled and not is_compiled:
             return None
         stack = self._stack()
@@ -220,7 +226,7 @@ class ModuleRecorder:
         compiled = self._compiled()
         at_boundary = bool(compiled)
         if at_boundary:
-            if type(module).__name__ != "OptimizedModule":
+            if not _is_compiled(module):
                 return None
             path = compiled.pop()
         else:
@@ -335,6 +341,12 @@ def install(names):
     global _current
     mr = _current = ModuleRecorder(names)
     _not_a_frame_for_dynamo(mr.pre, mr.post)
+    # torch.compile(module) warns, at every call, that global hooks fire an
+    # extra time for its OptimizedModule: these are tftrace's, which record
+    # that module once (as its inner module); the untraced run has no warning
+    import warnings
+    warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
+                            category=UserWarning)
     orc = OptimizerRecorder(names)
     from torch.nn.modules import module as nnm
     import torch.optim.optimizer as optimizer  # (torch.optim deletes its 'optimizer' attribute)
