@@ -23,6 +23,7 @@ Scopes follow module nesting (``model/blocks.0/attn``): every record made
 inside a module's forward carries it, ATen ops included (``--torch ops``).
 """
 
+import bisect
 import threading
 
 import torch
@@ -40,6 +41,11 @@ except AttributeError:  # a torch without torch.compiler: nothing is compiled
 
     def _no_dynamo(fn):
         return fn
+
+# the autograd node running on this thread, and the sequence number the
+# next node made on this thread gets (both None where torch has neither)
+_current_node = getattr(torch._C, "_current_autograd_node", None)
+_next_seq = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None)
 
 _WRAPPERS = ("DistributedDataParallel", "OptimizedModule", "FullyShardedDataParallel", "DataParallel")
 
@@ -127,6 +133,12 @@ class ModuleRecorder:
         self.names = names
         self.tls = threading.local()
         self.lib = _lib.lib()
+        # the autograd sequence numbers [first, end) of the nodes the last
+        # compiled calls made (their backward): autograd numbers the nodes
+        # a thread makes in order, so one call's are one range, and calls
+        # in order are ranges in order (one forward thread: the usual case)
+        self.seq_first = []
+        self.seq_end = []
 
     def _stack(self):
         s = getattr(self.tls, "stack", None)
@@ -135,41 +147,37 @@ class ModuleRecorder:
         return s
 
     def _compiled(self):
-        """The OptimizedModule calls this thread is inside (outermost first):
-        the path each records under, or None for one nested in another."""
+        """The compiled module calls this thread is inside, outermost first:
+        (the path it records under, the sequence number of the first
+        autograd node it makes); (None, 0) for one nested in another."""
         c = getattr(self.tls, "compiled", None)
         if c is None:
             c = self.tls.compiled = []
         return c
 
     def in_compiled(self):
-        """Whether this thread runs a compiled module's forward or backward
-        (ops mode records neither: the fused kernels are not ATen ops)."""
-        return bool(self._compiled()) or getattr(self.tls, "backward", 0) > 0
+        """Whether this thread runs a compiled module's forward, or a
+        backward node its forward made (ops mode records neither: inside,
+        ATen ops are what the compiled code happens to call around its fused
+        kernels, not the eager program's)."""
+        if self._compiled():
+            return True
+        if not self.seq_first or _current_node is None:
+            return False
+        node = _current_node()
+        if node is None:
+            return False
+        n = node._sequence_nr()
+        i = bisect.bisect_right(self.seq_first, n) - 1
+        return i >= 0 and n < self.seq_end[i]
 
-    def hide_backward(self, output):
-        """Marks the compiled backward nodes behind output (AOTAutograd's
-        CompiledFunctionBackward) so that in_compiled() holds while they run."""
-        seen = set()
-        todo = [t.grad_fn for _, t in tensors.leaves(output, "", []) if t.grad_fn is not None]
-        for _ in range(4):   # a view or a tuple of outputs over the compiled node
-            more = []
-            for node in todo:
-                if node is None or id(node) in seen:
-                    continue
-                seen.add(id(node))
-                if "CompiledFunction" in type(node).__name__:
-                    node.register_prehook(self._backward_in)
-                    node.register_hook(self._backward_out)
-                else:
-                    more.extend(n for n, _ in node.next_functions)
-            todo = more
-
-    def _backward_in(self, grad_outputs):
-        self.tls.backward = getattr(self.tls, "backward", 0) + 1
-
-    def _backward_out(self, grad_inputs, grad_outputs):
-        self.tls.backward = max(0, getattr(self.tls, "backward", 0) - 1)
+    def _compiled_range(self, first, end):
+        if self.seq_first and first < self.seq_end[-1]:   # another thread's, or numbers reset
+            del self.seq_first[:], self.seq_end[:]
+        if len(self.seq_first) >= 4096:                   # the oldest half: long since backward
+            del self.seq_first[:2048], self.seq_end[:2048]
+        self.seq_first.append(first)
+        self.seq_end.append(end)
 
     # pre and post return at once while dynamo traces them (it inlines the
     # hooks of the modules it compiles; is_compiling() is a constant there,
@@ -197,7 +205,7 @@ class ModuleRecorder:
             return None
         stack = self._stack()
         if compiled:
-            compiled.append(None)
+            compiled.append((None, 0))
             return None
         if not is_compiled and type(module).__name__ in _WRAPPERS:
             stack.append(None)        # transparent
@@ -213,7 +221,7 @@ class ModuleRecorder:
         steps.ensure()
         self.lib.tft_scope_push(seg.encode())
         if is_compiled:
-            compiled.append(path)
+            compiled.append((path, _next_seq() if _next_seq else 0))
             for name, t in tensors.leaves(args, path + ":input", []):
                 tensors.record(name, t)
             return None
@@ -228,7 +236,9 @@ class ModuleRecorder:
         if at_boundary:
             if not _is_compiled(module):
                 return None
-            path = compiled.pop()
+            path, first = compiled.pop()
+            if path is not None and _next_seq:
+                self._compiled_range(first, _next_seq())
         else:
             stack = self._stack()
             if not stack:
@@ -239,8 +249,6 @@ class ModuleRecorder:
         try:
             if output is not None:
                 self.record_output(path, output)
-                if at_boundary:
-                    self.hide_backward(output)
         finally:
             self.lib.tft_scope_pop()
         return None
