@@ -6,8 +6,12 @@ Names (docs/PYTORCH.md has the full table):
   the first root module that has parameters (``model.blocks.0.attn``); other
   root modules (a loss module called on its own) by their class name in
   lower case (``crossentropyloss``). Wrappers that only forward to an inner
-  module (DistributedDataParallel, torch.compile's OptimizedModule, FSDP's
-  outer wrapper) are transparent: their inner module is the root.
+  module (DistributedDataParallel, FSDP's outer wrapper) are transparent:
+  their inner module is the root. A compiled module (torch.compile's
+  OptimizedModule, or one compiled in place) is recorded at its boundary
+  only, under the name its module has: its inputs (``P:input``), outputs
+  and output gradients, nothing from inside (docs/PYTORCH.md, "Under
+  torch.compile").
   Several outputs: ``path[i]``, ``path.key`` (tensor leaves, tensors.leaves).
 - the gradient of the loss with respect to a module's output, when backward
   reaches it: ``grad.`` + the output's name (a tensor hook on the output).
@@ -46,6 +50,11 @@ except AttributeError:  # a torch without torch.compiler: nothing is compiled
 # next node made on this thread gets (both None where torch has neither)
 _current_node = getattr(torch._C, "_current_autograd_node", None)
 _next_seq = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None)
+
+try:
+    from torch._C._dynamo.eval_frame import get_eval_frame_callback as _dynamo_on
+except ImportError:
+    _dynamo_on = None
 
 _WRAPPERS = ("DistributedDataParallel", "OptimizedModule", "FullyShardedDataParallel", "DataParallel")
 
@@ -189,14 +198,17 @@ class ModuleRecorder:
     def pre(self, module, args):
         if _compiling():
             return None
+        if _dynamo_on is not None and _dynamo_on() is not None:
+            return self._pre_off(module, args)
         return self._pre(module, args)
 
     def post(self, module, args, output):
         if _compiling():
             return None
+        if _dynamo_on is not None and _dynamo_on() is not None:
+            return self._post_off(module, args, output)
         return self._post(module, args, output)
 
-    @_no_dynamo
     @guarded("a module's forward (pre-hook)")
     def _pre(self, module, args):
         compiled = self._compiled()
@@ -228,7 +240,6 @@ class ModuleRecorder:
         stack.append(path)
         return None
 
-    @_no_dynamo
     @guarded("a module's outputs")
     def _post(self, module, args, output):
         compiled = self._compiled()
@@ -252,6 +263,12 @@ class ModuleRecorder:
         finally:
             self.lib.tft_scope_pop()
         return None
+
+    # _pre and _post where dynamo's frame callback is set (inside a compiled
+    # call): torch.compiler.disable'd, so that dynamo compiles none of the
+    # frames they run (a wrapper of some microseconds, paid only there)
+    _pre_off = _no_dynamo(_pre)
+    _post_off = _no_dynamo(_post)
 
     def record_output(self, path, output):
         for name, t in tensors.leaves(output, path, []):

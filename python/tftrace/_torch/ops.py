@@ -17,6 +17,11 @@ difference starts (its inputs equal, its output not).
 - Ops that make uninitialised memory (``aten.empty``, ``empty_like``, ...)
   record shape and dtype only: their bytes are whatever the allocator left.
 
+Under torch.compile the mode is one compilation ignores
+(``ignore_compile_internals``: dynamo compiles as if it were not there),
+and it records nothing while a compiled module runs, forward or backward
+(ModuleRecorder.in_compiled): that module is recorded at its boundary.
+
 The id of the record that last wrote a tensor is kept for as long as the
 tensor lives (keyed by its TensorImpl, dropped when it dies: what was seen
 depends on the program alone, not on addresses); an op that writes its
