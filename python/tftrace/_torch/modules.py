@@ -28,7 +28,9 @@ inside a module's forward carries it, ATen ops included (``--torch ops``).
 """
 
 import bisect
+import functools
 import threading
+import types
 
 import torch
 
@@ -38,13 +40,9 @@ from . import tensors
 
 try:
     _compiling = torch.compiler.is_compiling   # a constant (True) to dynamo while it traces
-    _no_dynamo = torch.compiler.disable
 except AttributeError:  # a torch without torch.compiler: nothing is compiled
     def _compiling():
         return False
-
-    def _no_dynamo(fn):
-        return fn
 
 # the autograd node running on this thread, and the sequence number the
 # next node made on this thread gets (both None where torch has neither)
@@ -72,7 +70,8 @@ OPTIM_STATE_NAMES = {
 def _is_compiled(m):
     """Whether m's call is compiled: torch.compile(m)'s OptimizedModule, or
     a module compiled in place (m.compile())."""
-    return type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None) is not None
+    return (type(m).__name__ == "OptimizedModule"
+            or getattr(m, "_compiled_call_impl", None) is not None)
 
 
 def _inner(m):
@@ -265,10 +264,11 @@ class ModuleRecorder:
         return None
 
     # _pre and _post where dynamo's frame callback is set (inside a compiled
-    # call): torch.compiler.disable'd, so that dynamo compiles none of the
-    # frames they run (a wrapper of some microseconds, paid only there)
-    _pre_off = _no_dynamo(_pre)
-    _post_off = _no_dynamo(_post)
+    # call): torch.compiler.disable'd by _for_dynamo, so that dynamo
+    # compiles none of the frames they run (a wrapper of some microseconds,
+    # paid only there)
+    _pre_off = _pre
+    _post_off = _post
 
     def record_output(self, path, output):
         for name, t in tensors.leaves(output, path, []):
@@ -346,26 +346,61 @@ def current_module_recorder():
     return _current
 
 
-def _not_a_frame_for_dynamo(*fns):
-    """Dynamo compiles a hook the root module of a compiled model calls
-    from its own (skipped) _call_impl as a frame of its own; compiled,
+# what _for_dynamo prepares: code objects dynamo must not compile as frames
+# of their own, and (object, attribute, function) to torch.compiler.disable
+_dynamo_skip = []
+_dynamo_disable = []
+_dynamo_ready = []
+
+
+def _for_dynamo():
+    """Readies the hooks for dynamo, once, before the first torch.compile
+    (importing torch._dynamo costs a second: not paid by eager programs).
+
+    Dynamo compiles a hook that code it skips calls (the root module's own
+    _call_impl, a backward() after a graph break) as a frame of its own:
     pre and post would be one more frame each and a recompile per module
-    type (the recompile limit). Skipping their code keeps them eager there
-    (where they return at once inside a compiled module); dynamo still
-    inlines them, as no-ops, into the graphs of the modules it traces."""
+    type (the recompile limit). Their code is skipped as a frame (they
+    return at once inside a compiled module; dynamo still inlines them, as
+    no-ops, into the graphs of the modules it traces), and the recording
+    they call there is torch.compiler.disable'd."""
+    if _dynamo_ready:
+        return
+    _dynamo_ready.append(True)
     try:
         from torch._dynamo.eval_frame import skip_code
-    except ImportError:
+        for code in _dynamo_skip:
+            skip_code(code)
+        for obj, attr, fn in _dynamo_disable:
+            setattr(obj, attr, torch.compiler.disable(fn))
+    except Exception as e:  # noqa: BLE001 (a torch without these: compiled runs may differ)
+        import sys
+        sys.stderr.write("tftrace: preparing the torch hooks for torch.compile failed (%s: %s); "
+                         "compiled code may be recorded differently\n" % (type(e).__name__, e))
+
+
+def _wrap_compile():
+    """torch.compile readies the hooks (_for_dynamo) first; nn.Module.compile
+    calls it too."""
+    real = getattr(torch, "compile", None)
+    if real is None:
         return
-    for fn in fns:
-        skip_code(getattr(fn, "__func__", fn).__code__)
+
+    def compile(*args, **kwargs):
+        _for_dynamo()
+        return real(*args, **kwargs)
+
+    functools.update_wrapper(compile, real)
+    torch.compile = compile
 
 
 def install(names):
     """Registers the global hooks; returns the handles (kept by the caller)."""
     global _current
     mr = _current = ModuleRecorder(names)
-    _not_a_frame_for_dynamo(mr.pre, mr.post)
+    _dynamo_skip.extend((mr.pre.__func__.__code__, mr.post.__func__.__code__))
+    _dynamo_disable.extend(((mr, "_pre_off", mr._pre), (mr, "_post_off", mr._post)))
+    _wrap_compile()
     # torch.compile(module) warns, at every call, that global hooks fire an
     # extra time for its OptimizedModule: these are tftrace's, which record
     # that module once (as its inner module); the untraced run has no warning
@@ -406,18 +441,28 @@ def _wrap_backward():
             record_loss(t)
         return True
 
+    # note_loss inside a compiled function (torch.compiler.disable'd by _for_dynamo)
+    note = types.SimpleNamespace(off=note_loss)
+    _dynamo_disable.append((note, "off", note_loss))
+
     def noting(real, loss_of):
         """real, recording loss_of(its first argument) unless a backward is
         already in progress on this thread (Tensor.backward calls
         torch.autograd.backward)."""
         def wrapper(first, *args, **kwargs):
-            mine = note_loss(loss_of(first))
+            if _compiling():
+                return real(first, *args, **kwargs)  # the graph break it is untraced
+            if _dynamo_on is not None and _dynamo_on() is not None:
+                mine = note.off(loss_of(first))  # in a compiled function, after its graph break
+            else:
+                mine = note_loss(loss_of(first))
             try:
                 return real(first, *args, **kwargs)
             finally:
                 if mine:
                     _in_backward.on = False
         wrapper.__doc__ = real.__doc__
+        _dynamo_skip.extend((wrapper.__code__, loss_of.__code__))
         return wrapper
 
     tensor_backward = noting(real_tensor_backward, lambda t: t)

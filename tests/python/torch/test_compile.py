@@ -202,7 +202,8 @@ def boundary_only(t, what, ops=False):
                         or any(op in n for op in ("aten.mm", "addmm", "gelu", "layer_norm", "embedding")))
         check(not inside, "%s, step %d: recorded from inside the compiled model: %s" % (what, step, inside[:20]))
         if ops:
-            check("aten.nll_loss_forward[0]" in names, "%s, step %d: the loss's own ATen ops not recorded" % (what, step))
+            check("aten.nll_loss_forward[0]" in names,
+                  "%s, step %d: the loss's own ATen ops not recorded" % (what, step))
 
 
 # ---------------------------------------------------------------- cases
