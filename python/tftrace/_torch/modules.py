@@ -6,9 +6,13 @@ Names (docs/PYTORCH.md has the full table):
   the first root module that has parameters (``model.blocks.0.attn``); other
   root modules (a loss module called on its own) by their class name in
   lower case (``crossentropyloss``; several, made while training: the
-  rules in Names). Wrappers that only forward to an inner
-  module (DistributedDataParallel, torch.compile's OptimizedModule, FSDP's
-  outer wrapper) are transparent: their inner module is the root.
+  rules in Names). Wrappers that only forward to an inner module
+  (DistributedDataParallel, FSDP's outer wrapper) are transparent: their
+  inner module is the root. A compiled module (torch.compile's
+  OptimizedModule, or one compiled in place) is recorded at its boundary
+  only, under the name its module has: its inputs (``P:input``), outputs
+  and output gradients, nothing from inside (docs/PYTORCH.md, "Under
+  torch.compile").
   Several outputs: ``path[i]``, ``path.key`` (tensor leaves, tensors.leaves).
 - the gradient of the loss with respect to a module's output, when backward
   reaches it: ``grad.`` + the output's name (a tensor hook on the output).
@@ -26,10 +30,12 @@ Scopes follow module nesting (``model/blocks.0/attn``): every record made
 inside a module's forward carries it, ATen ops included (``--torch ops``).
 """
 
+import bisect
 import ctypes
 import functools
 import sys
 import threading
+import types
 import weakref
 
 import torch
@@ -46,6 +52,22 @@ try:
 except _lib.TftLibraryError:
     _CONTEXT = False
 
+try:
+    _compiling = torch.compiler.is_compiling   # a constant (True) to dynamo while it traces
+except AttributeError:  # a torch without torch.compiler: nothing is compiled
+    def _compiling():
+        return False
+
+# the autograd node running on this thread, and the sequence number the
+# next node made on this thread gets (both None where torch has neither)
+_current_node = getattr(torch._C, "_current_autograd_node", None)
+_next_seq = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None)
+
+try:
+    from torch._C._dynamo.eval_frame import get_eval_frame_callback as _dynamo_on
+except ImportError:
+    _dynamo_on = None
+
 _WRAPPERS = ("DistributedDataParallel", "OptimizedModule", "FullyShardedDataParallel", "DataParallel")
 
 # optimizer state key -> recorded prefix, by optimizer class name; others:
@@ -57,6 +79,13 @@ OPTIM_STATE_NAMES = {
     "RMSprop": {"square_avg": "rmsprop.v", "momentum_buffer": "rmsprop.momentum", "grad_avg": "rmsprop.gavg"},
     "Adagrad": {"sum": "adagrad.sum"},
 }
+
+
+def _is_compiled(m):
+    """Whether m's call is compiled: torch.compile(m)'s OptimizedModule, or
+    a module compiled in place (m.compile())."""
+    return (type(m).__name__ == "OptimizedModule"
+            or getattr(m, "_compiled_call_impl", None) is not None)
 
 
 def _inner(m):
@@ -229,7 +258,7 @@ def _call_frame():
     """The frame of the Module._call_impl running the hook that calls this
     (a few frames up), or None (hooks called another way)."""
     f = sys._getframe(1)
-    for _ in range(8):
+    for _ in range(12):
         if f is None or f.f_code is _CALL:
             return f
         f = f.f_back
@@ -251,6 +280,12 @@ class ModuleRecorder:
         self.names = names
         self.tls = threading.local()
         self.lib = _lib.lib()
+        # the autograd sequence numbers [first, end) of the nodes the last
+        # compiled calls made (their backward): autograd numbers the nodes
+        # a thread makes in order, so one call's are one range, and calls
+        # in order are ranges in order (one forward thread: the usual case)
+        self.seq_first = []
+        self.seq_end = []
 
     def _stack(self):
         s = getattr(self.tls, "stack", None)
@@ -280,14 +315,76 @@ class ModuleRecorder:
                 return
             self._pop(stack, marks)
 
-    @guarded("a module's forward (pre-hook)")
+    def _compiled(self):
+        """The compiled module calls this thread is inside, outermost first:
+        (the path it records under, the sequence number of the first
+        autograd node it makes); (None, 0) for one nested in another."""
+        c = getattr(self.tls, "compiled", None)
+        if c is None:
+            c = self.tls.compiled = []
+        return c
+
+    def in_compiled(self):
+        """Whether this thread runs a compiled module's forward, or a
+        backward node its forward made (ops mode records neither: inside,
+        ATen ops are what the compiled code happens to call around its fused
+        kernels, not the eager program's)."""
+        if self._compiled():
+            return True
+        if not self.seq_first or _current_node is None:
+            return False
+        node = _current_node()
+        if node is None:
+            return False
+        n = node._sequence_nr()
+        i = bisect.bisect_right(self.seq_first, n) - 1
+        return i >= 0 and n < self.seq_end[i]
+
+    def _compiled_range(self, first, end):
+        if self.seq_first and first < self.seq_end[-1]:   # another thread's, or numbers reset
+            del self.seq_first[:], self.seq_end[:]
+        if len(self.seq_first) >= 4096:                   # the oldest half: long since backward
+            del self.seq_first[:2048], self.seq_end[:2048]
+        self.seq_first.append(first)
+        self.seq_end.append(end)
+
+    # pre and post return at once while dynamo traces them (it inlines the
+    # hooks of the modules it compiles; is_compiling() is a constant there,
+    # so they add nothing to the graph and break nothing) and, run eagerly,
+    # record nothing inside a compiled module's call but its boundary (the
+    # eager parts of a compiled module, around graph breaks, are not the
+    # eager program's: what runs there depends on where dynamo broke).
+
     def pre(self, module, args):
+        if _compiling():
+            return None
+        if _dynamo_on is not None and _dynamo_on() is not None:
+            return self._pre_off(module, args)
+        return self._pre(module, args)
+
+    def post(self, module, args, output):
+        if _compiling():
+            return None
+        if _dynamo_on is not None and _dynamo_on() is not None:
+            return self._post_off(module, args, output)
+        return self._post(module, args, output)
+
+    @guarded("a module's forward (pre-hook)")
+    @unseen
+    def _pre(self, module, args):
+        compiled = self._compiled()
+        is_compiled = _is_compiled(module)
+        if compiled and not is_compiled:
+            return None
         stack = self._stack()
         marks = self.tls.marks
         here = _call_frame()
         if marks and here is not None:
             self._unwind(stack, marks, here)
-        if type(module).__name__ in _WRAPPERS:
+        if compiled:
+            compiled.append((None, 0))
+            return None
+        if not is_compiled and type(module).__name__ in _WRAPPERS:
             stack.append(None)        # transparent
             marks.append((here, None, None))
             return None
@@ -301,24 +398,38 @@ class ModuleRecorder:
             path, seg = self.names.name_of(module, rootref(), rpath, parent)
         steps.ensure()
         self.lib.tft_scope_push(seg.encode())
+        if is_compiled:
+            compiled.append((path, _next_seq() if _next_seq else 0))
+            for name, t in tensors.leaves(args, path + ":input", []):
+                tensors.record(name, t)
+            return None
         stack.append(path)
         marks.append((here, rootref, path if parent is None else rpath))
         return None
 
     @guarded("a module's outputs")
-    def post(self, module, args, output):
-        stack = self._stack()
-        marks = self.tls.marks
-        if not stack:
-            return None
-        here = _call_frame()
-        if here is not None and marks[-1][0] is not here:
-            if not any(m[0] is here for m in marks):
-                return None   # a call whose pre-hook pushed nothing
-            while marks[-1][0] is not here:  # calls inside it ended by a BaseException it caught
-                self._pop(stack, marks)
-        marks.pop()
-        path = stack.pop()
+    @unseen
+    def _post(self, module, args, output):
+        compiled = self._compiled()
+        if compiled:
+            if not _is_compiled(module):
+                return None
+            path, first = compiled.pop()
+            if path is not None and _next_seq:
+                self._compiled_range(first, _next_seq())
+        else:
+            stack = self._stack()
+            marks = self.tls.marks
+            if not stack:
+                return None
+            here = _call_frame()
+            if here is not None and marks[-1][0] is not here:
+                if not any(m[0] is here for m in marks):
+                    return None   # a call whose pre-hook pushed nothing
+                while marks[-1][0] is not here:  # calls inside it ended by a BaseException it caught
+                    self._pop(stack, marks)
+            marks.pop()
+            path = stack.pop()
         if path is None:
             return None
         try:
@@ -327,6 +438,13 @@ class ModuleRecorder:
         finally:
             self.lib.tft_scope_pop()
         return None
+
+    # _pre and _post where dynamo's frame callback is set (inside a compiled
+    # call): torch.compiler.disable'd by _for_dynamo, so that dynamo
+    # compiles none of the frames they run (a wrapper of some microseconds,
+    # paid only there)
+    _pre_off = _pre
+    _post_off = _post
 
     def record_output(self, path, output, module=None):
         """Records the tensor leaves of a module's output, in its context:
@@ -443,16 +561,75 @@ def current_module_recorder():
     return _current
 
 
+# what _for_dynamo prepares: code objects dynamo must not compile as frames
+# of their own, and (object, attribute, function) to torch.compiler.disable
+_dynamo_skip = []
+_dynamo_disable = []
+_dynamo_ready = []
+
+
+def _for_dynamo():
+    """Readies the hooks for dynamo, once, before the first torch.compile
+    (importing torch._dynamo costs a second: not paid by eager programs).
+
+    Dynamo compiles a hook that code it skips calls (the root module's own
+    _call_impl, a backward() after a graph break) as a frame of its own:
+    pre and post would be one more frame each and a recompile per module
+    type (the recompile limit). Their code is skipped as a frame (they
+    return at once inside a compiled module; dynamo still inlines them, as
+    no-ops, into the graphs of the modules it traces), and the recording
+    they call there is torch.compiler.disable'd."""
+    if _dynamo_ready:
+        return
+    _dynamo_ready.append(True)
+    try:
+        from torch._dynamo.eval_frame import skip_code
+        for code in _dynamo_skip:
+            skip_code(code)
+        for obj, attr, fn in _dynamo_disable:
+            setattr(obj, attr, torch.compiler.disable(fn))
+    except Exception as e:  # noqa: BLE001 (a torch without these: compiled runs may differ)
+        import sys
+        sys.stderr.write("tftrace: preparing the torch hooks for torch.compile failed (%s: %s); "
+                         "compiled code may be recorded differently\n" % (type(e).__name__, e))
+
+
+def _wrap_compile():
+    """torch.compile readies the hooks (_for_dynamo) first; nn.Module.compile
+    calls it too."""
+    real = getattr(torch, "compile", None)
+    if real is None:
+        return
+
+    def compile(*args, **kwargs):
+        _for_dynamo()
+        return real(*args, **kwargs)
+
+    functools.update_wrapper(compile, real)
+    torch.compile = compile
+
+
 def install(names):
     """Registers the global hooks; returns the handles (kept by the caller)."""
     global _current
     mr = _current = ModuleRecorder(names)
+    _dynamo_skip.extend((mr.pre.__func__.__code__, mr.post.__func__.__code__))
+    _dynamo_disable.extend(((mr, "_pre_off", mr._pre), (mr, "_post_off", mr._post)))
+    _wrap_compile()
+    # torch.compile(module) warns, at every call, that global hooks fire an
+    # extra time for its OptimizedModule: these are tftrace's, which record
+    # that module once (as its inner module); the untraced run has no warning
+    import warnings
+    warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
+                            category=UserWarning)
     orc = OptimizerRecorder(names)
     from torch.nn.modules import module as nnm
     import torch.optim.optimizer as optimizer  # (torch.optim deletes its 'optimizer' attribute)
     handles = [
-        nnm.register_module_forward_pre_hook(unseen(mr.pre)),
-        nnm.register_module_forward_hook(unseen(mr.post), always_call=True),
+        # (unseen inside: _pre and _post; pre and post themselves stay plain
+        # functions for dynamo to skip, and return at once while it traces)
+        nnm.register_module_forward_pre_hook(mr.pre),
+        nnm.register_module_forward_hook(mr.post, always_call=True),
         optimizer.register_optimizer_step_pre_hook(unseen(orc.pre)),
         optimizer.register_optimizer_step_post_hook(unseen(orc.post)),
     ]
@@ -491,18 +668,28 @@ def _wrap_backward():
             record_loss(t)
         return True
 
+    # note_loss inside a compiled function (torch.compiler.disable'd by _for_dynamo)
+    note = types.SimpleNamespace(off=note_loss)
+    _dynamo_disable.append((note, "off", note_loss))
+
     def noting(real, loss_of):
         """real, recording loss_of(its arguments) unless a backward is
         already in progress on this thread (Tensor.backward calls
         torch.autograd.backward)."""
         @functools.wraps(real)
         def wrapper(*args, **kwargs):
-            mine = note_loss(loss_of(args, kwargs))
+            if _compiling():
+                return real(*args, **kwargs)  # the graph break it is untraced
+            if _dynamo_on is not None and _dynamo_on() is not None:
+                mine = note.off(loss_of(args, kwargs))  # in a compiled function, after its graph break
+            else:
+                mine = note_loss(loss_of(args, kwargs))
             try:
                 return real(*args, **kwargs)
             finally:
                 if mine:
                     _in_backward.on = False
+        _dynamo_skip.extend((wrapper.__code__, loss_of.__code__))
         return wrapper
 
     def first_tensor(args, kwargs):

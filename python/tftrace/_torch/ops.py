@@ -17,6 +17,11 @@ difference starts (its inputs equal, its output not).
 - Ops that make uninitialised memory (``aten.empty``, ``empty_like``, ...)
   record shape and dtype only: their bytes are whatever the allocator left.
 
+Under torch.compile the mode is one compilation ignores
+(``ignore_compile_internals``: dynamo compiles as if it were not there),
+and it records nothing while a compiled module runs, forward or backward
+(ModuleRecorder.in_compiled): that module is recorded at its boundary.
+
 The id of the record that last wrote a tensor is kept for as long as the
 tensor lives (keyed by its TensorImpl, dropped when it dies: what was seen
 depends on the program alone, not on addresses); an op that writes its
@@ -98,8 +103,17 @@ class OpRecorder(TorchDispatchMode):
             self._remember(t, tid)
         return tid
 
+    @classmethod
+    def ignore_compile_internals(cls):
+        """torch.compile compiles as if this mode were not there (without
+        it, dynamo compiles nothing while a dispatch mode is active) and
+        turns it off while it compiles."""
+        return True
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.modules.in_compiled():
+            return func(*args, **kwargs)  # a compiled module: its boundary is recorded
         began = self._begin(func, args, kwargs)
         if not began:
             return func(*args, **kwargs)
