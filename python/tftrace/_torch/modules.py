@@ -385,6 +385,7 @@ class ModuleRecorder:
             compiled.append((None, 0))
             return None
         if not is_compiled and type(module).__name__ in _WRAPPERS:
+            steps.ensure()            # (what the wrapper does before its module, DDP's syncs, is the step's)
             stack.append(None)        # transparent
             marks.append((here, None, None))
             return None
