@@ -43,6 +43,7 @@ import torch
 from .. import _lib
 from .._record import DTYPE, OP_OTHER, guarded, steps
 from . import tensors
+from . import resume as _resume
 from .unseen import tracing, unseen
 
 # the TENSOR context flags (tft_types.h, format 1.7), when the library has the call
@@ -286,6 +287,8 @@ class ModuleRecorder:
         # in order are ranges in order (one forward thread: the usual case)
         self.seq_first = []
         self.seq_end = []
+        from .model_state import ModelState
+        self.state = ModelState(names, WeakIds)
 
     def _stack(self):
         s = getattr(self.tls, "stack", None)
@@ -398,6 +401,8 @@ class ModuleRecorder:
             _, rootref, rpath = next(m for m in reversed(marks) if m[1] is not None)
             path, seg = self.names.name_of(module, rootref(), rpath, parent)
         steps.ensure()
+        if parent is None and not is_compiled and tracing() is None:
+            self._root_state(root, path, args, here)
         self.lib.tft_scope_push(seg.encode())
         if is_compiled:
             compiled.append((path, _next_seq() if _next_seq else 0))
@@ -407,6 +412,14 @@ class ModuleRecorder:
         stack.append(path)
         marks.append((here, rootref, path if parent is None else rpath))
         return None
+
+    @guarded("a root module's inputs, parameters and buffers")
+    def _root_state(self, root, name, args, here):
+        """A root's forward arguments (keywords from its _call_impl frame),
+        its parameters at its first forward and its buffers (model_state.py)."""
+        kwargs = here.f_locals.get("kwargs") if here is not None else None
+        self.state.inputs(root, name, args, kwargs if isinstance(kwargs, dict) else None)
+        self.state.first_forward(root, name, not self.state.trained and not _resume.loaded)
 
     @guarded("a module's outputs")
     @unseen
@@ -482,6 +495,11 @@ def _grad_hook(name):
     return hook
 
 
+@guarded("the buffers after an optimizer step")
+def _buffers_after_step(state):
+    state.after_step()
+
+
 def _state_name(opt_cls, key):
     table = OPTIM_STATE_NAMES.get(opt_cls)
     if table and key in table:
@@ -522,6 +540,8 @@ class OptimizerRecorder:
     def post(self, opt, args, kwargs):
         try:
             self.record_after(opt)
+            if _current is not None:
+                _buffers_after_step(_current.state)
         finally:
             steps.end_optimizer_step()
 

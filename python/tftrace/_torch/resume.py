@@ -30,6 +30,7 @@ from .unseen import unseen
 TFT_CKPT_RESUME = 1
 
 _lock = threading.Lock()
+loaded = False  # a state was restored (model_state.py: a first forward after it is not before training)
 _pending = {"path": None, "models": [], "optimizers": [], "step": None, "read": None}
 
 
@@ -67,6 +68,8 @@ def _note_load(f):
 @guarded("a module's load_state_dict")
 @unseen
 def _note_module(names, module):
+    global loaded
+    loaded = True
     with _lock:
         _pending["models"].append(names.path_of(module) or type(module).__name__)
         _pending["path"] = _pending["read"]
@@ -75,6 +78,8 @@ def _note_module(names, module):
 @guarded("an optimizer's load_state_dict")
 @unseen
 def _note_optimizer(opt):
+    global loaded
+    loaded = True
     n = restored_step(opt)
     with _lock:
         _pending["optimizers"].append((type(opt).__name__, n))

@@ -110,3 +110,64 @@ def test_mode(tools, scratch):
     assert others and all("training" not in e and "grad" not in e for e in others), others[:3]
     text = sh([tools.tfdump, "--events", "--kind", "tensor", "mode.trace"], cwd=scratch)
     assert any(l.endswith(" eval no_grad") for l in text.splitlines()), text[:2000]
+
+
+STATE_SCRIPT = r'''
+import torch
+torch.manual_seed(0)
+
+
+class LM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+        self.head = torch.nn.Linear(8, 32)
+        self.register_buffer("mask", torch.tril(torch.ones(4, 4)))
+
+    def forward(self, input_ids, attention_mask=None, labels=None):
+        logits = self.head(self.bn(self.emb(input_ids).mean(1)))
+        return torch.nn.functional.cross_entropy(logits, labels)
+
+
+m = LM()
+m.emb.weight.requires_grad_(False)       # frozen at first
+opt = torch.optim.AdamW(m.parameters(), lr=0.01)
+for step in range(3):
+    if step == 2:
+        m.emb.weight.requires_grad_(True)  # unfrozen
+    ids = torch.randint(0, 32, (6, 5))
+    loss = m(ids, attention_mask=torch.ones(6, 5, dtype=torch.bool), labels=ids[:, 0])
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''
+
+
+def test_model_state(tools, scratch):
+    """A root model's inputs by parameter name (an HF-style call with
+    keyword labels), its parameters at the first forward and when
+    requires_grad changes, its buffers at the first forward and after the
+    steps that changed them (model_state.py)."""
+    with open(os.path.join(scratch, "state.py"), "w") as f:
+        f.write(STATE_SCRIPT)
+    sh([tools.tftrace, "-q", "-o", "state.trace", "--torch", "--", tools.python, "state.py"], cwd=scratch)
+    ev = [json.loads(l) for l in sh([tools.tfdump, "--events", "--json", "--kind", "tensor", "state.trace"],
+                                    cwd=scratch).splitlines()]
+    names = [(e["step"], e["name"]) for e in ev]
+    for step in (0, 1, 2):
+        got = [n for s, n in names if s == step and n.startswith("input.")]
+        assert got == ["input.input_ids", "input.attention_mask", "input.labels"], (step, got)
+    ids = [e for e in ev if e["name"] == "input.input_ids"]
+    assert ids[0]["dtype"] == "i64" and ids[0]["shape"] == [6, 5], ids[0]
+    # parameters: all at step 0 before anything else of the model; the frozen one flagged, and again when unfrozen
+    emb = [(e["step"], e.get("grad")) for e in ev if e["name"] == "param.model.emb.weight"]
+    # (the first forward's, flagged frozen; each step's output of AdamW.step; step 2's first forward, unfrozen)
+    assert emb == [(0, False), (0, None), (1, None), (2, None), (2, None)], emb
+    first = [n for s, n in names if s == 0][:12]
+    assert first[3:8] == ["param.model.emb.weight", "param.model.bn.weight", "param.model.bn.bias",
+                          "param.model.head.weight", "param.model.head.bias"], first
+    # buffers: the mask once; BatchNorm's running statistics at the first forward and after each step
+    bufs = [(s, n) for s, n in names if n.startswith("buffer.")]
+    assert [s for s, n in bufs if n == "buffer.model.mask"] == [0], bufs
+    assert [s for s, n in bufs if n == "buffer.model.bn.running_mean"] == [0, 0, 1, 2], bufs
