@@ -45,7 +45,7 @@ from .._record import COLL, OP_COLLECTIVE, REDOP, CollInfo, CommInfo, guarded, s
 from . import tensors
 
 _lock = threading.Lock()
-_groups = {}  # id(pg) -> (comm id, rank in it, size) ; None when not recorded
+_groups = {}  # id(pg) -> (comm id, rank in it, size) ; None when not recorded (while pg lives)
 
 
 def _preloaded():
@@ -103,7 +103,15 @@ def group_info(pg):
             ci = CommInfo(sz=_lib.ctypes.sizeof(CommInfo), comm=comm, name=name, parent=0, rank=rank,
                           size=size, order=order, n_members=len(members), members=arr, flags=0)
             lib.tft_comm_define(_lib.ctypes.byref(ci))
-            info = (comm, rank, size, pg)
+            info = (comm, rank, size)
+        # the entry goes with its group (held weakly: a group kept alive
+        # past destroy_process_group is destroyed at interpreter exit,
+        # where gloo's threads abort the process), and no later group
+        # that gets its id finds it
+        try:
+            weakref.finalize(pg, _groups.pop, key, None)
+        except TypeError:
+            pass
         _groups[key] = info
         return info
 
@@ -145,7 +153,7 @@ class Call:
 
     def __init__(self, api, ctype, pg_info, tensor=None, count=None, redop="none", root=-1, tag=-1,
                  result=None, own_op=False, in_op=False):
-        comm, rank, size, _ = pg_info
+        comm, rank, size = pg_info
         dt = tensors.tft_dtype(tensor) if isinstance(tensor, torch.Tensor) else None
         n = count if count is not None else (tensor.numel() if isinstance(tensor, torch.Tensor) else 0)
         self.ci = CollInfo(sz=_lib.ctypes.sizeof(CollInfo), name=api.encode(), comm=comm, type=COLL[ctype],
