@@ -208,7 +208,9 @@ for f in sorted(glob.glob(sys.argv[1] + "/manifest.rank-*.json")):
     off, err = int(c["offset_ns"]), int(c["error_ns"])
     want = 3000000000 if r["rank"] >= 2 else 0
     print("rank %d host %s offset %d ns, error %d ns" % (r["rank"], r["host"], off, err))
-    assert abs(off - want) <= err and err < 1000000 and c["ref_rank"] == 0, (r, want)
+    # (the bound: 10 ms; a quiet host gets tens of microseconds, an ASan
+    # build on a loaded 2-core machine once 1.4 ms, still right within it)
+    assert abs(off - want) <= err and err < 10000000 and c["ref_rank"] == 0, (r, want)
 PY
     st=0
     "$tfdump" --check run.trace >check.txt || st=$?
