@@ -14,9 +14,8 @@ the same (steps 0..4 in both), and the scale halves after it.
 
 import json
 import os
-import subprocess
 
-import pytest
+from torch_sh import sh  # (this folder)
 
 SCRIPT = r'''
 import sys, torch
@@ -45,16 +44,6 @@ for step in range(5):
     scaler.update()
     print("step", step, "loss", float(loss.detach()).hex(), "norm", float(norm).hex())
 '''
-
-
-def sh(args, ok=(0,), cwd=None):
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
-    p = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, cwd=cwd,
-                       timeout=300)
-    if p.returncode not in ok:
-        pytest.fail("%s exited %d: %s %s" % (" ".join(args), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    return p.stdout
 
 
 def test_amp(tools, scratch):

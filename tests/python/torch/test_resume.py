@@ -13,9 +13,8 @@ optimizer's state, so tfdiff matches it with the uninterrupted run on steps
 
 import json
 import os
-import subprocess
 
-import pytest
+from torch_sh import sh  # (this folder)
 
 SCRIPT = r'''
 import sys, torch
@@ -42,16 +41,6 @@ for step in range(first, 6):
     if mode == "save" and step == 2:
         torch.save({"model": m.state_dict(), "opt": opt.state_dict()}, ckpt)
 '''
-
-
-def sh(args, ok=(0,), cwd=None):
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
-    p = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, cwd=cwd,
-                       timeout=300)
-    if p.returncode not in ok:
-        pytest.fail("%s exited %d: %s %s" % (" ".join(args), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    return p.stdout
 
 
 def test_resume(tools, scratch):
