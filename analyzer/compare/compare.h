@@ -14,8 +14,24 @@
 enum compare_kind { DK_VALUE = 0, DK_SHAPE, DK_DTYPE, DK_NONFINITE, DK_MISSING, DK_EXTRA };
 const char *compare_kind_name(int kind);
 
+/* The per-rank calibration of tfdiff --noise (compare_roundoff.c): how far
+ * GOLDEN and a rerun of it (GOLDEN2) differ, per tensor and step. Filled
+ * by compare_rank(GOLDEN, GOLDEN2) with compare_opts.noise_out, read by
+ * compare_rank(GOLDEN, BAD) with compare_opts.noise. */
+typedef struct compare_noise compare_noise;
+compare_noise *compare_noise_new(void);
+void compare_noise_free(compare_noise *n);
+uint64_t compare_noise_entries(const compare_noise *n); /* (tensor, step) differences held */
+
 typedef struct compare_opts {
     double rtol, atol;        /* statistics tolerance: |g-b| <= atol + rtol*max(|g|,|b|,scale) */
+    /* the round-off model (docs/TFDIFF.md, "Round-off"): a pair beyond the
+     * tolerance above is still a match when its difference stays within
+     * the envelope of the differences before it (its own in earlier steps,
+     * the rank's so far); false: the tolerance alone (--rtol/--atol given) */
+    bool roundoff;
+    const compare_noise *noise; /* --noise: the calibration of this rank, NULL none */
+    compare_noise *noise_out;   /* filled with this comparison's differences (the calibration pass) */
     int64_t step_lo, step_hi; /* inclusive step range compared (INT64_MIN/INT64_MAX = all) */
     const char *name_glob;    /* only tensors whose name matches (fnmatch), NULL = all */
     bool collectives;         /* also compare collective result tensors (default: skip, names MPI_* / nccl*) */
@@ -29,7 +45,7 @@ typedef struct compare_opts {
     int (*tap)(void *ctx, int side, const tft_rec *rec);
     void *tap_ctx;
 } compare_opts;
-#define COMPARE_OPTS_DEFAULT { .rtol = 1e-4, .atol = 1e-6, .step_lo = INT64_MIN, .step_hi = INT64_MAX }
+#define COMPARE_OPTS_DEFAULT { .rtol = 1e-4, .atol = 1e-6, .roundoff = true, .step_lo = INT64_MIN, .step_hi = INT64_MAX }
 
 /* One side of a tensor comparison. */
 typedef struct compare_tensor_side {
@@ -63,6 +79,38 @@ typedef struct compare_nonfinite {
     bool in_golden;           /* GOLDEN has a non-finite at the same aligned tensor */
 } compare_nonfinite;
 
+/* What the round-off model saw on a rank (compare_roundoff.c): the relative
+ * differences of pairs judged to match (the largest of a pair's statistics,
+ * each relative to its own magnitude: |dmean| / mean |x|, |dl2| / l2, ...). */
+#define COMPARE_RO_BUCKETS 64
+typedef struct compare_roundoff {
+    bool on;                  /* the model judged (compare_opts.roundoff) */
+    bool noise;               /* ... calibrated with --noise */
+    uint64_t differing;       /* pairs that matched with their bits different */
+    uint64_t explained;       /* ... of them beyond the fixed tolerance: round-off by the envelope */
+    int64_t first_step;       /* the first step with a bitwise difference, TFT_STEP_NONE none */
+    double first_diff;        /* its largest relative difference */
+    int64_t last_step;        /* the last step with one */
+    double last_diff;
+    int64_t max_step;         /* the largest relative difference of a match, where */
+    double max_diff;
+    char max_tensor[96];
+    double jump;              /* the largest growth explained: a tensor's difference over its
+                               * own in earlier steps (0 none) */
+    int64_t jump_step;
+    char jump_tensor[96];
+    /* the largest difference per window of steps: bucket k covers steps
+     * [base + k*width, base + (k+1)*width) */
+    int64_t base, width;
+    double bucket[COMPARE_RO_BUCKETS];
+} compare_roundoff;
+
+/* Folds rank r into all (the run's summary). */
+void compare_roundoff_merge(compare_roundoff *all, const compare_roundoff *r);
+/* The summary's largest difference per window, at most n windows of
+ * steps [lo[k], hi[k]]: returns how many. */
+int compare_roundoff_windows(const compare_roundoff *r, int n, int64_t *lo, int64_t *hi, double *max);
+
 /* Result of comparing one rank. */
 typedef struct compare_result {
     int rank;
@@ -95,6 +143,7 @@ typedef struct compare_result {
                                * tensors of that name differ in number (which is which is unknown) */
     uint64_t golden_records, bad_records; /* records of substance read (no process/thread/sync/dropped) */
     char structure[256];      /* first structural difference, "" when none */
+    compare_roundoff roundoff; /* the differences that matched, by the round-off model */
 } compare_result;
 
 /* Compares rank reader g (GOLDEN) with b (BAD). Returns 0 or a negative

@@ -175,8 +175,10 @@ int compare_rank(tft_reader *g, tft_reader *b, const compare_opts *o, compare_re
     c->g.tap_ctx = c->b.tap_ctx = c->o->tap_ctx;
     c->b.tap_side = 1;
     c->script.lossy = out->golden_dropped || out->bad_dropped;
+    compare_ro_init(&c->ro, c->o, &out->roundoff);
     int rc = run(c);
     finish(c);
+    compare_ro_free(&c->ro);
     out->golden_records = c->g.records;
     out->bad_records = c->b.records;
     compare_side_free(&c->g);

@@ -8,6 +8,8 @@
  *   compare_threads.c ... by the order-free matcher when several threads recorded
  *   compare_judge.c   the edits of a step judged: first divergence, origin,
  *                     non-finite, structure
+ *   compare_roundoff.c  ... with the round-off model: a difference within
+ *                     the envelope of the differences before it matches
  *   compare_align.c   the driver: the rank's steps paired, the result finished
  * Calls go one way, down this list (the driver calls the judge, the judge
  * the matcher and the sides).
@@ -211,6 +213,41 @@ void compare_match_free(align_script *sc);
 /* ---- compare_judge.c: a step judged ---------------------------------------- */
 
 /* One rank's comparison: the two sides, the step's script, the result. */
+/* ---- compare_roundoff.c: the round-off model ------------------------------ */
+
+/* A rank's envelope of round-off. Keys: a tensor's name and occurrence in
+ * its step. */
+typedef struct ro_state {
+    const compare_opts *o;
+    compare_roundoff *sum;  /* the rank's summary (compare_result.roundoff) */
+    tft_u64map env;         /* key -> double: the key's largest difference in earlier steps */
+    tft_u64map nenv;        /* --noise: key -> double: the calibration's, up to this step */
+    tft_u64map occ;         /* name hash -> u32: occurrences so far in the step */
+    double genv, ngenv;     /* the rank's largest difference so far; the calibration's */
+    int64_t step;
+} ro_state;
+
+int compare_ro_init(ro_state *r, const compare_opts *o, compare_roundoff *sum);
+void compare_ro_free(ro_state *r);
+/* A step begins (the keys' occurrences restart). */
+void compare_ro_step(ro_state *r, int64_t step);
+/* The key of GOLDEN's tensor g of a pair (counts its occurrence). */
+uint64_t compare_ro_key(ro_state *r, const align_tensor *g);
+/* A pair's relative difference (the file's comment). */
+double compare_ro_diff(const align_tensor *g, const align_tensor *b);
+/* The fixed tolerance's rtol for a pair of dtypes dg, db: o->rtol, or a
+ * few epsilons of a 16-bit (or 8-bit) float. */
+double compare_ro_floor(const compare_opts *o, int dg, int db);
+/* Two floating dtypes that differ (fp32 GOLDEN, bf16 autocast BAD). */
+bool compare_ro_mixed(int dg, int db);
+/* Whether d, beyond the fixed tolerance, is within the key's envelope;
+ * *growth: d over the key's own earlier largest. */
+bool compare_ro_explains(ro_state *r, uint64_t key, double d, double *growth);
+/* Records a judged pair: its difference d, whether it matched, whether it
+ * was beyond the fixed tolerance (round-off explained it), its growth. */
+void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d, bool matched, bool beyond,
+                     double growth);
+
 typedef struct align_ctx {
     const compare_opts *o;
     compare_result *out;
@@ -220,6 +257,7 @@ typedef struct align_ctx {
     int ring_n, ring_pos;
     int64_t structure_step;  /* the step of out->structure */
     bool models_flagged;
+    ro_state ro;             /* the round-off model */
 } align_ctx;
 
 /* The loaded step of both sides aligned and judged into c->out. */

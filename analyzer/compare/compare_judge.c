@@ -160,6 +160,12 @@ static bool counts_differ(const tft_stats *gs, const tft_stats *bs, char stat[32
 static int compare_pair(const compare_opts *o, const align_tensor *g, const align_tensor *b,
                         int *kind, char stat[32])
 {
+    compare_opts floor_o;
+    if (o->roundoff) { /* the fixed tolerance of the pair's precision */
+        floor_o = *o;
+        floor_o.rtol = compare_ro_floor(o, g->dtype, b->dtype);
+        o = &floor_o;
+    }
     stat[0] = 0;
     bool shape_eq = g->ndim == b->ndim;
     for (int i = 0; shape_eq && i < g->ndim; i++)
@@ -168,14 +174,14 @@ static int compare_pair(const compare_opts *o, const align_tensor *g, const alig
         *kind = DK_SHAPE;
         return PC_DIVERGED;
     }
-    if (g->dtype != b->dtype) {
+    if (g->dtype != b->dtype && !(o->roundoff && compare_ro_mixed(g->dtype, b->dtype))) {
         *kind = DK_DTYPE;
         return PC_DIVERGED;
     }
     if (g->mode < TFT_STATS_HEALTH || b->mode < TFT_STATS_HEALTH)
         return PC_UNCHECKED; /* shape and dtype only: nothing more to compare */
     const tft_stats *gs = &g->stats, *bs = &b->stats;
-    if (gs->fingerprint == bs->fingerprint)
+    if (gs->fingerprint == bs->fingerprint && g->dtype == b->dtype)
         return PC_IDENTICAL;
     *kind = DK_VALUE;
     if (bs->nan > gs->nan || bs->pinf > gs->pinf || bs->ninf > gs->ninf) {
@@ -299,6 +305,27 @@ static void structure_edit(align_ctx *c, const align_tensor *gt, const align_ten
     set_structure(c, step, msg);
 }
 
+/* The round-off model on a pair compare_pair judged (cls): a value
+ * difference beyond the fixed tolerance within the envelope becomes a
+ * match; every pair of values feeds the envelope. Collective results and
+ * shape or dtype changes are left as they are. */
+static void judge_roundoff(align_ctx *c, const align_tensor *gt, const align_tensor *bt, int *cls, int kind,
+                           char stat[32])
+{
+    if (!c->o->roundoff && !c->o->noise_out)
+        return;
+    if (gt->skip || *cls == PC_UNCHECKED || (*cls == PC_DIVERGED && kind != DK_VALUE))
+        return;
+    uint64_t key = compare_ro_key(&c->ro, gt);
+    double d = *cls == PC_IDENTICAL ? 0 : compare_ro_diff(gt, bt), growth = 0;
+    bool beyond = *cls == PC_DIVERGED;
+    if (beyond && c->o->roundoff && compare_ro_explains(&c->ro, key, d, &growth)) {
+        *cls = PC_WITHIN;
+        stat[0] = 0;
+    }
+    compare_ro_note(&c->ro, key, gt, d, *cls != PC_DIVERGED, beyond, growth);
+}
+
 /* Handles one edit of the step (a pair, an insertion or a deletion):
  * compares, records the states, updates first/origin/nonfinite/counts. */
 static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *bt,
@@ -310,6 +337,7 @@ static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *b
     char stat[32] = "";
     if (gt && bt) {
         cls = compare_pair(c->o, gt, bt, &kind, stat);
+        judge_roundoff(c, gt, bt, &cls, kind, stat);
     } else {
         cls = PC_DIVERGED;
         kind = bt ? DK_EXTRA : DK_MISSING;
@@ -387,6 +415,7 @@ static void check_models(align_ctx *c, int64_t step, const step_tally *t)
 
 int compare_judge_step(align_ctx *c)
 {
+    compare_ro_step(&c->ro, c->b.step);
     int rc = compare_match_step(&c->script, &c->g, &c->b);
     if (rc < 0)
         return rc;

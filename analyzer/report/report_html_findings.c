@@ -41,6 +41,12 @@ void report_html_verdict(FILE *f, const page *p)
     fprintf(f, "</code>: %" PRIu64 " tensors compared on %d rank%s, %" PRIu64 " bit-identical, %" PRIu64
                " within tolerance (rtol %g, atol %g).</p>\n",
             c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, o->rtol, o->atol);
+    char ro[1024];
+    if (report_sentence_roundoff(p->r, ro, sizeof(ro))) {
+        fputs("<p class=\"meta roundoff\">", f);
+        html_text(f, ro);
+        fputs("</p>\n", f);
+    }
     fprintf(f, "<table class=\"counts\"><tr><th>finding</th><th>count</th></tr>"
                "<tr><td>first divergence</td><td class=\"num\">%d</td></tr>"
                "<tr><td>non-finite BAD alone has</td><td class=\"num\">%d</td></tr>"

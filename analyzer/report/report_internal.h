@@ -69,6 +69,11 @@ typedef struct report_counts {
     uint64_t compared, identical, within_tolerance; /* tensors, summed over ranks */
 } report_counts;
 void report_count(const diff_report *r, report_counts *c);
+/* The run's round-off summary: every rank's folded (compare_roundoff_merge). */
+void report_roundoff(const diff_report *r, compare_roundoff *out);
+/* "match within round-off: ..." when the model judged and some pair
+ * matched with its bits different; NULL otherwise. */
+const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n);
 
 /* The reasons the comparison is incomplete, one per call with k = 0, 1,
  * ...: writes reason k to buf and returns true, false past the last. */

@@ -277,6 +277,47 @@ static cJSON *json_findings(const diff_report *r)
     return o;
 }
 
+/* "roundoff": what the round-off model saw (docs/TFDIFF.md), null when it
+ * did not judge (--rtol/--atol given). */
+static cJSON *json_roundoff(const diff_report *r)
+{
+    compare_roundoff ro;
+    report_roundoff(r, &ro);
+    if (!ro.on)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    char line[1024];
+    const char *s = report_sentence_roundoff(r, line, sizeof(line));
+    cJSON_AddItemToObject(o, "summary", s ? cJSON_CreateString(s) : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "noise", ro.noise);
+    cJSON_AddNumberToObject(o, "differing", (double)ro.differing);
+    cJSON_AddNumberToObject(o, "explained", (double)ro.explained);
+    bool any = ro.first_step != TFT_STEP_NONE;
+    cJSON_AddItemToObject(o, "first_step", any ? cJSON_CreateNumber((double)ro.first_step) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(o, "first_diff", ro.first_diff);
+    cJSON_AddItemToObject(o, "last_step", any ? cJSON_CreateNumber((double)ro.last_step) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(o, "last_diff", ro.last_diff);
+    cJSON_AddItemToObject(o, "max_step", any ? cJSON_CreateNumber((double)ro.max_step) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(o, "max_diff", ro.max_diff);
+    cJSON_AddStringToObject(o, "max_tensor", ro.max_tensor);
+    bool jumped = ro.jump > 0;
+    cJSON_AddNumberToObject(o, "jump", ro.jump);
+    cJSON_AddItemToObject(o, "jump_step", jumped ? cJSON_CreateNumber((double)ro.jump_step) : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "jump_tensor", ro.jump_tensor);
+    int64_t lo[10], hi[10];
+    double mx[10];
+    int nw = compare_roundoff_windows(&ro, 10, lo, hi, mx);
+    cJSON *w = cJSON_AddArrayToObject(o, "windows");
+    for (int k = 0; k < nw; k++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "first_step", (double)lo[k]);
+        cJSON_AddNumberToObject(x, "last_step", (double)hi[k]);
+        cJSON_AddNumberToObject(x, "max_diff", mx[k]);
+        cJSON_AddItemToArray(w, x);
+    }
+    return o;
+}
+
 void report_json(const diff_report *r, FILE *f)
 {
     cJSON *o = json_findings(r);
@@ -285,6 +326,8 @@ void report_json(const diff_report *r, FILE *f)
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddNumberToObject(tol, "rtol", r->o.rtol);
     cJSON_AddNumberToObject(tol, "atol", r->o.atol);
+    cJSON_AddBoolToObject(tol, "roundoff", r->o.roundoff);
+    cJSON_AddItemToObject(o, "roundoff", json_roundoff(r));
     cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
     for (int i = 0; i < r->nranks; i++)
         cJSON_AddItemToArray(ranks, json_rank(&r->ranks[i]));

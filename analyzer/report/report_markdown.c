@@ -150,6 +150,11 @@ static void write_md(const diff_report *r, FILE *f)
     fprintf(f, "\nCompared %" PRIu64 " tensors on %d rank%s: %" PRIu64 " bit-identical, %" PRIu64
                " within tolerance (rtol %g, atol %g).\n\n",
             c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, o->rtol, o->atol);
+    char ro[1024];
+    if (report_sentence_roundoff(r, ro, sizeof(ro))) {
+        md_text(f, ro);
+        fputs("\n\n", f);
+    }
     const char *html = r->html;
     if (html) {
         fputs("Full report: ", f);

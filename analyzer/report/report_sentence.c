@@ -138,6 +138,32 @@ const char *report_sentence_unrecorded(const diff_report *r, char *buf, size_t n
     return buf;
 }
 
+const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n)
+{
+    compare_roundoff ro;
+    report_roundoff(r, &ro);
+    if (!ro.on || !ro.differing)
+        return NULL;
+    char a[48], b[48], m[48];
+    int k = snprintf(buf, n, "%s within round-off: differences grow from %.2g at %s to %.2g at %s (largest %.2g at %s, %s)",
+                     report_verdict(r) == VERDICT_MATCH ? "match" : "before that, a match", ro.first_diff,
+                     core_step_text(ro.first_step, a, sizeof(a)), ro.last_diff, core_step_text(ro.last_step, b, sizeof(b)),
+                     ro.max_diff, core_step_text(ro.max_step, m, sizeof(m)), ro.max_tensor);
+    if (k < 0 || (size_t)k >= n)
+        return buf;
+    if (ro.explained && ro.jump > 0)
+        snprintf(buf + k, n - (size_t)k, "; %llu beyond the fixed tolerance, none jumping beyond the run's envelope"
+                 " (the steepest: %.3gx its own earlier difference, %s at %s)%s",
+                 (unsigned long long)ro.explained, ro.jump, ro.jump_tensor, core_step_text(ro.jump_step, a, sizeof(a)),
+                 ro.noise ? "; calibrated with --noise" : "");
+    else if (ro.explained)
+        snprintf(buf + k, n - (size_t)k, "; %llu beyond the fixed tolerance, none jumping beyond the run's envelope%s",
+                 (unsigned long long)ro.explained, ro.noise ? "; calibrated with --noise" : "");
+    else
+        snprintf(buf + k, n - (size_t)k, "; all within the fixed tolerance%s", ro.noise ? "; calibrated with --noise" : "");
+    return buf;
+}
+
 const char *report_sentence_incomplete(const diff_report *r, int k, char *buf, size_t n)
 {
     char why[320];

@@ -64,6 +64,13 @@ static int run(tfdiff_opts *po, const tfdiff_mpi *mp)
         tft_trace_close(g);
         return 2;
     }
+    if (o.noise && !(o.noise_trace = tft_trace_open_lazy(o.noise, &ro))) {
+        if (errno == ENOMEM)
+            say_nomem("opening GOLDEN2 (--noise)");
+        tft_trace_close(g);
+        tft_trace_close(b);
+        return 2;
+    }
     if (!o.quiet && !o.json && isatty(2))
         tfdiff_progress_begin(&o.d);
     diff_report *rep = report_new(o.golden, o.bad, &o.d);
@@ -71,6 +78,7 @@ static int run(tfdiff_opts *po, const tfdiff_mpi *mp)
         say_nomem("the report");
         tft_trace_close(g);
         tft_trace_close(b);
+        tft_trace_close(o.noise_trace);
         return 2;
     }
     e = tfdiff_compare_all(&o, g, b, rep, mp);
@@ -88,6 +96,7 @@ static int run(tfdiff_opts *po, const tfdiff_mpi *mp)
     report_free(rep);
     tft_trace_close(g);
     tft_trace_close(b);
+    tft_trace_close(o.noise_trace);
     return code;
 }
 

@@ -29,8 +29,13 @@ static void usage(FILE *f)
             "  --markdown FILE  also write a short Markdown summary (verdict, first finding,\n"
             "                   findings by class, command lines) for a pull-request comment;\n"
             "                   '-' for stdout, in place of the text report\n"
-            "  --rtol X         relative tolerance of statistics (default 1e-4)\n"
+            "  --rtol X         relative tolerance of statistics (default 1e-4, for 16-bit\n"
+            "                   floats 4 of their epsilon); given, it alone decides: the\n"
+            "                   round-off model is off\n"
             "  --atol X         absolute tolerance (default 1e-6); 0 and 0: any bit differs\n"
+            "  --noise GOLDEN2  GOLDEN run again with the setup's nondeterminism (another\n"
+            "                   thread count, tftrace --perturb): how far GOLDEN and GOLDEN2\n"
+            "                   differ, per tensor and step, widens the round-off envelope\n"
             "  --ranks LIST     compare only these ranks (e.g. 0,2)\n"
             "  --steps A:B      compare only steps A..B (A: or :B open)\n"
             "  --name GLOB      compare only tensors whose name matches\n"
@@ -45,6 +50,9 @@ static void usage(FILE *f)
             "                   without mpirun, one process\n"
             "  -q, --quiet      no progress line\n"
             "  -h, --help       this help;  -V, --version\n\n"
+            "Differences beyond the tolerance that stay within the envelope of round-off (a\n"
+            "tensor's own difference in earlier steps, the run's so far) are a match: two\n"
+            "runs apart only by the order of floating-point operations exit 0, and say so.\n\n"
             "Exit status: 0 no difference, 1 differences found (also: BAD recorded nothing,\n"
             "a manifest and no rank file), 2 usage or input error (also: GOLDEN recorded nothing),\n"
             "3 incomplete: no difference in what was compared, but not everything could be\n"
@@ -100,12 +108,12 @@ static int parse_ranks(const char *s, tfdiff_opts *o)
 int tfdiff_parse_args(int argc, char **argv, tfdiff_opts *o)
 {
     enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD, O_MPI,
-           O_MARKDOWN, O_HTML };
+           O_MARKDOWN, O_HTML, O_NOISE };
     static const struct option lo[] = {
         {"json", 0, 0, O_JSON}, {"junit", 1, 0, O_JUNIT}, {"rtol", 1, 0, O_RTOL}, {"atol", 1, 0, O_ATOL},
         {"ranks", 1, 0, O_RANKS}, {"steps", 1, 0, O_STEPS}, {"name", 1, 0, O_NAME},
         {"collectives", 0, 0, O_COLL}, {"tensors", 0, 0, O_TENSORS}, {"pad-id", 1, 0, O_PAD},
-        {"mpi", 0, 0, O_MPI}, {"markdown", 1, 0, O_MARKDOWN}, {"html", 1, 0, O_HTML},
+        {"mpi", 0, 0, O_MPI}, {"markdown", 1, 0, O_MARKDOWN}, {"html", 1, 0, O_HTML}, {"noise", 1, 0, O_NOISE},
         {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
         {0, 0, 0, 0}};
     compare_opts dflt = COMPARE_OPTS_DEFAULT;
@@ -122,12 +130,15 @@ int tfdiff_parse_args(int argc, char **argv, tfdiff_opts *o)
             if (parse_double("--rtol", optarg, &o->d.rtol) < 0)
                 return 2;
             o->tol_given = 1;
+            o->d.roundoff = false;
             break;
         case O_ATOL:
             if (parse_double("--atol", optarg, &o->d.atol) < 0)
                 return 2;
             o->tol_given = 1;
+            o->d.roundoff = false;
             break;
+        case O_NOISE: o->noise = optarg; break;
         case O_TENSORS: o->tensors = 1; break;
         case O_PAD:
             if (parse_double("--pad-id", optarg, &o->pad_id) < 0)
@@ -154,6 +165,9 @@ int tfdiff_parse_args(int argc, char **argv, tfdiff_opts *o)
         return fprintf(stderr, "tfdiff: --json and --markdown - both write to stdout; give --markdown a file\n"), 2;
     if (argc - optind != 2)
         return fprintf(stderr, "tfdiff: need GOLDEN and BAD traces\nTry 'tfdiff --help'.\n"), 2;
+    if (o->noise && (o->tol_given || o->tensors))
+        return fprintf(stderr, "tfdiff: --noise calibrates the round-off model, which --rtol, --atol and "
+                       "--tensors turn off\n"), 2;
     o->golden = argv[optind];
     o->bad = argv[optind + 1];
     return 0;

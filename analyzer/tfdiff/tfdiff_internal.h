@@ -40,6 +40,8 @@ typedef struct tfdiff_opts {
     char **argv;
     int ranks[64], nranks; /* empty = all */
     const char *golden, *bad;
+    const char *noise;     /* --noise GOLDEN2: GOLDEN run again (docs/TFDIFF.md, "Round-off") */
+    tft_trace *noise_trace; /* ... opened by main */
 } tfdiff_opts;
 
 /* The work on one BAD rank file (or one GOLDEN rank file BAD lacks): its
@@ -59,6 +61,7 @@ typedef struct rank_job {
     leak_finding *found;        /* leaks to report (malloc'd), nfound of them */
     int nfound;
     uint64_t bad_dropped;    /* BAD's records lost, noted when it has leaks */
+    compare_noise *noise;    /* --noise: this rank's calibration while the job runs */
 } rank_job;
 
 /* Per worker thread: the leak scans' site tables (large, reused). */

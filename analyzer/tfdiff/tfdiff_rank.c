@@ -68,6 +68,7 @@ static int job_pass(rank_work *w, rank_job *j, job_tap *t)
         return e ? e : t->r[1] ? tap_drain(t, 1) : 0;
     }
     compare_opts o = w->o->d;
+    o.noise = j->noise;
     o.tap = tap_record;
     o.tap_ctx = t;
     keep_limit(t->r[0], t->r[1], &o);
@@ -76,12 +77,61 @@ static int job_pass(rank_work *w, rank_job *j, job_tap *t)
     return e;
 }
 
+/* --noise: GOLDEN's rank file against GOLDEN2's of the same rank, into a
+ * calibration for the comparison (NULL when GOLDEN2 lacks the rank: the
+ * envelope is then the comparison's own). Both readers are released, so
+ * the comparison reads GOLDEN afresh. */
+static int calibrate(rank_work *w, rank_job *j, compare_noise **out)
+{
+    tft_trace *n = w->o->noise_trace;
+    *out = NULL;
+    if (!n || !j->compare || j->gi < 0)
+        return 0;
+    int rank = tft_trace_rank_id(w->g, j->gi), ni = -1;
+    for (int i = 0; i < tft_trace_nranks(n) && ni < 0; i++)
+        if (tft_trace_rank_id(n, i) == rank)
+            ni = i;
+    if (ni < 0)
+        return 0;
+    tft_reader *g = tft_trace_reader(w->g, j->gi), *g2 = tft_trace_reader(n, ni);
+    if (!g || !g2)
+        return errno ? -errno : -EIO;
+    compare_noise *nz = compare_noise_new();
+    if (!nz)
+        return -ENOMEM;
+    compare_opts o = w->o->d;
+    o.roundoff = false;
+    o.noise = NULL;
+    o.noise_out = nz;
+    o.progress = NULL;
+    compare_result *res = malloc(sizeof *res);
+    int e = res ? compare_rank(g, g2, &o, res) : -ENOMEM;
+    free(res);
+    tft_trace_release(w->g, j->gi);
+    tft_trace_release(n, ni);
+    if (e < 0) {
+        compare_noise_free(nz);
+        return e;
+    }
+    *out = nz;
+    return 0;
+}
+
 int tfdiff_job_run(rank_work *w, rank_job *j, leak_scratch *sc)
 {
+    compare_noise *nz = NULL;
+    int ce = calibrate(w, j, &nz);
+    if (ce < 0)
+        return ce;
+    j->noise = nz;
     job_tap t = {.r = {j->gi >= 0 ? tft_trace_reader(w->g, j->gi) : NULL,
                        j->bi >= 0 ? tft_trace_reader(w->b, j->bi) : NULL}};
-    if ((j->gi >= 0 && !t.r[0]) || (j->bi >= 0 && !t.r[1]))
-        return errno ? -errno : -EIO;
+    if ((j->gi >= 0 && !t.r[0]) || (j->bi >= 0 && !t.r[1])) {
+        int e = errno ? -errno : -EIO;
+        compare_noise_free(nz);
+        j->noise = NULL;
+        return e;
+    }
     int e = job_pass(w, j, &t);
     if (!e && j->leaks)
         e = tfdiff_job_leaks(w, j, &t, sc);
@@ -90,5 +140,7 @@ int tfdiff_job_run(rank_work *w, rank_job *j, leak_scratch *sc)
         e = e ? e : f;
         leak_scan_free(t.leak[side]);
     }
+    compare_noise_free(nz);
+    j->noise = NULL;
     return e;
 }
