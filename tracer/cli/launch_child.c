@@ -1,9 +1,10 @@
 /*
  * launch_child.c — what the launcher's command gets: libtftrace.so
  * preloaded (found next to tftrace or in ../lib), the rings in a memfd
- * (TFT_SHM), the recording options as TFT_* variables, the NVTX and CUDA
- * injection paths, the Python package for --torch, the golden reference
- * of --capture first-divergence-of; and its own process group.
+ * (TFT_SHM), the recording options as TFT_* variables (and --perturb's
+ * TFTRACE_PERTURB), the NVTX and CUDA injection paths, the Python package
+ * for --torch, the golden reference of --capture first-divergence-of; and
+ * its own process group.
  */
 #include "launch_internal.h"
 #include "capture_ref.h"
@@ -178,6 +179,10 @@ int launch_child_env(const launch_opts *o, const char *lib)
         setenv("TFT_ALLOC_MIN", o->alloc_min, 1);
     if (o->step_range)
         setenv("TFT_STEP_RANGE", o->step_range, 1);
+    /* read by the program's side (python/tftrace/_torch, tftrain), not by
+     * the recorder: the run itself is changed, on purpose */
+    if (o->perturb)
+        setenv("TFTRACE_PERTURB", "1", 1);
     /* NVTX ranges (steps, scopes) through NVTX's injection hook, served by
      * the preloaded libtftrace itself; CUPTI (allocations, kernels) through
      * the CUDA driver's, by the plugin next to it (loaded only when the

@@ -36,6 +36,8 @@ typedef struct launch_opts {
     const char *capture; /* capture spec (docs/CAPTURE.md), NULL = none */
     const char *torch;   /* --torch: "modules" or "ops", NULL = off (TFT_TORCH) */
     long keep_steps;     /* --keep-steps: full records of the last N steps only, 0 = all */
+    int perturb;         /* --perturb: TFTRACE_PERTURB=1 for the command, whose PyTorch layer
+                          * (--torch) or tftrain flips the last mantissa bit of every parameter */
     char capture_golden[4096]; /* GOLDEN of a first-divergence-of capture term, "" none */
     char **cmd;
 } launch_opts;
@@ -81,7 +83,8 @@ int launch_child_torch(const launch_opts *o);
  * errno set (*bytes still says the size asked for). */
 shm_hdr *launch_child_region(const launch_opts *o, size_t *bytes);
 /* The command's environment: LD_PRELOAD of lib, TFT_SHM, the recording
- * options, the NVTX/CUDA injection paths. 0, or -1 when out of memory. */
+ * options, TFTRACE_PERTURB of --perturb, the NVTX/CUDA injection paths.
+ * 0, or -1 when out of memory. */
 int launch_child_env(const launch_opts *o, const char *lib);
 /* Runs cmd in a process group of its own. Its pid, or -1 with errno set. */
 pid_t launch_child_spawn(char **cmd);

@@ -74,6 +74,9 @@ static void usage(FILE *f)
             "                        MODE modules (default: module outputs and gradients, loss,\n"
             "                        optimizer steps, parameters and state, torch.distributed)\n"
             "                        or ops (also every ATen op); docs/PYTORCH.md [TFT_TORCH]\n"
+            "      --perturb         flip the last mantissa bit of every floating parameter at the\n"
+            "                        start (PyTorch --torch, tftrain): a GOLDEN2 for tfdiff --noise\n"
+            "                        (docs/PYTORCH.md, runtime/README.md)   [TFTRACE_PERTURB=1]\n"
             "      --incomplete-status N  exit status when the command succeeded but records were\n"
             "                        lost to write errors (disk full); 0 = the command's own\n"
             "                        (default 86)                           [TFT_INCOMPLETE_STATUS]\n"
@@ -134,6 +137,7 @@ static void env_defaults(launch_opts *o)
     o->incomplete_status = INCOMPLETE_STATUS_DEFAULT;
     o->force = env_flag("TFT_FORCE");
     o->no_redact = env_flag("TFT_NO_REDACT");
+    o->perturb = env_flag("TFTRACE_PERTURB");
     if ((v = getenv("TFT_MODE")) && *v)
         parse_mode(v, &o->mode);
     if ((v = getenv("TFT_NO_DROP_TIMEOUT")) && *v)
@@ -293,6 +297,7 @@ static int parse_opt(int c, int argc, char **argv, launch_opts *o)
         break;
     case 'F': o->force = 1; break;
     case 'N': o->no_redact = 1; break;
+    case 'p': o->perturb = 1; break;
     case 'A':
         if (!valid_size(optarg))
             return fprintf(stderr, "tftrace: --alloc-min needs a size like 1048576, 4M or off, got '%s'\n",
@@ -323,7 +328,7 @@ int launch_opts_parse(int argc, char **argv, launch_opts *o)
         {"force", no_argument, 0, 'F'},        {"mode", required_argument, 0, 'M'},
         {"no-redact", no_argument, 0, 'N'},    {"no-drop-timeout", required_argument, 0, 'T'},
         {"incomplete-status", required_argument, 0, 'I'}, {"torch", optional_argument, 0, 'P'},
-        {"keep-steps", required_argument, 0, 'K'},
+        {"keep-steps", required_argument, 0, 'K'}, {"perturb", no_argument, 0, 'p'},
         {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     env_defaults(o);
@@ -367,6 +372,8 @@ void launch_opts_json(const launch_opts *o, char *buf, size_t n)
     k = json_text_opt(buf, n, k, "step_range", o->step_range);
     if (o->keep_steps && k > 0 && (size_t)k + 32 < n) /* flight-recorder mode (FORMAT.md §3.6) */
         k += snprintf(buf + k, n - (size_t)k, ",\"keep_steps\":%ld", o->keep_steps);
+    if (o->perturb && k > 0 && (size_t)k + 24 < n) /* the parameters were perturbed: a GOLDEN2 */
+        k += snprintf(buf + k, n - (size_t)k, ",\"perturb\":true");
     if (k > 0 && (size_t)k + 2 <= n)
         snprintf(buf + k, n - (size_t)k, "}");
 }
