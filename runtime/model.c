@@ -195,6 +195,16 @@ const float *gpt_logits(const gpt_model *m) { return m->acts->logits; }
 
 void gpt_zero_grad(gpt_model *m) { memset(m->grads, 0, m->num_params * sizeof(float)); }
 
+void gpt_perturb_params(gpt_model *m)
+{
+    for (size_t i = 0; i < m->num_params; i++) {
+        uint32_t u;
+        memcpy(&u, &m->params[i], sizeof(u));
+        u ^= 1u;
+        memcpy(&m->params[i], &u, sizeof(u));
+    }
+}
+
 /* mask[b,i,j] = 1 when query i may attend key j: causal (j <= i + offset),
  * and, when combined, both positions are real tokens. */
 static void build_mask(uint8_t *mask, const uint8_t *pad, const gpt_variant *v, int B, int T)

@@ -101,5 +101,11 @@ void gpt_backward(gpt_model *m, const gpt_variant *var, const int32_t *tokens, c
 /* Logits of the last forward, (B,T,V). */
 const float *gpt_logits(const gpt_model *m);
 void gpt_zero_grad(gpt_model *m);
+/* Flips the least significant mantissa bit of every parameter value (each
+ * moves by one unit in the last place, a relative 2^-23 or less, 0 becomes
+ * the smallest subnormal): the same bits whatever the rank, so replicas
+ * that were equal stay equal. A run from there differs from the unflipped
+ * one by round-off only (tftrace --perturb, runtime/README.md). */
+void gpt_perturb_params(gpt_model *m);
 
 #endif

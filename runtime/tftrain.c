@@ -52,7 +52,9 @@ static void usage(FILE *f)
             "                   cuda: the same model with CUDA kernels, cuBLAS and NCCL; --dtype\n"
             "                   bf16|fp16 then runs bf16/fp16 matmuls (fp16 with loss scaling)\n"
             "  -q, --quiet      no progress lines\n"
-            "  -h, --help       this help;  -V, --version\n",
+            "  -h, --help       this help;  -V, --version\n"
+            "Environment: TFTRACE_PERTURB=1 (tftrace --perturb) flips the last mantissa bit of\n"
+            "every parameter after initialisation (not on --resume): a run apart by round-off.\n",
             bugs);
 }
 
@@ -188,6 +190,8 @@ static int parse_args(int argc, char **argv, train_opts *o)
         return fprintf(stderr, "tftrain: --d-model %d is not a multiple of --heads %d\n", o->d_model, o->heads), 2;
     if (o->ckpt_dir && !o->ckpt_every)
         o->ckpt_every = o->steps > 0 ? o->steps : 1;
+    const char *pv = getenv("TFTRACE_PERTURB"); /* tftrace --perturb */
+    o->perturb = pv && *pv && strcmp(pv, "0");
     return 0;
 }
 

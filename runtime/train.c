@@ -152,6 +152,20 @@ static int sync_initial_params(run *r)
     return dist_bcast(r->d, r->m.params, r->m.num_params);
 }
 
+/* TFTRACE_PERTURB (tftrace --perturb): the parameters training starts
+ * from, each one unit in the last place away, on every rank alike (after
+ * the broadcast: dp-nosync's ranks flip their own). Only a fresh start:
+ * a resumed run continues the checkpoint's parameters as they were saved.
+ * Nothing on stdout, which runs compare bit for bit. */
+static void perturb_params(run *r)
+{
+    if (!r->o->perturb)
+        return;
+    gpt_perturb_params(&r->m);
+    if (r->d->rank == 0)
+        fprintf(stderr, "tftrain: TFTRACE_PERTURB: the last mantissa bit of every parameter flipped\n");
+}
+
 static void ckpt_tensors(run *r, ckpt_tensor *t, bool load_moments)
 {
     t[0] = (ckpt_tensor){"params", r->m.params, r->m.num_params};
@@ -613,10 +627,15 @@ static int setup(run *r)
         return e;
     tft_alloc(r->m.params, r->m.num_params * 4 * sizeof(float), "tftrain:params+grads+adam");
     tft_rng_seed(&r->rng, r->o->seed);
-    if (r->o->resume)
+    if (r->o->resume) {
+        if (r->o->perturb && r->d->rank == 0)
+            fprintf(stderr, "tftrain: TFTRACE_PERTURB: resumed from a checkpoint, nothing flipped (only a "
+                            "fresh start is perturbed)\n");
         return cuda_setup(r, resume(r));
+    }
     tft_step_begin(0);
     e = sync_initial_params(r);
+    perturb_params(r);
     record_block(r, "", r->m.params); /* at initialisation (after the broadcast), before the first forward */
     return cuda_setup(r, e);
 }

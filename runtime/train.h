@@ -48,6 +48,8 @@ typedef struct train_opts {
     bug bug;
     bool quiet;
     int backend;              /* TRAIN_BACKEND_CPU or _CUDA (auto resolved by main) */
+    bool perturb;             /* TFTRACE_PERTURB (tftrace --perturb): a fresh start flips the last
+                               * mantissa bit of every parameter after initialisation */
 } train_opts;
 
 enum { TRAIN_BACKEND_CPU = 0, TRAIN_BACKEND_CUDA = 1, TRAIN_BACKEND_AUTO = 2 };
