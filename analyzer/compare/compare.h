@@ -69,6 +69,9 @@ typedef struct compare_point {
     bool leaf;                /* its op records no inputs (data, parameters, a GEMM's operands) */
     compare_tensor_side golden, bad;
     char stat[32];            /* for DK_VALUE: the statistic most out of tolerance ("mean") */
+    int colls_before;         /* collective ops of BAD's rank in this step before it: a rank whose
+                               * first divergence follows fewer is nearer the cause */
+    char coll[64];            /* the last of them, "" none */
 } compare_point;
 
 typedef struct compare_nonfinite {
@@ -83,6 +86,8 @@ typedef struct compare_nonfinite {
  * differences of pairs judged to match (the largest of a pair's statistics,
  * each relative to its own magnitude: |dmean| / mean |x|, |dl2| / l2, ...). */
 #define COMPARE_RO_BUCKETS 64
+#define RO_KEY_GROWTH 16.0 /* a match grows at most this much over its own earlier difference ... */
+#define RO_RUN_GROWTH 8.0  /* ... or over the rank's largest so far (compare_roundoff.c) */
 typedef struct compare_roundoff {
     bool on;                  /* the model judged (compare_opts.roundoff) */
     bool noise;               /* ... calibrated with --noise */
@@ -95,8 +100,11 @@ typedef struct compare_roundoff {
     int64_t max_step;         /* the largest relative difference of a match, where */
     double max_diff;
     char max_tensor[96];
-    double jump;              /* the largest growth explained: a tensor's difference over its
-                               * own in earlier steps (0 none) */
+    /* the pair nearest to a divergence: the largest share (<= 1) of the
+     * nearer threshold its growths reached, over its own earlier difference
+     * (jump, threshold RO_KEY_GROWTH) and the rank's so far (jump_run,
+     * RO_RUN_GROWTH); 0 none */
+    double jump_share, jump, jump_run;
     int64_t jump_step;
     char jump_tensor[96];
     /* the largest difference per window of steps: bucket k covers steps
@@ -145,6 +153,14 @@ typedef struct compare_result {
     char structure[256];      /* first structural difference, "" when none */
     compare_roundoff roundoff; /* the differences that matched, by the round-off model */
 } compare_result;
+
+/* compare_rank across layouts (docs/TFDIFF.md, "Across layouts"): the side
+ * merged_side (0 GOLDEN, 1 BAD) is a data-parallel run whose rank 0 is read
+ * by g or b and its other ranks by extra[0..nextra); the other side ran the
+ * same global batch on one process. Each step, the ranks' tensors are
+ * folded into one (compare_layout.c) and compared with the single run's. */
+int compare_rank_layout(tft_reader *g, tft_reader *b, tft_reader **extra, int nextra, int merged_side,
+                        const compare_opts *o, compare_result *out);
 
 /* Compares rank reader g (GOLDEN) with b (BAD). Returns 0 or a negative
  * errno (I/O); damaged chunks are skipped by the reader (callers check its

@@ -85,12 +85,31 @@ static void finish(align_ctx *c)
     out->unverified += out->lost_tail;
 }
 
+/* Loads the next step of side s; on a merged side, the other ranks' same
+ * step folded in (a rank that lacks the step adds nothing to it). */
+static int side_load(align_ctx *c, align_side *s)
+{
+    int rc = compare_side_load(s, c->o);
+    bool merged = c->nextra && s == (c->merge_side ? &c->b : &c->g);
+    for (int k = 0; merged && rc > 0 && k < c->nextra; k++) {
+        align_side *e = &c->extra[k];
+        int er = !e->has && !e->eof ? compare_side_load(e, c->o) : 1;
+        while (er > 0 && e->has && e->step < s->step)
+            er = compare_side_load(e, c->o);
+        if (er < 0)
+            return er;
+        if (e->has && e->step == s->step && (er = compare_layout_fold(s, e, &c->merge_map)) < 0)
+            return er;
+    }
+    return rc;
+}
+
 static int run(align_ctx *c)
 {
     const compare_opts *o = c->o;
-    int rc = compare_side_load(&c->g, o);
+    int rc = side_load(c, &c->g);
     if (rc >= 0)
-        rc = compare_side_load(&c->b, o);
+        rc = side_load(c, &c->b);
     while (rc >= 0 && (c->g.has || c->b.has)) {
         bool both = c->g.has && c->b.has && c->g.step == c->b.step;
         if (both) {
@@ -99,22 +118,22 @@ static int run(align_ctx *c)
             if (o->progress)
                 o->progress(o->progress_ctx, c->out->rank, c->b.step);
             if (rc >= 0)
-                rc = compare_side_load(&c->g, o);
+                rc = side_load(c, &c->g);
             if (rc >= 0)
-                rc = compare_side_load(&c->b, o);
+                rc = side_load(c, &c->b);
         } else if (c->g.has && (!c->b.has || c->g.step < c->b.step)) {
             /* BAD started later (resumed) or ended: outside the common range */
             bool gap = c->b.has && c->b.groups > 1;
             if (in_range(o, c->g.step))
                 rc = compare_judge_one_sided(c, false, gap);
             if (rc >= 0)
-                rc = compare_side_load(&c->g, o);
+                rc = side_load(c, &c->g);
         } else {
             bool gap = c->g.has && c->g.groups > 1;
             if (in_range(o, c->b.step))
                 rc = compare_judge_one_sided(c, true, gap);
             if (rc >= 0)
-                rc = compare_side_load(&c->b, o);
+                rc = side_load(c, &c->b);
         }
     }
     /* both sides returned 0: both files were read to the end */
@@ -148,6 +167,12 @@ static int drops_steps(tft_reader *g, tft_reader *b, compare_result *out)
 
 int compare_rank(tft_reader *g, tft_reader *b, const compare_opts *o, compare_result *out)
 {
+    return compare_rank_layout(g, b, NULL, 0, 1, o, out);
+}
+
+int compare_rank_layout(tft_reader *g, tft_reader *b, tft_reader **extra, int nextra, int merged_side,
+                        const compare_opts *o, compare_result *out)
+{
     static const compare_opts defaults = COMPARE_OPTS_DEFAULT;
     if (!g || !b || !out)
         return -EINVAL;
@@ -176,9 +201,24 @@ int compare_rank(tft_reader *g, tft_reader *b, const compare_opts *o, compare_re
     c->b.tap_side = 1;
     c->script.lossy = out->golden_dropped || out->bad_dropped;
     compare_ro_init(&c->ro, c->o, &out->roundoff);
-    int rc = run(c);
+    int rc = 0;
+    if (nextra > 0) {
+        c->extra = calloc((size_t)nextra, sizeof *c->extra);
+        rc = c->extra ? 0 : -ENOMEM;
+        for (int k = 0; c->extra && k < nextra; k++)
+            compare_side_init(&c->extra[k], extra[k]);
+        c->nextra = c->extra ? nextra : 0;
+        c->merge_side = merged_side;
+        tft_u64map_init(&c->merge_map, &(tft_u64map_opts){.vsize = sizeof(uint32_t), .hashed = true});
+    }
+    if (rc == 0)
+        rc = run(c);
     finish(c);
     compare_ro_free(&c->ro);
+    for (int k = 0; k < c->nextra; k++)
+        compare_side_free(&c->extra[k]);
+    free(c->extra);
+    tft_u64map_free(&c->merge_map);
     out->golden_records = c->g.records;
     out->bad_records = c->b.records;
     compare_side_free(&c->g);

@@ -62,6 +62,13 @@ typedef struct align_tensor {
     int64_t shape[TFT_MAX_NDIM];
     tft_stats stats;
     char name[96];
+    /* a side merged over ranks (compare_layout.c): this rank's tensor with
+     * the same one of the other ranks folded in */
+    uint16_t merged;       /* other ranks' tensors folded in, 0 none */
+    bool replicated;       /* ... each bit-identical to this one */
+    bool cat_ok;           /* ... each of this shape past dimension 0: cat holds their concatenation */
+    int64_t cat_dim0;      /* the concatenation's dimension 0 */
+    tft_stats cat;         /* its statistics (a scalar's: the mean over the ranks) */
 } align_tensor;
 
 /* What a side knows of one recording thread of its rank. */
@@ -241,12 +248,27 @@ double compare_ro_floor(const compare_opts *o, int dg, int db);
 /* Two floating dtypes that differ (fp32 GOLDEN, bf16 autocast BAD). */
 bool compare_ro_mixed(int dg, int db);
 /* Whether d, beyond the fixed tolerance, is within the key's envelope;
- * *growth: d over the key's own earlier largest. */
-bool compare_ro_explains(ro_state *r, uint64_t key, double d, double *growth);
+ * growth: d over the key's own earlier largest, and over the rank's. */
+bool compare_ro_explains(ro_state *r, uint64_t key, double d, double growth[2]);
 /* Records a judged pair: its difference d, whether it matched, whether it
- * was beyond the fixed tolerance (round-off explained it), its growth. */
+ * was beyond the fixed tolerance (round-off explained it), its growths
+ * (compare_ro_explains); summary: into the rank's summary too (not after
+ * its first divergence). */
 void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d, bool matched, bool beyond,
-                     double growth);
+                     const double growth[2], bool summary);
+
+/* ---- compare_layout.c: one run against another layout ----------------------- */
+
+/* Folds the step loaded in extra (another rank of the same run, at the same
+ * step) into s's tensors, paired by name and occurrence in the step. 0 or
+ * -ENOMEM. */
+int compare_layout_fold(align_side *s, const align_side *extra, tft_u64map *scratch);
+/* The tensor m of a merged side as it compares with other (the unmerged
+ * side's): a scalar as the mean over the ranks, a per-sample tensor as the
+ * concatenation over dimension 0 when other has that shape (a gradient,
+ * "grad.*", at 1/world: each rank's loss averages its own shard), else m.
+ * tmp: storage for a view. */
+const align_tensor *compare_layout_view(const align_tensor *m, const align_tensor *other, int world, align_tensor *tmp);
 
 typedef struct align_ctx {
     const compare_opts *o;
@@ -258,6 +280,10 @@ typedef struct align_ctx {
     int64_t structure_step;  /* the step of out->structure */
     bool models_flagged;
     ro_state ro;             /* the round-off model */
+    align_side *extra;       /* a merged side's other ranks (compare_rank_layout), nextra of them */
+    int nextra;
+    int merge_side;          /* 0: GOLDEN's ranks are merged, 1: BAD's */
+    tft_u64map merge_map;    /* compare_layout_fold's scratch */
 } align_ctx;
 
 /* The loaded step of both sides aligned and judged into c->out. */

@@ -245,11 +245,27 @@ static void ring_push(align_ctx *c, const align_tensor *gt, const align_tensor *
         c->ring_n++;
 }
 
+/* The collective ops of the step before seq on the side s: their count, the
+ * last one's name in p->coll. */
+static void colls_before(const align_side *s, int64_t seq, compare_point *p)
+{
+    p->colls_before = 0;
+    p->coll[0] = 0;
+    for (size_t i = 0; i < s->n_ops; i++) {
+        const align_op *op = &s->ops[i];
+        if (op->op_kind != TFT_OP_COLLECTIVE || op->seq >= seq)
+            continue;
+        p->colls_before++;
+        compare_copy_text(p->coll, sizeof p->coll, op->name, sizeof p->coll - 1);
+    }
+}
+
 static void set_first(align_ctx *c, const align_tensor *gt, const align_tensor *bt, int kind,
                       const char *stat)
 {
     compare_result *out = c->out;
     fill_point(c, &out->first, gt, bt, kind, stat);
+    colls_before(bt ? &c->b : &c->g, bt ? bt->seq : gt->seq, &out->first);
     out->n_context = c->ring_n;
     for (int k = 0; k < c->ring_n; k++) {
         int i = (c->ring_pos - c->ring_n + k + 4) % 4;
@@ -317,13 +333,13 @@ static void judge_roundoff(align_ctx *c, const align_tensor *gt, const align_ten
     if (gt->skip || *cls == PC_UNCHECKED || (*cls == PC_DIVERGED && kind != DK_VALUE))
         return;
     uint64_t key = compare_ro_key(&c->ro, gt);
-    double d = *cls == PC_IDENTICAL ? 0 : compare_ro_diff(gt, bt), growth = 0;
+    double d = *cls == PC_IDENTICAL ? 0 : compare_ro_diff(gt, bt), growth[2] = {0, 0};
     bool beyond = *cls == PC_DIVERGED;
-    if (beyond && c->o->roundoff && compare_ro_explains(&c->ro, key, d, &growth)) {
+    if (beyond && c->o->roundoff && compare_ro_explains(&c->ro, key, d, growth)) {
         *cls = PC_WITHIN;
         stat[0] = 0;
     }
-    compare_ro_note(&c->ro, key, gt, d, *cls != PC_DIVERGED, beyond, growth);
+    compare_ro_note(&c->ro, key, gt, d, *cls != PC_DIVERGED, beyond, growth, !c->out->first.found);
 }
 
 /* Handles one edit of the step (a pair, an insertion or a deletion):
@@ -335,7 +351,11 @@ static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *b
     compare_result *out = c->out;
     int kind = DK_VALUE, cls;
     char stat[32] = "";
-    if (gt && bt) {
+    align_tensor view;
+    if (gt && bt) { /* a merged side's tensor as it compares (compare_layout.c) */
+        const align_tensor *gv = compare_layout_view(gt, bt, c->nextra + 1, &view);
+        bt = gv == gt ? compare_layout_view(bt, gt, c->nextra + 1, &view) : bt;
+        gt = gv;
         cls = compare_pair(c->o, gt, bt, &kind, stat);
         judge_roundoff(c, gt, bt, &cls, kind, stat);
     } else {

@@ -42,8 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RO_KEY_GROWTH 16.0 /* over the tensor's own earlier steps */
-#define RO_RUN_GROWTH 8.0  /* over the rank's largest so far */
+/* RO_KEY_GROWTH, RO_RUN_GROWTH: compare.h */
 #define RO_ULPS 4.0        /* the floor of a 16-bit float: this many of its epsilon */
 #define RO_NOISE_MAX (1u << 22) /* (tensor, step) differences a calibration holds */
 
@@ -218,12 +217,12 @@ static double noise_env(ro_state *r, uint64_t key)
     return map_double(&r->nenv, key, NULL);
 }
 
-bool compare_ro_explains(ro_state *r, uint64_t key, double d, double *growth)
+bool compare_ro_explains(ro_state *r, uint64_t key, double d, double growth[2])
 {
-    bool seen;
-    double own = fmax(map_double(&r->env, key, &seen), noise_env(r, key));
+    double own = fmax(map_double(&r->env, key, NULL), noise_env(r, key));
     double run = fmax(r->genv, r->ngenv);
-    *growth = own > 0 ? d / own : INFINITY;
+    growth[0] = own > 0 ? d / own : INFINITY;
+    growth[1] = run > 0 ? d / run : INFINITY;
     if (!(d < INFINITY))
         return false;
     return d <= RO_KEY_GROWTH * own || d <= RO_RUN_GROWTH * run;
@@ -246,7 +245,7 @@ static void bucket_add(compare_roundoff *s, int64_t step, double d)
 }
 
 void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d, bool matched, bool beyond,
-                     double growth)
+                     const double growth[2], bool summary)
 {
     compare_roundoff *s = r->sum;
     if (r->o->noise_out) {
@@ -258,7 +257,7 @@ void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d,
     map_max(&r->env, key, d);
     if (d > r->genv)
         r->genv = d;
-    if (d == 0)
+    if (d == 0 || !summary)
         return;
     s->differing++;
     s->explained += beyond;
@@ -276,8 +275,12 @@ void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d,
         s->max_step = r->step;
         compare_copy_text(s->max_tensor, sizeof s->max_tensor, g->name, sizeof s->max_tensor - 1);
     }
-    if (beyond && growth > s->jump && growth < INFINITY) {
-        s->jump = growth;
+    /* the nearest to a divergence: the largest share of the nearer threshold */
+    double share = beyond ? fmin(growth[0] / RO_KEY_GROWTH, growth[1] / RO_RUN_GROWTH) : 0;
+    if (share > s->jump_share) {
+        s->jump_share = share;
+        s->jump = growth[0];
+        s->jump_run = growth[1];
         s->jump_step = r->step;
         compare_copy_text(s->jump_tensor, sizeof s->jump_tensor, g->name, sizeof s->jump_tensor - 1);
     }
@@ -310,7 +313,9 @@ void compare_roundoff_merge(compare_roundoff *all, const compare_roundoff *r)
         all->max_step = r->max_step;
         memcpy(all->max_tensor, r->max_tensor, sizeof all->max_tensor);
     }
-    if (r->jump > all->jump) {
+    if (r->jump_share > all->jump_share) {
+        all->jump_share = r->jump_share;
+        all->jump_run = r->jump_run;
         all->jump = r->jump;
         all->jump_step = r->jump_step;
         memcpy(all->jump_tensor, r->jump_tensor, sizeof all->jump_tensor);

@@ -106,18 +106,35 @@ void report_bad_unrecorded(diff_report *r, const char *what, int exit_status)
     r->bad_exit_status = exit_status;
 }
 
-/* The earliest (step, seq, rank) among the ranks' points; NULL if none. */
+/* The earliest point among the ranks' by (step, collectives before it in
+ * the step, seq, rank); NULL if none. A rank that parts right after a
+ * collective (its result differs: an all-reduce's) follows the rank whose
+ * input to that collective differed first, earlier in the same step:
+ * that rank holds the cause (docs/TFDIFF.md, "The cause across ranks"). */
 const compare_result *report_first_rank(const diff_report *r)
 {
     const compare_result *best = NULL;
     for (int i = 0; i < r->nranks; i++) {
-        const compare_point *p = &r->ranks[i].first;
+        const compare_point *p = &r->ranks[i].first, *q = best ? &best->first : NULL;
         if (!p->found)
             continue;
-        if (!best || p->step < best->first.step || (p->step == best->first.step && p->seq < best->first.seq))
+        if (!q || p->step < q->step ||
+            (p->step == q->step && (p->colls_before < q->colls_before ||
+                                    (p->colls_before == q->colls_before && p->seq < q->seq))))
             best = &r->ranks[i];
     }
     return best;
+}
+
+const compare_result *report_downstream_rank(const diff_report *r, const compare_result *first)
+{
+    for (int i = 0; first && i < r->nranks; i++) {
+        const compare_point *p = &r->ranks[i].first;
+        if (&r->ranks[i] != first && p->found && p->step == first->first.step &&
+            p->colls_before > first->first.colls_before && p->coll[0])
+            return &r->ranks[i];
+    }
+    return NULL;
 }
 
 const compare_nonfinite *report_first_nonfinite(const diff_report *r)

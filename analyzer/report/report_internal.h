@@ -54,6 +54,12 @@ struct diff_report {
 /* The rank with the earliest (step, seq, rank) first divergence, and the
  * earliest non-finite value of BAD; NULL when none. */
 const compare_result *report_first_rank(const diff_report *r);
+/* Another rank whose first divergence is in the same step as first's but
+ * after a collective first's came before: the rank the cause reached
+ * through that collective; NULL none. */
+const compare_result *report_downstream_rank(const diff_report *r, const compare_result *first);
+/* "rank 0 parts later in step 20, after the collective DDP.allreduce: ..." for it. */
+const char *report_sentence_through(const compare_result *first, const compare_result *down, char *buf, size_t n);
 const compare_nonfinite *report_first_nonfinite(const diff_report *r);
 
 /* Findings by class, for summaries. */

@@ -263,6 +263,14 @@ static cJSON *json_findings(const diff_report *r)
     const compare_result *fr = report_first_rank(r);
     cJSON_AddItemToObject(o, "first_divergence", fr ? json_point(&fr->first) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "origin", fr && fr->origin.found ? json_point(&fr->origin) : cJSON_CreateNull());
+    const compare_result *down = report_downstream_rank(r, fr);
+    if (down) { /* the rank the cause reached through a collective */
+        cJSON *t = json_point(&down->first);
+        cJSON_AddStringToObject(t, "after_collective", down->first.coll);
+        cJSON_AddItemToObject(o, "through_collective", t);
+    } else {
+        cJSON_AddNullToObject(o, "through_collective");
+    }
     cJSON_AddItemToObject(o, "first_nonfinite", json_nonfinite(report_first_nonfinite(r)));
     cJSON *leaks = cJSON_AddArrayToObject(o, "leaks");
     for (int i = 0; i < r->nleaks; i++)
@@ -300,10 +308,18 @@ static cJSON *json_roundoff(const diff_report *r)
     cJSON_AddItemToObject(o, "max_step", any ? cJSON_CreateNumber((double)ro.max_step) : cJSON_CreateNull());
     cJSON_AddNumberToObject(o, "max_diff", ro.max_diff);
     cJSON_AddStringToObject(o, "max_tensor", ro.max_tensor);
-    bool jumped = ro.jump > 0;
-    cJSON_AddNumberToObject(o, "jump", ro.jump);
-    cJSON_AddItemToObject(o, "jump_step", jumped ? cJSON_CreateNumber((double)ro.jump_step) : cJSON_CreateNull());
-    cJSON_AddStringToObject(o, "jump_tensor", ro.jump_tensor);
+    cJSON *near = cJSON_CreateObject(); /* the pair nearest to a divergence */
+    bool jumped = ro.jump_share > 0;
+    cJSON_AddNumberToObject(near, "share", ro.jump_share);
+    cJSON_AddItemToObject(near, "own_growth", jumped && ro.jump < INFINITY ? cJSON_CreateNumber(ro.jump) : cJSON_CreateNull());
+    cJSON_AddItemToObject(near, "run_growth", jumped && ro.jump_run < INFINITY ? cJSON_CreateNumber(ro.jump_run)
+                                                                                 : cJSON_CreateNull());
+    cJSON_AddItemToObject(near, "step", jumped ? cJSON_CreateNumber((double)ro.jump_step) : cJSON_CreateNull());
+    cJSON_AddStringToObject(near, "tensor", ro.jump_tensor);
+    cJSON_AddItemToObject(o, "nearest", near);
+    cJSON *th = cJSON_AddObjectToObject(o, "thresholds");
+    cJSON_AddNumberToObject(th, "own_growth", RO_KEY_GROWTH);
+    cJSON_AddNumberToObject(th, "run_growth", RO_RUN_GROWTH);
     int64_t lo[10], hi[10];
     double mx[10];
     int nw = compare_roundoff_windows(&ro, 10, lo, hi, mx);

@@ -9,6 +9,7 @@
 #include "report_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,6 +139,16 @@ const char *report_sentence_unrecorded(const diff_report *r, char *buf, size_t n
     return buf;
 }
 
+const char *report_sentence_through(const compare_result *first, const compare_result *down, char *buf, size_t n)
+{
+    char at[48];
+    snprintf(buf, n, "rank %d parts later in %s, after the collective %s (%s): its result carries rank %d's "
+             "difference; the cause is on rank %d",
+             down->rank, core_step_text(down->first.step, at, sizeof(at)), down->first.coll, down->first.tensor,
+             first->rank, first->rank);
+    return buf;
+}
+
 const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n)
 {
     compare_roundoff ro;
@@ -151,13 +162,18 @@ const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n)
                      ro.max_diff, core_step_text(ro.max_step, m, sizeof(m)), ro.max_tensor);
     if (k < 0 || (size_t)k >= n)
         return buf;
-    if (ro.explained && ro.jump > 0)
-        snprintf(buf + k, n - (size_t)k, "; %llu beyond the fixed tolerance, none jumping beyond the run's envelope"
-                 " (the steepest: %.3gx its own earlier difference, %s at %s)%s",
-                 (unsigned long long)ro.explained, ro.jump, ro.jump_tensor, core_step_text(ro.jump_step, a, sizeof(a)),
-                 ro.noise ? "; calibrated with --noise" : "");
+    char own[32] = "no", run[32] = "no";
+    if (ro.jump < INFINITY)
+        snprintf(own, sizeof(own), "%.3gx", ro.jump);
+    if (ro.jump_run < INFINITY)
+        snprintf(run, sizeof(run), "%.3gx", ro.jump_run);
+    if (ro.explained && ro.jump_share > 0)
+        snprintf(buf + k, n - (size_t)k, "; %llu beyond the fixed tolerance, none jumping beyond the envelope"
+                 " (the nearest: %s at %s, %s its own earlier difference and %s the run's, thresholds %gx and %gx)%s",
+                 (unsigned long long)ro.explained, ro.jump_tensor, core_step_text(ro.jump_step, a, sizeof(a)), own, run,
+                 RO_KEY_GROWTH, RO_RUN_GROWTH, ro.noise ? "; calibrated with --noise" : "");
     else if (ro.explained)
-        snprintf(buf + k, n - (size_t)k, "; %llu beyond the fixed tolerance, none jumping beyond the run's envelope%s",
+        snprintf(buf + k, n - (size_t)k, "; %llu beyond the fixed tolerance, none jumping beyond the envelope%s",
                  (unsigned long long)ro.explained, ro.noise ? "; calibrated with --noise" : "");
     else
         snprintf(buf + k, n - (size_t)k, "; all within the fixed tolerance%s", ro.noise ? "; calibrated with --noise" : "");

@@ -103,9 +103,11 @@ void report_text(const diff_report *r, FILE *f)
 {
     char line[2048];
     text_verdict(r, f);
-    const compare_result *fr = report_first_rank(r);
+    const compare_result *fr = report_first_rank(r), *down = report_downstream_rank(r, fr);
     if (fr)
         text_first(f, fr);
+    if (down)
+        fprintf(f, "%s\n", report_sentence_through(fr, down, line, sizeof(line)));
     const compare_nonfinite *nf = report_first_nonfinite(r);
     if (nf)
         fprintf(f, "%s\n", report_sentence_nonfinite(nf, line, sizeof(line)));

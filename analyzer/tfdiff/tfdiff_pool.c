@@ -100,9 +100,78 @@ static int rank_index_of(const tft_trace *t, int rank)
 /* The jobs, in the order the report lists what they find: every BAD rank
  * file (compared when wanted and GOLDEN has its rank), then the GOLDEN rank
  * files no BAD job reads (extracted only). Notes what cannot be compared. */
+/* One run on one process against a data-parallel one (docs/TFDIFF.md,
+ * "Across layouts"): 1 for BAD's ranks merged, 0 for GOLDEN's, -1 when the
+ * traces are not that (both have the same number of ranks, or --ranks). */
+static int layout_side(const tfdiff_opts *o, tft_trace *g, tft_trace *b)
+{
+    int n = tft_trace_nranks(b), ng = tft_trace_nranks(g);
+    if (o->nranks || o->mpi)
+        return -1;
+    if (ng == 1 && n > 1 && rank_index_of(b, tft_trace_rank_id(g, 0)) >= 0)
+        return 1;
+    if (n == 1 && ng > 1 && rank_index_of(g, tft_trace_rank_id(b, 0)) >= 0)
+        return 0;
+    return -1;
+}
+
+/* Across layouts: every file's leaks and extracts as jobs of their own (no
+ * comparison), the comparison of the single run with the merged ranks
+ * after them (layout_compare), reported as the single run's rank. */
+static rank_job *plan_layout(tft_trace *g, tft_trace *b, int side, diff_report *rep, int *njobs)
+{
+    int n = tft_trace_nranks(b), ng = tft_trace_nranks(g), k = 0;
+    rank_job *jobs = calloc((size_t)(n + ng) + 1, sizeof(*jobs));
+    if (!jobs)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        jobs[k++] = (rank_job){.gi = -1, .bi = i, .extract_b = true, .leaks = true};
+    for (int gi = 0; gi < ng; gi++)
+        jobs[k++] = (rank_job){.gi = gi, .bi = -1, .extract_g = true};
+    *njobs = k;
+    report_note(rep, "%s ran on one process, %s on %d ranks: its ranks merged into one run of the same global "
+                "batch (docs/TFDIFF.md, \"Across layouts\")", side ? "GOLDEN" : "BAD", side ? "BAD" : "GOLDEN",
+                side ? n : ng);
+    return jobs;
+}
+
+/* The comparison of plan_layout, after the jobs: the single run's file
+ * with the merged side's rank files, read afresh. Its result goes to the
+ * first job (reported as a comparison). */
+static int layout_compare(rank_work *w, int side)
+{
+    tft_trace *single = side ? w->g : w->b, *many = side ? w->b : w->g;
+    int nm = tft_trace_nranks(many), r0 = rank_index_of(many, tft_trace_rank_id(single, 0));
+    tft_reader **extra = calloc((size_t)nm, sizeof(*extra));
+    if (!extra)
+        return -ENOMEM;
+    int e = 0, ne = 0;
+    for (int i = 0; i < nm && !e; i++)
+        if (i != r0 && !(extra[ne++] = tft_trace_reader(many, i)))
+            e = errno ? -errno : -EIO;
+    tft_reader *rs = e ? NULL : tft_trace_reader(single, 0), *rm = e ? NULL : tft_trace_reader(many, r0);
+    if (!e && (!rs || !rm))
+        e = errno ? -errno : -EIO;
+    rank_job *j = &w->jobs[0];
+    if (!e) {
+        compare_opts o = w->o->d;
+        e = compare_rank_layout(side ? rs : rm, side ? rm : rs, extra, ne, side, &o, &j->res);
+        j->res.rank = tft_trace_rank_id(single, 0);
+        j->compare = e == 0;
+    }
+    for (int i = 0; i < nm; i++)
+        tft_trace_release(many, i);
+    tft_trace_release(single, 0);
+    free(extra);
+    return e;
+}
+
 static rank_job *plan_jobs(const tfdiff_opts *o, tft_trace *g, tft_trace *b, diff_report *rep, int *njobs)
 {
     int n = tft_trace_nranks(b), ng = tft_trace_nranks(g);
+    int side = layout_side(o, g, b);
+    if (side >= 0)
+        return plan_layout(g, b, side, rep, njobs);
     rank_job *jobs = calloc((size_t)(n + ng) + 1, sizeof(*jobs));
     bool *g_used = calloc((size_t)ng + 1, sizeof(*g_used));
     if (!jobs || !g_used) {
@@ -247,6 +316,9 @@ int tfdiff_compare_all(const tfdiff_opts *o, tft_trace *g, tft_trace *b, diff_re
     double t0 = now_s();
     if (!e)
         e = run_jobs(&w, mp->local);
+    int side = layout_side(o, g, b);
+    if (!e && side >= 0)
+        e = layout_compare(&w, side);
     double t1 = now_s();
     for (int i = 0; !e && i < w.njobs; i++)
         e = i % w.nproc == w.me ? w.jobs[i].err : 0;
