@@ -107,6 +107,10 @@ typedef struct compare_roundoff {
     double jump_share, jump, jump_run;
     int64_t jump_step;
     char jump_tensor[96];
+    uint64_t optimizer_noise; /* optimizer outputs beyond the envelope whose next step did not part
+                               * (Adam moving parameters on noise: a gradient zero in exact arithmetic) */
+    int64_t optimizer_noise_step; /* the first of them */
+    char optimizer_noise_tensor[96];
     /* the largest difference per window of steps: bucket k covers steps
      * [base + k*width, base + (k+1)*width) */
     int64_t base, width;

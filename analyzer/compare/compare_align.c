@@ -213,6 +213,7 @@ int compare_rank_layout(tft_reader *g, tft_reader *b, tft_reader **extra, int ne
     }
     if (rc == 0)
         rc = run(c);
+    compare_judge_finish(c);
     finish(c);
     compare_ro_free(&c->ro);
     for (int k = 0; k < c->nextra; k++)

@@ -253,9 +253,10 @@ bool compare_ro_explains(ro_state *r, uint64_t key, double d, double growth[2]);
 /* Records a judged pair: its difference d, whether it matched, whether it
  * was beyond the fixed tolerance (round-off explained it), its growths
  * (compare_ro_explains); summary: into the rank's summary too (not after
- * its first divergence). */
+ * its first divergence); run: into the rank's envelope too (not an
+ * optimizer's output, which Adam can move far on noise). */
 void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d, bool matched, bool beyond,
-                     const double growth[2], bool summary);
+                     const double growth[2], bool summary, bool run);
 
 /* ---- compare_layout.c: one run against another layout ----------------------- */
 
@@ -280,6 +281,15 @@ typedef struct align_ctx {
     int64_t structure_step;  /* the step of out->structure */
     bool models_flagged;
     ro_state ro;             /* the round-off model */
+    /* the round-off model's pending divergence: an optimizer step's output
+     * (a parameter, a moment) beyond the envelope is the first divergence
+     * only when the next step parts too (compare_judge.c) */
+    bool has_pending, pend_now;
+    int64_t pend_step;
+    compare_point pend;
+    compare_tensor_side pend_ctx_g[4], pend_ctx_b[4];
+    int pend_nctx;
+    char pend_stat[32];
     align_side *extra;       /* a merged side's other ranks (compare_rank_layout), nextra of them */
     int nextra;
     int merge_side;          /* 0: GOLDEN's ranks are merged, 1: BAD's */
@@ -290,5 +300,7 @@ typedef struct align_ctx {
 int compare_judge_step(align_ctx *c);
 /* A step only one side has (bad_side: BAD's); gap: inside the other's run. */
 int compare_judge_one_sided(align_ctx *c, bool bad_side, bool gap);
+/* The end of the comparison: a pending divergence of the last step is one. */
+void compare_judge_finish(align_ctx *c);
 
 #endif

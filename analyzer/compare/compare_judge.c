@@ -321,6 +321,17 @@ static void structure_edit(align_ctx *c, const align_tensor *gt, const align_ten
     set_structure(c, step, msg);
 }
 
+/* Whether t (BAD's) is an optimizer step's output: its op "<Optimizer>.step"
+ * (the PyTorch layer's, one per parameter). */
+static bool is_optimizer_output(const align_side *s, const align_tensor *t)
+{
+    if (!t || t->op < 0)
+        return false;
+    const char *n = base_name(s->ops[t->op].name);
+    size_t k = strlen(n);
+    return k > 5 && !strcmp(n + k - 5, ".step");
+}
+
 /* The round-off model on a pair compare_pair judged (cls): a value
  * difference beyond the fixed tolerance within the envelope becomes a
  * match; every pair of values feeds the envelope. Collective results and
@@ -334,12 +345,51 @@ static void judge_roundoff(align_ctx *c, const align_tensor *gt, const align_ten
         return;
     uint64_t key = compare_ro_key(&c->ro, gt);
     double d = *cls == PC_IDENTICAL ? 0 : compare_ro_diff(gt, bt), growth[2] = {0, 0};
-    bool beyond = *cls == PC_DIVERGED;
+    bool beyond = *cls == PC_DIVERGED, opt = is_optimizer_output(&c->b, bt);
     if (beyond && c->o->roundoff && compare_ro_explains(&c->ro, key, d, growth)) {
         *cls = PC_WITHIN;
         stat[0] = 0;
+    } else if (beyond && c->o->roundoff && opt && !c->out->first.found) {
+        c->pend_now = true; /* step_edit keeps it pending */
+        snprintf(c->pend_stat, sizeof c->pend_stat, "%s", stat);
+        *cls = PC_WITHIN;
+        stat[0] = 0;
     }
-    compare_ro_note(&c->ro, key, gt, d, *cls != PC_DIVERGED, beyond, growth, !c->out->first.found);
+    compare_ro_note(&c->ro, key, gt, d, *cls != PC_DIVERGED, beyond && !c->pend_now, growth, !c->out->first.found,
+                    !opt);
+}
+
+/* Ends a pending divergence that the next step did not confirm: an
+ * optimizer's noise, counted in the summary. */
+static void drop_pending(align_ctx *c)
+{
+    compare_roundoff *s = &c->out->roundoff;
+    if (!c->has_pending)
+        return;
+    c->has_pending = false;
+    if (!s->optimizer_noise++) {
+        s->optimizer_noise_step = c->pend.step;
+        snprintf(s->optimizer_noise_tensor, sizeof s->optimizer_noise_tensor, "%s", c->pend.tensor);
+    }
+}
+
+/* The pending divergence becomes the first (and its origin). */
+static void take_pending(align_ctx *c)
+{
+    compare_result *out = c->out;
+    out->first = c->pend;
+    out->origin = c->pend;
+    out->n_context = c->pend_nctx;
+    memcpy(out->context_g, c->pend_ctx_g, sizeof out->context_g);
+    memcpy(out->context_b, c->pend_ctx_b, sizeof out->context_b);
+    c->has_pending = false;
+}
+
+void compare_judge_finish(align_ctx *c)
+{
+    if (c->has_pending && !c->out->first.found && c->pend_step >= c->b.last_step)
+        take_pending(c); /* no later step to tell */
+    drop_pending(c);
 }
 
 /* Handles one edit of the step (a pair, an insertion or a deletion):
@@ -362,7 +412,28 @@ static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *b
         cls = PC_DIVERGED;
         kind = bt ? DK_EXTRA : DK_MISSING;
     }
+    if (c->pend_now) { /* an optimizer's output beyond the envelope: pending */
+        c->pend_now = false;
+        if (!c->has_pending) {
+            fill_point(c, &c->pend, gt, bt, DK_VALUE, c->pend_stat);
+            colls_before(&c->b, bt->seq, &c->pend);
+            c->pend_nctx = c->ring_n;
+            for (int k = 0; k < c->ring_n; k++) {
+                int i = (c->ring_pos - c->ring_n + k + 4) % 4;
+                c->pend_ctx_g[k] = c->ring_g[i];
+                c->pend_ctx_b[k] = c->ring_b[i];
+            }
+            c->has_pending = true;
+            c->pend_step = bt->step;
+        }
+    }
     bool diverged = cls == PC_DIVERGED;
+    if (diverged && c->has_pending && !out->first.found) { /* the next step parts too: it was one */
+        if ((bt ? bt->step : gt->step) <= c->pend_step + 1)
+            take_pending(c);
+        else
+            drop_pending(c);
+    }
     if (diverged && compare_match_unverifiable(&c->script, gt, bt)) { /* neither a match nor a divergence: unknown */
         if (bt ? bt->report : gt->report) {
             out->unverified++;
@@ -436,6 +507,8 @@ static void check_models(align_ctx *c, int64_t step, const step_tally *t)
 int compare_judge_step(align_ctx *c)
 {
     compare_ro_step(&c->ro, c->b.step);
+    if (c->has_pending && c->b.step > c->pend_step + 1)
+        drop_pending(c);
     int rc = compare_match_step(&c->script, &c->g, &c->b);
     if (rc < 0)
         return rc;

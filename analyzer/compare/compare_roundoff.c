@@ -30,6 +30,14 @@
  * planted bug (unscaled attention at step 150) grew its op's difference
  * 61700x over its history and 97x over the envelope.
  *
+ * An optimizer step's outputs (a parameter, a moment) are judged by their
+ * own history only and stay out of the rank's envelope and the summary's
+ * growth: Adam moves a parameter whose gradient is zero in exact
+ * arithmetic (an attention key's bias) by a full step either way, on the
+ * sign of round-off. One beyond its own envelope is pending
+ * (compare_judge.c): the first divergence when the next step parts too,
+ * else counted as optimizer noise.
+ *
  * With --noise the envelope also holds, per tensor and step, how far
  * GOLDEN and GOLDEN2 differed up to this step (compare_noise), and the
  * rank's largest of those.
@@ -245,7 +253,7 @@ static void bucket_add(compare_roundoff *s, int64_t step, double d)
 }
 
 void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d, bool matched, bool beyond,
-                     const double growth[2], bool summary)
+                     const double growth[2], bool summary, bool run)
 {
     compare_roundoff *s = r->sum;
     if (r->o->noise_out) {
@@ -255,12 +263,14 @@ void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d,
     if (!matched)
         return;
     map_max(&r->env, key, d);
-    if (d > r->genv)
+    if (run && d > r->genv)
         r->genv = d;
     if (d == 0 || !summary)
         return;
     s->differing++;
     s->explained += beyond;
+    if (!run) /* the growth is told in the computation's tensors, not the optimizer's outputs */
+        return;
     bucket_add(s, r->step, d);
     if (s->first_step == TFT_STEP_NONE || r->step == s->first_step) {
         s->first_step = r->step;
@@ -297,6 +307,11 @@ void compare_roundoff_merge(compare_roundoff *all, const compare_roundoff *r)
     all->on |= r->on;
     all->noise |= r->noise;
     all->differing += r->differing;
+    if (r->optimizer_noise && (!all->optimizer_noise || r->optimizer_noise_step < all->optimizer_noise_step)) {
+        all->optimizer_noise_step = r->optimizer_noise_step;
+        memcpy(all->optimizer_noise_tensor, r->optimizer_noise_tensor, sizeof all->optimizer_noise_tensor);
+    }
+    all->optimizer_noise += r->optimizer_noise;
     all->explained += r->explained;
     if (r->first_step != TFT_STEP_NONE) {
         if (all->first_step == TFT_STEP_NONE || r->first_step < all->first_step)

@@ -317,6 +317,9 @@ static cJSON *json_roundoff(const diff_report *r)
     cJSON_AddItemToObject(near, "step", jumped ? cJSON_CreateNumber((double)ro.jump_step) : cJSON_CreateNull());
     cJSON_AddStringToObject(near, "tensor", ro.jump_tensor);
     cJSON_AddItemToObject(o, "nearest", near);
+    cJSON_AddNumberToObject(o, "optimizer_noise", (double)ro.optimizer_noise);
+    cJSON_AddItemToObject(o, "optimizer_noise_first", ro.optimizer_noise ? cJSON_CreateString(ro.optimizer_noise_tensor)
+                                                                          : cJSON_CreateNull());
     cJSON *th = cJSON_AddObjectToObject(o, "thresholds");
     cJSON_AddNumberToObject(th, "own_growth", RO_KEY_GROWTH);
     cJSON_AddNumberToObject(th, "run_growth", RO_RUN_GROWTH);

@@ -177,6 +177,13 @@ const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n)
                  (unsigned long long)ro.explained, ro.noise ? "; calibrated with --noise" : "");
     else
         snprintf(buf + k, n - (size_t)k, "; all within the fixed tolerance%s", ro.noise ? "; calibrated with --noise" : "");
+    size_t len = strlen(buf);
+    if (ro.optimizer_noise && len < n)
+        snprintf(buf + len, n - len, "; %llu optimizer output%s parted without the next step parting (the first: %s at %s:"
+                 " Adam moves a parameter whose gradient is only round-off, such as an attention key's bias, by"
+                 " its full step)",
+                 (unsigned long long)ro.optimizer_noise, ro.optimizer_noise == 1 ? "" : "s", ro.optimizer_noise_tensor,
+                 core_step_text(ro.optimizer_noise_step, a, sizeof(a)));
     return buf;
 }
 
