@@ -79,6 +79,8 @@ static cJSON *json_point(const compare_point *p)
     cJSON_AddStringToObject(o, "kind", compare_kind_name(p->kind));
     if (p->stat[0])
         cJSON_AddStringToObject(o, "stat", p->stat);
+    cJSON_AddNumberToObject(o, "colls_before", p->colls_before);
+    cJSON_AddItemToObject(o, "coll", p->coll[0] ? cJSON_CreateString(p->coll) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "golden", json_stats(&p->golden));
     cJSON_AddItemToObject(o, "bad", json_stats(&p->bad));
     return o;
