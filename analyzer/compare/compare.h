@@ -88,6 +88,7 @@ typedef struct compare_nonfinite {
 #define COMPARE_RO_BUCKETS 64
 #define RO_KEY_GROWTH 16.0 /* a match grows at most this much over its own earlier difference ... */
 #define RO_RUN_GROWTH 8.0  /* ... or over the rank's largest so far (compare_roundoff.c) */
+#define RO_WIDE 0.1        /* a difference this large: the runs decorrelate */
 typedef struct compare_roundoff {
     bool on;                  /* the model judged (compare_opts.roundoff) */
     bool noise;               /* ... calibrated with --noise */
@@ -107,6 +108,8 @@ typedef struct compare_roundoff {
     double jump_share, jump, jump_run;
     int64_t jump_step;
     char jump_tensor[96];
+    int64_t wide_step;        /* the first step where a difference reached RO_WIDE (the runs
+                               * decorrelate: smaller bugs hide in round-off), TFT_STEP_NONE none */
     uint64_t optimizer_noise; /* optimizer outputs beyond the envelope whose next step did not part
                                * (Adam moving parameters on noise: a gradient zero in exact arithmetic) */
     int64_t optimizer_noise_step; /* the first of them */

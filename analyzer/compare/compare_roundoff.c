@@ -162,7 +162,7 @@ int compare_ro_init(ro_state *r, const compare_opts *o, compare_roundoff *sum)
     memset(sum, 0, sizeof *sum);
     sum->on = o->roundoff;
     sum->noise = o->noise != NULL;
-    sum->first_step = sum->last_step = sum->max_step = sum->jump_step = TFT_STEP_NONE;
+    sum->first_step = sum->last_step = sum->max_step = sum->jump_step = sum->wide_step = TFT_STEP_NONE;
     sum->width = 1;
     tft_u64map_init(&r->env, &(tft_u64map_opts){.vsize = sizeof(double), .hashed = true});
     tft_u64map_init(&r->nenv, &(tft_u64map_opts){.vsize = sizeof(double), .hashed = true});
@@ -272,6 +272,8 @@ void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d,
     if (!run) /* the growth is told in the computation's tensors, not the optimizer's outputs */
         return;
     bucket_add(s, r->step, d);
+    if (d >= RO_WIDE && s->wide_step == TFT_STEP_NONE)
+        s->wide_step = r->step;
     if (s->first_step == TFT_STEP_NONE || r->step == s->first_step) {
         s->first_step = r->step;
         s->first_diff = fmax(s->first_diff, d);
@@ -307,6 +309,8 @@ void compare_roundoff_merge(compare_roundoff *all, const compare_roundoff *r)
     all->on |= r->on;
     all->noise |= r->noise;
     all->differing += r->differing;
+    if (r->wide_step != TFT_STEP_NONE && (all->wide_step == TFT_STEP_NONE || r->wide_step < all->wide_step))
+        all->wide_step = r->wide_step;
     if (r->optimizer_noise && (!all->optimizer_noise || r->optimizer_noise_step < all->optimizer_noise_step)) {
         all->optimizer_noise_step = r->optimizer_noise_step;
         memcpy(all->optimizer_noise_tensor, r->optimizer_noise_tensor, sizeof all->optimizer_noise_tensor);

@@ -259,7 +259,7 @@ void report_count(const diff_report *r, report_counts *c)
 void report_roundoff(const diff_report *r, compare_roundoff *out)
 {
     memset(out, 0, sizeof *out);
-    out->first_step = out->last_step = out->max_step = out->jump_step = TFT_STEP_NONE;
+    out->first_step = out->last_step = out->max_step = out->jump_step = out->wide_step = TFT_STEP_NONE;
     out->width = 1;
     for (int i = 0; i < r->nranks; i++)
         compare_roundoff_merge(out, &r->ranks[i].roundoff);

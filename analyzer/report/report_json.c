@@ -319,6 +319,8 @@ static cJSON *json_roundoff(const diff_report *r)
     cJSON_AddItemToObject(near, "step", jumped ? cJSON_CreateNumber((double)ro.jump_step) : cJSON_CreateNull());
     cJSON_AddStringToObject(near, "tensor", ro.jump_tensor);
     cJSON_AddItemToObject(o, "nearest", near);
+    cJSON_AddItemToObject(o, "wide_step", ro.wide_step != TFT_STEP_NONE ? cJSON_CreateNumber((double)ro.wide_step)
+                                                                          : cJSON_CreateNull());
     cJSON_AddNumberToObject(o, "optimizer_noise", (double)ro.optimizer_noise);
     cJSON_AddItemToObject(o, "optimizer_noise_first", ro.optimizer_noise ? cJSON_CreateString(ro.optimizer_noise_tensor)
                                                                           : cJSON_CreateNull());

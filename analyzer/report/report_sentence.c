@@ -178,6 +178,10 @@ const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n)
     else
         snprintf(buf + k, n - (size_t)k, "; all within the fixed tolerance%s", ro.noise ? "; calibrated with --noise" : "");
     size_t len = strlen(buf);
+    if (ro.wide_step != TFT_STEP_NONE && len < n)
+        snprintf(buf + len, n - len, "; from %s on, differences reach %g: the runs decorrelate, and a bug smaller than"
+                 " the envelope cannot be told from round-off", core_step_text(ro.wide_step, a, sizeof(a)), RO_WIDE);
+    len = strlen(buf);
     if (ro.optimizer_noise && len < n)
         snprintf(buf + len, n - len, "; %llu optimizer output%s parted without the next step parting (the first: %s at %s:"
                  " Adam moves a parameter whose gradient is only round-off, such as an attention key's bias, by"
