@@ -47,7 +47,7 @@ train      | bench/runtime/bench_train.py       | python3 bench/runtime/bench_tr
 scale      | bench/analyzer/bench_scale.sh      | bash bench/analyzer/bench_scale.sh "$B" ${QUICK:+256 50}
 peers      | bench/peers/bench_peers.sh         | bash bench/peers/bench_peers.sh "$B" --reps "$REPS"
 export     | bench/analyzer/bench_export.sh     | bash bench/analyzer/bench_export.sh "$B" "$REPS" ${QUICK:+quick}
-roundoff   | bench/analyzer/bench_roundoff.sh   | bash bench/analyzer/bench_roundoff.sh "$B" ${QUICK:+100} ${QUICK:-300} "$REPS"
+roundoff   | bench/analyzer/bench_roundoff.sh   | bash bench/analyzer/bench_roundoff.sh "$B" "$([ -n "${QUICK:-}" ] && echo 100 || echo 300)" "$REPS"
 EOF
 }
 

@@ -288,7 +288,9 @@ class ModuleRecorder:
         self.seq_first = []
         self.seq_end = []
         from .model_state import ModelState
+        from .perturb import Perturber
         self.state = ModelState(names, WeakIds)
+        self.perturb = Perturber(WeakIds)
 
     def _stack(self):
         s = getattr(self.tls, "stack", None)
@@ -397,6 +399,8 @@ class ModuleRecorder:
             root = _inner(module)
             path = seg = self.names.root_name(root)
             rootref = weakref.ref(root)
+            if self.perturb.on and tracing() is None:
+                self._perturb(root, path)   # (before anything of the forward, compiled or not)
         else:
             _, rootref, rpath = next(m for m in reversed(marks) if m[1] is not None)
             path, seg = self.names.name_of(module, rootref(), rpath, parent)
@@ -412,6 +416,11 @@ class ModuleRecorder:
         stack.append(path)
         marks.append((here, rootref, path if parent is None else rpath))
         return None
+
+    @guarded("--perturb's flip of the parameters")
+    def _perturb(self, root, name):
+        """tftrace --perturb: root's parameters flipped at its first forward (perturb.py)."""
+        self.perturb.first_forward(root, name)
 
     @guarded("a root module's inputs, parameters and buffers")
     def _root_state(self, root, name, args, here):
@@ -542,6 +551,7 @@ class OptimizerRecorder:
             self.record_after(opt)
             if _current is not None:
                 _buffers_after_step(_current.state)
+                _current.perturb.after_step()
         finally:
             steps.end_optimizer_step()
 
