@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install, build, record a golden and a
-# buggy run of the bundled training runtime (tftrain) under tftrace, inspect
-# the traces, show with tfdiff where they part and where the bug is, and
+# buggy run of the bundled training runtime (tftrain) under tftrace, and a
+# healthy one apart from golden only by round-off (tftrace --perturb), inspect
+# the traces, show with tfdiff that round-off is a match and where the buggy
+# run parts and where the bug is (calibrated with --noise), and
 # replay both to the divergence to compare the tensors element by element;
 # it ends by writing the HTML report (tfdiff --html) and saying where it is.
 #   scripts/demo.sh [BUG]     (default causal-offbyone; see tftrain --help)
@@ -22,14 +24,19 @@ echo "== record a golden run and a run with --bug $bug"
 "$tftrace" --force -o "$out/golden.trace" -- "$tftrain" --steps 40 --log-every 10 --eval-every 0
 "$tftrace" --force -o "$out/bad.trace" -- "$tftrain" --steps 40 --log-every 10 --eval-every 0 --bug "$bug" || true
 
+echo; echo "== a healthy run apart from golden only by round-off (tftrace --perturb: the last bit of every parameter"
+echo "   flipped at the start): tfdiff tells round-off from a divergence"
+"$tftrace" --force -q --perturb -o "$out/golden2.trace" -- "$tftrain" --steps 40 --log-every 40 --eval-every 0 -q
+build/analyzer/tfdiff -q "$out/golden.trace" "$out/golden2.trace"
+
 echo; echo "== tfdump $out/bad.trace"
 "$tfdump" "$out/bad.trace"
 echo; echo "== tfdump --verify $out/bad.trace"
 "$tfdump" --verify "$out/bad.trace"
 
-echo; echo "== tfdiff --html $out/report.html $out/golden.trace $out/bad.trace"
+echo; echo "== tfdiff --noise $out/golden2.trace --html $out/report.html $out/golden.trace $out/bad.trace"
 st=0
-build/analyzer/tfdiff --html "$out/report.html" "$out/golden.trace" "$out/bad.trace" || st=$?
+build/analyzer/tfdiff --noise "$out/golden2.trace" --html "$out/report.html" "$out/golden.trace" "$out/bad.trace" || st=$?
 [ "$st" -le 1 ] || exit "$st"   # 1 = differences found, which is the point here
 
 echo; echo "== tftrace replay $out/golden.trace $out/bad.trace   (the diverging tensors, element by element)"

@@ -240,7 +240,8 @@ void compare_ro_free(ro_state *r);
 void compare_ro_step(ro_state *r, int64_t step);
 /* The key of GOLDEN's tensor g of a pair (counts its occurrence). */
 uint64_t compare_ro_key(ro_state *r, const align_tensor *g);
-/* A pair's relative difference (the file's comment). */
+/* A pair's relative difference (the file's comment); differences below
+ * float's normal range count as none. */
 double compare_ro_diff(const align_tensor *g, const align_tensor *b);
 /* The fixed tolerance's rtol for a pair of dtypes dg, db: o->rtol, or a
  * few epsilons of a 16-bit (or 8-bit) float. */

@@ -52,6 +52,7 @@
 
 /* RO_KEY_GROWTH, RO_RUN_GROWTH: compare.h */
 #define RO_ULPS 4.0        /* the floor of a 16-bit float: this many of its epsilon */
+#define RO_TINY 1e-30      /* a difference per element below this is none (denormals) */
 #define RO_NOISE_MAX (1u << 22) /* (tensor, step) differences a calibration holds */
 
 struct compare_noise {
@@ -116,28 +117,32 @@ bool compare_ro_mixed(int dg, int db)
     return dg != db && is_float(dg) && is_float(db);
 }
 
-/* |x| / scale, 0 for equal values, infinite where the scale is 0. */
-static double rel(double x, double scale)
+/* |x| / scale, 0 for a difference within atol (below float's normal
+ * range: a zero-initialised bias perturbed to a denormal is no difference;
+ * the fixed tolerance's atol would hide a gradient's round-off, whose
+ * elements are that small), infinite where the scale is 0. */
+static double rel(double x, double scale, double atol)
 {
     x = fabs(x);
-    if (x == 0)
+    if (x <= atol)
         return 0;
     return scale > 0 ? x / scale : INFINITY;
 }
 
 double compare_ro_diff(const align_tensor *g, const align_tensor *b)
 {
+    const double atol = RO_TINY;
     const tft_stats *gs = &g->stats, *bs = &b->stats;
     if (g->mode < TFT_STATS_FULL || b->mode < TFT_STATS_FULL) {
         double m = fmax(fmax(fabs(gs->min), fabs(gs->max)), fmax(fabs(bs->min), fabs(bs->max)));
-        return fmax(rel(gs->min - bs->min, m), rel(gs->max - bs->max, m));
+        return fmax(rel(gs->min - bs->min, m, atol), rel(gs->max - bs->max, m, atol));
     }
     double n = gs->numel ? (double)gs->numel : 1;
     double l1 = fmax(gs->l1, bs->l1), l2 = fmax(gs->l2, bs->l2);
-    double d = rel(gs->mean - bs->mean, l1 / n);
-    d = fmax(d, rel(gs->std - bs->std, l2 / sqrt(n)));
-    d = fmax(d, rel(gs->l1 - bs->l1, l1));
-    d = fmax(d, rel(gs->l2 - bs->l2, l2));
+    double d = rel(gs->mean - bs->mean, l1 / n, atol);
+    d = fmax(d, rel(gs->std - bs->std, l2 / sqrt(n), atol));
+    d = fmax(d, rel(gs->l1 - bs->l1, l1, atol * n));
+    d = fmax(d, rel(gs->l2 - bs->l2, l2, atol * sqrt(n)));
     return isnan(d) ? INFINITY : d;
 }
 
