@@ -69,6 +69,8 @@ typedef struct align_tensor {
     bool cat_ok;           /* ... each of this shape past dimension 0: cat holds their concatenation */
     int64_t cat_dim0;      /* the concatenation's dimension 0 */
     tft_stats cat;         /* its statistics (a scalar's: the mean over the ranks) */
+    double mean_avg;       /* the ranks' means averaged (the mean of their element-wise average) */
+    bool mean_only;        /* a view of that average: its mean alone is known (compare_layout_view) */
 } align_tensor;
 
 /* What a side knows of one recording thread of its rank. */
@@ -268,8 +270,11 @@ int compare_layout_fold(align_side *s, const align_side *extra, tft_u64map *scra
 /* The tensor m of a merged side as it compares with other (the unmerged
  * side's): a scalar as the mean over the ranks, a per-sample tensor as the
  * concatenation over dimension 0 when other has that shape (a gradient,
- * "grad.*", at 1/world: each rank's loss averages its own shard), else m.
- * tmp: storage for a view. */
+ * "grad.*", at 1/world: each rank's loss averages its own shard), a tensor
+ * of other's shape the ranks hold different values of (a gradient summed
+ * over the batch, such as a position embedding's output's) as their
+ * element-wise average, of which only the mean is known (mean_only), else
+ * m. tmp: storage for a view. */
 const align_tensor *compare_layout_view(const align_tensor *m, const align_tensor *other, int world, align_tensor *tmp);
 
 typedef struct align_ctx {

@@ -126,9 +126,11 @@ static double worst_stat(const compare_opts *o, const align_tensor *g, const ali
         {"mean", gs->mean, bs->mean}, {"std", gs->std, bs->std},
         {"l1", gs->l1, bs->l1}, {"l2", gs->l2, bs->l2}, {"absmax", gs->absmax, bs->absmax},
     };
-    size_t n = full ? sizeof st / sizeof st[0] : 2;
+    size_t n = full ? sizeof st / sizeof st[0] : 2, i0 = 0;
+    if (g->mean_only || b->mean_only) /* an average over ranks: its mean alone is known */
+        i0 = 2, n = full ? 3 : 0;
     double worst = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = i0; i < n; i++) {
         double e = excess(o, st[i].g, st[i].b, scale);
         if (e > worst) {
             worst = e;

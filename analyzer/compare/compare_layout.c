@@ -137,8 +137,10 @@ int compare_layout_fold(align_side *s, const align_side *extra, tft_u64map *scra
             t->cat_ok = true;
             t->cat_dim0 = t->ndim ? t->shape[0] : 1;
             t->cat = t->stats;
+            t->mean_avg = t->stats.mean;
         }
         t->merged++;
+        t->mean_avg += (o->stats.mean - t->mean_avg) / (double)(t->merged + 1);
         t->replicated = t->replicated && o->stats.fingerprint == t->stats.fingerprint && o->ndim == t->ndim &&
                         !memcmp(o->shape, t->shape, sizeof(t->shape[0]) * t->ndim);
         if (t->stats.numel == 1 && o->stats.numel == 1) { /* the running mean over the ranks */
@@ -184,6 +186,13 @@ const align_tensor *compare_layout_view(const align_tensor *m, const align_tenso
     if (m->stats.numel == 1 && other->stats.numel == 1 && !m->replicated) {
         *tmp = *m;
         tmp->stats = m->cat;
+        return tmp;
+    }
+    bool same = other->ndim == m->ndim && !memcmp(other->shape, m->shape, sizeof(m->shape[0]) * m->ndim);
+    if (same && !m->replicated) { /* batch-reduced: the ranks' average, its mean alone */
+        *tmp = *m;
+        tmp->stats.mean = m->mean_avg;
+        tmp->mean_only = true;
         return tmp;
     }
     if (m->replicated || !m->cat_ok || other->ndim != m->ndim || other->shape[0] != m->cat_dim0 ||

@@ -139,6 +139,8 @@ double compare_ro_diff(const align_tensor *g, const align_tensor *b)
     }
     double n = gs->numel ? (double)gs->numel : 1;
     double l1 = fmax(gs->l1, bs->l1), l2 = fmax(gs->l2, bs->l2);
+    if (g->mean_only || b->mean_only) /* its mean alone is known: scaled by the side that is whole */
+        return rel(gs->mean - bs->mean, (g->mean_only ? bs->l1 : gs->l1) / n, atol);
     double d = rel(gs->mean - bs->mean, l1 / n, atol);
     d = fmax(d, rel(gs->std - bs->std, l2 / sqrt(n), atol));
     d = fmax(d, rel(gs->l1 - bs->l1, l1, atol * n));
