@@ -232,7 +232,8 @@ typedef struct ro_state {
     tft_u64map env;         /* key -> double: the key's largest difference in earlier steps */
     tft_u64map nenv;        /* --noise: key -> double: the calibration's, up to this step */
     tft_u64map occ;         /* name hash -> u32: occurrences so far in the step */
-    double genv, ngenv;     /* the rank's largest difference so far; the calibration's */
+    double genv[2], ngenv;  /* the rank's largest difference so far, of forward tensors [0] and of
+                             * gradients [1]; the calibration's */
     int64_t step;
 } ro_state;
 
@@ -252,7 +253,7 @@ double compare_ro_floor(const compare_opts *o, int dg, int db);
 bool compare_ro_mixed(int dg, int db);
 /* Whether d, beyond the fixed tolerance, is within the key's envelope;
  * growth: d over the key's own earlier largest, and over the rank's. */
-bool compare_ro_explains(ro_state *r, uint64_t key, double d, double growth[2]);
+bool compare_ro_explains(ro_state *r, uint64_t key, const align_tensor *g, double d, double growth[2]);
 /* Records a judged pair: its difference d, whether it matched, whether it
  * was beyond the fixed tolerance (round-off explained it), its growths
  * (compare_ro_explains); summary: into the rank's summary too (not after

@@ -348,7 +348,7 @@ static void judge_roundoff(align_ctx *c, const align_tensor *gt, const align_ten
     uint64_t key = compare_ro_key(&c->ro, gt);
     double d = *cls == PC_IDENTICAL ? 0 : compare_ro_diff(gt, bt), growth[2] = {0, 0};
     bool beyond = *cls == PC_DIVERGED, opt = is_optimizer_output(&c->b, bt);
-    if (beyond && c->o->roundoff && compare_ro_explains(&c->ro, key, d, growth)) {
+    if (beyond && c->o->roundoff && compare_ro_explains(&c->ro, key, gt, d, growth)) {
         *cls = PC_WITHIN;
         stat[0] = 0;
     } else if (beyond && c->o->roundoff && opt && !c->out->first.found) {
