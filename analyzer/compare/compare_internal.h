@@ -232,8 +232,8 @@ typedef struct ro_state {
     tft_u64map env;         /* key -> double: the key's largest difference in earlier steps */
     tft_u64map nenv;        /* --noise: key -> double: the calibration's, up to this step */
     tft_u64map occ;         /* name hash -> u32: occurrences so far in the step */
-    double genv[2], ngenv;  /* the rank's largest difference so far, of forward tensors [0] and of
-                             * gradients [1]; the calibration's */
+    double genv[2], ngenv[2]; /* the rank's largest difference so far, of forward tensors [0] and
+                               * of gradients [1]; the calibration's up to this step */
     int64_t step;
 } ro_state;
 

@@ -61,7 +61,8 @@
 
 struct compare_noise {
     tft_u64map at;   /* hash(key, step) -> double: the calibration pair's difference */
-    tft_u64map step; /* step -> double: its largest on the rank */
+    tft_u64map step; /* step << 1 | gradient -> double: the largest of the rank's forward tensors
+                      * (0) or gradients (1), optimizer outputs left out */
 };
 
 compare_noise *compare_noise_new(void)
@@ -152,6 +153,13 @@ double compare_ro_diff(const align_tensor *g, const align_tensor *b)
     return isnan(d) ? INFINITY : d;
 }
 
+/* Whether g is a gradient or of them ("grad.*", "grad_norm": the PyTorch
+ * layer's and tftrain's names). */
+static bool is_grad(const align_tensor *g)
+{
+    return !strncmp(g->name, "grad", 4);
+}
+
 /* ---- the envelope ----------------------------------------------------------- */
 
 /* FNV-1a of a name: keys hold names, not string ids, so that a
@@ -211,8 +219,8 @@ void compare_ro_step(ro_state *r, int64_t step)
 {
     tft_u64map_clear(&r->occ);
     r->step = step;
-    if (r->o->noise)
-        r->ngenv = fmax(r->ngenv, map_double(&r->o->noise->step, (uint64_t)step, NULL));
+    for (int k = 0; r->o->noise && k < 2; k++)
+        r->ngenv[k] = fmax(r->ngenv[k], map_double(&r->o->noise->step, (uint64_t)step << 1 | (uint64_t)k, NULL));
 }
 
 uint64_t compare_ro_key(ro_state *r, const align_tensor *g)
@@ -236,17 +244,11 @@ static double noise_env(ro_state *r, uint64_t key)
     return map_double(&r->nenv, key, NULL);
 }
 
-/* Whether g is a gradient or of them ("grad.*", "grad_norm": the PyTorch
- * layer's and tftrain's names). */
-static bool is_grad(const align_tensor *g)
-{
-    return !strncmp(g->name, "grad", 4);
-}
-
 bool compare_ro_explains(ro_state *r, uint64_t key, const align_tensor *g, double d, double growth[2])
 {
     double own = fmax(map_double(&r->env, key, NULL), noise_env(r, key));
-    double run = fmax(is_grad(g) ? fmax(r->genv[0], r->genv[1]) : r->genv[0], r->ngenv);
+    double run = is_grad(g) ? fmax(fmax(r->genv[0], r->genv[1]), fmax(r->ngenv[0], r->ngenv[1]))
+                            : fmax(r->genv[0], r->ngenv[0]);
     growth[0] = own > 0 ? d / own : INFINITY;
     growth[1] = run > 0 ? d / run : INFINITY;
     if (!(d < INFINITY))
@@ -276,7 +278,8 @@ void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d,
     compare_roundoff *s = r->sum;
     if (r->o->noise_out) {
         map_max(&r->o->noise_out->at, tft_u64map_hash2(key, (uint64_t)r->step), d);
-        map_max(&r->o->noise_out->step, (uint64_t)r->step, d);
+        if (run)
+            map_max(&r->o->noise_out->step, (uint64_t)r->step << 1 | (uint64_t)is_grad(g), d);
     }
     if (!matched)
         return;
