@@ -35,19 +35,21 @@ def requested():
 
 
 def flip_lsb(t):
-    """Flips the last mantissa bit of every finite element of the floating
-    tensor t in place, when the result is finite too. The number of
-    elements flipped; 0 for a tensor it leaves alone."""
+    """Flips the last mantissa bit of every element of the floating tensor
+    t in place, on its device and stream, where the result is finite (a
+    non-finite element stays as it is). Whether t is one it flips (False:
+    not floating point, complex, meta, empty, not strided). No host
+    synchronisation."""
     if (not t.is_floating_point() or t.is_meta or t.layout is not torch.strided or t.numel() == 0):
-        return 0
+        return False
     it = _INT_OF_WIDTH.get(t.element_size())
     if it is None:
-        return 0
+        return False
     with torch.no_grad():
         x = t.detach().view(it)
         ok = torch.isfinite((x ^ 1).view(t.dtype))
         x.bitwise_xor_(ok.to(it))
-        return int(ok.sum())
+    return True
 
 
 class Perturber:
@@ -74,12 +76,12 @@ class Perturber:
             if p in self.flipped:
                 continue
             self.flipped[p] = True
-            k = flip_lsb(p)
-            n, v = n + (k > 0), v + k
+            if flip_lsb(p):
+                n, v = n + 1, v + p.numel()
         self.count += n
         if n and self.loud:
-            sys.stderr.write("tftrace: --perturb: the last mantissa bit of %d values of %d parameters of %s "
-                             "flipped (its first forward)\n" % (v, n, name))
+            sys.stderr.write("tftrace: --perturb: the last mantissa bit of %d parameters (%d values) of %s "
+                             "flipped (its first forward)\n" % (n, v, name))
 
     def after_step(self):
         """After an optimizer step: says once when nothing was flipped."""
