@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,7 +196,18 @@ void proc_events_finish(int dir_fd, const char *dir, unsigned mode, int quiet, c
             fprintf(stderr, "tftrace: no process table (exec/exit/OOM of every process): %s (docs/ATTACH.md)\n", J.off);
         return;
     }
-    tft_procs_poll(J.bpf, on_event, NULL);
+    /* a helper that ends right after the command (MPI's singleton orted,
+     * a compiler daemon) gets a second to do so before it is "still
+     * running at the end" */
+    for (int k = 0; k < 20; k++) {
+        tft_procs_poll(J.bpf, on_event, NULL);
+        size_t open = 0;
+        for (size_t i = 0; i < J.n; i++)
+            open += !J.v[i].ended;
+        if (!open)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+    }
     size_t bad = 0;
     for (size_t i = 0; i < J.n; i++)
         bad += !J.v[i].ended || J.v[i].status != 0 || J.v[i].oom;
