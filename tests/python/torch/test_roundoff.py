@@ -229,20 +229,32 @@ def test_layout(tools, runs):
 
 
 def test_layout_bug(tools, runs):
-    """Against one process: rank 1 doubling its loss from step 40 is named
-    there, at rank 1's loss; gradients summed over the ranks instead of
-    averaged from step 40 diverge at step 40. (Both pairs are judged before
-    either failure is reported.)"""
+    """Against one process: rank 1 doubling its loss from step 40 diverges
+    there, at the loss (the ranks folded into one run: its mean); gradients
+    summed over the ranks instead of averaged from step 40 diverge at step
+    40. Against a healthy 2-rank run, rank 1's loss is named the cause, on
+    rank 1, and rank 0's divergence after DDP.allreduce is said to come
+    through it (docs/TFDIFF.md, "The cause across ranks"). (Every pair is
+    judged before a failure is reported.)"""
     (single, _), (scaled, _) = _single_and_ddp(runs, "--bug", "rank-loss-scale@%d" % LAYOUT_BUG)
     (single, _), (summed, _) = _single_and_ddp(runs, "--bug", "grad-sum@%d" % LAYOUT_BUG)
+    (single, _), (ddp, _) = _single_and_ddp(runs)
     failed = []
-    for bad, where in ((scaled, lambda fd: fd.get("rank") == 1 and fd.get("tensor") == "loss"),
-                       (summed, lambda fd: True)):
+    for golden, bad, where in ((single, scaled, lambda fd: fd.get("tensor") == "loss"),
+                               (single, summed, lambda fd: True),
+                               (ddp, scaled, lambda fd: fd.get("rank") == 1 and fd.get("tensor") == "loss")):
         try:
-            expect_divergence(tools, single, bad, LAYOUT_BUG, where)
-            needs_model(tools, single, bad, before=LAYOUT_BUG)
+            expect_divergence(tools, golden, bad, LAYOUT_BUG, where)
+            if golden == single:
+                needs_model(tools, golden, bad, before=LAYOUT_BUG)
         except AssertionError as e:
-            failed.append("%s: %s" % (os.path.basename(bad), e))
+            failed.append("%s vs %s: %s" % (os.path.basename(golden), os.path.basename(bad), e))
+    rc, out, js = tfdiff(tools, ddp, scaled)
+    through = js.get("through_collective") or {}
+    if through.get("rank") != 0 or through.get("after_collective") != "DDP.allreduce" or \
+            "the cause is on rank 1" not in out:
+        failed.append("DDP vs DDP: rank 0's divergence is not said to come through DDP.allreduce: %s\n%s" % (
+            through, headline(out)))
     assert not failed, "\n".join(failed)
 
 
