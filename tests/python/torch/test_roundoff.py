@@ -78,6 +78,22 @@ class Runs:
         return self.traces[key]
 
     def _record(self, t, args, ranks):
+        """Records once per work directory: the cases run as separate ctest
+        processes share --work (the directory python.torch.roundoff-clean
+        empties first), a lock per trace, the stdout kept beside it."""
+        import fcntl
+        with open(t + ".lock", "w") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            if os.path.isfile(t + ".stdout"):
+                with open(t + ".stdout") as f:
+                    return t, f.read()
+            t, out = self._record_now(t, args, ranks)
+            with open(t + ".stdout.tmp", "w") as f:
+                f.write(out)
+            os.rename(t + ".stdout.tmp", t + ".stdout")
+            return t, out
+
+    def _record_now(self, t, args, ranks):
         py = self.tools.python
         launch = [py] if ranks == 1 else [py, "-m", "torch.distributed.run", "--standalone",
                                           "--nproc_per_node", str(ranks)]
