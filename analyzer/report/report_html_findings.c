@@ -135,6 +135,10 @@ static void origin(FILE *f, const compare_result *fr)
             fputs("</code>)", f);
         }
         fputs(" — its inputs match GOLDEN, its output does not.", f);
+    } else if (o->found && o->leaf && o->op[0] && strcmp(o->op, o->tensor)) {
+        fputs("The same op (<code>", f);
+        html_text(f, o->op);
+        fputs("</code>) — it records no inputs, so none could be checked; its output is the first to differ.", f);
     } else if (o->found && o->leaf) {
         fputs("The same tensor — no recorded op produced it (data, a parameter, an operand): it changed before it "
               "was recorded.", f);

@@ -56,6 +56,9 @@ static void text_first(FILE *f, const compare_result *fr)
     if (fr->origin.found && (fr->origin.step != p->step || fr->origin.seq != p->seq))
         fprintf(f, "origin: %s, seq %lld: %s — its inputs match GOLDEN, its output does not\n",
                 core_step_text(fr->origin.step, sb, sizeof(sb)), (long long)fr->origin.seq, fr->origin.tensor);
+    else if (fr->origin.found && fr->origin.leaf && fr->origin.op[0] && strcmp(fr->origin.op, fr->origin.tensor))
+        fprintf(f, "origin: the same op — it records no inputs, so none could be checked; its output is the first"
+                   " to differ\n");
     else if (fr->origin.found && fr->origin.leaf)
         fprintf(f, "origin: the same tensor — no recorded op produced it (data, a parameter, an operand):"
                    " it changed before it was recorded\n");
