@@ -108,8 +108,9 @@ typedef struct compare_roundoff {
     double jump_share, jump, jump_run;
     int64_t jump_step;
     char jump_tensor[96];
-    int64_t wide_step;        /* the first step where a difference reached RO_WIDE (the runs
-                               * decorrelate: smaller bugs hide in round-off), TFT_STEP_NONE none */
+    int64_t wide_step;        /* the first step where a forward tensor's difference reached RO_WIDE
+                               * (the runs decorrelate: smaller bugs hide in round-off; the
+                               * comparison is incomplete from there), TFT_STEP_NONE none */
     uint64_t optimizer_noise; /* optimizer outputs beyond the envelope whose next step did not part
                                * (Adam moving parameters on noise: a gradient zero in exact arithmetic) */
     int64_t optimizer_noise_step; /* the first of them */

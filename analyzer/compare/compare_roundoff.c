@@ -293,8 +293,8 @@ void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d,
     if (!run) /* the growth is told in the computation's tensors, not the optimizer's outputs */
         return;
     bucket_add(s, r->step, d);
-    if (d >= RO_WIDE && s->wide_step == TFT_STEP_NONE)
-        s->wide_step = r->step;
+    if (d >= RO_WIDE && !is_grad(g) && s->wide_step == TFT_STEP_NONE)
+        s->wide_step = r->step; /* the forward: where a bug in it would hide */
     if (s->first_step == TFT_STEP_NONE || r->step == s->first_step) {
         s->first_step = r->step;
         s->first_diff = fmax(s->first_diff, d);

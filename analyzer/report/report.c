@@ -157,6 +157,19 @@ bool report_incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
         return true;
     }
     k -= r->nincomplete;
+    compare_roundoff ro;
+    report_roundoff(r, &ro);
+    bool diverged = false;
+    for (int i = 0; i < r->nranks; i++)
+        diverged |= r->ranks[i].first.found;
+    if (ro.wide_step != TFT_STEP_NONE && !diverged && k-- == 0) { /* the runs decorrelated: nothing smaller is seen */
+        char at[48];
+        core_step_text(ro.wide_step, at, sizeof(at));
+        snprintf(buf, n, "from %s on, round-off moved the forward tensors by %g or more (the runs decorrelate): a bug "
+                 "smaller than that cannot be told from it; compared in full up to there (--steps :%lld)", at,
+                 RO_WIDE, (long long)(ro.wide_step - 1));
+        return true;
+    }
     for (int i = 0; i < r->nranks; i++) {
         const compare_result *x = &r->ranks[i];
         const char *side[4] = {"GOLDEN", "BAD", "GOLDEN", "BAD"};

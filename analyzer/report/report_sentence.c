@@ -156,20 +156,26 @@ const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n)
     if (!ro.on || !ro.differing)
         return NULL;
     char a[48], b[48], m[48];
-    int k = snprintf(buf, n, "%s within round-off: differences grow from %.2g at %s to %.2g at %s (largest %.2g at %s, %s)",
-                     report_verdict(r) == VERDICT_MATCH ? "match" : "before that, a match", ro.first_diff,
-                     core_step_text(ro.first_step, a, sizeof(a)), ro.last_diff, core_step_text(ro.last_step, b, sizeof(b)),
-                     ro.max_diff, core_step_text(ro.max_step, m, sizeof(m)), ro.max_tensor);
+    const char *lead = report_verdict(r) == VERDICT_DIVERGED ? "before that, a match" : "match";
+    int k;
+    if (ro.first_step == ro.last_step)
+        k = snprintf(buf, n, "%s within round-off: differences up to %.2g at %s (%s)", lead, ro.max_diff,
+                     core_step_text(ro.max_step, m, sizeof(m)), ro.max_tensor);
+    else
+        k = snprintf(buf, n, "%s within round-off: differences grow from %.2g at %s to %.2g at %s (largest %.2g at %s, %s)",
+                     lead, ro.first_diff, core_step_text(ro.first_step, a, sizeof(a)), ro.last_diff,
+                     core_step_text(ro.last_step, b, sizeof(b)), ro.max_diff, core_step_text(ro.max_step, m, sizeof(m)),
+                     ro.max_tensor);
     if (k < 0 || (size_t)k >= n)
         return buf;
-    char own[32] = "no", run[32] = "no";
+    char own[64] = "no earlier difference of its own", run[48] = "none in the run before it";
     if (ro.jump < INFINITY)
-        snprintf(own, sizeof(own), "%.3gx", ro.jump);
+        snprintf(own, sizeof(own), "%.3gx its own earlier difference", ro.jump);
     if (ro.jump_run < INFINITY)
-        snprintf(run, sizeof(run), "%.3gx", ro.jump_run);
+        snprintf(run, sizeof(run), "%.3gx the run's", ro.jump_run);
     if (ro.explained && ro.jump_share > 0)
         snprintf(buf + k, n - (size_t)k, "; %llu beyond the fixed tolerance, none jumping beyond the envelope"
-                 " (the nearest: %s at %s, %s its own earlier difference and %s the run's, thresholds %gx and %gx)%s",
+                 " (the nearest: %s at %s, %s and %s, thresholds %gx and %gx)%s",
                  (unsigned long long)ro.explained, ro.jump_tensor, core_step_text(ro.jump_step, a, sizeof(a)), own, run,
                  RO_KEY_GROWTH, RO_RUN_GROWTH, ro.noise ? "; calibrated with --noise" : "");
     else if (ro.explained)
@@ -179,8 +185,9 @@ const char *report_sentence_roundoff(const diff_report *r, char *buf, size_t n)
         snprintf(buf + k, n - (size_t)k, "; all within the fixed tolerance%s", ro.noise ? "; calibrated with --noise" : "");
     size_t len = strlen(buf);
     if (ro.wide_step != TFT_STEP_NONE && len < n)
-        snprintf(buf + len, n - len, "; from %s on, differences reach %g: the runs decorrelate, and a bug smaller than"
-                 " the envelope cannot be told from round-off", core_step_text(ro.wide_step, a, sizeof(a)), RO_WIDE);
+        snprintf(buf + len, n - len, "; from %s on, the forward tensors' differences reach %g: the runs decorrelate, and"
+                 " a bug smaller than the envelope cannot be told from round-off",
+                 core_step_text(ro.wide_step, a, sizeof(a)), RO_WIDE);
     len = strlen(buf);
     if (ro.optimizer_noise && len < n)
         snprintf(buf + len, n - len, "; %llu optimizer output%s parted without the next step parting (the first: %s at %s:"

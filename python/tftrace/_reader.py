@@ -118,7 +118,8 @@ def diff(golden: Union[str, os.PathLike[str], Trace], bad: Union[str, os.PathLik
     ``foo_bar=v`` -> ``--foo-bar v``, True -> the flag alone, False/None ->
     left out; a list/tuple/set/range value is joined with commas
     (``ranks=[0, 2]`` -> ``--ranks 0,2``), except ``steps=(a, b)`` ->
-    ``--steps a:b`` (None = open end). Exit statuses 0 (match) and 1
+    ``--steps a:b`` (None = open end); ``noise=`` takes a path or a Trace
+    (``--noise GOLDEN2``, docs/TFDIFF.md "Round-off"). Exit statuses 0 (match) and 1
     (diverged) return the dict; any other raises TraceError with tfdiff's
     stderr (for 3, "incomplete", its dict is the exception's ``result``).
     """
@@ -130,7 +131,9 @@ def diff(golden: Union[str, os.PathLike[str], Trace], bad: Union[str, os.PathLik
         if val is True:
             args.append(flag)
             continue
-        if key == "steps" and isinstance(val, tuple) and len(val) == 2:
+        if key == "noise":  # --noise GOLDEN2: a path or a Trace, like golden and bad
+            val = _trace_path(val)
+        elif key == "steps" and isinstance(val, tuple) and len(val) == 2:
             val = "%s:%s" % ("" if val[0] is None else val[0], "" if val[1] is None else val[1])
         elif isinstance(val, (list, tuple, set, frozenset, range)):
             val = ",".join(str(v) for v in (sorted(val) if isinstance(val, (set, frozenset)) else val))
