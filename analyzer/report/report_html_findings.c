@@ -166,6 +166,13 @@ void report_html_first_divergence(FILE *f, const page *p)
     stats_table(f, &fr->first);
     context_table(f, fr);
     origin(f, fr);
+    const compare_result *down = report_downstream_rank(p->r, fr);
+    if (down) { /* the rank the cause reached through a collective */
+        char line[1024];
+        fputs("<p class=\"through\">", f);
+        html_text(f, report_sentence_through(fr, down, line, sizeof(line)));
+        fputs("</p>\n", f);
+    }
     fputs("</section>\n", f);
 }
 
