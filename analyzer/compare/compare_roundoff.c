@@ -232,7 +232,9 @@ uint64_t compare_ro_key(ro_state *r, const align_tensor *g)
     return tft_u64map_hash2(h, (*occ)++);
 }
 
-/* The key's envelope from the calibration, up to this step. */
+/* The key's envelope from the calibration, up to this step: its difference
+ * at this step folded in (compare_ro_note does for every pair, so every
+ * step the key was judged at counts). */
 static double noise_env(ro_state *r, uint64_t key)
 {
     if (!r->o->noise)
@@ -276,6 +278,7 @@ void compare_ro_note(ro_state *r, uint64_t key, const align_tensor *g, double d,
                      const double growth[2], bool summary, bool run)
 {
     compare_roundoff *s = r->sum;
+    noise_env(r, key); /* the calibration's difference at this step, folded into the key's envelope */
     if (r->o->noise_out) {
         map_max(&r->o->noise_out->at, tft_u64map_hash2(key, (uint64_t)r->step), d);
         if (run)
