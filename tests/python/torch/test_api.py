@@ -20,10 +20,11 @@ Every comparison is counted (check()); a case that compared nothing fails.
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
 import pytest
+
+import torch_sh  # (this folder)
 
 A = None       # the tools (conftest.py's tools fixture)
 WORK = None    # this test's folder
@@ -49,15 +50,9 @@ def check(cond, msg):
 
 
 def run(cmd, env=None, ok=(0,)):
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
-    e["TFT_PYTHON_DIR"] = A.pythonpath
+    e = {"TFT_PYTHON_DIR": A.pythonpath}
     e.update(env or {})
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300, env=e)
-    if p.returncode not in ok:
-        pytest.fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
-                                                       p.stderr[-3000:]))
-    return p
+    return torch_sh.run(cmd, ok=ok, env=e)
 
 
 def program(name, text):

@@ -19,10 +19,11 @@ about 30 s a case on 2 cores, a warm one a few.
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
 import pytest
+
+import torch_sh  # (this folder)
 
 A = None      # the tools (conftest.py's tools fixture)
 WORK = None   # this test's folder
@@ -115,14 +116,7 @@ def check(cond, msg):
 
 
 def run(cmd, timeout=300):
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    env["PYTHONPATH"] = A.pythonpath
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, env=env)
-    if p.returncode != 0:
-        pytest.fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
-                                                       p.stderr[-3000:]))
-    return p
+    return torch_sh.run(cmd, timeout=timeout, env={"PYTHONPATH": A.pythonpath})
 
 
 def needs_cxx():

@@ -22,10 +22,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 import pytest
+
+import torch_sh  # (this folder)
 
 A = None      # the tools (conftest.py's tools fixture)
 WORK = None   # the folder for this test's traces and program
@@ -128,14 +129,7 @@ def check(cond, msg):
 
 
 def run(cmd, timeout=200, ok=(0,), env=None):
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
-    e.update(env or {})
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, env=e)
-    if ok is not None and p.returncode not in ok:
-        pytest.fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
-                                                       p.stderr[-3000:]))
-    return p
+    return torch_sh.run(cmd, timeout=timeout, ok=ok, env=env)
 
 
 def torchrun(args):

@@ -19,10 +19,11 @@ that compared nothing fails.
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
 import pytest
+
+import torch_sh  # (this folder)
 
 A = None     # the tools (conftest.py's tools fixture)
 WORK = None  # the folder for this test's traces
@@ -51,17 +52,11 @@ def check(ok, what):
 
 
 def run(cmd, timeout=300, ok=(0,), env=None):
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
     # inductor compiles into a cache of this test's own: a kernel another
     # run left in the shared cache would spare the compiler this test needs
-    e["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(WORK, "inductor")
+    e = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(WORK, "inductor")}
     e.update(env or {})
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, env=e)
-    if ok is not None and p.returncode not in ok:
-        pytest.fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
-                                                       p.stderr[-3000:]))
-    return p
+    return torch_sh.run(cmd, timeout=timeout, ok=ok, env=e)
 
 
 def record(name, args, mode="modules"):

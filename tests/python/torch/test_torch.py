@@ -20,11 +20,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import pytest
+
+import torch_sh  # (this folder)
 
 A = None     # the tools (conftest.py's tools fixture)
 WORK = None  # the folder for this test's traces
@@ -43,15 +44,7 @@ def harness(tools):
         shutil.rmtree(WORK, ignore_errors=True)
 
 
-def run(cmd, timeout=300, ok=(0,), env=None):
-    e = dict(os.environ)
-    e.pop("LD_PRELOAD", None)
-    e.update(env or {})
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout, env=e)
-    if ok is not None and p.returncode not in ok:
-        pytest.fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-3000:],
-                                                       p.stderr[-3000:]))
-    return p
+run = torch_sh.run
 
 
 def losses(text):
