@@ -11,6 +11,7 @@
 #include "detect_rules_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 
 detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cmd)
@@ -33,6 +34,12 @@ detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cm
     tft_u64map_init(&c->repeat.fps, &(tft_u64map_opts){.vsize = sizeof(int64_t), .max_n = DETECT_FP_MAX});
     c->repeat.resume_tok_step = TFT_STEP_NONE;
     c->grad_spike.fi = c->update_ratio.fi = c->softmax.fi = c->layer_growth.fi = -1;
+    c->shapes.data_step = c->shapes.eval_step = TFT_STEP_NONE;
+    c->shapes.fi = c->stuck.fi = -1;
+    c->end.step = c->end.last_step = c->stuck.step = c->lr.low_step = TFT_STEP_NONE;
+    c->clipscale.step = TFT_STEP_NONE;
+    c->clipscale.gnorm = c->clipscale.scale = NAN;
+    tft_u64map_init(&c->evalfp.seen, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = DETECT_FP_MAX});
     return c;
 }
 
@@ -46,6 +53,7 @@ void detect_rank_free(detect_rank *c)
     free(c->f);
     tft_u64map_free(&c->idx);
     tft_u64map_free(&c->repeat.fps);
+    tft_u64map_free(&c->evalfp.seen);
     free(c);
 }
 
@@ -59,8 +67,13 @@ void detect_rank_free(detect_rank *c)
  * the kinds it reports (docs/CHECK.md), its file, its state (members of
  * detect_series s and detect_rank c, detect_internal.h). */
 static const detect_rule rules[] = {
-    /* shape-change, dtype-change: detect_shape.c, s->shape_change */
-    {.match = DETECT_ANY, .record = detect_shape_record},
+    /* the state of parameters and gradients the later rules read (param.initial, grad links), and lr-restart,
+     * loss-precision, clip-scaled: detect_params.c, detect_run.c, s->param, c->lr, c->clipscale */
+    {.match = DETECT_C_PARAM, .record = detect_param_record},
+    {.match = DETECT_C_GRAD, .record = detect_pgrad_record},
+    {.match = DETECT_ANY, .step = detect_clip_step, .record = detect_run_record, .finish = detect_run_finish},
+    /* shape-change, dtype-change, shape-varies: detect_shape.c, s->shape_change, c->shapes (after crash's state) */
+    {.match = DETECT_ANY, .record = detect_shape_record, .finish = detect_shape_finish},
     /* shape-ranks, data-shard: detect_shape.c, the series' first records */
     {.merge = detect_ranks_merge},
     /* token-range: detect_data.c, s->token_range */
@@ -109,6 +122,17 @@ static const detect_rule rules[] = {
     {.finish = detect_uniform_finish},
     /* grad-accum: detect_grad.c, s->grad_accum */
     {.match = DETECT_C_GRAD, .record = detect_accum_record, .finish = detect_accum_finish},
+    /* data-stuck, input-zeroed, label-preshift: detect_data.c, c->stuck, s->param */
+    {.match = DETECT_C_INPUT, .record = detect_input_record, .finish = detect_input_finish},
+    /* mask-future of a registered mask buffer: detect_mask.c, c->mask */
+    {.match = DETECT_C_BUFFER, .record = detect_maskbuf_record},
+    /* opt-noop, opt-partial, no-grad, frozen-update, frozen-trains; init-repeat: detect_params.c, s->param */
+    {.finish = detect_params_finish},
+    {.finish = detect_reinit_finish},
+    /* eval-nondet, eval-far: detect_eval.c, c->evalfp, the eval series (every eval record: detect_eval_any) */
+    {.finish = detect_eval_finish},
+    /* crash: detect_run.c, c->end (the EXCEPTION and PROCESS records: detect_end_record) */
+    {.finish = detect_crash_finish},
 };
 
 #define NRULES (sizeof(rules) / sizeof(rules[0]))
@@ -128,7 +152,11 @@ static int on_tensor(detect_rank *c, const tft_reader *r, const tft_rec_tensor *
                 rules[i].step(c);
     }
     int e = 0;
-    detect_series *s = detect_series_get(c, r, t->name, &e);
+    bool eval = (t->h.flags & TFT_TENSOR_EVAL) != 0;
+    detect_series *s = detect_series_get(c, r, t->name, eval, &e);
+    c->end.last_step = step;
+    if (eval) /* every eval record, not only a name's first in the step (eval-nondet) */
+        detect_eval_any(c, s, t);
     if (!s || s->last_step == step)
         return e;
     bool finite = !t->stats.nan && !t->stats.pinf && !t->stats.ninf;
@@ -148,6 +176,8 @@ int detect_rank_record(detect_rank *c, const tft_reader *r, const tft_rec *rec)
     if (rec->kind == TFT_REC_CHECKPOINT && rec->len >= sizeof(tft_rec_checkpoint) &&
         ((const tft_rec_checkpoint *)rec)->action == TFT_CKPT_RESUME && c->resume_step == TFT_STEP_NONE)
         c->resume_step = rec->step;
+    if (rec->kind == TFT_REC_EXCEPTION || rec->kind == TFT_REC_PROCESS)
+        detect_end_record(c, r, rec);
     return 0;
 }
 

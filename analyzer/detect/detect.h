@@ -70,13 +70,15 @@ typedef struct detect_opts {
     double uniform_steps; /* ... in every layer, judged on runs of at least this many steps */
     double layer_growth; /* layer-growth: absmax this many times layer 0's at one step (and >= absmax_min) */
     double pad_id;       /* pad-rows: the padding token id; < 0 unknown (masks only) */
+    double eval_far;     /* eval-far: a module's first eval output this many times off its training one (RMS) */
 } detect_opts;
 
 #define DETECT_OPTS_DEFAULT                                                                          \
     ((detect_opts){.vocab = 0, .clip = 0, .min_steps = 20, .loss_drop = 0.05, .loss_rise = 0.5,      \
                 .spike = 10, .growth = 4, .growth_steps = 8, .update_max = 0.25, .init_std = 10,    \
                 .absmax_growth = 100, .absmax_min = 1000, .collapse = 0.98, .softmax_max = 88.72,        \
-                .uniform = 0.05, .uniform_steps = 200, .layer_growth = 4, .pad_id = -1})
+                .uniform = 0.05, .uniform_steps = 200, .layer_growth = 4, .pad_id = -1,   \
+                   .eval_far = 100})
 
 /* Sets the threshold NAME (a field above) from "NAME=VALUE". Returns 0,
  * -EINVAL for an unknown name or a value that is not a number >= 0. */

@@ -111,7 +111,9 @@ void detect_shift_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         c->label_shift.have_tokens = true;
         c->label_shift.tokens_fp = t->stats.fingerprint;
         c->label_shift.tokens_numel = t->stats.numel;
-    } else if (c->label_shift.have_tokens) {
+    } else if (c->label_shift.have_tokens && !detect_ends(s->name, "labels")) {
+        /* (labels: Hugging Face's convention, labels = input_ids and the
+         * model shifts them: label-preshift judges those) */
         c->label_shift.data_steps++;
         if (t->stats.fingerprint == c->label_shift.tokens_fp && t->stats.numel == c->label_shift.tokens_numel &&
             t->stats.numel > 1) {
@@ -288,4 +290,75 @@ void detect_repeat_merge(detect_rank *const *ranks, int n)
                 add_ckpt_data(c, &c->s[c->repeat.tok_si], c->repeat.resume_tok_step, *v, ranks[j]->rank);
         }
     }
+}
+
+static const char CAUSE_STUCK[] =
+    "the data loader yields one batch again and again: an iterator re-created every step (next(iter(loader))), a "
+    "sampler or cursor that does not advance, a cached batch";
+static const char CAUSE_PRESHIFT[] =
+    "the labels were shifted by the data pipeline and the model (Hugging Face *ForCausalLM) shifts them again: it "
+    "learns to predict the token after next";
+static const char CAUSE_INPUT_ZERO[] =
+    "the batch was lost on its way to the model (a faulty device or peer copy, a buffer reused before the copy "
+    "finished, a collate function that returns zeros)";
+
+/* The first training input of each step (tokens, input.NAME): the same
+ * batch at data-stuck consecutive steps; float inputs that turn all zero;
+ * input.labels.shifted (tftrace --torch: the share of positions where the
+ * labels equal the next input id). */
+void detect_input_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    (void)finite;
+    if (t->mode < TFT_STATS_HEALTH)
+        return;
+    const tft_stats *st = &t->stats;
+    if (!strcmp(s->name, "input.labels.shifted")) {
+        if (st->numel == 1 && st->mean >= 0.9 && !s->param.zeroed && t->mode >= TFT_STATS_FULL) {
+            s->param.zeroed = true;
+            detect_add(c, "label-preshift", DETECT_ERROR, step, s, "input.input_ids", st->mean, 0.9, CAUSE_PRESHIFT,
+                       "at step %lld input.labels equals input.input_ids shifted left by one at %.1f%% of the "
+                       "positions, while the model takes labels = input_ids and shifts them itself",
+                       (long long)step, 100 * st->mean);
+        }
+        return;
+    }
+    bool is_float = t->dtype == TFT_F32 || t->dtype == TFT_F64 || t->dtype == TFT_F16 || t->dtype == TFT_BF16;
+    if (is_float && st->numel > 1) {
+        if (st->zero < st->numel) {
+            s->param.nonzero = true;
+        } else if (s->param.nonzero && !s->param.zeroed) {
+            s->param.zeroed = true;
+            detect_add(c, "input-zeroed", DETECT_ERROR, step, s, NULL, (double)st->numel, 0, CAUSE_INPUT_ZERO,
+                       "%s is all zeros (%llu elements) at step %lld; earlier batches were not", s->name,
+                       (unsigned long long)st->numel, (long long)step);
+        }
+    }
+    if (c->stuck.step == step || st->numel < 2)
+        return; /* the step's first input only */
+    uint64_t fp = st->fingerprint ^ st->numel * 0x9E3779B97F4A7C15ull;
+    if (c->stuck.step != TFT_STEP_NONE && step == c->stuck.step + 1 && fp == c->stuck.fp && c->stuck.si == (int)(s - c->s)) {
+        if (!c->stuck.fired && step - c->stuck.from + 1 >= 3) {
+            c->stuck.fired = true;
+            c->stuck.fi = c->nf;
+            c->stuck.run_from = c->stuck.from;
+            detect_add(c, "data-stuck", DETECT_WARNING, c->stuck.from, s, NULL, (double)(step - c->stuck.from + 1), 3,
+                       CAUSE_STUCK, "%s is bit-identical at steps %lld..%lld: the same batch every step", s->name,
+                       (long long)c->stuck.from, (long long)step);
+        }
+        if (c->stuck.fired && c->stuck.from == c->stuck.run_from)
+            c->stuck.run_end = step;
+    } else {
+        c->stuck.from = step;
+    }
+    c->stuck.fp = fp;
+    c->stuck.step = step;
+    c->stuck.si = (int)(s - c->s);
+}
+
+/* How long the first run of one batch lasted. */
+void detect_input_finish(detect_rank *c)
+{
+    if (c->stuck.fired && c->stuck.fi >= 0 && c->stuck.run_end > c->stuck.run_from + 2)
+        detect_note(c, c->stuck.fi, "; the same batch through step %lld (%lld steps)", (long long)c->stuck.run_end,
+                    (long long)(c->stuck.run_end - c->stuck.run_from + 1));
 }

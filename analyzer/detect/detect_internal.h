@@ -40,6 +40,9 @@ enum {
     DETECT_C_ADAM_M = 1 << 11,        /* adam.m.* */
     DETECT_C_ACTIVATION = 1 << 12,    /* not a parameter, gradient, optimizer state, scalar, data or mask
                                          tensor, recorded in full mode (absmax-growth, layer-growth) */
+    DETECT_C_INPUT = 1 << 13,         /* a model input: tokens, targets, the masks, input.NAME, input[i]
+                                         (tftrace --torch), in training mode */
+    DETECT_C_BUFFER = 1 << 14,        /* buffer.* (tftrace --torch: a module's buffers) */
 };
 #define DETECT_C_PAD_MASK (DETECT_C_LOSS_MASK | DETECT_C_ATTENTION_MASK)
 
@@ -54,6 +57,7 @@ typedef struct detect_series {
     int layer;           /* from the name, -1 none */
     uint32_t cls;        /* DETECT_C_* of the name, set at its first record */
     uint8_t mode;        /* the first record's statistics mode (TFT_STATS_*) */
+    bool eval;           /* records made by a module in eval mode: a series of its own (detect_series_get) */
     int64_t last_step;   /* step of the last counted record, TFT_STEP_NONE before */
     uint64_t nrec;       /* counted records */
     /* the first record (initialisation, cross-rank comparisons) */
@@ -80,7 +84,11 @@ typedef struct detect_series {
         uint8_t dtype, ndim;          /* the current dtype and shape */
         int64_t shape[TFT_MAX_NDIM];
         int64_t since, until;         /* the first and the last step of them so far */
-        bool fired;                   /* reported */
+        bool fired;                   /* changed once (an input: kept for finish; else reported) */
+        bool dt;                      /* an input's dtype changed */
+        int64_t first, last;          /* an input's first and last change */
+        char was[112];                /* an input's first change: "[4,16] i64 for steps 0..5" */
+        char now[80];                 /* ... and what it became: "[4,16] i32" */
     } shape_change;
     struct {                          /* token-range (detect_data.c): the first step with an id above */
         double run_max;               /* each running max, and < 0 */
@@ -115,6 +123,19 @@ typedef struct detect_series {
     struct {                          /* layer-growth (detect_numerics.c) */
         int base;                     /* index + 1 of the layer-0 series of the same name; 0 unknown, -1 none */
     } layer_growth;
+    struct {                          /* the parameter rules (detect_params.c), param.* only */
+        bool initial;                 /* its first record is the value training starts from (before any
+                                         optimizer step of the rank: tftrace --torch's first forward) */
+        bool frozen0, frozen;         /* its first, its last record carried NO_GRAD (requires_grad off) */
+        uint64_t fp;                  /* the last record's fingerprint */
+        uint64_t changes;             /* records whose fingerprint differs from the one before */
+        uint64_t after_step;          /* records after an optimizer step (lr seen before them) */
+        int64_t change_step;          /* the first step it changed, TFT_STEP_NONE */
+        int64_t frozen_step;          /* the first step it changed while NO_GRAD, TFT_STEP_NONE */
+        bool nonzero, zeroed;         /* a record held a nonzero value; param-zeroed has reported */
+        int grad;                     /* index + 1 of the series grad.P, 0 none */
+        bool grad_nonzero;            /* grad.P held a nonzero value */
+    } param;
     struct {                          /* grad-accum (detect_grad.c): the zero count over the steps */
         uint64_t first, prev, falls;
         bool rose;
@@ -185,6 +206,55 @@ struct detect_rank {
     struct {                          /* layer-growth (detect_numerics.c) */
         int fi;                       /* its finding, -1 none (likewise) */
     } layer_growth;
+    struct {                          /* shape-change (detect_shape.c): inputs that vary, what they explain */
+        int64_t data_step;            /* the last step a model input changed shape, TFT_STEP_NONE */
+        int64_t eval_step;            /* ... an eval forward's input, TFT_STEP_NONE */
+        int vary;                     /* index + 1 of the first input whose shape varied, 0 none */
+        int dim;                      /* ... the dimension that varied first, -1 several */
+        int64_t lo, hi;               /* ... its smallest and largest size */
+        uint64_t steps;               /* steps at which an input changed shape */
+        uint64_t explained;           /* other tensors' changes at those steps (not reported) */
+        int fi;                       /* the finding on other tensors, -1 none */
+        uint64_t more;                /* ... tensors past its first */
+    } shapes;
+    struct {                          /* the run's end (detect_run.c) */
+        bool raised;                  /* an EXCEPTION record */
+        int64_t step;                 /* ... its step */
+        char type[64], where[96], message[200];
+        int pid;                      /* the rank's process (its first PROCESS start record), 0 unknown */
+        bool exited;                  /* its PROCESS exit record */
+        int code, sig;
+        int64_t last_step;            /* the last step of any tensor record */
+    } end;
+    bool optim_seen;                  /* an optimizer step began (an lr record): later param.* are updates */
+    struct {                          /* clip-scaled (detect_run.c): this step's sums */
+        int64_t step;
+        double g2;                    /* sum of the squared L2 of the parameters' gradients */
+        int ng;
+        double gnorm, scale;          /* grad_norm and amp.scale, NAN unknown */
+        bool fired;
+    } clipscale;
+    struct {                          /* lr-restart (detect_run.c) */
+        double max, low;              /* the largest lr so far, the lowest after it */
+        int64_t low_step;
+        bool fired;
+    } lr;
+    struct {                          /* data-stuck (detect_data.c): the first input record of each step */
+        uint64_t fp;
+        int64_t step, from;           /* its step, the first step of the run of equal batches */
+        int si;                       /* its series */
+        bool fired;
+        int fi;                       /* the finding, -1 none */
+        int64_t run_from, run_end;    /* the run it reports */
+    } stuck;
+    struct {                          /* eval-nondet (detect_eval.c): one eval forward at a time */
+        uint64_t in_fp;               /* the inputs of the current eval forward, mixed; 0 none */
+        uint64_t out_fp;              /* its last output */
+        int out_si;
+        tft_u64map seen;              /* inputs -> output fingerprint */
+        int64_t step;
+        bool fired;
+    } evalfp;
 };
 
 /* ---- the finding store (detect_finding.c) ---- */
@@ -205,7 +275,8 @@ int detect_findings_gather(detect_rank *const *ranks, int n, detect_finding *out
 
 /* The series of name id (created at its first record), NULL past the
  * bound or without memory (*e set to -ENOMEM then). */
-detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t id, int *e);
+detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t id, bool eval, int *e);
+#define DETECT_EVAL_KEY 0x5bd1e9955bd1e995ull /* mixed into an eval-mode series' key */
 /* Counts record t (the first of s in this step) before the rules read it:
  * the first record's statistics and classes, the step, the first non-finite
  * value, the history, the scalar summary, this step's absmax. */
@@ -215,8 +286,12 @@ void detect_series_keep(detect_series *s, const tft_rec_tensor *t, bool finite);
 /* Frees every series' history (the rules have read them). */
 void detect_series_free_hist(detect_rank *c);
 
-/* The series named exactly name, NULL none. */
+/* The series named exactly name (of training-mode records), NULL none. */
 detect_series *detect_find(detect_rank *c, const char *name);
+/* The record a parameter param.P starts from: tftrain's P recorded before
+ * the first step, else param.P's own first record when it came before any
+ * optimizer step (tftrace --torch's first forward); NULL none. */
+const detect_series *detect_initial(detect_rank *c, const detect_series *param);
 /* The series with the rank's first non-finite value (the earliest step,
  * then the first created), NULL none. */
 const detect_series *detect_first_nonfinite(const detect_rank *c);

@@ -25,10 +25,14 @@ void detect_warmup_finish(detect_rank *c)
 {
     detect_series *lr = detect_find(c, "lr");
     if (lr && lr->nvals >= 2 && lr->vmax > 0 && lr->first.mean >= 0.999 * lr->vmax && lr->first_step <= 0) {
-        bool constant = lr->vmin >= 0.999 * lr->vmax;
-        detect_add(c, "no-warmup", constant ? DETECT_INFO : DETECT_WARNING, lr->first_step, lr, NULL, lr->first.mean,
-                   lr->vmax, CAUSE_WARMUP, "lr is %.4g at step %lld, its peak over the run%s", lr->first.mean,
-                   (long long)lr->first_step, constant ? " (constant)" : ", and only decays after it");
+        /* a schedule that starts at its peak is common and often fine (Hugging
+         * Face's default linear decay): a warning only when a parameter jumped
+         * (update-ratio, judged record by record before this) */
+        bool constant = lr->vmin >= 0.999 * lr->vmax, jumped = c->update_ratio.fi >= 0;
+        detect_add(c, "no-warmup", jumped && !constant ? DETECT_WARNING : DETECT_INFO, lr->first_step, lr, NULL,
+                   lr->first.mean, lr->vmax, CAUSE_WARMUP, "lr is %.4g at step %lld, its peak over the run%s%s",
+                   lr->first.mean, (long long)lr->first_step, constant ? " (constant)" : ", and only decays after it",
+                   jumped && !constant ? ", and a parameter jumps (update-ratio)" : "");
     }
 }
 
@@ -39,7 +43,7 @@ void detect_warmup_finish(detect_rank *c)
 void detect_update_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     if (s->nrec == 1) {
-        const detect_series *x = detect_find(c, s->name + 6);
+        const detect_series *x = detect_initial(c, s);
         s->update_ratio.init_flat = x && x->mode >= TFT_STATS_HEALTH &&
                        (x->first.zero == x->first.numel || x->first.min == x->first.max);
     }

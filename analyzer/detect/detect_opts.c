@@ -33,6 +33,7 @@ static const struct {
     {"uniform-steps", offsetof(detect_opts, uniform_steps)},
     {"layer-growth", offsetof(detect_opts, layer_growth)},
     {"pad-id", offsetof(detect_opts, pad_id)},
+    {"eval-far", offsetof(detect_opts, eval_far)},
 };
 
 int detect_opts_set(detect_opts *o, const char *arg)

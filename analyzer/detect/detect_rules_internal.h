@@ -97,4 +97,36 @@ detect_finish_fn detect_collapse_finish;
 detect_finish_fn detect_attnscale_finish;
 detect_finish_fn detect_uniform_finish;
 
+/* detect_params.c: opt-noop, opt-partial, no-grad, frozen-update, frozen-trains, param-zeroed, init-repeat */
+detect_record_fn detect_param_record;
+detect_record_fn detect_pgrad_record;
+detect_finish_fn detect_params_finish;
+detect_finish_fn detect_reinit_finish;
+
+/* detect_run.c: crash, clip-scaled, loss-precision, lr-restart (and the run's end for shape-change) */
+detect_step_fn detect_clip_step;
+detect_record_fn detect_run_record;
+detect_finish_fn detect_run_finish;
+detect_finish_fn detect_crash_finish;
+/* The EXCEPTION and PROCESS records of the rank (its crash). */
+void detect_end_record(detect_rank *c, const tft_reader *r, const tft_rec *rec);
+/* Whether the rank raised, was killed or exited non-zero; its text
+ * ("raised RuntimeError at step 3 in model.x: ..."). */
+bool detect_crashed(const detect_rank *c);
+void detect_crash_text(const detect_rank *c, char *buf, size_t n);
+
+/* detect_data.c: data-stuck, input-zeroed, label-preshift */
+detect_record_fn detect_input_record;
+detect_finish_fn detect_input_finish;
+
+/* detect_mask.c: mask-future of a mask buffer */
+detect_record_fn detect_maskbuf_record;
+
+/* detect_eval.c: eval-nondet, eval-far */
+void detect_eval_any(detect_rank *c, detect_series *s, const tft_rec_tensor *t);
+detect_finish_fn detect_eval_finish;
+
+/* detect_shape.c: the inputs' changes, judged once the run's end is known */
+detect_finish_fn detect_shape_finish;
+
 #endif

@@ -82,7 +82,8 @@ static int parse_layer(const char *name)
  * or mask tensor (absmax-growth, layer-growth judge these). */
 static bool is_activation(const detect_series *s)
 {
-    static const char *const skip[] = {"param.", "adam.", "grad.", "grad_norm", "lr", "sgd.", "loss"};
+    static const char *const skip[] = {"param.", "adam.", "grad.", "grad_norm", "lr", "sgd.", "loss", "buffer.",
+                                       "input.", "input[", "amp.", "rmsprop.", "adagrad."};
     for (size_t k = 0; k < sizeof(skip) / sizeof(skip[0]); k++)
         if (!strncmp(s->name, skip[k], strlen(skip[k])))
             return false;
@@ -94,15 +95,15 @@ static bool is_activation(const detect_series *s)
 detect_series *detect_find(detect_rank *c, const char *name)
 {
     for (int i = 0; i < c->ns; i++)
-        if (!strcmp(c->s[i].name, name))
+        if (!c->s[i].eval && !strcmp(c->s[i].name, name))
             return &c->s[i];
     return NULL;
 }
 
-detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t id, int *e)
+detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t id, bool eval, int *e)
 {
     void *v;
-    int k = tft_u64map_insert(&c->idx, id, NULL, NULL, &v);
+    int k = tft_u64map_insert(&c->idx, eval ? id ^ DETECT_EVAL_KEY : id, NULL, NULL, &v);
     if (k == -ENOSPC) /* past DETECT_MAX_SERIES: not followed */
         return NULL;
     if (k < 0) {
@@ -123,8 +124,9 @@ detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t i
         c->caps = nc;
     }
     detect_series *s = &c->s[c->ns];
-    *s = (detect_series){.id = id, .last_step = TFT_STEP_NONE, .first_step = TFT_STEP_NONE, .stride = 1,
-                         .nonfinite_step = TFT_STEP_NONE,
+    *s = (detect_series){.id = id, .eval = eval, .last_step = TFT_STEP_NONE, .first_step = TFT_STEP_NONE,
+                         .stride = 1, .nonfinite_step = TFT_STEP_NONE,
+                         .param = {.change_step = TFT_STEP_NONE, .frozen_step = TFT_STEP_NONE},
                          .token_range = {.run_max = -INFINITY, .neg_step = TFT_STEP_NONE},
                          .absmax_growth = {.step = TFT_STEP_NONE},
                          .precision_risk = {.step = TFT_STEP_NONE, .max_step = TFT_STEP_NONE}};
@@ -140,19 +142,40 @@ detect_series *detect_series_get(detect_rank *c, const tft_reader *r, uint64_t i
     return s;
 }
 
-/* The classes of s (DETECT_C_*), from its name and its first record. */
+/* A name of training state (a parameter, a gradient, optimizer state, a
+ * buffer, the loss scaler's): never data, a mask or a loss, whatever it
+ * ends with (grad.model.loss is the gradient of a module's output). */
+static bool is_state(const char *n)
+{
+    static const char *const pre[] = {"param.", "grad.", "adam.", "sgd.", "rmsprop.", "adagrad.", "buffer.", "amp."};
+    for (size_t k = 0; k < sizeof(pre) / sizeof(pre[0]); k++)
+        if (!strncmp(n, pre[k], strlen(pre[k])))
+            return true;
+    return false;
+}
+
+/* The classes of s (DETECT_C_*), from its name and its first record. A
+ * series of eval-mode records is no data (a validation batch is not a
+ * training batch) and no loss. */
 static uint32_t classify(const detect_series *s)
 {
     const char *n = s->name;
-    return (detect_ends(n, "tokens") || detect_ends(n, "input_ids") ? DETECT_C_TOKENS : 0) |
-           (detect_ends(n, "targets") || detect_ends(n, "labels") ? DETECT_C_TARGETS : 0) |
-           (detect_ends(n, "loss_mask") ? DETECT_C_LOSS_MASK : 0) |
-           (detect_ends(n, "attention_mask") ? DETECT_C_ATTENTION_MASK : 0) |
-           (detect_ends(n, "attn.mask") ? DETECT_C_CAUSAL_MASK : 0) |
+    uint32_t data = 0;
+    if (!is_state(n) && !s->eval) {
+        data = (detect_ends(n, "tokens") || detect_ends(n, "input_ids") ? DETECT_C_TOKENS : 0) |
+               (detect_ends(n, "targets") || detect_ends(n, "labels") ? DETECT_C_TARGETS : 0) |
+               (detect_ends(n, "loss_mask") ? DETECT_C_LOSS_MASK : 0) |
+               (detect_ends(n, "attention_mask") ? DETECT_C_ATTENTION_MASK : 0);
+        if (data || !strncmp(n, "input.", 6) || !strncmp(n, "input[", 6))
+            data |= DETECT_C_INPUT;
+        data |= !strcmp(n, "loss") ? DETECT_C_LOSS : 0;
+    }
+    return data | (!is_state(n) && detect_ends(n, "attn.mask") ? DETECT_C_CAUSAL_MASK : 0) |
            (detect_ends(n, "attn.probs") ? DETECT_C_PROBS : 0) | (detect_ends(n, "attn.scores") ? DETECT_C_SCORES : 0) |
-           (detect_ends(n, "loss") ? DETECT_C_LOSS : 0) | (detect_ends(n, "grad_norm") ? DETECT_C_GRAD_NORM : 0) |
+           (!strcmp(n, "grad_norm") ? DETECT_C_GRAD_NORM : 0) |
            (!strncmp(n, "param.", 6) ? DETECT_C_PARAM : 0) | (!strncmp(n, "grad.", 5) && n[5] ? DETECT_C_GRAD : 0) |
-           (!strncmp(n, "adam.m.", 7) ? DETECT_C_ADAM_M : 0) | (is_activation(s) ? DETECT_C_ACTIVATION : 0);
+           (!strncmp(n, "adam.m.", 7) ? DETECT_C_ADAM_M : 0) | (!strncmp(n, "buffer.", 7) ? DETECT_C_BUFFER : 0) |
+           (is_activation(s) ? DETECT_C_ACTIVATION : 0);
 }
 
 /* Keeps a point every stride records; a full history drops every other
@@ -208,6 +231,14 @@ void detect_series_keep(detect_series *s, const tft_rec_tensor *t, bool finite)
         s->prev_v = t->stats.mean;
         s->have_prev = true;
     }
+}
+
+const detect_series *detect_initial(detect_rank *c, const detect_series *param)
+{
+    const detect_series *x = detect_find(c, param->name + 6);
+    if (x && x->first_step <= param->first_step)
+        return x;
+    return param->param.initial ? param : NULL;
 }
 
 const detect_series *detect_first_nonfinite(const detect_rank *c)

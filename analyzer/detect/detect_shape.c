@@ -8,27 +8,106 @@
  */
 #include "detect_rules_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char CAUSE_SHAPE[] =
     "a short last batch, a truncation or padding length that depends on the batch, or a cast left in one path";
 
-/* Shape and dtype against the series' current ones (its first record's at
- * the first). */
-void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+static bool is_eval_input(const detect_series *s)
 {
-    bool changed = s->nrec > 1 && (s->shape_change.dtype != t->dtype || s->shape_change.ndim != t->ndim ||
-                                   memcmp(s->shape_change.shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
-    if (changed && !s->shape_change.fired) {
-        char a[96], b[96];
+    return s->eval && (!strncmp(s->name, "input.", 6) || !strncmp(s->name, "input[", 6));
+}
+
+/* The dimension where a and b differ when it is the only one, -1 else. */
+static int one_dim(const int64_t *a, int na, const int64_t *b, int nb)
+{
+    int d = -1;
+    if (na != nb)
+        return -1;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i]) {
+            if (d >= 0)
+                return -1;
+            d = i;
+        }
+    return d;
+}
+
+/* An input's change: kept for detect_shape_finish (whether the run ended
+ * there decides), and what the rank's inputs vary in. */
+static void input_change(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step)
+{
+    if (c->shapes.data_step != step)
+        c->shapes.steps++;
+    c->shapes.data_step = step;
+    bool dt = s->shape_change.dtype != t->dtype;
+    if (!s->shape_change.fired) {
+        char a[64], b[64];
         detect_shape_text(s->shape_change.shape, s->shape_change.ndim, a, sizeof(a));
         detect_shape_text(t->shape, t->ndim, b, sizeof(b));
-        bool dt = s->shape_change.dtype != t->dtype;
-        detect_add(c, dt ? "dtype-change" : "shape-change", DETECT_ERROR, step, s, NULL, 0, 0, CAUSE_SHAPE,
-                   "%s was %s %s for steps %lld..%lld and %s %s at step %lld", s->name, a,
-                   tft_dtype_name(s->shape_change.dtype), (long long)s->shape_change.since,
-                   (long long)s->shape_change.until, b, tft_dtype_name(t->dtype), (long long)step);
+        snprintf(s->shape_change.was, sizeof(s->shape_change.was), "%s %s for steps %lld..%lld", a,
+                 tft_dtype_name(s->shape_change.dtype), (long long)s->shape_change.since,
+                 (long long)s->shape_change.until);
+        snprintf(s->shape_change.now, sizeof(s->shape_change.now), "%s %s", b, tft_dtype_name(t->dtype));
         s->shape_change.fired = true;
+        s->shape_change.first = step;
+    }
+    s->shape_change.dt |= dt;
+    s->shape_change.last = step;
+    int si = (int)(s - c->s) + 1;
+    if (!c->shapes.vary && !dt) {
+        c->shapes.vary = si;
+        c->shapes.dim = one_dim(s->shape_change.shape, s->shape_change.ndim, t->shape, t->ndim);
+        if (c->shapes.dim >= 0) {
+            int64_t x = s->shape_change.shape[c->shapes.dim], y = t->shape[c->shapes.dim];
+            c->shapes.lo = x < y ? x : y;
+            c->shapes.hi = x < y ? y : x;
+        }
+    } else if (c->shapes.vary == si && c->shapes.dim >= 0 && c->shapes.dim < t->ndim) {
+        int64_t y = t->shape[c->shapes.dim];
+        c->shapes.lo = y < c->shapes.lo ? y : c->shapes.lo;
+        c->shapes.hi = y > c->shapes.hi ? y : c->shapes.hi;
+    }
+}
+
+/* Shape and dtype against the series' current ones (its first record's at
+ * the first). A model input's change is judged at finish; another tensor's
+ * change at a step where an input changed too follows the input (dynamic
+ * padding, a short last batch, a validation batch of another size); one
+ * where none did is reported (once per rank, the others counted). */
+void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
+{
+    (void)finite;
+    bool changed = s->nrec > 1 && (s->shape_change.dtype != t->dtype || s->shape_change.ndim != t->ndim ||
+                                   memcmp(s->shape_change.shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
+    if (changed) {
+        if (s->cls & DETECT_C_INPUT) {
+            input_change(c, s, t, step);
+        } else if (is_eval_input(s)) {
+            c->shapes.eval_step = step;
+        } else if ((s->eval ? c->shapes.eval_step : c->shapes.data_step) == step &&
+                   s->shape_change.dtype == t->dtype) {
+            c->shapes.explained++;
+        } else if (s->shape_change.fired) {
+        } else if (c->shapes.fi >= 0) {
+            c->shapes.more++;
+            s->shape_change.fired = true;
+        } else {
+            char a[96], b[96];
+            detect_shape_text(s->shape_change.shape, s->shape_change.ndim, a, sizeof(a));
+            detect_shape_text(t->shape, t->ndim, b, sizeof(b));
+            bool dt = s->shape_change.dtype != t->dtype;
+            c->shapes.fi = c->nf;
+            detect_add(c, dt ? "dtype-change" : "shape-change", DETECT_ERROR, step, s, NULL, 0, 0, CAUSE_SHAPE,
+                       "%s%s was %s %s for steps %lld..%lld and %s %s at step %lld, where no model input changed",
+                       s->name, s->eval ? " (eval)" : "", a, tft_dtype_name(s->shape_change.dtype),
+                       (long long)s->shape_change.since, (long long)s->shape_change.until, b,
+                       tft_dtype_name(t->dtype), (long long)step);
+            s->shape_change.fired = true;
+        }
+    } else if (s->nrec == 1 && is_eval_input(s) && s->eval) {
+        c->shapes.eval_step = step; /* an eval forward's first input: its activations start here */
     }
     if (changed || s->nrec == 1) {
         s->shape_change.dtype = t->dtype;
@@ -37,6 +116,51 @@ void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         s->shape_change.since = step;
     }
     s->shape_change.until = step;
+}
+
+/* The inputs' changes: one at the step where the run then crashed is the
+ * cause named (error); a dtype change otherwise a warning; shapes that
+ * vary from batch to batch a note, once per rank. */
+void detect_shape_finish(detect_rank *c)
+{
+    bool crashed = detect_crashed(c) || !c->end.exited;
+    bool said_vary = false;
+    char what[420] = "";
+    if (detect_crashed(c))
+        detect_crash_text(c, what, sizeof(what));
+    for (int i = 0; i < c->ns; i++) {
+        detect_series *s = &c->s[i];
+        if (!(s->cls & DETECT_C_INPUT) || !s->shape_change.fired)
+            continue;
+        bool at_end = crashed && s->shape_change.last >= c->end.last_step;
+        if (!at_end && !s->shape_change.dt)
+            continue;
+        bool dt = s->shape_change.dt;
+        int64_t step = at_end ? s->shape_change.last : s->shape_change.first;
+        detect_add(c, dt ? "dtype-change" : "shape-change", at_end ? DETECT_ERROR : DETECT_WARNING, step, s, NULL, 0,
+                   0, CAUSE_SHAPE, "%s was %s and %s at step %lld%s%s", s->name, s->shape_change.was,
+                   s->shape_change.now, (long long)s->shape_change.first,
+                   at_end ? (what[0] ? "; the run then " : "; the run ends at that step") : "", at_end ? what : "");
+        said_vary |= (int)(s - c->s) + 1 == c->shapes.vary;
+    }
+    if (c->shapes.vary && !said_vary) {
+        const detect_series *s = &c->s[c->shapes.vary - 1];
+        char how[96];
+        if (c->shapes.dim >= 0)
+            snprintf(how, sizeof(how), "its dimension %d varies from batch to batch: %lld..%lld", c->shapes.dim,
+                     (long long)c->shapes.lo, (long long)c->shapes.hi);
+        else
+            snprintf(how, sizeof(how), "its shape varies from batch to batch");
+        detect_add(c, "shape-varies", DETECT_INFO, s->shape_change.first, s, NULL, (double)c->shapes.steps, 0,
+                   "dynamic padding, a short last batch or variable-size samples (normal when meant)",
+                   "%s: %s (it changed at %llu steps, first at step %lld); %llu shape changes of other tensors "
+                   "follow it",
+                   s->name, how, (unsigned long long)c->shapes.steps, (long long)s->shape_change.first,
+                   (unsigned long long)c->shapes.explained);
+    }
+    if (c->shapes.fi >= 0 && c->shapes.more)
+        detect_note(c, c->shapes.fi, "; %llu other tensors changed shape where no input did",
+                    (unsigned long long)c->shapes.more);
 }
 
 static bool replicated(const char *name)
