@@ -51,8 +51,11 @@ typedef struct leak_finding {
 /* Finds allocation sites whose live bytes grow step after step in one rank
  * (live allocations at the end grouped by site); in a trace without steps,
  * allocation after allocation of the site until late in the run (see
- * leak_rules.c). Fills up to max leaks; returns how many, or a negative
- * errno. Same as leak_find_mem(r, rank, 0, out, max, NULL). */
+ * leak_rules.c). No rule of this file reports an allocator's own pool
+ * (CPython's arenas) or a rank whose process is a build tool the job ran
+ * (a compiler, a linker): leak_exempt.c says how they are told. Fills up
+ * to max leaks; returns how many, or a negative errno. Same as
+ * leak_find_mem(r, rank, 0, out, max, NULL). */
 int leak_find(tft_reader *r, int rank, leak_finding *out, int max);
 
 /* What one allocation site holds, over a rank and at its end. */
@@ -74,6 +77,8 @@ typedef struct leak_site_mem {
     uint64_t first_alloc;     /* ... and its index among the site's allocations */
     uint64_t first_pos, last_pos; /* record positions (1 = the rank's first record) of the oldest
                                * and the newest of its blocks live at the end */
+    bool pool;                /* an allocator's own pages (CPython's arenas, leak_exempt.c):
+                               * never a leak */
 } leak_site_mem;
 
 /* One rank's allocations as a whole, for comparing two traces. The caller
@@ -91,6 +96,9 @@ typedef struct leak_rank_mem {
     bool exit_known;          /* out: a PROCESS exit record was read (callers may fill it from
                                * the manifest when not) */
     int exit_code, exit_signal;
+    char process[16];         /* out: the name of the process's main thread, "" unknown */
+    bool helper;              /* out: the process is a build tool the job ran (a compiler, a
+                               * linker; leak_exempt.c): none of its sites is a leak */
 } leak_rank_mem;
 
 /* Single-trace at-exit rule (tfdump --check): a site holding at least
@@ -138,7 +146,8 @@ void leak_scan_free(leak_scan *x); /* NULL-safe */
  * LEAK_PEAK_MIN_EXTRA_BLOCKS and the ratio in blocks (kept during the
  * run, freed at teardown: an interpreter frees its objects at exit). A site
  * is reported once, by the first rule in that order, with the others'
- * fields filled. Sorts g->sites by name. Fills up to max leaks of rank
+ * fields filled. A pool site and a helper BAD (leak_rank_mem.helper) are
+ * never reported. Sorts g->sites by name. Fills up to max leaks of rank
  * `rank`; returns how many. */
 int leak_compare(leak_rank_mem *g, const leak_finding *gl, int ng, const leak_rank_mem *b,
                        const leak_finding *bl, int nb, int rank, leak_finding *out, int max);

@@ -3,6 +3,7 @@
  * allocation site's state, a live allocation, and the state of a scan of
  * one rank file (leak_scan). Files, lowest first (each calls only files
  * above it):
+ *   leak_exempt.c    what no rule reports: allocator pools, helper processes
  *   leak_scan.c      ALLOC/FREE records per site, growth streaks per step
  *                    and per allocation
  *   leak_mem.c       what every site holds at the end (leak_rank_mem)
@@ -54,6 +55,8 @@ typedef struct leak_site {
     bool thread_known;     /* the thread of an ALLOC of it was recorded ... */
     uint32_t thread;       /* ... its index */
     bool threads_many;     /* another recorded thread allocated here too */
+    uint64_t one_size;     /* the size of its first block ... */
+    bool sizes_mixed;      /* ... and whether another block had another size */
     /* at the end (leak_site_ends): its blocks still live */
     uint64_t end_max_block;
     uint64_t end_first_ts, end_first_alloc;
@@ -92,11 +95,23 @@ typedef struct leak_state {
     int64_t last_step;    /* the latest step seen, TFT_STEP_NONE before any */
     bool exit_known;      /* a PROCESS exit record was read */
     int exit_code, exit_signal;
+    char process[16];     /* the name of the process's main thread (its THREAD records: the
+                           * thread whose tid is the pid, else the first to record), "" none */
+    bool process_main;    /* process holds the main thread's name, not the first thread's */
 } leak_state;
 
 struct leak_scan {
     leak_state s;
 };
+
+/* ---- leak_exempt.c ---- */
+
+/* The site is an allocator's own source of pages (CPython's arenas): no
+ * rule reports it. Reads the site's name, sizes and allocations. */
+bool leak_site_is_pool(const leak_site *st);
+/* comm, a process's main thread's name, is a build tool's (a compiler, an
+ * assembler, a linker): nothing of that process is reported. */
+bool leak_process_is_helper(const char *comm);
 
 /* ---- leak_scan.c ---- */
 

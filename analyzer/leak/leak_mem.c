@@ -3,8 +3,9 @@
  * traces): its blocks still live summed up (bytes, count, the largest
  * block, the oldest block's time, step and record position), and the most
  * the site ever held (its peak, in bytes and in blocks, and whether one
- * thread made all its allocations). leak_rules.c's at-exit rule reads the
- * sites; leak_rank_mem carries them to leak_compare.
+ * thread made all its allocations), whether it is an allocator's pool and
+ * whether the process is a helper (leak_exempt.c). leak_rules.c's at-exit
+ * rule reads the sites; leak_rank_mem carries them to leak_compare.
  */
 #include "leak_internal.h"
 
@@ -88,6 +89,7 @@ void leak_fill_mem(leak_state *s, tft_reader *r, leak_rank_mem *mem)
             m->peak_allocs = st->peak_allocs;
             m->one_thread = !st->threads_many;
             m->max_block = st->end_max_block;
+            m->pool = leak_site_is_pool(st);
             m->first_step = TFT_STEP_NONE;
             if (st->live_allocs) {
                 m->first_ns = st->end_first_ts > start ? st->end_first_ts - start : 0;
@@ -108,4 +110,6 @@ void leak_fill_mem(leak_state *s, tft_reader *r, leak_rank_mem *mem)
     mem->exit_known = s->exit_known;
     mem->exit_code = s->exit_code;
     mem->exit_signal = s->exit_signal;
+    snprintf(mem->process, sizeof(mem->process), "%s", s->process);
+    mem->helper = leak_process_is_helper(s->process);
 }

@@ -29,6 +29,9 @@
  *   nothing else — the case the growth rule cannot tell from a table
  *   filled at start — at the price of flagging a program that keeps that
  *   much, from one site, to its end (see docs/INTERPOSE.md).
+ *
+ * No rule reports an allocator's own pool (CPython's arenas) or anything
+ * of a helper process (a compiler the job ran): leak_exempt.c.
  */
 #include "leak_internal.h"
 
@@ -99,13 +102,17 @@ static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_byt
     bool stepless = s->steps_seen == 0;
     uint64_t start = leak_rank_start(s, r);
     int n = 0;
+    if (leak_process_is_helper(s->process))
+        return 0;
     for (size_t k = 0; k < s->nsites && n < max; k++) {
         leak_site *st = &s->sites[k];
+        leak_site_name(st, r);
+        if (leak_site_is_pool(st))
+            continue;
         bool growth = stepless ? leaks_per_alloc(st, s->pos)
                                : st->st.on && st->st.steps - st->st.flat >= need && st->live_bytes > st->st.base;
         if (!growth && !leaks_at_exit(st, exit_min_bytes, s->pos))
             continue;
-        leak_site_name(st, r);
         leak_finding *l = &out[n++];
         fill_common(l, rank, st, start);
         if (!growth) {

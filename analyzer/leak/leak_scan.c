@@ -18,6 +18,9 @@
  *   record positions (the step-less clock) where it started and where it
  *   last grew.
  *
+ * - the process's name, from its main thread's THREAD records, which
+ *   leak_exempt.c reads to tell a compiler from the job.
+ *
  * Memory: one entry per live allocation and one per site; nothing grows with
  * the number of steps. A FREE of an unknown pointer (allocated before
  * recording started, or its ALLOC lost with a damaged chunk) is ignored.
@@ -194,6 +197,10 @@ static int on_alloc(leak_state *s, const tft_reader *r, const tft_rec_alloc *a)
         st->thread_known = true;
         st->thread = ti.index;
     }
+    if (!st->allocs)
+        st->one_size = a->bytes;
+    else if (a->bytes != st->one_size)
+        st->sizes_mixed = true;
     alloc_event(st, s->pos);
     return 0;
 }
@@ -268,6 +275,24 @@ static void on_process(leak_state *s, const tft_rec *rec)
     s->exit_signal = p->signal;
 }
 
+/* The process's name: its main thread's (tid = pid), else the first
+ * recording thread's until the main thread records. */
+static void on_thread(leak_state *s, const tft_reader *r, const tft_rec *rec)
+{
+    if (rec->len < sizeof(tft_rec_thread) || s->process_main)
+        return;
+    const tft_rec_thread *t = (const tft_rec_thread *)rec;
+    const tft_file_info *fi = tft_reader_info(r);
+    bool main = fi && fi->pid > 0 && t->tid == fi->pid;
+    if (t->event != TFT_THREAD_SWITCH || !t->name || (!main && s->process[0]))
+        return;
+    const char *name = tft_reader_string(r, t->name);
+    if (!name)
+        return;
+    snprintf(s->process, sizeof(s->process), "%s", name);
+    s->process_main = main;
+}
+
 leak_scan *leak_scan_new(void)
 {
     leak_scan *x = calloc(1, sizeof(*x));
@@ -295,6 +320,8 @@ int leak_scan_record(leak_scan *x, tft_reader *r, const tft_rec *rec)
         return on_free(s, (const tft_rec_free *)rec);
     if (rec->kind == TFT_REC_PROCESS)
         on_process(s, rec);
+    if (rec->kind == TFT_REC_THREAD)
+        on_thread(s, r, rec);
     return 0;
 }
 
