@@ -28,9 +28,14 @@
  * arena's size (exactly 1 MiB or 256 KiB) is taken for the arena mapper;
  * CPython's other large blocks (lists, bytes, dict tables over 512 bytes,
  * from _PyObject_Malloc's fall-back to malloc) come from a site whose
- * sizes vary, and stay analysed. What is not a pool stays analysed too: a
- * leak of numpy arrays, of torch's CPU tensors or of big Python objects
- * (_PyObject_Malloc) is found as before.
+ * sizes vary, and stay analysed (a program whose only big Python objects
+ * are all of exactly 1 MiB would be missed). What is not a pool stays
+ * analysed too: a leak of numpy arrays, of torch's CPU tensors or of big
+ * Python objects (_PyObject_Malloc) is found as before. The risk of the
+ * names: a program's own function called mi_something or unix_mmap is
+ * taken for mimalloc's. Not listed, for want of a trace that shows them:
+ * the page sources of a preloaded jemalloc or tcmalloc, whose blocks the
+ * interposed malloc records already at the program's own sites.
  *
  * Helpers. A process of the job that only serves it — the C/C++ compiler
  * torch.compile's inductor runs (g++ and its cc1plus, as, collect2, ld),
