@@ -35,7 +35,7 @@ detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cm
     c->repeat.resume_tok_step = TFT_STEP_NONE;
     c->grad_spike.fi = c->update_ratio.fi = c->softmax.fi = c->layer_growth.fi = -1;
     c->shapes.data_step = c->shapes.eval_step = TFT_STEP_NONE;
-    c->shapes.fi = c->stuck.fi = -1;
+    c->shapes.fi = c->stuck.fi = c->zeroed.fi = -1;
     c->end.step = c->end.last_step = c->stuck.step = c->lr.low_step = TFT_STEP_NONE;
     c->clipscale.step = TFT_STEP_NONE;
     c->clipscale.gnorm = c->clipscale.scale = NAN;

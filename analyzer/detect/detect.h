@@ -78,7 +78,7 @@ typedef struct detect_opts {
                 .spike = 10, .growth = 4, .growth_steps = 8, .update_max = 0.25, .init_std = 10,    \
                 .absmax_growth = 100, .absmax_min = 1000, .collapse = 0.98, .softmax_max = 88.72,        \
                 .uniform = 0.05, .uniform_steps = 200, .layer_growth = 4, .pad_id = -1,   \
-                   .eval_far = 100})
+                   .eval_far = 10})
 
 /* Sets the threshold NAME (a field above) from "NAME=VALUE". Returns 0,
  * -EINVAL for an unknown name or a value that is not a number >= 0. */

@@ -99,6 +99,7 @@ void detect_tokens_finish(detect_rank *c)
 void detect_shift_step(detect_rank *c)
 {
     c->label_shift.have_tokens = false;
+    c->label_shift.labels_fp = 0;
 }
 
 /* This step's tokens (kept for targets) and targets equal to them (labels
@@ -111,7 +112,9 @@ void detect_shift_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         c->label_shift.have_tokens = true;
         c->label_shift.tokens_fp = t->stats.fingerprint;
         c->label_shift.tokens_numel = t->stats.numel;
-    } else if (c->label_shift.have_tokens && !detect_ends(s->name, "labels")) {
+    } else if (detect_ends(s->name, "labels")) {
+        c->label_shift.labels_fp = t->stats.fingerprint; /* (label-preshift: labels equal to the ids say nothing) */
+    } else if (c->label_shift.have_tokens) {
         /* (labels: Hugging Face's convention, labels = input_ids and the
          * model shifts them: label-preshift judges those) */
         c->label_shift.data_steps++;
@@ -313,7 +316,8 @@ void detect_input_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         return;
     const tft_stats *st = &t->stats;
     if (!strcmp(s->name, "input.labels.shifted")) {
-        if (st->numel == 1 && st->mean >= 0.9 && !s->param.zeroed && t->mode >= TFT_STATS_FULL) {
+        bool same = c->label_shift.have_tokens && c->label_shift.labels_fp == c->label_shift.tokens_fp;
+        if (st->numel == 1 && st->mean >= 0.9 && !same && !s->param.zeroed && t->mode >= TFT_STATS_FULL) {
             s->param.zeroed = true;
             detect_add(c, "label-preshift", DETECT_ERROR, step, s, "input.input_ids", st->mean, 0.9, CAUSE_PRESHIFT,
                        "at step %lld input.labels equals input.input_ids shifted left by one at %.1f%% of the "
@@ -323,7 +327,8 @@ void detect_input_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         return;
     }
     bool is_float = t->dtype == TFT_F32 || t->dtype == TFT_F64 || t->dtype == TFT_F16 || t->dtype == TFT_BF16;
-    if (is_float && st->numel > 1) {
+    /* float inputs and token ids (labels or masks may be all zero legitimately) */
+    if ((is_float || (s->cls & DETECT_C_TOKENS)) && st->numel > 1) {
         if (st->zero < st->numel) {
             s->param.nonzero = true;
         } else if (s->param.nonzero && !s->param.zeroed) {
@@ -337,7 +342,7 @@ void detect_input_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         return; /* the step's first input only */
     uint64_t fp = st->fingerprint ^ st->numel * 0x9E3779B97F4A7C15ull;
     if (c->stuck.step != TFT_STEP_NONE && step == c->stuck.step + 1 && fp == c->stuck.fp && c->stuck.si == (int)(s - c->s)) {
-        if (!c->stuck.fired && step - c->stuck.from + 1 >= 3) {
+        if (!c->stuck.fired && step - c->stuck.from + 1 >= 3 && !(st->zero == st->numel && s->param.zeroed)) {
             c->stuck.fired = true;
             c->stuck.fi = c->nf;
             c->stuck.run_from = c->stuck.from;

@@ -75,6 +75,19 @@ static double rms(const tft_stats *st)
     return st->numel ? st->l2 / sqrt((double)st->numel) : 0;
 }
 
+/* The RMS of training series tr at the last history point at or before
+ * step (the first point after it when none), from its L2 over the element
+ * count of its first record; 0 none. */
+static double rms_near(const detect_series *tr, int64_t step)
+{
+    if (!tr->hist || !tr->nh || !tr->first.numel)
+        return 0;
+    int k = 0;
+    for (int i = 0; i < tr->nh && tr->hist[i].step <= step; i++)
+        k = i;
+    return tr->hist[k].finite ? tr->hist[k].l2 / sqrt((double)tr->first.numel) : 0;
+}
+
 void detect_eval_finish(detect_rank *c)
 {
     if (c->evalfp.out_fp)
@@ -87,13 +100,13 @@ void detect_eval_finish(detect_rank *c)
         if (!ix)
             continue;
         const detect_series *tr = &c->s[*ix - 1];
-        double a = rms(&e->first), b = rms(&tr->first), k = c->o.eval_far;
+        double a = rms(&e->first), b = rms_near(tr, e->first_step), k = c->o.eval_far;
         if (tr->mode < TFT_STATS_FULL || !(a > 0) || !(b > 0) || !(k > 0) || (a / b <= k && b / a <= k))
             continue;
         detect_add(c, "eval-far", DETECT_WARNING, e->first_step, e, NULL, a / b, k, CAUSE_FAR,
-                   "%s's first eval output (step %lld) has an RMS of %.4g against %.4g for its first training "
-                   "output (step %lld): x%.3g",
-                   e->name, (long long)e->first_step, a, b, (long long)tr->first_step, a / b);
+                   "%s's first eval output (step %lld) has an RMS of %.4g against %.4g for its training output "
+                   "nearest that step: x%.3g",
+                   e->name, (long long)e->first_step, a, b, a / b);
         return; /* the first module the forward reaches */
     }
 }

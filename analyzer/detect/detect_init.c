@@ -23,15 +23,6 @@ static const detect_series *initial_of(detect_rank *c, const detect_series *p)
     return detect_initial(c, p);
 }
 
-/* An embedding table of a PyTorch model (its own first record is the
- * initial one): a position embedding or a class/mask token at zero is a
- * choice some models make (the token embedding added to it breaks the
- * symmetry), a note rather than an error. */
-static bool zero_is_choice(const detect_series *x)
-{
-    return !strncmp(x->name, "param.", 6) &&
-           (strstr(x->name, "emb") || strstr(x->name, "wpe") || strstr(x->name, "pos") || strstr(x->name, "token"));
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -50,7 +41,7 @@ void detect_init_finish(detect_rank *c)
             continue;
         const tft_stats *st = &x->first;
         if (st->zero == st->numel) {
-            detect_add(c, "init-zero", zero_is_choice(x) ? DETECT_INFO : DETECT_ERROR, x->first_step, x, NULL, 0, 0, CAUSE_ZERO,
+            detect_add(c, "init-zero", detect_zero_is_choice(x->name) ? DETECT_INFO : DETECT_ERROR, x->first_step, x, NULL, 0, 0, CAUSE_ZERO,
                        "%s is all zeros at step %lld (%llu elements)", x->name, (long long)x->first_step,
                        (unsigned long long)st->numel);
         } else if (st->min == st->max && !st->nan && !st->pinf && !st->ninf) {

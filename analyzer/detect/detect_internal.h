@@ -135,6 +135,7 @@ typedef struct detect_series {
         bool nonzero, zeroed;         /* a record held a nonzero value; param-zeroed has reported */
         int grad;                     /* index + 1 of the series grad.P, 0 none */
         bool grad_nonzero;            /* grad.P held a nonzero value */
+        double grad_rms;              /* grad.P's largest RMS (full mode) */
     } param;
     struct {                          /* grad-accum (detect_grad.c): the zero count over the steps */
         uint64_t first, prev, falls;
@@ -165,6 +166,7 @@ struct detect_rank {
     struct {                          /* label-shift (detect_data.c) */
         bool have_tokens;             /* this step's tokens: */
         uint64_t tokens_fp, tokens_numel;
+        uint64_t labels_fp;           /* this step's labels (Hugging Face's name; label-preshift) */
         uint64_t steps, data_steps;   /* steps with targets == tokens; with both */
         int64_t first;                /* the first step with targets == tokens */
     } label_shift;
@@ -226,6 +228,10 @@ struct detect_rank {
         int code, sig;
         int64_t last_step;            /* the last step of any tensor record */
     } end;
+    struct {                          /* param-zeroed (detect_params.c): one finding per rank */
+        int fi;                       /* -1 none */
+        uint64_t more;
+    } zeroed;
     bool optim_seen;                  /* an optimizer step began (an lr record): later param.* are updates */
     struct {                          /* clip-scaled (detect_run.c): this step's sums */
         int64_t step;
@@ -288,6 +294,10 @@ void detect_series_free_hist(detect_rank *c);
 
 /* The series named exactly name (of training-mode records), NULL none. */
 detect_series *detect_find(detect_rank *c, const char *name);
+/* Whether an all-zero start is a choice for this parameter: a PyTorch
+ * embedding table (emb, wpe, pos, token in its name: a position embedding,
+ * a class token), where zeros are a note. */
+bool detect_zero_is_choice(const char *name);
 /* The record a parameter param.P starts from: tftrain's P recorded before
  * the first step, else param.P's own first record when it came before any
  * optimizer step (tftrace --torch's first forward); NULL none. */

@@ -16,6 +16,7 @@
  */
 #include "detect_rules_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,18 @@ void detect_param_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
     if (s->nrec == 1) {
         s->param.initial = !c->optim_seen;
         s->param.frozen0 = s->param.frozen = nograd;
+        if (!s->param.initial && healthy && t->ndim >= 2 && t->stats.numel > 1 && t->stats.zero == t->stats.numel &&
+            !detect_zero_is_choice(s->name)) {
+            s->param.zeroed = true; /* a model made or loaded during training, with nothing in it */
+            if (c->zeroed.fi >= 0) {
+                c->zeroed.more++;
+            } else {
+                c->zeroed.fi = c->nf;
+                detect_add(c, "param-zeroed", DETECT_ERROR, step, s, NULL, (double)t->stats.numel, 0, CAUSE_ZEROED,
+                           "%s is all zeros (%llu elements) at its first record, step %lld, after training began",
+                           s->name, (unsigned long long)t->stats.numel, (long long)step);
+            }
+        }
     } else if (healthy && t->stats.fingerprint != s->param.fp) {
         s->param.changes++;
         if (s->param.change_step == TFT_STEP_NONE)
@@ -75,6 +88,11 @@ void detect_param_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         s->param.nonzero = true;
     } else if (s->param.nonzero && !s->param.zeroed) {
         s->param.zeroed = true;
+        if (c->zeroed.fi >= 0) {
+            c->zeroed.more++;
+            return;
+        }
+        c->zeroed.fi = c->nf;
         detect_add(c, "param-zeroed", DETECT_ERROR, step, s, NULL, (double)t->stats.numel, 0, CAUSE_ZEROED,
                    "%s held nonzero values and is all zeros (%llu elements) at step %lld", s->name,
                    (unsigned long long)t->stats.numel, (long long)step);
@@ -92,20 +110,26 @@ void detect_pgrad_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
         if (p)
             p->param.grad = (int)(s - c->s) + 1;
     }
-    if (s->param.grad && t->mode >= TFT_STATS_HEALTH && (t->stats.zero < t->stats.numel || t->stats.nan))
-        c->s[s->param.grad - 1].param.grad_nonzero = true;
+    if (!s->param.grad || t->mode < TFT_STATS_HEALTH)
+        return;
+    detect_series *p = &c->s[s->param.grad - 1];
+    if (t->stats.zero < t->stats.numel || t->stats.nan)
+        p->param.grad_nonzero = true;
+    double rms = t->stats.numel ? t->stats.l2 / sqrt((double)t->stats.numel) : 0;
+    if (t->mode >= TFT_STATS_FULL && rms > p->param.grad_rms)
+        p->param.grad_rms = rms;
 }
 
 /* A list of up to three names of the parameters that qualify, "a, b, c
  * and N more". */
-static void name_list(detect_rank *c, bool (*which)(const detect_series *), char *buf, size_t n)
+static void name_list(detect_rank *c, bool (*which)(const detect_rank *, const detect_series *), char *buf, size_t n)
 {
     size_t k = 0;
     int shown = 0, more = 0;
     buf[0] = 0;
     for (int i = 0; i < c->ns; i++) {
         const detect_series *p = &c->s[i];
-        if (!(p->cls & DETECT_C_PARAM) || p->eval || !which(p))
+        if (!(p->cls & DETECT_C_PARAM) || p->eval || !which(c, p))
             continue;
         if (shown < 3 && k < n) {
             k += (size_t)snprintf(buf + k, n - k, "%s%s", shown ? ", " : "", p->name + 6);
@@ -118,34 +142,44 @@ static void name_list(detect_rank *c, bool (*which)(const detect_series *), char
         snprintf(buf + k, n - k, " and %d more", more);
 }
 
-static bool in_optimizer(const detect_series *p)
+static bool in_optimizer(const detect_rank *c, const detect_series *p)
 {
+    (void)c;
     return p->param.after_step > 0;
 }
-static bool unchanged(const detect_series *p)
+static bool unchanged(const detect_rank *c, const detect_series *p)
 {
-    return in_optimizer(p) && !p->param.changes;
+    return in_optimizer(c, p) && !p->param.changes;
 }
-static bool starved(const detect_series *p) /* requires grad, in the optimizer, never a nonzero gradient */
+static bool starved(const detect_rank *c, const detect_series *p) /* requires grad, in the optimizer, never a nonzero gradient */
 {
-    return in_optimizer(p) && !p->param.frozen && !p->param.frozen0 && !p->param.grad_nonzero;
+    return in_optimizer(c, p) && !p->param.frozen && !p->param.frozen0 && !p->param.grad_nonzero;
 }
-static bool stuck_with_grad(const detect_series *p)
+/* Unchanged while its gradient was large enough to move it: lr times the
+ * largest gradient RMS at least 1e-5 of the parameter's RMS (about a
+ * hundred float32 ulps: an SGD step that size changes the bits; a conv bias
+ * before a BatchNorm gets gradients near 1e-9 and legitimately stays). */
+static bool stuck_with_grad(const detect_rank *c, const detect_series *p)
 {
-    return unchanged(p) && p->param.grad_nonzero;
+    double prms = p->first.numel ? p->first.l2 / sqrt((double)p->first.numel) : 0;
+    return unchanged(c, p) && p->param.grad_nonzero && !(c->lr.max * p->param.grad_rms < 1e-5 * prms);
 }
-static bool frozen_changed(const detect_series *p)
+static bool frozen_changed(const detect_rank *c, const detect_series *p)
 {
+    (void)c;
     return p->param.frozen_step != TFT_STEP_NONE;
 }
-static bool unfrozen_trained(const detect_series *p)
+static bool unfrozen_trained(const detect_rank *c, const detect_series *p)
 {
+    (void)c;
     return p->param.frozen0 && !p->param.frozen && p->param.frozen_step == TFT_STEP_NONE &&
            p->param.change_step != TFT_STEP_NONE;
 }
 
 void detect_params_finish(detect_rank *c)
 {
+    if (c->zeroed.fi >= 0 && c->zeroed.more)
+        detect_note(c, c->zeroed.fi, "; %llu other parameters are all zeros too", (unsigned long long)c->zeroed.more);
     int k = 0, changed = 0, nograd = 0, withgrad = 0, stuck = 0, fz = 0, unfz = 0;
     uint64_t updates = 0;
     const detect_series *first_fz = NULL, *first_unfz = NULL, *any = NULL;
@@ -153,18 +187,18 @@ void detect_params_finish(detect_rank *c)
         const detect_series *p = &c->s[i];
         if (!(p->cls & DETECT_C_PARAM) || p->eval)
             continue;
-        if (frozen_changed(p) && !fz++)
+        if (frozen_changed(c, p) && !fz++)
             first_fz = p;
-        if (unfrozen_trained(p) && !unfz++)
+        if (unfrozen_trained(c, p) && !unfz++)
             first_unfz = p;
-        if (!in_optimizer(p))
+        if (!in_optimizer(c, p))
             continue;
         any = any ? any : p;
         k++;
         changed += p->param.changes > 0;
-        nograd += starved(p);
+        nograd += starved(c, p);
         withgrad += p->param.grad_nonzero;
-        stuck += stuck_with_grad(p);
+        stuck += stuck_with_grad(c, p);
         updates = p->param.after_step > updates ? p->param.after_step : updates;
     }
     char names[200];
@@ -183,7 +217,7 @@ void detect_params_finish(detect_rank *c)
                    stuck, k, (unsigned long long)updates, names, changed);
     }
     if (nograd && withgrad) {
-        bool most = 2 * nograd >= k;
+        bool most = 4 * nograd >= k; /* a quarter or more: the graph is cut (a few unused heads are a note) */
         name_list(c, starved, names, sizeof(names));
         detect_add(c, "no-grad", most ? DETECT_ERROR : DETECT_INFO, any->first_step, NULL, NULL, (double)nograd,
                    (double)k, CAUSE_NOGRAD,

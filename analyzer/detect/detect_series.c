@@ -233,6 +233,11 @@ void detect_series_keep(detect_series *s, const tft_rec_tensor *t, bool finite)
     }
 }
 
+bool detect_zero_is_choice(const char *n)
+{
+    return !strncmp(n, "param.", 6) && (strstr(n, "emb") || strstr(n, "wpe") || strstr(n, "pos") || strstr(n, "token"));
+}
+
 const detect_series *detect_initial(detect_rank *c, const detect_series *param)
 {
     const detect_series *x = detect_find(c, param->name + 6);

@@ -28,9 +28,9 @@ import inspect
 import torch
 
 from .. import _lib
-from . import tensors
+from . import init_count, tensors
 
-_NO_GRAD = 0x8  # the TENSOR flag (tft_types.h)
+_TRAIN, _EVAL, _NO_GRAD = 0x2, 0x4, 0x8  # the TENSOR flags (tft_types.h)
 
 
 def _param_names(module, cache={}):  # noqa: B006 (a cache by forward's code)
@@ -60,14 +60,40 @@ class ModelState:
         self.lib = _lib.lib()
 
     def inputs(self, root, name, args, kwargs):
-        """Records root's forward arguments (before its forward)."""
+        """Records root's forward arguments (before its forward), in its
+        context (training or eval mode, gradient recording on or off: the
+        TENSOR flags, so a validation batch is not taken for a training one),
+        and, when it is given both input_ids and labels (Hugging Face's
+        convention), the share of positions where the labels equal the next
+        input id: ``input.labels.shifted`` (1.0: labels shifted already)."""
         prefix = "input" if name == "model" else name + ".input"
         named = _param_names(root)
-        for i, a in enumerate(args):
-            label = "%s.%s" % (prefix, named[i]) if i < len(named) else "%s[%d]" % (prefix, i)
-            self._leaves(a, label)
-        for k, v in (kwargs or {}).items():
-            self._leaves(v, "%s.%s" % (prefix, k))
+        flags = (_TRAIN if root.training else _EVAL) | (0 if torch.is_grad_enabled() else _NO_GRAD)
+        self.lib.tft_tensor_context(flags)
+        try:
+            by_name = {}
+            for i, a in enumerate(args):
+                label = "%s.%s" % (prefix, named[i]) if i < len(named) else "%s[%d]" % (prefix, i)
+                self._leaves(a, label)
+                if i < len(named):
+                    by_name[named[i]] = a
+            for k, v in (kwargs or {}).items():
+                self._leaves(v, "%s.%s" % (prefix, k))
+                by_name[k] = v
+            self._label_shift(by_name.get("labels"), by_name.get("input_ids"), prefix)
+        finally:
+            self.lib.tft_tensor_context(0)
+
+    @staticmethod
+    def _label_shift(labels, ids, prefix):
+        if not (isinstance(labels, torch.Tensor) and isinstance(ids, torch.Tensor)):
+            return
+        if (labels.shape != ids.shape or labels.dim() < 1 or labels.shape[-1] < 2 or labels.is_floating_point()
+                or ids.is_floating_point() or labels.device != ids.device or labels.layout is not torch.strided):
+            return
+        with torch.no_grad():
+            share = (labels[..., :-1] == ids[..., 1:]).float().mean()
+        tensors.record(prefix + ".labels.shifted", share)
 
     def _leaves(self, obj, label):
         if isinstance(obj, torch.Tensor):
@@ -93,6 +119,10 @@ class ModelState:
             self.grads[p] = rg
             if seen is not None or before_training:
                 self._record(("param.%s.%s" % (name, pn)), p, 0 if rg else _NO_GRAD)
+            if before_training and seen is None:
+                n = init_count.take(p)
+                if n >= 2:
+                    tensors.record_scalar("init.count.%s.%s" % (name, pn), n)
         if first:
             self.buffers(root, name, record=before_training)
 
@@ -120,6 +150,7 @@ class ModelState:
     def after_step(self):
         """After an optimizer step: the buffers that changed."""
         self.trained = True
+        init_count.training_began()
         for ref, name in list(self.roots.d.values()):
             root = ref()
             if root is not None:

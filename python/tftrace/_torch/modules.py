@@ -665,8 +665,9 @@ def install(names):
         optimizer.register_optimizer_step_post_hook(unseen(orc.post)),
     ]
     _wrap_backward()
-    from . import amp
+    from . import amp, init_count
     amp.install()
+    init_count.install()
     return handles
 
 
