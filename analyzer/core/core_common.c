@@ -106,3 +106,15 @@ bool core_manifest_rank_exit(const tft_manifest *m, int rank, int *code, int *si
     }
     return false;
 }
+
+bool core_mask_inf(const char *name, const tft_stats *st)
+{
+    if (!name || !st->ninf || st->nan || st->pinf)
+        return false;
+    static const char *const ops[] = {"masked_fill", "aten.where", "aten.full", "aten.fill", "aten.triu",
+                                      "aten.tril", "mask"};
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (strstr(name, ops[i]))
+            return true;
+    return false;
+}

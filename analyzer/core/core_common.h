@@ -30,6 +30,13 @@ bool core_manifest_exit(const tft_manifest *m, int *code, int *sig);
  * with a known exit; false, both untouched, when there is none. */
 bool core_manifest_rank_exit(const tft_manifest *m, int rank, int *code, int *sig);
 
+/* Whether a tensor's non-finite values are a mask's -inf, not a numerical
+ * fault: -inf only (no NaN, no +inf) in the output of a masking op
+ * (masked_fill, where, full, fill, triu, tril: `--torch ops` names them
+ * `model.attn:aten.masked_fill`) or a tensor named like a mask. The first
+ * non-finite value and the detectors pass over these. */
+bool core_mask_inf(const char *name, const tft_stats *st);
+
 /* Whether name is a rank file's, "rank-*.tft" (the names tft_trace_open reads). */
 bool core_rank_file_name(const char *name);
 

@@ -22,6 +22,7 @@
  * time.
  */
 #include "core_spill.h"
+#include "core_common.h"
 #include "core_clock.h"
 #include "tft_u64map.h"
 
@@ -240,6 +241,8 @@ static void ex_nonfinite(extractor *x, const tft_rec_tensor *t)
     if (nf->found || t->mode < TFT_STATS_HEALTH || t->stats.nan + t->stats.pinf + t->stats.ninf == 0)
         return;
     const char *name = tft_reader_string(x->r, t->name);
+    if (core_mask_inf(name, &t->stats))
+        return; /* a causal mask's -inf (masked_fill) */
     *nf = (core_spill_nonfinite){true, x->pstep, x->pseq, t->h.step, t->h.seq, t->stats.nan,
                                  t->stats.pinf + t->stats.ninf, ""};
     if (name)

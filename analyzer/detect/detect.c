@@ -9,6 +9,7 @@
  * counts are impossible: u64).
  */
 #include "detect_rules_internal.h"
+#include "core_common.h"
 
 #include <errno.h>
 #include <math.h>
@@ -159,7 +160,7 @@ static int on_tensor(detect_rank *c, const tft_reader *r, const tft_rec_tensor *
         detect_eval_any(c, s, t);
     if (!s || s->last_step == step)
         return e;
-    bool finite = !t->stats.nan && !t->stats.pinf && !t->stats.ninf;
+    bool finite = (!t->stats.nan && !t->stats.pinf && !t->stats.ninf) || core_mask_inf(s->name, &t->stats);
     detect_series_count(s, t, step, finite);
     for (size_t i = 0; i < NRULES; i++)
         if (rules[i].record && (rules[i].match == DETECT_ANY || (s->cls & rules[i].match)))

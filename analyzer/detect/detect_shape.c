@@ -79,8 +79,9 @@ static void input_change(detect_rank *c, detect_series *s, const tft_rec_tensor 
 void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     (void)finite;
-    if (!strcmp(s->name, "input"))
-        return; /* --torch ops: the leaf inputs of ops, many tensors under one name */
+    if (!strcmp(s->name, "input") || strstr(s->name, "aten."))
+        return; /* --torch ops: an op's name (and "input", the leaf inputs of ops) is many call sites, not one
+                   tensor: the module outputs around them carry the shapes */
     bool changed = s->nrec > 1 && (s->shape_change.dtype != t->dtype || s->shape_change.ndim != t->ndim ||
                                    memcmp(s->shape_change.shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
     if (changed) {
