@@ -38,7 +38,7 @@ detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cm
     c->shapes.data_step = c->shapes.eval_step = TFT_STEP_NONE;
     c->shapes.fi = c->stuck.fi = c->zeroed.fi = -1;
     c->end.step = c->end.last_step = c->stuck.step = c->lr.low_step = TFT_STEP_NONE;
-    c->clipscale.step = TFT_STEP_NONE;
+    c->clipscale.step = c->lr_step = TFT_STEP_NONE;
     c->clipscale.gnorm = c->clipscale.scale = NAN;
     tft_u64map_init(&c->evalfp.seen, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = DETECT_FP_MAX});
     return c;
@@ -158,6 +158,8 @@ static int on_tensor(detect_rank *c, const tft_reader *r, const tft_rec_tensor *
     c->end.last_step = step;
     if (eval) /* every eval record, not only a name's first in the step (eval-nondet) */
         detect_eval_any(c, s, t);
+    if (s && s->last_step == step && (s->cls & DETECT_C_PARAM))
+        detect_param_record(c, s, t, step, !t->stats.nan && !t->stats.pinf && !t->stats.ninf);
     if (!s || s->last_step == step)
         return e;
     bool finite = (!t->stats.nan && !t->stats.pinf && !t->stats.ninf) || core_mask_inf(s->name, &t->stats);

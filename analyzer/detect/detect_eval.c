@@ -48,7 +48,8 @@ static void eval_close(detect_rank *c)
     c->evalfp.fired = true;
     const detect_series *s = c->evalfp.out_si ? &c->s[c->evalfp.out_si - 1] : NULL;
     detect_add(c, "eval-nondet", DETECT_ERROR, c->evalfp.step, s, NULL, 0, 0, CAUSE_NONDET,
-               "in eval mode, two forwards at step %lld with bit-identical inputs give different outputs (%s)",
+               "in eval mode, two forwards at step %lld with bit-identical inputs give different outputs (their last "
+               "output, %s)",
                (long long)c->evalfp.step, s ? s->name : "the last output");
 }
 

@@ -124,6 +124,7 @@ typedef struct detect_series {
         int base;                     /* index + 1 of the layer-0 series of the same name; 0 unknown, -1 none */
     } layer_growth;
     struct {                          /* the parameter rules (detect_params.c), param.* only */
+        bool seen;                    /* a record was judged */
         bool initial;                 /* its first record is the value training starts from (before any
                                          optimizer step of the rank: tftrace --torch's first forward) */
         bool frozen0, frozen;         /* its first, its last record carried NO_GRAD (requires_grad off) */
@@ -232,6 +233,7 @@ struct detect_rank {
         int fi;                       /* -1 none */
         uint64_t more;
     } zeroed;
+    int64_t lr_step;                  /* the step of the last lr record (param.* after it are updates) */
     bool optim_seen;                  /* an optimizer step began (an lr record): later param.* are updates */
     struct {                          /* clip-scaled (detect_run.c): this step's sums */
         int64_t step;

@@ -50,13 +50,20 @@ static detect_series *param_of(detect_rank *c, const detect_series *g)
     return detect_find(c, n);
 }
 
+/* Every record of a parameter, not only its first in the step (the
+ * dispatcher calls it for the others too: a forward's record of a changed
+ * requires_grad and the optimizer's output can share a step). */
 void detect_param_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t, int64_t step, bool finite)
 {
     (void)finite;
     bool healthy = t->mode >= TFT_STATS_HEALTH;
     bool nograd = (t->h.flags & TFT_TENSOR_NO_GRAD) != 0;
-    bool update = t->h.seq != TFT_SEQ_NONE; /* an output of the optimizer's step op */
-    if (s->nrec == 1) {
+    /* after this step's lr record: an output of the optimizer's step (its
+     * pre-hook records lr); before it, a forward's record (the first one, or
+     * requires_grad changed) */
+    bool update = c->lr_step == step;
+    if (!s->param.seen) {
+        s->param.seen = true;
         s->param.initial = !c->optim_seen;
         s->param.frozen0 = s->param.frozen = nograd;
         if (!s->param.initial && healthy && t->ndim >= 2 && t->stats.numel > 1 && t->stats.zero == t->stats.numel &&
@@ -221,7 +228,8 @@ void detect_params_finish(detect_rank *c)
         name_list(c, starved, names, sizeof(names));
         detect_add(c, "no-grad", most ? DETECT_ERROR : DETECT_INFO, any->first_step, NULL, NULL, (double)nograd,
                    (double)k, CAUSE_NOGRAD,
-                   "%d of the optimizer's %d parameters require grad but never receive a gradient (%s), while %d do",
+                   "%d of the optimizer's %d parameters require grad but never receive a nonzero gradient (%s), while %d "
+                   "do",
                    nograd, k, names, withgrad);
     }
     if (fz) {

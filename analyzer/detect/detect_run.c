@@ -130,6 +130,7 @@ void detect_run_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t
             c->clipscale.scale = t->stats.mean;
     } else if (!s->eval && !strcmp(s->name, "lr")) {
         c->optim_seen = true;
+        c->lr_step = step;
         if (!full || t->stats.numel != 1)
             return;
         double v = t->stats.mean;

@@ -26,7 +26,7 @@ ZOO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "check", "z
 BUGS = {
     "opt-frozen-only": ["opt-noop"],
     "opt-wrong-group": ["opt-partial"],
-    "frozen-trains": ["frozen-update"],
+    "frozen-trains": ["frozen-trains"],
     "reinit-many": ["init-repeat"],
     "init-zero": ["init-zero"],
     "eval-dropout": ["eval-nondet"],
