@@ -83,8 +83,9 @@ for step in range(2):
 
 
 def test_mode(tools, scratch):
-    """Each module output says its module's mode and whether grad was on
-    (TENSOR flags, FORMAT.md §5.4); other records say nothing."""
+    """Each module output and the root's inputs say the module's mode and
+    whether grad was on (TENSOR flags, FORMAT.md §5.4); other records say
+    nothing."""
     with open(os.path.join(scratch, "mode.py"), "w") as f:
         f.write(MODE_SCRIPT)
     sh([tools.tftrace, "-q", "-o", "mode.trace", "--torch", "--", tools.python, "mode.py"], cwd=scratch)
@@ -95,7 +96,11 @@ def test_mode(tools, scratch):
            ("model.0", False, False), ("model.1", False, False), ("model.2", False, False), ("model", False, False),
            ("model.0", True, True), ("model.1", False, True), ("model.2", False, True), ("model", False, True)]
     assert outs == one * 2, outs
-    others = [e for e in ev if not e["name"].startswith("model")]
+    # the root's inputs say its mode too (a validation batch is told from a
+    # training one); every other record says nothing
+    ins = [(e.get("training"), e.get("grad")) for e in ev if e["name"].startswith("input")]
+    assert ins == [(True, True), (False, False), (False, True)] * 2, ins
+    others = [e for e in ev if not e["name"].startswith(("model", "input"))]
     assert others and all("training" not in e and "grad" not in e for e in others), others[:3]
     text = sh([tools.tfdump, "--events", "--kind", "tensor", "mode.trace"], cwd=scratch)
     assert any(l.endswith(" eval no_grad") for l in text.splitlines()), text[:2000]
