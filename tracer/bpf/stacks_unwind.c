@@ -30,6 +30,7 @@ typedef struct proc_ctx {
     const struct tft_snap *cur;  /* the thread dwfl asks about */
     tft_thread_stack *st;        /* where cur's frames go */
     int memfd;                   /* /proc/PID/mem, -1 when it cannot be opened */
+    int from_return;             /* the walk starts at a return address (a PLT retry) */
     Dwfl *dwfl;
 } proc_ctx;
 
@@ -127,6 +128,10 @@ static int on_frame(Dwfl_Frame *state, void *arg)
         return DWARF_CB_ABORT;
     if (st->nframes >= TFT_STACK_MAX_FRAMES)
         return DWARF_CB_ABORT;
+    if (p->from_return) {        /* the retry's first pc is a return address */
+        activation = false;
+        p->from_return = 0;
+    }
     symbolise(p->dwfl, pc, activation, &st->frames[st->nframes]);
     st->frames[st->nframes].how = TFT_FRAME_CFI;
     st->nframes++;
@@ -174,6 +179,64 @@ static void scan_stack(proc_ctx *p)
     }
 }
 
+/* Where a PLT stub that pc is in keeps its caller's return address: the
+ * byte offset from the stack pointer, or -1 when pc is not in a .plt,
+ * .plt.sec or .plt.got section. libdw ends a walk that starts in a stub
+ * after that one frame, without an error: the stubs' CFI is an expression of
+ * rip (a lazy .plt entry has pushed its index from byte 11 on; the first
+ * entry is reached with the index pushed and pushes a second word at byte 6). */
+static int plt_return_slot(Dwfl *dwfl, uint64_t pc)
+{
+    Dwfl_Module *m = dwfl_addrmodule(dwfl, pc);
+    Dwarf_Addr bias = 0;
+    Elf *elf = m ? dwfl_module_getelf(m, &bias) : NULL;
+    size_t shstrndx;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return -1;
+    uint64_t a = pc - bias;
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || a < sh.sh_addr || a >= sh.sh_addr + sh.sh_size)
+            continue;
+        const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (!name || strncmp(name, ".plt", 4) != 0)
+            return -1;
+        if (strcmp(name, ".plt") != 0)       /* .plt.sec, .plt.got: one indirect jump */
+            return 0;
+        uint64_t off = a - sh.sh_addr;
+        if (off < 16)                         /* the first entry, index pushed */
+            return off < 6 ? 8 : 16;
+        return (off & 15) >= 11 ? 8 : 0;
+    }
+    return -1;
+}
+
+/* A walk that ended after frame 0 in a PLT stub goes on from the stub's
+ * return address, as if the stub had returned. */
+static void unwind_past_plt(proc_ctx *p, const struct tft_snap *s, tft_thread_stack *st)
+{
+    int slot = plt_return_slot(p->dwfl, s->regs[16]);
+    Dwarf_Word ret;
+    uint64_t sp = s->regs[7] + (uint64_t)(slot < 0 ? 0 : slot);
+    if (slot < 0 || !memory_read(p->dwfl, sp, &ret, p))
+        return;
+    struct tft_snap *r = malloc(sizeof *r);
+    if (!r)
+        return;
+    memcpy(r, s, sizeof *r);
+    r->regs[16] = ret;
+    r->regs[7] = sp + 8;
+    p->cur = r;
+    p->from_return = 1;
+    int rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, on_frame, p);
+    if (rc != 0 && !reached_bottom(st))
+        snprintf(st->note, sizeof st->note, "CFI unwinding stopped after %d frames: %s", st->nframes,
+                 dwfl_errmsg(-1));
+    p->from_return = 0;
+    p->cur = s;
+    free(r);
+}
+
 static void unwind_one(proc_ctx *p, const struct tft_snap *s, tft_thread_stack *st)
 {
     memset(st, 0, sizeof *st);
@@ -189,11 +252,15 @@ static void unwind_one(proc_ctx *p, const struct tft_snap *s, tft_thread_stack *
     p->cur = s;
     p->st = st;
     int rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, on_frame, p);
-    if (rc != 0 && !reached_bottom(st)) {
+    if (rc != 0 && !reached_bottom(st))
         snprintf(st->note, sizeof st->note, "CFI unwinding stopped after %d frames: %s", st->nframes,
                  dwfl_errmsg(-1));
-        scan_stack(p);
+    if (st->nframes == 1 && !reached_bottom(st)) {
+        st->note[0] = 0;
+        unwind_past_plt(p, s, st);
     }
+    if (st->note[0] && !reached_bottom(st))
+        scan_stack(p);
     p->cur = NULL;
 }
 
