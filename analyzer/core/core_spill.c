@@ -251,7 +251,7 @@ static void ex_nonfinite(extractor *x, const tft_rec_tensor *t)
         snprintf(nf->name, sizeof(nf->name), "%016llx", (unsigned long long)t->name);
 }
 
-/* desync_params.c's desync_on_param filter, within the rank. */
+/* desync_params.c's desync_on_param and desync_on_grad filter, within the rank. */
 static int ex_tensor(extractor *x, const tft_rec_tensor *t)
 {
     ex_nonfinite(x, t);
@@ -261,12 +261,21 @@ static int ex_tensor(extractor *x, const tft_rec_tensor *t)
     if (t->h.step == TFT_STEP_NONE || t->mode < TFT_STATS_HEALTH)
         return 0;
     const char *text = tft_reader_string(x->r, t->name);
+    if (text && !strncmp(text, "grad.", 5) && text[5]) {   /* keyed by its parameter's name */
+        char pname[512];
+        int n = snprintf(pname, sizeof(pname), "param.%s", text + 5);
+        if (n <= 0 || (size_t)n >= sizeof(pname))
+            return 0;
+        return ex_put(x, (spill_ent){.kind = SPILL_GRAD, .step = t->h.step, .fp = t->stats.fingerprint,
+                                     .name = tft_string_id(pname, (size_t)n)},
+                      NULL, 0, 0);
+    }
     if (!text || strncmp(text, "param.", 6) != 0)
         return 0;
     int e = ex_string(x, t->name);
     return e ? e
              : ex_put(x, (spill_ent){.kind = SPILL_PARAM, .step = t->h.step, .fp = t->stats.fingerprint,
-                                     .name = t->name},
+                                     .name = t->name, .has_fp = t->stats.zero == t->stats.numel},
                       NULL, 0, 0);
 }
 

@@ -76,15 +76,15 @@ uint64_t core_spill_bytes(const diff_spill *sp, int ri);
  * text, NUL-terminated, or (SPILL_CLOCK) the rank's core_clock_pair from
  * then on (core_clock.h), written when a CLOCK record changed it. 8-byte
  * aligned, len a multiple of 8. */
-enum { SPILL_COLL = 1, SPILL_COMM, SPILL_PARAM, SPILL_STR, SPILL_CLOCK };
+enum { SPILL_COLL = 1, SPILL_COMM, SPILL_PARAM, SPILL_STR, SPILL_CLOCK, SPILL_GRAD };
 typedef struct spill_ent {
     uint32_t len;             /* bytes, this header included */
     uint16_t kind;            /* SPILL_* */
-    uint16_t has_fp;          /* SPILL_COLL: fp holds the result's fingerprint */
+    uint16_t has_fp;          /* SPILL_COLL: fp holds the result's fingerprint; SPILL_PARAM: 1 when all zero */
     int64_t kstep, kseq;      /* merge key */
-    int64_t step;             /* SPILL_COLL: the record's step, else the rank's last; SPILL_PARAM: its step */
-    uint64_t fp;              /* SPILL_COLL (has_fp), SPILL_PARAM: fingerprint; SPILL_STR: text bytes */
-    uint64_t name;            /* SPILL_PARAM, SPILL_STR: string id */
+    int64_t step;             /* SPILL_COLL: the record's step, else the rank's last; SPILL_PARAM/GRAD: its step */
+    uint64_t fp;              /* SPILL_COLL (has_fp), SPILL_PARAM/GRAD: fingerprint; SPILL_STR: text bytes */
+    uint64_t name;            /* SPILL_PARAM, SPILL_STR: string id; SPILL_GRAD (grad.X): the id of param.X */
 } spill_ent;
 
 /* The extracts of every rank merged by (key, rank file index). next gives

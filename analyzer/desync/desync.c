@@ -203,6 +203,11 @@ static bool state_init(desync_state *s, tft_trace *t, int n)
         desync_ix_init(&s->open[i].ix);
     desync_ix_init(&s->param_ix);
     desync_ix_init(&s->occ_ix);
+    desync_ix_init(&s->grad_ix);
+    desync_ix_init(&s->first_ix);
+    s->rep = malloc((size_t)n * sizeof(*s->rep));
+    for (int i = 0; s->rep && i < n; i++)
+        s->rep[i] = -1;
     tft_u64map_init(&s->strs, &(tft_u64map_opts){.vsize = sizeof(uint64_t), .max_n = 1 << 20});
     tft_u64map_init(&s->pairs, &(tft_u64map_opts){.vsize = sizeof(pair_ent), .max_n = DESYNC_MAX_PAIRS,
                                                   .min_cap = 256, .hashed = true});
@@ -213,7 +218,7 @@ static bool state_init(desync_state *s, tft_trace *t, int n)
         s->dense->owner = -1;
         s->dense->v = calloc((size_t)n, sizeof(*s->dense->v));
     }
-    return s->ibuf && s->ubuf && s->open && s->inv_tmp && s->miss_tmp && s->dense && s->dense->v;
+    return s->ibuf && s->ubuf && s->open && s->rep && s->inv_tmp && s->miss_tmp && s->dense && s->dense->v;
 }
 
 static void found_free(found *f)
@@ -256,6 +261,11 @@ static void state_free(desync_state *s)
     free(s->fps);
     tft_u64map_free(&s->param_ix);
     tft_u64map_free(&s->occ_ix);
+    free(s->gfps);
+    tft_u64map_free(&s->grad_ix);
+    free(s->firsts);
+    tft_u64map_free(&s->first_ix);
+    free(s->rep);
     free(s->ibuf);
     free(s->ubuf);
     free(s->adj);
@@ -276,7 +286,9 @@ static int on_entry(desync_state *s, int ri, const spill_ent *x)
     case SPILL_STR:
         return desync_str_add(s, x->name, body, x->fp < x->len - sizeof(*x) ? (size_t)x->fp : 0);
     case SPILL_PARAM:
-        return desync_on_param(s, ri, x->step, x->name, x->fp);
+        return desync_on_param(s, ri, x->step, x->name, x->fp, x->has_fp != 0);
+    case SPILL_GRAD:
+        return desync_on_grad(s, ri, x->step, x->name, x->fp);
     case SPILL_COMM:
         desync_on_comm(s, ri, body);
         return 0;

@@ -117,6 +117,16 @@ typedef struct param_fp {
     uint64_t fp;
 } param_fp;
 
+/* A rank's fingerprint of a named tensor: its last gradient of a
+ * parameter in the step (grad.X, keyed by the id of param.X), or its first
+ * record of a parameter. */
+typedef struct rank_fp {
+    uint64_t name;            /* string id of "param.X" */
+    int32_t rank;             /* rank file index */
+    int32_t zero;             /* first records: every element was zero */
+    uint64_t fp;
+} rank_fp;
+
 /* A point-to-point call entered and not (yet) left. */
 typedef struct p2p_open {
     uint64_t space, q;        /* its p2p sequence space and number there */
@@ -189,6 +199,14 @@ typedef struct desync_state {
     size_t nfps, fps_cap;
     tft_u64map param_ix;   /* (name, occurrence) -> params index (desync_ix_init) */
     tft_u64map occ_ix;     /* (name, rank file) -> index in fps of its latest record (desync_ix_init) */
+    rank_fp *gfps;         /* the step's gradients, the last per (parameter, rank file) */
+    size_t ngfps, gfps_cap;
+    tft_u64map grad_ix;    /* (param name, rank file) -> index in gfps (desync_ix_init) */
+    rank_fp *firsts;       /* each (parameter, rank file)'s first record (<= DESYNC_MAX_PARAM_FPS) */
+    size_t nfirsts, firsts_cap;
+    tft_u64map first_ix;   /* (param name, rank file) -> index in firsts (desync_ix_init) */
+    int32_t *rep;          /* nranks: replica class (its lowest rank file index) from the rank's
+                            * first step with parameters; -1 before it */
     /* point-to-point */
     p2p_rank *open;        /* nranks */
     tft_u64map pairs;      /* pair_hash -> pair_ent, at most DESYNC_MAX_PAIRS */
@@ -276,7 +294,8 @@ int desync_p2p_judge(desync_state *s);
 /* ---- desync_params.c: "param.*" replication ---- */
 
 void desync_params_judge(desync_state *s);
-int desync_on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp);
+int desync_on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp, bool zero);
+int desync_on_grad(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp);
 
 /* ---- desync_causes.c: every finding gathered, causes linked, ordered;
  * returns how many (<= max) were copied to out, or -ENOMEM ---- */

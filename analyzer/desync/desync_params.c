@@ -1,10 +1,22 @@
 /*
- * desync_params.c — the parameters' replication check: tensors named
- * "param.*" are replicated under data parallelism, so within a step their
- * fingerprints at equal (name, occurrence) must agree across ranks. One
- * step's fingerprints are kept (at most DESYNC_MAX_PARAM_FPS) and judged
- * when the next step starts; the first step where they differ is the
- * finding (DS_VALUES, comm 0).
+ * desync_params.c — the parameters' replication check. Tensors named
+ * "param.*" are compared across ranks within a step, at equal (name,
+ * occurrence), where the ranks are meant to hold the same values:
+ *
+ *  - replicas: ranks whose parameters were all identical at their first
+ *    step with parameters (data parallelism after the initial broadcast)
+ *    must stay identical (gradients left unsynchronised, a stray update);
+ *  - ranks whose gradients of the parameter (grad.X for param.X, the last
+ *    of the step) are identical must hold identical values (initial
+ *    parameters not broadcast: every step's all-reduced gradient agrees
+ *    while the models differ).
+ *
+ * Ranks that are neither hold different slices of a model (tensor or
+ * pipeline parallelism: shards differ from the start and their gradients
+ * differ too) and are not compared. One step's fingerprints are kept (at
+ * most DESYNC_MAX_PARAM_FPS) and judged when the next step starts; the
+ * first step where replicated values differ is the finding (DS_VALUES,
+ * comm 0).
  */
 #include "desync_internal.h"
 
@@ -22,22 +34,159 @@ static int cmp_param_fp(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* The step's parameters in the order they first appeared, each over its
- * ranks in rank file order: the first whose fingerprints differ is the
- * finding (the first rank holding it is the reference). */
-void desync_params_judge(desync_state *s)
+/* A rank's model at its first step: a sum over its first records of each
+ * name (before any update of the step), with their count. */
+typedef struct model_key {
+    uint64_t h;
+    uint32_t n;
+    int32_t rank;
+} model_key;
+
+static int cmp_model_key(const void *a, const void *b)
 {
-    if (s->nfps > 1)
-        qsort(s->fps, s->nfps, sizeof(*s->fps), cmp_param_fp);
-    desync_finding *d = &s->param_finding;
-    for (size_t a = 0; a < s->nfps && !s->param_done;) {
-        size_t b = a + 1;
-        while (b < s->nfps && s->fps[b].param == s->fps[a].param)
+    const model_key *x = a, *y = b;
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    if (x->n != y->n)
+        return x->n < y->n ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static uint64_t mix64(uint64_t a, uint64_t b)
+{
+    uint64_t z = a ^ (b * 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Ranks seen for the first time in this step get their replica class:
+ * the lowest rank file index among those whose first-occurrence
+ * parameters are all identical to theirs. */
+static int assign_replicas(desync_state *s)
+{
+    model_key *k = calloc((size_t)s->nranks, sizeof(*k));
+    if (!k)
+        return -ENOMEM;
+    for (int r = 0; r < s->nranks; r++)
+        k[r].rank = r;
+    for (size_t i = 0; i < s->nfps; i++) {
+        const param_fp *f = &s->fps[i];
+        const param_entry *p = &s->params[f->param];
+        if (p->occ == 0 && s->rep[f->rank] < 0) {
+            k[f->rank].h += mix64(p->name, f->fp);
+            k[f->rank].n++;
+        }
+    }
+    qsort(k, (size_t)s->nranks, sizeof(*k), cmp_model_key);
+    for (int a = 0; a < s->nranks;) {
+        int b = a + 1;
+        while (b < s->nranks && k[b].h == k[a].h && k[b].n == k[a].n)
             b++;
-        const param_fp *ref = &s->fps[a];
+        for (int j = a; j < b && k[a].n; j++)
+            s->rep[k[j].rank] = k[a].rank;   /* sorted by rank within equal keys */
+        a = b;
+    }
+    free(k);
+    return 0;
+}
+
+/* A lookup in grad_ix or first_ix: the array indexed and the (parameter,
+ * rank file) searched. */
+typedef struct rank_fp_key {
+    const rank_fp *arr;
+    uint64_t name;
+    int32_t rank;
+} rank_fp_key;
+
+static bool rank_fp_eq(const void *ctx, const void *val)
+{
+    const rank_fp_key *k = ctx;
+    const rank_fp *f = &k->arr[*(const uint32_t *)val];
+    return f->name == k->name && f->rank == k->rank;
+}
+
+static const rank_fp *rank_fp_find(const tft_u64map *ix, const rank_fp *arr, uint64_t name, int rank)
+{
+    rank_fp_key k = {arr, name, rank};
+    const uint32_t *v = tft_u64map_find(ix, tft_u64map_hash2(name, (uint64_t)(uint32_t)rank), rank_fp_eq, &k);
+    return v ? &arr[*v] : NULL;
+}
+
+/* Adds f to (*arr, *n) under ix, or when (name, rank) is there already
+ * replaces its fp (replace) or keeps it. At most DESYNC_MAX_PARAM_FPS. */
+static int rank_fp_put(tft_u64map *ix, rank_fp **arr, size_t *n, size_t *cap, rank_fp f, bool replace)
+{
+    if (*n >= DESYNC_MAX_PARAM_FPS)
+        return 0;
+    if (tft_u64map_reserve(ix) < 0)
+        return -ENOMEM;
+    rank_fp_key k = {*arr, f.name, f.rank};
+    void *v;
+    if (tft_u64map_insert(ix, tft_u64map_hash2(f.name, (uint64_t)(uint32_t)f.rank), rank_fp_eq, &k, &v) != 1) {
+        if (replace)
+            (*arr)[*(uint32_t *)v].fp = f.fp;
+        return 0;
+    }
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 256;
+        rank_fp *g = realloc(*arr, ncap * sizeof(*g));
+        if (!g) {
+            tft_u64map_remove(ix, v);
+            return -ENOMEM;
+        }
+        *arr = g;
+        *cap = ncap;
+    }
+    (*arr)[*n] = f;
+    *(uint32_t *)v = (uint32_t)(*n)++;
+    return 0;
+}
+
+/* What makes two ranks' values of a parameter meant to be equal. */
+enum { BY_REPLICA, BY_FIRST, BY_GRAD, BY_N };
+
+static const char *const by_text[BY_N] = {
+    " (replicas: all their parameters agreed at their first step)",
+    " (equal at their first record: a replicated parameter)",
+    " (their gradients agree: the models differ)",
+};
+
+/* One rank's record of a parameter, with what it is compared by: key[m]
+ * where has[m] (mode m: BY_*); k and khas are the mode being judged. */
+typedef struct judged {
+    int32_t rank;
+    bool has[BY_N], khas;
+    uint64_t key[BY_N], k;
+    uint64_t fp;
+} judged;
+
+static int cmp_judged(const void *a, const void *b)
+{
+    const judged *x = a, *y = b;
+    if (x->khas != y->khas)
+        return x->khas ? -1 : 1;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Within runs of equal key of mode m, a record whose value differs from
+ * the run's first: the finding, once; every such rank joins its evidence. */
+static void judge_runs(desync_state *s, judged *j, size_t n, int m, uint64_t name)
+{
+    for (size_t i = 0; i < n; i++) {
+        j[i].khas = j[i].has[m];
+        j[i].k = j[i].key[m];
+    }
+    qsort(j, n, sizeof(*j), cmp_judged);
+    desync_finding *d = &s->param_finding;
+    for (size_t a = 0; a < n && j[a].khas;) {
+        size_t b = a + 1;
+        while (b < n && j[b].khas && j[b].k == j[a].k)
+            b++;
         for (size_t k = a + 1; k < b; k++) {
-            const param_fp *x = &s->fps[k];
-            if (x->fp == ref->fp)
+            if (j[k].fp == j[a].fp)
                 continue;
             if (!s->param_done) {
                 memset(d, 0, sizeof(*d));
@@ -46,19 +195,53 @@ void desync_params_judge(desync_state *s)
                 d->kind = DS_VALUES;
                 d->peer = -1;
                 d->tag = TFT_TAG_NONE;
-                snprintf(d->detail, sizeof(d->detail), "%.96s differs across ranks at step %" PRId64
-                         ": rank %d fp=%016" PRIx64 ", rank %d fp=%016" PRIx64,
-                         desync_str_of(s, s->params[ref->param].name), s->param_step,
-                         desync_rank_id(s, ref->rank), ref->fp, desync_rank_id(s, x->rank), x->fp);
+                snprintf(d->detail, sizeof(d->detail),
+                         "%.96s differs across ranks at step %" PRId64 ": rank %d fp=%016" PRIx64
+                         ", rank %d fp=%016" PRIx64 "%s",
+                         desync_str_of(s, name), s->param_step, desync_rank_id(s, j[a].rank), j[a].fp,
+                         desync_rank_id(s, j[k].rank), j[k].fp, by_text[m]);
                 s->param_done = true;
             }
-            desync_add_rank(d, desync_rank_id(s, x->rank));
+            desync_add_rank(d, desync_rank_id(s, j[k].rank));
         }
         a = b;
     }
-    s->nparams = s->nfps = 0;
+}
+
+/* The step's parameters in the order they first appeared: the first whose
+ * replicated values differ is the finding. */
+void desync_params_judge(desync_state *s)
+{
+    if (s->nfps > 1)
+        qsort(s->fps, s->nfps, sizeof(*s->fps), cmp_param_fp);
+    /* out of memory: replicas unknown this step, or the step not judged */
+    judged *j = s->nfps && assign_replicas(s) == 0 ? malloc((size_t)s->nranks * sizeof(*j)) : NULL;
+    for (size_t a = 0; j && a < s->nfps && !s->param_done;) {
+        size_t b = a + 1;
+        while (b < s->nfps && s->fps[b].param == s->fps[a].param)
+            b++;
+        uint64_t name = s->params[s->fps[a].param].name;
+        size_t n = 0;
+        bool differ = false;
+        for (size_t k = a; k < b && n < (size_t)s->nranks; k++) {
+            const param_fp *f = &s->fps[k];
+            judged *x = &j[n++];
+            const rank_fp *g = rank_fp_find(&s->grad_ix, s->gfps, name, f->rank);
+            const rank_fp *f0 = rank_fp_find(&s->first_ix, s->firsts, name, f->rank);
+            *x = (judged){.rank = f->rank, .fp = f->fp,
+                          .has = {s->rep[f->rank] >= 0, f0 && !f0->zero, g != NULL},
+                          .key = {(uint64_t)s->rep[f->rank], f0 ? f0->fp : 0, g ? g->fp : 0}};
+            differ |= f->fp != s->fps[a].fp;
+        }
+        for (int m = 0; differ && m < BY_N && !s->param_done; m++)
+            judge_runs(s, j, n, m, name);
+        a = b;
+    }
+    free(j);
+    s->nparams = s->nfps = s->ngfps = 0;
     tft_u64map_clear(&s->param_ix);
     tft_u64map_clear(&s->occ_ix);
+    tft_u64map_clear(&s->grad_ix);
 }
 
 typedef struct occ_key {
@@ -128,16 +311,36 @@ static int param_note(desync_state *s, int i, uint64_t name, uint64_t fp)
     return 0;
 }
 
-/* A "param.*" tensor of a step with statistics (the extract keeps only those). */
-int desync_on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp)
+/* A record of step: the previous step's records are judged first.
+ * false once a finding exists. */
+static bool at_step(desync_state *s, int64_t step)
 {
     if (s->param_done)
-        return 0;
+        return false;
     if (step != s->param_step) {
         desync_params_judge(s);
         s->param_step = step;
-        if (s->param_done)
-            return 0;
     }
-    return param_note(s, i, name, fp);
+    return !s->param_done;
+}
+
+/* A "param.*" tensor of a step with statistics (the extract keeps only
+ * those); zero: every element is zero. */
+int desync_on_param(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp, bool zero)
+{
+    if (!at_step(s, step))
+        return 0;
+    int e = rank_fp_put(&s->first_ix, &s->firsts, &s->nfirsts, &s->firsts_cap,
+                        (rank_fp){.name = name, .rank = i, .zero = zero, .fp = fp}, false);
+    return e ? e : param_note(s, i, name, fp);
+}
+
+/* A "grad.X" tensor of a step (name: the id of param.X): the rank's last
+ * one of the step is kept. */
+int desync_on_grad(desync_state *s, int i, int64_t step, uint64_t name, uint64_t fp)
+{
+    if (!at_step(s, step))
+        return 0;
+    return rank_fp_put(&s->grad_ix, &s->gfps, &s->ngfps, &s->gfps_cap, (rank_fp){.name = name, .rank = i, .fp = fp},
+                       true);
 }

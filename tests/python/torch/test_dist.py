@@ -69,6 +69,69 @@ if mem:
     dist.destroy_process_group()
     sys.exit(0)
 
+if "--tp" in sys.argv:
+    # a Megatron-style tensor-parallel MLP over the 2 ranks: LayerNorm and the
+    # output bias replicated, fc1 column-parallel (rows of w1, a zero bias
+    # shard), fc2 row-parallel (columns of w2); every rank sees the same batch.
+    # --tp-bug leaves out the all-reduce of the LayerNorm output's gradient
+    # (Megatron's f), so the replicated LayerNorm drifts apart
+    class CopyToTP(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            g = g.clone()
+            dist.all_reduce(g)
+            return g
+
+    class ReduceFromTP(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x = x.clone()
+            dist.all_reduce(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    torch.manual_seed(0)
+    w1, w2 = torch.randn(32, 8) * 0.3, torch.randn(1, 32) * 0.3
+    h = 32 // dist.get_world_size()
+
+    class TPMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(8)
+            self.fc1 = nn.Linear(8, h)
+            self.fc2 = nn.Linear(h, 1, bias=False)
+            self.out_bias = nn.Parameter(torch.zeros(1))
+            with torch.no_grad():
+                self.fc1.weight.copy_(w1[rank * h:(rank + 1) * h])
+                self.fc1.bias.zero_()
+                self.fc2.weight.copy_(w2[:, rank * h:(rank + 1) * h])
+
+        def forward(self, x):
+            x = self.ln(x)
+            if "--tp-bug" not in sys.argv:
+                x = CopyToTP.apply(x)
+            return ReduceFromTP.apply(self.fc2(torch.relu(self.fc1(x)))) + self.out_bias
+
+    m = TPMLP()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05)
+    torch.manual_seed(1)
+    for step in range(arg("--steps", 3)):
+        x, y = torch.randn(16, 8), torch.randn(16, 1)
+        loss = ((m(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        say("rank %d step %d loss %.9g" % (rank, step, loss.item()))
+    dist.destroy_process_group()
+    sys.exit(0)
+
 torch.manual_seed(0)
 m = nn.Sequential(nn.Linear(8, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 1))
 d = DDP(m)   # broadcast_buffers=True: the BatchNorm statistics go from rank 0 before each forward
@@ -86,6 +149,14 @@ def hook(state, bucket):
 
 for step in range(arg("--steps", 3)):
     x, y = torch.randn(16, 8), torch.randn(16, 1)
+    if "--no-sync" in sys.argv:   # the bug: no_sync() left on, gradients never all-reduced
+        with d.no_sync():
+            loss = ((d(x) - y) ** 2).mean()
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+        say("rank %d step %d loss %.9g" % (rank, step, loss.item()))
+        continue
     out = d(x)
     if step == 0 and "--hook-after-forward" in sys.argv:
         d.register_comm_hook(None, hook)
@@ -250,6 +321,43 @@ def test_golden():
     check(sorted(c["step"] for c in ar) == [0, 1, 2] and all(c["result"] for c in ar),
           "DDP.allreduce exits by step: %s, want one per step with its result"
           % [(c["step"], c["result"]) for c in ar])
+
+
+def values_desyncs(t):
+    chk = json.loads(run([A.tfdump, "--check", "--json", t], ok=(0, 1)).stdout)
+    return [d for d in chk.get("desync") or [] if d["kind"] == "values"]
+
+
+def test_tensor_parallel():
+    """Tensor parallelism: the ranks' shards of fc1/fc2 differ by design and
+    are no desync (their gradients differ too); the replicated LayerNorm,
+    kept equal by the all-reduce of its output's gradient, is compared.
+    Leaving that all-reduce out (--tp-bug) is found: the LayerNorm weight
+    differs across ranks at step 0, equal at its first record. Traced losses
+    equal untraced ones."""
+    args = ["--tp", "--steps", "3"]
+    base = losses(untraced(args).stdout)
+    t, p = record("tp", args)
+    check(losses(p.stdout) == base, "traced TP losses differ:\n%s\nvs\n%s" % (losses(p.stdout), base))
+    v = values_desyncs(t)
+    check(not v, "healthy tensor-parallel run: values desync (shards are not replicas): %s" % v)
+    t, _ = record("tpbug", args + ["--tp-bug"])
+    v = values_desyncs(t)
+    check(v and v[0]["step"] == 0 and "ln.weight" in v[0]["detail"] and "first record" in v[0]["detail"],
+          "tensor parallel without the LayerNorm gradient's all-reduce: want a values desync at step 0 on "
+          "ln.weight (equal at its first record), got %s" % v)
+    print("desync:", v[0]["detail"])
+
+
+def test_no_sync():
+    """DDP's no_sync() left on for every step: the gradients are never
+    all-reduced and the replicas (identical at step 0) drift apart: a values
+    desync at step 0 (the update), naming them replicas."""
+    t, _ = record("nosync", ["--steps", "3", "--no-sync"])
+    v = values_desyncs(t)
+    check(v and v[0]["step"] == 0 and "replicas" in v[0]["detail"],
+          "no_sync() on every step: want a values desync at step 0 between replicas, got %s" % v)
+    print("desync:", v[0]["detail"])
 
 
 def test_comm_hook_after_forward():
