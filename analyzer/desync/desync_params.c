@@ -3,9 +3,12 @@
  * "param.*" are compared across ranks within a step, at equal (name,
  * occurrence), where the ranks are meant to hold the same values:
  *
- *  - replicas: ranks whose parameters were all identical at their first
- *    step with parameters (data parallelism after the initial broadcast)
- *    must stay identical (gradients left unsynchronised, a stray update);
+ *  - replicas: ranks that agreed on at least 9 in 10 of their parameters
+ *    at their first step with parameters (data parallelism after the
+ *    initial broadcast) must hold identical values (gradients left
+ *    unsynchronised, a stray update, one tensor loaded differently) —
+ *    except a parameter whose first records and gradients both differ:
+ *    a shard in an otherwise replicated model;
  *  - ranks whose gradients of the parameter (grad.X for param.X, the last
  *    of the step) are identical must hold identical values (initial
  *    parameters not broadcast: every step's all-reduced gradient agrees
@@ -34,60 +37,79 @@ static int cmp_param_fp(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* A rank's model at its first step: a sum over its first records of each
- * name (before any update of the step), with their count. */
-typedef struct model_key {
-    uint64_t h;
-    uint32_t n;
-    int32_t rank;
-} model_key;
-
-static int cmp_model_key(const void *a, const void *b)
+static int cmp_rank_param(const void *a, const void *b)
 {
-    const model_key *x = a, *y = b;
-    if (x->h != y->h)
-        return x->h < y->h ? -1 : 1;
-    if (x->n != y->n)
-        return x->n < y->n ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
+    const param_fp *x = a, *y = b;
+    if (x->rank != y->rank)
+        return (x->rank > y->rank) - (x->rank < y->rank);
+    return (x->param > y->param) - (x->param < y->param);
 }
 
-static uint64_t mix64(uint64_t a, uint64_t b)
+/* Of the parameters both lists hold (sorted by param), how many have equal
+ * fingerprints (*agree) and how many there are (*both). */
+static void agreement(const param_fp *x, size_t nx, const param_fp *y, size_t ny, size_t *agree, size_t *both)
 {
-    uint64_t z = a ^ (b * 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Ranks seen for the first time in this step get their replica class:
- * the lowest rank file index among those whose first-occurrence
- * parameters are all identical to theirs. */
-static int assign_replicas(desync_state *s)
-{
-    model_key *k = calloc((size_t)s->nranks, sizeof(*k));
-    if (!k)
-        return -ENOMEM;
-    for (int r = 0; r < s->nranks; r++)
-        k[r].rank = r;
-    for (size_t i = 0; i < s->nfps; i++) {
-        const param_fp *f = &s->fps[i];
-        const param_entry *p = &s->params[f->param];
-        if (p->occ == 0 && s->rep[f->rank] < 0) {
-            k[f->rank].h += mix64(p->name, f->fp);
-            k[f->rank].n++;
+    size_t i = 0, j = 0;
+    *agree = *both = 0;
+    while (i < nx && j < ny) {
+        if (x[i].param < y[j].param)
+            i++;
+        else if (x[i].param > y[j].param)
+            j++;
+        else {
+            ++*both;
+            *agree += x[i++].fp == y[j++].fp;
         }
     }
-    qsort(k, (size_t)s->nranks, sizeof(*k), cmp_model_key);
-    for (int a = 0; a < s->nranks;) {
-        int b = a + 1;
-        while (b < s->nranks && k[b].h == k[a].h && k[b].n == k[a].n)
+}
+
+/* Ranks seen for the first time in this step get their replica class (the
+ * rank file index of its first member): the first class whose first member
+ * agrees with them on at least 9 in 10 of the parameters both recorded
+ * first (occurrence 0: before any update of the step). Data-parallel
+ * replicas agree on all of them; tensor-parallel peers only on the
+ * replicated few (norms, some biases). At most DESYNC_REPLICA_CLASSES
+ * classes are tried per step (time O(classes x records)); a rank beyond
+ * them is a class of its own. */
+enum { DESYNC_REPLICA_CLASSES = 8 };
+
+/* A class being formed: its first member's records in the sorted list. */
+typedef struct replica_class {
+    size_t at, len;
+    int32_t rank;
+} replica_class;
+
+static int assign_replicas(desync_state *s)
+{
+    param_fp *v = malloc((s->nfps ? s->nfps : 1) * sizeof(*v));
+    size_t n = 0;
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->nfps; i++)
+        if (s->params[s->fps[i].param].occ == 0 && s->rep[s->fps[i].rank] < 0)
+            v[n++] = s->fps[i];
+    qsort(v, n, sizeof(*v), cmp_rank_param);
+    replica_class cls[DESYNC_REPLICA_CLASSES];
+    int ncls = 0;
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && v[b].rank == v[a].rank)
             b++;
-        for (int j = a; j < b && k[a].n; j++)
-            s->rep[k[j].rank] = k[a].rank;   /* sorted by rank within equal keys */
+        int32_t r = v[a].rank, rep = r;
+        for (int c = 0; c < ncls; c++) {
+            size_t agree, both;
+            agreement(v + a, b - a, v + cls[c].at, cls[c].len, &agree, &both);
+            if (both && agree * 10 >= both * 9) {
+                rep = cls[c].rank;
+                break;
+            }
+        }
+        if (rep == r && ncls < DESYNC_REPLICA_CLASSES)
+            cls[ncls++] = (replica_class){a, b - a, r};
+        s->rep[r] = rep;
         a = b;
     }
-    free(k);
+    free(v);
     return 0;
 }
 
@@ -147,7 +169,7 @@ static int rank_fp_put(tft_u64map *ix, rank_fp **arr, size_t *n, size_t *cap, ra
 enum { BY_REPLICA, BY_FIRST, BY_GRAD, BY_N };
 
 static const char *const by_text[BY_N] = {
-    " (replicas: all their parameters agreed at their first step)",
+    " (replicas: their parameters agreed at their first step)",
     " (equal at their first record: a replicated parameter)",
     " (their gradients agree: the models differ)",
 };
@@ -159,7 +181,18 @@ typedef struct judged {
     bool has[BY_N], khas;
     uint64_t key[BY_N], k;
     uint64_t fp;
+    bool has_first0;          /* any first record (all zero too) */
+    uint64_t first0;
 } judged;
+
+/* Replicas x and y that differed from their first records with different
+ * gradients hold a shard each, not copies (a vocabulary-parallel head in an
+ * otherwise replicated model): not compared. */
+static bool shard_like(const judged *x, const judged *y)
+{
+    return x->has[BY_GRAD] && y->has[BY_GRAD] && x->key[BY_GRAD] != y->key[BY_GRAD] && x->has_first0 &&
+           y->has_first0 && x->first0 != y->first0;
+}
 
 static int cmp_judged(const void *a, const void *b)
 {
@@ -186,7 +219,7 @@ static void judge_runs(desync_state *s, judged *j, size_t n, int m, uint64_t nam
         while (b < n && j[b].khas && j[b].k == j[a].k)
             b++;
         for (size_t k = a + 1; k < b; k++) {
-            if (j[k].fp == j[a].fp)
+            if (j[k].fp == j[a].fp || (m == BY_REPLICA && shard_like(&j[k], &j[a])))
                 continue;
             if (!s->param_done) {
                 memset(d, 0, sizeof(*d));
@@ -230,7 +263,8 @@ void desync_params_judge(desync_state *s)
             const rank_fp *f0 = rank_fp_find(&s->first_ix, s->firsts, name, f->rank);
             *x = (judged){.rank = f->rank, .fp = f->fp,
                           .has = {s->rep[f->rank] >= 0, f0 && !f0->zero, g != NULL},
-                          .key = {(uint64_t)s->rep[f->rank], f0 ? f0->fp : 0, g ? g->fp : 0}};
+                          .key = {(uint64_t)s->rep[f->rank], f0 ? f0->fp : 0, g ? g->fp : 0},
+                          .has_first0 = f0 != NULL, .first0 = f0 ? f0->fp : 0};
             differ |= f->fp != s->fps[a].fp;
         }
         for (int m = 0; differ && m < BY_N && !s->param_done; m++)
