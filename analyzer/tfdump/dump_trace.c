@@ -29,8 +29,10 @@ static int name_files(dump_trace *d)
     return 0;
 }
 
-/* The format library opens rank files with a blocking open(): a FIFO would
- * hang it, so anything that is not a regular file is refused here first. */
+/* Rank files, manifests and process tables that are not regular files
+ * (a FIFO planted in a shared directory would block a blocking open) are
+ * refused here first, each named, with exit 2; the library refuses them
+ * too (tft_manifest_read, tft_reader_open). */
 static bool only_regular_files(const char *path)
 {
     struct stat sb;
@@ -47,11 +49,16 @@ static bool only_regular_files(const char *path)
     struct dirent *de;
     while (dp && ok && (de = readdir(dp))) {
         char full[4096];
-        if (!core_rank_file_name(de->d_name))
+        size_t len = strlen(de->d_name);
+        bool table = !strncmp(de->d_name, "processes-", 10) && len > 15 && !strcmp(de->d_name + len - 5, ".json");
+        bool manifest = !strncmp(de->d_name, "manifest", 8) && len >= 13 && !strcmp(de->d_name + len - 5, ".json");
+        if (!core_rank_file_name(de->d_name) && !table && !manifest)
             continue;
         snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
-        if (stat(full, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
-            dump_err("%s: not a regular file", full);
+        /* the JSON files are read with O_NOFOLLOW: a link is refused too */
+        if ((table || manifest ? lstat(full, &sb) : stat(full, &sb)) == 0 && !S_ISREG(sb.st_mode) &&
+            (table || manifest || !S_ISDIR(sb.st_mode))) {
+            dump_err("%s: not a regular file%s", full, S_ISLNK(sb.st_mode) ? " (a symbolic link)" : "");
             ok = false;
         }
     }

@@ -701,6 +701,10 @@ typedef struct tft_manifest {
  * JSON / missing keys; err gets the reason) or -EPROTONOSUPPORT (newer major). */
 TFT_API int tft_manifest_parse(const char *text, size_t len, tft_manifest *m,
                                char *err, size_t errlen);
+/* Reads and parses the file path: -ESPIPE (err says why) when it is not a
+ * regular file — a FIFO, socket, device, directory or a symbolic link: the
+ * open never blocks and never follows a link —, -EFBIG past 64 MiB, or
+ * tft_manifest_parse's result. */
 TFT_API int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errlen);
 /* The manifest of the trace directory dir as readers take it (FORMAT.md
  * §2.4): the per-rank fragments manifest.rank-*.json merged (in-process
@@ -709,8 +713,10 @@ TFT_API int tft_manifest_read(const char *path, tft_manifest *m, char *err, size
  * world_size as not complete.) 0 (err
  * may then name a fragment that did not parse and was skipped), -ENOENT
  * when the directory has neither, -EPROTO / -EPROTONOSUPPORT as
- * tft_manifest_parse, or another -errno; err starts with the name of the
- * file it is about ("manifest.json: ..."). */
+ * tft_manifest_parse, -ESPIPE when manifest.json or a fragment is not a
+ * regular file (a FIFO planted by another user would otherwise hang the
+ * reader), or another -errno; err starts with the name of the file it is
+ * about ("manifest.json: ..."). */
 TFT_API int tft_manifest_read_dir(const char *dir, tft_manifest *m, char *err, size_t errlen);
 /* Serialises to a malloc'd NUL-terminated JSON string (NULL on ENOMEM). */
 TFT_API char *tft_manifest_to_json(const tft_manifest *m);

@@ -339,7 +339,83 @@ int tft_manifest_parse(const char *text, size_t len, tft_manifest *m, char *err,
     return e;
 }
 
-int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errlen)
+/* path's bytes into a malloc'ed buffer: a regular file (not a link, FIFO,
+ * socket or device: the open never blocks nor follows a planted link;
+ * -ESPIPE otherwise) of at most MANIFEST_MAX_BYTES, owned by owner unless
+ * that is (uid_t)-1 (-EPERM otherwise). */
+static int read_small_file(const char *path, uid_t owner, char **out, size_t *outlen, char *err, size_t errlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP) {
+            snprintf(err, errlen, "not a regular file (a symbolic link), not read");
+            return -ESPIPE;
+        }
+        snprintf(err, errlen, "cannot open: %s", strerror(e));
+        return -e;
+    }
+    struct stat sb;
+    int e = 0;
+    if (fstat(fd, &sb) < 0) {
+        e = -errno;
+        snprintf(err, errlen, "cannot stat: %s", strerror(-e));
+    }
+    else if (!S_ISREG(sb.st_mode)) {
+        e = -ESPIPE;
+        snprintf(err, errlen, "not a regular file (%s), not read",
+                 S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory" : S_ISSOCK(sb.st_mode) ? "a socket" : "a device");
+    }
+    else if (owner != (uid_t)-1 && sb.st_uid != owner) {
+        e = -EPERM;
+        snprintf(err, errlen, "owned by uid %u, not %u: not read", (unsigned)sb.st_uid, (unsigned)owner);
+    }
+    else if ((uint64_t)sb.st_size > MANIFEST_MAX_BYTES) {
+        e = -EFBIG;
+        snprintf(err, errlen, "manifest too large (%lld bytes)", (long long)sb.st_size);
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = e ? 0 : (size_t)sb.st_size + 1;
+    if (!e && !(buf = malloc(cap))) {
+        e = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+    }
+    while (!e && len < cap) {   /* the size can change under a writer: read to the end, bounded */
+        ssize_t got = read(fd, buf + len, cap - len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            e = -EIO;
+            snprintf(err, errlen, "read error: %s", strerror(errno));
+            break;
+        }
+        if (got == 0)
+            break;
+        len += (size_t)got;
+        if (len == cap) {
+            char *nb = cap * 2 > MANIFEST_MAX_BYTES + 1 ? NULL : realloc(buf, cap * 2);
+            if (!nb) {
+                e = -EFBIG;
+                snprintf(err, errlen, "manifest too large or out of memory");
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    close(fd);
+    if (e) {
+        free(buf);
+        return e;
+    }
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+int tft_manifest_read_owned(const char *path, uid_t owner, tft_manifest *m, char *err, size_t errlen)
 {
     char dummy[8];
     if (!err || !errlen) {
@@ -347,41 +423,19 @@ int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errle
         errlen = sizeof(dummy);
     }
     memset(m, 0, sizeof(*m));
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        snprintf(err, errlen, "cannot open: %s", strerror(e));
-        return -e;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int e = 0;
-    for (;;) {
-        if (len + 65536 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = cap > MANIFEST_MAX_BYTES ? NULL : realloc(buf, cap);
-            if (!nb) {
-                snprintf(err, errlen, "manifest too large or out of memory");
-                e = -EFBIG;
-                goto out;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        snprintf(err, errlen, "read error");
-        e = -EIO;
-        goto out;
-    }
+    char *buf;
+    size_t len;
+    int e = read_small_file(path, owner, &buf, &len, err, errlen);
+    if (e)
+        return e;
     e = tft_manifest_parse(buf, len, m, err, errlen);
-out:
     free(buf);
-    fclose(f);
     return e;
+}
+
+int tft_manifest_read(const char *path, tft_manifest *m, char *err, size_t errlen)
+{
+    return tft_manifest_read_owned(path, (uid_t)-1, m, err, errlen);
 }
 
 static void add_ns(cJSON *o, const char *key, uint64_t ns)

@@ -142,7 +142,8 @@ int tft_manifest_merge(tft_manifest *dst, const tft_manifest *src)
  * (command line, options, run id), the others add their ranks. A fragment
  * that does not parse is skipped and named in err. 0, or -ENOENT when no
  * fragment parsed. */
-static int read_fragments(const char *dir, char **names, int n, tft_manifest *m, char *err, size_t errlen)
+static int read_fragments(const char *dir, uid_t owner, char **names, int n, tft_manifest *m, char *err,
+                          size_t errlen)
 {
     int have = 0, e = 0;
     for (int i = 0; i < n && !e; i++) {
@@ -150,8 +151,10 @@ static int read_fragments(const char *dir, char **names, int n, tft_manifest *m,
         tft_manifest f;
         if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= (int)sizeof(path))
             continue;
-        int r = tft_manifest_read(path, &f, why, sizeof(why));
-        if (r == -EPROTONOSUPPORT) {
+        int r = tft_manifest_read_owned(path, owner, &f, why, sizeof(why));
+        if ((r == -ESPIPE || r == -EPERM) && owner != (uid_t)-1)
+            continue;   /* the writer: not its own user's fragment, or planted: left alone */
+        if (r == -EPROTONOSUPPORT || r == -ESPIPE) {
             if (have)
                 tft_manifest_free(m);
             snprintf(err, errlen, "%s: %s", names[i], why);
@@ -180,13 +183,18 @@ static int read_fragments(const char *dir, char **names, int n, tft_manifest *m,
 
 int tft_manifest_read_dir(const char *dir, tft_manifest *m, char *err, size_t errlen)
 {
+    return tft_manifest_read_dir_owned(dir, (uid_t)-1, m, err, errlen);
+}
+
+int tft_manifest_read_dir_owned(const char *dir, uid_t owner, tft_manifest *m, char *err, size_t errlen)
+{
     char dummy[8];
     fmt_manifest_start(m, &err, &errlen, dummy, sizeof(dummy));
     char **names;
     int n = list_fragments(dir, &names);
     int e = -ENOENT;
     if (n > 0) {
-        e = read_fragments(dir, names, n, m, err, errlen);
+        e = read_fragments(dir, owner, names, n, m, err, errlen);
         for (int i = 0; i < n; i++)
             free(names[i]);
         free(names);
@@ -197,7 +205,7 @@ int tft_manifest_read_dir(const char *dir, tft_manifest *m, char *err, size_t er
     if (snprintf(path, sizeof(path), "%s/manifest.json", dir) >= (int)sizeof(path))
         return -ENAMETOOLONG;
     char why[448];
-    int e2 = tft_manifest_read(path, m, why, sizeof(why));
+    int e2 = tft_manifest_read_owned(path, owner, m, why, sizeof(why));
     if (e2)
         snprintf(err, errlen, "manifest.json: %s", why);
     return e2;

@@ -13,6 +13,7 @@
 #include "tft_format.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,13 @@ int tft_writer_set_run_id(tft_writer *w, const uint8_t run_id[16]);
  * per-rank manifest fragments of the in-process writer (FORMAT.md §2.4).
  * name must be a plain file name. 0 or -errno. */
 int tft_manifest_write_namedat(int dirfd, const tft_manifest *m, unsigned mode, const char *name);
+
+/* tft_manifest_read, refusing a file not owned by owner ((uid_t)-1: any)
+ * with -EPERM; tft_manifest_read_dir_owned: its fragments and
+ * manifest.json read so (the in-process writer merges only its own user's
+ * fragments: another user may plant files in a shared directory). */
+int tft_manifest_read_owned(const char *path, uid_t owner, tft_manifest *m, char *err, size_t errlen);
+int tft_manifest_read_dir_owned(const char *dir, uid_t owner, tft_manifest *m, char *err, size_t errlen);
 
 /* Whether name is a per-rank manifest fragment's, manifest.rank-*.json. */
 bool tft_manifest_fragment_name(const char *name);

@@ -345,12 +345,12 @@ static int check_parts(const tft_trace *t, const int *prev_same_rank)
 
 /* The manifest of dir (fragments merged, FORMAT.md §2.4) into *m; 1 when
  * there is one, 0 when none or unreadable (a warning), negative for a newer
- * major (an error). */
+ * major or a manifest or fragment that is not a regular file (an error). */
 static int read_manifest(const tft_trace *t, const char *dir, tft_manifest *m)
 {
     char err[512];
     int e = tft_manifest_read_dir(dir, m, err, sizeof(err));
-    if (e == -EPROTONOSUPPORT) {
+    if (e == -EPROTONOSUPPORT || e == -ESPIPE) {   /* a newer major; a FIFO, device or link: refused */
         TLOG(&t->opts, TFT_LOG_ERROR, "%s/%s", dir, err);
         return e;
     }

@@ -46,7 +46,7 @@ void manifest_refresh_snapshot(int dir_fd, const char *dir, unsigned mode)
     const char *path = access(self, R_OK) == 0 ? self : dir;
     tft_manifest all;
     int written = -1;
-    for (int tries = 0; tries < 8 && tft_manifest_read_dir(path, &all, NULL, 0) == 0; tries++) {
+    for (int tries = 0; tries < 8 && tft_manifest_read_dir_owned(path, geteuid(), &all, NULL, 0) == 0; tries++) {
         int n = all.nranks;
         if (n != written && tft_manifest_writeat(dir_fd, &all, mode) < 0)
             n = written; /* best effort: the fragments stay the authority */

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Security tests of recording (issue #13, docs/SECURITY.md). Usage:
-#   run_security_test.sh CASE TFTRACE TFDUMP SEC_PROG
+#   run_security_test.sh CASE TFTRACE TFDUMP SEC_PROG [TFDIFF LIBTFTRACE PYTHON_DIR PYTHON]
 # Each case asserts what a user (or an attacker) would notice; each failed
 # before the fix it guards. Waits poll for files with a generous limit (a
 # loaded 2-core machine), never sleep-and-hope. Cases that need root (a
 # tmpfs, another user) say SKIP: without it.
 set -euo pipefail
-case_name=$1 tftrace=$2 tfdump=$3 prog=$4
+case_name=$1 tftrace=$2 tfdump=$3 prog=$4 tfdiff=${5:-} libtft=${6:-} pydir=${7:-} py=${8:-python3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tft-security.XXXXXX")
 mnt=""
 bg=() # background processes this script started: ended (by pid) if it fails
@@ -386,6 +386,54 @@ PY
     "$tfdump" u.trace 2>/dev/null | grep "still recording" >/dev/null || fail "tfdump does not say the run is still recording"
     touch go
     wait $col ;;
+
+  planted)
+    # files planted in a trace directory by another user (a shared 1777 or
+    # group-writable directory): a FIFO or a link never blocks nor redirects
+    # a read (docs/SECURITY.md "Files in a trace directory")
+    mkfifo_or_skip() { mkfifo "$1" 2>/dev/null || { echo "SKIP: no mkfifo here"; exit 0; }; }
+    # 1. the in-process writer at exit, with a FIFO fragment and a linked one
+    mkdir -m 0700 ip.trace
+    mkfifo_or_skip ip.trace/manifest.rank-00009.json
+    printf '{"x": 1}' >elsewhere.json
+    ln -s "$tmp/elsewhere.json" ip.trace/manifest.rank-00008.json
+    RANK=0 TFT_OUTPUT=ip.trace run 0 timeout 30 "$prog" touch ran
+    [ -e ran ] || fail "the program did not run"
+    [ -f ip.trace/manifest.rank-00000.json ] || fail "no fragment of the program's own"
+    python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert [r['file'] for r in m['ranks']] == ['rank-00000.tft'], m" \
+        ip.trace/manifest.json || fail "manifest.json snapshot missing or holding the planted fragments"
+    # 2. the readers: exit 2 naming the file, never a wait
+    "$tftrace" -q -o g.trace -- "$prog" touch ran2
+    expect_refused() {   # TRACE FILE: every reader of FILE exits 2 naming it (tfdiff reads no process table)
+        local t=$1 f=$2
+        run 2 timeout 20 "$tfdump" "$t"; has err.txt "$f"; has err.txt "not a regular file"
+        run 2 timeout 20 "$tfdump" --check "$t"; has err.txt "$f"
+        if [ -n "$tfdiff" ] && [ "${f#processes}" = "$f" ]; then
+            run 2 timeout 20 "$tfdiff" g.trace "$t"; has err.txt "$f"; has err.txt "not a regular file"
+        fi
+    }
+    for planted in manifest.json manifest.rank-00003.json processes-4242.json; do
+        rm -rf p.trace; cp -r g.trace p.trace
+        rm -f "p.trace/$planted"; mkfifo_or_skip "p.trace/$planted"
+        expect_refused p.trace "$planted"
+        rm -f "p.trace/$planted"; ln -s "$tmp/g.trace/manifest.json" "p.trace/$planted"
+        expect_refused p.trace "$planted"
+    done
+    rm -rf p.trace; cp -r g.trace p.trace; rm p.trace/manifest.json; mkfifo_or_skip p.trace/manifest.json
+    mkdir -p gath
+    run 2 timeout 20 "$tftrace" gather gath/out.trace p.trace; has err.txt "manifest.json"
+    if [ -n "$pydir" ] && [ -n "$libtft" ] && "$py" -c "import numpy" 2>/dev/null; then
+        st=0
+        TFT_LIB="$libtft" PYTHONPATH="$pydir" timeout 20 "$py" -c "
+import sys, tftrace
+try:
+    tftrace.open(sys.argv[1])
+except tftrace.TraceError as e:
+    print('refused:', e); sys.exit(2)
+print('opened'); sys.exit(0)" p.trace >out.txt 2>err.txt || st=$?
+        [ $st = 2 ] || { cat out.txt err.txt; fail "python reader: exit $st on a FIFO manifest.json, want 2"; }
+        has out.txt "manifest.json"
+    fi ;;
 
   collector-death)
     # tftrace SIGKILLed: the program finishes unharmed, nothing stays in
