@@ -11,6 +11,7 @@
  * one op's. One rank file is open at a time.
  */
 #include "core_capture.h"
+#include "core_out.h"
 #include "tft_msg.h"
 #include "tft_stats.h" /* tft_bf16_to_f32, tft_f8e4m3_to_f32, tft_f8e5m2_to_f32 */
 
@@ -526,7 +527,8 @@ static bool npy_decodes(int dtype)
     return dtype == TFT_BF16 || dtype == TFT_F8E4M3 || dtype == TFT_F8E5M2;
 }
 
-int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, char *err, size_t errlen)
+int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, unsigned mode, char *err,
+                           size_t errlen)
 {
     if (!t->complete || !t->data)
         return tft_errf(err, errlen, -ENODATA, "tensor %s (id %" PRIu64 ") is not completely captured", t->name,
@@ -538,21 +540,22 @@ int core_capture_write_npy(const core_capture_tensor *t, const char *path, int a
     size_t hlen;
     if (npy_header(t, descr, hdr, sizeof(hdr), &hlen) < 0)
         return tft_errf(err, errlen, -EINVAL, "tensor %s: shape too long for a .npy header", t->name);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    core_out out;
+    if (core_out_open(&out, path, mode ? mode : 0600) < 0) {
         int e = errno;
-        return tft_errf(err, errlen, -e, "%s: cannot create: %s", path, strerror(e));
+        return tft_errf(err, errlen, -e, "%s: cannot create: %s", path, core_out_strerror(&out));
     }
+    FILE *f = out.f;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     int e = fwrite(pre, 1, sizeof(pre), f) == sizeof(pre) && fwrite(hdr, 1, hlen, f) == hlen ? 0 : -EIO;
     if (!e)
         e = write_body(f, t, as_f32 && npy_decodes(t->dtype));
-    if (fclose(f) != 0 && !e)
+    if (e)
+        core_out_abort(&out);
+    else if (core_out_commit(&out) != 0)
         e = -EIO;
-    if (e) {
+    if (e)
         tft_errf(err, errlen, e, "%s: write failed", path);
-        remove(path);
-    }
     return e;
 }

@@ -83,8 +83,11 @@ int core_capture_find_op(const core_capture_tensor *t, size_t n, int rank, int64
  * and no fp8 (bf16, f8e4m3, f8e5m2): they are written
  * as their raw bits, bf16 '<u2' and f8e4m3/f8e5m2 '|u1' (as_f32 = 0), or
  * converted exactly to '<f4' (as_f32 = 1; other dtypes ignore it).
- * Returns 0 or a negative errno with a message in err. */
-int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, char *err, size_t errlen);
+ * The file gets the permission bits mode (0: 0600) and is written with
+ * core_out (never through a link at path). Returns 0 or a negative errno
+ * with a message in err. */
+int core_capture_write_npy(const core_capture_tensor *t, const char *path, int as_f32, unsigned mode, char *err,
+                           size_t errlen);
 
 /* "output" / "input" / "prior" / "?" */
 const char *core_capture_role_name(int role);

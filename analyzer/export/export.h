@@ -23,6 +23,7 @@ enum export_format { EXP_CHROME = 1, EXP_PERFETTO = 2 };
 typedef struct export_opts {
     int format;                 /* enum export_format */
     const char *out;            /* the file to write, "-" for stdout */
+    unsigned mode;              /* its permission bits (0: 0600) */
     const char *path;           /* the trace as the user named it: in messages, and
                                  * OUT may not be one of its files */
     int rank;                   /* only this rank, -1 every rank (when nranges is 0) */

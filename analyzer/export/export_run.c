@@ -7,6 +7,7 @@
  * clocks' MPI alignment (core_clock.h) when the trace has it, else each
  * host's realtime.
  */
+#include "core_out.h"
 #include "core_clock.h"
 #include "export_walk_internal.h"
 
@@ -207,11 +208,12 @@ int export_run(tft_trace *t, const export_opts *o)
                    o->path);
         return -EIO;
     }
-    FILE *f = to_stdout ? stdout : fopen(o->out, "wb");
-    if (!f) {
-        export_say(o, TFT_LOG_ERROR, "%s: cannot write the export: %s", o->out, strerror(errno));
+    core_out out = {0};
+    if (!to_stdout && core_out_open(&out, o->out, o->mode ? o->mode : 0600) < 0) {
+        export_say(o, TFT_LOG_ERROR, "%s: cannot write the export: %s", o->out, core_out_strerror(&out));
         return -EIO;
     }
+    FILE *f = to_stdout ? stdout : out.f;
     const export_ops *ops = NULL;
     export_sink *sink = o->format == EXP_PERFETTO ? export_perfetto_new(f, &ops) : export_chrome_new(f, &ops);
     const tft_manifest *m = tft_trace_manifest(t);
@@ -241,7 +243,9 @@ int export_run(tft_trace *t, const export_opts *o)
             export_say(o, TFT_LOG_ERROR, "%s: write error: %s", "stdout", strerror(errno));
             rc = -EIO;
         }
-    } else if (fclose(f) != 0 && !rc) {
+    } else if (rc) {
+        core_out_abort(&out);   /* nothing half-written is left */
+    } else if (core_out_commit(&out) != 0) {
         export_say(o, TFT_LOG_ERROR, "%s: write error: %s", o->out, strerror(errno));
         rc = -EIO;
     }

@@ -1,5 +1,5 @@
 /*
- * html_page.c — the atomic write and the head of the HTML reports
+ * html_page.c — the head of the HTML reports
  * (html_page.h). The style is inline: the page references nothing outside
  * itself.
  */
@@ -11,50 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int html_out_open(html_out *o, const char *path)
-{
-    *o = (html_out){.path = path};
-    if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-XXXXXX", path) >= sizeof(o->tmp)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int fd = mkstemp(o->tmp);
-    if (fd < 0)
-        return -1;
-    mode_t um = umask(0);
-    umask(um);
-    if (fchmod(fd, 0666 & ~um) < 0 || !(o->f = fdopen(fd, "w"))) {
-        int e = errno;
-        close(fd);
-        unlink(o->tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
-int html_out_commit(html_out *o)
-{
-    int bad = ferror(o->f);
-    int e = fclose(o->f);
-    o->f = NULL;
-    if (bad || e != 0 || rename(o->tmp, o->path) != 0) {
-        int err = bad && !e ? EIO : errno;
-        unlink(o->tmp);
-        errno = err;
-        return -1;
-    }
-    return 0;
-}
-
-void html_out_abort(html_out *o)
-{
-    if (o->f)
-        fclose(o->f);
-    o->f = NULL;
-    unlink(o->tmp);
-}
 
 static const char style[] =
     "body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:960px;color:#222;padding:0 1em}"

@@ -1,28 +1,13 @@
 /*
- * html_page.h — what both HTML reports share (html_page.c): the atomic
- * write of the page (a temporary file beside it, renamed over it once
- * complete, so a reader never sees half a page) and the page's head and
- * style. The DOM the pages follow is described in docs/REPORTS.md.
+ * html_page.h — what both HTML reports share (html_page.c): the page's
+ * head and style (the page is written with core_out.h: a temporary file
+ * renamed over it once complete). The DOM the pages follow is described in docs/REPORTS.md.
  */
 #ifndef TFT_HTML_PAGE_H
 #define TFT_HTML_PAGE_H
 
 #include <stddef.h>
 #include <stdio.h>
-
-typedef struct html_out {
-    FILE *f;
-    char tmp[4096];   /* the temporary file, renamed to path by html_out_commit */
-    const char *path; /* borrowed */
-} html_out;
-
-/* Creates the temporary file beside path. 0, or -1 with errno. */
-int html_out_open(html_out *o, const char *path);
-/* Closes and renames it to path. 0, or -1 with errno (the temporary file
- * removed). */
-int html_out_commit(html_out *o);
-/* Closes and removes it. */
-void html_out_abort(html_out *o);
 
 /* <!doctype html> ... <body>: report is "diff" or "dump" (data-tft-report),
  * title is escaped. */

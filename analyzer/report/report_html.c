@@ -9,6 +9,7 @@
  * TIMELINE_LANES ranks).
  */
 #include "report_html_internal.h"
+#include "core_out.h"
 #include "html_page.h"
 
 #include <errno.h>
@@ -16,12 +17,12 @@
 
 int report_html_write(const diff_report *r, tft_trace *g, tft_trace *b, const char *path)
 {
-    html_out o;
-    if (html_out_open(&o, path) < 0)
+    core_out o;
+    if (core_out_open(&o, path, 0) < 0)
         return -1;
     page *p = calloc(1, sizeof(*p));
     if (!p) {
-        html_out_abort(&o);
+        core_out_abort(&o);
         errno = ENOMEM;
         return -1;
     }
@@ -33,7 +34,7 @@ int report_html_write(const diff_report *r, tft_trace *g, tft_trace *b, const ch
     if (e) {
         report_html_free(p);
         free(p);
-        html_out_abort(&o);
+        core_out_abort(&o);
         errno = -e;
         return -1;
     }
@@ -51,5 +52,5 @@ int report_html_write(const diff_report *r, tft_trace *g, tft_trace *b, const ch
     html_page_tail(f);
     report_html_free(p);
     free(p);
-    return html_out_commit(&o);
+    return core_out_commit(&o);
 }

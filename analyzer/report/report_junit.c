@@ -2,6 +2,7 @@
  * report_junit.c — tfdiff --junit FILE: the report as JUnit XML for CI
  * systems, a test case per rank and per class of finding.
  */
+#include "core_out.h"
 #include "report_internal.h"
 
 #include <stdio.h>
@@ -73,9 +74,10 @@ static void junit_counts(const diff_report *r, int *cases, int *failures)
 
 int report_junit(const diff_report *r, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
+    core_out out;
+    if (core_out_open(&out, path, 0) < 0)
         return -1;
+    FILE *f = out.f;
     const char *att = junit_attachment(r);
     int failures, cases;
     junit_counts(r, &cases, &failures);
@@ -100,5 +102,5 @@ int report_junit(const diff_report *r, const char *path)
                att);
     junit_case(f, "complete", report_sentence_incomplete(r, 0, msg, sizeof(msg)), att);
     fputs("  </testsuite>\n</testsuites>\n", f);
-    return fclose(f) == 0 ? 0 : -1;
+    return core_out_commit(&out);
 }

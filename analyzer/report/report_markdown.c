@@ -11,6 +11,7 @@
  * them, with line breaks and other control characters turned into spaces
  * and '|' escaped inside the table, so no trace can inject Markdown or HTML.
  */
+#include "core_out.h"
 #include "report_internal.h"
 
 #include <errno.h>
@@ -190,9 +191,9 @@ int report_markdown(const diff_report *r, const char *path)
         write_md(r, stdout);
         return fflush(stdout) == 0 ? 0 : -1;
     }
-    FILE *f = fopen(path, "w");
-    if (!f)
+    core_out out;
+    if (core_out_open(&out, path, 0) < 0)
         return -1;
-    write_md(r, f);
-    return fclose(f) == 0 ? 0 : -1;
+    write_md(r, out.f);
+    return core_out_commit(&out);
 }

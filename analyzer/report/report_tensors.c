@@ -8,6 +8,7 @@
  */
 #include "report_tensors.h"
 
+#include "core_out.h"
 #include "html_page.h"
 #include "html_svg.h"
 
@@ -388,8 +389,8 @@ static int html_write(const compare_tensors_result *res, const tensors_opts *o, 
 {
     char first[1400] = "";
     const compare_tensors_pair *fp = first_differing(res, first, sizeof(first));
-    html_out out;
-    if (html_out_open(&out, o->html) < 0)
+    core_out out;
+    if (core_out_open(&out, o->html, 0) < 0)
         return -1;
     FILE *f = out.f;
     html_page_head(f, "diff", "tfdiff --tensors report");
@@ -412,7 +413,7 @@ static int html_write(const compare_tensors_result *res, const tensors_opts *o, 
     if (res->npairs)
         html_pairs(f, res, o);
     html_page_tail(f);
-    return html_out_commit(&out);
+    return core_out_commit(&out);
 }
 
 /* ---- the report --------------------------------------------------------- */

@@ -44,12 +44,20 @@ static void unrecorded_text(const tft_manifest *m, char *buf, size_t n)
 
 /* Writes the report in the chosen forms; returns the exit status. g and b:
  * the traces compared, read again for the HTML page (NULL: none). */
+/* Why an output file could not be written (core_out_open's ELOOP: a link
+ * of another user's at its path). */
+static const char *out_error(int e)
+{
+    return e == ELOOP ? "a symbolic link of another user: not written through; remove it or give another path"
+                      : strerror(e);
+}
+
 int tfdiff_render(const tfdiff_opts *o, diff_report *rep, tft_trace *g, tft_trace *b)
 {
     int code = report_verdict(rep); /* 0 match, 1 diverged, 3 incomplete */
     const char *html = NULL;
     if (o->html && report_html_write(rep, g, b, o->html) < 0) {
-        fprintf(stderr, "tfdiff: %s: cannot write the HTML report: %s\n", o->html, strerror(errno));
+        fprintf(stderr, "tfdiff: %s: cannot write the HTML report: %s\n", o->html, out_error(errno));
         code = 2;
     } else {
         html = o->html;
@@ -61,11 +69,11 @@ int tfdiff_render(const tfdiff_opts *o, diff_report *rep, tft_trace *g, tft_trac
     else if (!md_stdout)
         report_text(rep, stdout);
     if (o->markdown && report_markdown(rep, o->markdown) < 0) {
-        fprintf(stderr, "tfdiff: %s: cannot write the Markdown summary: %s\n", o->markdown, strerror(errno));
+        fprintf(stderr, "tfdiff: %s: cannot write the Markdown summary: %s\n", o->markdown, out_error(errno));
         code = 2;
     }
     if (o->junit && report_junit(rep, o->junit) < 0) {
-        fprintf(stderr, "tfdiff: %s: cannot write JUnit XML: %s\n", o->junit, strerror(errno));
+        fprintf(stderr, "tfdiff: %s: cannot write JUnit XML: %s\n", o->junit, out_error(errno));
         code = 2;
     }
     return code;

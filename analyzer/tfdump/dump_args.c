@@ -3,6 +3,7 @@
  * a dump_opts, one mode at most, and a message naming the option and what
  * it needs for every wrong one (exit status 2).
  */
+#include "core_out.h"
 #include "dump_internal.h"
 #include "export.h"
 
@@ -105,7 +106,7 @@ static bool parse_bytes(const char *s, uint64_t *out)
 
 enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
        OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN, OPT_EXTRACT, OPT_RANKS, OPT_STATS,
-       OPT_EXPORT, OPT_HTML, OPT_THRESHOLD };
+       OPT_EXPORT, OPT_HTML, OPT_THRESHOLD, OPT_FILE_MODE };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
@@ -121,7 +122,7 @@ static const struct option long_opts[] = {
     {"version", no_argument, NULL, 'V'},  {"extract", no_argument, NULL, OPT_EXTRACT},
     {"ranks", required_argument, NULL, OPT_RANKS}, {"stats", required_argument, NULL, OPT_STATS},
     {"export", required_argument, NULL, OPT_EXPORT}, {"html", required_argument, NULL, OPT_HTML},
-    {"threshold", required_argument, NULL, OPT_THRESHOLD},
+    {"threshold", required_argument, NULL, OPT_THRESHOLD}, {"mode", required_argument, NULL, OPT_FILE_MODE},
     {NULL, 0, NULL, 0},
 };
 
@@ -220,6 +221,11 @@ static int parse_mode_option(int c, const char *arg, dump_opts *o)
         o->stats_to = arg[0] == 'h' ? TFT_STATS_HEALTH : TFT_STATS_SHAPE;
         return DUMP_OK;
     case OPT_OUT: o->out = arg; return DUMP_OK;
+    case OPT_FILE_MODE:
+        return core_out_parse_mode(arg, &o->file_mode) == 0
+                   ? DUMP_OK
+                   : usage_error("--mode needs octal permission bits with the owner's read and write (0600, 0640, "
+                                 "0644), not '%s'", arg);
     case OPT_RAW: o->raw = 1; return DUMP_OK;
     case OPT_RTOL:
     case OPT_ATOL: {
@@ -281,7 +287,7 @@ static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
     case OPT_EXTRACT: case OPT_TENSOR: case OPT_REPLAY:
         return parse_mode(c, arg, o);
     case OPT_RANKS: case OPT_STATS: case OPT_OUT: case OPT_RAW: case OPT_RTOL: case OPT_ATOL:
-    case OPT_LEAK_MIN: case OPT_THRESHOLD:
+    case OPT_LEAK_MIN: case OPT_THRESHOLD: case OPT_FILE_MODE:
         return parse_mode_option(c, arg, o);
     case 'j': case 'r': case 's': case 'n': case 'k': case OPT_ORDER:
         return parse_filter(c, arg, o);
@@ -301,6 +307,7 @@ typedef struct given {
     bool replay_opts;    /* --rtol, --atol */
     bool check_opts;     /* --leak-min-bytes, --threshold */
     bool extract_opts;   /* --stats */
+    bool file_mode;      /* --mode */
 } given;
 
 static void note_given(given *g, int c)
@@ -313,6 +320,7 @@ static void note_given(given *g, int c)
     g->replay_opts |= c == OPT_RTOL || c == OPT_ATOL;
     g->check_opts |= c == OPT_LEAK_MIN || c == OPT_THRESHOLD;
     g->extract_opts |= c == OPT_STATS;
+    g->file_mode |= c == OPT_FILE_MODE;
 }
 
 /* --extract IN OUT: its operands from argv[optind..], the options it takes. */
@@ -357,6 +365,8 @@ static int check_mode(int argc, char **argv, const given *g, dump_opts *o)
         return usage_error("%s", "--leak-min-bytes and --threshold only apply to --check and --html");
     if (o->json && o->mode == MODE_HTML)
         return usage_error("%s", "--json does not apply to --html");
+    if (g->file_mode && o->mode != MODE_EXPORT && !(o->mode == MODE_TENSOR && o->out))
+        return usage_error("%s", "--mode applies to what --extract, --export and --tensor --out write");
     return DUMP_OK;
 }
 
@@ -364,6 +374,10 @@ int dump_parse_args(int argc, char **argv, dump_opts *o)
 {
     *o = (dump_opts){.order = TFT_ORDER_STEP_SEQ, .rank = -1, .rtol = 1e-5, .atol = 1e-7,
                      .leak_min_bytes = LEAK_EXIT_MIN_BYTES, .stats_to = -1, .chk = DETECT_OPTS_DEFAULT};
+    const char *env_mode = getenv("TFT_MODE");   /* as for traces; --mode wins */
+    if (env_mode && *env_mode && core_out_parse_mode(env_mode, &o->file_mode) != 0)
+        return usage_error("TFT_MODE needs octal permission bits with the owner's read and write, not '%s'",
+                           env_mode);
     given g = {0};
     opterr = 0;
     int c;

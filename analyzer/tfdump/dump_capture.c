@@ -214,7 +214,7 @@ int dump_tensor(dump_trace *d, const dump_opts *o)
                      "or a larger --ring-kb)", o->out, c->name, c->present, c->bytes);
             bad = 1;
         } else {
-            bad = core_capture_write_npy(c, o->out, !o->raw, err, sizeof(err)) < 0;
+            bad = core_capture_write_npy(c, o->out, !o->raw, o->file_mode, err, sizeof(err)) < 0;
         }
     }
     if (o->json) {

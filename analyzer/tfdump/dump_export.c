@@ -16,7 +16,7 @@ static void say(void *ctx, int level, const char *msg)
 
 int dump_export(dump_trace *d, const dump_opts *o)
 {
-    export_opts eo = {.format = o->export_format, .out = o->export_out, .path = o->path, .rank = o->rank,
+    export_opts eo = {.format = o->export_format, .out = o->export_out, .mode = o->file_mode, .path = o->path, .rank = o->rank,
                       .nranges = o->nranges, .ranges = o->ranges, .have_steps = o->have_steps != 0,
                       .step_lo = o->step_lo, .step_hi = o->step_hi, .log = say};
     int e = export_run(d->t, &eo);

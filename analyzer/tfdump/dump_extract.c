@@ -14,6 +14,7 @@
  * record kinds (a newer minor) are kept by their step; strings they name are
  * not known here and are lost.
  */
+#include "core_out.h"
 #include "dump_extract_internal.h"
 
 #include <dirent.h>
@@ -96,9 +97,9 @@ static const char *base_name(const char *path)
 
 /* OUT must not exist, or be an empty directory: an extract never writes
  * over files. Returns an open directory fd or -1 (said why). */
-static int open_out(const char *out, bool *created)
+static int open_out(const char *out, unsigned mode, bool *created)
 {
-    *created = mkdir(out, 0755) == 0;
+    *created = mkdir(out, 0700) == 0;   /* then exactly the bits asked, whatever the umask */
     if (!*created && errno != EEXIST) {
         dump_err("%s: cannot create the output directory: %s", out, strerror(errno));
         return -1;
@@ -106,6 +107,11 @@ static int open_out(const char *out, bool *created)
     int fd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         dump_err("%s: cannot open the output directory: %s", out, strerror(errno));
+        return -1;
+    }
+    if (*created && fchmod(fd, (mode_t)core_out_dir_mode(mode)) < 0) {
+        dump_err("%s: cannot set the output directory's mode: %s", out, strerror(errno));
+        close(fd);
         return -1;
     }
     int dup_fd = dup(fd);
@@ -205,7 +211,8 @@ int dump_extract(dump_trace *d, const dump_opts *o)
         goto out;
     }
     bool created = false;
-    if ((dirfd = open_out(o->extract_out, &created)) >= 0)
+    s.mode = o->file_mode ? o->file_mode : 0600;
+    if ((dirfd = open_out(o->extract_out, s.mode, &created)) >= 0)
         status = write_out(d, o, &s, fs, n, dirfd, created);
 out:
     if (dirfd >= 0)

@@ -39,6 +39,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Whether a DROPPED record speaks of the window: its lost records' steps
  * meet lo..hi, lie outside steps, or are unknown (a record before 1.4). */
@@ -195,7 +197,11 @@ int dump_extract_file(dump_trace *d, int dirfd, const char *out, const ex_sel *s
                  src, keep, first_full);
         f->lo = first_full;
     }
-    int fd = openat(dirfd, f->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = openat(dirfd, f->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 && fchmod(fd, (mode_t)s->mode) < 0) { /* exactly the bits asked, whatever the umask */
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0) {
         dump_err("%s/%s: cannot create: %s", out, f->name, strerror(errno));
         return DUMP_USAGE;

@@ -16,6 +16,7 @@ typedef struct ex_sel {
     int *ranks;         /* ranks to keep (read-as ranks), sorted; NULL = all */
     int nranks;
     int stats;          /* TFT_STATS_* to reduce to, -1 as recorded */
+    unsigned mode;      /* the files' permission bits (--mode / TFT_MODE, default 0600); OUT: x where r */
 } ex_sel;
 
 /* What happened to one rank file. */

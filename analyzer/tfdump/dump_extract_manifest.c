@@ -124,7 +124,7 @@ int dump_extract_manifest(const dump_trace *d, int dirfd, const char *in, const 
     cJSON_Delete(root);
     if (!out)
         return -ENOMEM;
-    int e = tft_manifest_write_textat(dirfd, out, 0);
+    int e = tft_manifest_write_textat(dirfd, out, s->mode);
     cJSON_free(out);
     return e;
 }

@@ -8,6 +8,7 @@
  */
 #include "dump_internal.h"
 #include "html_series.h"
+#include "core_out.h"
 #include "html_page.h"
 #include "html_svg.h"
 
@@ -231,14 +232,14 @@ static void verdict(FILE *f, const dpage *p, const char *path, bool found, const
 
 static int write_page(dump_trace *d, const dump_opts *o, const report_check_result *res, const char *unrecorded)
 {
-    html_out out;
-    if (html_out_open(&out, o->html_out) < 0) {
-        dump_err("%s: cannot write the HTML page: %s", o->html_out, strerror(errno));
+    core_out out;
+    if (core_out_open(&out, o->html_out, 0) < 0) {
+        dump_err("%s: cannot write the HTML page: %s", o->html_out, core_out_strerror(&out));
         return DUMP_USAGE;
     }
     dpage *p = calloc(1, sizeof(*p));
     if (!p) {
-        html_out_abort(&out);
+        core_out_abort(&out);
         dump_nomem(o->path, "--html");
         return DUMP_USAGE;
     }
@@ -252,7 +253,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const report_check_resu
     if (e) {
         free_page(p);
         free(p);
-        html_out_abort(&out);
+        core_out_abort(&out);
         dump_nomem(o->path, "--html (reading the rank files)");
         return DUMP_USAGE;
     }
@@ -268,7 +269,7 @@ static int write_page(dump_trace *d, const dump_opts *o, const report_check_resu
     html_page_tail(f);
     free_page(p);
     free(p);
-    if (html_out_commit(&out) < 0) {
+    if (core_out_commit(&out) < 0) {
         dump_err("%s: cannot write the HTML page: %s", o->html_out, strerror(errno));
         return DUMP_USAGE;
     }

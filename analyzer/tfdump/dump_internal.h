@@ -59,6 +59,8 @@ typedef struct dump_opts {
     int export_format;   /* --export FORMAT OUT: enum export_format (export.h) */
     const char *export_out; /* ... OUT, "-" = stdout */
     const char *html_out;   /* --html FILE */
+    unsigned file_mode;  /* --mode / TFT_MODE: permission bits of what --extract, --export and --tensor --out
+                          * write (directories: x added where r); 0: 0600 (0700) */
     int nranges;         /* --ranks LIST (--export; and --rank R): inclusive ranges */
     int32_t ranges[32][2];
 } dump_opts;

@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(!t[i].complete || t[i].present == t[i].bytes, "complete capture %zu: %llu of %llu bytes", i,
                    (unsigned long long)t[i].present, (unsigned long long)t[i].bytes);
         if (t[i].complete) {
-            core_capture_write_npy(&t[i], "/dev/null", 0, err, sizeof(err));
-            core_capture_write_npy(&t[i], "/dev/null", 1, err, sizeof(err));
+            core_capture_write_npy(&t[i], "/dev/null", 0, 0, err, sizeof(err));
+            core_capture_write_npy(&t[i], "/dev/null", 1, 0, err, sizeof(err));
         }
         bool seen = false;
         for (int k = 0; k < nseq; k++)

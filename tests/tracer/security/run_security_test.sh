@@ -435,6 +435,58 @@ print('opened'); sys.exit(0)" p.trace >out.txt 2>err.txt || st=$?
         has out.txt "manifest.json"
     fi ;;
 
+  outputs)
+    # every file the analyzers write: never through another user's link at
+    # its name (a shared output directory), its own links and /dev/null
+    # written through; extracts and exports 0700/0600 whatever the umask,
+    # --mode / TFT_MODE otherwise (docs/SECURITY.md "Files the analyzers write")
+    [ -n "$tfdiff" ] || { echo "SKIP: needs tfdiff"; exit 0; }
+    umask 022
+    "$tftrace" -q -o a.trace -- "$prog" value 1
+    "$tftrace" -q -o b.trace -- "$prog" value 2
+    outs=(j.xml m.md d.html e.json h.html)
+    write_all() {   # DIR: each output into DIR; sets st_N to each exit status
+        st_j=0; "$tfdiff" --junit "$1/j.xml" a.trace b.trace >/dev/null 2>"$1.err.j" || st_j=$?
+        st_m=0; "$tfdiff" --markdown "$1/m.md" a.trace b.trace >/dev/null 2>"$1.err.m" || st_m=$?
+        st_d=0; "$tfdiff" --html "$1/d.html" a.trace b.trace >/dev/null 2>"$1.err.d" || st_d=$?
+        st_e=0; "$tfdump" --export chrome "$1/e.json" a.trace >/dev/null 2>"$1.err.e" || st_e=$?
+        st_h=0; "$tfdump" --html "$1/h.html" a.trace >/dev/null 2>"$1.err.h" || st_h=$?
+    }
+    if [ ${#as_user[@]} -gt 0 ]; then
+        # another user's links to a root-owned file, in a 1777 directory
+        chmod 755 "$tmp"; mkdir -m 1777 shared
+        printf 'precious\n' >victim; chmod 600 victim
+        for f in "${outs[@]}"; do "${as_user[@]}" ln -s "$tmp/victim" "shared/$f"; done
+        write_all shared
+        [ "$(cat victim)" = precious ] || fail "the victim was overwritten through a planted link"
+        for k in j m d e h; do
+            v=st_$k; [ "${!v}" = 2 ] || { cat shared.err.$k; fail "output $k through another user's link: exit ${!v}, want 2"; }
+            has shared.err.$k "symbolic link of another user"
+        done
+    else
+        echo "(no other user to plant links: that part not run)"
+    fi
+    # links of one's own are followed; /dev/null is written to, not replaced
+    mkdir own; : >own/target
+    for f in "${outs[@]}"; do ln -s "$tmp/own/target.$f" "own/$f"; done
+    write_all own
+    for f in "${outs[@]}"; do [ -s "own/target.$f" ] && [ -L "own/$f" ] || fail "own link $f not written through"; done
+    run 0 "$tfdump" --export chrome /dev/null a.trace
+    [ -c /dev/null ] || fail "/dev/null is no longer a device"
+    # modes: extract and export 0700/0600 under umask 022; --mode and TFT_MODE
+    run 0 "$tfdump" --extract a.trace x1.trace
+    [ "$(mode_of x1.trace)" = 700 ] || fail "extract directory mode $(mode_of x1.trace), want 700"
+    for f in x1.trace/*; do [ "$(mode_of "$f")" = 600 ] || fail "$f mode $(mode_of "$f"), want 600"; done
+    run 0 "$tfdump" --export chrome e1.json a.trace
+    [ "$(mode_of e1.json)" = 600 ] || fail "export mode $(mode_of e1.json), want 600"
+    run 0 "$tfdump" --mode 0640 --extract a.trace x2.trace
+    [ "$(mode_of x2.trace)" = 750 ] || fail "extract --mode 0640: directory $(mode_of x2.trace), want 750"
+    for f in x2.trace/*; do [ "$(mode_of "$f")" = 640 ] || fail "$f mode $(mode_of "$f"), want 640"; done
+    TFT_MODE=0644 run 0 "$tfdump" --export chrome e2.json a.trace
+    [ "$(mode_of e2.json)" = 644 ] || fail "export with TFT_MODE=0644: $(mode_of e2.json)"
+    run 2 "$tfdump" --mode 0044 --extract a.trace x3.trace
+    has err.txt "--mode needs octal permission bits" ;;
+
   collector-death)
     # tftrace SIGKILLed: the program finishes unharmed, nothing stays in
     # /dev/shm, tfdump says the collector died; with --no-drop too (the
