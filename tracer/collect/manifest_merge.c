@@ -54,22 +54,44 @@ static int redact_at(char **argv, int i, size_t keep, const char *rest)
     return 0;
 }
 
-/* The password of a URL's user information, scheme://user:PASSWORD@host:
- * its start and end in a, or false. */
+/* The password of the first URL's user information at or after a,
+ * scheme://user:PASSWORD@host: its start and end in a, or false. The
+ * password runs to the last '@' of the authority (a password may hold
+ * '@': user:p@ss@host). */
 static bool url_password(const char *a, size_t *from, size_t *to)
 {
-    const char *s = strstr(a, "://");
-    if (!s)
-        return false;
-    s += 3;
-    size_t auth = strcspn(s, "/?#");
-    const char *at = memchr(s, '@', auth);
-    const char *colon = at ? memchr(s, ':', (size_t)(at - s)) : NULL;
-    if (!colon || colon + 1 == at)
-        return false;
-    *from = (size_t)(colon + 1 - a);
-    *to = (size_t)(at - a);
-    return true;
+    for (const char *s = strstr(a, "://"); s; s = strstr(s, "://")) {
+        s += 3;
+        size_t auth = strcspn(s, "/?#");
+        const char *at = memrchr(s, '@', auth);
+        const char *colon = at ? memchr(s, ':', (size_t)(at - s)) : NULL;
+        if (!colon || colon + 1 == at)
+            continue;
+        *from = (size_t)(colon + 1 - a);
+        *to = (size_t)(at - a);
+        return true;
+    }
+    return false;
+}
+
+/* Every URL password in argv[i] (after byte `from`), wherever it stands
+ * (--db-url=postgres://u:PW@h, a list of URLs): 1 when one was redacted,
+ * 0 none, -ENOMEM. */
+static int redact_urls(char **argv, int i, size_t from)
+{
+    int hit = 0;
+    size_t p, q;
+    while (from < strlen(argv[i]) && url_password(argv[i] + from, &p, &q)) {
+        char *rest = strdup(argv[i] + from + q);
+        if (!rest || redact_at(argv, i, from + p, rest) != 0) {
+            free(rest);
+            return -ENOMEM;
+        }
+        free(rest);
+        from += p + strlen(MANIFEST_REDACTED);
+        hit = 1;
+    }
+    return hit;
 }
 
 int manifest_redact(char **argv, int argc, int *idx, int max_idx)
@@ -93,14 +115,12 @@ int manifest_redact(char **argv, int argc, int *idx, int max_idx)
                    secret_name(a, (size_t)(eq - a))) {
             e = redact_at(argv, i, (size_t)(eq + 1 - a), NULL); /* API_KEY=VALUE */
             hit = i;
-        } else {
-            size_t from, to;
-            if (url_password(a, &from, &to)) {
-                char *rest = strdup(a + to);
-                e = rest ? redact_at(argv, i, from, rest) : -ENOMEM;
-                free(rest);
+        }
+        if (!e && hit != i) {   /* a URL's password, in any argument not redacted whole */
+            int u = redact_urls(argv, i, 0);
+            e = u < 0 ? u : 0;
+            if (u > 0)
                 hit = i;
-            }
         }
         if (e)
             return e;

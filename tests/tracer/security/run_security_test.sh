@@ -213,7 +213,24 @@ PY
     TFT_OUTPUT=ip.trace run 0 "$prog" touch ran --api-key=SECRET1 API_TOKEN=SECRET2
     ! grep -rq SECRET ip.trace || fail "in-process: a secret reached the trace"
     [ "$(mode_of ip.trace)" = 700 ] && [ "$(mode_of ip.trace/manifest.json)" = 600 ] &&
-        [ "$(mode_of ip.trace/rank-00000.tft)" = 600 ] || fail "in-process modes: $(stat -c '%a %n' ip.trace ip.trace/*)" ;;
+        [ "$(mode_of ip.trace/rank-00000.tft)" = 600 ] || fail "in-process modes: $(stat -c '%a %n' ip.trace ip.trace/*)"
+    # URL passwords inside options, a password holding '@', two URLs in one
+    # argument: launcher and in-process writer alike
+    urls=(--db-url=postgres://user:SECRET6@db/x postgres://user:p@SECRET7@db/x
+          "--dbs=mysql://a:SECRET8@h1/x,redis://b:SECRET9@h2" http://nopass@host/x)
+    run 0 "$tftrace" -q -o u.trace -- "$prog" touch ran "${urls[@]}"
+    TFT_OUTPUT=uip.trace run 0 "$prog" touch ran "${urls[@]}"
+    for t in u.trace uip.trace; do
+        ! grep -rq SECRET $t || fail "$t: a URL password reached the trace: $(grep -rho '[^"]*SECRET[^"]*' $t | head -3)"
+        python3 - $t/manifest.json <<'PY'
+import json, sys
+cmd = json.load(open(sys.argv[1]))["command"]
+i = cmd.index("touch")
+args = cmd[i + 2:]
+assert args == ["--db-url=postgres://user:<redacted>@db/x", "postgres://user:<redacted>@db/x",
+                "--dbs=mysql://a:<redacted>@h1/x,redis://b:<redacted>@h2", "http://nopass@host/x"], args
+PY
+    done ;;
 
   lock)
     # a second tftrace on a directory being recorded: exit 2 before its command
