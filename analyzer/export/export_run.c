@@ -9,6 +9,7 @@
  */
 #include "core_out.h"
 #include "core_clock.h"
+#include "core_escape.h"
 #include "export_walk_internal.h"
 
 #include <errno.h>
@@ -214,8 +215,13 @@ int export_run(tft_trace *t, const export_opts *o)
         return -EIO;
     }
     FILE *f = to_stdout ? stdout : out.f;
+    /* Chrome's JSON through the escaping stream: valid UTF-8 whatever bytes
+     * the trace's names hold, nothing a terminal acts on */
+    FILE *esc = o->format == EXP_PERFETTO ? NULL : core_escape_open(f, true);
     const export_ops *ops = NULL;
-    export_sink *sink = o->format == EXP_PERFETTO ? export_perfetto_new(f, &ops) : export_chrome_new(f, &ops);
+    export_sink *sink = o->format == EXP_PERFETTO ? export_perfetto_new(f, &ops)
+                        : esc                     ? export_chrome_new(esc, &ops)
+                                                  : NULL;
     const tft_manifest *m = tft_trace_manifest(t);
     char *cmd = command_line(m);
     int rc = sink && cmd ? 0 : -ENOMEM;
@@ -230,6 +236,8 @@ int export_run(tft_trace *t, const export_opts *o)
     free(cmd);
     if (sink)
         ops->free(sink);
+    if (esc && fclose(esc) != 0 && !rc)   /* its last bytes into f */
+        rc = errno == EPIPE ? -EPIPE : -EIO;
     if (rc == -EPIPE && to_stdout) {
         rc = 0; /* the reader went away: a quiet success, as for the other modes */
         clearerr(f);

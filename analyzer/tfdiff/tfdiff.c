@@ -10,6 +10,7 @@
  * died before its first record) is a finding as BAD (1) and unusable as
  * GOLDEN (2).
  */
+#include "core_escape.h"
 #include "core_common.h"
 #include "report_tensors.h"
 #include "tfdiff_internal.h"
@@ -128,6 +129,9 @@ int main(int argc, char **argv)
         if (!freopen("/dev/null", "w", stdout))
             fclose(stdout);
     }
+    /* strings from the traces never reach the output raw */
+    if (mp.me == 0)
+        core_escape_stdout(o.json);
     int code = run(&o, &mp);
     code = tfdiff_mpi_bcast_int(&mp, code);
     tfdiff_mpi_end(&mp);

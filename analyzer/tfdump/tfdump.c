@@ -8,7 +8,10 @@
  * message and an exit status, never a crash, and memory stays bounded by a
  * few chunks per rank file.
  */
+#include "core_escape.h"
 #include "dump_internal.h"
+
+#include <unistd.h>
 
 static int run(const dump_opts *o)
 {
@@ -56,5 +59,9 @@ int main(int argc, char **argv)
         return dump_out_finish(DUMP_OK);
     if (status)
         return status;
+    /* strings from the trace never reach the output raw (an export escapes
+     * its own JSON, and may be binary) */
+    if (o.mode != MODE_EXPORT)
+        core_escape_stdout(o.json);
     return dump_out_finish(run(&o));
 }

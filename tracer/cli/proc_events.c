@@ -14,6 +14,7 @@
 #include "collector.h"
 #include "bpf_procs.h"
 #include "stacks_report.h"
+#include "tft_escape.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -221,8 +222,9 @@ void proc_events_finish(int dir_fd, const char *dir, unsigned mode, int quiet, c
         char what[160];
         int rank = recorded(s, p->pid);
         describe(p, what, sizeof(what));
-        fprintf(stderr, "  pid %d %s: %s%s\n", (int)p->pid, p->exe[0] ? p->exe : p->comm, what,
-                rank >= 0 ? "" : " (no recorder in it)");
+        char name[1024]; /* a path the process chose: escaped (tft_escape.h) */
+        tft_escape_str(p->exe[0] ? p->exe : p->comm, name, sizeof name);
+        fprintf(stderr, "  pid %d %s: %s%s\n", (int)p->pid, name, what, rank >= 0 ? "" : " (no recorder in it)");
     }
     write_table(dir_fd, dir, mode, s);
     tft_procs_stop(J.bpf);

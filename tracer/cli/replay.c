@@ -40,6 +40,8 @@
  */
 #include "replay_internal.h"
 
+#include "tft_escape.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -86,10 +88,11 @@ static void say(const rp_opts *o, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    fputs("tftrace replay: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char msg[4096], esc[4096 * 3];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    /* names and paths from the traces: escaped (tft_escape.h) */
+    fprintf(stderr, "tftrace replay: %s\n", tft_escape_str(msg, esc, sizeof(esc)));
 }
 
 /* ---- running programs ------------------------------------------------- */

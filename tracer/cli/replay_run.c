@@ -7,6 +7,8 @@
  */
 #include "replay_internal.h"
 
+#include "tft_escape.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -161,13 +163,27 @@ static void print_word(FILE *f, const char *w)
         return;
     }
     fputc('\'', f);
-    for (; *w; w++) {
-        if (*w == '\'')
+    const unsigned char *p = (const unsigned char *)w;
+    size_t left = strlen(w);
+    while (left) {
+        uint32_t cp = 0;
+        int len = tft_utf8_next(p, left, &cp);
+        if (len <= 0 || tft_escape_cp(cp, false)) {
+            /* a control, a bidirectional override or a byte that is not UTF-8:
+             * shown as bash's $'\xHH' of each of its bytes, never obeyed */
+            int n = len > 0 ? len : 1;
+            fputs("'$'", f);
+            for (int i = 0; i < n; i++)
+                fprintf(f, "\\x%02x", p[i]);
+            fputs("''", f);
+            len = n;
+        }
+        else if (*p == '\'')
             fputs("'\\''", f);
-        else if ((unsigned char)*w < 0x20 || *w == 0x7f)
-            fprintf(f, "'$'\\x%02x''", (unsigned char)*w); /* a control character shown, not obeyed */
         else
-            fputc(*w, f);
+            fwrite(p, 1, (size_t)len, f);
+        p += len;
+        left -= (size_t)len;
     }
     fputc('\'', f);
 }
@@ -259,13 +275,20 @@ int rp_run_side(const rp_opts *o, rp_side *s, const rp_point *p, const char *spe
     side_argv(o, s, p, spec, self, num, argv);
     if (!o->quiet) {
         fprintf(stderr, "tftrace replay: %s: ", s->label);
-        if (s->have_ckpt)
-            fprintf(stderr, "from checkpoint %s (step %lld)", s->ckpt_path, (long long)s->ckpt_step);
+        if (s->have_ckpt) {
+            fprintf(stderr, "from checkpoint ");
+            print_word(stderr, s->ckpt_path);
+            fprintf(stderr, " (step %lld)", (long long)s->ckpt_step);
+        }
         else
             fprintf(stderr, "from the start");
-        fprintf(stderr, ", in %s:", s->cwd);
-        for (int i = 0; i < s->argc; i++)
-            fprintf(stderr, " %s", s->argv[i]);
+        fprintf(stderr, ", in ");
+        print_word(stderr, s->cwd);
+        fputc(':', stderr);
+        for (int i = 0; i < s->argc; i++) {
+            fputc(' ', stderr);
+            print_word(stderr, s->argv[i]);
+        }
         fprintf(stderr, "\n");
     }
     /* the program's stdout would mix with our report: it goes to the log */

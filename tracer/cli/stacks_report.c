@@ -6,6 +6,8 @@
  */
 #include "stacks_report.h"
 
+#include "tft_escape.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -281,13 +283,15 @@ void stacks_frames_text(const tft_thread_stack *t, char *buf, size_t n)
 static void print_group(FILE *f, const stacks_report *r, const size_t *g, size_t lead, int frames)
 {
     const tft_thread_stack *t = &r->threads[lead];
-    char who[512], sum[1024];
+    char who[512], sum[1024], esc[4096], comm[80];
     members(r, g, lead, who, sizeof who);
     stacks_summary(t, sum, sizeof sum);
+    /* thread names and symbols come from the processes: escaped (tft_escape.h) */
+    tft_escape_str(sum, esc, sizeof esc);
     if (t->tid == t->pid)
-        fprintf(f, "  %s: %s\n", who, sum);
+        fprintf(f, "  %s: %s\n", who, esc);
     else
-        fprintf(f, "  %s, thread \"%s\": %s\n", who, t->comm, sum);
+        fprintf(f, "  %s, thread \"%s\": %s\n", who, tft_escape_str(t->comm, comm, sizeof comm), esc);
     if (!frames)
         return;
     fprintf(f, "    pid");
@@ -299,7 +303,7 @@ static void print_group(FILE *f, const stacks_report *r, const size_t *g, size_t
     if (text) {
         stacks_frames_text(t, text, TFT_STACK_MAX_FRAMES * 400);
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-            fprintf(f, "    %s\n", line);
+            fprintf(f, "    %s\n", tft_escape_str(line, esc, sizeof esc));
         free(text);
     }
     if (t->note[0])

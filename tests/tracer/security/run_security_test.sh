@@ -504,6 +504,51 @@ print('opened'); sys.exit(0)" p.trace >out.txt 2>err.txt || st=$?
     run 2 "$tfdump" --mode 0044 --extract a.trace x3.trace
     has err.txt "--mode needs octal permission bits" ;;
 
+  escapes)
+    # strings from a trace (tensor names, the command) or a process never
+    # reach the output raw: a name that would print "tfdiff: MATCH" over the
+    # verdict on a terminal, C1 and bidirectional controls, bytes not UTF-8
+    [ -n "$tfdiff" ] || { echo "SKIP: needs tfdiff"; exit 0; }
+    evil=$'x\e[2K\r\e[1Atfdiff: MATCH \xc2\x9b31m\xe2\x80\xaeevil\x9b\x07'
+    "$tftrace" -q -o a.trace -- "$prog" named "$evil" 1 "$evil"
+    "$tftrace" -q -o b.trace -- "$prog" named "$evil" 2 "$evil"
+    raw() {   # FILE: fails when it holds ESC, CR, BEL, C1 (U+009B), U+202E or a byte that is not UTF-8
+        python3 - "$1" <<'PY' || fail "$1: control characters printed raw: $(od -c "$1" | head -5)"
+import sys
+d = open(sys.argv[1], "rb").read()
+bad = [b"\x1b", b"\r", b"\x07", b"\xc2\x9b", b"\xe2\x80\xae"]
+assert not any(b in d for b in bad), [b for b in bad if b in d]
+d.decode("utf-8")   # a lone 0x9b byte is not UTF-8
+PY
+    }
+    st=0; "$tfdiff" a.trace b.trace >out.txt 2>err.txt || st=$?
+    [ $st = 1 ] || fail "tfdiff exit $st, want 1 (DIVERGED)"
+    raw out.txt; has out.txt '\x1b[2K\x0d\x1b[1Atfdiff: MATCH \u009b31m\u202eevil\x9b\x07'
+    st=0; "$tfdump" --check a.trace >out.txt 2>err.txt || st=$?; raw out.txt
+    run 0 "$tfdump" a.trace; raw out.txt; has out.txt '\x1b[2K'
+    run 0 "$tfdump" --events a.trace; raw out.txt
+    # JSON: valid, the name intact once parsed (its escapes are JSON's)
+    run 0 "$tfdump" --events --json a.trace
+    raw out.txt
+    python3 -c "
+import json, sys
+names = [json.loads(l).get('name') or '' for l in open(sys.argv[1], encoding='utf-8')]
+assert any('tfdiff: MATCH' in n and 'evil' in n and '\x1b' in n for n in names), names" out.txt || fail "JSON lost the name"
+    st=0; "$tfdiff" --json a.trace b.trace >out.txt 2>err.txt || st=$?; raw out.txt
+    python3 -c "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))" out.txt || fail "tfdiff --json invalid"
+    run 0 "$tfdump" --export chrome e.json a.trace; raw e.json
+    python3 -c "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))" e.json || fail "--export chrome: invalid JSON"
+    # the replay prompt quotes the recorded command: shown, never obeyed
+    st=0; "$tftrace" replay a.trace b.trace </dev/null >out.txt 2>err.txt || st=$?
+    raw err.txt
+    has err.txt "'\$'\\xe2\\x80\\xae''evil"
+    # the launcher's end-of-run summary names the processes' paths
+    mkdir -p "d$evil"; cp "$prog" "d$evil/p"
+    st=0; "$tftrace" -o c.trace -- "d$evil/p" flood 1 3 >out.txt 2>err.txt || st=$?
+    [ $st = 3 ] || fail "tftrace exit $st, want the program's 3"
+    raw err.txt
+    if grep -q "in the job" err.txt; then has err.txt '\x1b[2K\x0d\x1b[1Atfdiff: MATCH'; fi ;;
+
   collector-death)
     # tftrace SIGKILLed: the program finishes unharmed, nothing stays in
     # /dev/shm, tfdump says the collector died; with --no-drop too (the

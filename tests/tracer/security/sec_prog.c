@@ -10,6 +10,8 @@
  *   sec_prog touch FILE [ARGS...]  records one tensor, creates FILE
  *   sec_prog value V [ARGS...]     records one tensor of 16 elements equal to V
  *                                  (two values: two runs that diverge)
+ *   sec_prog named NAME V [ARGS...]  the same, named NAME (names with control
+ *                                  characters: the escaping of the outputs)
  *
  * Extra ARGS are ignored: they are there to be recorded (redaction).
  */
@@ -17,6 +19,7 @@
 
 #include "tft_test_rng.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,13 +86,14 @@ int main(int argc, char **argv)
         touch(argv[2], "ran\n");
         return 0;
     }
-    if (argc >= 3 && !strcmp(argv[1], "value")) {
+    if (argc >= 3 && (!strcmp(argv[1], "value") || (argc >= 4 && !strcmp(argv[1], "named")))) {
+        bool named = argv[1][0] == 'n';
         float buf[16];
         int64_t n = 16;
         for (int i = 0; i < 16; i++)
-            buf[i] = (float)atof(argv[2]);
-        return tft_tensor("v", TFT_F32, buf, 1, &n) != 0;
+            buf[i] = (float)atof(argv[named ? 3 : 2]);
+        return tft_tensor(named ? argv[2] : "v", TFT_F32, buf, 1, &n) != 0;
     }
-    fprintf(stderr, "usage: sec_prog flood N [EXIT] | flood-until STOP READY DONE | touch FILE | value V\n");
+    fprintf(stderr, "usage: sec_prog flood N [EXIT] | flood-until STOP READY DONE | touch FILE | value V | named NAME V\n");
     return 2;
 }
