@@ -159,6 +159,10 @@ typedef struct compare_result {
                                * tensors of that name differ in number (which is which is unknown) */
     uint64_t golden_records, bad_records; /* records of substance read (no process/thread/sync/dropped) */
     char structure[256];      /* first structural difference, "" when none */
+    int64_t cut_step[2];      /* [GOLDEN, BAD]: a side cut by its recording (core_trace_cut): its
+                               * last step, partly recorded, and the steps from it not compared;
+                               * TFT_STEP_NONE when not cut (set by the caller, tfdiff_rank.c) */
+    char cut_why[2][200];     /* ... and why, in words */
     compare_roundoff roundoff; /* the differences that matched, by the round-off model */
 } compare_result;
 

@@ -345,11 +345,11 @@ int compare_tensors_run(const char *golden, const char *bad, const tensors_opts 
 {
     *res = (compare_tensors_result){0};
     char err[512] = "";
-    if (core_capture_list(golden, 1, &res->gt, &res->gn, err, sizeof(err)) < 0) {
+    if (core_capture_list(golden, 1, &res->gt, &res->gn, err, sizeof(err), res->lost[0], sizeof(res->lost[0])) < 0) {
         fprintf(stderr, "tfdiff: %s: %s\n", golden, err[0] ? err : "cannot read captures");
         return 2;
     }
-    if (core_capture_list(bad, 1, &res->bt, &res->bn, err, sizeof(err)) < 0) {
+    if (core_capture_list(bad, 1, &res->bt, &res->bn, err, sizeof(err), res->lost[1], sizeof(res->lost[1])) < 0) {
         fprintf(stderr, "tfdiff: %s: %s\n", bad, err[0] ? err : "cannot read captures");
         return 2;
     }

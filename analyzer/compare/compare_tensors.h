@@ -66,6 +66,8 @@ typedef struct compare_tensors_result {
     compare_tensors_pair *pairs;    /* in GOLDEN's order (owned) */
     int npairs;
     int n_same, n_diff;             /* pairs identical (within tolerance); differing or of another layout */
+    char lost[2][480];              /* [GOLDEN, BAD]: a rank file torn or damaged (its captures there are
+                                     * lost), "" none */
 } compare_tensors_result;
 
 /* Loads the captured tensors of both traces, pairs them by (rank, step,

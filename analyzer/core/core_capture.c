@@ -75,6 +75,8 @@ typedef struct lister {
     tft_log_fn log;          /* the caller's, or NULL */
     void *log_ctx;
     char first_log[512];
+    char lost[400];          /* the first rank file torn or with damaged chunks, "" none */
+    int nlost;               /* how many */
 } lister;
 
 static void log_keep(void *ctx, int level, const char *msg)
@@ -332,10 +334,14 @@ static int list_rank(lister *l, tft_reader *r, int rank)
     return fill_missing_stats(l, r, from);
 }
 
-int core_capture_list(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, char *err, size_t errlen)
+static int list_want(const char *trace_path, core_capture_want_fn want, void *want_ctx, core_capture_tensor **out,
+                     size_t *n, tft_log_fn log, void *log_ctx, char *err, size_t errlen, char *lost, size_t lostlen);
+
+int core_capture_list(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, char *err,
+                      size_t errlen, char *lost, size_t lostlen)
 {
-    return core_capture_list_want(trace_path, with_data ? NULL : core_capture_want_none, NULL, out, n, NULL, NULL, err,
-                                  errlen);
+    return list_want(trace_path, with_data ? NULL : core_capture_want_none, NULL, out, n, NULL, NULL, err, errlen,
+                     lost, lostlen);
 }
 
 int core_capture_want_none(void *ctx, const core_capture_tensor *t)
@@ -346,6 +352,12 @@ int core_capture_want_none(void *ctx, const core_capture_tensor *t)
 
 int core_capture_list_want(const char *trace_path, core_capture_want_fn want, void *want_ctx, core_capture_tensor **out, size_t *n,
                   tft_log_fn log, void *log_ctx, char *err, size_t errlen)
+{
+    return list_want(trace_path, want, want_ctx, out, n, log, log_ctx, err, errlen, NULL, 0);
+}
+
+static int list_want(const char *trace_path, core_capture_want_fn want, void *want_ctx, core_capture_tensor **out,
+                     size_t *n, tft_log_fn log, void *log_ctx, char *err, size_t errlen, char *lost, size_t lostlen)
 {
     *out = NULL;
     *n = 0;
@@ -372,6 +384,11 @@ int core_capture_list_want(const char *trace_path, core_capture_want_fn want, vo
         if (e)
             tft_errf(err, errlen, e, "%s: %s", tft_trace_file_name(tr, i),
                      e == -ENOMEM ? "needs more memory than allowed for the captured tensors" : strerror(-e));
+        tft_reader_status st;
+        if (!e && tft_trace_status(tr, i, &st) > 0 && (st.integrity != TFT_INTACT || st.chunks_bad) &&
+            !l->nlost++)
+            snprintf(l->lost, sizeof(l->lost), "%s is %s", tft_trace_file_name(tr, i),
+                     st.integrity == TFT_DAMAGED || st.chunks_bad ? "damaged" : "torn");
         tft_trace_release(tr, i);
     }
 out:
@@ -383,6 +400,9 @@ out:
     } else {
         *out = l->t;
         *n = l->n;
+        if (lost && lostlen)
+            snprintf(lost, lostlen, "%s%s", l->lost,
+                     l->nlost > 1 ? " (and other rank files)" : "");
     }
     free(l);
     return e;

@@ -51,9 +51,11 @@ typedef struct core_capture_tensor {
  * only the metadata. *out (release with core_capture_free) may be empty (n = 0) for a
  * trace without captures. Returns 0, or a negative errno with a message in
  * err (unreadable trace, out of memory). A damaged or torn trace still lists
- * what its readable chunks hold; the lost parts make captures incomplete. */
+ * what its readable chunks hold; the lost parts make captures incomplete,
+ * and lost (lostlen bytes; NULL: not asked) names the first such rank file
+ * ("" when none). */
 int core_capture_list(const char *trace_path, int with_data, core_capture_tensor **out, size_t *n, char *err,
-             size_t errlen);
+                      size_t errlen, char *lost, size_t lostlen);
 void core_capture_free(core_capture_tensor *t, size_t n); /* NULL-safe */
 /* Which captures' bytes to load: want(ctx, t) sees the capture as its first
  * part describes it (rank, step, seq, role, id, name, dtype, shape, bytes)

@@ -118,3 +118,21 @@ bool core_mask_inf(const char *name, const tft_stats *st)
             return true;
     return false;
 }
+
+bool core_trace_cut(const tft_trace *t, char *why, size_t n)
+{
+    const tft_manifest *m = tft_trace_manifest(t);
+    if (!m)
+        return false;
+    if (m->incomplete && m->incomplete[0]) {
+        snprintf(why, n, "records were lost to write errors (%.300s)", m->incomplete);
+        return true;
+    }
+    for (int i = 0; i < m->ncollectors; i++)
+        if (!m->collectors[i].done && tft_manifest_collector_state(&m->collectors[i]) == TFT_COLLECTOR_GONE) {
+            snprintf(why, n, "its collector died (tftrace pid %d on %s) before finishing the trace",
+                     m->collectors[i].pid, m->collectors[i].host);
+            return true;
+        }
+    return false;
+}

@@ -40,6 +40,13 @@ bool core_mask_inf(const char *name, const tft_stats *st);
 /* Whether name is a rank file's, "rank-*.tft" (the names tft_trace_open reads). */
 bool core_rank_file_name(const char *name);
 
+/* Whether the trace was cut short by its recording rather than by the
+ * program: its manifest says records were lost to write errors (a full
+ * disk: "incomplete"), or a collector died without finishing it. why gets
+ * the reason in words. The rank files then end where writing stopped, in
+ * the middle of a step: nothing after their last complete step is data. */
+bool core_trace_cut(const tft_trace *t, char *why, size_t n);
+
 /* Every rank file of a trace open at once (a merge across ranks) needs a
  * file descriptor each: the soft limit goes up to the hard one. */
 void core_raise_nofile(void);

@@ -184,6 +184,14 @@ int detect_rank_record(detect_rank *c, const tft_reader *r, const tft_rec *rec)
     return 0;
 }
 
+void detect_rank_hole(detect_rank *c)
+{
+    for (int i = 0; i < c->ns; i++) {
+        c->s[i].after_hole = true;
+        c->s[i].have_prev = false;
+    }
+}
+
 int detect_rank_finish(detect_rank *c)
 {
     for (size_t i = 0; i < NRULES; i++)

@@ -91,6 +91,12 @@ typedef struct detect_rank detect_rank;
 detect_rank *detect_rank_new(const detect_opts *o, int rank, double clip_from_cmd);
 /* Feeds one record of the rank file (r: its reader, for string names). */
 int detect_rank_record(detect_rank *c, const tft_reader *r, const tft_rec *rec);
+/* Records were missing (a damaged chunk was skipped; the caller feeds
+ * nothing more of the step it resumed in): no rule compares across the
+ * hole — each series starts over from its next record (shape and dtype,
+ * the update ratio and growth). Called before the first record of the
+ * next whole step. */
+void detect_rank_hole(detect_rank *c);
 /* Ends the scan: the per-rank rules run; histories are freed. */
 int detect_rank_finish(detect_rank *c);
 void detect_rank_free(detect_rank *c); /* NULL-safe */

@@ -72,6 +72,7 @@ typedef struct detect_series {
     /* the last finite record in full mode (update ratio, growth) */
     double prev_l2, prev_v;
     bool have_prev;
+    bool after_hole;     /* records are missing before its next one (detect_rank_hole) */
     bool nonfinite_seen; /* a record with NaN/Inf was seen */
     int64_t nonfinite_step;
     /* finite scalars in full mode (lr, grad_norm): range and count */

@@ -82,8 +82,11 @@ void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
     if (!strcmp(s->name, "input") || strstr(s->name, "aten."))
         return; /* --torch ops: an op's name (and "input", the leaf inputs of ops) is many call sites, not one
                    tensor: the module outputs around them carry the shapes */
-    bool changed = s->nrec > 1 && (s->shape_change.dtype != t->dtype || s->shape_change.ndim != t->ndim ||
-                                   memcmp(s->shape_change.shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
+    bool hole = s->after_hole;   /* records missing before this one: it starts the series over */
+    s->after_hole = false;
+    bool changed = s->nrec > 1 && !hole &&
+                   (s->shape_change.dtype != t->dtype || s->shape_change.ndim != t->ndim ||
+                    memcmp(s->shape_change.shape, t->shape, (size_t)t->ndim * sizeof(int64_t)));
     if (changed) {
         if (s->cls & DETECT_C_INPUT) {
             input_change(c, s, t, step);
@@ -112,7 +115,7 @@ void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
     } else if (s->nrec == 1 && is_eval_input(s) && s->eval) {
         c->shapes.eval_step = step; /* an eval forward's first input: its activations start here */
     }
-    if (changed || s->nrec == 1) {
+    if (changed || hole || s->nrec == 1) {
         s->shape_change.dtype = t->dtype;
         s->shape_change.ndim = t->ndim;
         memcpy(s->shape_change.shape, t->shape, sizeof(s->shape_change.shape));

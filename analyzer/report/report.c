@@ -170,6 +170,24 @@ bool report_incomplete_reason(const diff_report *r, int k, char *buf, size_t n)
                  RO_WIDE, (long long)(ro.wide_step - 1));
         return true;
     }
+    for (int w = 0; w < 2; w++) {   /* a side cut by its recording: once per side */
+        const compare_result *first = NULL;
+        int64_t upto = INT64_MAX;
+        int nr = 0;
+        for (int i = 0; i < r->nranks; i++)
+            if (r->ranks[i].cut_why[w][0]) {
+                first = first ? first : &r->ranks[i];
+                upto = r->ranks[i].cut_step[w] < upto ? r->ranks[i].cut_step[w] : upto;
+                nr++;
+            }
+        if (!first || k-- > 0)
+            continue;
+        char at[48];
+        snprintf(buf, n, "%s was cut short: %s; its rank files end in the middle of a step, so the comparison "
+                 "stops before %s (%d rank%s)", w ? "BAD" : "GOLDEN", first->cut_why[w],
+                 core_step_text(upto, at, sizeof(at)), nr, nr == 1 ? "" : "s");
+        return true;
+    }
     for (int i = 0; i < r->nranks; i++) {
         const compare_result *x = &r->ranks[i];
         const char *side[4] = {"GOLDEN", "BAD", "GOLDEN", "BAD"};

@@ -41,7 +41,9 @@ static void first_problem(const report_check_result *r, char *buf, size_t n)
 {
     char sb[48];
     const detect_finding *f = r->nfind ? &r->findings[0] : NULL;
-    if (r->nd)
+    if (r->ndamage)
+        snprintf(buf, n, "damage: %.150s", r->damage[0]);
+    else if (r->nd)
         snprintf(buf, n, "desync at %s", core_step_text(r->ds[0].step, sb, sizeof(sb)));
     else if (r->nf.found && (!f || f->severity != DETECT_ERROR || f->step == TFT_STEP_NONE || r->nf.step <= f->step))
         snprintf(buf, n, "non-finite at %s in %s", core_step_text(r->nf.step, sb, sizeof(sb)), r->nf.name);
@@ -66,14 +68,14 @@ void report_check_verdict(const report_check_result *r, char *buf, size_t n)
     }
     char first[200];
     first_problem(r, first, sizeof(first));
-    int errs = r->nerr + (r->nf.found ? 1 : 0) + r->nd + r->nl, warns = r->nwarn;
+    int errs = r->ndamage + r->damage_more + r->nerr + (r->nf.found ? 1 : 0) + r->nd + r->nl, warns = r->nwarn;
     snprintf(buf, n, "verdict: %d error%s, %d warning%s%s; first: %s", errs, errs == 1 ? "" : "s", warns,
              warns == 1 ? "" : "s", notes, first);
 }
 
 bool report_check_found(const report_check_result *res)
 {
-    return res->nf.found || res->nl || res->nd || res->nerr || res->nwarn;
+    return res->ndamage || res->nf.found || res->nl || res->nd || res->nerr || res->nwarn;
 }
 
 void report_check_result_free(report_check_result *res)
@@ -88,6 +90,10 @@ void report_check_result_free(report_check_result *res)
 void report_check_text(FILE *f, const report_check_result *res, const tft_trace *t)
 {
     char line[2048];
+    for (int i = 0; i < res->ndamage; i++)
+        fprintf(f, "damage: %s\n", res->damage[i]);
+    if (res->damage_more)
+        fprintf(f, "damage: %d more rank files torn or damaged (tfdump --verify lists them)\n", res->damage_more);
     for (int i = 0; i < tft_trace_nranks(t); i++)
         if (res->drops[i].count)
             fprintf(f, "%s\n",

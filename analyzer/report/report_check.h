@@ -33,6 +33,8 @@ typedef struct report_check_nonfinite {
 } report_check_nonfinite;
 
 /* What --check found in a trace. */
+#define REPORT_CHECK_DAMAGE_MAX 8
+
 typedef struct report_check_result {
     report_check_nonfinite nf; /* the first non-finite tensor across ranks */
     leak_finding leaks[64];
@@ -45,10 +47,14 @@ typedef struct report_check_result {
     int nfind;
     int nerr, nwarn, ninfo;   /* findings by severity */
     desync_stacks stacks;       /* STACK records: where each thread was at --timeout (owned) */
+    char damage[REPORT_CHECK_DAMAGE_MAX][640]; /* what the trace lost: a cut recording, torn or damaged
+                                                * rank files (said first; each an error) */
+    int ndamage, damage_more;   /* ... how many, and those past the first REPORT_CHECK_DAMAGE_MAX */
 } report_check_result;
 
-/* Whether --check found anything that sets exit status 1: a non-finite
- * value, a leak, a desync, or a detector's error or warning (notes do not). */
+/* Whether --check found anything that sets exit status 1: damage or loss
+ * (a cut recording, a torn or damaged rank file), a non-finite value, a
+ * leak, a desync, or a detector's error or warning (notes do not). */
 bool report_check_found(const report_check_result *res);
 /* Frees what res owns (drops, findings, stacks); res stays valid, empty. */
 void report_check_result_free(report_check_result *res);

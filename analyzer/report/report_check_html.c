@@ -55,6 +55,8 @@ void report_check_html_section(FILE *f, const report_check_result *c, const tft_
     char line[2048];
     html_page_section(f, "check", "Findings (tfdump --check)");
     fputs("<ul class=\"findings\">", f);
+    for (int i = 0; i < c->ndamage; i++)
+        item(f, "damage", c->damage[i]);
     for (int i = 0; c->drops && t && i < tft_trace_nranks(t); i++)
         if (c->drops[i].count)
             item(f, "incomplete", report_check_sentence_drops(tft_trace_rank_id(t, i), &c->drops[i], line,

@@ -93,6 +93,10 @@ static cJSON *json_nonfinite(const report_check_nonfinite *nf)
 cJSON *report_check_json(const report_check_result *res, const tft_trace *t)
 {
     cJSON *o = cJSON_CreateObject();
+    cJSON *dm = cJSON_AddArrayToObject(o, "damage"); /* a cut recording, torn or damaged rank files */
+    for (int i = 0; i < res->ndamage; i++)
+        cJSON_AddItemToArray(dm, cJSON_CreateString(res->damage[i]));
+    cJSON_AddNumberToObject(o, "damage_more", res->damage_more);
     cJSON *dr = cJSON_AddArrayToObject(o, "dropped"); /* ranks that lost records */
     for (int i = 0; i < tft_trace_nranks(t); i++)
         if (res->drops[i].count)

@@ -436,6 +436,18 @@ int report_tensors(const compare_tensors_result *res, const char *golden, const 
     cJSON_AddNumberToObject(root, "identical", res->n_same);
     cJSON_AddNumberToObject(root, "different", res->n_diff);
     int code = res->npairs == 0 ? 2 : res->n_diff ? 1 : 0;
+    /* captures lost to damage: what was compared is not all there was */
+    cJSON *inc = cJSON_AddArrayToObject(root, "incomplete");
+    for (int s = 0; s < 2; s++)
+        if (res->lost[s][0]) {
+            char why[600];
+            snprintf(why, sizeof(why), "%s lost captures: %s", s ? "BAD" : "GOLDEN", res->lost[s]);
+            cJSON_AddItemToArray(inc, cJSON_CreateString(why));
+            if (!o->json)
+                fprintf(out, "incomplete: %s\n", why);
+            if (code == 0)
+                code = 3;
+        }
     if (o->json) {
         char *s = cJSON_Print(root);
         if (s)

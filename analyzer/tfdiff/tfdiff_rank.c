@@ -6,6 +6,7 @@
  * alone. Runs on the pool's threads, one job per thread at a time.
  */
 #include "tfdiff_internal.h"
+#include "core_common.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -53,6 +54,25 @@ static void keep_limit(tft_reader *g, tft_reader *b, compare_opts *o)
                 "sides have in full\n", (long long)from);
 }
 
+/* A side cut by its recording (a full disk, a collector that died:
+ * core_trace_cut) ends in the middle of its last step: the comparison
+ * stops before that step, what both sides have. Returns the last step of
+ * the cut side's rank file (why: the reason), TFT_STEP_NONE when not cut. */
+static int64_t cut_limit(const tft_trace *t, tft_reader *r, compare_opts *o, char *why, size_t n)
+{
+    if (!r || !core_trace_cut(t, why, n))
+        return TFT_STEP_NONE;
+    int64_t last = TFT_STEP_NONE;
+    for (size_t i = 0; i < tft_reader_chunk_count(r); i++) {
+        const tft_chunk_info *ci = tft_reader_chunk(r, i);
+        if (ci && ci->last_step != TFT_STEP_NONE && (last == TFT_STEP_NONE || ci->last_step > last))
+            last = ci->last_step;
+    }
+    if (last != TFT_STEP_NONE && last - 1 < o->step_hi)
+        o->step_hi = last - 1;
+    return last;
+}
+
 /* One pass over the job's files: the comparison (its tap feeding the leak
  * scans and the extracts), or the tap alone. */
 static int job_pass(rank_work *w, rank_job *j, job_tap *t)
@@ -72,8 +92,16 @@ static int job_pass(rank_work *w, rank_job *j, job_tap *t)
     o.tap = tap_record;
     o.tap_ctx = t;
     keep_limit(t->r[0], t->r[1], &o);
+    int64_t cut[2];
+    char why[2][200];
+    for (int s = 0; s < 2; s++)
+        cut[s] = cut_limit(s ? w->b : w->g, t->r[s], &o, why[s], sizeof(why[s]));
     int e = compare_rank(t->r[0], t->r[1], &o, &j->res);
     j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
+    for (int s = 0; s < 2; s++) {
+        j->res.cut_step[s] = cut[s];
+        snprintf(j->res.cut_why[s], sizeof(j->res.cut_why[s]), "%s", cut[s] != TFT_STEP_NONE ? why[s] : "");
+    }
     return e;
 }
 

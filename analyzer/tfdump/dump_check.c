@@ -32,6 +32,7 @@ typedef struct check_scan {
     const detect_opts *copts;
     double clip_cmd;    /* the clip threshold the recorded command line states, 0 unknown */
     desync_stacks *stacks; /* per rank file: its STACK records */
+    tft_reader_status *status; /* per rank file: what reading it found (damage, a torn tail) */
 } check_scan;
 
 static int scan_one(void *ctx, int i, int worker)
@@ -48,12 +49,25 @@ static int scan_one(void *ctx, int i, int worker)
     const tft_rec *rec;
     tft_drop_sum *ds = &c->drops[i];
     tft_drop_sum_init(ds);
+    uint64_t holes = tft_reader_holes(r);
+    bool in_hole = false; /* after a damaged chunk: the rest of that step is partial */
+    int64_t hole_step = TFT_STEP_NONE;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) { /* one pass feeds both */
+        if (tft_reader_holes(r) != holes) {   /* a damaged chunk skipped: no rule reads across it */
+            holes = tft_reader_holes(r);
+            in_hole = true;
+            hole_step = rec->step;
+        }
+        if (in_hole && rec->step != TFT_STEP_NONE && rec->step != hole_step) {
+            in_hole = false;   /* a whole step again: every series starts over */
+            detect_rank_hole(ck);
+        }
         if (rec->kind == TFT_REC_DROPPED)
             tft_drop_sum_add(ds, (const tft_rec_dropped *)rec, rec->len);
         if (rec->kind == TFT_REC_STACK)
             e = desync_stacks_add(&c->stacks[i], r, tft_trace_rank_id(c->d->t, i), rec);
-        else if ((e = core_spill_extract_record(x, rec)) == 0 && (e = leak_scan_record(ls, r, rec)) == 0)
+        else if ((e = core_spill_extract_record(x, rec)) == 0 && (e = leak_scan_record(ls, r, rec)) == 0 &&
+                 !in_hole)
             e = detect_rank_record(ck, r, rec);
     }
     if (e == 0)
@@ -61,6 +75,7 @@ static int scan_one(void *ctx, int i, int worker)
     if (e == 0) { /* the chunk headers' total is authoritative (FORMAT.md 5.11) */
         tft_reader_status st;
         tft_reader_get_status(r, &st);
+        c->status[i] = st;
         if (st.dropped > ds->count)
             ds->unknown += st.dropped - ds->count;
         ds->count = st.dropped > ds->count ? st.dropped : ds->count;
@@ -113,6 +128,36 @@ static int gather_leaks(const check_scan *c, int n, leak_finding *out, int max)
     return k;
 }
 
+/* What the trace lost, as findings said first: the recording cut short
+ * (records lost to write errors, a collector that died) and each rank file
+ * that is torn (its tail never written) or has damaged chunks. */
+static void damage_findings(const dump_trace *d, const tft_reader_status *st, int n, report_check_result *res)
+{
+    char why[400];
+    if (core_trace_cut(d->t, why, sizeof(why)) && res->ndamage < REPORT_CHECK_DAMAGE_MAX)
+        snprintf(res->damage[res->ndamage++], sizeof(res->damage[0]),
+                 "the recording was cut short: %s; every rank file ends where writing stopped, and what "
+                 "follows covers only what was written", why);
+    for (int i = 0; i < n; i++) {
+        if (st[i].integrity == TFT_INTACT && !st[i].chunks_bad)
+            continue;
+        if (res->ndamage == REPORT_CHECK_DAMAGE_MAX) {
+            res->damage_more++;
+            continue;
+        }
+        bool damaged = st[i].integrity == TFT_DAMAGED || st[i].chunks_bad;
+        const char *file = tft_trace_file_name(d->t, i), *p = st[i].first_problem;
+        size_t fl = strlen(file);
+        if (!strncmp(p, file, fl) && !strncmp(p + fl, ": ", 2))
+            p += fl + 2;   /* the reader's message starts with the path */
+        snprintf(res->damage[res->ndamage++], sizeof(res->damage[0]), "rank %d (%s) is %s: %.250s; %s",
+                 tft_trace_rank_id(d->t, i), file, damaged ? "damaged" : "torn", p[0] ? p : "no detail",
+                 !st[i].records ? "it holds no records"
+                 : damaged      ? "the records of its damaged chunks are lost, and no rule reads across them"
+                                : "its records end where writing stopped");
+    }
+}
+
 int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *out)
 {
     report_check_result *res = out;
@@ -122,9 +167,10 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *o
                     .leaks = calloc((size_t)n + 1, sizeof(*c.leaks)), .nleaks = calloc((size_t)n + 1, sizeof(int)),
                     .drops = calloc((size_t)n + 1, sizeof(*c.drops)), .chk = calloc((size_t)n + 1, sizeof(*c.chk)),
                     .copts = &o->chk, .clip_cmd = detect_clip_of(tft_trace_manifest(d->t)),
-                    .stacks = calloc((size_t)n + 1, sizeof(*c.stacks))};
+                    .stacks = calloc((size_t)n + 1, sizeof(*c.stacks)),
+                    .status = calloc((size_t)n + 1, sizeof(*c.status))};
     res->findings = calloc(DETECT_FIND_MAX, sizeof(*res->findings));
-    int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && c.stacks && res->findings
+    int e = c.sp && c.leaks && c.nleaks && c.drops && c.chk && c.stacks && c.status && res->findings
                 ? core_pool_run(n, core_pool_width(), scan_one, &c)
                 : -ENOMEM;
     if (!e)
@@ -154,6 +200,8 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *o
     res->drops = c.drops;
     res->nl = nl;
     res->nd = nd;
+    if (e)
+        free(c.status);
     if (e == -ENOMEM) {
         dump_nomem(o->path, "--check (reading the rank files)");
         return DUMP_USAGE;
@@ -173,6 +221,8 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *o
     }
     for (int i = 0; i < n; i++)
         res->lossy += c.drops[i].count != 0;
+    damage_findings(d, c.status, n, res);
+    free(c.status);
     return DUMP_OK;
 }
 

@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     core_capture_tensor *t;
     size_t n;
     char err[512];
-    if (core_capture_list(path, 1, &t, &n, err, sizeof(err)) < 0)
+    if (core_capture_list(path, 1, &t, &n, err, sizeof(err), NULL, 0) < 0)
         return fprintf(stderr, "bench_capture: %s\n", err), 2;
     char *rec = malloc(TFT_REC_MAX_BYTES);
     if (!rec)

@@ -622,6 +622,10 @@ TFT_API const char *tft_reader_string(const tft_reader *r, uint64_t id);
  * the caller skips records with smaller steps. */
 TFT_API int tft_reader_seek_step(tft_reader *r, int64_t step);
 TFT_API int tft_reader_rewind(tft_reader *r);
+/* How many damaged chunks tft_reader_next has skipped so far (each skip
+ * counted, in every pass): a caller that sees it grow between two records
+ * knows records are missing between them — a hole, not a sequel. */
+TFT_API uint64_t tft_reader_holes(const tft_reader *r);
 TFT_API size_t tft_reader_chunk_count(const tft_reader *r);
 TFT_API const tft_chunk_info *tft_reader_chunk(const tft_reader *r, size_t i);
 TFT_API void tft_reader_get_status(const tft_reader *r, tft_reader_status *out);

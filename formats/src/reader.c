@@ -403,7 +403,13 @@ int tft_reader_next(tft_reader *r, const tft_rec **rec)
         int e = load_chunk(r, r->next_chunk++);
         if (e < 0)
             return e;
+        r->holes += e == 1;   /* a damaged chunk: the records after it are not the ones before's sequel */
     }
+}
+
+uint64_t tft_reader_holes(const tft_reader *r)
+{
+    return r->holes;
 }
 
 int tft_reader_rewind(tft_reader *r)

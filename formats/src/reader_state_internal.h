@@ -31,6 +31,7 @@ struct tft_reader {
     uint8_t *chunk_state;     /* CHUNK_* per chunk: damage is reported once */
     size_t n_chunks, cap_chunks;
     size_t next_chunk;        /* next chunk to load */
+    uint64_t holes;           /* damaged chunks tft_reader_next skipped (every pass counts) */
 
     ZSTD_DCtx *dctx;
     char *comp;               /* chunk header frame + compressed frame, while a chunk loads */

@@ -75,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     core_capture_tensor *t;
     size_t nt;
     char err[512];
-    int e = core_capture_list(dir, 1, &t, &nt, err, sizeof(err));
+    char lost[256];
+    int e = core_capture_list(dir, 1, &t, &nt, err, sizeof(err), lost, sizeof(lost));
     FUZZ_CHECK(e == 0, "core_capture_list: %s", err);
     int64_t seqs[8];
     int nseq = 0;
