@@ -8,6 +8,7 @@
  */
 #include "core_common.h"
 #include "dump_summary_internal.h"
+#include "tft_usercmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,10 @@ static void unrecorded_why(const tft_manifest *m, char *buf, size_t n)
     if (m->nranks)
         snprintf(buf, n, "no rank file, though manifest.json lists %d (%s%s): lost", m->nranks, m->ranks[0].file,
                  m->nranks > 1 ? ", ..." : "");
+    else if (tft_user_switch(m->argc, m->argv))
+        snprintf(buf, n, "no rank file: the command switches user (%s), and the recorder is not loaded into, or "
+                 "cannot write from, a program that runs as another user; run tftrace as that user instead "
+                 "(runuser -u USER -- tftrace -o DIR -- CMD)", tft_user_switch(m->argc, m->argv));
     else
         snprintf(buf, n, "no rank file: the command ended before its first record");
 }

@@ -103,10 +103,14 @@ static void job_key(char *buf, size_t n, int *strong)
         }
 }
 
-/* A lock file in the directory: never through a link, ours, regular. */
-static int lock_file(int dfd, const char *name)
+/* A lock file in the directory: never through a link, ours, regular;
+ * *created: this call made it (a refused directory gets it removed). */
+static int lock_file(int dfd, const char *name, bool *created)
 {
-    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    *created = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     struct stat sb;
     if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid())) {
         close(fd);
@@ -260,8 +264,9 @@ int launch_dir_prepare(const char *dir, const launch_opts *o, uint8_t run_id[16]
     char key[300], owner_key[300];
     int strong, owner = 0, dup = 0, rc = -1, rank = launcher_rank();
     job_key(key, sizeof(key), &strong);
-    int prep = lock_file(td->fd, ".prepare.lock");
-    td->run_lock = prep >= 0 ? lock_file(td->fd, ".run.lock") : -1;
+    bool made_prep = false, made_run = false;
+    int prep = lock_file(td->fd, ".prepare.lock", &made_prep);
+    td->run_lock = prep >= 0 ? lock_file(td->fd, ".run.lock", &made_run) : -1;
     if (prep < 0 || td->run_lock < 0) {
         fprintf(stderr, "tftrace: %s: cannot create its lock files: %s\n", dir, strerror(errno));
         goto out;
@@ -284,6 +289,11 @@ int launch_dir_prepare(const char *dir, const launch_opts *o, uint8_t run_id[16]
                 fprintf(stderr, "tftrace: %s: is not empty (it holds %s): tftrace records only into a new or "
                                 "empty directory; choose another -o, or pass --force to replace the trace in it\n",
                         dir, first);
+                /* nothing in a refused directory is touched: the lock files this call made go */
+                if (made_run)
+                    unlinkat(td->fd, ".run.lock", 0);
+                if (made_prep)
+                    unlinkat(td->fd, ".prepare.lock", 0);
                 goto out;
             }
             write_owner(td->run_lock, key, rank, 1);

@@ -28,6 +28,7 @@
  */
 #include "launch_internal.h"
 #include "tft_drops.h"
+#include "tft_usercmd.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -233,6 +234,11 @@ static int finish(collector *col, const trace_dir *td, const char *dir, const la
         print_summary(dir, &s);
     proc_events_finish(td->fd, dir, o->mode, o->quiet, &s);
     warn_dropped(&s);
+    if (!s.nranks && o->cmd && tft_user_switch(1, o->cmd))   /* said even with --quiet: nothing was recorded */
+        fprintf(stderr, "tftrace: nothing was recorded: the command switches user (%s), and the recorder is not "
+                        "loaded into, or cannot write from, a program that runs as another user; run tftrace as "
+                        "that user instead (runuser -u USER -- tftrace -o DIR -- CMD)\n",
+                tft_user_switch(1, o->cmd));
     for (int i = 0; i < s.nranks; i++)
         if (s.ranks[i].err)
             fprintf(stderr, "tftrace: %s/%s: INCOMPLETE: %s failed (%s): %llu records reached the disk, "

@@ -443,6 +443,9 @@ static void write_rank(const char *dir, int rank, int world, int sc, int bad)
         grad.result = tid++;
         w_coll(w, s, seq + 1, &grad, true);
         bool diverged = sc == SC_PARAMS && rank == bad;
+        /* the all-reduced gradients agree on every rank (what tells replicas
+         * whose parameters were never broadcast from tensor-parallel shards) */
+        w_tensor(w, s, seq + 2, tid++, "grad.wte", 0xb000 + (uint64_t)s);
         w_tensor(w, s, seq + 2, tid++, "param.wte", 0x9000 + (uint64_t)s + (diverged ? 0x100 : 0));
         w_tensor(w, s, seq + 3, tid++, "param.wpe", 0xa000 + (uint64_t)s);
         w_step(w, s, TFT_STEP_END);
@@ -513,7 +516,8 @@ static void test_desyncs(void)
     CHECK(n < 1 || (d[0].kind == DS_VALUES && d[0].comm == WORLD && d[0].coll_seq == 4 && d[0].step == 4 &&
                     d[0].nranks == 1 && d[0].ranks[0] == 1));
 
-    /* replicated parameters that differ from step 0 (dp-nosync) */
+    /* replicated parameters that differ from step 0 while their gradients
+     * agree (dp-nosync) */
     n = run_desync("params.trace", 2, SC_PARAMS, 1, d, 8);
     CHECKF(n == 1, "%d findings", n);
     CHECK(n < 1 || (d[0].kind == DS_VALUES && d[0].comm == 0 && d[0].coll_seq == 0 && d[0].step == 0 &&

@@ -115,6 +115,8 @@ case $case_name in
     [ ! -e ran ] || fail "the command ran"
     [ "$(cat v/manifest.json)" = '{"precious":1}' ] && [ "$(cat v/rank-00007.tft)" = x ] ||
         fail "the directory's files were changed"
+    [ "$(ls -A v | sort | tr '\n' ' ')" = "manifest.json notes.txt rank-00007.tft " ] ||
+        fail "a refused directory was written to: $(ls -A v)"
     # --force replaces the earlier trace's files, and only those
     run 0 "$tftrace" -q --force -o v -- "$prog" touch ran
     [ -e ran ] && [ ! -e v/rank-00007.tft ] && [ "$(cat v/notes.txt)" = notes ] || fail "--force: $(ls -a v)"
@@ -123,7 +125,14 @@ case $case_name in
     # TFT_FORCE=1 is --force; an empty directory of our own needs nothing
     TFT_FORCE=1 run 0 "$tftrace" -q -o v -- "$prog" touch ran
     mkdir empty.trace
-    run 0 "$tftrace" -q -o empty.trace -- "$prog" touch ran ;;
+    run 0 "$tftrace" -q -o empty.trace -- "$prog" touch ran
+    # a command that switches user records nothing: tftrace and tfdump say why
+    if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null; then
+        run 0 "$tftrace" -q -o su.trace -- runuser -u nobody -- "$prog" value 1
+        has err.txt "nothing was recorded: the command switches user (runuser)"
+        run 0 "$tfdump" su.trace
+        has out.txt "the command switches user (runuser)"
+    fi ;;
 
   replay)
     # a trace is a program: replay shows the commands and asks
