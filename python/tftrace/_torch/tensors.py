@@ -13,7 +13,9 @@ Statistics are computed by the C kernels on the tensor's own memory:
   one is first made contiguous on that stream;
 - anything else (meta, sparse, quantized, nested tensors, complex or fp8
   dtypes other than E4M3FN and E5M2): shape and dtype only, or nothing when
-  the dtype has no tftrace counterpart (complex).
+  the dtype has no tftrace counterpart (complex). A nested tensor's shape
+  is its number of components and its regular dimensions, 0 for a ragged
+  one ([2, 0, 3] for two [n, 3] components), read without its data.
 
 More than 8 dimensions are folded into the first (tftrace records at most
 8). Nothing here keeps a reference to the tensor after the call.
@@ -61,8 +63,21 @@ def tft_dtype(t):
     return d
 
 
+def _nested_shape(t):
+    """A nested tensor's shape without touching its data: the number of
+    components, then each dimension that is regular, 0 for a ragged one
+    (a jagged tensor's nested int, a strided one's varying size)."""
+    s = [int(t.size(0))]
+    for d in range(1, t.dim()):
+        try:
+            s.append(int(t.size(d)))
+        except Exception:  # a ragged dimension: no single size
+            s.append(0)
+    return tuple(s)
+
+
 def _shape(t):
-    s = tuple(t.shape)
+    s = _nested_shape(t) if getattr(t, "is_nested", False) else tuple(t.shape)
     if len(s) > MAX_NDIM:
         lead = 1
         for x in s[:len(s) - MAX_NDIM + 1]:
@@ -90,10 +105,11 @@ def record(name, t, shape_only=False):
     dt = _DT.get(t.dtype)
     if isinstance(name, str):
         name = name.encode()
+    if t.is_nested:   # no dense shape: its shape only (_nested_shape)
+        return _record_slow(lib, name, t, True, dt)
     shape = t.shape
     nd = len(shape)
-    if (dt is not None and not shape_only and nd <= MAX_NDIM and t.layout is _STRIDED and t.is_cpu
-            and not t.is_nested):
+    if dt is not None and not shape_only and nd <= MAX_NDIM and t.layout is _STRIDED and t.is_cpu:
         arr = _SHAPE_T[nd](*shape)
         if t.is_contiguous():
             rc = lib.tft_tensor(name, dt, t.data_ptr() if t.numel() else None, nd, arr)

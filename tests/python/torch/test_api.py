@@ -355,3 +355,33 @@ def test_names():
         check(not extra, "step %d: modules named %s" % (step, extra))
     p = run([A.tfdiff, traces[0], traces[1]], ok=(0, 1))
     check(p.returncode == 0, "two runs of one program differ:\n%s" % p.stdout[-3000:])
+
+
+_NESTED_PROG = r'''
+import warnings
+import torch
+warnings.filterwarnings("ignore")  # nested tensors are a prototype API
+torch.manual_seed(0)
+
+
+class Pass(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+m = Pass()
+for layout in (torch.strided, torch.jagged):
+    nt = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=layout)
+    out = m(nt)
+    print(layout, [tuple(c.shape) for c in out.unbind()], float(sum(c.sum() for c in out.unbind())))
+'''
+
+
+def test_nested():
+    """Nested tensors (strided and jagged layouts) as a module's input and
+    output: recorded with their shape only (components, regular dimensions,
+    0 for the ragged one), the program's output unchanged."""
+    _, t = same_as_untraced("nested", _NESTED_PROG)
+    ts = [e for e in events(t, "tensor") if e["name"] in ("pass", "pass.input.x")]
+    check(len(ts) == 4, "nested tensors recorded: %s, want 4 (input and output, two layouts)" % ts)
+    check(all(e["shape"] == [2, 0, 3] for e in ts), "nested shapes %s, want [2, 0, 3]" % [e["shape"] for e in ts])
