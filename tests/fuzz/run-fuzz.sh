@@ -12,14 +12,14 @@
 # (crashing input, log) for inspection. Extra libFuzzer flags: FUZZ_ARGS.
 set -u
 
-usage() { echo "usage: $0 BUILD_DIR SECONDS [fuzz_reader|fuzz_manifest|fuzz_check|fuzz_diff|fuzz_capture ...]" >&2; exit 2; }
+usage() { echo "usage: $0 BUILD_DIR SECONDS [fuzz_reader|fuzz_manifest|fuzz_check|fuzz_diff|fuzz_capture|fuzz_tracedir ...]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 build=$1
 secs=$2
 shift 2
 case $secs in ''|*[!0-9]*) usage ;; esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_reader fuzz_manifest fuzz_check fuzz_diff fuzz_capture)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_reader fuzz_manifest fuzz_check fuzz_diff fuzz_capture fuzz_tracedir)
 
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/tft-fuzz.XXXXXX") || exit 1
