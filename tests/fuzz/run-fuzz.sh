@@ -39,7 +39,7 @@ for t in "${targets[@]}"; do
     dict=()
     [ -f "$here/$t.dict" ] && dict=(-dict="$here/$t.dict")
     # the analyzers' targets print what tfdump and tfdiff would: keep it out of the log
-    case $t in fuzz_check|fuzz_diff|fuzz_capture) dict+=(-close_fd_mask=3) ;; esac
+    case $t in fuzz_check|fuzz_diff|fuzz_capture|fuzz_tracedir) dict+=(-close_fd_mask=3) ;; esac
     # shellcheck disable=SC2086
     "$bin" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
         -artifact_prefix="$work/$t/artifacts/" ${dict[@]+"${dict[@]}"} ${FUZZ_ARGS:-} "$work/$t/corpus" >"$log" 2>&1
