@@ -50,16 +50,17 @@ static int scan_one(void *ctx, int i, int worker)
     tft_drop_sum *ds = &c->drops[i];
     tft_drop_sum_init(ds);
     uint64_t holes = tft_reader_holes(r);
-    bool in_hole = false; /* after a damaged chunk: the rest of that step is partial */
-    int64_t hole_step = TFT_STEP_NONE;
+    bool in_hole = false; /* after a damaged chunk: the steps it held are partial */
+    int64_t hole_lo = TFT_STEP_NONE, hole_hi = TFT_STEP_NONE;
     while (e == 0 && (e = tft_reader_next(r, &rec)) == 1) { /* one pass feeds both */
         if (tft_reader_holes(r) != holes) {   /* a damaged chunk skipped: no rule reads across it */
             holes = tft_reader_holes(r);
             in_hole = true;
-            hole_step = rec->step;
+            if (!tft_reader_hole_steps(r, &hole_lo, &hole_hi))   /* steps unknown: the one it resumed in */
+                hole_lo = hole_hi = rec->step;
         }
-        if (in_hole && rec->step != TFT_STEP_NONE && rec->step != hole_step) {
-            in_hole = false;   /* a whole step again: every series starts over */
+        if (in_hole && rec->step != TFT_STEP_NONE && hole_hi != TFT_STEP_NONE && rec->step > hole_hi) {
+            in_hole = false;   /* past the steps the lost chunks held: every series starts over */
             detect_rank_hole(ck);
         }
         if (rec->kind == TFT_REC_DROPPED)
@@ -67,8 +68,8 @@ static int scan_one(void *ctx, int i, int worker)
         if (rec->kind == TFT_REC_STACK)
             e = desync_stacks_add(&c->stacks[i], r, tft_trace_rank_id(c->d->t, i), rec);
         else if ((e = core_spill_extract_record(x, rec)) == 0 && (e = leak_scan_record(ls, r, rec)) == 0 &&
-                 !in_hole)
-            e = detect_rank_record(ck, r, rec);
+                 !(in_hole || (hole_lo != TFT_STEP_NONE && rec->step >= hole_lo && rec->step <= hole_hi)))
+            e = detect_rank_record(ck, r, rec);   /* records of the lost chunks' steps are partial */
     }
     if (e == 0)
         e = detect_rank_finish(ck);

@@ -626,6 +626,12 @@ TFT_API int tft_reader_rewind(tft_reader *r);
  * counted, in every pass): a caller that sees it grow between two records
  * knows records are missing between them — a hole, not a sequel. */
 TFT_API uint64_t tft_reader_holes(const tft_reader *r);
+/* The steps the skipped damaged chunks held (the union of their step
+ * ranges from the index): 1 with *lo..*hi, 0 when unknown (no chunk
+ * skipped, or skipped chunks without steps). A rank file may interleave
+ * chunks of several threads, so records of those steps can still follow
+ * in later chunks: partial steps. */
+TFT_API int tft_reader_hole_steps(const tft_reader *r, int64_t *lo, int64_t *hi);
 TFT_API size_t tft_reader_chunk_count(const tft_reader *r);
 TFT_API const tft_chunk_info *tft_reader_chunk(const tft_reader *r, size_t i);
 TFT_API void tft_reader_get_status(const tft_reader *r, tft_reader_status *out);

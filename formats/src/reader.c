@@ -62,6 +62,7 @@ tft_reader *tft_reader_open(const char *path, const tft_reader_opts *opts)
         errno = ENOMEM;
         return NULL;
     }
+    r->hole_lo = r->hole_hi = TFT_STEP_NONE;
     int e = 0;
     tl_scratch.readers++; /* tft_reader_close releases it, on every path */
     r->fd = -1;
@@ -403,13 +404,27 @@ int tft_reader_next(tft_reader *r, const tft_rec **rec)
         int e = load_chunk(r, r->next_chunk++);
         if (e < 0)
             return e;
-        r->holes += e == 1;   /* a damaged chunk: the records after it are not the ones before's sequel */
+        if (e == 1) {   /* a damaged chunk: the records after it are not the ones before's sequel */
+            const tft_chunk_info *ci = &r->chunks[r->next_chunk - 1];
+            r->holes++;
+            if (ci->first_step != TFT_STEP_NONE && (r->hole_lo == TFT_STEP_NONE || ci->first_step < r->hole_lo))
+                r->hole_lo = ci->first_step;
+            if (ci->last_step != TFT_STEP_NONE && (r->hole_hi == TFT_STEP_NONE || ci->last_step > r->hole_hi))
+                r->hole_hi = ci->last_step;
+        }
     }
 }
 
 uint64_t tft_reader_holes(const tft_reader *r)
 {
     return r->holes;
+}
+
+int tft_reader_hole_steps(const tft_reader *r, int64_t *lo, int64_t *hi)
+{
+    *lo = r->hole_lo;
+    *hi = r->hole_hi;
+    return r->hole_lo != TFT_STEP_NONE && r->hole_hi != TFT_STEP_NONE;
 }
 
 int tft_reader_rewind(tft_reader *r)

@@ -32,6 +32,7 @@ struct tft_reader {
     size_t n_chunks, cap_chunks;
     size_t next_chunk;        /* next chunk to load */
     uint64_t holes;           /* damaged chunks tft_reader_next skipped (every pass counts) */
+    int64_t hole_lo, hole_hi; /* the steps the skipped chunks held (their union), TFT_STEP_NONE none */
 
     ZSTD_DCtx *dctx;
     char *comp;               /* chunk header frame + compressed frame, while a chunk loads */
