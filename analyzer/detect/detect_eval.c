@@ -4,8 +4,9 @@
  * ones:
  *   eval-nondet  two eval forwards of one step with bit-identical inputs
  *                give different outputs: randomness left on in eval;
- *   eval-far     a module's first eval output is orders of magnitude off its
- *                first training output (RMS ratio past eval-far).
+ *   eval-far     a module evaluated before its first training forward gives
+ *                an output orders of magnitude off its first training output
+ *                (RMS ratio past eval-far).
  * eval-nondet reads every eval record (not only a name's first in its step):
  * the inputs of a root's forward (input.* / input[i]) come first and mix into
  * one key with the step, and the forward's last record (the root's output)
@@ -101,6 +102,12 @@ void detect_eval_finish(detect_rank *c)
         if (!ix)
             continue;
         const detect_series *tr = &c->s[*ix - 1];
+        /* an evaluation before the module's first training forward (series
+         * are made in the order their first records came): one after
+         * training began may differ legitimately (BatchNorm's running
+         * statistics of a short run) */
+        if (tr < e)
+            continue;
         double a = rms(&e->first), b = rms_near(tr, e->first_step), k = c->o.eval_far;
         if (tr->mode < TFT_STATS_FULL || !(a > 0) || !(b > 0) || !(k > 0) || (a / b <= k && b / a <= k))
             continue;

@@ -51,6 +51,11 @@ static void loss_judge(detect_rank *c, detect_series *s)
         }
         if (!(best > 0) || !(m > best * (1 + c->o.loss_rise)))
             continue;
+        /* ... and gives back a tenth of what it had gained: near zero, a
+         * loss that doubles from 0.01 to 0.02 after falling from 2.3 is
+         * noise, not divergence */
+        if (a > best && m - best < 0.1 * (a - best))
+            continue;
         int on = i;
         for (int k = ib + 1; k < i; k++)
             if (hist_mean(s, k, k + w) > best * (1 + c->o.loss_rise / 2)) {

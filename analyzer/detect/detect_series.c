@@ -166,7 +166,9 @@ static uint32_t classify(const detect_series *s)
                (detect_ends(n, "targets") || detect_ends(n, "labels") ? DETECT_C_TARGETS : 0) |
                (detect_ends(n, "loss_mask") ? DETECT_C_LOSS_MASK : 0) |
                (detect_ends(n, "attention_mask") ? DETECT_C_ATTENTION_MASK : 0);
-        if (data || !strncmp(n, "input.", 6) || !strncmp(n, "input[", 6))
+        /* a root's argument as tftrace --torch names it ("model.input.x",
+         * "crossentropyloss.input.target"): an input, whatever its name */
+        if (data || !strncmp(n, "input.", 6) || !strncmp(n, "input[", 6) || strstr(n, ".input."))
             data |= DETECT_C_INPUT;
         data |= !strcmp(n, "loss") ? DETECT_C_LOSS : 0;
     }
