@@ -258,16 +258,26 @@ void detect_reinit_finish(detect_rank *c)
 {
     const detect_series *first = NULL;
     int n = 0;
+    double most = 0;
     for (int i = 0; i < c->ns; i++) {
         const detect_series *s = &c->s[i];
-        if (!s->eval && !strncmp(s->name, "init.count.", 11) && s->first.numel == 1 && s->first.mean >= 2 &&
-            !n++)
-            first = s;
+        if (!s->eval && !strncmp(s->name, "init.count.", 11) && s->first.numel == 1 && s->first.mean >= 2) {
+            if (!n++)
+                first = s;
+            if (s->first.mean > most) {
+                most = s->first.mean;
+                first = s;
+            }
+        }
     }
     if (!first)
         return;
     int fi = c->nf;
-    detect_add(c, "init-repeat", DETECT_WARNING, first->first_step, first, NULL, first->first.mean, 1, CAUSE_REINIT,
+    /* twice is common by design (Hugging Face's _init_weights reached from
+     * two paths, a scaled re-init of some projections): a note; three
+     * times and more (an init per submodule and again per model) a warning */
+    detect_add(c, "init-repeat", most >= 3 ? DETECT_WARNING : DETECT_INFO, first->first_step, first, NULL,
+               first->first.mean, 1, CAUSE_REINIT,
                "%s was written by init functions %.0f times before the first forward", first->name + 11,
                first->first.mean);
     if (n > 1)
