@@ -158,6 +158,8 @@ static int on_tensor(detect_rank *c, const tft_reader *r, const tft_rec_tensor *
     c->end.last_step = step;
     if (eval) /* every eval record, not only a name's first in the step (eval-nondet) */
         detect_eval_any(c, s, t);
+    else if ((t->h.flags & TFT_TENSOR_TRAIN) && !(t->h.flags & TFT_TENSOR_NO_GRAD))
+        detect_eval_trained(c); /* a training forward: the model may change before the next eval */
     if (s && s->last_step == step && (s->cls & DETECT_C_PARAM))
         detect_param_record(c, s, t, step, !t->stats.nan && !t->stats.pinf && !t->stats.ninf);
     if (!s || s->last_step == step)

@@ -42,6 +42,7 @@ static void eval_close(detect_rank *c)
     int k = tft_u64map_insert(&c->evalfp.seen, key, NULL, NULL, &v);
     if (k == 1) {
         *(uint64_t *)v = out;
+        c->evalfp.nseen++;
         return;
     }
     if (k != 0 || *(uint64_t *)v == out)
@@ -52,6 +53,19 @@ static void eval_close(detect_rank *c)
                "in eval mode, two forwards at step %lld with bit-identical inputs give different outputs (their last "
                "output, %s)",
                (long long)c->evalfp.step, s ? s->name : "the last output");
+}
+
+void detect_eval_trained(detect_rank *c)
+{
+    /* evals on either side of training compare different models: a program
+     * that updates its parameters without an optimizer (the word language
+     * model's p.data.add_) marks no step, so its evals share one */
+    if (c->evalfp.out_fp)
+        eval_close(c);
+    if (c->evalfp.nseen) {
+        tft_u64map_clear(&c->evalfp.seen);
+        c->evalfp.nseen = 0;
+    }
 }
 
 void detect_eval_any(detect_rank *c, detect_series *s, const tft_rec_tensor *t)

@@ -260,7 +260,8 @@ struct detect_rank {
         uint64_t in_fp;               /* the inputs of the current eval forward, mixed; 0 none */
         uint64_t out_fp;              /* its last output */
         int out_si;
-        tft_u64map seen;              /* inputs -> output fingerprint */
+        tft_u64map seen;              /* inputs -> output fingerprint, since the last training forward */
+        uint64_t nseen;               /* entries in seen */
         int64_t step;
         bool fired;
     } evalfp;

@@ -124,6 +124,9 @@ detect_record_fn detect_maskbuf_record;
 
 /* detect_eval.c: eval-nondet, eval-far */
 void detect_eval_any(detect_rank *c, detect_series *s, const tft_rec_tensor *t);
+/* A training forward (a record made in training mode with gradients on):
+ * eval forwards before it and after it are not compared (eval-nondet). */
+void detect_eval_trained(detect_rank *c);
 detect_finish_fn detect_eval_finish;
 
 /* detect_shape.c: the inputs' changes, judged once the run's end is known */

@@ -140,7 +140,8 @@ void detect_run_record(detect_rank *c, detect_series *s, const tft_rec_tensor *t
         } else if (v < c->lr.low) {
             c->lr.low = v;
             c->lr.low_step = step;
-        } else if (!c->lr.fired && c->lr.low <= 0.5 * c->lr.max && v >= 4 * c->lr.low && v >= 0.5 * c->lr.max) {
+        } else if (!c->lr.fired && c->lr.max > 0 && v > c->lr.low && c->lr.low <= 0.5 * c->lr.max &&
+                   v >= 4 * c->lr.low && v >= 0.5 * c->lr.max) {   /* a schedule that starts at 0 is no restart */
             c->lr.fired = true;
             detect_add(c, "lr-restart", DETECT_WARNING, step, s, NULL, v / c->lr.max, 0.5, CAUSE_RESTART,
                        "lr decayed from its peak %.4g to %.4g (step %lld) and is back at %.4g at step %lld",

@@ -92,8 +92,11 @@ void detect_shape_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
             input_change(c, s, t, step);
         } else if (is_eval_input(s)) {
             c->shapes.eval_step = step;
-        } else if ((s->eval ? c->shapes.eval_step : c->shapes.data_step) == step &&
+        } else if ((s->eval ? c->shapes.eval_step : c->shapes.data_step) > s->shape_change.until &&
+                   (s->eval ? c->shapes.eval_step : c->shapes.data_step) <= step &&
                    s->shape_change.dtype == t->dtype) {
+            /* an input changed since this tensor's last record (a short last
+             * batch reaches a GAN's generator gradients a step later) */
             c->shapes.explained++;
         } else if (s->shape_change.fired) {
         } else if (c->shapes.fi >= 0) {

@@ -132,6 +132,16 @@ bool leak_site_is_pool(const leak_site *st)
     return false;
 }
 
+/* PyTorch's CPU allocator (c10::alloc_cpu): every CPU tensor of a
+ * PyTorch program comes from it, and what is live there when the recorder
+ * stops is the model, its data and the optimizer's state, freed by the
+ * interpreter's teardown after that: no leak at exit. Growth step after
+ * step is still one (a list of tensors kept per step). */
+bool leak_site_is_tensor_heap(const leak_site *st)
+{
+    return starts_with(st->name, "_ZN3c109alloc_cpu") || strstr(st->name, "c10::alloc_cpu") != NULL;
+}
+
 /* The length of comm without a version suffix: "gcc-12" -> 3, "clang-17.0"
  * -> 5, "g++" -> 3. */
 static size_t unversioned_len(const char *comm)

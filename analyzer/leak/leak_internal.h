@@ -109,6 +109,8 @@ struct leak_scan {
 /* The site is an allocator's own source of pages (CPython's arenas): no
  * rule reports it. Reads the site's name, sizes and allocations. */
 bool leak_site_is_pool(const leak_site *st);
+/* PyTorch's CPU tensor allocator (c10::alloc_cpu): never a leak at exit. */
+bool leak_site_is_tensor_heap(const leak_site *st);
 /* comm, a process's main thread's name, is a build tool's (a compiler, an
  * assembler, a linker): nothing of that process is reported. */
 bool leak_process_is_helper(const char *comm);

@@ -111,7 +111,7 @@ static int collect(leak_state *s, tft_reader *r, int rank, uint64_t exit_min_byt
             continue;
         bool growth = stepless ? leaks_per_alloc(st, s->pos)
                                : st->st.on && st->st.steps - st->st.flat >= need && st->live_bytes > st->st.base;
-        if (!growth && !leaks_at_exit(st, exit_min_bytes, s->pos))
+        if (!growth && (leak_site_is_tensor_heap(st) || !leaks_at_exit(st, exit_min_bytes, s->pos)))
             continue;
         leak_finding *l = &out[n++];
         fill_common(l, rank, st, start);

@@ -528,10 +528,20 @@ class OptimizerRecorder:
         self.names = names
         self.tls = threading.local()
         self.state_ids = {}   # parameter name -> ids of its state records after the last step
+        self.opt_index = weakref.WeakKeyDictionary()   # optimizer -> its number, in order of first step
 
-    def pname(self, p, gi, pi):
+    def pname(self, opt, p, gi, pi):
+        """A parameter's name: its module path; else its place in the
+        optimizer, "group0.1" (the first optimizer's), "opt1.group0.1" (a
+        second one's: the per-layer optimizers of a forward-forward network
+        must not share names)."""
         n = self.names.params.get(p)
-        return n if n is not None else "group%d.%d" % (gi, pi)
+        if n is not None:
+            return n
+        k = self.opt_index.get(opt)
+        if k is None:
+            k = self.opt_index[opt] = len(self.opt_index)
+        return ("group%d.%d" % (gi, pi)) if k == 0 else ("opt%d.group%d.%d" % (k, gi, pi))
 
     @guarded("an optimizer step's gradients")
     def pre(self, opt, args, kwargs):
@@ -541,7 +551,7 @@ class OptimizerRecorder:
         for gi, g in enumerate(opt.param_groups):
             for pi, p in enumerate(g["params"]):
                 if p.grad is not None:
-                    grads[(gi, pi)] = tensors.record("grad." + self.pname(p, gi, pi), p.grad)
+                    grads[(gi, pi)] = tensors.record("grad." + self.pname(opt, p, gi, pi), p.grad)
             lr = g.get("lr")
             if isinstance(lr, (int, float)):
                 lrs[gi] = tensors.record_scalar(b"lr" if gi == 0 else b"lr.group%d" % gi, float(lr))
@@ -566,7 +576,7 @@ class OptimizerRecorder:
         try:
             for gi, g in enumerate(opt.param_groups):
                 for pi, p in enumerate(g["params"]):
-                    n = self.pname(p, gi, pi)
+                    n = self.pname(opt, p, gi, pi)
                     ins = [i for i in (grads.get((gi, pi)), lrs.get(gi)) if i] + self.state_ids.get(n, [])
                     lib.tft_op_begin(name, OP_OTHER, len(ins), (ctypes.c_uint64 * max(1, len(ins)))(*ins))
                     began = True
