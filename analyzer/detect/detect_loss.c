@@ -56,6 +56,9 @@ static void loss_judge(detect_rank *c, detect_series *s)
          * noise, not divergence */
         if (a > best && m - best < 0.1 * (a - best))
             continue;
+        /* a short curve (windows of one or two points: noise) must end there */
+        if (w < 3 && !(b > best * (1 + c->o.loss_rise)))
+            continue;
         int on = i;
         for (int k = ib + 1; k < i; k++)
             if (hist_mean(s, k, k + w) > best * (1 + c->o.loss_rise / 2)) {

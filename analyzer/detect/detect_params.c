@@ -111,7 +111,10 @@ void detect_pgrad_record(detect_rank *c, detect_series *s, const tft_rec_tensor 
 {
     (void)step;
     (void)finite;
-    if (s->nrec == 1) {
+    /* its parameter: looked up again over its first records (a model whose
+     * first forward comes after another's optimizer steps has its param.X
+     * recorded only after its first gradient) */
+    if (!s->param.grad && s->nrec <= 8) {
         detect_series *p = param_of(c, s);
         s->param.grad = p ? (int)(p - c->s) + 1 : 0;
         if (p)

@@ -255,5 +255,6 @@ def guarded(what):
                 return None
         run.__name__ = getattr(fn, "__name__", "hook")
         run.__doc__ = fn.__doc__
+        run.__wrapped__ = fn   # its code, for dynamo's skip list (modules.install)
         return run
     return deco

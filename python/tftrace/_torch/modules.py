@@ -545,6 +545,8 @@ class OptimizerRecorder:
 
     @guarded("an optimizer step's gradients")
     def pre(self, opt, args, kwargs):
+        if _compiling():  # an optimizer step inside a compiled function: dynamo must see no recording
+            return
         steps.ensure()
         grads, lrs = {}, {}
         self.tls.before = (grads, lrs)
@@ -557,6 +559,8 @@ class OptimizerRecorder:
                 lrs[gi] = tensors.record_scalar(b"lr" if gi == 0 else b"lr.group%d" % gi, float(lr))
 
     def post(self, opt, args, kwargs):
+        if _compiling():
+            return
         try:
             self.record_after(opt)
             if _current is not None:
@@ -655,6 +659,13 @@ def install(names):
     global _current
     mr = _current = ModuleRecorder(names)
     _dynamo_skip.extend((mr.pre.__func__.__code__, mr.post.__func__.__code__))
+    # the recording itself, reached from hooks that run eagerly in a compiled
+    # function's graph breaks (an optimizer step, a gradient hook): never a
+    # frame dynamo compiles (its recompile limit, and warnings the untraced
+    # run does not print)
+    _dynamo_skip.extend((tensors.record.__code__, tensors.record_scalar.__code__, tensors._record_slow.__code__,
+                         OptimizerRecorder.pre.__code__, OptimizerRecorder.pre.__wrapped__.__code__,
+                         OptimizerRecorder.post.__code__, OptimizerRecorder.record_after.__code__))
     _dynamo_disable.extend(((mr, "_pre_off", mr._pre), (mr, "_post_off", mr._post)))
     _wrap_compile()
     # torch.compile(module) warns, at every call, that global hooks fire an
