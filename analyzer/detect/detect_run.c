@@ -59,13 +59,22 @@ bool detect_crashed(const detect_rank *c)
 
 void detect_crash_text(const detect_rank *c, char *buf, size_t n)
 {
-    if (c->end.raised)
-        snprintf(buf, n, "raised %s at step %lld%s%s: %s", c->end.type, (long long)c->end.step,
-                 c->end.where[0] ? " in " : "", c->end.where, c->end.message);
-    else if (c->end.sig)
-        snprintf(buf, n, "was killed by signal %d after step %lld", c->end.sig, (long long)c->end.last_step);
+    char at[48], after[48];   /* "step 6", "before any step" */
+    if (c->end.step == TFT_STEP_NONE)
+        snprintf(at, sizeof(at), "before any step");
     else
-        snprintf(buf, n, "exited with status %d after step %lld", c->end.code, (long long)c->end.last_step);
+        snprintf(at, sizeof(at), "at step %lld", (long long)c->end.step);
+    if (c->end.last_step == TFT_STEP_NONE)
+        snprintf(after, sizeof(after), "before any step");
+    else
+        snprintf(after, sizeof(after), "after step %lld", (long long)c->end.last_step);
+    if (c->end.raised)
+        snprintf(buf, n, "raised %s %s%s%s: %s", c->end.type, at, c->end.where[0] ? " in " : "", c->end.where,
+                 c->end.message);
+    else if (c->end.sig)
+        snprintf(buf, n, "was killed by signal %d %s", c->end.sig, after);
+    else
+        snprintf(buf, n, "exited with status %d %s", c->end.code, after);
 }
 
 void detect_crash_finish(detect_rank *c)
