@@ -101,10 +101,17 @@ static int esc_close(void *cookie)
     return e;
 }
 
+/* At exit: the filter's last bytes into the real stdout, which becomes
+ * stdout again; the filter is closed (its cookie freed). */
 static void flush_at_exit(void)
 {
-    if (filtered)
-        fflush(filtered);
+    FILE *f = filtered;
+    filtered = NULL;
+    if (f) {
+        fflush(f);
+        stdout = real_stdout;
+        fclose(f);
+    }
     if (real_stdout)
         fflush(real_stdout);
 }
