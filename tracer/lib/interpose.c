@@ -148,6 +148,18 @@ static int decide_mode(void)
     return linked ? IP_OFF : IP_ON;
 }
 
+/* The mode decided while the process is still single-threaded: read
+ * lazily, getenv in an interposed call (a BLAS thread's mmap) could run
+ * while the main thread's MPI_Init calls setenv, which moves environ under
+ * it (a SIGSEGV seen in tftrain under OpenMPI with OpenBLAS's threads). */
+__attribute__((constructor)) static void ip_mode_init(void)
+{
+    int saved = errno;
+    if (atomic_load_explicit(&ip_mode, memory_order_relaxed) == IP_UNKNOWN)
+        atomic_store_explicit(&ip_mode, decide_mode(), memory_order_relaxed);
+    errno = saved;
+}
+
 /* Called with ip_depth > 0. */
 int ip_active(void)
 {
