@@ -41,6 +41,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -172,6 +173,10 @@ int ip_active(void)
 }
 
 /* ---- CBLAS --------------------------------------------------------------- */
+
+/* 1 when an index argument fits the int our records use (ILP64 flavours
+ * pass int64_t; a call whose dimensions do not fit runs unrecorded). */
+static inline int fits_int(int64_t v) { return v >= INT_MIN && v <= INT_MAX; }
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_COL_MAJOR = 102, CBLAS_NO_TRANS = 111 };
 
@@ -488,12 +493,14 @@ typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, i
     FN_T fn = (FN_T)ip_real_cached(&real, SYM);                                                               \
     if (!fn)                                                                                                  \
         return;                                                                                               \
-    if (ip_depth) {                                                                                           \
+    if (ip_depth || !(fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) && fits_int(ldb) &&          \
+                      fits_int(ldc))) {                                                                       \
         fn(order, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                              \
         return;                                                                                               \
     }                                                                                                         \
     ip_depth++;                                                                                               \
-    gemm_args g = {&SITE, DT, sizeof(T), order, transa, transb, m, n, k, a, b, c, lda, ldb, ldc, alpha, beta}; \
+    gemm_args g = {&SITE,     DT,       sizeof(T), order,    transa,   transb, (int)m, (int)n, (int)k, a, b,   \
+                   c,         (int)lda, (int)ldb,  (int)ldc, alpha,    beta};                                   \
     void *c0 = NULL;                                                                                          \
     if (beta != 0) { /* C is read: a capture may want its prior value */                                      \
         int saved = errno;                                                                                    \
@@ -609,7 +616,7 @@ typedef void (*dsyrk_fn)(int, int, int, int, int, double, const double *, int, d
     FN_T fn = (FN_T)ip_real_cached(&real, SYM);                                                                \
     if (!fn)                                                                                                   \
         return;                                                                                                \
-    if (ip_depth) {                                                                                            \
+    if (ip_depth || !(fits_int(n) && fits_int(k) && fits_int(lda) && fits_int(ldc))) {                         \
         fn(order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);                                             \
         return;                                                                                                \
     }                                                                                                          \
@@ -617,8 +624,8 @@ typedef void (*dsyrk_fn)(int, int, int, int, int, double, const double *, int, d
     fn(order, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);                                                 \
     int saved = errno;                                                                                         \
     if (ip_active())                                                                                           \
-        record_syrk(                                                                                           \
-            &(syrk_args){&SITE, DT, sizeof(T), order, uplo, trans, n, k, a, c, lda, ldc, alpha, beta});        \
+        record_syrk(&(syrk_args){&SITE, DT, sizeof(T), order, uplo, trans, (int)n, (int)k, a, c, (int)lda,    \
+                                 (int)ldc, alpha, beta});                                                     \
     errno = saved;                                                                                             \
     ip_depth--;
 
@@ -702,7 +709,8 @@ typedef void (*dgemv_fn)(int, int, int, int, double, const double *, int, const 
     FN_T fn = (FN_T)ip_real_cached(&real, SYM);                                                               \
     if (!fn)                                                                                                  \
         return;                                                                                               \
-    if (ip_depth) {                                                                                           \
+    if (ip_depth ||                                                                                           \
+        !(fits_int(m) && fits_int(n) && fits_int(lda) && fits_int(incx) && fits_int(incy))) {                \
         fn(order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);                                        \
         return;                                                                                               \
     }                                                                                                         \
@@ -710,8 +718,8 @@ typedef void (*dgemv_fn)(int, int, int, int, double, const double *, int, const 
     fn(order, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);                                            \
     int saved = errno;                                                                                        \
     if (ip_active())                                                                                          \
-        record_gemv(&(gemv_args){&SITE, DT, sizeof(T), order, trans, m, n, a, x, y, lda, incx, incy, alpha,   \
-                                 beta});                                                                      \
+        record_gemv(&(gemv_args){&SITE, DT, sizeof(T), order, trans, (int)m, (int)n, a, x, y, (int)lda,       \
+                                 (int)incx, (int)incy, alpha, beta});                                         \
     errno = saved;                                                                                            \
     ip_depth--;
 
@@ -726,3 +734,60 @@ void cblas_dgemv(int order, int trans, int m, int n, double alpha, const double 
 {
     GEMV_BODY(dgemv_fn, "cblas_dgemv", site_dgemv, TFT_F64, double)
 }
+
+/* ---- the flavours wheels ship ------------------------------------------------
+ * numpy's PyPI wheels link scipy-openblas64 (ILP64: every index argument an
+ * int64_t, names scipy_cblas_sgemm64_ ...), older ones openblas64_
+ * (cblas_sgemm64_ ...), SciPy's scipy-openblas32 (LP64, scipy_cblas_sgemm
+ * ...). Each is recorded exactly as cblas_sgemm & co. are, under the same
+ * op names, so a trace of Debian's numpy and one of PyPI's compare. The
+ * real function is looked up under the flavour's own name. */
+
+#define TFT_STR_(x) #x
+#define TFT_STR(x) TFT_STR_(x)
+
+#define CBLAS_FLAVOUR(PRE, SUF, I)                                                                             \
+    typedef void (*PRE##sgemm##SUF##fn)(int, int, int, I, I, I, float, const float *, I, const float *, I,     \
+                                        float, float *, I);                                                   \
+    typedef void (*PRE##dgemm##SUF##fn)(int, int, int, I, I, I, double, const double *, I, const double *, I,  \
+                                        double, double *, I);                                                 \
+    typedef void (*PRE##ssyrk##SUF##fn)(int, int, int, I, I, float, const float *, I, float, float *, I);      \
+    typedef void (*PRE##dsyrk##SUF##fn)(int, int, int, I, I, double, const double *, I, double, double *, I);  \
+    typedef void (*PRE##sgemv##SUF##fn)(int, int, I, I, float, const float *, I, const float *, I, float,      \
+                                        float *, I);                                                          \
+    typedef void (*PRE##dgemv##SUF##fn)(int, int, I, I, double, const double *, I, const double *, I, double,  \
+                                        double *, I);                                                         \
+    void PRE##cblas_sgemm##SUF(int order, int transa, int transb, I m, I n, I k, float alpha, const float *a,  \
+                               I lda, const float *b, I ldb, float beta, float *c, I ldc)                     \
+    {                                                                                                          \
+        GEMM_BODY(PRE##sgemm##SUF##fn, TFT_STR(PRE##cblas_sgemm##SUF), site_sgemm, TFT_F32, float)             \
+    }                                                                                                          \
+    void PRE##cblas_dgemm##SUF(int order, int transa, int transb, I m, I n, I k, double alpha,                 \
+                               const double *a, I lda, const double *b, I ldb, double beta, double *c, I ldc) \
+    {                                                                                                          \
+        GEMM_BODY(PRE##dgemm##SUF##fn, TFT_STR(PRE##cblas_dgemm##SUF), site_dgemm, TFT_F64, double)            \
+    }                                                                                                          \
+    void PRE##cblas_ssyrk##SUF(int order, int uplo, int trans, I n, I k, float alpha, const float *a, I lda,   \
+                               float beta, float *c, I ldc)                                                   \
+    {                                                                                                          \
+        SYRK_BODY(PRE##ssyrk##SUF##fn, TFT_STR(PRE##cblas_ssyrk##SUF), site_ssyrk, TFT_F32, float)             \
+    }                                                                                                          \
+    void PRE##cblas_dsyrk##SUF(int order, int uplo, int trans, I n, I k, double alpha, const double *a, I lda, \
+                               double beta, double *c, I ldc)                                                 \
+    {                                                                                                          \
+        SYRK_BODY(PRE##dsyrk##SUF##fn, TFT_STR(PRE##cblas_dsyrk##SUF), site_dsyrk, TFT_F64, double)            \
+    }                                                                                                          \
+    void PRE##cblas_sgemv##SUF(int order, int trans, I m, I n, float alpha, const float *a, I lda,             \
+                               const float *x, I incx, float beta, float *y, I incy)                          \
+    {                                                                                                          \
+        GEMV_BODY(PRE##sgemv##SUF##fn, TFT_STR(PRE##cblas_sgemv##SUF), site_sgemv, TFT_F32, float)             \
+    }                                                                                                          \
+    void PRE##cblas_dgemv##SUF(int order, int trans, I m, I n, double alpha, const double *a, I lda,           \
+                               const double *x, I incx, double beta, double *y, I incy)                       \
+    {                                                                                                          \
+        GEMV_BODY(PRE##dgemv##SUF##fn, TFT_STR(PRE##cblas_dgemv##SUF), site_dgemv, TFT_F64, double)            \
+    }
+
+CBLAS_FLAVOUR(scipy_, 64_, int64_t)
+CBLAS_FLAVOUR(, 64_, int64_t)
+CBLAS_FLAVOUR(scipy_, , int)

@@ -69,4 +69,22 @@ TFT_INTERPOSE void cblas_sgemv(int order, int trans, int m, int n, float alpha, 
 TFT_INTERPOSE void cblas_dgemv(int order, int trans, int m, int n, double alpha, const double *a, int lda,
                                const double *x, int incx, double beta, double *y, int incy);
 
+/* The same calls as wheels' OpenBLAS builds name them (interpose.c,
+ * CBLAS_FLAVOUR): PRE prefix, SUF suffix, I the index type. */
+#define TFT_CBLAS_FLAVOUR_DECLS(PRE, SUF, I)                                                                   \
+    TFT_INTERPOSE void PRE##cblas_sgemm##SUF(int, int, int, I, I, I, float, const float *, I, const float *, I, \
+                                             float, float *, I);                                              \
+    TFT_INTERPOSE void PRE##cblas_dgemm##SUF(int, int, int, I, I, I, double, const double *, I, const double *, \
+                                             I, double, double *, I);                                         \
+    TFT_INTERPOSE void PRE##cblas_ssyrk##SUF(int, int, int, I, I, float, const float *, I, float, float *, I);  \
+    TFT_INTERPOSE void PRE##cblas_dsyrk##SUF(int, int, int, I, I, double, const double *, I, double, double *,  \
+                                             I);                                                              \
+    TFT_INTERPOSE void PRE##cblas_sgemv##SUF(int, int, I, I, float, const float *, I, const float *, I, float,  \
+                                             float *, I);                                                     \
+    TFT_INTERPOSE void PRE##cblas_dgemv##SUF(int, int, I, I, double, const double *, I, const double *, I,      \
+                                             double, double *, I);
+TFT_CBLAS_FLAVOUR_DECLS(scipy_, 64_, int64_t) /* numpy >= 2 wheels (scipy-openblas64) */
+TFT_CBLAS_FLAVOUR_DECLS(, 64_, int64_t)       /* older numpy wheels (openblas64_) */
+TFT_CBLAS_FLAVOUR_DECLS(scipy_, , int)        /* SciPy wheels (scipy-openblas32) */
+
 #endif

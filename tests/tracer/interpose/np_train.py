@@ -1,6 +1,7 @@
 """An unmodified numpy program for the CBLAS interposer test: MATMULS
 float32 matmuls (np.dot); --plant N adds 1 to x[0, 0] before matmul N;
-then one symmetric product (syrk) and one matrix-vector product (gemv)."""
+then one symmetric product (syrk) and one matrix-vector product (gemv),
+and the three again in float64 (dgemm, dsyrk, dgemv)."""
 import sys
 
 try:
@@ -26,3 +27,8 @@ g = np.dot(x, x.T)
 print("syrk_triangle_sum %.6g" % float(np.triu(g).sum(dtype=np.float64)))
 v = np.dot(w, x[0])
 print("gemv_sum %.6g" % float(v.sum(dtype=np.float64)))
+# the same three in float64: cblas_dgemm, cblas_dsyrk, cblas_dgemv
+xd = x.astype(np.float64)
+print("dgemm_sum %.6g" % float(np.dot(xd, w.astype(np.float64)).sum()))
+print("dsyrk_triangle_sum %.6g" % float(np.triu(np.dot(xd, xd.T)).sum()))
+print("dgemv_sum %.6g" % float(np.dot(w.astype(np.float64), xd[0]).sum()))

@@ -142,9 +142,17 @@ else:
 print("gemm-sites, --stats %s: %d records, fast path == tft.h path" % (stats, len(fast)))
 PY
     done ;;
-  numpy)
+  numpy|numpy-pypi)
+    # numpy: Debian's (python3-numpy, OpenBLAS's cblas_sgemm); numpy-pypi:
+    # PROG is a venv's python whose numpy is PyPI's wheel, with its bundled
+    # ILP64 OpenBLAS (scipy_cblas_sgemm64_ or cblas_sgemm64_)
     py=/usr/bin/python3
+    [ "$case_name" = numpy-pypi ] && py=$prog
     [ -x $py ] && $py -c "import numpy" 2>/dev/null || { echo "SKIP: numpy missing for $py"; exit 0; }
+    if [ "$case_name" = numpy-pypi ]; then
+        blas=$($py -c "import numpy, os, glob; print(' '.join(sorted(glob.glob(os.path.join(os.path.dirname(numpy.__file__) + '.libs', '*openblas*')))))")
+        case $blas in *openblas64*) ;; *) fail "$py's numpy bundles no ILP64 OpenBLAS (not PyPI's wheel?): '$blas'" ;; esac
+    fi
     want=$($py "$here/np_train.py")
     "$tftrace" -q -o "$tmp/g.trace" -- $py "$here/np_train.py" >"$tmp/out"
     [ "$(cat "$tmp/out")" = "$want" ] || fail "numpy results changed under tftrace"
@@ -156,7 +164,13 @@ PY
     python3 - "$tmp/t.json" "$tmp/out" <<'PY'
 import json, sys
 ts = {r["name"]: r for r in map(json.loads, open(sys.argv[1]))}
-want = dict(l.split() for l in open(sys.argv[2]) if l.startswith(("syrk", "gemv")))
+want = dict(l.split() for l in open(sys.argv[2]) if l.startswith(("syrk", "gemv", "dgemm", "dsyrk", "dgemv")))
+for f in ("sgemm", "ssyrk", "sgemv", "dgemm", "dsyrk", "dgemv"):
+    assert "cblas_" + f in ts, ("not recorded", f, sorted(ts))
+for f, key, n in (("dgemm", "dgemm_sum", 16 * 32), ("dsyrk", "dsyrk_triangle_sum", 256), ("dgemv", "dgemv_sum", 32)):
+    got = ts["cblas_" + f]["stats"]["mean"] * n
+    assert ts["cblas_" + f]["dtype"] == "f64", ts["cblas_" + f]
+    assert abs(got - float(want[key])) <= 1e-6 * max(1.0, abs(got)), (f, got, want)
 s, v = ts["cblas_ssyrk"], ts["cblas_sgemv"]
 assert s["shape"] == [16, 16] and s["stats"]["zero"] >= 120, s
 assert ts["cblas_ssyrk.A"]["shape"] == [16, 32] and ts["cblas_sgemv.x"]["shape"] == [32], ts.keys()
