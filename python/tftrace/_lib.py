@@ -6,9 +6,11 @@ Python alike). The library is looked for, first match wins:
 
 1. ``TFT_LIB`` (a path to libtftrace.so), as the ``tftrace`` launcher reads it;
 2. the copy already mapped into this process (``tftrace`` preloads it);
-3. next to this package when ``cmake --install`` put it under
+3. inside this package, ``tftrace/_native/lib`` (the wheel built by
+   ``pip install .`` at the repository's top);
+4. next to this package when ``cmake --install`` put it under
    ``PREFIX/lib/tftrace/python`` (the library is ``PREFIX/lib/libtftrace.so``);
-4. next to a ``tftrace`` program on ``PATH`` (``../lib``), then the dynamic
+5. next to a ``tftrace`` program on ``PATH`` (``../lib``), then the dynamic
    linker's search (``ldconfig``).
 
 Loading happens once, on first use; a failure raises ``TftLibraryError``
@@ -56,6 +58,9 @@ def _candidates():
     if m:
         yield m, "already loaded"
     here = os.path.dirname(os.path.abspath(__file__))
+    wheel = os.path.join(here, "_native", "lib", "libtftrace.so")
+    if os.path.exists(wheel):
+        yield wheel, "in the package (the wheel)"
     # PREFIX/lib/tftrace/python/tftrace -> PREFIX/lib
     libdir = os.path.normpath(os.path.join(here, "..", "..", ".."))
     yield os.path.join(libdir, "libtftrace.so"), "installed beside the package"

@@ -51,7 +51,7 @@ int launch_child_library(char *out, size_t n)
 /* The folder holding the tftrace Python package (and its _boot/ with the
  * sitecustomize of --torch): TFT_PYTHON_DIR, else python/ next to this
  * program (the build tree links it there), else ../lib/tftrace/python
- * (cmake --install). */
+ * (cmake --install), else ../../.. (the wheel: the package holds us). */
 static int find_python_dir(char *out, size_t n)
 {
     const char *env = getenv("TFT_PYTHON_DIR");
@@ -65,8 +65,9 @@ static int find_python_dir(char *out, size_t n)
     char exe[PATH_MAX];
     if (cli_exe_dir(exe, sizeof(exe)) < 0)
         return -1;
+    /* ../../..: the Python wheel, PLATLIB/tftrace/_native/bin -> PLATLIB */
     static const char *const rel[] = {"/python", "/../lib/tftrace/python", "/../lib64/tftrace/python",
-                                      "/../lib/x86_64-linux-gnu/tftrace/python"};
+                                      "/../lib/x86_64-linux-gnu/tftrace/python", "/../../.."};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
         snprintf(probe, sizeof(probe), "%s%s/tftrace/_boot/sitecustomize.py", exe, rel[i]);
         if (access(probe, R_OK) == 0) {
@@ -89,7 +90,8 @@ int launch_child_torch(const launch_opts *o)
     char dir[PATH_MAX];
     if (find_python_dir(dir, sizeof(dir)) < 0) {
         fprintf(stderr, "tftrace: --torch: the tftrace Python package was not found next to tftrace "
-                        "(python/ or ../lib/tftrace/python); set TFT_PYTHON_DIR to the folder holding it\n");
+                        "(python/, ../lib/tftrace/python or the wheel's site-packages); set TFT_PYTHON_DIR to the "
+                        "folder holding it\n");
         return -1;
     }
     const char *pp = getenv("PYTHONPATH");

@@ -30,6 +30,13 @@ out=$(env -u TFT_LIB -u TFT_PYTHON_DIR "$tmp/p/bin/tftrace" -q -o "$tmp/t.trace"
     fail "installed tftrace --torch: $out"
 echo "$out" | grep -x modules >/dev/null || fail "TFT_TORCH not set: $out"
 echo "$out" | grep "^True $pydir/tftrace/__init__.py" >/dev/null || fail "not the installed package, or not recording: $out"
+# the installed programs that link libtftrace find it through their
+# RUNPATH ($ORIGIN/../LIBDIR) at any prefix, with no LD_LIBRARY_PATH
+for prog in tftrain toy_train; do
+    [ -x "$tmp/p/bin/$prog" ] || continue
+    out=$(env -u LD_LIBRARY_PATH "$tmp/p/bin/$prog" --help 2>&1 </dev/null)
+    case $out in *"cannot open shared object"*) fail "installed $prog does not find libtftrace: $out" ;; esac
+done
 if [ -n "$venv_py" ]; then
     # from a copy: setuptools writes build/ and *.egg-info beside the sources
     cp -r "$src/python" "$tmp/src" && rm -rf "$tmp/src/build" "$tmp/src"/*.egg-info
