@@ -116,6 +116,21 @@ void proc_events_poll(collector *col, pid_t child)
     tft_procs_poll(J.bpf, on_event, NULL);
 }
 
+/* An MPI runtime daemon still running when the command has ended: Open
+ * MPI's orted (a singleton MPI_Init starts one, which leaves after its
+ * rank), PRRTE's prted, MPICH's hydra proxy. Not a failure of the job: it
+ * ends on its own once its ranks are gone, maybe after tftrace's second. */
+static int mpi_daemon_running(const job_proc *p)
+{
+    static const char *const names[] = {"orted", "prted", "prte", "hydra_pmi_proxy", "pmi_proxy"};
+    if (p->ended || p->oom)
+        return 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(p->comm, names[i]))
+            return 1;
+    return 0;
+}
+
 /* "exit 3", "killed by SIGKILL (the OOM killer)", "still running" */
 static void describe(const job_proc *p, char *buf, size_t n)
 {
@@ -209,15 +224,20 @@ void proc_events_finish(int dir_fd, const char *dir, unsigned mode, int quiet, c
             break;
         nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
     }
-    size_t bad = 0;
-    for (size_t i = 0; i < J.n; i++)
-        bad += !J.v[i].ended || J.v[i].status != 0 || J.v[i].oom;
+    size_t bad = 0, daemons = 0;
+    for (size_t i = 0; i < J.n; i++) {
+        if (mpi_daemon_running(&J.v[i]))
+            daemons++;
+        else
+            bad += !J.v[i].ended || J.v[i].status != 0 || J.v[i].oom;
+    }
     if (!quiet || bad)
-        fprintf(stderr, "tftrace: %zu process%s in the job, %zu ended with status 0%s\n", J.n, J.n == 1 ? "" : "es",
-                J.n - bad, bad ? ":" : "");
+        fprintf(stderr, "tftrace: %zu process%s in the job, %zu ended with status 0%s%s\n", J.n, J.n == 1 ? "" : "es",
+                J.n - bad - daemons, daemons ? (daemons == 1 ? ", 1 MPI daemon still ending" : ", MPI daemons still ending") : "",
+                bad ? ":" : "");
     for (size_t i = 0; i < J.n; i++) {
         const job_proc *p = &J.v[i];
-        if (p->ended && p->status == 0 && !p->oom)
+        if ((p->ended && p->status == 0 && !p->oom) || mpi_daemon_running(p))
             continue;
         char what[160];
         int rank = recorded(s, p->pid);

@@ -385,6 +385,16 @@ st = sorted((x["exit_code"] if x["exit_code"] is not None else -1, x["signal"] o
 assert st == [(-1, 9), (0, 0), (3, 0)], st
 assert all(x["ended"] and x["rank"] is None and not x["oom_killed"] for x in p), p
 PY
+    # an MPI daemon (orted, as a singleton MPI_Init starts) still running
+    # when the command ends is no failure; any other process is
+    cp "$(command -v sleep)" orted && cp "$(command -v sleep)" mydaemon
+    st=0; "$tftrace" -q -o daemon.trace -- sh -c "./orted 3 & exit 0" 2>daemon.err || st=$?
+    [ $st -eq 0 ] && [ ! -s daemon.err ] || fail "-q with an orted still ending: exit $st: $(cat daemon.err)"
+    "$tftrace" -o daemon2.trace -- sh -c "./orted 3 & exit 0" 2>daemon2.err || true
+    grep -q "^tftrace: 2 processes in the job, 1 ended with status 0, 1 MPI daemon still ending$" daemon2.err ||
+        fail "orted still ending: $(cat daemon2.err)"
+    "$tftrace" -q -o daemon3.trace -- sh -c "./mydaemon 3 & exit 0" 2>daemon3.err || true
+    grep -q "mydaemon: still running at the end" daemon3.err || fail "another process still running: $(cat daemon3.err)"
     # a damaged table is said and skipped, the rest of the summary stands
     echo '{"processes": [{"pid": "x"}, 7' >life.trace/processes-1.json
     st=0; "$tfdump" life.trace >dump2.txt 2>dump2.err || st=$?
