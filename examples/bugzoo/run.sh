@@ -11,7 +11,7 @@
 #
 # The programs come from $TFTRAIN, $TFTRACE, $TFDUMP, else the build tree
 # next to this script (../../build), else PATH. 2-rank rows need mpirun.
-# The comparison is tests/e2e/bugzoo/compare.py (until tfdiff exists).
+# Compares with tests/e2e/bugzoo/compare.py (tfdiff GOLDEN BAD: README.md).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
