@@ -108,8 +108,14 @@ int dump_extract_manifest(const dump_trace *d, int dirfd, const char *in, const 
     }
     m.ranks = ranks;
     m.nranks = n;
-    m.collectors = NULL;
-    m.ncollectors = 0;
+    /* Its collector is tfdump itself, done: a reader then judges the
+     * extract by its own ranks (a manifest listing no collector and fewer
+     * ranks than world_size reads as a run cut short) */
+    tft_manifest_collector self;
+    tft_manifest_collector_self(&self);
+    self.done = 1;
+    m.collectors = &self;
+    m.ncollectors = 1;
     m.dropped_stalled = 0; /* the rank files' dropped counts say what the extract lost */
     m.complete = src ? src->complete : 1;
     snprintf(m.tool_version, sizeof(m.tool_version), "%s", tft_version());
@@ -143,6 +149,29 @@ static void steps_text(const cJSON *st, char *buf, size_t n)
     if (cJSON_IsNumber(b))
         snprintf(y, sizeof(y), "%.0f", b->valuedouble);
     snprintf(buf, n, "steps %s..%s", x, y);
+}
+
+/* The number of ranks an extract's manifest says it kept, or -1 when the
+ * trace at path is no extract (or its manifest cannot be read). */
+int dump_extract_ranks_kept(const char *path)
+{
+    char mp[4096];
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) ||
+        (size_t)snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= sizeof(mp))
+        return -1;
+    FILE *in = fopen(mp, "r");
+    if (!in)
+        return -1;
+    char *text = malloc(1u << 20);
+    size_t len = text ? fread(text, 1, (1u << 20) - 1, in) : 0;
+    fclose(in);
+    cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "extract"), "ranks");
+    int n = cJSON_IsArray(r) ? cJSON_GetArraySize(r) : -1;
+    cJSON_Delete(root);
+    return n;
 }
 
 void dump_extract_describe(const char *path, FILE *f)

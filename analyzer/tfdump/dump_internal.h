@@ -257,6 +257,7 @@ int dump_export(dump_trace *d, const dump_opts *o);   /* dump_export.c: --export
 /* The summary's "extract ..." line of a trace written by --extract (its
  * manifest's `extract` object); nothing for other traces. */
 void dump_extract_describe(const char *path, FILE *f);
+int dump_extract_ranks_kept(const char *path);
 /* Every mode on an unrecorded trace (dump_summary.c): the summary shows what
  * the manifest knows and says nothing was recorded (0); --verify checks the
  * manifest lists no rank (0, else 1: the listed files are lost); --check

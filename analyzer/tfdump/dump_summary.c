@@ -134,7 +134,9 @@ static int sum_collect(dump_trace *d, const dump_opts *o, trace_sum *s)
     if (dump_trace_check(d, o->path) > 0)
         s->integrity = TFT_DAMAGED;
     const tft_manifest *m = tft_trace_manifest(d->t);
-    if (m && m->world_size > d->n) { /* ranks that never wrote, lost files, or a manifest that lies */
+    /* ranks that never wrote, lost files, or a manifest that lies; not an
+     * extract of some ranks, whose manifest says which it kept */
+    if (m && m->world_size > d->n && dump_extract_ranks_kept(o->path) != d->n) {
         char msg[300];
         snprintf(msg, sizeof(msg), "%s/manifest.json: world_size %d, but %d rank file%s: %d rank%s recorded nothing "
                  "or lost their files (or the manifest is wrong)", o->path, m->world_size, d->n, d->n == 1 ? "" : "s",

@@ -45,6 +45,9 @@ assert s["integrity"] == "complete", s
 
 expect_rc 0 "$TFDUMP" "$tmp/w.trace"
 has_re "$tmp/out" '^extract      steps 4\.\.6, ranks 0,2 of /.*/g\.trace$'
+# a trace like any other: finished, its world size the run's, no rank missing
+has_re "$tmp/out" '^run .* world size 3  \(run finished\)$'
+! grep -q "world_size" "$tmp/err" "$tmp/out" || fail "an extract of ranks 0,2 said ranks are missing: $(cat "$tmp/err")"
 expect_rc 0 "$TFDUMP" "$tmp/g.trace"
 ! grep -q '^extract' "$tmp/out" || fail "a recorded trace's summary has an extract line"
 
