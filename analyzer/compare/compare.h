@@ -138,6 +138,7 @@ typedef struct compare_result {
     uint64_t compared;        /* tensor pairs compared */
     uint64_t identical;       /* equal fingerprints */
     uint64_t within_tolerance;/* bitwise different but within tolerance */
+    uint64_t shape_only;      /* recorded without statistics on a side: shape and dtype agree, nothing more to compare */
     int64_t golden_first_step, golden_last_step, bad_first_step, bad_last_step;
     int64_t common_first_step, common_last_step; /* the steps both have */
     bool bad_ended_early;     /* BAD's last step < GOLDEN's */

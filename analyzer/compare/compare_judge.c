@@ -462,6 +462,8 @@ static int step_edit(align_ctx *c, const align_tensor *gt, const align_tensor *b
             out->identical++;
         else if (cls == PC_WITHIN)
             out->within_tolerance++;
+        else if (cls == PC_UNCHECKED)
+            out->shape_only++;
         if (compare_tensor_is_leaf(&c->b, bt)) {
             tally->leaves++;
             tally->leaf_shape += diverged && (kind == DK_SHAPE || kind == DK_DTYPE);

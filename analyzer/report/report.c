@@ -279,13 +279,35 @@ void report_count(const diff_report *r, report_counts *c)
         c->compared += x->compared;
         c->identical += x->identical;
         c->within_tolerance += x->within_tolerance;
+        c->unverified += x->unverified;
+        c->shape_only += x->shape_only;
     }
+    uint64_t judged = c->identical + c->within_tolerance + c->unverified + c->shape_only;
+    c->different = c->compared > judged ? c->compared - judged : 0;
     char why[320];
     while (report_incomplete_reason(r, c->incomplete, why, sizeof(why)))
         c->incomplete++;
 }
 
 
+
+const char *report_sentence_compared(const diff_report *r, const report_counts *c, char *buf, size_t n)
+{
+    int k = snprintf(buf, n,
+                     "%" PRIu64 " tensor%s on %d rank%s: %" PRIu64 " bit-identical, %" PRIu64
+                     " different but within tolerance (rtol %g, atol %g%s)",
+                     c->compared, c->compared == 1 ? "" : "s", c->ranks, c->ranks == 1 ? "" : "s", c->identical,
+                     c->within_tolerance, r->o.rtol, r->o.atol, r->o.roundoff ? ", or within round-off" : "");
+    if (c->different && k > 0 && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, ", %" PRIu64 " beyond it (the divergence and what followed)",
+                      c->different);
+    if (c->shape_only && k > 0 && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, ", %" PRIu64 " by shape and dtype alone (recorded without statistics)",
+                      c->shape_only);
+    if (c->unverified && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, ", %" PRIu64 " not judged (records lost on a side)", c->unverified);
+    return buf;
+}
 
 void report_roundoff(const diff_report *r, compare_roundoff *out)
 {

@@ -33,14 +33,14 @@ void report_html_verdict(FILE *f, const page *p)
     fputs("</p>\n", f);
     report_counts c;
     report_count(p->r, &c);
-    const compare_opts *o = &p->r->o;
     fputs("<p class=\"meta\">GOLDEN <code>", f);
     html_text(f, p->r->golden);
     fputs("</code>, BAD <code>", f);
     html_text(f, p->r->bad);
-    fprintf(f, "</code>: %" PRIu64 " tensors compared on %d rank%s, %" PRIu64 " bit-identical, %" PRIu64
-               " within tolerance (rtol %g, atol %g).</p>\n",
-            c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, o->rtol, o->atol);
+    char cmp[512];
+    fputs("</code>: compared ", f);
+    html_text(f, report_sentence_compared(p->r, &c, cmp, sizeof(cmp)));
+    fputs(".</p>\n", f);
     char ro[1024];
     if (report_sentence_roundoff(p->r, ro, sizeof(ro))) {
         fputs("<p class=\"meta roundoff\">", f);

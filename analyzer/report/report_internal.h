@@ -73,8 +73,15 @@ typedef struct report_counts {
     int unrecorded;   /* 1 when BAD recorded nothing */
     int ranks;        /* ranks compared */
     uint64_t compared, identical, within_tolerance; /* tensors, summed over ranks */
+    uint64_t unverified; /* compared but not judged: records lost on a side (compare_result) */
+    uint64_t shape_only; /* compared by shape and dtype alone (no statistics on a side) */
+    uint64_t different;  /* the rest of compared: beyond tolerance (the divergence and after) */
 } report_counts;
 void report_count(const diff_report *r, report_counts *c);
+/* "N tensors on R ranks: I bit-identical, W different but within tolerance
+ * (...)[, D different][, U not judged (records lost)]" — the counts that
+ * make up the compared total, each stated (report_count). */
+const char *report_sentence_compared(const diff_report *r, const report_counts *c, char *buf, size_t n);
 /* The run's round-off summary: every rank's folded (compare_roundoff_merge). */
 void report_roundoff(const diff_report *r, compare_roundoff *out);
 /* "match within round-off: ..." when the model judged and some pair

@@ -225,6 +225,9 @@ static cJSON *json_rank(const compare_result *x)
     cJSON_AddBoolToObject(o, "lost_tail", x->lost_tail);
     json_rank_drops(o, x);
     cJSON_AddNumberToObject(o, "unverified", (double)x->unverified);
+    cJSON_AddNumberToObject(o, "shape_only", (double)x->shape_only);
+    uint64_t judged = x->identical + x->within_tolerance + x->unverified + x->shape_only;
+    cJSON_AddNumberToObject(o, "different", (double)(x->compared > judged ? x->compared - judged : 0));
     json_exit(o, "bad_exit", x->bad_exit_known, x->bad_exit_signal, x->bad_exit_code);
     json_exit(o, "golden_exit", x->golden_exit_known, x->golden_exit_signal, x->golden_exit_code);
     cJSON_AddBoolToObject(o, "exit_differs", x->exit_differs);
@@ -284,6 +287,11 @@ static cJSON *json_findings(const diff_report *r)
     report_counts c;
     report_count(r, &c);
     cJSON_AddNumberToObject(o, "within_tolerance", (double)c.within_tolerance);
+    cJSON_AddNumberToObject(o, "compared", (double)c.compared);
+    cJSON_AddNumberToObject(o, "identical", (double)c.identical);
+    cJSON_AddNumberToObject(o, "different", (double)c.different);
+    cJSON_AddNumberToObject(o, "unverified", (double)c.unverified);
+    cJSON_AddNumberToObject(o, "shape_only", (double)c.shape_only);
     return o;
 }
 

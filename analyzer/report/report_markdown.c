@@ -147,10 +147,10 @@ static void write_md(const diff_report *r, FILE *f)
     if (c.unrecorded)
         row(f, "BAD recorded nothing", 1, NULL);
     row(f, "incomplete (reasons)", c.incomplete, NULL);
-    const compare_opts *o = &r->o;
-    fprintf(f, "\nCompared %" PRIu64 " tensors on %d rank%s: %" PRIu64 " bit-identical, %" PRIu64
-               " within tolerance (rtol %g, atol %g).\n\n",
-            c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, o->rtol, o->atol);
+    char cmp[512];
+    fputs("\nCompared ", f);
+    md_text(f, report_sentence_compared(r, &c, cmp, sizeof(cmp)));
+    fputs(".\n\n", f);
     char ro[1024];
     if (report_sentence_roundoff(r, ro, sizeof(ro))) {
         md_text(f, ro);

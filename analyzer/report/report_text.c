@@ -128,10 +128,7 @@ void report_text(const diff_report *r, FILE *f)
     report_count(r, &c);
     if (report_sentence_roundoff(r, line, sizeof(line)))
         fprintf(f, "%s\n", line);
-    fprintf(f, "compared %" PRIu64 " tensors on %d rank%s: %" PRIu64 " bit-identical, %" PRIu64
-               " different but within tolerance (rtol %g, atol %g%s)\n",
-            c.compared, c.ranks, c.ranks == 1 ? "" : "s", c.identical, c.within_tolerance, r->o.rtol, r->o.atol,
-            r->o.roundoff ? ", or within round-off" : "");
+    fprintf(f, "compared %s\n", report_sentence_compared(r, &c, line, sizeof(line)));
     for (int i = 0; i < r->nchecks; i++)
         fprintf(f, "only in BAD: %s\n", report_sentence_check(&r->checks[i], REPORT_CHECK_DASH, line, sizeof(line)));
     for (int i = 0; i < r->nnotes; i++)

@@ -106,6 +106,15 @@ assert x["stats"] == "health" and x["ranks"] == [1] and x["steps"] == [5, 5], x
 ' "$tmp/h.trace/manifest.json"
 expect_rc 0 "$TFDIFF" --steps 5 --ranks 1 "$tmp/g.trace" "$tmp/h.trace"
 has "$tmp/out" "MATCH"
+# against the shape-only extract: every tensor is accounted for, as compared
+# by shape and dtype alone (docs/TFDIFF.md)
+expect_rc 0 "$TFDIFF" --steps 5 --ranks 1 "$tmp/g.trace" "$tmp/s.trace"
+has_re "$tmp/out" '^compared ([0-9]+) tensors on 1 rank: 0 bit-identical, 0 different .*, [0-9]+ by shape and dtype alone'
+expect_rc 0 "$TFDIFF" --json --steps 5 --ranks 1 "$tmp/g.trace" "$tmp/s.trace"
+pycheck '
+j = json.load(open(sys.argv[1]))
+assert j["compared"] > 0 and j["shape_only"] == j["compared"] and j["different"] == 0, j
+' "$tmp/out"
 
 # a single rank file as IN; no --steps keeps every step
 expect_rc 0 "$TFDUMP" --extract "$tmp/g.trace/rank-00001.tft" "$tmp/one.trace"

@@ -92,6 +92,15 @@ if a.desync_kind:
             want(d["ranks"] == [int(x) for x in a.desync_ranks.split(",")], "desync ranks %s" % d["ranks"])
 if a.within_tolerance_min is not None:
     want(rep.get("within_tolerance", 0) >= a.within_tolerance_min, "within_tolerance %s" % rep.get("within_tolerance"))
+# every compared tensor is counted somewhere: identical, within tolerance,
+# beyond it, by shape alone, or not judged (the text report states each, docs/TFDIFF.md)
+parts = sum(rep.get(k, 0) for k in ("identical", "within_tolerance", "different", "unverified", "shape_only"))
+want("compared" not in rep or rep["compared"] == parts, "compared %s != identical+within+different+unverified %s" % (rep.get("compared"), parts))
+for r in rep.get("ranks", []) if "compared" in rep else []:
+    rp = sum(r.get(k, 0) for k in ("identical", "within_tolerance", "different", "unverified", "shape_only"))
+    want(r["compared"] == rp, "rank %s: compared %s, parts %s" % (r["rank"], r["compared"], rp))
+if rep.get("verdict") == "DIVERGED" and rep.get("first_divergence"):
+    want(rep.get("different", 0) > 0, "DIVERGED but no tensor counted as different")
 if a.ended_early:
     want(any(r.get("bad_ended_early") for r in rep.get("ranks", [])), "BAD not reported as ending early")
 for e in errs:
