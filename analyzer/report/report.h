@@ -50,6 +50,9 @@ enum report_verdict { VERDICT_MATCH = 0, VERDICT_DIVERGED = 1, VERDICT_INCOMPLET
 int report_verdict(const diff_report *r);
 void report_json(const diff_report *r, FILE *f);
 void report_text(const diff_report *r, FILE *f);
+/* The step of the most important finding (the text report's first), or
+ * TFT_STEP_NONE when it has none. */
+int64_t report_first_step(const diff_report *r);
 /* Returns 0, or -1 with errno when the file cannot be written. Each
  * failing case carries the finding's sentence (report_first_finding's words
  * for its class) and, when report_set_outputs named an HTML or Markdown

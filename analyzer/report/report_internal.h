@@ -173,8 +173,6 @@ const char *report_sentence_incomplete(const diff_report *r, int k, char *buf, s
  * early or different end), else why the comparison is incomplete. Returns
  * false (buf "") on a match. */
 bool report_first_finding(const diff_report *r, char *buf, size_t n);
-/* The step of that finding (TFT_STEP_NONE when it has none). */
-int64_t report_first_step(const diff_report *r);
 /* A detector's finding: "SEVERITY: KIND: rank R, STEP, TENSOR: EVIDENCE",
  * with the parts flags name: the layer (", layer N" after the tensor), the
  * likely causes (". Likely: ..." at the end), "-" for no tensor. */

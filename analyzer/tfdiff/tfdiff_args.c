@@ -26,6 +26,10 @@ static void usage(FILE *f)
             "  --html FILE      also write the report as one self-contained HTML page (verdict,\n"
             "                   curves of both runs, a heatmap of where the difference starts\n"
             "                   and spreads, the findings' sections; docs/REPORTS.md)\n"
+            "  --tensorboard DIR  also write both runs for TensorBoard: DIR/golden and\n"
+            "                   DIR/bad (loss, lr, grad norm, each tensor's std and abs-max\n"
+            "                   per step; the report as a text in BAD's run), so that\n"
+            "                   tensorboard --logdir DIR overlays their curves\n"
             "  --markdown FILE  also write a short Markdown summary (verdict, first finding,\n"
             "                   findings by class, command lines) for a pull-request comment;\n"
             "                   '-' for stdout, in place of the text report\n"
@@ -108,13 +112,13 @@ static int parse_ranks(const char *s, tfdiff_opts *o)
 int tfdiff_parse_args(int argc, char **argv, tfdiff_opts *o)
 {
     enum { O_JSON = 256, O_JUNIT, O_RTOL, O_ATOL, O_RANKS, O_STEPS, O_NAME, O_COLL, O_TENSORS, O_PAD, O_MPI,
-           O_MARKDOWN, O_HTML, O_NOISE };
+           O_MARKDOWN, O_HTML, O_NOISE, O_TB };
     static const struct option lo[] = {
         {"json", 0, 0, O_JSON}, {"junit", 1, 0, O_JUNIT}, {"rtol", 1, 0, O_RTOL}, {"atol", 1, 0, O_ATOL},
         {"ranks", 1, 0, O_RANKS}, {"steps", 1, 0, O_STEPS}, {"name", 1, 0, O_NAME},
         {"collectives", 0, 0, O_COLL}, {"tensors", 0, 0, O_TENSORS}, {"pad-id", 1, 0, O_PAD},
         {"mpi", 0, 0, O_MPI}, {"markdown", 1, 0, O_MARKDOWN}, {"html", 1, 0, O_HTML}, {"noise", 1, 0, O_NOISE},
-        {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
+        {"tensorboard", 1, 0, O_TB}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
         {0, 0, 0, 0}};
     compare_opts dflt = COMPARE_OPTS_DEFAULT;
     o->d = dflt;
@@ -126,6 +130,7 @@ int tfdiff_parse_args(int argc, char **argv, tfdiff_opts *o)
         case O_JUNIT: o->junit = optarg; break;
         case O_MARKDOWN: o->markdown = optarg; break;
         case O_HTML: o->html = optarg; break;
+        case O_TB: o->tensorboard = optarg; break;
         case O_RTOL:
             if (parse_double("--rtol", optarg, &o->d.rtol) < 0)
                 return 2;

@@ -36,6 +36,7 @@ typedef struct tfdiff_opts {
     const char *junit;
     const char *markdown;  /* --markdown FILE, "-" stdout */
     const char *html;      /* --html FILE */
+    const char *tensorboard; /* --tensorboard DIR: both runs as TensorBoard runs DIR/golden, DIR/bad */
     int argc;              /* the command line as given (getopt permutes argv) */
     char **argv;
     int ranks[64], nranks; /* empty = all */

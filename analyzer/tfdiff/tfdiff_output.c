@@ -5,12 +5,15 @@
  * nothing (a manifest and no rank file).
  */
 #include "core_common.h"
+#include "export_tensorboard.h"
 #include "report_html.h"
 #include "tfdiff_internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* "`CMD` was killed by signal 9 after 0.006 s, before its first record"
  * from what the manifest knows (CMD: what followed tftrace's "--"). */
@@ -52,6 +55,51 @@ static const char *out_error(int e)
                       : strerror(e);
 }
 
+static void tb_say(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "tfdiff: %s%s\n", level == TFT_LOG_WARN ? "warning: " : "", msg);
+}
+
+/* --tensorboard DIR: GOLDEN as DIR/golden, BAD as DIR/bad with the text
+ * report. 0, or -1 after saying why. */
+static int tensorboard(const tfdiff_opts *o, diff_report *rep, tft_trace *g, tft_trace *b)
+{
+    char dir[2][4096];
+    if ((size_t)snprintf(dir[0], sizeof(dir[0]), "%s/golden", o->tensorboard) >= sizeof(dir[0]) ||
+        (size_t)snprintf(dir[1], sizeof(dir[1]), "%s/bad", o->tensorboard) >= sizeof(dir[1])) {
+        fprintf(stderr, "tfdiff: %s: path too long\n", o->tensorboard);
+        return -1;
+    }
+    char *text = NULL, *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        report_text(rep, f);
+        fclose(f);
+    }
+    md = text ? export_tb_markdown_block(text) : NULL;
+    free(text);
+    if (!md) {
+        fprintf(stderr, "tfdiff: out of memory writing the TensorBoard runs\n");
+        return -1;
+    }
+    export_opts eo = {.out = o->tensorboard, .mode = 0600, .rank = -1, .log = tb_say};
+    int e = mkdir(o->tensorboard, 0700) == 0 || errno == EEXIST ? 0 : -1;
+    if (e)
+        fprintf(stderr, "tfdiff: %s: cannot make the directory: %s\n", o->tensorboard, strerror(errno));
+    eo.path = o->golden;
+    if (!e)
+        e = export_tensorboard(g, &eo, dir[0], NULL, NULL, TFT_STEP_NONE);
+    eo.path = o->bad;
+    if (!e)
+        e = export_tensorboard(b, &eo, dir[1], "tftrace/tfdiff", md, report_first_step(rep));
+    free(md);
+    if (e == -ENOMEM)
+        fprintf(stderr, "tfdiff: out of memory writing the TensorBoard runs\n");
+    return e ? -1 : 0;
+}
+
 int tfdiff_render(const tfdiff_opts *o, diff_report *rep, tft_trace *g, tft_trace *b)
 {
     int code = report_verdict(rep); /* 0 match, 1 diverged, 3 incomplete */
@@ -76,6 +124,8 @@ int tfdiff_render(const tfdiff_opts *o, diff_report *rep, tft_trace *g, tft_trac
         fprintf(stderr, "tfdiff: %s: cannot write JUnit XML: %s\n", o->junit, out_error(errno));
         code = 2;
     }
+    if (o->tensorboard && g && b && tensorboard(o, rep, g, b) < 0)
+        code = 2;
     return code;
 }
 

@@ -167,11 +167,16 @@ static int parse_export(const char *fmt, int argc, char **argv, dump_opts *o)
         o->export_format = EXP_CHROME;
     else if (!strcmp(fmt, "perfetto"))
         o->export_format = EXP_PERFETTO;
+    else if (!strcmp(fmt, "tensorboard"))
+        o->export_format = EXP_TENSORBOARD;
     else
-        return usage_error("--export: FORMAT must be 'chrome' or 'perfetto', not '%s'", fmt);
+        return usage_error("--export: FORMAT must be 'chrome', 'perfetto' or 'tensorboard', not '%s'", fmt);
     if (optind >= argc || (argv[optind][0] == '-' && argv[optind][1]))
-        return usage_error("%s", "--export FORMAT needs OUT, the file to write ('-' for stdout): "
-                                 "tfdump --export chrome OUT.json TRACE");
+        return usage_error("%s", "--export FORMAT needs OUT, the file to write ('-' for stdout; for tensorboard "
+                                 "a directory): tfdump --export chrome OUT.json TRACE");
+    if (o->export_format == EXP_TENSORBOARD && !strcmp(argv[optind], "-"))
+        return usage_error("%s", "--export tensorboard needs a directory, not '-': "
+                                 "tfdump --export tensorboard runs/NAME TRACE");
     o->export_out = argv[optind++];
     return set_mode(o, MODE_EXPORT);
 }

@@ -12,7 +12,7 @@ usage() { # usage MESSAGE ARGS...: exit 2 with MESSAGE on stderr
     expect_rc 2 "$TFDUMP" "$@"
     has "$tmp/err" "$msg"
 }
-usage "FORMAT must be 'chrome' or 'perfetto', not 'svg'" --export svg "$tmp/x" "$T"
+usage "FORMAT must be 'chrome', 'perfetto' or 'tensorboard', not 'svg'" --export svg "$tmp/x" "$T"
 usage "--export FORMAT needs OUT" --export chrome
 usage "--export FORMAT needs OUT" --export chrome --steps 1 "$T"
 usage "exclude each other" --export chrome "$tmp/x.json" --events "$T"
