@@ -27,7 +27,9 @@ static const char style[] =
     "svg .divergence-mark{stroke:#c00;stroke-width:1.5;stroke-dasharray:3 2}svg .mk{fill:#c00}"
     "svg .same{fill:#fff;stroke:#ccc}svg .first-divergence{fill:none;stroke:#06c;stroke-width:2}"
     "svg .lanebg{fill:#fff}svg .lane.fault .lanebg{fill:#fde2e2}svg .bar{fill:#69c}"
-    "svg .bar.open{fill:#e90}svg .bar.fault{fill:#c33}nav a{margin-right:1em}";
+    "svg .bar.open{fill:#e90}svg .bar.fault{fill:#c33}nav a{margin-right:1em}"
+    "svg .grid line{stroke:#e8e8e8}svg .pts circle{fill:transparent}svg .pts circle:hover{fill:#000;fill-opacity:.4}"
+    "svg .cbar{fill:none;stroke:#999}";
 
 void html_page_head(FILE *f, const char *report, const char *title)
 {

@@ -31,14 +31,27 @@ typedef struct html_svg_series {
     int dashed;
 } html_svg_series;
 
-/* A line chart of the series over x (steps), with its axes' ranges
- * labelled, and when mark_step is not INT64_MIN a vertical line of class
- * divergence-mark with data-step="mark_step" (placed even when outside the
- * data, clamped to the edge). title is escaped. */
-void html_svg_line_chart(FILE *f, const char *title, const html_svg_series *s, int ns, int64_t mark_step, int log_y);
+/* html_svg_line_chart's flags: the y scale (one of) and the unit of the
+ * values (one of), or'ed. HTML_Y_AUTO: log when every value is positive
+ * and they span more than 100x. */
+enum {
+    HTML_Y_LINEAR = 0, HTML_Y_LOG = 1, HTML_Y_AUTO = 2, HTML_Y_SCALE_MASK = 3,
+    HTML_UNIT_NONE = 0, HTML_UNIT_BYTES = 4, HTML_UNIT_MS = 8, HTML_UNIT_MASK = 12
+};
+
+/* A line chart of the series over x (steps): ticks with gridlines on both
+ * axes (values in the flags' unit: B/KiB/MiB/GiB, ms), a legend row under
+ * the title (long labels shortened, whole in a tooltip), a tooltip on
+ * every point ("LABEL, step S: VALUE"), and when mark_step is not
+ * INT64_MIN a vertical line of class divergence-mark with
+ * data-step="mark_step" (placed even when outside the data, clamped to the
+ * edge). title is escaped. No script. */
+void html_svg_line_chart(FILE *f, const char *title, const html_svg_series *s, int ns, int64_t mark_step, int flags);
 
 /* A heatmap of nrows x ncols cells: v[r * ncols + c] in [0, 1] (relative
- * difference, drawn on a log scale from 1e-7), 0 identical, NaN absent.
+ * difference, drawn on a log scale from 1e-7, with a colour bar), 0
+ * identical, NaN absent; each coloured cell has a tooltip (name, step,
+ * value), long row names are shortened to their end (whole in a tooltip).
  * col_step[c] is the first step of column c (for tooltips and the axis);
  * the cell (mark_row, mark_col) gets class first-divergence and
  * data-step="mark_step" (mark_row < 0: none). */
@@ -59,5 +72,7 @@ void html_svg_timeline(FILE *f, const char *const *lanes, const char *const *lan
 
 /* A number in a short form for labels and tables ("1.25e-05", "3.5"). */
 const char *html_num(double v, char *buf, size_t n);
+/* html_num with a unit (HTML_UNIT_*): "8 MiB", "12.5 ms". */
+const char *html_num_unit(double v, int unit, char *buf, size_t n);
 
 #endif

@@ -68,8 +68,16 @@ void report_check_html_section(FILE *f, const report_check_result *c, const tft_
     for (int i = 0; i < c->nd; i++)
         item(f, "desync", report_sentence_desync(c->ds, c->nd, i, line, sizeof(line)));
     if (!c->nf.found && !c->nl && !c->nd) {
+        /* "OK" only when the detectors' table below holds no error or
+         * warning either: the line must agree with the verdict */
         fputs("<li>", f);
-        html_text(f, report_check_sentence_ok(c, line, sizeof(line)));
+        if (c->nerr || c->nwarn || c->ndamage)
+            html_textf(f, "No non-finite values, leaks or desyncs%s; the detectors found %d error%s and %d warning%s "
+                          "(below)",
+                       c->lossy ? " in what was recorded" : "", c->nerr, c->nerr == 1 ? "" : "s", c->nwarn,
+                       c->nwarn == 1 ? "" : "s");
+        else
+            html_text(f, report_check_sentence_ok(c, line, sizeof(line)));
         fputs("</li>", f);
     }
     fputs("</ul>\n", f);

@@ -24,22 +24,77 @@ static const double *series_of(const html_series_run *x, const char *name, int w
     return which == 0 ? n->std : n->absmax;
 }
 
+/* Whether name is a block's output in a PyTorch module path: PREFIX then a
+ * block list and its index as the last two parts (blocks.N nanoGPT,
+ * layers.N Llama and most HF models, h.N GPT-2, layer.N BERT); *plen gets
+ * the length of PREFIX + "blocks." (up to the index). */
+static bool block_output(const char *name, size_t *plen)
+{
+    static const char *const lists[] = {"blocks", "layers", "h", "layer"};
+    size_t len = strlen(name), d = len;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    if (d == len || d < 2 || name[d - 1] != '.')
+        return false;
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        size_t ll = strlen(lists[i]);
+        if (d - 1 >= ll && !strncmp(name + d - 1 - ll, lists[i], ll) && (d - 1 == ll || name[d - 2 - ll] == '.')) {
+            *plen = d;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The layer outputs' names: tftrain's "L%d.res2", else the PyTorch prefix
+ * ("model.layers.") most block outputs share; false when neither. */
+static bool layer_scheme(const html_series_run *x, char *prefix, size_t n)
+{
+    if (html_series_run_name(x, "L0.res2")) {
+        prefix[0] = 0;
+        return true;
+    }
+    int best = 0;
+    for (int i = 0; i < x->nnames; i++) {
+        size_t pl;
+        if (!block_output(x->names[i].name, &pl) || pl >= n)
+            continue;
+        int count = 0;
+        for (int j = 0; j < x->nnames; j++) {
+            size_t pj;
+            count += block_output(x->names[j].name, &pj) && pj == pl && !strncmp(x->names[j].name, x->names[i].name, pl);
+        }
+        if (count > best) {
+            best = count;
+            memcpy(prefix, x->names[i].name, pl);
+            prefix[pl] = 0;
+        }
+    }
+    return best > 0;
+}
+
 static void layer_curves(FILE *f, const page *p, const shown *s)
 {
     const html_series_run *ref = s->b ? s->b : s->g;
+    char prefix[96];
+    if (!layer_scheme(ref, prefix, sizeof(prefix)))
+        return;
     int done = 0;
     for (int l = 0; l < 1000 && done < LAYERS_MAX; l++) {
-        char name[32];
-        snprintf(name, sizeof(name), "L%d.res2", l);
+        char name[128];
+        if (prefix[0])
+            snprintf(name, sizeof(name), "%s%d", prefix, l);
+        else
+            snprintf(name, sizeof(name), "L%d.res2", l);
         if (!html_series_run_name(ref, name))
             break;
         done++;
         for (int w = 0; w < 2; w++) {
-            char title[96];
+            char title[200];
             snprintf(title, sizeof(title), "rank %d: layer %d output (%s) %s", s->rank, l, name, w ? "absmax" : "std");
             const double *g = series_of(s->g, name, w), *b = series_of(s->b, name, w);
             if ((g && html_series_any_finite(g, p->bins.nbins)) || (b && html_series_any_finite(b, p->bins.nbins)))
-                report_html_chart2(f, p, title, g, b, p->mark, 0);
+                report_html_chart2(f, p, title, g, b, p->mark, HTML_Y_AUTO);
         }
     }
 }
@@ -70,7 +125,7 @@ void report_html_curves(FILE *f, const page *p)
             if ((g && html_series_any_finite(g, p->bins.nbins)) || (b && html_series_any_finite(b, p->bins.nbins))) {
                 char title[64];
                 snprintf(title, sizeof(title), "rank %d: %s", s->rank, c[k].what);
-                report_html_chart2(f, p, title, g, b, p->mark, 0);
+                report_html_chart2(f, p, title, g, b, p->mark, HTML_Y_AUTO);
             }
         }
         layer_curves(f, p, s);

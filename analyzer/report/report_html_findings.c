@@ -249,7 +249,7 @@ void report_html_leaks(FILE *f, const page *p)
         snprintf(title, sizeof(title), "rank %d: live bytes of %s", l[i].rank, l[i].site);
         int64_t mark = l[i].how == LEAK_GROWTH && l[i].from_step != TFT_STEP_NONE ? l[i].from_step : INT64_MIN;
         if (followed)
-            report_html_chart2(f, p, title, g, b ? bc : NULL, mark, 0);
+            report_html_chart2(f, p, title, g, b ? bc : NULL, mark, HTML_UNIT_BYTES);
         else
             fputs("<p class=\"meta\">(the site is not among the sites followed for the chart)</p>\n", f);
     }
@@ -264,7 +264,7 @@ void report_html_leaks(FILE *f, const page *p)
             html_series_carried(s->b->live_total, bc, p->bins.nbins);
         char title[64];
         snprintf(title, sizeof(title), "rank %d: live bytes, every site", s->rank);
-        report_html_chart2(f, p, title, s->g ? gc : NULL, s->b ? bc : NULL, INT64_MIN, 0);
+        report_html_chart2(f, p, title, s->g ? gc : NULL, s->b ? bc : NULL, INT64_MIN, HTML_UNIT_BYTES);
     }
     fputs("</section>\n", f);
 }

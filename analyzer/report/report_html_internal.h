@@ -45,7 +45,7 @@ void report_html_free(page *p);
 const shown *report_html_shown(const page *p, int rank);
 /* A chart of one series of both sides (NULL sides left out). */
 void report_html_chart2(FILE *f, const page *p, const char *title, const double *g, const double *b, int64_t mark,
-                        int log_y);
+                        int flags);
 /* The note that the steps are drawn downsampled, when they are. */
 void report_html_downsampled(FILE *f, const page *p);
 

@@ -107,7 +107,7 @@ const shown *report_html_shown(const page *p, int rank)
 
 /* A chart of one series of both sides (NULL sides left out). */
 void report_html_chart2(FILE *f, const page *p, const char *title, const double *g, const double *b, int64_t mark,
-                   int log_y)
+                   int flags)
 {
     html_svg_series s[2];
     int n = 0;
@@ -115,7 +115,7 @@ void report_html_chart2(FILE *f, const page *p, const char *title, const double 
         s[n++] = (html_svg_series){.label = "GOLDEN", .color = "#2a6", .x = p->x, .y = g, .n = p->bins.nbins};
     if (b)
         s[n++] = (html_svg_series){.label = "BAD", .color = "#c33", .x = p->x, .y = b, .n = p->bins.nbins, .dashed = 1};
-    html_svg_line_chart(f, title, s, n, mark, log_y);
+    html_svg_line_chart(f, title, s, n, mark, flags);
 }
 
 void report_html_downsampled(FILE *f, const page *p)

@@ -83,10 +83,10 @@ static void downsampled_note(FILE *f, const dpage *p)
                 p->bins.lo, p->bins.hi, p->bins.nbins);
 }
 
-static void one_chart(FILE *f, const dpage *p, const char *title, const double *y, const char *label)
+static void one_chart(FILE *f, const dpage *p, const char *title, const double *y, const char *label, int flags)
 {
     html_svg_series s = {.label = label, .color = "#36c", .x = p->x, .y = y, .n = p->bins.nbins};
-    html_svg_line_chart(f, title, &s, 1, p->mark, 0);
+    html_svg_line_chart(f, title, &s, 1, p->mark, flags);
 }
 
 static void curves(FILE *f, const dpage *p)
@@ -109,7 +109,7 @@ static void curves(FILE *f, const dpage *p)
                 continue;
             char title[64];
             snprintf(title, sizeof(title), "rank %d: %s", x->rank, name[k]);
-            one_chart(f, p, title, v[k], name[k]);
+            one_chart(f, p, title, v[k], name[k], HTML_Y_AUTO);
         }
     }
     fputs("</section>\n", f);
@@ -133,7 +133,7 @@ static void memory(FILE *f, const dpage *p)
         html_series_carried(x->live_total, total, p->bins.nbins);
         char title[64];
         snprintf(title, sizeof(title), "rank %d: live bytes, every site", x->rank);
-        one_chart(f, p, title, total, "live bytes");
+        one_chart(f, p, title, total, "live bytes", HTML_UNIT_BYTES);
         int order[HC_SITES], nt = x->nsites < SITES_DRAWN ? x->nsites : SITES_DRAWN;
         for (int k = 0; k < x->nsites; k++) { /* by peak, the largest first */
             int j = k;
@@ -151,13 +151,15 @@ static void memory(FILE *f, const dpage *p)
         }
         snprintf(title, sizeof(title), "rank %d: live bytes of the largest sites", x->rank);
         if (ys && nt)
-            html_svg_line_chart(f, title, s, nt, p->mark, 0);
+            html_svg_line_chart(f, title, s, nt, p->mark, HTML_UNIT_BYTES);
         if (ys && nt) {
-            fputs("<table class=\"sites\"><tr><th>site</th><th>peak bytes</th></tr>", f);
+            fputs("<table class=\"sites\"><tr><th>site</th><th>peak</th></tr>", f);
             for (int k = 0; k < nt; k++) {
                 fputs("<tr><td><code>", f);
                 html_text(f, x->sites[top[k]].name);
-                fprintf(f, "</code></td><td class=\"num\">%" PRIu64 "</td></tr>", x->sites[top[k]].peak);
+                char pb[48];
+                fprintf(f, "</code></td><td class=\"num\">%s</td></tr>",
+                        html_num_unit((double)x->sites[top[k]].peak, HTML_UNIT_BYTES, pb, sizeof(pb)));
             }
             fputs("</table>\n", f);
         }
@@ -186,7 +188,7 @@ static void collectives(FILE *f, const dpage *p)
                              .n = p->bins.nbins, .dashed = ns % 2};
         ns++;
     }
-    html_svg_line_chart(f, "time in collectives per step (ms)", s, ns, p->mark, 0);
+    html_svg_line_chart(f, "time in collectives per step", s, ns, p->mark, HTML_UNIT_MS);
     fputs("<table class=\"coll\"><tr><th>rank</th><th>calls completed</th><th>time in them (ms)</th>"
           "<th>entered, never left</th></tr>", f);
     for (int i = 0; i < n && i < TABLE_RANKS; i++) {

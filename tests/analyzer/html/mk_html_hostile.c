@@ -7,7 +7,8 @@
  *   mk_html_hostile OUT.tft golden|bad
  *
  * Steps 0..5, each a "loss" scalar and the hostile tensor (mean 1; in
- * "bad" from step 2 on mean 2: the first divergence, at step 2), and one
+ * "bad" from step 2 on mean 2: the first divergence, at step 2), the
+ * block outputs transformer.h.0..2 (in "bad" from step 3 on 0.5 higher), and one
  * block of 1 MiB allocated at the hostile site per step in "bad" and never
  * freed (a leak). Exit status 0, or 1 with a message.
  */
@@ -60,6 +61,12 @@ int main(int argc, char **argv)
     uint64_t hostile = tft_writer_string(w, HOSTILE, strlen(HOSTILE));
     uint64_t loss = tft_writer_string(w, "loss", 4);
     uint64_t op = tft_writer_string(w, "op" HOSTILE, strlen("op" HOSTILE));
+    uint64_t blocks[3];
+    for (int l = 0; l < 3; l++) {
+        char b[32];
+        int len = snprintf(b, sizeof(b), "transformer.h.%d", l);
+        blocks[l] = tft_writer_string(w, b, (size_t)len);
+    }
     int e = 0;
     int64_t seq = 0;
     for (int64_t s = 0; s < 6 && !e; s++) {
@@ -81,6 +88,10 @@ int main(int argc, char **argv)
         if (!e)
             e = tensor(w, loss, s, seq, 3.0 - 0.1 * (double)s, (uint64_t)seq + 1);
         seq++;
+        /* a PyTorch model's block outputs (GPT-2's transformer.h.N): the
+         * page draws a curve per layer for them */
+        for (int l = 0; l < 3 && !e; l++, seq++)
+            e = tensor(w, blocks[l], s, seq, 1.0 + 0.1 * l + (bad && s >= 3 ? 0.5 : 0.0), (uint64_t)seq + 1);
         if (!e && bad) {
             tft_rec_alloc a;
             hdr(&a.h, TFT_REC_ALLOC, sizeof(a), s, TFT_SEQ_NONE, 1000 + (uint64_t)seq);

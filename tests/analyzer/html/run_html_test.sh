@@ -52,7 +52,14 @@ check r.html --report diff --status match --no-step --absent first-divergence,no
 rc=0; "$TFDIFF" -q --html h.html hg.tft hb.tft >/dev/null 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "tfdiff on the hostile pair: exit $rc, want 1"
 check h.html --report diff --status diverged --step 2 --sections first-divergence,leaks,curves,heatmap \
-      --mark-heatmap 2 --hostile
+      --mark-heatmap 2 --hostile \
+      --text-contains "rank 0: layer 2 output (transformer.h.2) std" \
+      --count g.grid:4 --count g.pts:4 --count rect.cbar:1 --text-contains "1 MiB" \
+      --text-contains "GOLDEN, step 1: 2.9" --text-contains "BAD, step 4: 1.5"
+# every chart has ticks with gridlines and a tooltip per point; memory in
+# binary units; the heatmap a colour bar (and tooltips on its cells)
+grep -q '<rect x="[0-9.]*" y="[0-9]*" width="[0-9.]*" height="[0-9]*" fill="#[0-9a-f]*"><title>' h.html ||
+    fail "the heatmap's cells have no tooltips"
 rc=0; "$TFDUMP" --html hd.html hb.tft >/dev/null 2>&1 || rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "tfdump --html on the hostile file: exit $rc"
 check hd.html --report dump --sections check,curves,memory --hostile
