@@ -174,6 +174,13 @@ class Call:
             if self.own_op:
                 _op_end()
 
+    def failed(self):
+        """The call raised (or its work failed): it never completed, so no
+        exit is recorded — the trace shows it entered and never left, which
+        is what the other ranks saw."""
+        self.done = True
+        self.result = None
+
     @guarded("a collective's end")
     def exit(self, *_, result=None):
         """Records the exit; result (optional): the result buffer, when it
@@ -268,7 +275,7 @@ def _wrap(fname, real):
         try:
             work = real(*args, **kwargs)
         except BaseException:
-            call.exit()
+            call.failed()
             raise
         finally:
             _busy.on = False
@@ -319,7 +326,13 @@ def _wrap_work():
     real_wait = W.wait
 
     def wait(self, *args, **kwargs):
-        r = real_wait(self, *args, **kwargs)
+        try:
+            r = real_wait(self, *args, **kwargs)
+        except BaseException:
+            call = _works.pop(self, None)
+            if call is not None:
+                call.failed()   # the work failed: never completed
+            raise
         call = _works.pop(self, None)
         if call is not None:
             call.exit()
@@ -536,7 +549,8 @@ class _HookChain:
             try:
                 v = fut.wait()   # DDP waits for it right after, in its own final callback
             except Exception:
-                v = None         # DDP raises it itself
+                call.failed()    # DDP raises it itself; the call never completed
+                continue
             call.exit(result=_result_of(v))
 
 

@@ -267,6 +267,10 @@ def test_ddp_skip_allreduce():
     first = ds[0]
     if first["step"] != 2 or first["kind"] != "missing" or first["ranks"] != [1]:
         pytest.fail("first desync %s, want step 2 naming rank 1 (missing)" % first)
+    # rank 0's all-reduce failed when rank 1 left (gloo: connection closed):
+    # it never completed, so the trace must not say it did
+    if "completed" in first["detail"]:
+        pytest.fail("a failed all-reduce reported as completed: %s" % first["detail"])
     print("desync:", first["kind"], first["detail"])
 
 
