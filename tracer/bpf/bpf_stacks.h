@@ -19,12 +19,14 @@
 
 #include "stacks_snap.h"
 
-#define TFT_STACK_MAX_FRAMES 64
+#define TFT_STACK_MAX_FRAMES 128  /* native and Python frames together */
+#define TFT_STACK_MAX_NATIVE 64   /* native frames the unwinder walks */
 
 /* How a frame was found. */
 enum tft_frame_how {
     TFT_FRAME_CFI = 0,   /* the registers, then the unwinder (.eh_frame / .debug_frame) */
     TFT_FRAME_SCAN = 1,  /* a word of the stack that points into a function: a guess */
+    TFT_FRAME_PY = 2,    /* a Python frame (py_stacks.h): func its function, module its file, module_off its line */
 };
 
 typedef struct tft_frame {

@@ -126,7 +126,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
     bool activation = false;
     if (!dwfl_frame_pc(state, &pc, &activation))
         return DWARF_CB_ABORT;
-    if (st->nframes >= TFT_STACK_MAX_FRAMES)
+    if (st->nframes >= TFT_STACK_MAX_NATIVE)
         return DWARF_CB_ABORT;
     if (p->from_return) {        /* the retry's first pc is a return address */
         activation = false;
@@ -163,7 +163,7 @@ static void scan_stack(proc_ctx *p)
     if (sp < s->stack_base || sp >= s->stack_base + s->stack_len)
         return;
     for (uint64_t a = sp; a + 8 <= s->stack_base + s->stack_len; a += 8) {
-        if (st->nframes >= TFT_STACK_MAX_FRAMES)
+        if (st->nframes >= TFT_STACK_MAX_NATIVE)
             return;
         uint64_t v;
         memcpy(&v, s->stack + (a - s->stack_base), 8);

@@ -6,6 +6,7 @@
  */
 #include "stacks_report.h"
 
+#include "py_stacks.h"
 #include "tft_escape.h"
 
 #include <cjson/cJSON.h>
@@ -86,6 +87,8 @@ int stacks_collect(const pid_t *pids, size_t n, unsigned window_ms, stacks_repor
     r->nprocs = n;
     r->nthreads = k;
     rc = tft_stacks_unwind(sorted, k, r->threads);
+    for (size_t i = 0, at = 0; rc == 0 && i < n; at += (size_t)r->procs[i++].nthreads)
+        tft_py_stacks(pids[i], r->threads + at, (size_t)r->procs[i].nthreads);
     free(sorted);
     free(snaps);
     if (rc < 0)
@@ -125,7 +128,13 @@ static int is_root(const char *f)
  * clone suffix (step.constprop.0 is step). */
 static const char *frame_name(const tft_frame *f, char *buf, size_t n)
 {
-    if (f->func[0]) {
+    if (f->how == TFT_FRAME_PY) {   /* hang.py:12 in wait */
+        const char *b = strrchr(f->module, '/');
+        snprintf(buf, n, "%s:%llu in %s", b ? b + 1 : f->module, (unsigned long long)f->module_off, f->func);
+        if (!f->module_off)
+            snprintf(buf, n, "%s:? in %s", b ? b + 1 : f->module, f->func);
+    }
+    else if (f->func[0]) {
         snprintf(buf, n, "%s%s", f->how == TFT_FRAME_SCAN ? "?" : "",
                  !strncmp(f->func, "PMPI_", 5) ? f->func + 1 : f->func);
         static const char *const cut[] = {"@", ".constprop.", ".isra.", ".part.", ".cold"};
@@ -149,33 +158,83 @@ static void summary_span(const tft_thread_stack *t, int *from, int *to)
     *from = 0;
     *to = t->nframes;
     for (int i = 0; i < t->nframes; i++)
-        if (t->frames[i].func[0] && is_api(t->frames[i].func))
+        if (t->frames[i].func[0] && t->frames[i].how != TFT_FRAME_PY && is_api(t->frames[i].func))
             *from = i;
     for (int i = *from + 1; i < t->nframes; i++)
-        if (t->frames[i].func[0] && is_root(t->frames[i].func)) {
+        if (t->frames[i].func[0] && t->frames[i].how != TFT_FRAME_PY && is_root(t->frames[i].func)) {
             *to = i;
             break;
         }
 }
 
+/* CPython's call plumbing between a C function and the Python frame that
+ * called it (PyObject_Vectorcall, cfunction_vectorcall_O, _PyEval_Vector):
+ * left out of summaries. */
+static int is_py_plumbing(const tft_frame *f)
+{
+    return f->how != TFT_FRAME_PY && (!strncmp(f->module, "libpython", 9) || !strncmp(f->module, "python", 6)) &&
+           (strstr(f->func, "call") || strstr(f->func, "Call") || strstr(f->func, "PyEval_"));
+}
+
+/* Appends idx[lo..hi) to out (at *k), keeping the first `head` and the last
+ * `tail` with a -1 (…) between when there are more. */
+static void keep_ends(const int *idx, int lo, int hi, int head, int tail, int *out, int *k)
+{
+    for (int j = lo; j < hi; j++) {
+        if (hi - lo > head + tail + 1 && j == lo + head) {
+            out[(*k)++] = -1;
+            j = hi - tail - 1;
+            continue;
+        }
+        out[(*k)++] = idx[j];
+    }
+}
+
+/* The frames of the summary span, as indices into t->frames. Below the
+ * innermost Python frame only Python frames (the interpreter's C frames
+ * between them say nothing), above it no call plumbing; a stack without
+ * Python frames keeps them all. trimmed: with -1
+ * for "…": the top four and the bottom two; for a Python stack the top two
+ * native frames and the C function Python called, then the innermost four
+ * Python frames and the outermost. Returns the count. */
+static int summary_frames(const tft_thread_stack *t, int trimmed, int *out)
+{
+    int from, to, k = 0, py = -1, idx[TFT_STACK_MAX_FRAMES], any_py = 0;
+    summary_span(t, &from, &to);
+    for (int i = from; i < to; i++)
+        any_py |= t->frames[i].how == TFT_FRAME_PY;
+    for (int i = from; i < to; i++) {
+        if (py < 0 && t->frames[i].how == TFT_FRAME_PY)
+            py = k;
+        if (!any_py || (py < 0 ? !is_py_plumbing(&t->frames[i]) : t->frames[i].how == TFT_FRAME_PY))
+            idx[k++] = i;
+    }
+    if (!trimmed) {
+        memcpy(out, idx, (size_t)k * sizeof *idx);
+        return k;
+    }
+    int n = 0;
+    if (py < 0) {
+        keep_ends(idx, 0, k, 4, 2, out, &n);
+    } else {
+        keep_ends(idx, 0, py, 2, 1, out, &n);
+        keep_ends(idx, py, k, 4, 1, out, &n);
+    }
+    return n;
+}
+
 void stacks_summary(const tft_thread_stack *t, char *buf, size_t n)
 {
-    int from, to, len = 0;
-    summary_span(t, &from, &to);
+    int idx[TFT_STACK_MAX_FRAMES + 2], len = 0, k = summary_frames(t, 1, idx);
     buf[0] = 0;
     if (!t->nframes) {
         snprintf(buf, n, "(no frames)");
         return;
     }
-    for (int i = from; i < to && len < (int)n - 1; i++) {
-        char name[200];
-        if (to - from > 7 && i == from + 4) {   /* long: the top four and the bottom two */
-            len += snprintf(buf + len, n - (size_t)len, " ← …");
-            i = to - 3;
-            continue;
-        }
-        len += snprintf(buf + len, n - (size_t)len, "%s%s", i > from ? " ← " : "",
-                        frame_name(&t->frames[i], name, sizeof name));
+    for (int j = 0; j < k && len < (int)n - 1; j++) {
+        char name[300];
+        len += snprintf(buf + len, n - (size_t)len, "%s%s", j ? " ← " : "",
+                        idx[j] < 0 ? "…" : frame_name(&t->frames[idx[j]], name, sizeof name));
     }
 }
 
@@ -184,11 +243,11 @@ void stacks_summary(const tft_thread_stack *t, char *buf, size_t n)
  * peer a rank polls, whether it spins in send or recv) do not split groups. */
 static void group_key(const tft_thread_stack *t, char *buf, size_t n)
 {
-    int from, to, len = snprintf(buf, n, "%s|", t->tid == t->pid ? "" : t->comm);
-    summary_span(t, &from, &to);
-    for (int i = from; i < to && len < (int)n - 1; i++) {
-        char name[200];
-        len += snprintf(buf + len, n - (size_t)len, "%s;", frame_name(&t->frames[i], name, sizeof name));
+    int idx[TFT_STACK_MAX_FRAMES], k = summary_frames(t, 0, idx);
+    int len = snprintf(buf, n, "%s|", t->tid == t->pid ? "" : t->comm);
+    for (int j = 0; j < k && len < (int)n - 1; j++) {
+        char name[300];
+        len += snprintf(buf + len, n - (size_t)len, "%s;", frame_name(&t->frames[idx[j]], name, sizeof name));
     }
 }
 
@@ -269,7 +328,15 @@ void stacks_frames_text(const tft_thread_stack *t, char *buf, size_t n)
         char fn[200] = "??";
         if (fr->func[0])
             snprintf(fn, sizeof fn, "%s+0x%llx", fr->func, (unsigned long long)fr->func_off);
-        int k = snprintf(buf + len, n - len, "%s%s#%-2d 0x%012llx %s (%s+0x%llx)", i ? "\n" : "",
+        int k;
+        char line[24] = "?";
+        if (fr->how == TFT_FRAME_PY && fr->module_off)
+            snprintf(line, sizeof line, "%llu", (unsigned long long)fr->module_off);
+        if (fr->how == TFT_FRAME_PY)    /* " #5  /tmp/hang.py:12 in wait (python)" */
+            k = snprintf(buf + len, n - len, "%s #%-2d %s:%s in %s (python)", i ? "\n" : "", i, fr->module, line,
+                         fr->func);
+        else
+            k = snprintf(buf + len, n - len, "%s%s#%-2d 0x%012llx %s (%s+0x%llx)", i ? "\n" : "",
                          fr->how == TFT_FRAME_SCAN ? "?" : " ", i, (unsigned long long)fr->pc, fn,
                          fr->module[0] ? fr->module : "??", (unsigned long long)fr->module_off);
         if (k < 0 || (size_t)k >= n - len) {
@@ -347,6 +414,16 @@ void stacks_print_text(FILE *f, const stacks_report *r, int frames)
 static cJSON *frame_json(const tft_frame *fr)
 {
     cJSON *o = cJSON_CreateObject();
+    if (fr->how == TFT_FRAME_PY) {
+        cJSON_AddStringToObject(o, "function", fr->func);
+        cJSON_AddStringToObject(o, "file", fr->module);
+        if (fr->module_off)
+            cJSON_AddNumberToObject(o, "line", (double)fr->module_off);
+        else
+            cJSON_AddNullToObject(o, "line");
+        cJSON_AddStringToObject(o, "how", "python");
+        return o;
+    }
     char pc[32];
     snprintf(pc, sizeof pc, "0x%llx", (unsigned long long)fr->pc);
     cJSON_AddStringToObject(o, "pc", pc);
