@@ -72,7 +72,7 @@ ALLOWED = {
     "an-tfdump": PUBLIC | {"util", "format", "stats", "runtime", "ops", "an-core", "an-compare", "an-leak",
                            "an-desync", "an-detect", "an-html", "an-report", "an-export"},
     "an-tfdiff": PUBLIC | {"util", "stats", "an-core", "an-compare", "an-leak", "an-desync", "an-detect",
-                           "an-html", "an-report"},
+                           "an-html", "an-report", "an-export"},
     "runtime": PUBLIC | {"util", "ops", "stats"},
 }
 SOURCES = (".c", ".h", ".cu", ".cuh")
