@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 /* Whether rank is among those o selects. */
-static bool rank_selected(const export_opts *o, int rank)
+bool export_rank_selected(const export_opts *o, int rank)
 {
     if (o->nranges == 0)
         return o->rank < 0 || rank == o->rank;
@@ -52,7 +52,7 @@ static export_clock clock_of(tft_trace *t, const export_opts *o)
     const char *host = NULL;
     for (int i = 0; i < n; i++) {
         const tft_file_info *fi = tft_trace_file_info(t, i);
-        if (!fi || !rank_selected(o, tft_trace_rank_id(t, i)))
+        if (!fi || !export_rank_selected(o, tft_trace_rank_id(t, i)))
             continue;
         if (host && strncmp(host, fi->host, sizeof(fi->host)) != 0)
             c.one_host = false;
@@ -65,7 +65,7 @@ static export_clock clock_of(tft_trace *t, const export_opts *o)
     }
     for (int i = 0; i < n; i++) {
         const tft_file_info *fi = tft_trace_file_info(t, i);
-        if (!fi || !rank_selected(o, tft_trace_rank_id(t, i)))
+        if (!fi || !export_rank_selected(o, tft_trace_rank_id(t, i)))
             continue;
         uint64_t s = start_of(&c, fi, i);
         if (s < c.base)
@@ -119,7 +119,7 @@ static int export_ranks(tft_trace *t, const export_opts *o, const export_ops *op
         goto out;
     }
     for (int i = 0; i < n && !rc; i++) {
-        if (!rank_selected(o, tft_trace_rank_id(t, i)) || !tft_trace_file_info(t, i))
+        if (!export_rank_selected(o, tft_trace_rank_id(t, i)) || !tft_trace_file_info(t, i))
             continue;
         memset(k, 0, sizeof(*k));
         memset(threads, 0, EXP_THREADS_MAX * sizeof(export_thread));
@@ -197,7 +197,7 @@ int export_run(tft_trace *t, const export_opts *o)
 {
     int n = tft_trace_nranks(t), matches = 0;
     for (int i = 0; i < n; i++)
-        matches += rank_selected(o, tft_trace_rank_id(t, i));
+        matches += export_rank_selected(o, tft_trace_rank_id(t, i));
     if (matches == 0) {
         export_say(o, TFT_LOG_ERROR, "%s: no rank of this trace (%d rank file%s) matches --rank/--ranks", o->path, n,
                    n == 1 ? "" : "s");

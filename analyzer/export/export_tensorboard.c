@@ -17,12 +17,12 @@
 #include "export_tensorboard.h"
 
 #include "core_out.h"
+#include "export_walk_internal.h"
 #include "tensorboard_event_subset.pb-c.h"
 #include "tft_u64map.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,28 +276,6 @@ typedef struct name_slot {
     char tag_std[112], tag_absmax[112];
 } name_slot;
 
-static bool rank_selected(const export_opts *o, int rank)
-{
-    if (o->nranges == 0)
-        return o->rank < 0 || rank == o->rank;
-    for (int i = 0; i < o->nranges; i++)
-        if (rank >= o->ranges[i][0] && rank <= o->ranges[i][1])
-            return true;
-    return false;
-}
-
-static void say(const export_opts *o, int level, const char *fmt, ...)
-{
-    if (!o->log)
-        return;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    o->log(o->log_ctx, level, msg);
-}
-
 /* The tag prefix of a name: optimizer state and parameters after the
  * update are not followed (as many as the parameters; the curves that
  * matter are the outputs and the gradients). */
@@ -381,40 +359,40 @@ int export_tensorboard(tft_trace *t, const export_opts *o, const char *dir, cons
 {
     int n = tft_trace_nranks(t), selected = 0;
     for (int i = 0; i < n; i++)
-        selected += rank_selected(o, tft_trace_rank_id(t, i));
+        selected += export_rank_selected(o, tft_trace_rank_id(t, i));
     if (!selected) {
-        say(o, TFT_LOG_ERROR, "%s: no rank of this trace (%d rank file%s) matches --rank/--ranks", o->path, n,
+        export_say(o, TFT_LOG_ERROR, "%s: no rank of this trace (%d rank file%s) matches --rank/--ranks", o->path, n,
             n == 1 ? "" : "s");
         return -EIO;
     }
     if (make_dir(dir, o->mode) != 0) {
-        say(o, TFT_LOG_ERROR, "%s: cannot make the directory: %s", dir, strerror(errno));
+        export_say(o, TFT_LOG_ERROR, "%s: cannot make the directory: %s", dir, strerror(errno));
         return -EIO;
     }
     bool text_done = false;
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         int rank = tft_trace_rank_id(t, i);
-        if (!rank_selected(o, rank))
+        if (!export_rank_selected(o, rank))
             continue;
         char run[4096];
         /* one run per rank; a single rank is the directory itself */
         if (selected == 1)
             snprintf(run, sizeof(run), "%s", dir);
         else if ((size_t)snprintf(run, sizeof(run), "%s/rank-%05d", dir, rank) >= sizeof(run)) {
-            say(o, TFT_LOG_ERROR, "%s: path too long", dir);
+            export_say(o, TFT_LOG_ERROR, "%s: path too long", dir);
             return -EIO;
         }
         tft_reader *r = tft_trace_reader(t, i);
         if (!r) {
-            say(o, TFT_LOG_ERROR, "%s: cannot read %s", o->path, tft_trace_file_name(t, i));
+            export_say(o, TFT_LOG_ERROR, "%s: cannot read %s", o->path, tft_trace_file_name(t, i));
             return -EIO;
         }
         const tft_file_info *fi = tft_reader_info(r);
         char why[4200];
         export_tb *w = export_tb_open(run, o->mode, (double)fi->start_realtime_ns / 1e9, why, sizeof(why));
         if (!w) {
-            say(o, TFT_LOG_ERROR, "%s", why);
+            export_say(o, TFT_LOG_ERROR, "%s", why);
             tft_trace_release(t, i);
             return -EIO;
         }
@@ -425,14 +403,14 @@ int export_tensorboard(tft_trace *t, const export_opts *o, const char *dir, cons
             text_done = true;
         }
         if (over)
-            say(o, TFT_LOG_WARN, "%s: rank %d: %d tensor names past the first %d not exported", o->path, rank, over,
+            export_say(o, TFT_LOG_WARN, "%s: rank %d: %d tensor names past the first %d not exported", o->path, rank, over,
                 TB_NAMES);
         int ce = export_tb_close(w, rc == 0);
         if (!rc)
             rc = ce;
         tft_trace_release(t, i);
         if (rc && rc != -ENOMEM)
-            say(o, TFT_LOG_ERROR, "%s: %s: %s", o->path, run, strerror(-rc));
+            export_say(o, TFT_LOG_ERROR, "%s: %s: %s", o->path, run, strerror(-rc));
     }
     return rc == -ENOMEM ? rc : rc ? -EIO : 0;
 }

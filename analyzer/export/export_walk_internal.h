@@ -114,6 +114,8 @@ static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Says what went wrong through o->log (printf-style; nothing without a log). */
 void export_say(const export_opts *o, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Whether o selects rank (--rank, --ranks; every rank when neither). */
+bool export_rank_selected(const export_opts *o, int rank);
 /* A uuid unique in the export for (what, rank, a, b). */
 uint64_t export_uuid(const char *what, int rank, int64_t a, uint64_t b);
 /* Export time of a record time of this rank: ns since the export's origin, 0 at the least. */
