@@ -581,7 +581,7 @@ int tft_py_stacks(pid_t pid, tft_thread_stack *st, size_t n)
     else if (!ts || !frames)
         snprintf(p.why, sizeof p.why, "out of memory");
     else if (pick_layout(&p, name, pyver) == 0 && (nts = thread_states(&p, ts, PY_MAX_TSTATES)) == 0)
-        snprintf(p.why, sizeof p.why, "no Python thread state could be read in %s", name);
+        snprintf(p.why, sizeof p.why, "no Python thread state could be read in %.100s", name);
     for (size_t i = 0; i < n; i++) {
         char why[160] = "", note[200];
         if (p.why[0]) {
