@@ -14,6 +14,7 @@ py=$(bash scripts/python-env.sh)
 bindir=$(dirname "$py")
 raw=$(mktemp -d "${TMPDIR:-/tmp}/tft-wheel-raw.XXXXXX")
 trap 'rm -rf "$raw"' EXIT
+command -v ninja >/dev/null || export CMAKE_GENERATOR="Unix Makefiles"
 echo "build-wheel: pip wheel . (CMake build into build-wheel/)" >&2
 "$py" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$raw" \
     -Ccmake.define.TFT_CUDA="${TFT_CUDA:-AUTO}" .

@@ -25,6 +25,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # 1. build (the CUDA plugin left out for time; docs/INSTALL.md "pip" says
 #    how it is built where the toolkit is) and repair
 t0=$(date +%s)
+# no ninja on the machine: make (scikit-build-core would look for ninja on PyPI only in an isolated build)
+command -v ninja >/dev/null || export CMAKE_GENERATOR="Unix Makefiles"
 "$vpy" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w "$tmp/raw" \
     -Ccmake.define.TFT_CUDA=OFF -Cbuild-dir="$tmp/build" "$src" >"$tmp/build.log" 2>&1 ||
     fail "pip wheel: $(tail -20 "$tmp/build.log")"
