@@ -29,7 +29,7 @@ if(TFT_HAVE_MPI)
     # trainers.desync-records, on written traces
     set(_labels trainers)
     if(NOT _case MATCHES "-ok$")
-      set(_labels "trainers;slow")
+      set(_labels "trainers;slow;waits")  # waits: mostly asleep until --timeout (scripts/test.sh runs them beside the rest)
     endif()
     # python3 and Open MPI leak at exit (not our code): no LeakSanitizer for them
     set_tests_properties(trainers.mpi.${_case} PROPERTIES TIMEOUT 240 LABELS "${_labels}"
