@@ -151,23 +151,31 @@ static void steps_text(const cJSON *st, char *buf, size_t n)
     snprintf(buf, n, "steps %s..%s", x, y);
 }
 
-/* The number of ranks an extract's manifest says it kept, or -1 when the
- * trace at path is no extract (or its manifest cannot be read). */
-int dump_extract_ranks_kept(const char *path)
+/* The manifest.json of the trace directory at path, parsed (the caller
+ * deletes it); NULL when path is no directory or it cannot be read. */
+static cJSON *manifest_json(const char *path)
 {
     char mp[4096];
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) ||
         (size_t)snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= sizeof(mp))
-        return -1;
+        return NULL;
     FILE *in = fopen(mp, "r");
     if (!in)
-        return -1;
+        return NULL;
     char *text = malloc(1u << 20);
     size_t len = text ? fread(text, 1, (1u << 20) - 1, in) : 0;
     fclose(in);
     cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
     free(text);
+    return root;
+}
+
+/* The number of ranks an extract's manifest says it kept, or -1 when the
+ * trace at path is no extract (or its manifest cannot be read). */
+int dump_extract_ranks_kept(const char *path)
+{
+    cJSON *root = manifest_json(path);
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "extract"), "ranks");
     int n = cJSON_IsArray(r) ? cJSON_GetArraySize(r) : -1;
     cJSON_Delete(root);
@@ -176,19 +184,7 @@ int dump_extract_ranks_kept(const char *path)
 
 void dump_extract_describe(const char *path, FILE *f)
 {
-    char mp[4096];
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) ||
-        (size_t)snprintf(mp, sizeof(mp), "%s/manifest.json", path) >= sizeof(mp))
-        return;
-    FILE *in = fopen(mp, "r");
-    if (!in)
-        return;
-    char *text = malloc(1u << 20);
-    size_t len = text ? fread(text, 1, (1u << 20) - 1, in) : 0;
-    fclose(in);
-    cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
-    free(text);
+    cJSON *root = manifest_json(path);
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "extract");
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(x, "source");
     if (cJSON_IsObject(x) && cJSON_IsString(src)) {
