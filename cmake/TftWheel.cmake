@@ -16,6 +16,9 @@ set(_tft_wheel_targets tftrace tftrace_launcher tfdump tfdiff)
 if(TARGET tftrace_cuda)
   list(APPEND _tft_wheel_targets tftrace_cuda)
 endif()
+if(TARGET tftrace_pyrec)   # tftrace/_native/lib/_tftrace_rec.abi3.so (tracer/pyext)
+  list(APPEND _tft_wheel_targets tftrace_pyrec)
+endif()
 install(TARGETS ${_tft_wheel_targets}
         LIBRARY DESTINATION tftrace/_native/lib COMPONENT wheel
         RUNTIME DESTINATION tftrace/_native/bin COMPONENT wheel)

@@ -9,7 +9,7 @@ PKGS=(
   libzstd-dev zstd libxxhash-dev libcjson-dev
   libbpf-dev clang llvm bpftool libelf-dev libdw-dev zlib1g-dev
   libopenblas-dev openmpi-bin libopenmpi-dev
-  python3 python3-numpy python3-mpi4py python3-venv python3-pytest
+  python3 python3-dev python3-numpy python3-mpi4py python3-venv python3-pytest
   libclang-rt-dev
   protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
   # headless Chromium for tests/e2e/reports (its recommended fonts-liberation is left

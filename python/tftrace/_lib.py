@@ -134,6 +134,9 @@ def _declare(lib):
         lib.tft_tensor_context.restype, lib.tft_tensor_context.argtypes = None, [c.c_uint]
     # since 0.3 (docs/PYTORCH.md, "Workers and helper processes"): optional,
     # a library without them has no waiting processes (_record.py)
+    # since 0.3: a strided host tensor read in place (optional, as above)
+    if hasattr(lib, "tft_tensor_strided"):
+        lib.tft_tensor_strided.restype, lib.tft_tensor_strided.argtypes = I, [CS, I, P, I, P, P]
     for name in ("tft_process_waiting", "tft_process_join"):
         f = getattr(lib, name, None)
         if f is not None:

@@ -78,6 +78,15 @@ TFT_API void tft_op_end(void);
  * data may be NULL only when numel is 0. Never aborts the caller. */
 TFT_API int tft_tensor(const char *name, tft_dtype dtype, const void *data, int ndim,
                        const int64_t *shape);
+/* Records a strided host tensor read in place — a transposed view, a
+ * slice, an expanded tensor — like tft_tensor would its dense row-major
+ * copy (the same statistics and fingerprint, bit for bit), without making
+ * that copy: strides[d] is the distance in elements between neighbours
+ * along dimension d (>= 0; 0 for a broadcast dimension). Dense strides take
+ * tft_tensor's path. Added in 0.3. Returns 0, -EINVAL (as
+ * tft_tensor, a NULL strides or a negative stride), -ENOSPC. */
+TFT_API int tft_tensor_strided(const char *name, tft_dtype dtype, const void *data, int ndim,
+                               const int64_t *shape, const int64_t *strides);
 /* Id of the last tensor this thread recorded (0 = none), for op inputs. */
 TFT_API uint64_t tft_last_tensor_id(void);
 

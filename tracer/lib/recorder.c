@@ -166,14 +166,34 @@ static void tensor_fill(shm_ring *r, tft_rec_tensor *t, int64_t seq, uint64_t id
     tensor_fill_named(r, t, seq, id, name, 0, dtype, ndim, shape, device_kind, device, 0);
 }
 
+/* rec_capture_tensor for a tensor that may be strided: a captured tensor
+ * is stored dense, so a strided one is copied first (the capture path is
+ * the slow one already); without memory its record goes out uncaptured. */
+static int capture_tensor(shm_ring *r, tft_rec_tensor *t, const char *name, const void *data, int ndim,
+                          const int64_t *shape, const int64_t *strides, uint64_t numel, bool own_op)
+{
+    if (!strides)
+        return rec_capture_tensor(r, t, name, data, numel, own_op);
+    void *dense = rec_strided_dense_copy(data, t->dtype, ndim, shape, strides, numel);
+    if (!dense)
+        return ring_write(g_rec.h, r, &t->h);
+    int rc = rec_capture_tensor(r, t, name, dense, numel, own_op);
+    free(dense);
+    return rc;
+}
+
 /* Records one tensor of the current op (or as its own op); statistics of
- * host memory per the recording mode, shape only for a device tensor. */
+ * host memory per the recording mode, shape only for a device tensor.
+ * strides: NULL for dense row-major data, else per dimension in elements
+ * (a host tensor read in place, recorder_strided.c). */
 static int record_tensor(const char *name, int dtype, const void *data, int ndim, const int64_t *shape,
-                         int device_kind, int device, uint64_t *id_out)
+                         const int64_t *strides, int device_kind, int device, uint64_t *id_out)
 {
     uint64_t numel;
     if (tensor_numel(name, dtype, ndim, shape, &numel) < 0 || (numel && !data))
         return -EINVAL;
+    if (strides && (numel == 0 || ndim == 0 || rec_strides_dense(ndim, shape, strides)))
+        strides = NULL;
     shm_ring *r = rec_ring();
     if (!r)
         return -ENOSPC;
@@ -182,15 +202,17 @@ static int record_tensor(const char *name, int dtype, const void *data, int ndim
     tft_rec_tensor t;
     memset(&t, 0, sizeof(t));
     int mode = device_kind == TFT_DEV_CPU ? rec_tensor_mode() : TFT_STATS_SHAPE;
-    if (mode > TFT_STATS_SHAPE)
+    if (mode > TFT_STATS_SHAPE && !strides)
         tft_stats_compute(dtype, data, (size_t)numel, mode, &t.stats);
+    else if (mode > TFT_STATS_SHAPE && rec_stats_strided(data, dtype, ndim, shape, strides, numel, mode, &t.stats))
+        mode = TFT_STATS_SHAPE; /* no memory for the rare dense copy: shape and dtype only */
     t.stats.numel = numel;
     t.mode = (uint8_t)mode;
     tensor_fill(r, &t, seq, 0, name, dtype, ndim, shape, device_kind, device);
     if (id_out)
         *id_out = t.id;
     if (__builtin_expect(g_rec.capture != NULL, 0) && device_kind == TFT_DEV_CPU)
-        return rec_capture_tensor(r, &t, name, data, numel, own_op);
+        return capture_tensor(r, &t, name, data, ndim, shape, strides, numel, own_op);
     return ring_write(g_rec.h, r, &t.h);
 }
 
@@ -198,7 +220,20 @@ int tft_tensor(const char *name, tft_dtype dtype, const void *data, int ndim, co
 {
     if (!rec_on())
         return 0;
-    return record_tensor(name, (int)dtype, data, ndim, shape, TFT_DEV_CPU, -1, NULL);
+    return record_tensor(name, (int)dtype, data, ndim, shape, NULL, TFT_DEV_CPU, -1, NULL);
+}
+
+int tft_tensor_strided(const char *name, tft_dtype dtype, const void *data, int ndim, const int64_t *shape,
+                       const int64_t *strides)
+{
+    if (!rec_on())
+        return 0;
+    if (!strides || ndim < 0 || ndim > TFT_MAX_NDIM)
+        return -EINVAL;
+    for (int d = 0; d < ndim; d++)
+        if (strides[d] < 0)
+            return -EINVAL;
+    return record_tensor(name, (int)dtype, data, ndim, shape, strides, TFT_DEV_CPU, -1, NULL);
 }
 
 /* Zeroes the fields of s that mode does not carry (tft_stats validity). */
@@ -290,7 +325,7 @@ int tft_tensor_dev(const char *name, tft_dtype dtype, const void *dev_ptr, int n
     }
 #endif
     (void)stream;
-    return record_tensor(name, (int)dtype, dev_ptr, ndim, shape, TFT_DEV_CUDA, device, NULL);
+    return record_tensor(name, (int)dtype, dev_ptr, ndim, shape, NULL, TFT_DEV_CUDA, device, NULL);
 }
 
 /* Next per-communicator sequence number (lock-free open addressing, insert
@@ -417,7 +452,7 @@ int tft_coll_exit(int64_t token, const tft_coll_info *caller_ci, const void *res
     uint64_t rid = 0;
     if (result && ci->count) {
         int64_t shape[1] = {(int64_t)ci->count};
-        record_tensor(name, ci->dtype, result, 1, shape, TFT_DEV_CPU, -1, &rid);
+        record_tensor(name, ci->dtype, result, 1, shape, NULL, TFT_DEV_CPU, -1, &rid);
     }
     tft_rec_collective c;
     fill_coll(&c, ci, (uint64_t)token, rec_tls.in_op ? rec_tls.op_seq : TFT_SEQ_NONE, rec_intern(r, name), 0);

@@ -208,6 +208,18 @@ static inline void rec_op_body(tft_rec_op *op, uint64_t name, uint64_t scope, in
         op->ids[n_in + i] = (uint64_t)attrs[i];
 }
 
+/* ---- strided host tensors (recorder_strided.c) ---------------------------- */
+
+/* 1 when strides (elements) describe dense row-major memory of shape. */
+int rec_strides_dense(int ndim, const int64_t *shape, const int64_t *strides);
+/* Statistics of a strided tensor (numel > 0, ndim >= 1), bit for bit those
+ * of its dense copy; 0 or a negative errno (*out zeroed). */
+int rec_stats_strided(const void *data, int dtype, int ndim, const int64_t *shape, const int64_t *strides,
+                      uint64_t numel, int mode, tft_stats *out);
+/* A malloc'd dense row-major copy of a strided tensor, or NULL. */
+void *rec_strided_dense_copy(const void *data, int dtype, int ndim, const int64_t *shape, const int64_t *strides,
+                             uint64_t numel);
+
 /* ---- capture (recorder_capture.c), reached only while g_rec.capture ------- */
 
 /* Op seq (name, n_in inputs in) began on this thread: decides whether it is

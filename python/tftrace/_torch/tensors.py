@@ -2,11 +2,17 @@
 
 Statistics are computed by the C kernels on the tensor's own memory:
 
-- a CPU tensor that is contiguous: in place (``tft_tensor`` reads its
-  ``data_ptr()``), no copy;
-- a CPU tensor that is not contiguous (a transposed view, a slice): one
-  ``contiguous()`` copy, freed right after (the statistics kernels and the
-  fingerprint read dense row-major memory);
+- a dense-layout CPU tensor, contiguous or not (a transposed view, a
+  slice, an expanded tensor): in place, through the C extension
+  ``_tftrace_rec`` (tracer/pyext/tft_pyrec.c), which reads the tensor's
+  dtype, shape, strides and ``data_ptr()`` and calls ``tft_tensor`` or
+  ``tft_tensor_strided`` itself — about a microsecond a record instead of
+  several of Python and ctypes, and no copy of a view (the statistics are
+  those of its dense copy, bit for bit);
+- without the extension (it is found beside libtftrace.so; an interpreter
+  older than 3.10, a build without Python's headers, ``TFT_PYREC=0``): the
+  same through ctypes, a non-contiguous tensor by one ``contiguous()``
+  copy, freed right after;
 - a CUDA tensor: ``tft_tensor_dev`` on the tensor's current stream, behind
   the work that made it, without a host synchronisation (the CUDA plugin
   computes the statistics on the device; docs/PYTORCH.md); a non-contiguous
@@ -22,6 +28,9 @@ More than 8 dimensions are folded into the first (tftrace records at most
 """
 
 import ctypes
+import importlib.machinery
+import importlib.util
+import os
 
 import torch
 
@@ -86,6 +95,39 @@ def _shape(t):
     return s
 
 
+def _load_fast():
+    """The extension's record function, set up with the loaded library's
+    entry points; None when it is not there or not wanted (TFT_PYREC=0)."""
+    if os.environ.get("TFT_PYREC", "") == "0":
+        return None
+    try:
+        lib = _lib.lib()
+        libdir = os.path.dirname(os.path.realpath(_lib.library_path()))
+    except (_lib.TftLibraryError, TypeError):
+        return None
+    for d in (libdir, os.path.join(libdir, "tftrace")):
+        path = os.path.join(d, "_tftrace_rec.abi3.so")
+        if not os.path.exists(path):
+            continue
+        try:
+            loader = importlib.machinery.ExtensionFileLoader("_tftrace_rec", path)
+            spec = importlib.util.spec_from_file_location("_tftrace_rec", path, loader=loader)
+            mod = importlib.util.module_from_spec(spec)
+            loader.exec_module(mod)
+            addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value or 0  # noqa: E731
+            strided = getattr(lib, "tft_tensor_strided", None)
+            mod.setup(addr(lib.tft_tensor), addr(strided) if strided is not None else 0,
+                      addr(lib.tft_last_tensor_id), _DT, torch.strided)
+            global fast_module
+            fast_module = mod
+            return mod.record
+        except (ImportError, OSError, AttributeError, TypeError, ValueError):
+            return None
+    return None
+
+
+fast_module = None   # the loaded _tftrace_rec (its counts() say what took which path)
+_fast = _load_fast()
 _SHAPE_T = [ctypes.c_int64 * max(1, n) for n in range(MAX_NDIM + 1)]
 _STRIDED = torch.strided
 _lib_handle = None
@@ -96,9 +138,14 @@ def record(name, t, shape_only=False):
 
     name: str or bytes. shape_only: write shape and dtype but no statistics
     (views in ops mode). Never raises for an odd tensor: it is skipped.
-    The common case (a dense CPU tensor of a mapped dtype) is kept short:
-    this runs for every module output.
+    The common case (a dense-layout CPU tensor of a mapped dtype) goes to
+    the C extension when it is loaded, else it is kept short here: this
+    runs for every module output.
     """
+    if _fast is not None and not shape_only:
+        i = _fast(name, t)
+        if i is not None:
+            return i
     global _lib_handle
     lib = _lib_handle or _lib.lib()
     _lib_handle = lib
