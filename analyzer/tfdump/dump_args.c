@@ -106,12 +106,12 @@ static bool parse_bytes(const char *s, uint64_t *out)
 
 enum { OPT_VERIFY = 256, OPT_CHUNKS, OPT_ORDER, OPT_CHECK, OPT_TENSOR, OPT_CAPTURES, OPT_OUT, OPT_RAW,
        OPT_REPLAY, OPT_RTOL, OPT_ATOL, OPT_LEAK_MIN, OPT_EXTRACT, OPT_RANKS, OPT_STATS,
-       OPT_EXPORT, OPT_HTML, OPT_THRESHOLD, OPT_FILE_MODE };
+       OPT_EXPORT, OPT_HTML, OPT_THRESHOLD, OPT_FILE_MODE, OPT_COMPACT };
 
 static const struct option long_opts[] = {
     {"events", no_argument, NULL, 'e'},   {"verify", no_argument, NULL, OPT_VERIFY},
     {"chunks", no_argument, NULL, OPT_CHUNKS}, {"json", no_argument, NULL, 'j'},
-    {"check", no_argument, NULL, OPT_CHECK},
+    {"check", no_argument, NULL, OPT_CHECK}, {"compact", no_argument, NULL, OPT_COMPACT},
     {"tensor", required_argument, NULL, OPT_TENSOR}, {"captures", no_argument, NULL, OPT_CAPTURES},
     {"out", required_argument, NULL, OPT_OUT}, {"raw", no_argument, NULL, OPT_RAW},
     {"replay-op", required_argument, NULL, OPT_REPLAY}, {"rtol", required_argument, NULL, OPT_RTOL},
@@ -130,7 +130,7 @@ static int set_mode(dump_opts *o, int mode)
 {
     if (o->mode != MODE_SUMMARY && o->mode != mode)
         return usage_error("%s", "--events, --verify, --chunks, --check, --captures, --tensor, "
-                                 "--replay-op, --extract, --export and --html exclude each other");
+                                 "--replay-op, --extract, --export, --html and --compact exclude each other");
     o->mode = mode;
     return DUMP_OK;
 }
@@ -190,6 +190,7 @@ static int parse_mode(int c, const char *arg, dump_opts *o)
     case OPT_VERIFY: return set_mode(o, MODE_VERIFY);
     case OPT_CHUNKS: return set_mode(o, MODE_CHUNKS);
     case OPT_CHECK: return set_mode(o, MODE_CHECK);
+    case OPT_COMPACT: return set_mode(o, MODE_COMPACT);
     case OPT_HTML:
         if (!*arg)
             return usage_error("%s", "--html needs FILE, the page to write");
@@ -288,7 +289,7 @@ static int parse_filter(int c, const char *arg, dump_opts *o)
 static int parse_one(int c, const char *arg, const char *opt, dump_opts *o)
 {
     switch (c) {
-    case 'e': case OPT_VERIFY: case OPT_CHUNKS: case OPT_CHECK: case OPT_HTML: case OPT_CAPTURES:
+    case 'e': case OPT_VERIFY: case OPT_CHUNKS: case OPT_CHECK: case OPT_COMPACT: case OPT_HTML: case OPT_CAPTURES:
     case OPT_EXTRACT: case OPT_TENSOR: case OPT_REPLAY:
         return parse_mode(c, arg, o);
     case OPT_RANKS: case OPT_STATS: case OPT_OUT: case OPT_RAW: case OPT_RTOL: case OPT_ATOL:
@@ -368,8 +369,8 @@ static int check_mode(int argc, char **argv, const given *g, dump_opts *o)
         return usage_error("%s", "--rtol and --atol only apply to --replay-op");
     if (g->check_opts && o->mode != MODE_CHECK && o->mode != MODE_HTML)
         return usage_error("%s", "--leak-min-bytes and --threshold only apply to --check and --html");
-    if (o->json && o->mode == MODE_HTML)
-        return usage_error("%s", "--json does not apply to --html");
+    if (o->json && (o->mode == MODE_HTML || o->mode == MODE_COMPACT))
+        return usage_error("--json does not apply to %s", o->mode == MODE_HTML ? "--html" : "--compact");
     if (g->file_mode && o->mode != MODE_EXPORT && !(o->mode == MODE_TENSOR && o->out))
         return usage_error("%s", "--mode applies to what --extract, --export and --tensor --out write");
     return DUMP_OK;

@@ -30,7 +30,7 @@
 enum { DUMP_OK = 0, DUMP_FINDINGS = 1, DUMP_USAGE = 2 };
 
 enum dump_mode { MODE_SUMMARY = 0, MODE_EVENTS, MODE_VERIFY, MODE_CHUNKS, MODE_CHECK, MODE_TENSOR,
-                 MODE_CAPTURES, MODE_REPLAY, MODE_EXTRACT, MODE_EXPORT, MODE_HTML };
+                 MODE_CAPTURES, MODE_REPLAY, MODE_EXTRACT, MODE_EXPORT, MODE_HTML, MODE_COMPACT };
 
 /* Bit 0 of dump_opts.kinds selects every kind this build does not know. */
 #define KIND_BIT_UNKNOWN 1ull
@@ -213,6 +213,12 @@ void dump_coll_free(coll_track *t);
 int dump_summary(dump_trace *d, const dump_opts *o);
 int dump_events(dump_trace *d, const dump_opts *o);
 int dump_verify(dump_trace *d, const dump_opts *o);
+/* --compact (dump_compact.c): each --keep-steps rank file rewritten without
+ * its retired chunks' holes and shadowed kept chunks (FORMAT.md §3.6), as
+ * the writer does at close; one line per file. Refused while the trace's
+ * collector still records. DUMP_OK, or DUMP_FINDINGS when a file could
+ * not be compacted (left as it was). */
+int dump_compact(dump_trace *d, const dump_opts *o);
 int dump_chunks(dump_trace *d, const dump_opts *o);
 int dump_check(dump_trace *d, const dump_opts *o); /* dump_check.c */
 /* The process table(s) of trace directory dir (processes-PID.json,

@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void step_range(int64_t *first, int64_t *last, int64_t step)
 {
@@ -97,6 +98,10 @@ static int sum_rank(dump_trace *d, int idx, trace_sum *s)
         rs->drops.unknown += rs->st.dropped - rs->drops.count;
     rs->drops.count = rs->st.dropped;
     s->bytes += rs->st.file_bytes;
+    struct stat sb;
+    if (stat(tft_trace_file_name(d->t, idx), &sb) == 0)
+        rs->alloc_bytes = (uint64_t)sb.st_blocks * 512u;
+    s->alloc_bytes += rs->alloc_bytes;
     s->raw_bytes += rs->st.raw_bytes;
     if (rs->st.integrity > s->integrity)
         s->integrity = rs->st.integrity;

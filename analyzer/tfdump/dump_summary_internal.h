@@ -21,6 +21,8 @@ typedef struct rank_sum {
     int64_t step_first, step_last; /* TFT_STEP_NONE when no record has a step */
     uint64_t records;
     tft_reader_status st;
+    uint64_t alloc_bytes;    /* blocks the file takes on disk (st_blocks x 512; a --keep-steps file
+                              * left sparse takes fewer than its size says), 0 unknown */
     tft_drop_sum drops;      /* its DROPPED records; count: the chunk headers' total */
     dump_clock_sum clock;    /* its CLOCK records (dump_clock.c) */
     uint64_t rss_samples, rss_peak, rss_last; /* its PROCESS RSS samples, bytes */
@@ -35,6 +37,7 @@ typedef struct trace_sum {
     int64_t full_first;      /* --keep-steps traces: first step every rank has in full */
     long long keep_steps;    /* largest N of a rank file written with --keep-steps, 0 none */
     uint64_t bytes, raw_bytes;
+    uint64_t alloc_bytes;    /* the rank files' allocated blocks (rank_sum.alloc_bytes) */
     int integrity;           /* worst over the rank files and the checks */
     rank_sum *ranks;         /* one per rank file */
     coll_track coll;         /* collective calls, unfinished ones kept */

@@ -5,7 +5,8 @@
  * tensors, collectives (calls), collectives_unfinished ([{rank, name,
  * comm, coll_seq, step}], at most COLL_KEEP),
  * collectives_unfinished_not_shown (the rest), allocs, frees, dropped (the
- * chunk headers' totals, FORMAT.md §5.11), bytes (of the rank files),
+ * chunk headers' totals, FORMAT.md §5.11), bytes (of the rank files:
+ * their sizes), allocated_bytes (the disk blocks they take),
  * raw_bytes, ratio, integrity (complete|torn|damaged), exit ({rank:
  * {code}|{signal}|null}: the PROCESS exit record, else the manifest),
  * problems, problems_not_shown, manifest (null or {run_id, command,
@@ -13,7 +14,7 @@
  * incomplete (why records were lost, or null), dropped_stalled, collector
  * (finished | running | died | unknown, or null without collector
  * entries), collector_pid}), files ([{file, rank, integrity, closed,
- * chunks, chunks_bad, records, bytes, raw_bytes, dropped, steps, drops
+ * chunks, chunks_bad, records, bytes, allocated_bytes, raw_bytes, dropped, steps, drops
  * (json_drops)}]), recorded (false only for a trace without rank files),
  * duration_ns and command_exit (the manifest's: {code} | {signal} | null).
  */
@@ -151,6 +152,7 @@ static cJSON *json_file(const dump_trace *d, int i, const rank_sum *rs)
     core_json_u64(o, "chunks_bad", rs->st.chunks_bad);
     core_json_u64(o, "records", rs->records);
     core_json_u64(o, "bytes", rs->st.file_bytes);
+    core_json_u64(o, "allocated_bytes", rs->alloc_bytes);
     core_json_u64(o, "raw_bytes", rs->st.raw_bytes);
     core_json_u64(o, "dropped", rs->st.dropped);
     cJSON_AddItemToObject(o, "steps", dump_json_range(rs->step_first, rs->step_last, TFT_STEP_NONE));
@@ -183,6 +185,7 @@ static void json_counts(cJSON *o, const trace_sum *s)
     core_json_u64(o, "frees", s->by_kind[TFT_REC_FREE]);
     core_json_u64(o, "dropped", s->dropped);
     core_json_u64(o, "bytes", s->bytes);
+    core_json_u64(o, "allocated_bytes", s->alloc_bytes);
     core_json_u64(o, "raw_bytes", s->raw_bytes);
     cJSON_AddNumberToObject(o, "ratio", s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
 }

@@ -168,8 +168,10 @@ void dump_summary_text(dump_trace *d, const dump_opts *o, const trace_sum *s)
     text_collectives(d, s);
     printf("allocations  %" PRIu64 " (%" PRIu64 " frees)\n", s->by_kind[TFT_REC_ALLOC],
            s->by_kind[TFT_REC_FREE]);
-    printf("bytes        %" PRIu64 " on disk, %" PRIu64 " uncompressed (ratio %.2fx)\n", s->bytes,
-           s->raw_bytes, s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
+    /* the size and the blocks: a --keep-steps file left sparse (its recorder
+     * killed before compacting it) takes fewer blocks than its size */
+    printf("bytes        %" PRIu64 " on disk (%" PRIu64 " allocated), %" PRIu64 " uncompressed (ratio %.2fx)\n",
+           s->bytes, s->alloc_bytes, s->raw_bytes, s->bytes ? (double)s->raw_bytes / (double)s->bytes : 0.0);
     const tft_manifest *m = tft_trace_manifest(d->t);
     if (m && m->dropped_stalled)
         printf("dropped      %" PRIu64 " (%" PRIu64 " when --no-drop gave up on a stalled collector)\n", s->dropped,

@@ -36,6 +36,7 @@ static int run(const dump_opts *o)
     switch (o->mode) {
     case MODE_EVENTS: status = dump_events(&d, o); break;
     case MODE_VERIFY: status = dump_verify(&d, o); break;
+    case MODE_COMPACT: status = dump_compact(&d, o); break;
     case MODE_CHUNKS: status = dump_chunks(&d, o); break;
     case MODE_CHECK: status = dump_check(&d, o); break;
     case MODE_HTML: status = dump_html(&d, o); break;

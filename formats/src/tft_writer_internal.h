@@ -24,6 +24,32 @@ extern "C" {
  * readable, FORMAT.md §4.1 "torn"). The fd is closed. NULL-safe. */
 void tft_writer_abandon(tft_writer *w);
 
+/* What a compaction did (tft_rank_compact). Sizes in bytes: st_size
+ * (apparent) and st_blocks x 512 (allocated) before and after. */
+typedef struct tft_compact_stats {
+    int compacted;          /* 1: the file was rewritten; 0: compact already */
+    uint64_t before_bytes, before_blocks;
+    uint64_t after_bytes, after_blocks;
+    uint64_t torn_bytes;    /* a torn tail left out (a writer killed mid-chunk), 0 none */
+} tft_compact_stats;
+
+/* Compacts the flight-recorder rank file dirfd/name (FORMAT.md §3.6,
+ * "Compaction"): writes its live frames (the header, the live full chunks,
+ * each retired chunk's header followed by its kept chunk, a new index and
+ * seek table) into the hidden file .NAME.compact beside it, fsyncs it
+ * (sync), renames it over NAME and fsyncs the directory. Readers read the
+ * same records from the new file; a torn tail is left out as readers leave
+ * it. The file must not be written meanwhile (a live writer's later
+ * chunks would go to the replaced file). Returns 0 (st->compacted 0 when
+ * there was nothing to leave out), -ENOTSUP for a file not written with
+ * keep_steps, -EPROTO for one that is not a rank file of this major
+ * version, -EILSEQ for a damaged one (left as it is: readers skip its
+ * damage, a compaction would have to decide), or another -errno; on every
+ * failure the file is unchanged. st (may be NULL) is filled in all cases. */
+int tft_rank_compact_at(int dirfd, const char *name, bool sync, tft_compact_stats *st);
+/* The same on a path (its directory opened for the call). */
+int tft_rank_compact(const char *path, bool sync, tft_compact_stats *st);
+
 /* Writes JSON (a manifest's text, as tft_manifest_to_json gives it, possibly
  * with objects added) as dirfd/manifest.json the way tft_manifest_writeat
  * does: a temporary file of a fresh name (O_EXCL, no links followed), a

@@ -4,14 +4,18 @@
  * smaller struct, the header frame), a run id written into the header
  * late, and at close the index of the live chunks and the seek table;
  * freeing a writer, whole or abandoned (a torn file, for tests and a
- * collection given up). The chunks themselves: writer.c.
+ * collection given up); in keep mode, the compaction after a close
+ * (writer_compact.c). The chunks themselves: writer.c.
  */
 #include "writer_state_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -271,6 +275,40 @@ static void writer_free(tft_writer *w)
     free(w);
 }
 
+/* The path of w's file, when /proc names it and the name is still that
+ * file's; "" otherwise (then nothing is compacted). */
+static void writer_path(const tft_writer *w, char *path, size_t n)
+{
+    char link[64];
+    struct stat a, b;
+    path[0] = '\0';
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", w->fd);
+    ssize_t k = readlink(link, path, n - 1);
+    if (k <= 0 || path[0] != '/') {
+        path[0] = '\0';
+        return;
+    }
+    path[k] = '\0';
+    if (fstat(w->fd, &a) < 0 || lstat(path, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        path[0] = '\0'; /* unlinked, renamed or replaced since it was opened */
+}
+
+/* Keep mode, after a clean close: the file rewritten without its retired
+ * chunks' holes and its shadowed kept chunks (writer_compact.c). A failed
+ * compaction leaves the file as it was, which reads the same. */
+static void writer_compact(const tft_writer *w, const char *path)
+{
+    tft_compact_stats st;
+    int e = path[0] ? tft_rank_compact(path, w->opts.sync != 0, &st) : -ENOENT;
+    if (e)
+        tft_logf(w->opts.log, w->opts.log_ctx, TFT_LOG_WARN,
+                 "keep-steps: %s: not compacted (%s); it reads as it is, %s compacts it later",
+                 path[0] ? path : "the rank file", strerror(-e), "tfdump --compact");
+    else if (st.compacted)
+        tft_logf(w->opts.log, w->opts.log_ctx, TFT_LOG_INFO, "keep-steps: %s compacted: %llu -> %llu bytes", path,
+                 (unsigned long long)st.before_bytes, (unsigned long long)st.after_bytes);
+}
+
 int tft_writer_close(tft_writer *w)
 {
     if (!w)
@@ -284,9 +322,15 @@ int tft_writer_close(tft_writer *w)
     }
     if (!e && w->opts.sync && fsync(w->fd) < 0 && errno != EINVAL && errno != EROFS)
         e = -errno;
+    char path[PATH_MAX] = "";
+    bool compact = !e && w->opts.keep_steps > 0 && w->n_index > 0;
+    if (compact)
+        writer_path(w, path, sizeof(path));
     if (close(w->fd) < 0 && !e)
         e = -errno;
     w->fd = -1;
+    if (compact && !e)
+        writer_compact(w, path);
     writer_free(w);
     return e;
 }

@@ -11,7 +11,7 @@ has_re "$tmp/out" '^collectives +15 calls$'
 has_re "$tmp/out" '^dropped +0$'
 has_re "$tmp/out" '^integrity +complete$'
 has_re "$tmp/out" '^exit +every rank: code 0$'
-has_re "$tmp/out" '^bytes +[0-9]+ on disk, [0-9]+ uncompressed \(ratio [0-9.]+x\)$'
+has_re "$tmp/out" '^bytes +[0-9]+ on disk \([0-9]+ allocated\), [0-9]+ uncompressed \(ratio [0-9.]+x\)$'
 [ ! -s "$tmp/err" ] || fail "a good trace printed warnings: $(cat "$tmp/err")"
 
 expect_rc 0 "$TFDUMP" --json "$tmp/a.trace"
