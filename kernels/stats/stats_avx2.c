@@ -106,7 +106,7 @@ static int health_f32(const float *x, size_t n, struct part *p)
 /* FULL, first sweep: counts by |x| thresholds, min, max. Elements above
  * 65504 are counted; only when there are some is the block searched for
  * values beyond bf16 (or non-finite ones), which need the masked kernel. */
-static int counts_f32(const float *x, size_t n, int full, struct part *p)
+int avx2_counts_f32(const float *x, size_t n, int full, struct part *p)
 {
     if (!full)
         return health_f32(x, n, p);
@@ -137,7 +137,7 @@ static int counts_f32(const float *x, size_t n, int full, struct part *p)
 }
 
 /* FULL, second sweep: the lane sums (stats_internal.h) of finite data. */
-static void sums_f32(const float *x, size_t n, double k, lane_sums s)
+void avx2_sums_f32(const float *x, size_t n, double k, lane_sums s)
 {
     const __m256d one = _mm256_set1_pd(1.0), nk = _mm256_set1_pd(-k);
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(F64_ABS));
@@ -190,7 +190,7 @@ static void masked_counts_f32(const float *x, size_t n, struct part *p)
 
 /* Any data: every count, min and max over the finite elements and, when
  * full is set, the lane sums with non-finite elements masked to +0.0. */
-static void masked_f32(const float *x, size_t n, int full, double k, struct part *p, lane_sums s)
+void avx2_masked_f32(const float *x, size_t n, int full, double k, struct part *p, lane_sums s)
 {
     p->min = INFINITY;
     p->max = -INFINITY;
@@ -271,7 +271,7 @@ static int health_f64(const double *x, size_t n, struct part *p)
     return 0;
 }
 
-static int counts_f64(const double *x, size_t n, int full, struct part *p)
+int avx2_counts_f64(const double *x, size_t n, int full, struct part *p)
 {
     if (!full)
         return health_f64(x, n, p);
@@ -299,7 +299,7 @@ static int counts_f64(const double *x, size_t n, int full, struct part *p)
     return 0;
 }
 
-static void sums_f64(const double *x, size_t n, double k, lane_sums s)
+void avx2_sums_f64(const double *x, size_t n, double k, lane_sums s)
 {
     const __m256d one = _mm256_set1_pd(1.0), nk = _mm256_set1_pd(-k);
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(F64_ABS));
@@ -347,7 +347,7 @@ static void masked_counts_f64(const double *x, size_t n, struct part *p)
     p->overbf = hsum_epi64(c[3]) - nonfin;
 }
 
-static void masked_f64(const double *x, size_t n, int full, double k, struct part *p,
+void avx2_masked_f64(const double *x, size_t n, int full, double k, struct part *p,
                        lane_sums s)
 {
     p->min = INFINITY;
@@ -390,17 +390,18 @@ static void masked_f64(const double *x, size_t n, int full, double k, struct par
 
 const struct stats_kernels stats_kernels_avx2 = {
     .name = "avx2",
-    .counts_f32 = counts_f32,
-    .sums_f32 = sums_f32,
-    .masked_f32 = masked_f32,
-    .counts_f64 = counts_f64,
-    .sums_f64 = sums_f64,
-    .masked_f64 = masked_f64,
+    .counts_f32 = avx2_counts_f32,
+    .sums_f32 = avx2_sums_f32,
+    .masked_f32 = avx2_masked_f32,
+    .counts_f64 = avx2_counts_f64,
+    .sums_f64 = avx2_sums_f64,
+    .masked_f64 = avx2_masked_f64,
     .fast_f32 = avx2_fast_f32,
     .stats_u8 = avx2_stats_u8,
     .health_u8 = avx2_health_u8,
     .fast_h16 = avx2_fast_h16,
     .health_h16 = avx2_health_h16,
+    .fast_int = avx2_fast_int,
     .health_i32 = avx2_health_i32,
     .health_i64 = avx2_health_i64,
     .dec_f16 = avx2_dec_f16,

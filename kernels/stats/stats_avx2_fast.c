@@ -1,7 +1,7 @@
 /*
  * stats_avx2_fast.c — the AVX2/FMA/F16C kernels that take a block in one
- * sweep (stats_internal.h): the fused FULL pass over f32 and over raw
- * fp16/bf16 decoded in registers, HEALTH on raw 16-bit, int32 and int64
+ * sweep (stats_internal.h): the fused FULL pass over f32, over raw
+ * int32/int64 and over raw fp16/bf16, converted in registers, HEALTH on raw 16-bit, int32 and int64
  * patterns, the exact byte statistics, and the fp16/bf16 conversions.
  * stats_avx2.c holds the double path's kernels and the kernel table.
  *
@@ -58,9 +58,35 @@ static inline __attribute__((always_inline)) void fast_add(__m256 v0, __m256 v1,
     *q1 = _mm256_fmadd_ps(d1, d1, *q1);
 }
 
-static inline __attribute__((always_inline)) void
-fast_f32_body(const float *x, size_t n, float k, int shifted, struct fast_out *o)
+/* Element kinds the fused float sweep reads (a compile-time constant in
+ * each instance of fast_f32_body). */
+enum { SRC_F32, SRC_I32, SRC_I64 };
+
+/* Eight elements of kind src at p (any alignment) as floats, converted as
+ * the (float) cast converts them. int64 has no vector conversion in AVX2:
+ * the low halves convert as int32, which is exact for elements within
+ * +-2^31; *bad collects the elements whose high half is not the low
+ * half's sign extension (beyond that range). */
+static inline __attribute__((always_inline)) __m256 load8(int src, const unsigned char *p, __m256i *bad)
 {
+    if (src == SRC_F32)
+        return _mm256_loadu_ps((const float *)p);
+    if (src == SRC_I32)
+        return _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)p));
+    __m256 a = _mm256_loadu_ps((const float *)p), b = _mm256_loadu_ps((const float *)(p + 32));
+    __m256i lo = _mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88)); /* a0 a1 b0 b1 | a2 a3 b2 b3 */
+    __m256i hi = _mm256_castps_si256(_mm256_shuffle_ps(a, b, 0xdd));
+    *bad = _mm256_or_si256(*bad, _mm256_xor_si256(hi, _mm256_srai_epi32(lo, 31)));
+    return _mm256_cvtepi32_ps(_mm256_permute4x64_epi64(lo, 0xd8));
+}
+
+/* Returns 1 when an int64 element was out of load8's range (o is then
+ * incomplete), else 0. */
+static inline __attribute__((always_inline)) int
+fast_f32_body(const unsigned char *x, int src, size_t n, float k, int shifted, struct fast_out *o)
+{
+    const size_t esz = src == SRC_I64 ? 8 : 4;
+    __m256i bad = _mm256_setzero_si256();
     const __m256i absm = _mm256_set1_epi32(F32_ABS), zi = _mm256_setzero_si256();
     const __m256i t14 = _mm256_set1_epi32(F32_BELOW_TINY);
     const __m256 kv = _mm256_set1_ps(k);
@@ -72,7 +98,7 @@ fast_f32_body(const float *x, size_t n, float k, int shifted, struct fast_out *o
         size_t end = n - i < FAST_RUN ? n : i + FAST_RUN;
         __m256 s1 = _mm256_setzero_ps(), q0 = s1, q1 = s1, la = s1;
         for (; i < end; i += 16) {
-            __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+            __m256 v0 = load8(src, x + i * esz, &bad), v1 = load8(src, x + (i + 8) * esz, &bad);
             __m256i a0 = _mm256_and_si256(_mm256_castps_si256(v0), absm);
             __m256i a1 = _mm256_and_si256(_mm256_castps_si256(v1), absm);
             __m256i c0 = _mm256_packs_epi32(_mm256_cmpgt_epi32(a0, zi), _mm256_cmpgt_epi32(a0, t14));
@@ -101,15 +127,26 @@ fast_f32_body(const float *x, size_t n, float k, int shifted, struct fast_out *o
         o->min = a[j] < o->min ? a[j] : o->min;
         o->max = b[j] > o->max ? b[j] : o->max;
     }
+    return !_mm256_testz_si256(bad, bad);
 }
 
 /* k == 0 skips the subtraction, which would change nothing (x - 0 == x). */
 void avx2_fast_f32(const float *x, size_t n, float k, struct fast_out *o)
 {
     if (k == 0.0f)
-        fast_f32_body(x, n, 0.0f, 0, o);
+        fast_f32_body((const unsigned char *)x, SRC_F32, n, 0.0f, 0, o);
     else
-        fast_f32_body(x, n, k, 1, o);
+        fast_f32_body((const unsigned char *)x, SRC_F32, n, k, 1, o);
+}
+
+/* fast_f32 on int32 / int64 converted in registers (stats_internal.h):
+ * no staging buffer, so no store and reload of every element. */
+int avx2_fast_int(const void *raw, size_t n, int i64, float k, struct fast_out *o)
+{
+    const unsigned char *x = raw;
+    if (i64)
+        return k == 0.0f ? fast_f32_body(x, SRC_I64, n, 0.0f, 0, o) : fast_f32_body(x, SRC_I64, n, k, 1, o);
+    return k == 0.0f ? fast_f32_body(x, SRC_I32, n, 0.0f, 0, o) : fast_f32_body(x, SRC_I32, n, k, 1, o);
 }
 
 /* fast_f32 on raw fp16/bf16, decoded in registers into the same lanes

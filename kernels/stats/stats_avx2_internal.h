@@ -1,8 +1,9 @@
 /*
  * stats_avx2_internal.h — what the two AVX2 kernel files share: the
- * thresholds as |x| bit patterns, the horizontal sums, and the one-sweep
- * kernels of stats_avx2_fast.c that the kernel table (stats_avx2.c)
- * names. Only for files built with -mavx2 -mfma -mf16c. Not installed.
+ * thresholds as |x| bit patterns, the horizontal sums, the double path's
+ * kernels of stats_avx2.c and the one-sweep kernels of stats_avx2_fast.c
+ * that the kernel tables (stats_avx2.c, stats_avx512.c) name. Only for
+ * files built with -mavx2 -mfma -mf16c (or more). Not installed.
  */
 #ifndef TFT_STATS_AVX2_INTERNAL_H
 #define TFT_STATS_AVX2_INTERNAL_H
@@ -65,7 +66,17 @@ static inline uint64_t hsum_epi64(__m256i v)
     return (uint64_t)(t[0] + t[1] + t[2] + t[3]);
 }
 
+/* stats_avx2.c: the double path's kernels (stats_internal.h), which the
+ * AVX-512 table (stats_avx512.c) names too. */
+int avx2_counts_f32(const float *x, size_t n, int full, struct part *p);
+void avx2_sums_f32(const float *x, size_t n, double k, lane_sums s);
+void avx2_masked_f32(const float *x, size_t n, int full, double k, struct part *p, lane_sums s);
+int avx2_counts_f64(const double *x, size_t n, int full, struct part *p);
+void avx2_sums_f64(const double *x, size_t n, double k, lane_sums s);
+void avx2_masked_f64(const double *x, size_t n, int full, double k, struct part *p, lane_sums s);
+
 /* stats_avx2_fast.c: the kernels of those names in stats_internal.h. */
+int avx2_fast_int(const void *raw, size_t n, int i64, float k, struct fast_out *o);
 void avx2_fast_f32(const float *x, size_t n, float k, struct fast_out *o);
 void avx2_fast_h16(const void *raw, size_t n, int bf16, float k, struct fast_out *o);
 int avx2_health_h16(const void *raw, size_t n, int bf16, struct part *p);

@@ -149,8 +149,31 @@ static float h16_value(const void *raw, int h16, size_t i)
     return h16 == TFT_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
 }
 
-/* The fast FULL path for float data (f32, i32/i64 converted, or raw f16/bf16
- * when h16 names the dtype and the kernel set reads them): one fused
+/* Element i of raw data of dtype src as the fused sweep sees it: f32 (src
+ * 0: x holds floats), fp16/bf16 decoded, i32/i64 rounded to float. */
+static float src_value(const void *x, int src, size_t i)
+{
+    const unsigned char *b = x;
+    int32_t v32;
+    int64_t v64;
+    switch (src) {
+    case TFT_F16:
+    case TFT_BF16:
+        return h16_value(x, src, i);
+    case TFT_I32:
+        memcpy(&v32, b + 4 * i, 4);
+        return (float)v32;
+    case TFT_I64:
+        memcpy(&v64, b + 8 * i, 8);
+        return (float)v64;
+    default:
+        return ((const float *)x)[i];
+    }
+}
+
+/* The fast FULL path for float data (f32 when src is 0, i32/i64 converted;
+ * raw f16/bf16 or i32/i64 when src names the dtype and the kernel set
+ * reads them in place): one fused
  * sweep with float accumulators (stats_internal.h), about a float shift.
  * Results s[0..2] as block_merge wants them, p's counts, min and max. Returns
  * 0, or -1 when this block must take the double path instead: a NaN or an
@@ -159,20 +182,23 @@ static float h16_value(const void *raw, int h16, size_t i)
  * precision to float underflow (sum of squares below 2^-96). */
 #define FAST_TINY_S2 0x1p-96
 #define STATS_FAST_MIN 64 /* elements; see tensor_pass */
-static int fast_sums(const struct stats_kernels *kk, const void *x, int h16, size_t n, float k,
+static int fast_sums(const struct stats_kernels *kk, const void *x, int src, size_t n, float k,
                      struct part *p, double s[3])
 {
     struct fast_out o;
     size_t n32 = n & ~(size_t)31;
-    if (h16)
-        kk->fast_h16(x, n32, h16 == TFT_BF16, k, &o);
-    else
+    if (src == TFT_F16 || src == TFT_BF16)
+        kk->fast_h16(x, n32, src == TFT_BF16, k, &o);
+    else if (src == TFT_I32 || src == TFT_I64) {
+        if (kk->fast_int(x, n32, src == TFT_I64, k, &o))
+            return -1; /* beyond +-2^31: not for the fast path */
+    } else
         kk->fast_f32(x, n32, k, &o);
     double t[3] = { 0, 0, 0 };
     uint64_t zero = o.zero, tiny = o.tiny;
     double mn = o.min, mx = o.max;
     for (size_t i = n32; i < n; i++) {
-        float f = h16 ? h16_value(x, h16, i) : ((const float *)x)[i];
+        float f = src_value(x, src, i);
         double v = f, d = (double)(f - k);
         zero += v == 0.0;
         tiny += fabs(v) < F16_TINY;
@@ -206,18 +232,18 @@ static int fast_sums(const struct stats_kernels *kk, const void *x, int h16, siz
  * times its sum of squared deviations is summed again about its own mean
  * (rounded to float), and goes to the double path if that does not help. */
 #define FAST_COND 2.0
-static int block_stats_fast(const struct stats_kernels *kk, const void *x, int h16, size_t n,
+static int block_stats_fast(const struct stats_kernels *kk, const void *x, int src, size_t n,
                             struct acc *A)
 {
     struct part p;
     double s[4];
     float k = A->have_k ? (float)A->k + 0.0f : 0.0f;
-    if (fast_sums(kk, x, h16, n, k, &p, s) < 0)
+    if (fast_sums(kk, x, src, n, k, &p, s) < 0)
         return -1;
     double m2 = s[1] - s[0] * (s[0] / (double)n);
     if (s[1] > FAST_COND * m2) {
         k = (float)((double)k + s[0] / (double)n) + 0.0f;
-        if (fast_sums(kk, x, h16, n, k, &p, s) < 0)
+        if (fast_sums(kk, x, src, n, k, &p, s) < 0)
             return -1;
         m2 = s[1] - s[0] * (s[0] / (double)n);
         if (s[1] > FAST_COND * m2)
@@ -390,10 +416,16 @@ void block_pass(const struct pass *P, const unsigned char *b, size_t n, union st
     int dtype = P->dtype;
     size_t esz = P->esz;
     if (P->fast_int) {
-        /* |x| <= 65504 (the fast path's condition) is exact in float */
-        int_to_float(dtype, b, n, buf->f);
-        if (block_stats_fast(kk, buf->f, 0, n, A) == 0)
-            goto hash;
+        /* |x| <= 65504 (the fast path's condition) is exact in float;
+         * converted in registers where the kernel set can */
+        if (kk->fast_int) {
+            if (block_stats_fast(kk, b, dtype, n, A) == 0)
+                goto hash;
+        } else {
+            int_to_float(dtype, b, n, buf->f);
+            if (block_stats_fast(kk, buf->f, 0, n, A) == 0)
+                goto hash;
+        }
     }
     if (!P->full && health_native(kk, dtype, b, n, A) == 0)
         goto hash;

@@ -1,6 +1,7 @@
 /*
  * stats_internal.h — what the statistics driver (stats.c, stats_block.c)
- * shares with its kernel sets (stats_generic.c, stats_avx2.c) and their
+ * shares with its kernel sets (stats_generic.c, stats_avx2.c,
+ * stats_avx512.c) and their
  * selection (stats_isa.c), plus hooks for tests and the benchmark. Not
  * installed; not part of any ABI.
  *
@@ -14,7 +15,7 @@
  * s[1][j] (each square rounded, then the sum) and |x[j]| + |x[j+4]| to
  * s[2][j], all in double, with non-finite elements contributing +0.0. The
  * driver adds the four lanes left to right. Counts, min and max are exact.
- * So the generic C kernels and the AVX2 kernels give bit-identical results;
+ * So the generic C, AVX2 and AVX-512 kernels give bit-identical results;
  * the files are compiled with -ffp-contract=off to keep it that way.
  */
 #ifndef TFT_STATS_INTERNAL_H
@@ -111,6 +112,14 @@ struct stats_kernels {
      * alignment: nfin, zero, min, max into p as counts_f32 fills them;
      * returns 1 (p undefined) when one is NaN or Inf. NULL: decode. */
     int (*health_h16)(const void *raw, size_t n, int bf16, struct part *p);
+    /* fast_f32 of n (% 32 == 0) int32 (i64 clear) or int64 (i64 set)
+     * elements at raw (any alignment), converted to float in registers
+     * (round to nearest, as the (float) cast): the same fast_out, bit for
+     * bit, as converting them and calling fast_f32; returns 0. May
+     * instead return 1 (o undefined) when some element lies beyond
+     * +-2^31, where |x| > 65504 already refuses the fast path. NULL:
+     * convert into the staging buffer instead. */
+    int (*fast_int)(const void *raw, size_t n, int i64, float k, struct fast_out *o);
     /* HEALTH of n (% 8 == 0) int32 elements at raw: nfin, zero, min, max
      * (exact). NULL: decode to double. */
     void (*health_i32)(const void *raw, size_t n, struct part *p);
@@ -134,13 +143,26 @@ extern const struct stats_kernels stats_kernels_generic;
 extern const struct stats_kernels stats_kernels_avx2;
 #endif
 
-/* The kernel set to use now (stats_isa.c): AVX2 where the build and the
- * CPU have it and no test forced the generic set, else the generic one. */
+/* The AVX-512 kernels (stats_avx512.c: F, BW, DQ and VL besides AVX2,
+ * FMA and F16C), where the compiler can build them; their table borrows
+ * the double path's kernels from the AVX2 set. Only for CPUs (and OSes)
+ * that have all of these: stats_isa.c checks. The fused sweeps take two
+ * runs of FAST_RUN elements at once, run r in the low eight float lanes
+ * and run r + 1 in the high eight, so every lane still adds its groups in
+ * the order above and the runs reach the double lanes in order. */
+#if defined(STATS_HAVE_AVX2) && defined(TFT_STATS_AVX512)
+#define STATS_HAVE_AVX512 1
+extern const struct stats_kernels stats_kernels_avx512;
+#endif
+
+/* The kernel set to use now (stats_isa.c): the widest of AVX-512 and
+ * AVX2 that the build and the CPU have, unless a test or the benchmark
+ * forced one; else the generic one. */
 const struct stats_kernels *stats_isa_kernels(void);
 
 /* Kernel selection, for tests and the benchmark (not thread-safe: call
  * before computing statistics). */
-enum stats_isa { STATS_ISA_AUTO = 0, STATS_ISA_GENERIC = 1, STATS_ISA_AVX2 = 2 };
+enum stats_isa { STATS_ISA_AUTO = 0, STATS_ISA_GENERIC = 1, STATS_ISA_AVX2 = 2, STATS_ISA_AVX512 = 3 };
 /* Forces a kernel set. Returns 0, or -ENOTSUP when this build or CPU lacks
  * the requested one (the selection is then unchanged). */
 int tft_stats_set_isa(int isa);
@@ -149,7 +171,8 @@ int tft_stats_set_isa(int isa);
  * (1, the default), so tests can compare it with the block path; returns
  * the previous setting. Not thread-safe, as tft_stats_set_isa. */
 int tft_stats_set_tiny(int on);
-/* Name of the kernel set tft_stats_compute would use now ("generic", "avx2"). */
+/* Name of the kernel set tft_stats_compute would use now ("generic",
+ * "avx2", "avx512"). */
 const char *tft_stats_isa_name(void);
 
 #endif /* TFT_STATS_INTERNAL_H */
