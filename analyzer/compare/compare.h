@@ -72,6 +72,9 @@ typedef struct compare_point {
     int colls_before;         /* collective ops of BAD's rank in this step before it: a rank whose
                                * first divergence follows fewer is nearer the cause */
     char coll[64];            /* the last of them, "" none */
+    bool kept;                /* found among the kept scalars of a --keep-steps trace, before the steps
+                               * both sides have in full (tfdiff_keep.c; FORMAT.md §3.6) ... */
+    int64_t full_from;        /* ... the first of those steps: the records beyond scalars start there */
 } compare_point;
 
 typedef struct compare_nonfinite {

@@ -81,6 +81,8 @@ static cJSON *json_point(const compare_point *p)
         cJSON_AddStringToObject(o, "stat", p->stat);
     cJSON_AddNumberToObject(o, "colls_before", p->colls_before);
     cJSON_AddItemToObject(o, "coll", p->coll[0] ? cJSON_CreateString(p->coll) : cJSON_CreateNull());
+    /* a --keep-steps trace's kept scalars: where the full records start */
+    cJSON_AddItemToObject(o, "full_records_from", p->kept ? cJSON_CreateNumber((double)p->full_from) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "golden", json_stats(&p->golden));
     cJSON_AddItemToObject(o, "bad", json_stats(&p->bad));
     return o;

@@ -21,9 +21,12 @@ const char *report_sentence_divergence(const compare_result *x, bool full, char 
         snprintf(th, sizeof(th), ", thread %d", p->thread);
     if (full && p->op[0] && strcmp(p->op, p->tensor) != 0)
         snprintf(op, sizeof(op), " [%s]", p->op);
-    int w = snprintf(buf, n, "first divergence: rank %d, %s, seq %lld%s: %s%s (%s%s%s)", p->rank,
+    char kept[96] = "";
+    if (p->kept) /* a --keep-steps trace: only its scalars reach back this far */
+        snprintf(kept, sizeof(kept), "; a kept scalar: full records from step %lld only", (long long)p->full_from);
+    int w = snprintf(buf, n, "first divergence: rank %d, %s, seq %lld%s: %s%s (%s%s%s%s)", p->rank,
                      core_step_text(p->step, sb, sizeof(sb)), (long long)p->seq, th, p->tensor, op,
-                     compare_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat);
+                     compare_kind_name(p->kind), p->stat[0] ? ", " : "", p->stat, kept);
     const compare_point *o = &x->origin;
     if (!full && w > 0 && (size_t)w < n && o->found && (o->step != p->step || o->seq != p->seq))
         snprintf(buf + w, n - (size_t)w, "; origin: %s, seq %lld: %s (its inputs match GOLDEN, its output does not)",

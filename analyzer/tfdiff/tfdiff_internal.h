@@ -8,6 +8,8 @@
  *                      gathered and handed to the report in job order
  *   tfdiff_rank.c      one job: one pass over its files feeding the
  *                      comparison, the leak scans and the desync extracts
+ *   tfdiff_keep.c      --keep-steps traces: their kept scalars compared
+ *                      before the steps both sides have in full
  *   tfdiff_analyses.c  the analyses beside the comparison: leaks, desyncs,
  *                      tfdump --check's detectors on both traces
  *   tfdiff_output.c    the report written in the forms asked for; a trace
@@ -113,6 +115,21 @@ int tfdiff_compare_all(const tfdiff_opts *o, tft_trace *g, tft_trace *b, diff_re
 
 /* Job j's pass over its files (sc: the worker's scratch). 0 or a negative errno. */
 int tfdiff_job_run(rank_work *w, rank_job *j, leak_scratch *sc);
+
+/* ---- tfdiff_keep.c ------------------------------------------------------- */
+
+typedef struct keep_scan keep_scan;
+/* Starts comparing the scalars (one-element tensors) of steps lo..hi-1 of
+ * g (GOLDEN) and b (BAD): o's tap is wrapped (its records still reach the
+ * old tap), so compare_rank's pass feeds both. NULL on ENOMEM (o then
+ * unchanged). */
+keep_scan *tfdiff_keep_begin(tft_reader *g, tft_reader *b, int64_t lo, int64_t hi, compare_opts *o);
+/* After compare_rank (res->rank set): judges what is left; the first
+ * scalar pair that differs becomes res->first (flagged kept, origin and
+ * context cleared: the ops of those steps are gone), BAD's first
+ * non-finite scalar res->nonfinite when earlier; the pairs are counted in
+ * res. Frees k (NULL-safe; res NULL: only frees). */
+void tfdiff_keep_end(keep_scan *k, compare_result *res);
 
 /* ---- tfdiff_analyses.c --------------------------------------------------- */
 

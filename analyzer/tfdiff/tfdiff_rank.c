@@ -34,9 +34,11 @@ static int tap_drain(job_tap *t, int side)
 }
 
 /* A rank file written with --keep-steps has full records for its last
- * steps only (FORMAT.md §3.6): the comparison starts at the first step both
- * sides have in full, and says so once. */
-static void keep_limit(tft_reader *g, tft_reader *b, compare_opts *o)
+ * steps only (FORMAT.md §3.6): the comparison of every tensor starts at the
+ * first step both sides have in full, and says so once; the steps before
+ * it compare their kept scalars (tfdiff_keep.c). Returns the first step
+ * compared in full, INT64_MIN when not limited. */
+static int64_t keep_limit(tft_reader *g, tft_reader *b, compare_opts *o)
 {
     static atomic_bool noted;
     int64_t fg = TFT_STEP_NONE, fb = TFT_STEP_NONE;
@@ -47,11 +49,13 @@ static void keep_limit(tft_reader *g, tft_reader *b, compare_opts *o)
     if (kb && fb != TFT_STEP_NONE && fb > from)
         from = fb;
     if (from == INT64_MIN || from <= o->step_lo)
-        return;
+        return INT64_MIN;
     o->step_lo = from;
     if (!atomic_exchange(&noted, true))
-        fprintf(stderr, "tfdiff: note: a --keep-steps trace: compared from step %lld on, the steps both "
-                "sides have in full\n", (long long)from);
+        fprintf(stderr, "tfdiff: note: a --keep-steps trace: every tensor compared from step %lld on, the steps "
+                "both sides have in full; before it, the scalars kept for every step (loss, lr, grad norm)\n",
+                (long long)from);
+    return from;
 }
 
 /* A side cut by its recording (a full disk, a collector that died:
@@ -91,13 +95,20 @@ static int job_pass(rank_work *w, rank_job *j, job_tap *t)
     o.noise = j->noise;
     o.tap = tap_record;
     o.tap_ctx = t;
-    keep_limit(t->r[0], t->r[1], &o);
+    int64_t lo = o.step_lo, full_from = keep_limit(t->r[0], t->r[1], &o);
     int64_t cut[2];
     char why[2][200];
     for (int s = 0; s < 2; s++)
         cut[s] = cut_limit(s ? w->b : w->g, t->r[s], &o, why[s], sizeof(why[s]));
+    keep_scan *ks = NULL;
+    if (full_from != INT64_MIN) {
+        int64_t hi = o.step_hi != INT64_MAX && o.step_hi < full_from ? o.step_hi + 1 : full_from;
+        if (!(ks = tfdiff_keep_begin(t->r[0], t->r[1], lo, hi, &o)))
+            return -ENOMEM;
+    }
     int e = compare_rank(t->r[0], t->r[1], &o, &j->res);
     j->res.rank = tft_trace_rank_id(w->b, j->bi); /* the rank it is read as */
+    tfdiff_keep_end(ks, e ? NULL : &j->res);
     for (int s = 0; s < 2; s++) {
         j->res.cut_step[s] = cut[s];
         snprintf(j->res.cut_why[s], sizeof(j->res.cut_why[s]), "%s", cut[s] != TFT_STEP_NONE ? why[s] : "");

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,9 +228,32 @@ int dump_check_collect(dump_trace *d, const dump_opts *o, report_check_result *o
     return DUMP_OK;
 }
 
+/* A --keep-steps trace (FORMAT.md §3.6) has every record of its last steps
+ * only: the rules over one-element tensors (loss, lr, grad_norm) judge
+ * every step from the scalars kept for all, the others the full steps
+ * alone. Said once on stderr (the findings stay as they are). */
+static void keep_note(dump_trace *d)
+{
+    int64_t from = TFT_STEP_NONE;
+    for (int i = 0; i < tft_trace_nranks(d->t); i++) {
+        tft_reader *r = tft_trace_reader(d->t, i);
+        long long keep = 0;
+        int64_t first = TFT_STEP_NONE;
+        if (r && tft_reader_full_steps(r, &keep, &first, NULL) == 0 && keep && first != TFT_STEP_NONE &&
+            (from == TFT_STEP_NONE || first > from))
+            from = first;
+        tft_trace_release(d->t, i);
+    }
+    if (from != TFT_STEP_NONE)
+        fprintf(stderr, "tfdump: note: a --keep-steps trace: full records from step %lld only; the rules on "
+                        "loss, lr, grad_norm and other one-element tensors judge every step (their records are "
+                        "kept for all), the others steps %lld.. alone\n", (long long)from, (long long)from);
+}
+
 int dump_check(dump_trace *d, const dump_opts *o)
 {
     report_check_result res;
+    keep_note(d);
     int status = dump_check_collect(d, o, &res);
     if (status) {
         report_check_result_free(&res);
