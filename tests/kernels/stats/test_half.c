@@ -134,7 +134,7 @@ static void test_decode(const struct fmt *f)
                   (double)got, want);
         }
     }
-    for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX2; isa++) {
+    for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX512; isa++) {
         if (tft_stats_set_isa(isa) != 0)
             continue;
         for (int hostile = 0; hostile < 2; hostile++) {
@@ -209,7 +209,7 @@ static void test_encode_bulk(const struct fmt *f)
                                 1e-40f, -0.0f, 3.3961775e38f, 3.3895314e38f };
     for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
         in[i * 7] = sp[i];
-    for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX2; isa++) {
+    for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX512; isa++) {
         if (tft_stats_set_isa(isa) != 0)
             continue;
         for (int hostile = 0; hostile < 2; hostile++) {

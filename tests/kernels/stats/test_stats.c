@@ -2,8 +2,9 @@
  * test_stats.c — tft_stats_compute against a plain reference written here
  * (scalar, long double accumulation, two-pass variance), for every dtype and
  * mode, on random and adversarial data, unaligned pointers and awkward
- * lengths; every case also runs with the generic and the AVX2 kernels, which
- * must agree bit for bit. Also: argument errors, the caller's FP
+ * lengths; every case also runs with the generic, AVX2 and AVX-512 kernels
+ * (those the CPU has), which must agree bit for bit (test_isa.c puts more
+ * adversarial data to that). Also: argument errors, the caller's FP
  * environment, badly conditioned data, the blocked fingerprint; fp8
  * (E4M3FN, E5M2) tensors holding every value of the format.
  *
@@ -271,7 +272,7 @@ static void check_case(const char *label, int dtype, const unsigned char *p, siz
     char what[160];
     for (int mode = TFT_STATS_SHAPE; mode <= TFT_STATS_FULL; mode++) {
         int have_first = 0;
-        for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX2; isa++) {
+        for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX512; isa++) {
             if (tft_stats_set_isa(isa) != 0)
                 continue;
             snprintf(what, sizeof what, "%s dtype %d n %zu mode %d %s", label, dtype, n, mode,
@@ -593,7 +594,7 @@ static void test_fp_environment(void)
     unsigned saved = _mm_getcsr();
     unsigned hostile = (saved | 0x8040u) & ~(unsigned)_MM_MASK_INVALID; /* FTZ, DAZ, trap */
     hostile |= _MM_EXCEPT_INEXACT;
-    for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX2; isa++) {
+    for (int isa = STATS_ISA_GENERIC; isa <= STATS_ISA_AVX512; isa++) {
         if (tft_stats_set_isa(isa) != 0)
             continue;
         _mm_setcsr(hostile);

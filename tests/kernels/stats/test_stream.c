@@ -196,8 +196,8 @@ static void test_errors(void)
 
 int main(void)
 {
-    const char *isas[] = {"auto", "generic", "avx2"};
-    for (int isa = STATS_ISA_AUTO; isa <= STATS_ISA_AVX2; isa++) {
+    const char *isas[] = {"auto", "generic", "avx2", "avx512"};
+    for (int isa = STATS_ISA_AUTO; isa <= STATS_ISA_AVX512; isa++) {
         if (tft_stats_set_isa(isa) < 0) {
             printf("kernel set %s not available: skipped\n", isas[isa]);
             continue;
