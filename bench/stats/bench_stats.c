@@ -13,12 +13,14 @@
  * collects them): ids stats.{health,full}.<dtype>.dram, goals HEALTH >= 0.9
  * and FULL >= 0.8 of the plain read.
  *
- * Usage: bench_stats [--quick] [--generic]
+ * Usage: bench_stats [--quick] [--generic | --isa generic|avx2|avx512]
  *   --quick    fewer samples and a 64 MiB DRAM size (smoke run)
- *   --generic  force the portable kernels instead of AVX2
+ *   --generic  force the portable kernels (= --isa generic)
+ *   --isa      force a kernel set (default: the widest the CPU has)
  */
 #define _GNU_SOURCE
 #define XXH_STATIC_LINKING_ONLY
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,8 +161,21 @@ int main(int argc, char **argv)
             quick = 1;
         else if (strcmp(argv[i], "--generic") == 0)
             tft_stats_set_isa(STATS_ISA_GENERIC);
-        else {
-            fprintf(stderr, "usage: %s [--quick] [--generic]\n", argv[0]);
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+            static const char *const names[] = { "generic", "avx2", "avx512" };
+            static const int ids[] = { STATS_ISA_GENERIC, STATS_ISA_AVX2, STATS_ISA_AVX512 };
+            const char *want = argv[++i];
+            int rc = -EINVAL;
+            for (int k = 0; k < 3; k++)
+                if (strcmp(want, names[k]) == 0)
+                    rc = tft_stats_set_isa(ids[k]);
+            if (rc != 0) {
+                fprintf(stderr, "bench_stats: kernel set '%s' %s\n", want,
+                        rc == -ENOTSUP ? "is not available on this build or CPU" : "is unknown (generic, avx2, avx512)");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: %s [--quick] [--generic | --isa generic|avx2|avx512]\n", argv[0]);
             return 2;
         }
     }
