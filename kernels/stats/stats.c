@@ -2,9 +2,9 @@
  * stats.c — tensor statistics on the CPU (tft_stats.h): the entry points
  * (tft_stats_compute, the streaming form, the blocked fingerprint), the
  * tiny path, the byte path and the finishing of the totals. One block's
- * work is in stats_block.c, the kernel sets in stats_generic.c and
- * stats_avx2.c (chosen by stats_isa.c), the conversions in stats_codec.c
- * and stats_codec_bulk.c.
+ * work is in stats_block.c, the kernel sets in stats_generic.c,
+ * stats_avx2*.c and stats_avx512.c (chosen by stats_isa.c), the
+ * conversions in stats_codec.c and stats_codec_bulk.c.
  *
  * One pass over the data: the tensor is cut into blocks of 8 KiB; each
  * block's statistics are computed (stats_kernels, two cache-hot sweeps at
@@ -13,8 +13,9 @@
  * bf16, fp8, integer and misaligned blocks are first decoded or copied into
  * an 8 KiB stack buffer (fp8 blocks hold 2048 elements, like fp16's).
  *
- * FULL statistics of f32, f16, bf16 (read in place by the AVX2 kernels)
- * and i32/i64 blocks take the fast path first: one fused sweep (fast_f32,
+ * FULL statistics of f32, f16, bf16 and i32/i64 blocks (the last four read
+ * in place and converted in registers by the AVX2 and AVX-512 kernels)
+ * take the fast path first: one fused sweep (fast_f32,
  * fast_h16) with float accumulators folded into double every 256 elements,
  * about a float shift (0, or the frame's K). A block with NaN, Inf, |x| >
  * 65504, tiny squares or badly conditioned sums goes to the double path

@@ -75,7 +75,8 @@
  * data, so the choice is the same on every CPU. The floating-point environment of the caller (DAZ/FTZ,
  * rounding mode, unmasked FP exceptions on x86) does not change the results
  * and is restored on return. Results are bit-identical across runs and
- * across x86-64 CPUs with and without AVX2.
+ * across x86-64 CPUs with and without AVX2 or AVX-512 (the kernel sets
+ * follow one accumulation order, stats_internal.h).
  *
  * Not a public header: programs link these kernels statically (tftstats);
  * libtftrace.so holds them but does not export them.
