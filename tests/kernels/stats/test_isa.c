@@ -264,6 +264,7 @@ static void test_select(void)
     CHECK(tft_stats_set_isa(99) == -EINVAL);
     CHECK(tft_stats_set_isa(STATS_ISA_GENERIC) == 0 && strcmp(tft_stats_isa_name(), "generic") == 0);
     for (int s = 0; s < NISA; s++) {
+        tft_stats_set_isa(STATS_ISA_GENERIC);
         int rc = tft_stats_set_isa(isa_ids[s]);
         CHECK(rc == 0 || rc == -ENOTSUP);
         if (rc == 0)
