@@ -24,6 +24,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The backlog's limit: TFT_BACKLOG_MB MiB (64 when unset or malformed: the
+ * traced job never fails for it), at least one ring's bytes; 0 turns the
+ * backlog off (rings drained in place, the producer waits for the writer). */
+static size_t backlog_max_bytes(uint64_t ring_bytes)
+{
+    const char *s = getenv("TFT_BACKLOG_MB");
+    char *end = NULL;
+    long long mb = s && *s ? strtoll(s, &end, 10) : 64;
+    if (s && *s && (*end || mb < 0 || mb > (1ll << 20)))
+        mb = 64;
+    if (mb == 0)
+        return 0;
+    size_t max = (size_t)mb << 20;
+    return max < ring_bytes ? (size_t)ring_bytes : max;
+}
+
 collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t run_id[16],
                          const collector_opts *o)
 {
@@ -37,7 +53,9 @@ collector *collector_new(shm_hdr *h, const char *dir, int dir_fd, const uint8_t 
     c->ring_dropped = calloc(h->n_rings ? h->n_rings : 1, sizeof(uint64_t));
     c->ring_stalled = calloc(h->n_rings ? h->n_rings : 1, sizeof(uint64_t));
     c->ring_kinds = calloc((h->n_rings ? h->n_rings : 1) * (size_t)SHM_DROP_KINDS, sizeof(uint64_t));
-    if (!c->dir || !c->ring_dropped || !c->ring_stalled || !c->ring_kinds) {
+    c->backlog = calloc(h->n_rings ? h->n_rings : 1, sizeof(cbacklog));
+    c->backlog_max = backlog_max_bytes(h->ring_bytes);
+    if (!c->dir || !c->ring_dropped || !c->ring_stalled || !c->ring_kinds || !c->backlog) {
         collector_free(c);
         return NULL;
     }
@@ -67,6 +85,9 @@ void collector_free(collector *c)
     free(c->ring_dropped);
     free(c->ring_stalled);
     free(c->ring_kinds);
+    for (uint32_t i = 0; c->backlog && i < c->h->n_rings; i++)
+        free(c->backlog[i].buf);
+    free(c->backlog);
     free(c->dir);
     free(c);
 }
@@ -427,6 +448,14 @@ static void ring_release(collector *c, uint32_t i, shm_ring *r)
     atomic_store_explicit(&r->drop_ack, 0, memory_order_relaxed);
     c->ring_dropped[i] = 0;
     c->ring_stalled[i] = 0;
+    cbacklog *b = &c->backlog[i];
+    b->rd = b->wr = 0; /* empty already: a ring is released once its backlog is written */
+    if (b->cap > c->h->ring_bytes) { /* a burst's growth goes back */
+        c->backlog_cap -= b->cap;
+        free(b->buf);
+        b->buf = NULL;
+        b->cap = 0;
+    }
     memset(&c->ring_kinds[(size_t)i * SHM_DROP_KINDS], 0, SHM_DROP_KINDS * sizeof(uint64_t));
     atomic_store_explicit(&r->state, RING_FREE, memory_order_release);
 }
@@ -435,12 +464,12 @@ static void ring_release(collector *c, uint32_t i, shm_ring *r)
  * before the pass, when it moved (every record published before the pass
  * began is now written, and records published after it carry that step or
  * a later one; FORMAT.md §5.14). At most one per pass and step. */
-static void pass_sync(collector *c, int only_proc)
+static void pass_sync(collector *c, int only_proc, const uint8_t *behind)
 {
     for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
         cproc *p = &c->procs[i];
-        if (only_proc >= 0 && i != (uint32_t)only_proc)
-            continue;
+        if ((only_proc >= 0 && i != (uint32_t)only_proc) || behind[i])
+            continue; /* a pass over p's rings ends when its backlog is written */
         int64_t w = p->pass_step;
         p->pass_step = p->step_begun;
         if (!p->opened || p->closed || !p->w || !p->has_thread || w == TFT_STEP_NONE || w == p->synced)
@@ -454,32 +483,185 @@ static void pass_sync(collector *c, int only_proc)
     }
 }
 
-size_t collector_drain(collector *c, int only_proc)
+/* Room for at least want more bytes in backlog b (compacted, or grown
+ * within the limit); returns the room, which may be less. */
+static size_t backlog_room(collector *c, cbacklog *b, size_t want)
+{
+    if (b->rd == b->wr)
+        b->rd = b->wr = 0;
+    if (b->cap - b->wr >= want)
+        return b->cap - b->wr;
+    if (b->rd && b->rd >= b->wr - b->rd) { /* moves no more than the writer took */
+        memmove(b->buf, b->buf + b->rd, b->wr - b->rd);
+        b->wr -= b->rd;
+        b->rd = 0;
+        if (b->cap - b->wr >= want)
+            return b->cap - b->wr;
+    }
+    size_t ncap = b->cap ? b->cap * 2 : (size_t)c->h->ring_bytes;
+    while (ncap - b->wr < want && ncap - b->cap + c->backlog_cap < c->backlog_max)
+        ncap *= 2;
+    if (ncap - b->cap + c->backlog_cap > c->backlog_max)
+        ncap = b->cap + (c->backlog_max - c->backlog_cap) / 4096 * 4096;
+    if (ncap > b->cap) {
+        char *nb = realloc(b->buf, ncap);
+        if (nb) {
+            c->backlog_cap += ncap - b->cap;
+            b->buf = nb;
+            b->cap = ncap;
+        }
+    }
+    return b->cap - b->wr;
+}
+
+/* Moves ring i's published records into its backlog; *more: some were left
+ * for want of room. Returns the bytes moved. */
+static size_t backlog_pull(collector *c, uint32_t i, shm_ring *r, bool *more)
+{
+    cbacklog *b = &c->backlog[i];
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    *more = b->more = false;
+    if (head == tail)
+        return 0;
+    uint64_t cap = c->h->ring_bytes;
+    size_t room = backlog_room(c, b, head > tail && head - tail < cap ? head - tail : cap);
+    if (room < TFT_REC_MAX_BYTES && head > tail && room < head - tail) {
+        *more = b->more = true; /* the limit: the ring waits for the writer, as without a backlog */
+        return 0;
+    }
+    b->proc = r->proc;
+    size_t n = ring_pull(c->h, r, b->buf ? b->buf + b->wr : NULL, room, more);
+    b->more = *more;
+    b->wr += n;
+    return n;
+}
+
+/* Hands backlog i's records to the writer, about budget bytes of them
+ * (at least one record). Returns the bytes taken. */
+static size_t backlog_run(collector *c, uint32_t i, size_t budget)
+{
+    cbacklog *b = &c->backlog[i];
+    size_t start = b->rd;
+    c->draining = shm_ring_at(c->h, i);
+    while (b->rd < b->wr && b->rd - start < budget) {
+        tft_rec *rec = (tft_rec *)(b->buf + b->rd);
+        b->rd += rec->len; /* checked by ring_pull; on_record may change the copy */
+        on_record(c, b->proc, rec);
+    }
+    c->draining = NULL;
+    return b->rd - start;
+}
+
+/* A ring's end of a pass: its drops attributed, and a retired ring (its
+ * thread ended, every record taken) handed back. */
+static void ring_pass_end(collector *c, uint32_t i, shm_ring *r, uint32_t st)
+{
+    attribute_dropped(c, i, r);
+    if (st != RING_RETIRED)
+        return;
+    cproc *p = r->proc < SHM_MAX_PROCS ? &c->procs[r->proc] : NULL;
+    if (p && p->w && !p->closed && !p->failed && p->has_thread) {
+        thread_record(c, p, r, TFT_THREAD_END);
+        p->cur_index = UINT32_MAX; /* the next record names its thread again */
+    }
+    ring_release(c, i, r);
+}
+
+static bool ring_skipped(const shm_ring *r, uint32_t st, int only_proc)
+{
+    return st == RING_FREE || (only_proc >= 0 && r->proc != (uint32_t)only_proc);
+}
+
+/* One pass over the rings (only_proc's, or all for -1): every ring's
+ * published records pulled into its backlog (the ring's space released at
+ * once), then about budget bytes of the backlogs written, round robin
+ * (SIZE_MAX: all). A process whose rings or backlog still hold records is
+ * behind: its pass is not over (no SYNC, its drops and retired rings wait). */
+static size_t drain_pass(collector *c, int only_proc, size_t budget, bool *left)
+{
+    size_t total = 0;
+    uint8_t behind[SHM_MAX_PROCS] = {0};
+    uint32_t n = c->h->n_rings;
+    *left = false;
+    for (uint32_t i = 0; i < n; i++) {
+        shm_ring *r = shm_ring_at(c->h, i);
+        uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
+        c->backlog[i].state = st;
+        if (ring_skipped(r, st, only_proc))
+            continue;
+        bool more = false;
+        total += backlog_pull(c, i, r, &more);
+        if (more && r->proc < SHM_MAX_PROCS)
+            behind[r->proc] = 1;
+        *left |= more;
+    }
+    size_t done = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = (c->backlog_next + k) % n;
+        cbacklog *b = &c->backlog[i];
+        if (b->rd == b->wr || (only_proc >= 0 && b->proc != (uint32_t)only_proc))
+            continue;
+        if (done < budget)
+            done += backlog_run(c, i, budget - done);
+        if (b->rd < b->wr && b->proc < SHM_MAX_PROCS)
+            behind[b->proc] = 1;
+    }
+    c->backlog_next = n ? (c->backlog_next + 1) % n : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        shm_ring *r = shm_ring_at(c->h, i);
+        uint32_t st = c->backlog[i].state; /* RETIRED before the pull: the pull took its last record */
+        if (ring_skipped(r, st, only_proc) || c->backlog[i].rd < c->backlog[i].wr || c->backlog[i].more)
+            continue;
+        ring_pass_end(c, i, r, st);
+    }
+    pass_sync(c, only_proc, behind);
+    return total + done;
+}
+
+void collector_backlog_write(collector *c)
+{
+    for (uint32_t i = 0; c->backlog_max && i < c->h->n_rings; i++)
+        if (c->backlog[i].rd < c->backlog[i].wr)
+            backlog_run(c, i, SIZE_MAX);
+}
+
+/* The pass without a backlog: each ring drained in place. */
+static size_t drain_in_place(collector *c, int only_proc)
 {
     size_t total = 0;
     for (uint32_t i = 0; i < c->h->n_rings; i++) {
         shm_ring *r = shm_ring_at(c->h, i);
         uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
-        if (st == RING_FREE)
-            continue;
-        if (only_proc >= 0 && r->proc != (uint32_t)only_proc)
+        if (ring_skipped(r, st, only_proc))
             continue;
         c->draining = r;
         total += ring_drain(c->h, r, on_record, c);
         c->draining = NULL;
-        attribute_dropped(c, i, r);
-        if (st == RING_RETIRED) {
-            cproc *p = r->proc < SHM_MAX_PROCS ? &c->procs[r->proc] : NULL;
-            if (p && p->w && !p->closed && !p->failed && p->has_thread) {
-                thread_record(c, p, r, TFT_THREAD_END);
-                p->cur_index = UINT32_MAX; /* the next record names its thread again */
-            }
-            ring_release(c, i, r);
-        }
+        ring_pass_end(c, i, r, st);
     }
-    pass_sync(c, only_proc);
+    static const uint8_t none[SHM_MAX_PROCS];
+    pass_sync(c, only_proc, none);
     return total;
 }
+
+size_t collector_drain(collector *c, int only_proc)
+{
+    if (!c->backlog_max)
+        return drain_in_place(c, only_proc);
+    /* everything published before the call: a pass writes all it pulled,
+     * so a second one finds room for whatever the first had to leave */
+    size_t total = 0;
+    bool left = true;
+    for (int k = 0; k < 4 && left; k++)
+        total += drain_pass(c, only_proc, SIZE_MAX, &left);
+    return total;
+}
+
+/* What one collector_poll hands the writer from the backlogs: ~2,000
+ * records, about a millisecond, so the rings are pulled again long before
+ * a producer at full speed (~1.6 GB/s of records) fills one. */
+#define POLL_BUDGET (256u << 10)
 
 /* A process is gone when its pid no longer exists or is a zombie. */
 int collector_pid_gone(pid_t pid)
@@ -601,7 +783,8 @@ size_t collector_poll(collector *c)
     uint64_t now = tft_clock_mono_ns();
     atomic_store_explicit(&c->h->heartbeat_ns, now, memory_order_relaxed);
     refine_clock(c, now);
-    size_t n = collector_drain(c, -1);
+    bool left;
+    size_t n = c->backlog_max ? drain_pass(c, -1, POLL_BUDGET, &left) : drain_in_place(c, -1);
     clock_pairs(c, now);
     rss_samples(c, now);
     check_liveness(c);

@@ -84,6 +84,7 @@ int collector_live_procs(collector *c)
 
 void collector_flush(collector *c)
 {
+    collector_backlog_write(c); /* what was pulled is what a flush seals */
     for (uint32_t i = 0; i < SHM_MAX_PROCS; i++) {
         cproc *p = &c->procs[i];
         if (!p->w || p->closed || p->failed)

@@ -51,6 +51,17 @@ typedef struct cproc {
     uint64_t rss_last;            /* the last RSS sample written, bytes */
 } cproc;
 
+/* One ring's backlog (collector.c, drain_pass): records ring_pull moved
+ * out of the ring that the writer has not taken yet, in ring order. */
+typedef struct cbacklog {
+    char *buf;                    /* malloc'd, cap bytes; NULL until first needed */
+    size_t cap;
+    size_t rd, wr;                /* records at [rd, wr) wait for the writer */
+    uint32_t proc;                /* the ring's process when they were pulled */
+    bool more;                    /* the last pull left records in the ring (no room) */
+    uint32_t state;               /* the ring's state (RING_*) read before the last pull */
+} cbacklog;
+
 struct collector {
     shm_hdr *h;
     char *dir;                    /* for messages */
@@ -72,6 +83,14 @@ struct collector {
     collector_rank *ranks;
     uint64_t dropped_total, stalled_total;
     int write_errors;             /* rank files with an error (each counted once) */
+    /* The backlog: a producer that outpaces the writer (zstd, the chunk
+     * codec: ~0.2-0.3 µs a record) for a while — a burst of small calls —
+     * finds its ring emptied by a memcpy instead of waiting for the writer
+     * (TFT_BACKLOG_MB, collector.c). */
+    cbacklog *backlog;            /* n_rings entries */
+    size_t backlog_cap;           /* bytes allocated, all rings */
+    size_t backlog_max;           /* limit of backlog_cap; 0: rings drained in place (ring_drain) */
+    uint32_t backlog_next;        /* the ring whose backlog the writer takes first (round robin) */
 };
 
 #define CLOG(c, lvl, ...) tft_logf((c)->o.log, (c)->o.log_ctx, (lvl), __VA_ARGS__)
@@ -95,5 +114,7 @@ void cproc_finish(collector *c, uint32_t idx);
 size_t collector_drain(collector *c, int only_proc);
 /* A process is gone when its pid no longer exists or is a zombie. */
 int collector_pid_gone(pid_t pid);
+/* Hands every record of the backlogs to the writer (pulls nothing). */
+void collector_backlog_write(collector *c);
 
 #endif

@@ -286,3 +286,45 @@ size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx)
     atomic_store_explicit(&r->tail, tail, memory_order_release);
     return (size_t)(tail - start);
 }
+
+size_t ring_pull(shm_hdr *h, shm_ring *r, char *dst, size_t room, bool *more)
+{
+    uint64_t cap = h->ring_bytes;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    size_t out = 0;
+    *more = false;
+    if (head < tail || head - tail > cap) { /* corrupt counters: as ring_drain */
+        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+        atomic_store_explicit(&r->tail, head, memory_order_release);
+        return 0;
+    }
+    while (tail < head) {
+        uint64_t pos = tail % cap;
+        uint32_t w[2];
+        memcpy(w, r->data + pos, sizeof(w));
+        uint32_t kind = w[0] & 0xFFFFu, len = w[1];
+        if (kind == RING_PAD_KIND && len == cap - pos) {
+            tail += len;
+            continue;
+        }
+        if (len < sizeof(tft_rec) || len % 8 || len > TFT_REC_MAX_BYTES || pos + len > cap ||
+            tail + len > head) {
+            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+            tail = head;
+            break;
+        }
+        if (len > room - out) {
+            *more = true;
+            break;
+        }
+        /* the copy is private: its length is the one checked, whatever the
+         * producer's memory says now */
+        memcpy(dst + out, r->data + pos, len);
+        ((tft_rec *)(dst + out))->len = len;
+        out += len;
+        tail += len;
+    }
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    return out;
+}

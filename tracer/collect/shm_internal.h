@@ -136,6 +136,14 @@ shm_ring *ring_claim(shm_hdr *h, uint32_t proc, int32_t tid, uint32_t index, con
  * corrupt: everything published is skipped and counted as dropped. */
 typedef void (*ring_record_fn)(void *ctx, uint32_t proc, tft_rec *rec); /* rec: a private copy */
 size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx);
+/* Collector side, ring_drain's copying form: moves whole published records
+ * (checked as ring_drain checks them, filler skipped) into dst, at most
+ * room bytes, and releases their ring space before returning, so the
+ * producer has it back without waiting for the records to be written.
+ * dst gets 8-byte aligned private copies (dst 8-byte aligned) whose len is
+ * the one checked. Returns the bytes written to dst; *more is set when
+ * published records were left for want of room. */
+size_t ring_pull(shm_hdr *h, shm_ring *r, char *dst, size_t room, bool *more);
 
 /* Uses the TSC for record timestamps when the kernel's clocksource is the
  * (invariant, synchronised) TSC: 12 ns instead of 30 for clock_gettime here.
