@@ -1,8 +1,8 @@
 /*
  * stats_avx512.c — the AVX-512 statistics kernels (stats_internal.h): the
- * fused FULL sweep over f32, raw int32/int64 and raw fp16/bf16, HEALTH of
- * int64 and bytes, and the kernel table, which borrows the double path's
- * kernels and the conversions from the AVX2 set.
+ * fused FULL sweep over raw fp16/bf16, HEALTH of int64 and bytes, and the
+ * kernel table, which borrows the other kernels (the f32 and int sweeps,
+ * the double path, the conversions) from the AVX2 set.
  *
  * Built with -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
  * -mf16c -mpopcnt -ffp-contract=off on x86-64 only (and only where the
@@ -167,6 +167,11 @@ INLINE void h16_patterns16(int src, __m256i r, struct sweep *w)
     w->mnu = _mm512_min_epu16(w->mnu, d);
 }
 
+/* Runs ahead of the pair being summed that run_pair prefetches. */
+#ifndef PREFETCH_RUNS
+#define PREFETCH_RUNS 4
+#endif
+
 /* Two runs at a and b (FAST_RUN elements each) into the double lanes. */
 INLINE void run_pair(int src, const unsigned char *a, const unsigned char *b, __m512 kv, int shifted,
                      struct sweep *w)
@@ -179,6 +184,15 @@ INLINE void run_pair(int src, const unsigned char *a, const unsigned char *b, __
     const __m512i idx1 = _mm512_add_epi16(idx0, _mm512_set1_epi32(8 << 16));
     __m512 s1 = _mm512_setzero_ps(), q0 = s1, q1 = s1, la = s1;
     for (size_t g = 0; g < FAST_RUN * e; g += 16 * e) {
+        /* Two streams a run apart: fetch the data two pairs ahead, into
+         * the next block (a prefetch never faults); see the note above
+         * the table on what this did not cure for 4- and 8-byte kinds. */
+        _mm_prefetch((const char *)(a + g + PREFETCH_RUNS * FAST_RUN * e), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + g + PREFETCH_RUNS * FAST_RUN * e), _MM_HINT_T0);
+        if (e == 8) {
+            _mm_prefetch((const char *)(a + g + 64 + PREFETCH_RUNS * FAST_RUN * e), _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + g + 64 + PREFETCH_RUNS * FAST_RUN * e), _MM_HINT_T0);
+        }
         __m512 v0, v1;
         if (src == SRC_BF16) {
             __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + g))),
@@ -308,29 +322,11 @@ INLINE void fast_body(const unsigned char *x, int src, size_t n, float k, int sh
     }
 }
 
-/* k == 0 skips the subtraction, which would change nothing (x - 0 == x). */
-static void avx512_fast_f32(const float *x, size_t n, float k, struct fast_out *o)
-{
-    const unsigned char *b = (const unsigned char *)x;
-    if (k == 0.0f)
-        fast_body(b, SRC_F32, n, 0.0f, 0, o);
-    else
-        fast_body(b, SRC_F32, n, k, 1, o);
-}
-
-static int avx512_fast_int(const void *raw, size_t n, int i64, float k, struct fast_out *o)
-{
-    if (i64 && k == 0.0f)
-        fast_body(raw, SRC_I64, n, 0.0f, 0, o);
-    else if (i64)
-        fast_body(raw, SRC_I64, n, k, 1, o);
-    else if (k == 0.0f)
-        fast_body(raw, SRC_I32, n, 0.0f, 0, o);
-    else
-        fast_body(raw, SRC_I32, n, k, 1, o);
-    return 0; /* vcvtqq2ps converts every int64 as the cast does */
-}
-
+/* The f32 and int kinds of fast_body are not in the table: from DRAM
+ * (256 MiB) they ran at half the AVX2 sweep's rate — memory stalls at the
+ * loads of the two runs, which lie 1-2 KiB apart (perf annotate), and
+ * software prefetch 4-32 runs ahead did not help — while 16-bit data,
+ * whose runs lie 512 bytes apart, gained. See bench/stats/README.md. */
 static void avx512_fast_h16(const void *raw, size_t n, int bf16, float k, struct fast_out *o)
 {
     if (bf16 && k == 0.0f)
@@ -417,12 +413,12 @@ const struct stats_kernels stats_kernels_avx512 = {
     .counts_f64 = avx2_counts_f64,
     .sums_f64 = avx2_sums_f64,
     .masked_f64 = avx2_masked_f64,
-    .fast_f32 = avx512_fast_f32,
+    .fast_f32 = avx2_fast_f32,
     .stats_u8 = avx2_stats_u8,
     .health_u8 = avx512_health_u8,
     .fast_h16 = avx512_fast_h16,
     .health_h16 = avx2_health_h16,
-    .fast_int = avx512_fast_int,
+    .fast_int = avx2_fast_int,
     .health_i32 = avx2_health_i32,
     .health_i64 = avx512_health_i64,
     .dec_f16 = avx2_dec_f16,
