@@ -47,6 +47,7 @@ train      | bench/runtime/bench_train.py       | python3 bench/runtime/bench_tr
 scale      | bench/analyzer/bench_scale.sh      | bash bench/analyzer/bench_scale.sh "$B" ${QUICK:+256 50}
 peers      | bench/peers/bench_peers.sh         | bash bench/peers/bench_peers.sh "$B" --reps "$REPS"
 export     | bench/analyzer/bench_export.sh     | bash bench/analyzer/bench_export.sh "$B" "$REPS" ${QUICK:+quick}
+torch      | bench/torch/bench_overhead.py      | py=$(bash scripts/python-env.sh) && "$py" bench/torch/bench_overhead.py --tftrace "$B/tracer/tftrace" --python "$py" --reps "$REPS" ${QUICK:+--quick}
 roundoff   | bench/analyzer/bench_roundoff.sh   | bash bench/analyzer/bench_roundoff.sh "$B" "$([ -n "${QUICK:-}" ] && echo 100 || echo 300)" "$REPS"
 EOF
 }
@@ -361,7 +362,7 @@ if [ -n "$build" ]; then
     cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release >"$B/bench-configure.log" 2>&1 \
         || { cat "$B/bench-configure.log" >&2; die "configure failed ($B/bench-configure.log)"; }
     mapfile -t benches < <(cmake --build "$bdir" --target help 2>/dev/null |
-                           sed -n 's/^\.\.\. \(bench_[A-Za-z0-9_]*\).*/\1/p' | sort -u)
+                           sed -n 's/^\.\.\. \(bench_[A-Za-z0-9_]*\|tftrace_pyrec\).*/\1/p' | sort -u)
     cmake --build "$bdir" -j"$jobs" --target "${tool_targets[@]}" "${benches[@]}" >"$B/bench-build.log" 2>&1 \
         || { tail -30 "$B/bench-build.log" >&2; die "build failed ($B/bench-build.log)"; }
 fi

@@ -60,6 +60,9 @@ Flags:
       no-param-broadcast   distributed only: each rank seeds the model with
                            seed + rank and DDP is built with init_sync=False,
                            so the replicas start different (STEP is ignored)
+  --compile            train torch.compile(model) (inductor; needs a C++
+                       compiler on CPU): the model's forward and backward
+                       run compiled, the optimizer eagerly
   --time-out FILE      write the wall time of every step as JSON
                        ({"step_s": [...], ...}); rank 0 only
   --import-tftrace     ``import tftrace`` and call ``tftrace.step(n)`` at the
@@ -324,6 +327,7 @@ def parse_args():
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--bug", metavar="NAME[@STEP]")
+    p.add_argument("--compile", action="store_true")
     p.add_argument("--time-out", metavar="FILE")
     p.add_argument("--import-tftrace", action="store_true")
     p.add_argument("--hand-hooks", action="store_true")
@@ -394,6 +398,8 @@ def main():
             model, device_ids=[device.index] if device.type == "cuda" else None,
             init_sync=broadcast_params)
     train_model = ddp if ddp is not None else model
+    if args.compile:
+        train_model = torch.compile(train_model)
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
     data_gen = torch.Generator().manual_seed(args.seed)  # the data's own RNG

@@ -32,6 +32,12 @@
 typedef int (*fn_tensor)(const char *, int, const void *, int, const int64_t *);
 typedef int (*fn_tensor_strided)(const char *, int, const void *, int, const int64_t *, const int64_t *);
 typedef uint64_t (*fn_last_id)(void);
+typedef void (*fn_scope_push)(const char *);
+typedef void (*fn_void)(void);
+typedef void (*fn_context)(unsigned);
+typedef int64_t (*fn_op_begin)(const char *, int, int, const uint64_t *);
+
+#define MAX_OP_INPUTS 64 /* tft_op_begin's limit */
 
 /* What setup() was given; module state would be the multi-interpreter way,
  * but the recorder is per process anyway. */
@@ -39,6 +45,11 @@ static struct {
     fn_tensor tensor;                 /* tft_tensor */
     fn_tensor_strided tensor_strided; /* tft_tensor_strided, or NULL (an older library) */
     fn_last_id last_id;               /* tft_last_tensor_id */
+    fn_scope_push scope_push;         /* tft_scope_push */
+    fn_void scope_pop;                /* tft_scope_pop */
+    fn_context context;               /* tft_tensor_context, or NULL (an older library) */
+    fn_op_begin op_begin;             /* tft_op_begin */
+    fn_void op_end;                   /* tft_op_end */
     PyObject *dtypes;                 /* dict: torch.dtype -> tftrace dtype code (a strong ref) */
     PyObject *strided;                /* torch.strided (a strong ref) */
     uint64_t records;                 /* tensors recorded through this module */
@@ -54,25 +65,45 @@ static int ptr_arg(PyObject *o, void **out)
     return *out == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
-/* setup(tensor, tensor_strided, last_tensor_id, dtypes, strided_layout):
- * the three function addresses (ints; tensor_strided may be 0), the
- * dtype table and torch.strided. May be called again (a fork's child). */
+/* The address under key in dict d (0 when absent); -1 on a bad value. */
+static int addr_of(PyObject *d, const char *key, void **out)
+{
+    PyObject *v = PyDict_GetItemString(d, key); /* borrowed */
+    *out = NULL;
+    return v ? ptr_arg(v, out) : 0;
+}
+
+/* setup(addresses, dtypes, strided_layout): addresses maps the tft.h
+ * function names (tft_tensor, tft_tensor_strided, tft_last_tensor_id,
+ * tft_scope_push, tft_scope_pop, tft_tensor_context, tft_op_begin,
+ * tft_op_end) to their addresses (ints); tft_tensor_strided and
+ * tft_tensor_context may be missing (an older library). dtypes maps
+ * torch.dtype to tftrace's dtype code; strided_layout is torch.strided.
+ * May be called again (a fork's child). */
 static PyObject *rec_setup(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *a_t, *a_ts, *a_id, *dtypes, *strided;
-    if (!PyArg_ParseTuple(args, "OOOO!O", &a_t, &a_ts, &a_id, &PyDict_Type, &dtypes, &strided))
+    PyObject *addrs, *dtypes, *strided;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &addrs, &PyDict_Type, &dtypes, &strided))
         return NULL;
-    void *t, *ts, *id;
-    if (ptr_arg(a_t, &t) || ptr_arg(a_ts, &ts) || ptr_arg(a_id, &id))
+    void *t, *ts, *id, *push, *pop, *ctx, *ob, *oe;
+    if (addr_of(addrs, "tft_tensor", &t) || addr_of(addrs, "tft_tensor_strided", &ts) ||
+        addr_of(addrs, "tft_last_tensor_id", &id) || addr_of(addrs, "tft_scope_push", &push) ||
+        addr_of(addrs, "tft_scope_pop", &pop) || addr_of(addrs, "tft_tensor_context", &ctx) ||
+        addr_of(addrs, "tft_op_begin", &ob) || addr_of(addrs, "tft_op_end", &oe))
         return NULL;
-    if (!t || !id) {
-        PyErr_SetString(PyExc_ValueError, "tft_tensor and tft_last_tensor_id are required");
+    if (!t || !id || !push || !pop || !ob || !oe) {
+        PyErr_SetString(PyExc_ValueError, "setup: a required tft.h function address is missing");
         return NULL;
     }
     g.tensor = (fn_tensor)t;
     g.tensor_strided = (fn_tensor_strided)ts;
     g.last_id = (fn_last_id)id;
+    g.scope_push = (fn_scope_push)push;
+    g.scope_pop = (fn_void)pop;
+    g.context = (fn_context)ctx;
+    g.op_begin = (fn_op_begin)ob;
+    g.op_end = (fn_void)oe;
     PyObject *old_dtypes = g.dtypes, *old_strided = g.strided;
     Py_INCREF(dtypes);
     Py_INCREF(strided);
@@ -164,6 +195,15 @@ static int dense(int ndim, const int64_t *shape, const int64_t *strides)
     return 1;
 }
 
+/* A str's UTF-8 or a bytes' contents (the object keeps it alive); NULL
+ * with a TypeError for anything else. */
+static const char *name_arg(PyObject *o)
+{
+    if (PyBytes_Check(o))
+        return PyBytes_AsString(o);
+    return PyUnicode_AsUTF8AndSize(o, NULL);
+}
+
 /* record(name, tensor) -> id, 0, or None (see the file's comment). */
 static PyObject *rec_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -174,10 +214,8 @@ static PyObject *rec_record(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     if (!g.tensor)
         Py_RETURN_NONE;
-    const char *name;
-    if (PyBytes_Check(args[0]))
-        name = PyBytes_AsString(args[0]);
-    else if (!(name = PyUnicode_AsUTF8AndSize(args[0], NULL)))
+    const char *name = name_arg(args[0]);
+    if (!name)
         return NULL; /* not a str: the caller's mistake, not the tensor's */
     int dtype = 0, ndim = 0;
     int64_t shape[MAX_NDIM], strides[MAX_NDIM];
@@ -204,6 +242,110 @@ static PyObject *rec_record(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromUnsignedLongLong(rc == 0 ? g.last_id() : 0);
 }
 
+/* tft_scope_push(name): name a str or bytes. */
+static PyObject *rec_scope_push(PyObject *self, PyObject *name)
+{
+    (void)self;
+    const char *n = name_arg(name);
+    if (!n)
+        return NULL;
+    if (g.scope_push)
+        g.scope_push(n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *rec_scope_pop(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (g.scope_pop)
+        g.scope_pop();
+    Py_RETURN_NONE;
+}
+
+/* tft_tensor_context(flags) (a no-op with a library without it). */
+static PyObject *rec_context(PyObject *self, PyObject *flags)
+{
+    (void)self;
+    unsigned long f = PyLong_AsUnsignedLong(flags);
+    if (f == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    if (g.context)
+        g.context((unsigned)f);
+    Py_RETURN_NONE;
+}
+
+/* op_begin(name, kind, ids) -> seq: ids a sequence of tensor ids (ints;
+ * zeros are skipped, as the Python layer never passes an unrecorded
+ * input), or None. */
+static PyObject *rec_op_begin(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "op_begin(name, kind, ids)");
+        return NULL;
+    }
+    const char *name = name_arg(args[0]);
+    if (!name)
+        return NULL;
+    long kind = PyLong_AsLong(args[1]);
+    if (kind == -1 && PyErr_Occurred())
+        return NULL;
+    uint64_t ids[MAX_OP_INPUTS];
+    int n = 0;
+    if (args[2] != Py_None) {
+        PyObject *seq = PySequence_Fast(args[2], "op_begin: ids must be a sequence");
+        if (!seq)
+            return NULL;
+        Py_ssize_t len = PySequence_Size(seq);
+        for (Py_ssize_t i = 0; i < len && n < MAX_OP_INPUTS; i++) {
+            PyObject *item = PySequence_GetItem(seq, i);
+            unsigned long long v = item ? PyLong_AsUnsignedLongLong(item) : 0;
+            Py_XDECREF(item);
+            if (PyErr_Occurred()) {
+                Py_DECREF(seq);
+                return NULL;
+            }
+            if (v)
+                ids[n++] = v;
+        }
+        Py_DECREF(seq);
+    }
+    if (!g.op_begin)
+        return PyLong_FromLong(0);
+    return PyLong_FromLongLong((long long)g.op_begin(name, (int)kind, n, n ? ids : NULL));
+}
+
+static PyObject *rec_op_end(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (g.op_end)
+        g.op_end();
+    Py_RETURN_NONE;
+}
+
+/* scalar(name, x) -> id: the Python number x as a 0-d f64 tensor. */
+static PyObject *rec_scalar(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "scalar(name, x)");
+        return NULL;
+    }
+    const char *name = name_arg(args[0]);
+    if (!name)
+        return NULL;
+    double v = PyFloat_AsDouble(args[1]);
+    if (v == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!g.tensor)
+        return PyLong_FromLong(0);
+    int64_t shape0[1] = {0}; /* (ndim 0: not read) */
+    int rc = g.tensor(name, 1 /* TFT_F64 */, &v, 0, shape0);
+    return PyLong_FromUnsignedLongLong(rc == 0 ? g.last_id() : 0);
+}
+
 /* counts() -> (recorded, declined): how many tensors took this path and
  * how many were handed back (for the benchmark and the tests). */
 static PyObject *rec_counts(PyObject *self, PyObject *unused)
@@ -214,9 +356,15 @@ static PyObject *rec_counts(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef methods[] = {
-    {"setup", rec_setup, METH_VARARGS, "setup(tensor, tensor_strided, last_tensor_id, dtypes, strided)"},
+    {"setup", rec_setup, METH_VARARGS, "setup(addresses, dtypes, strided)"},
     {"record", (PyCFunction)(void (*)(void))rec_record, METH_FASTCALL, "record(name, tensor) -> id | 0 | None"},
     {"counts", rec_counts, METH_NOARGS, "counts() -> (recorded, declined)"},
+    {"scope_push", rec_scope_push, METH_O, "tft_scope_push(name)"},
+    {"scope_pop", rec_scope_pop, METH_NOARGS, "tft_scope_pop()"},
+    {"tensor_context", rec_context, METH_O, "tft_tensor_context(flags)"},
+    {"op_begin", (PyCFunction)(void (*)(void))rec_op_begin, METH_FASTCALL, "op_begin(name, kind, ids) -> seq"},
+    {"op_end", rec_op_end, METH_NOARGS, "tft_op_end()"},
+    {"scalar", (PyCFunction)(void (*)(void))rec_scalar, METH_FASTCALL, "scalar(name, x) -> id (a 0-d f64 tensor)"},
     {NULL, NULL, 0, NULL},
 };
 

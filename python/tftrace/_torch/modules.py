@@ -31,7 +31,6 @@ inside a module's forward carries it, ATen ops included (``--torch ops``).
 """
 
 import bisect
-import ctypes
 import functools
 import sys
 import threading
@@ -280,7 +279,7 @@ class ModuleRecorder:
     def __init__(self, names):
         self.names = names
         self.tls = threading.local()
-        self.lib = _lib.lib()
+        self.lib = tensors.hot_lib()
         # the autograd sequence numbers [first, end) of the nodes the last
         # compiled calls made (their backward): autograd numbers the nodes
         # a thread makes in order, so one call's are one range, and calls
@@ -574,7 +573,7 @@ class OptimizerRecorder:
         grads, lrs = getattr(self.tls, "before", None) or ({}, {})
         self.tls.before = None
         cls = type(opt).__name__
-        lib = _lib.lib()
+        lib = tensors.hot_lib()
         name = (cls + ".step").encode()
         began = False
         try:
@@ -582,7 +581,7 @@ class OptimizerRecorder:
                 for pi, p in enumerate(g["params"]):
                     n = self.pname(opt, p, gi, pi)
                     ins = [i for i in (grads.get((gi, pi)), lrs.get(gi)) if i] + self.state_ids.get(n, [])
-                    lib.tft_op_begin(name, OP_OTHER, len(ins), (ctypes.c_uint64 * max(1, len(ins)))(*ins))
+                    tensors.op_begin(name, OP_OTHER, ins)
                     began = True
                     tensors.record("param." + n, p)
                     st = opt.state.get(p)
