@@ -519,7 +519,8 @@ static size_t backlog_room(collector *c, cbacklog *b, size_t want)
 static size_t backlog_pull(collector *c, uint32_t i, shm_ring *r, bool *more)
 {
     cbacklog *b = &c->backlog[i];
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    /* acquire: the first record's head store publishes what ring_claim wrote (r->proc) */
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     *more = b->more = false;
     if (head == tail)
