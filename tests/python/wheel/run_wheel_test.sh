@@ -9,7 +9,8 @@
 #      other tftrace anywhere on PATH or in the environment, record a
 #      PyTorch run (--torch) whose output is bit-identical to the untraced
 #      one, check it and diff it against a second run (MATCH), and its
-#      python reads it.
+#      python reads it; the PyTorch recording extension (_tftrace_rec) is
+#      in the wheel and records under --torch.
 # Prints the wheel's size and the install time.
 set -u
 src=$1 vpy=$2
@@ -41,7 +42,7 @@ case $whl in *manylinux*) ;; *) fail "not a manylinux wheel: $whl" ;; esac
 # 2. what the native files need
 mkdir "$tmp/unz" && (cd "$tmp/unz" && "$vpy" -m zipfile -e "$whl" .) || fail "unzip"
 for f in tftrace/_native/bin/tftrace tftrace/_native/bin/tfdump tftrace/_native/bin/tfdiff \
-         tftrace/_native/lib/libtftrace.so; do
+         tftrace/_native/lib/libtftrace.so tftrace/_native/lib/_tftrace_rec.abi3.so; do
     [ -f "$tmp/unz/$f" ] || fail "the wheel lacks $f"
 done
 chmod +x "$tmp"/unz/tftrace/_native/bin/* "$tmp"/unz/tftrace/_native/lib/*.so "$tmp"/unz/tftrace.libs/*.so* 2>/dev/null
@@ -75,7 +76,11 @@ tftrace --version | grep -q "tftrace $want" || fail "tftrace --version: $(tftrac
 python "$here/tiny_train.py" >plain.out || fail "untraced run"
 tftrace -q -o a.trace --torch -- python "$here/tiny_train.py" >a.out || fail "tftrace --torch exited $?"
 cmp -s plain.out a.out || fail "output changed under the wheel's tftrace --torch: $(diff plain.out a.out | head -5)"
-tftrace -q -o b.trace --torch -- python "$here/tiny_train.py" >/dev/null || fail "second run"
+TFT_TEST_COUNTS=$tmp/counts tftrace -q -o b.trace --torch -- python "$here/tiny_train.py" >/dev/null ||
+    fail "second run"
+read -r fast declined <"$tmp/counts" || true
+[ "$fast" != none ] && [ "${fast:-0}" -gt 0 ] ||
+    fail "the wheel's PyTorch recording extension (_native/lib/_tftrace_rec.abi3.so) did not record: $fast $declined"
 tfdump a.trace >summary.txt || fail "tfdump: $(cat summary.txt)"
 grep -q "steps *0..5" summary.txt || fail "tfdump summary: $(cat summary.txt)"
 st=0; tfdump --check a.trace >check.txt || st=$?

@@ -1,5 +1,7 @@
 """A small PyTorch training loop for the wheel test: a two-layer MLP, SGD,
 a fixed batch per step from a seeded generator; prints each step's loss."""
+import os
+
 import torch
 
 torch.manual_seed(0)
@@ -14,3 +16,7 @@ for step in range(6):
     loss.backward()
     opt.step()
     print(step, repr(loss.item()))
+if os.environ.get("TFT_SHM") and os.environ.get("TFT_TEST_COUNTS"):  # traced: did the C extension record?
+    from tftrace._torch import tensors
+    with open(os.environ["TFT_TEST_COUNTS"], "w") as f:
+        f.write("%d %d\n" % tensors.fast_module.counts() if tensors.fast_module else "none\n")
