@@ -66,17 +66,6 @@ struct keep_scan {
     void *tap_ctx;
 };
 
-static bool is_scalar(const tft_rec *rec)
-{
-    if (rec->kind != TFT_REC_TENSOR || rec->len < sizeof(tft_rec_tensor))
-        return false;
-    const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM; i++)
-        n *= t->shape[i];
-    return n == 1;
-}
-
 static const char *name_of(const keep_scan *k, int side, uint64_t id, char *buf, size_t n)
 {
     const char *s = k->r[side] ? tft_reader_string(k->r[side], id) : NULL;
@@ -284,7 +273,7 @@ int tfdiff_keep_tap(void *ctx, int side, const tft_rec *rec)
         keep_side *s = &k->s[side];
         if (s->seen == TFT_STEP_NONE || rec->step > s->seen)
             s->seen = rec->step;
-        if (rec->step >= k->lo && rec->step > k->drained && is_scalar(rec) && push(s, rec) < 0)
+        if (rec->step >= k->lo && rec->step > k->drained && tft_rec_is_scalar(rec) && push(s, rec) < 0)
             return -ENOMEM;
         int64_t both = k->s[0].seen < k->s[1].seen ? k->s[0].seen : k->s[1].seen;
         if (both != TFT_STEP_NONE && both - 1 > k->drained) /* both sides are past step both - 1 */

@@ -389,6 +389,20 @@ static inline int32_t tft_rec_coll_tag(const tft_rec_collective *c)
     return c->h.len >= sizeof(tft_rec_collective) ? c->tag : TFT_TAG_NONE;
 }
 
+/* 1 when rec is a TENSOR record of exactly one element (a loss, a learning
+ * rate, a gradient norm): a scalar, which a flight-recorder file keeps for
+ * every step (FORMAT.md §3.6); 0 otherwise. rec->len must be valid. */
+static inline int tft_rec_is_scalar(const tft_rec *rec)
+{
+    if (rec->kind != TFT_REC_TENSOR || rec->len < sizeof(tft_rec_tensor))
+        return 0;
+    const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM; i++)
+        n *= t->shape[i];
+    return n == 1;
+}
+
 /* What a record kind is to the tools: one row per kind in the format
  * library (formats/src/record.c), read by the reader, the writer, the
  * analyzers and the Python package, so that a new kind is described in one

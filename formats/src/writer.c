@@ -340,15 +340,8 @@ static bool rec_kept(const tft_rec *rec)
     case TFT_REC_KERNEL:
     case TFT_REC_CAPTURE:
         return false;
-    case TFT_REC_TENSOR: {
-        if (rec->len < sizeof(tft_rec_tensor))
-            return false;
-        const tft_rec_tensor *t = (const tft_rec_tensor *)rec;
-        int64_t n = 1;
-        for (int i = 0; i < t->ndim && i < TFT_MAX_NDIM; i++)
-            n *= t->shape[i];
-        return n == 1;
-    }
+    case TFT_REC_TENSOR:
+        return tft_rec_is_scalar(rec);
     default:
         return true;
     }

@@ -250,6 +250,24 @@ int ring_write(shm_hdr *h, shm_ring *r, const tft_rec *rec)
     return 0;
 }
 
+/* The entry at tail of ring r (capacity cap) below head: its offset in
+ * the ring (*pos) and length (*len). Returns 1 for a record, 0 for the
+ * padding that fills the ring's end (skip *len bytes), -1 when its header
+ * is not one a producer writes (a length out of bounds: the producer's
+ * memory is not trusted). */
+static int ring_peek(const shm_ring *r, uint64_t cap, uint64_t tail, uint64_t head, uint64_t *pos, uint32_t *len)
+{
+    uint32_t w[2];
+    *pos = tail % cap;
+    memcpy(w, r->data + *pos, sizeof(w));
+    *len = w[1];
+    if ((w[0] & 0xFFFFu) == RING_PAD_KIND && *len == cap - *pos)
+        return 0;
+    if (*len < sizeof(tft_rec) || *len % 8 || *len > TFT_REC_MAX_BYTES || *pos + *len > cap || tail + *len > head)
+        return -1;
+    return 1;
+}
+
 size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx)
 {
     uint64_t cap = h->ring_bytes;
@@ -263,16 +281,14 @@ size_t ring_drain(shm_hdr *h, shm_ring *r, ring_record_fn fn, void *ctx)
     }
     _Alignas(8) char buf[TFT_REC_MAX_BYTES];
     while (tail < head) {
-        uint64_t pos = tail % cap;
-        uint32_t w[2];
-        memcpy(w, r->data + pos, sizeof(w));
-        uint32_t kind = w[0] & 0xFFFFu, len = w[1];
-        if (kind == RING_PAD_KIND && len == cap - pos) {
+        uint64_t pos;
+        uint32_t len;
+        int at = ring_peek(r, cap, tail, head, &pos, &len);
+        if (at == 0) {
             tail += len;
             continue;
         }
-        if (len < sizeof(tft_rec) || len % 8 || len > TFT_REC_MAX_BYTES || pos + len > cap ||
-            tail + len > head) {
+        if (at < 0) {
             atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
             tail = head;
             break;
@@ -300,16 +316,14 @@ size_t ring_pull(shm_hdr *h, shm_ring *r, char *dst, size_t room, bool *more)
         return 0;
     }
     while (tail < head) {
-        uint64_t pos = tail % cap;
-        uint32_t w[2];
-        memcpy(w, r->data + pos, sizeof(w));
-        uint32_t kind = w[0] & 0xFFFFu, len = w[1];
-        if (kind == RING_PAD_KIND && len == cap - pos) {
+        uint64_t pos;
+        uint32_t len;
+        int at = ring_peek(r, cap, tail, head, &pos, &len);
+        if (at == 0) {
             tail += len;
             continue;
         }
-        if (len < sizeof(tft_rec) || len % 8 || len > TFT_REC_MAX_BYTES || pos + len > cap ||
-            tail + len > head) {
+        if (at < 0) {
             atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
             tail = head;
             break;

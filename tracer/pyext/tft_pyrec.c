@@ -184,17 +184,6 @@ out:
     return rc;
 }
 
-static int dense(int ndim, const int64_t *shape, const int64_t *strides)
-{
-    int64_t want = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        if (shape[d] != 1 && strides[d] != want)
-            return 0;
-        want *= shape[d];
-    }
-    return 1;
-}
-
 /* A str's UTF-8 or a bytes' contents (the object keeps it alive); NULL
  * with a TypeError for anything else. */
 static const char *name_arg(PyObject *o)
@@ -230,13 +219,11 @@ static PyObject *rec_record(PyObject *self, PyObject *const *args, Py_ssize_t na
     int rc;
     if (numel == 0)
         rc = g.tensor(name, dtype, NULL, ndim, shape);
-    else if (dense(ndim, shape, strides))
-        rc = g.tensor(name, dtype, data, ndim, shape);
-    else if (g.tensor_strided)
+    else if (g.tensor_strided) /* dense strides take tft_tensor's path inside */
         rc = g.tensor_strided(name, dtype, data, ndim, shape, strides);
     else {
         g.declined++;
-        Py_RETURN_NONE; /* an older library: the Python path copies it */
+        Py_RETURN_NONE; /* a library older than 0.3: the Python path records it */
     }
     g.records++;
     return PyLong_FromUnsignedLongLong(rc == 0 ? g.last_id() : 0);

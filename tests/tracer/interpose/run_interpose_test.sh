@@ -187,7 +187,9 @@ PY
     # each rank's tftrace ends its own command at --timeout; Open MPI must not
     # kill the other tftrace processes when the first exits non-zero (a
     # collector killed before it closes its rank file can lose its last chunk)
-    mpi4() { OMPI_MCA_orte_abort_on_non_zero_status=0 \
+    # (yield_when_idle: ranks blocked in the planted hang give their core
+    # away instead of spinning on it while the other tests run beside them)
+    mpi4() { OMPI_MCA_orte_abort_on_non_zero_status=0 OMPI_MCA_mpi_yield_when_idle=1 \
              mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q --timeout 10 -o "$@"; }
     if [ "$mode" = ok ]; then
         mpi4 "$tmp/ok.trace" -- "$prog" ok >"$tmp/out"
@@ -218,7 +220,7 @@ PY
     command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 0; }
     $py -c "import mpi4py, numpy" 2>/dev/null || { echo "SKIP: mpi4py or numpy missing for $py"; exit 0; }
     mode=${case_name#mpi4py-}
-    mpi4() { OMPI_MCA_orte_abort_on_non_zero_status=0 \
+    mpi4() { OMPI_MCA_orte_abort_on_non_zero_status=0 OMPI_MCA_mpi_yield_when_idle=1 \
              mpirun --allow-run-as-root --oversubscribe -np 4 "$tftrace" -q --timeout 10 -o "$@"; }
     if [ "$mode" = ok ]; then
         mpi4 "$tmp/ok.trace" -- $py "$here/mpi4py_prog.py" ok >"$tmp/out"
