@@ -99,10 +99,13 @@ class Runs:
                                           "--nproc_per_node", str(ranks)]
         cmd = (["env", "TFT_PYTHON_DIR=" + self.tools.pythonpath, self.tools.tftrace, "-q", "-o", t,
                 "--torch", "--"] + launch + [PROG] + args)
-        for attempt in (0, 1):
+        # gloo's teardown glitch (GLITCH) strikes at random after the last
+        # step, more often on a loaded machine (twice in a row once in CI):
+        # up to three tries, each a whole recording
+        for attempt in range(3):
             shutil.rmtree(t, ignore_errors=True)
             p = _run(cmd)
-            if not (p.returncode != 0 and ranks > 1 and GLITCH in p.stderr and attempt == 0):
+            if not (p.returncode != 0 and ranks > 1 and GLITCH in p.stderr and attempt < 2):
                 break
         if p.returncode != 0:
             pytest.fail("traced %s exited %d\nstdout: %s\nstderr: %s" % (" ".join(args), p.returncode,
