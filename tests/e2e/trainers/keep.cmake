@@ -3,7 +3,9 @@
 if(TARGET tftrain)
   add_test(NAME trainers.keep_steps
            COMMAND bash ${TRAINERS_DIR}/run_keep_case.sh ${TRAINERS_TOOLS} $<TARGET_FILE:tftrain>)
-  set_tests_properties(trainers.keep_steps PROPERTIES TIMEOUT 120 LABELS "trainers"
+  # (release only, "slow": 14 s under ASan; the writer's keep mode runs
+  # under the sanitizers in format.keep_compact and the format tests)
+  set_tests_properties(trainers.keep_steps PROPERTIES TIMEOUT 120 LABELS "trainers;slow"
                        ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
 endif()
 # ... and stays small (compacted at close, also after the traced program is
