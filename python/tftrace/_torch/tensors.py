@@ -163,6 +163,8 @@ def op_begin(name, kind, ids):
         return fast_module.op_begin(name, kind, ids)
     lib = _lib.lib()
     return lib.tft_op_begin(name, kind, len(ids), (ctypes.c_uint64 * max(1, len(ids)))(*ids))
+
+
 _SHAPE_T = [ctypes.c_int64 * max(1, n) for n in range(MAX_NDIM + 1)]
 _STRIDED = torch.strided
 _lib_handle = None
