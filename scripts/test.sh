@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc 2>/dev/null || echo 2)
-fuzz_seconds=${TFT_FUZZ_SECONDS:-8} # per target: 5 targets two at a time, about 24 s (the suite stays under 20 min on 2 cores)
+fuzz_seconds=${TFT_FUZZ_SECONDS:-5} # per target: 5 targets two at a time, about 15 s (the suite stays under 20 min on 2 cores)
 
 bash scripts/install-deps.sh
 
